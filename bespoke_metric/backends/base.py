@@ -1,0 +1,75 @@
+"""The one interface every LLM engine implements, as a judge or as a system under test.
+
+A backend turns a list of chat requests into completions. How it gets there is its own business:
+`openai` sends them concurrently with retries, `hf` batches them through `model.generate`, `vllm`
+submits them all at once. The scheduler (`bespoke_metric.scheduler`) sits in front of every backend and
+owns what is common: the cache, the progress bar, and re-asking when an answer cannot be parsed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence, Union
+
+
+@dataclass(frozen=True)
+class Request:
+    """One chat completion to make."""
+
+    messages: tuple[dict[str, str], ...]
+    """Chat messages, `{"role": ..., "content": ...}`, in order."""
+    max_tokens: int = 2048
+    json_schema: dict[str, Any] | None = None
+    """When set, ask the engine to constrain the output to this JSON schema (guided decoding,
+    `response_format`); engines that cannot constrain still receive the schema in the prompt."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class CallError:
+    """A call that failed for good (after the backend's own retries). `reason` never holds a secret."""
+
+    reason: str
+    retryable: bool = False
+
+
+Outcome = Union[Completion, CallError]
+OnDone = Callable[[int, Outcome], None]
+"""Called once per request index as soon as its outcome is known, so results can be cached as they land."""
+
+
+class Backend(Protocol):
+    name: str
+    """Engine name: `openai`, `hf`, `vllm`."""
+    model: str
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that determines an answer besides the request, for the cache key and the results
+        file: engine, model, endpoint, decoding settings. Never a secret."""
+        ...
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        """Run all requests, calling `on_done(i, outcome)` exactly once for each index `i`."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+@dataclass
+class Usage:
+    """Counters for the `usage` block of a results file."""
+
+    calls: int = 0
+    cached: int = 0
+    failed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    wall_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,35 @@
+"""`bespoke SUBCOMMAND ...`: each subcommand is a module of this package with `HELP`,
+`add_arguments(parser)` and `run(args) -> int`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# subcommand name -> module in this package
+COMMANDS: dict[str, str] = {
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bespoke", description="The BESPOKE benchmark on the Hugging Face stack.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(f"bespoke_cli.{module_name}")
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    return int(args._run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
