@@ -1,0 +1,18 @@
+"""BESPOKE's data through the `datasets` API: loading either public layout, typed configs, export.
+
+>>> from bespoke_dataset import load
+>>> bench = load("benchmark", source="sample")   # or "yonsei-dli/BESPOKE", or a local folder
+"""
+
+from .errors import BespokeDataError, BespokeDataWarning
+from .features import CONFIGS, DIMENSIONS, FEATURES
+from .keys import normalise_query_id, query_key
+from .loading import load
+from .source import DEFAULT_SOURCE, SAMPLE, SAMPLE_DIR, ResolvedSource, fingerprint, resolve_source
+from .version import __version__
+
+__all__ = [
+    "BespokeDataError", "BespokeDataWarning", "CONFIGS", "DEFAULT_SOURCE", "DIMENSIONS", "FEATURES", "SAMPLE",
+    "SAMPLE_DIR", "ResolvedSource", "__version__", "fingerprint", "load", "normalise_query_id", "query_key",
+    "resolve_source",
+]

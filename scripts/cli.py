@@ -10,6 +10,10 @@ import sys
 
 # subcommand name -> module in this package
 COMMANDS: dict[str, str] = {
+    "score": "score",
+    "meta-eval": "meta_eval",
+    "leaderboard": "leaderboard",
+    "compare": "compare",
 }
 
 

@@ -73,3 +73,23 @@ class Usage:
     output_tokens: int = 0
     wall_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def messages_with_schema(request: Request) -> list[dict[str, str]]:
+    """The request's messages, with its JSON schema spelled out at the end of the last user message.
+
+    For engines that cannot constrain decoding to a schema (plain `transformers`, or an API called with
+    structured output off): the model still learns the exact shape it must answer in."""
+    messages = [dict(m) for m in request.messages]
+    if request.json_schema is None:
+        return messages
+    import json
+
+    note = "\n\nAnswer with a single JSON object that follows this JSON schema:\n" + json.dumps(
+        request.json_schema, sort_keys=True
+    )
+    for message in reversed(messages):
+        if message["role"] == "user":
+            message["content"] = message["content"] + note
+            return messages
+    return messages + [{"role": "user", "content": note.strip()}]

@@ -1,0 +1,21 @@
+"""What goes wrong with a release: an error that names where, or a warning that says what was dropped."""
+
+from __future__ import annotations
+
+
+class BespokeDataError(ValueError):
+    """The release cannot be read as BESPOKE data.
+
+    `where` names the table or file and the row (e.g. ``evaluation_shot/evaluation_shot.parquet row 12``),
+    `field` the column or JSON path at fault; both appear in the message.
+    """
+
+    def __init__(self, where: str, message: str, field: str | None = None) -> None:
+        self.where = where
+        self.field = field
+        location = where if field is None else f"{where}, field {field!r}"
+        super().__init__(f"{location}: {message}")
+
+
+class BespokeDataWarning(UserWarning):
+    """Part of the release was dropped; the rest stays usable. The message says what and why."""

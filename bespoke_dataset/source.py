@@ -1,0 +1,96 @@
+"""Where the data comes from: a Hub repo id, a local folder in either layout, or the bundled sample.
+
+`resolve_source` turns a source into a local folder (downloading Hub repos with `huggingface_hub`, which
+caches them) and a content fingerprint that results files record as the data revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import BespokeDataError
+from .raw import TABLES, Layout, detect_layout, table_files
+
+DEFAULT_SOURCE = "yonsei-dli/BESPOKE"
+"""The public release on the Hugging Face Hub."""
+SAMPLE = "sample"
+SAMPLE_DIR = Path(__file__).parent / "sample"
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+HUB_PATTERNS = [f"{t.folder}/*.parquet" for t in TABLES.values()] + ["README.md"]
+
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    source: str
+    """As the user gave it."""
+    path: Path
+    layout: Layout
+    revision: str | None
+    """The Hub commit for Hub sources, None for local folders."""
+    fingerprint: str
+    """SHA-256 of the release's table files (paths and contents): equal data, equal fingerprint."""
+
+    def record(self) -> dict[str, Any]:
+        """What a results file stores about the data (`{"source", "revision", "fingerprint"}`)."""
+        return {"source": self.source, "revision": self.revision, "fingerprint": self.fingerprint}
+
+
+def is_repo_id(source: str) -> bool:
+    return bool(_REPO_ID.match(source)) and not Path(source).exists()
+
+
+def download(repo_id: str, revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
+    """The local snapshot of a Hub dataset repo (tables and card only), downloaded once and cached."""
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision,
+                                  cache_dir=None if cache_dir is None else str(cache_dir),
+                                  allow_patterns=HUB_PATTERNS))
+
+
+def content_fingerprint(path: Path, layout: Layout) -> str:
+    """SHA-256 over each table file's relative path and bytes, in a fixed order."""
+    digest = hashlib.sha256(layout.encode())
+    for table in TABLES:
+        for file in table_files(path, layout, table):
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+            with file.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def resolve_source(source: str | Path = DEFAULT_SOURCE, revision: str | None = None, *,
+                   hub_cache_dir: str | Path | None = None) -> ResolvedSource:
+    """Find (or download) a release and fingerprint it.
+
+    `source`: ``"sample"`` (bundled synthetic sample), a local folder (Hub or GitHub layout, detected), or a
+    Hub dataset repo id such as ``"yonsei-dli/BESPOKE"``. `revision` (branch, tag or commit) applies to Hub
+    repos only.
+    """
+    text = str(source)
+    if text == SAMPLE:
+        path, hub_revision = SAMPLE_DIR, None
+    elif Path(text).exists():
+        path, hub_revision = Path(text), None
+    elif is_repo_id(text):
+        path = download(text, revision, hub_cache_dir)
+        hub_revision = path.name if _COMMIT.match(path.name) else revision
+    else:
+        raise BespokeDataError(text, "no such folder, and not a Hub repo id like 'yonsei-dli/BESPOKE'")
+    if revision is not None and hub_revision is None:
+        raise ValueError(f"revision={revision!r} applies to Hub repos only, not to the local source {text!r}")
+    path = path.resolve()
+    layout = detect_layout(path)
+    return ResolvedSource(text, path, layout, hub_revision, content_fingerprint(path, layout))
+
+
+def fingerprint(source: str | Path = DEFAULT_SOURCE, revision: str | None = None) -> str:
+    """The content fingerprint of a source (see `ResolvedSource.fingerprint`)."""
+    return resolve_source(source, revision).fingerprint

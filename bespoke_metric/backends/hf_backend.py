@@ -1,0 +1,207 @@
+"""`hf:MODEL`: local generation with `transformers`, batched.
+
+Prompts are rendered with the model's chat template, sorted by length (longest first, so an
+out-of-memory error shows up on the first batch rather than the last) and generated in left-padded
+batches with greedy decoding. On a GPU the model runs in bfloat16 with SDPA attention and the batch size
+follows the free memory (and halves if a batch still runs out); on a CPU it runs in float32. The blocking
+`generate` runs in a worker thread so the event loop (progress bar, other backends) stays alive, and each
+request's outcome is reported as soon as its batch finishes.
+
+Plain `transformers` cannot constrain decoding to a JSON schema: a request's schema is written into its
+prompt instead (`messages_with_schema`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
+
+log = logging.getLogger(__name__)
+
+CPU_BATCH_SIZE = 8
+MEMORY_HEADROOM = 0.7
+"""Share of the free GPU memory a batch may plan to use; the rest absorbs estimation error."""
+
+
+class HFBackend:
+    """Batched greedy generation with a `transformers` causal LM. See the module docstring."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        tokenizer: Any = None,
+        device: str | None = None,
+        dtype: str | None = None,
+        batch_size: int | None = None,
+        max_batch_size: int = 64,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        """
+        Args:
+            model: a Hub id, a local folder, or a loaded `PreTrainedModel` (then pass `tokenizer` too).
+            tokenizer: a loaded tokenizer; default: loaded from `model`.
+            device: default "cuda" when available, else "cpu".
+            dtype: default "bfloat16" on GPU, "float32" on CPU.
+            batch_size: a fixed batch size; default: adapted to free GPU memory, or 8 on CPU.
+            max_batch_size: the most prompts per batch when adapting.
+            revision: the Hub revision to load.
+        """
+        import torch
+        import transformers
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        on_gpu = self.device.startswith("cuda")
+        self.dtype = dtype or ("bfloat16" if on_gpu else "float32")
+        self.batch_size = batch_size
+        self.max_batch_size = max_batch_size
+        self.revision = revision
+        if isinstance(model, (str, Path)):
+            self.model = str(model)
+            load_args: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
+            if tokenizer is None:
+                tokenizer = transformers.AutoTokenizer.from_pretrained(self.model, **load_args)
+            if on_gpu:
+                load_args["attn_implementation"] = "sdpa"
+            self._model = transformers.AutoModelForCausalLM.from_pretrained(
+                self.model, dtype=getattr(torch, self.dtype), **load_args
+            )
+        else:
+            if tokenizer is None:
+                raise ValueError("a preloaded model needs its tokenizer: pass tokenizer=")
+            self._model = model.to(dtype=getattr(torch, self.dtype))
+            self.model = str(getattr(model, "name_or_path", "") or type(model).__name__)
+        self._model.to(self.device).eval()
+        self._tokenizer = tokenizer
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self._eos_ids = _eos_ids(self._model, tokenizer)
+        self._batch_cap = max_batch_size  # lowered for good when a batch runs out of memory
+
+    # -- Backend interface -------------------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "engine": self.name,
+            "model": self.model,
+            "revision": self.revision,
+            "settings": {"do_sample": False, "dtype": self.dtype, "schema": "in prompt"},
+        }
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        prompts = [self._encode(r) for r in requests]
+        # Longest first: similar lengths share a batch (little padding), and memory trouble surfaces early.
+        order = sorted(range(len(requests)), key=lambda i: (-len(prompts[i]), -requests[i].max_tokens))
+        start = 0
+        while start < len(order):
+            first = order[start]
+            size = self._batch_size_for(len(prompts[first]) + requests[first].max_tokens)
+            batch = order[start : start + size]
+            outcomes = await asyncio.to_thread(self._generate_safely, [prompts[i] for i in batch], [requests[i].max_tokens for i in batch])
+            if outcomes is None:  # out of memory: a smaller cap is set, try again from the same place
+                continue
+            for index, outcome in zip(batch, outcomes):
+                on_done(index, outcome)
+            start += len(batch)
+
+    def close(self) -> None:
+        self._model = None
+        self._tokenizer = None
+
+    # -- internals -----------------------------------------------------------------------------------
+
+    def _encode(self, request: Request) -> list[int]:
+        messages = messages_with_schema(request)
+        tokenizer = self._tokenizer
+        if not getattr(tokenizer, "chat_template", None):
+            text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
+            return tokenizer(text, add_special_tokens=True)["input_ids"]
+        options: dict[str, Any] = {"add_generation_prompt": True, "tokenize": True, "return_dict": False}
+        if "sanitize_control_tokens" in inspect.signature(tokenizer.apply_chat_template).parameters:
+            # A judged response that spells out "<|eot_id|>" must stay text, not end the turn.
+            options["sanitize_control_tokens"] = True
+        ids = tokenizer.apply_chat_template(messages, **options)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+
+    def _batch_size_for(self, total_length: int) -> int:
+        if self.batch_size is not None:
+            return max(1, min(self.batch_size, self._batch_cap))
+        if not self.device.startswith("cuda"):
+            return max(1, min(CPU_BATCH_SIZE, self._batch_cap))
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(self.device))
+        per_sequence = total_length * _bytes_per_token(self._model.config, self.dtype) + _bytes_for_logits(self._model.config)
+        fits = int(free * MEMORY_HEADROOM // max(per_sequence, 1))
+        return max(1, min(fits, self._batch_cap))
+
+    def _generate_safely(self, prompts: list[list[int]], max_tokens: list[int]) -> list[Outcome] | None:
+        import torch
+
+        try:
+            return self._generate(prompts, max_tokens)
+        except torch.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            if len(prompts) == 1:
+                return [CallError(f"out of GPU memory on a single prompt of {len(prompts[0])} tokens")]
+            self._batch_cap = (len(prompts) + 1) // 2
+            log.warning("out of GPU memory with %d prompts per batch; trying %d", len(prompts), self._batch_cap)
+            return None
+
+    def _generate(self, prompts: list[list[int]], max_tokens: list[int]) -> list[Outcome]:
+        import torch
+        import transformers
+
+        pad = self._tokenizer.pad_token_id
+        width = max(len(p) for p in prompts)
+        input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
+        attention_mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
+        config = transformers.GenerationConfig(
+            max_new_tokens=max(max_tokens), do_sample=False, pad_token_id=pad, eos_token_id=self._eos_ids or None
+        )
+        with torch.inference_mode():
+            sequences = self._model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+        outcomes: list[Outcome] = []
+        for row, prompt, limit in zip(sequences[:, width:].tolist(), prompts, max_tokens):
+            # Greedy decoding: a longer shared budget yields the same prefix, so cut to this request's own.
+            row = row[:limit]
+            stop = next((k for k, token in enumerate(row) if token in self._eos_ids), len(row))
+            text = self._tokenizer.decode(row[:stop], skip_special_tokens=True)
+            outcomes.append(Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row))))
+        return outcomes
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    if eos is None:
+        return []
+    return list(eos) if isinstance(eos, (list, tuple)) else [eos]
+
+
+def _bytes_per_token(config: Any, dtype: str) -> int:
+    """Rough GPU memory per token of a sequence: its key/value cache plus prefill activations."""
+    text = getattr(config, "text_config", None) or config
+    width = 2 if dtype in ("bfloat16", "float16") else 4
+    hidden = text.hidden_size
+    heads = text.num_attention_heads
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    head_dim = getattr(text, "head_dim", None) or hidden // heads
+    kv = 2 * text.num_hidden_layers * kv_heads * head_dim * width
+    intermediate = getattr(text, "intermediate_size", 4 * hidden)
+    activations = (4 * hidden + 2 * intermediate) * width
+    return kv + activations
+
+
+def _bytes_for_logits(config: Any) -> int:
+    text = getattr(config, "text_config", None) or config
+    return 2 * text.vocab_size * 4  # float32 logits of the last position and their softmax

@@ -1,0 +1,351 @@
+"""`openai:MODEL`: any OpenAI-compatible endpoint through the official `openai` SDK.
+
+OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently (an asyncio semaphore
+bounds how many are in flight), each with a timeout, and failures that may pass (429, 5xx, timeouts,
+dropped connections) are retried with exponential backoff and jitter, honouring `Retry-After`. The SDK's
+own retries are off so these are the only ones, and a run-wide retry budget stops a dead endpoint from
+being hammered: once it is spent, calls that fail are not retried and calls not yet sent fail at once.
+
+Reasoning models (gpt-5, the o-series) go through the Responses API with `reasoning_effort` ("high" by
+default, as in the paper) and no temperature; other models through chat completions at temperature 0.
+
+The API key is used for the `Authorization` header and nothing else: it is not part of `identity()`, and
+every error message and log line this module writes is scrubbed of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import math
+import os
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request
+
+log = logging.getLogger(__name__)
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+PLACEHOLDER_KEY = "EMPTY"
+"""Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
+
+_REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
+_RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+def is_reasoning_model(model: str) -> bool:
+    """True for OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; not gpt-5-chat)."""
+    return bool(_REASONING_MODEL.match(model))
+
+
+def scrub_url(url: str) -> str:
+    """The URL without user info or query string, which is where credentials hide in URLs."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a `Retry-After` header: a number of seconds or an HTTP date."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            moment = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = moment.timestamp() - (time.time() if now is None else now)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+@dataclass
+class _RetryBudget:
+    """Retries left for the whole run (shared by every call of one backend)."""
+
+    left: int
+
+    def take(self) -> bool:
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+class _Failure(Exception):
+    def __init__(self, reason: str, retryable: bool, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retryable = retryable
+        self.wait = wait
+
+
+class OpenAIBackend:
+    """Concurrent calls to an OpenAI-compatible endpoint. See the module docstring."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api: Literal["auto", "chat", "responses"] = "auto",
+        concurrency: int = 32,
+        timeout: float = 600.0,
+        max_retries: int = 6,
+        retry_budget: int = 500,
+        backoff_base: float = 1.0,
+        backoff_max: float = 60.0,
+        max_retry_wait: float = 600.0,
+        temperature: float | None = None,
+        reasoning_effort: str | None = None,
+        reasoning_max_tokens: int | None = None,
+        structured: bool = True,
+    ) -> None:
+        """
+        Args:
+            model: the model name the endpoint knows.
+            base_url: the endpoint, ending in `/v1`; default `OPENAI_BASE_URL`, else OpenAI.
+            api_key: default `OPENAI_API_KEY`; a placeholder is sent to non-OpenAI endpoints without one.
+            api: `chat` (chat completions), `responses` (Responses API), or `auto`: `responses` for
+                reasoning models, `chat` otherwise.
+            concurrency: calls in flight at most.
+            timeout: seconds per call before it counts as failed (and is retried).
+            max_retries: retries per call.
+            retry_budget: retries for the whole life of this backend, all calls together.
+            backoff_base, backoff_max: the n-th retry waits about `backoff_base * 2**n` seconds (with
+                jitter), at most `backoff_max`, unless the server says how long with `Retry-After`.
+            max_retry_wait: a `Retry-After` longer than this fails the call instead of waiting.
+            temperature: default 0 for chat models; reasoning models take none.
+            reasoning_effort: default "high" for reasoning models.
+            reasoning_max_tokens: output cap for reasoning models, whose hidden reasoning counts against
+                it; default none (the request's `max_tokens` would starve the reasoning).
+            structured: send a request's `json_schema` as a structured-output format.
+        """
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.model = model
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        self.base_url = base_url.rstrip("/")
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if urlsplit(self.base_url).hostname == urlsplit(OPENAI_BASE_URL).hostname:
+                raise ValueError(
+                    "no API key for api.openai.com: set OPENAI_API_KEY or pass api_key "
+                    "(or point base_url at an OpenAI-compatible server that needs none)"
+                )
+            key = PLACEHOLDER_KEY
+        self._api_key = key
+        self.reasoning = is_reasoning_model(model)
+        if api == "auto":
+            api = "responses" if self.reasoning else "chat"
+        if api not in ("chat", "responses"):
+            raise ValueError(f"api must be 'auto', 'chat' or 'responses', got {api!r}")
+        self.api = api
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.max_retry_wait = max_retry_wait
+        self.structured = structured
+        if self.reasoning:
+            if temperature is not None:
+                raise ValueError(f"{model} is a reasoning model: it takes reasoning_effort, not temperature")
+            self.temperature = None
+            self.reasoning_effort = reasoning_effort or "high"
+        else:
+            self.temperature = 0.0 if temperature is None else temperature
+            self.reasoning_effort = reasoning_effort
+        self.reasoning_max_tokens = reasoning_max_tokens
+        self._budget = _RetryBudget(retry_budget)
+        self.retries_made = 0
+        # The SDK's HTTP pool belongs to one event loop; `run_requests_sync` makes a new loop per
+        # run, so the client and semaphore are rebuilt whenever the loop changes.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    # -- Backend interface -------------------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {"structured": self.structured}
+        if self.temperature is not None:
+            settings["temperature"] = self.temperature
+        if self.reasoning_effort is not None:
+            settings["reasoning_effort"] = self.reasoning_effort
+        if self.reasoning:
+            settings["reasoning_max_tokens"] = self.reasoning_max_tokens
+        return {
+            "engine": self.name,
+            "model": self.model,
+            "base_url": scrub_url(self.base_url),
+            "api": self.api,
+            "settings": settings,
+        }
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        client, semaphore = self._session()
+
+        async def one(index: int, request: Request) -> None:
+            async with semaphore:
+                outcome = await self._call_with_retries(client, request)
+            on_done(index, outcome)
+
+        tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def close(self) -> None:
+        client, loop = self._client, self._loop
+        self._client = self._semaphore = self._loop = None
+        if client is not None and loop is not None and not loop.is_closed() and not loop.is_running():
+            loop.run_until_complete(client.close())
+
+    # -- internals -----------------------------------------------------------------------------------
+
+    def _session(self) -> tuple[Any, asyncio.Semaphore]:
+        import openai
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout
+            )
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._loop = loop
+        assert self._semaphore is not None
+        return self._client, self._semaphore
+
+    def _scrub(self, text: str) -> str:
+        if self._api_key and self._api_key != PLACEHOLDER_KEY:
+            text = text.replace(self._api_key, "***")
+        return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1***", text)
+
+    async def _call_with_retries(self, client: Any, request: Request) -> Outcome:
+        attempt = 0
+        while True:
+            if self._budget.left <= 0 and attempt == 0 and self.retries_made > 0:
+                return CallError("retry budget of the run exhausted; call not sent", retryable=True)
+            try:
+                return await self._call(client, request)
+            except _Failure as failure:
+                reason = self._scrub(failure.reason)
+                if not failure.retryable:
+                    return CallError(reason, retryable=False)
+                if attempt >= self.max_retries:
+                    return CallError(f"{reason} (gave up after {attempt} retries)", retryable=True)
+                wait = self._backoff(attempt, failure.wait)
+                if wait > self.max_retry_wait:
+                    return CallError(f"{reason} (server asks to wait {wait:.0f} s)", retryable=True)
+                if not self._budget.take():
+                    return CallError(f"{reason} (retry budget of the run exhausted)", retryable=True)
+                self.retries_made += 1
+                attempt += 1
+                log.warning("%s; retry %d in %.1f s", reason, attempt, wait)
+                await asyncio.sleep(wait)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        jitter = random.uniform(0.0, 0.25 * self.backoff_base)
+        if retry_after is not None:
+            return retry_after + jitter  # honour the server's wait, spread a little
+        return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
+
+    async def _call(self, client: Any, request: Request) -> Completion:
+        import openai
+
+        try:
+            if self.api == "responses":
+                response = await client.responses.create(**self._responses_args(request))
+                usage = response.usage
+                return Completion(
+                    text=response.output_text,
+                    input_tokens=getattr(usage, "input_tokens", 0) or 0,
+                    output_tokens=getattr(usage, "output_tokens", 0) or 0,
+                )
+            response = await client.chat.completions.create(**self._chat_args(request))
+            usage = response.usage
+            return Completion(
+                text=response.choices[0].message.content or "",
+                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            )
+        except openai.APIStatusError as err:
+            status = err.status_code
+            wait = None
+            if status == 429 or status >= 500:
+                headers = err.response.headers
+                wait = parse_retry_after(headers.get("retry-after"))
+                if wait is None and headers.get("retry-after-ms"):
+                    wait = (parse_retry_after(headers.get("retry-after-ms")) or 0.0) / 1000
+            raise _Failure(
+                f"HTTP {status} from {scrub_url(self.base_url)}: {_short(err.message)}",
+                retryable=status in _RETRYABLE_STATUS or status >= 500,
+                wait=wait,
+            ) from None
+        except openai.APITimeoutError:
+            raise _Failure(f"timed out after {self.timeout:g} s", retryable=True) from None
+        except openai.APIConnectionError as err:
+            raise _Failure(f"connection error to {scrub_url(self.base_url)}: {_short(str(err))}", retryable=True) from None
+        except (AttributeError, IndexError, TypeError, ValueError, openai.APIResponseValidationError) as err:
+            raise _Failure(f"malformed response from the server: {_short(str(err))}", retryable=True) from None
+
+    def _chat_args(self, request: Request) -> dict[str, Any]:
+        args: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in request.messages]}
+        if self.reasoning:
+            if self.reasoning_max_tokens is not None:
+                args["max_completion_tokens"] = self.reasoning_max_tokens
+        else:
+            args["max_tokens"] = request.max_tokens
+        if self.temperature is not None:
+            args["temperature"] = self.temperature
+        if self.reasoning_effort is not None:
+            args["reasoning_effort"] = self.reasoning_effort
+        if self.structured and request.json_schema is not None:
+            args["response_format"] = {"type": "json_schema", "json_schema": _named_schema(request.json_schema)}
+        return args
+
+    def _responses_args(self, request: Request) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "model": self.model,
+            "input": [{"role": m["role"], "content": m["content"]} for m in request.messages],
+            "store": False,
+        }
+        if self.reasoning:
+            if self.reasoning_max_tokens is not None:
+                args["max_output_tokens"] = self.reasoning_max_tokens
+        else:
+            args["max_output_tokens"] = request.max_tokens
+        if self.temperature is not None:
+            args["temperature"] = self.temperature
+        if self.reasoning_effort is not None:
+            args["reasoning"] = {"effort": self.reasoning_effort}
+        if self.structured and request.json_schema is not None:
+            args["text"] = {"format": {"type": "json_schema", **_named_schema(request.json_schema)}}
+        return args
+
+
+def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "answer")))[:64] or "answer"
+    return {"name": name, "schema": schema, "strict": True}
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,135 @@
+"""`vllm:MODEL`: offline generation with `vllm.LLM`, every prompt of a run submitted at once.
+
+vLLM schedules what it is given continuously, so the fastest use is one `llm.chat` call with the whole
+run. Automatic prefix caching is on: the judge's prompts put the per-query part (instructions, rubric,
+examples) first, so all calls of one query share a cached prefix; submitting them sorted by their
+messages keeps those calls next to each other. A request's JSON schema becomes structured (guided)
+decoding, so the output always parses. Greedy decoding (temperature 0).
+
+`vllm` is an optional extra, imported only when this backend is built. Both structured-output APIs are
+supported: `StructuredOutputsParams` / `structured_outputs=` (vLLM >= 0.10.2; the old one was removed in
+0.12) and `GuidedDecodingParams` / `guided_decoding=` (older releases).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Sequence
+
+from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
+
+
+class VLLMBackend:
+    """All-at-once offline generation with vLLM. See the module docstring."""
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        tensor_parallel_size: int = 1,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        enable_prefix_caching: bool = True,
+        seed: int = 0,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        llm: Any = None,
+    ) -> None:
+        """
+        Args:
+            model: a Hub id or local folder.
+            tensor_parallel_size: GPUs to shard the model over.
+            max_model_len: context length to reserve (default: the model's).
+            llm: an already built `vllm.LLM` to reuse (its settings are then the caller's).
+        """
+        try:
+            import vllm
+        except ImportError as err:
+            raise ImportError(
+                "the vllm backend needs vLLM on a GPU machine: pip install 'bespoke-eval[vllm]'"
+            ) from err
+        self._vllm = vllm
+        self.model = model
+        self.revision = revision
+        self.engine_args: dict[str, Any] = {
+            "model": model,
+            "tensor_parallel_size": tensor_parallel_size,
+            "dtype": dtype,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "enable_prefix_caching": enable_prefix_caching,
+            "seed": seed,
+            "trust_remote_code": trust_remote_code,
+        }
+        if max_model_len is not None:
+            self.engine_args["max_model_len"] = max_model_len
+        if revision is not None:
+            self.engine_args["revision"] = revision
+        self._llm = llm if llm is not None else vllm.LLM(**self.engine_args)
+        self._structured = _structured_output_api(vllm)
+
+    # -- Backend interface -------------------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "engine": self.name,
+            "model": self.model,
+            "revision": self.revision,
+            "settings": {"temperature": 0.0, "dtype": self.engine_args["dtype"], "structured": True},
+        }
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        if not requests:
+            return
+        # Neighbours in the submission share their prefix: vLLM reuses the cached blocks sooner.
+        order = sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages))
+        conversations = [[dict(m) for m in requests[i].messages] for i in order]
+        params = [self.sampling_params(requests[i]) for i in order]
+        try:
+            outputs = await asyncio.to_thread(self._llm.chat, conversations, params, use_tqdm=False)
+        except Exception as err:  # the engine failed as a whole: every request shares the failure
+            reason = f"vLLM generation failed: {type(err).__name__}: {err}"
+            for index in order:
+                on_done(index, CallError(reason))
+            return
+        if len(outputs) != len(order):
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(order)} prompts")
+        for index, output in zip(order, outputs):
+            on_done(index, _completion(output))
+
+    def close(self) -> None:
+        self._llm = None
+
+    # -- request building ----------------------------------------------------------------------------
+
+    def sampling_params(self, request: Request) -> Any:
+        """The `SamplingParams` of one request: greedy, its token limit, its schema as structured output."""
+        args: dict[str, Any] = {"temperature": 0.0, "max_tokens": request.max_tokens}
+        if request.json_schema is not None:
+            keyword, params_class = self._structured
+            args[keyword] = params_class(json=request.json_schema)
+        return self._vllm.SamplingParams(**args)
+
+
+def _structured_output_api(vllm: Any) -> tuple[str, Any]:
+    """(SamplingParams keyword, params class) of the installed vLLM's structured-output API."""
+    module = vllm.sampling_params
+    if hasattr(module, "StructuredOutputsParams"):
+        return "structured_outputs", module.StructuredOutputsParams
+    if hasattr(module, "GuidedDecodingParams"):
+        return "guided_decoding", module.GuidedDecodingParams
+    raise ImportError(f"this vLLM ({getattr(vllm, '__version__', '?')}) has no structured-output API")
+
+
+def _completion(output: Any) -> Completion | CallError:
+    if not output.outputs:
+        return CallError("vLLM returned no completion for this prompt")
+    first = output.outputs[0]
+    return Completion(
+        text=first.text,
+        input_tokens=len(output.prompt_token_ids or ()),
+        output_tokens=len(first.token_ids or ()),
+    )

@@ -1,0 +1,119 @@
+"""A persistent answer cache: one embedded SQLite file, safe for concurrent writers.
+
+Every completed call is stored under a key derived from everything that determines its answer (the
+backend identity, the messages, the token limit, the JSON schema, the protocol version), so a rerun with a
+warm cache makes no calls and a killed run resumes paying only for the calls that had not finished.
+Nothing secret goes into a key or a row: backend identities are secret-free by contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from bespoke_metric.backends.base import Completion, Request
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def key_for(identity: Mapping[str, Any], request: Request, extra: Mapping[str, Any] | None = None) -> str:
+    """The cache key of one call: sha256 of the canonical JSON of what determines its answer."""
+    payload = {
+        "identity": identity,
+        "messages": [dict(m) for m in request.messages],
+        "max_tokens": request.max_tokens,
+        "json_schema": request.json_schema,
+        "extra": extra or {},
+    }
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Cache:
+    """Completions by key in a SQLite file (WAL mode, so readers never block the writer and several
+    processes may write at once). One connection per instance, guarded by a lock, so it can be used from
+    asyncio callbacks and worker threads alike."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 60.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # Autocommit (isolation_level=None): every put is its own short transaction, so a killed run
+        # loses at most the call in flight.
+        self._db = sqlite3.connect(
+            str(self.path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._retry_locked(lambda: self._db.execute(_SCHEMA))
+
+    @staticmethod
+    def _retry_locked(action: Any, attempts: int = 50) -> Any:
+        # Switching to WAL needs a moment of exclusive access, which busy_timeout does not cover when
+        # several processes open a fresh file at the same instant.
+        for attempt in range(attempts):
+            try:
+                return action()
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or attempt == attempts - 1:
+                    raise
+                time.sleep(0.05)
+
+    def get(self, key: str) -> Completion | None:
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
+        """The cached completions among `keys`, by key (missing keys are absent)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Completion] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 500):  # SQLite caps the number of bound parameters
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT key, text, input_tokens, output_tokens FROM completions WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for key, text, input_tokens, output_tokens in rows:
+                    found[key] = Completion(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+        return found
+
+    def put(self, key: str, completion: Completion) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO completions (key, text, input_tokens, output_tokens, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (key, completion.text, completion.input_tokens, completion.output_tokens, time.time()),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "Cache":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

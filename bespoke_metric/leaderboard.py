@@ -1,0 +1,383 @@
+"""Ranking systems from results files, honestly.
+
+- Results are grouped by everything that makes scores comparable: the judge block (spec, protocol
+  version, engine settings, ablation flags) and the data (fingerprint, else source and revision).
+  Systems are ranked only within a group, never across.
+- Proxy-judge results (`embed:`) are refused unless explicitly allowed.
+- Every number carries a bootstrap 95% interval over queries; `compare` tests two systems per metric on
+  the queries they share (paired bootstrap or permutation).
+- `push_to_hub` publishes a results file in the layout leaderboards read: `results/{system}/{date}.json`.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from huggingface_hub import HfApi
+
+from . import metrics, stats
+from .judge import METRICS, ItemResult
+
+COLUMNS: tuple[str, ...] = METRICS + ("average",)
+"""The five benchmark numbers and their mean, the columns of every leaderboard."""
+
+LABELS: dict[str, str] = {
+    "need_alignment": "Need Alignment",
+    "content_depth": "Content Depth",
+    "tone": "Tone",
+    "explanation_style": "Explanation Style",
+    "recall": "Recall",
+    "average": "Average",
+}
+
+_REQUIRED = ("summary", "items", "judge", "data")
+
+
+class LeaderboardError(ValueError):
+    """A results file that cannot be ranked (malformed, proxy judge, incomparable pair)."""
+
+
+@dataclass(frozen=True)
+class Results:
+    """One loaded results file: where it came from, what system it scores, and its contents."""
+
+    path: str
+    system: str
+    data: Mapping[str, Any]
+
+    @property
+    def judge(self) -> Mapping[str, Any]:
+        return self.data["judge"]
+
+    @property
+    def proxy(self) -> bool:
+        return bool(self.judge.get("proxy", False))
+
+    @property
+    def group_key(self) -> str:
+        """Canonical JSON of what must be equal for two results to be ranked together."""
+        data = self.data["data"]
+        data_id = {"fingerprint": data["fingerprint"]} if data.get("fingerprint") else {"source": data.get("source"), "revision": data.get("revision")}
+        return json.dumps({"judge": self.judge, "data": data_id}, sort_keys=True, default=str)
+
+
+def system_name(results: Mapping[str, Any], path: str) -> str:
+    """The system's display name: `system.name`, else `system.model` (+ context), else the file name."""
+    system = results.get("system") or {}
+    if system.get("name"):
+        return str(system["name"])
+    if system.get("model"):
+        context = system.get("context")
+        return f"{system['model']} ({context})" if context else str(system["model"])
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def parse_results(results: Mapping[str, Any], path: str) -> Results:
+    """Check the shape of a results dict; errors name the file and the missing part."""
+    missing = [key for key in _REQUIRED if key not in results]
+    if missing:
+        raise LeaderboardError(f"{path}: not a BESPOKE results file (missing {', '.join(missing)})")
+    if "spec" not in results["judge"]:
+        raise LeaderboardError(f"{path}: the judge block has no 'spec'")
+    if "meta_eval" in results:
+        raise LeaderboardError(f"{path}: a meta-evaluation of a judge, not a system's results")
+    for index, item in enumerate(results["items"]):
+        if not {"user", "query_id", "scores"} <= set(item):
+            raise LeaderboardError(f"{path}: item {index} lacks user, query_id or scores")
+    try:
+        item_matrix(results["items"])
+    except ValueError as error:
+        raise LeaderboardError(f"{path}: {error}") from None
+    return Results(path, system_name(results, path), results)
+
+
+def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Results]:
+    """Read results files; a file that is not JSON or not a results file is an error naming it."""
+    loaded = []
+    for raw_path in paths:
+        path = os.fspath(raw_path)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                content = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise LeaderboardError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+        loaded.append(parse_results(content, path))
+    return loaded
+
+
+def refuse_proxy(results: Sequence[Results], allow_proxy: bool) -> None:
+    proxies = [r for r in results if r.proxy]
+    if proxies and not allow_proxy:
+        named = ", ".join(f"{r.path} ({r.judge['spec']})" for r in proxies)
+        raise LeaderboardError(
+            f"proxy-judge results are not leaderboard material: {named}. "
+            "They are for quick checks and training loops; pass allow_proxy=True (--allow-proxy) to show them anyway."
+        )
+
+
+def item_matrix(items: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """`(n_items, 5)` on the benchmark's 0-100 scale (the metric registry's), NaN where not judged."""
+    matrix = np.full((len(items), len(metrics.METRICS)), np.nan)
+    for row, raw in enumerate(items):
+        item = ItemResult(str(raw["user"]), str(raw["query_id"]), scores=dict(raw["scores"]), recall=raw.get("recall"))
+        for col, metric in enumerate(metrics.METRICS):
+            value = metric.sample(item)
+            if value is not None:
+                matrix[row, col] = value / metric.high * 100
+    return matrix
+
+
+def _mean_of_column_means(*columns: np.ndarray) -> np.ndarray:
+    # the headline average: the mean of the five benchmark numbers (each a mean over its own scored items)
+    return np.mean([stats.rowwise_nanmean(column) for column in columns], axis=0)
+
+
+def _value(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+@dataclass
+class Row:
+    """One system in a leaderboard group."""
+
+    results: Results
+    values: dict[str, float | None]
+    cis: dict[str, tuple[float, float] | None]
+    rank: int = 0
+
+    @property
+    def system(self) -> str:
+        return self.results.system
+
+    @property
+    def items(self) -> int:
+        return len(self.results.data["items"])
+
+    @property
+    def failures(self) -> int:
+        return int(sum(self.results.data["summary"].get("failures", {}).values()))
+
+
+def system_row(results: Results, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> Row:
+    """The five numbers and the average, each with a percentile bootstrap 95% CI over queries."""
+    matrix = item_matrix(results.data["items"])
+    columns = [matrix[:, j] for j in range(matrix.shape[1])]
+    values: dict[str, float | None] = {}
+    cis: dict[str, tuple[float, float] | None] = {}
+    with np.errstate(invalid="ignore"):
+        for metric, column in zip(METRICS, columns):
+            values[metric] = _value(stats.rowwise_nanmean(column[None, :])[0]) if len(column) else None
+            cis[metric] = stats.bootstrap_ci(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
+        five = [values[m] for m in METRICS]
+        values["average"] = None if any(v is None for v in five) else float(np.mean(five))
+        cis["average"] = stats.bootstrap_ci(_mean_of_column_means, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
+    return Row(results, values, cis)
+
+
+@dataclass
+class Group:
+    """Systems scored by the same judge on the same data: the only ones ranked together."""
+
+    judge: Mapping[str, Any]
+    data: Mapping[str, Any]
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        protocol = self.judge.get("protocol_version", "?")
+        revision = self.data.get("revision") or "local"
+        fingerprint = (self.data.get("fingerprint") or "")[:12]
+        proxy = " · PROXY judge" if self.judge.get("proxy") else ""
+        return f"judge {self.judge['spec']} (protocol {protocol}){proxy} · data {self.data.get('source')}@{revision} {fingerprint}".rstrip()
+
+    @property
+    def settings(self) -> str:
+        """The judge's settings besides spec and protocol, as `k=v` pairs."""
+        skip = {"spec", "protocol_version", "proxy"}
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.judge.items()) if k not in skip)
+
+
+def build_leaderboard(
+    results: Sequence[Results], *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0
+) -> list[Group]:
+    """Group comparable results and rank each group by average (systems without one go last)."""
+    refuse_proxy(results, allow_proxy)
+    groups: dict[str, Group] = {}
+    for result in results:
+        group = groups.setdefault(result.group_key, Group(result.judge, result.data["data"]))
+        group.rows.append(system_row(result, n_resamples=n_resamples, seed=seed))
+    for group in groups.values():
+        group.rows.sort(key=lambda row: (row.values["average"] is None, -(row.values["average"] or 0.0), row.system))
+        for rank, row in enumerate(group.rows, start=1):
+            row.rank = rank
+    return list(groups.values())
+
+
+def _cell(row: Row, metric: str) -> str:
+    value = row.values[metric]
+    if value is None:
+        return "n/a"
+    ci = row.cis[metric]
+    return f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.2f}"
+
+
+def to_markdown(groups: Sequence[Group]) -> str:
+    """One markdown table per group, each with its own ranking; cells are `value [95% CI]`."""
+    parts = []
+    for group in groups:
+        header = ["Rank", "System"] + [LABELS[c] for c in COLUMNS] + ["Items", "Failures"]
+        lines = [f"### {group.title}", "", f"Judge settings: {group.settings or 'none'}", "",
+                 "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for row in group.rows:
+            cells = [str(row.rank), row.system.replace("|", "\\|")] + [_cell(row, c) for c in COLUMNS] + [str(row.items), str(row.failures)]
+            lines.append("| " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def to_csv(groups: Sequence[Group]) -> str:
+    """One line per system: its group (judge, protocol, data), rank, and each number with its CI bounds."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["judge", "protocol_version", "data_source", "data_revision", "data_fingerprint", "rank", "system", "file"]
+                    + [f"{c}{suffix}" for c in COLUMNS for suffix in ("", "_low", "_high")] + ["items", "failures"])
+    for group in groups:
+        for row in group.rows:
+            numbers: list[Any] = []
+            for column in COLUMNS:
+                ci = row.cis[column]
+                numbers += [_round(row.values[column]), _round(ci[0]) if ci else "", _round(ci[1]) if ci else ""]
+            writer.writerow([group.judge["spec"], group.judge.get("protocol_version", ""), group.data.get("source", ""),
+                             group.data.get("revision") or "", group.data.get("fingerprint") or "", row.rank, row.system,
+                             row.results.path] + numbers + [row.items, row.failures])
+    return out.getvalue()
+
+
+def _round(value: float | None) -> Any:
+    return "" if value is None else round(value, 4)
+
+
+def render(groups: Sequence[Group], fmt: str) -> str:
+    """`markdown`, `csv` or `html` (the report with plots, `bespoke_metric.report`)."""
+    if fmt == "markdown":
+        return to_markdown(groups)
+    if fmt == "csv":
+        return to_csv(groups)
+    if fmt == "html":
+        from .report import render_html  # matplotlib is only needed for this format
+
+        return render_html(groups)
+    raise ValueError(f"unknown format {fmt!r}; use markdown, csv or html")
+
+
+# ----------------------------------------------------------------------------------------------- compare
+
+def per_query(results: Results) -> dict[str, np.ndarray]:
+    """`{"user/query_id": the item's six numbers}`: five metrics (0-100, NaN if failed) and their mean."""
+    matrix = item_matrix(results.data["items"])
+    with np.errstate(invalid="ignore"):
+        averages = matrix.mean(axis=1)  # NaN unless all five were scored
+    return {f"{item['user']}/{item['query_id']}": np.append(row, avg)
+            for item, row, avg in zip(results.data["items"], matrix, averages)}
+
+
+def compare(
+    a: Results, b: Results, *, method: str = "permutation", n_resamples: int = 10_000, seed: int = 0
+) -> dict[str, Any]:
+    """Is system `a` better than `b`? A paired test per metric on the queries both scored.
+
+    `difference` is mean(a) - mean(b) on the 0-100 scale over the shared queries where both have that
+    metric; `average` uses queries where both have all five. Results by different judges or on
+    different data are refused: their difference would measure the judges, not the systems.
+    """
+    if method not in stats.PAIRED_TESTS:
+        raise ValueError(f"method must be one of {', '.join(stats.PAIRED_TESTS)}, got {method!r}")
+    if a.group_key != b.group_key:
+        raise LeaderboardError(f"{a.path} and {b.path} were not scored by the same judge on the same data; they cannot be compared")
+    qa, qb = per_query(a), per_query(b)
+    shared = sorted(set(qa) & set(qb))
+    if not shared:
+        raise LeaderboardError(f"{a.path} and {b.path} share no query")
+    va = np.array([qa[key] for key in shared])
+    vb = np.array([qb[key] for key in shared])
+    test = stats.PAIRED_TESTS[method]
+    metrics: dict[str, Any] = {}
+    for j, metric in enumerate(COLUMNS):
+        both = ~np.isnan(va[:, j]) & ~np.isnan(vb[:, j])
+        if not both.any():
+            metrics[metric] = {"n": 0, "a": None, "b": None, "difference": None, "ci": None, "p_value": None}
+            continue
+        result = test(va[both, j], vb[both, j], n_resamples=n_resamples, seed=seed)
+        metrics[metric] = {"a": float(va[both, j].mean()), "b": float(vb[both, j].mean()), **result.to_dict()}
+    return {
+        "a": {"system": a.system, "path": a.path},
+        "b": {"system": b.system, "path": b.path},
+        "method": method,
+        "shared_queries": len(shared),
+        "only_a": len(set(qa) - set(qb)),
+        "only_b": len(set(qb) - set(qa)),
+        "metrics": metrics,
+    }
+
+
+def format_comparison(comparison: Mapping[str, Any], alpha: float = 0.05) -> str:
+    """A plain-text table of a `compare` result; `*` marks p < alpha."""
+    a, b = comparison["a"]["system"], comparison["b"]["system"]
+    lines = [f"A = {a}", f"B = {b}",
+             f"{comparison['shared_queries']} shared queries ({comparison['only_a']} only in A, {comparison['only_b']} only in B); "
+             f"paired {comparison['method']} test",
+             f"{'metric':<20}{'n':>5}{'A':>9}{'B':>9}{'A-B':>9}  {'95% CI':<18}{'p':>8}"]
+    for metric, m in comparison["metrics"].items():
+        if m["difference"] is None:
+            lines.append(f"{metric:<20}{0:>5}{'n/a':>9}")
+            continue
+        ci = f"[{m['ci'][0]:+.2f}, {m['ci'][1]:+.2f}]" if m["ci"] else ""
+        mark = " *" if m["p_value"] < alpha else ""
+        lines.append(f"{metric:<20}{m['n']:>5}{m['a']:>9.2f}{m['b']:>9.2f}{m['difference']:>+9.2f}  {ci:<18}{m['p_value']:>8.4f}{mark}")
+    lines.append(f"* p < {alpha}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------- the Hub
+
+def hub_path(results: Results) -> str:
+    """`results/{system}/{date}.json`, the system name made path-safe (`org/model` -> `org__model`)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", results.system.replace("/", "__")).strip("_") or "system"
+    created = str(results.data.get("created") or "")
+    date = created[:10] if re.match(r"\d{4}-\d{2}-\d{2}", created) else _dt.date.today().isoformat()
+    return f"results/{safe}/{date}.json"
+
+
+def push_to_hub(
+    results_path: str | os.PathLike[str],
+    repo: str,
+    *,
+    token: str | None = None,
+    allow_proxy: bool = False,
+    private: bool = False,
+) -> str:
+    """Upload a results file to the Hub dataset repo `repo` (created if needed) at `hub_path`.
+
+    Proxy-judge results are refused unless `allow_proxy`. Returns the path inside the repo."""
+    [results] = load_results([results_path])
+    refuse_proxy([results], allow_proxy)
+    api = HfApi(token=token)
+    api.create_repo(repo, repo_type="dataset", exist_ok=True, private=private)
+    path_in_repo = hub_path(results)
+    api.upload_file(
+        path_or_fileobj=os.fspath(results_path),
+        path_in_repo=path_in_repo,
+        repo_id=repo,
+        repo_type="dataset",
+        commit_message=f"Add BESPOKE results of {results.system} ({results.judge['spec']})",
+    )
+    return path_in_repo

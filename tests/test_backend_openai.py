@@ -1,0 +1,296 @@
+"""The `openai:` backend over real HTTP against the OpenAI-compatible test server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import time
+
+import openai
+import pytest
+
+from bespoke_metric.backends import make_backend
+from bespoke_metric.backends.base import CallError, Completion, Request, Usage
+from bespoke_metric.backends.openai_backend import is_reasoning_model, parse_retry_after, scrub_url
+from bespoke_metric.cache import Cache
+from bespoke_metric.parsing import ParseError
+from bespoke_metric.scheduler import run_requests_sync
+from bespoke_metric.testing.server import Fault, messages_of
+
+KEY = "sk-test-SECRET-7f3a9c21e5b4d680"
+SCHEMA = {
+    "title": "verdict",
+    "type": "object",
+    "properties": {"verdict": {"type": "boolean"}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}
+
+
+def request(text: str, **kwargs) -> Request:
+    return Request(messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": text}), **kwargs)
+
+
+def complete(backend, requests) -> dict[int, object]:
+    outcomes: dict[int, object] = {}
+
+    def on_done(index, outcome):
+        assert index not in outcomes, f"on_done called twice for {index}"
+        outcomes[index] = outcome
+
+    asyncio.run(backend.complete(requests, on_done))
+    assert sorted(outcomes) == list(range(len(requests)))
+    return outcomes
+
+
+def backend_for(server, model="test-model", **options):
+    options.setdefault("backoff_base", 0.01)
+    return make_backend(f"openai:{model}", base_url=server.base_url, api_key=KEY, **options)
+
+
+def echo(body):
+    return "echo: " + messages_of(body)[-1]["content"]
+
+
+def test_chat_completion_success(openai_server):
+    openai_server.responder = echo
+    backend = backend_for(openai_server)
+    outcomes = complete(backend, [request("alpha beta", max_tokens=77), request("gamma", json_schema=SCHEMA)])
+
+    assert outcomes[0] == Completion(text="echo: alpha beta", input_tokens=4, output_tokens=3)
+    assert outcomes[1].text == "echo: gamma"
+    bodies = {call.body["messages"][-1]["content"]: call.body for call in openai_server.calls}
+    assert all(call.path == "/v1/chat/completions" for call in openai_server.calls)
+    plain, structured = bodies["alpha beta"], bodies["gamma"]
+    assert plain["model"] == "test-model" and plain["temperature"] == 0 and plain["max_tokens"] == 77
+    assert plain["messages"][0] == {"role": "system", "content": "be brief"}
+    assert "response_format" not in plain
+    assert structured["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "schema": SCHEMA, "strict": True},
+    }
+    assert backend.identity() == {
+        "engine": "openai",
+        "model": "test-model",
+        "base_url": openai_server.base_url,
+        "api": "chat",
+        "settings": {"structured": True, "temperature": 0.0},
+    }
+
+
+def test_responses_api_for_reasoning_models(openai_server):
+    openai_server.responder = echo
+    backend = backend_for(openai_server, model="gpt-5")
+    outcomes = complete(backend, [request("one two three", json_schema=SCHEMA)])
+
+    assert outcomes[0] == Completion(text="echo: one two three", input_tokens=5, output_tokens=4)
+    (call,) = openai_server.calls
+    assert call.path == "/v1/responses"
+    body = call.body
+    assert body["reasoning"] == {"effort": "high"}
+    assert "temperature" not in body and "max_output_tokens" not in body  # the reasoning needs its room
+    assert body["input"][-1] == {"role": "user", "content": "one two three"}
+    assert body["text"]["format"] == {"type": "json_schema", "name": "verdict", "schema": SCHEMA, "strict": True}
+    assert backend.identity()["api"] == "responses"
+    assert backend.identity()["settings"]["reasoning_effort"] == "high"
+
+
+def test_responses_api_on_request_and_chat_override(openai_server):
+    backend = backend_for(openai_server, api="responses", structured=False)
+    complete(backend, [request("x", max_tokens=33, json_schema=SCHEMA)])
+    body = openai_server.calls[-1].body
+    assert openai_server.calls[-1].path == "/v1/responses"
+    assert body["temperature"] == 0 and body["max_output_tokens"] == 33 and "text" not in body
+
+    reasoning_on_chat = backend_for(openai_server, model="o3-mini", api="chat", reasoning_effort="low")
+    complete(reasoning_on_chat, [request("y")])
+    body = openai_server.calls[-1].body
+    assert openai_server.calls[-1].path == "/v1/chat/completions"
+    assert body["reasoning_effort"] == "low" and "temperature" not in body and "max_tokens" not in body
+    with pytest.raises(ValueError, match="reasoning model"):
+        backend_for(openai_server, model="gpt-5-mini", temperature=0.5)
+
+
+@pytest.mark.parametrize(
+    "model, reasoning",
+    [("gpt-5", True), ("gpt-5-mini", True), ("o3", True), ("o4-mini", True), ("openai/o1", True),
+     ("gpt-5-chat-latest", False), ("gpt-4o", False), ("Qwen/Qwen3-8B", False), ("olmo-2", False)],
+)
+def test_reasoning_model_detection(model, reasoning):
+    assert is_reasoning_model(model) is reasoning
+
+
+def test_concurrency_limit_is_reached_and_never_exceeded(openai_server):
+    openai_server.latency = 0.25
+    for limit in (32, 5):
+        openai_server.reset()
+        backend = backend_for(openai_server, concurrency=limit)
+        outcomes = complete(backend, [request(f"q{i}") for i in range(2 * limit)])
+        assert all(isinstance(o, Completion) for o in outcomes.values())
+        assert openai_server.max_in_flight == limit
+        assert len(openai_server.calls) == 2 * limit
+
+
+def test_429_waits_at_least_retry_after(openai_server):
+    openai_server.faults.extend([Fault(status=429, retry_after="1")])
+    backend = backend_for(openai_server)
+    outcomes = complete(backend, [request("rate limited")])
+
+    assert outcomes[0].text == "ok"
+    first, second = openai_server.calls
+    assert first.status == 429 and second.status == 200
+    assert second.received - first.finished >= 1.0
+    assert backend.retries_made == 1
+    # The SDK's own retries are off: both calls went out as the SDK's first try.
+    assert {c.headers.get("x-stainless-retry-count") for c in openai_server.calls} == {"0"}
+
+
+def test_retry_after_parsing():
+    now = time.time()
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(" 0.5 ") == 0.5
+    assert parse_retry_after(email.utils.formatdate(now + 30, usegmt=True), now=now) == pytest.approx(30, abs=1)
+    assert parse_retry_after(email.utils.formatdate(now - 30, usegmt=True), now=now) == 0.0
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after(None) is None
+
+
+def test_5xx_retried_then_succeeds(openai_server):
+    openai_server.faults.extend([Fault(status=500), Fault(status=503), Fault(status=502)])
+    outcomes = complete(backend_for(openai_server), [request("flaky")])
+    assert outcomes[0].text == "ok"
+    assert [c.status for c in openai_server.calls] == [500, 503, 502, 200]
+
+
+def test_client_errors_are_not_retried(openai_server):
+    openai_server.faults.append(Fault(status=400, body={"error": {"message": "bad parameter foo"}}))
+    outcomes = complete(backend_for(openai_server), [request("bad")])
+    assert isinstance(outcomes[0], CallError) and not outcomes[0].retryable
+    assert "HTTP 400" in outcomes[0].reason and "bad parameter foo" in outcomes[0].reason
+    assert len(openai_server.calls) == 1
+
+
+def test_timeout_then_retry(openai_server):
+    openai_server.faults.append(Fault(hang=3.0))
+    backend = backend_for(openai_server, timeout=0.5)
+    outcomes = complete(backend, [request("slow once")])
+    assert outcomes[0].text == "ok"
+    assert len(openai_server.calls) == 2
+    assert backend.retries_made == 1
+
+
+def test_retries_per_call_are_bounded(openai_server):
+    openai_server.rule = lambda record: Fault(status=500)
+    outcomes = complete(backend_for(openai_server, max_retries=2), [request("down")])
+    assert isinstance(outcomes[0], CallError) and outcomes[0].retryable
+    assert "gave up after 2 retries" in outcomes[0].reason
+    assert len(openai_server.calls) == 3
+
+
+def test_retry_budget_exhausted_fails_fast(openai_server):
+    openai_server.rule = lambda record: Fault(status=503)
+    backend = backend_for(openai_server, concurrency=1, retry_budget=3, max_retries=10)
+    outcomes = complete(backend, [request(f"q{i}") for i in range(6)])
+
+    errors = [outcomes[i] for i in range(6)]
+    assert all(isinstance(e, CallError) for e in errors)
+    assert "retry budget of the run exhausted" in errors[0].reason
+    assert sum("call not sent" in e.reason for e in errors) == 5
+    assert len(openai_server.calls) == 4  # 1 call + 3 retries, then nothing more is sent
+
+
+def test_unparseable_answer_is_repaired_through_the_scheduler(openai_server):
+    def responder(body):
+        last = messages_of(body)[-1]["content"]
+        return '{"verdict": true}' if last.startswith("Fix:") else "I think it is true, probably."
+
+    def parse(index, text):
+        try:
+            return json.loads(text)["verdict"]
+        except (ValueError, KeyError) as err:
+            raise ParseError(f"not JSON with a verdict ({type(err).__name__})") from None
+
+    def repair(req, bad, reason):
+        follow_up = ({"role": "assistant", "content": bad}, {"role": "user", "content": f"Fix: {reason}"})
+        return Request(messages=req.messages + follow_up, max_tokens=req.max_tokens, json_schema=req.json_schema)
+
+    openai_server.responder = responder
+    usage = Usage()
+    results = run_requests_sync(backend_for(openai_server), [request("claim?")], parse=parse, repair=repair, usage=usage)
+    assert results[0].value is True and results[0].error is None and results[0].attempts == 2
+    repaired = openai_server.calls[1].body["messages"]
+    assert repaired[-2] == {"role": "assistant", "content": "I think it is true, probably."}
+    assert repaired[-1]["content"].startswith("Fix: not JSON")
+    assert usage.calls == 2
+
+    openai_server.responder = lambda body: "never JSON"
+    results = run_requests_sync(backend_for(openai_server), [request("claim 2?")], parse=parse, repair=repair, max_parse_retries=2)
+    assert results[0].value is None and results[0].attempts == 3
+    assert results[0].error.startswith("unparseable answer after 3 attempt(s): not JSON")
+
+
+def test_placeholder_key_for_local_servers_and_env_settings(openai_server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    backend = make_backend("openai:test-model")
+    complete(backend, [request("hi")])
+    assert openai_server.calls[0].headers["authorization"] == "Bearer EMPTY"
+
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        make_backend("openai:gpt-5")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    assert make_backend("openai:gpt-5").identity()["base_url"] == "https://api.openai.com/v1"
+
+
+def test_the_backend_survives_several_event_loops(openai_server):
+    backend = backend_for(openai_server)
+    for _ in range(2):  # run_requests_sync makes a new loop each time; the HTTP pool must follow
+        results = run_requests_sync(backend, [request("a"), request("b")])
+        assert [r.text for r in results] == ["ok", "ok"]
+    backend.close()
+
+
+def test_models_endpoint(openai_server):
+    async def models():
+        client = openai.AsyncOpenAI(base_url=openai_server.base_url, api_key=KEY, max_retries=0)
+        return [m.id async for m in client.models.list()]
+
+    assert asyncio.run(models()) == ["test-model"]
+
+
+def test_scrub_url():
+    assert scrub_url("https://user:pw@host.example:8443/v1/?api_key=x") == "https://host.example:8443/v1"
+    assert scrub_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+
+
+def test_api_key_never_leaks(openai_server, tmp_path, caplog):
+    """Identity, cache file, logs and error messages stay free of the key, even when the server echoes
+    the Authorization header back in its error bodies."""
+
+    def rule(record):
+        if "fail" in json.dumps(record.body):
+            auth = record.headers.get("authorization", "")
+            return Fault(status=500, body={"error": {"message": f"rejected {auth} for {KEY}", "type": "server_error"}})
+        return None
+
+    openai_server.rule = rule
+    openai_server.responder = echo
+    caplog.set_level(logging.DEBUG)
+    cache_path = tmp_path / "cache.sqlite"
+    backend = backend_for(openai_server, max_retries=1)
+    with Cache(cache_path) as cache:
+        results = run_requests_sync(backend, [request("fine"), request("fail please")], cache=cache)
+        assert results[0].text == "echo: fine"
+        assert results[1].error is not None and "HTTP 500" in results[1].error
+    # The server did receive the key: the scan below is meaningful.
+    assert any(KEY in c.headers.get("authorization", "") for c in openai_server.calls)
+
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert KEY.encode() not in stored and b"SECRET" not in stored
+    assert KEY not in json.dumps(backend.identity())
+    assert KEY not in results[1].error and "***" in results[1].error
+    assert caplog.records and not any(KEY in r.getMessage() for r in caplog.records)
+    assert KEY not in caplog.text

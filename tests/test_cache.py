@@ -1,0 +1,89 @@
+"""The SQLite answer cache: keys, persistence, WAL, concurrent writers (threads and processes)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+
+from bespoke_metric.backends.base import Completion, Request
+from bespoke_metric.cache import Cache, key_for
+
+IDENTITY = {"engine": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1", "api": "chat", "settings": {"temperature": 0.0}}
+REQUEST = Request(messages=({"role": "user", "content": "hello"},), max_tokens=10)
+
+
+def test_key_depends_on_everything_that_determines_the_answer():
+    base = key_for(IDENTITY, REQUEST, {"protocol_version": 1})
+    assert len(base) == 64 and base == key_for(dict(reversed(list(IDENTITY.items()))), REQUEST, {"protocol_version": 1})
+    variants = [
+        key_for({**IDENTITY, "model": "other"}, REQUEST, {"protocol_version": 1}),
+        key_for({**IDENTITY, "settings": {"temperature": 0.5}}, REQUEST, {"protocol_version": 1}),
+        key_for(IDENTITY, Request(messages=({"role": "user", "content": "hello!"},), max_tokens=10), {"protocol_version": 1}),
+        key_for(IDENTITY, Request(messages=({"role": "system", "content": "hello"},), max_tokens=10), {"protocol_version": 1}),
+        key_for(IDENTITY, Request(messages=REQUEST.messages, max_tokens=11), {"protocol_version": 1}),
+        key_for(IDENTITY, Request(messages=REQUEST.messages, max_tokens=10, json_schema={"type": "object"}), {"protocol_version": 1}),
+        key_for(IDENTITY, REQUEST, {"protocol_version": 2}),
+        key_for(IDENTITY, REQUEST),
+    ]
+    assert len({base, *variants}) == len(variants) + 1
+
+
+def test_put_get_persist_and_wal(tmp_path):
+    path = tmp_path / "sub" / "cache.sqlite"
+    with Cache(path) as cache:
+        assert cache.get("k1") is None and len(cache) == 0
+        cache.put("k1", Completion("first", 3, 4))
+        cache.put("k1", Completion("replaced", 5, 6))
+        cache.put("k2", Completion("ünïcode ✓", 0, 0))
+        assert cache.get_many(["k1", "k2", "k3"]) == {"k1": Completion("replaced", 5, 6), "k2": Completion("ünïcode ✓", 0, 0)}
+    with Cache(path) as reopened:
+        assert len(reopened) == 2 and "k2" in reopened and "k3" not in reopened
+        assert reopened.get("k1") == Completion("replaced", 5, 6)
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_many_keys_at_once(tmp_path):
+    with Cache(tmp_path / "c.sqlite") as cache:
+        for i in range(1200):
+            cache.put(f"k{i}", Completion(str(i)))
+        found = cache.get_many([f"k{i}" for i in range(0, 1300)])
+        assert len(found) == 1200 and found["k1199"].text == "1199"
+
+
+def _write_many(path: str, worker: int, count: int) -> None:
+    with Cache(path) as cache:
+        for i in range(count):
+            cache.put(f"w{worker}-{i}", Completion(f"text {worker} {i}", i, worker))
+            if i % 10 == 0:
+                assert cache.get(f"w{worker}-{i}") is not None
+
+
+def test_concurrent_writer_processes(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_write_many, args=(path, w, 150)) for w in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(timeout=60)
+    assert [p.exitcode for p in workers] == [0, 0, 0, 0]
+    with Cache(path) as cache:
+        assert len(cache) == 600
+        assert cache.get("w3-149") == Completion("text 3 149", 149, 3)
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_concurrent_writer_threads_share_one_instance(tmp_path):
+    with Cache(tmp_path / "threads.sqlite") as cache:
+        def work(worker: int) -> None:
+            for i in range(100):
+                cache.put(f"t{worker}-{i}", Completion(str(i)))
+                cache.get(f"t{worker}-{i}")
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(cache) == 600

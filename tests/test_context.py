@@ -1,0 +1,205 @@
+"""User-context assembly on in-memory records, with budgets counted by a real tokenizer."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoTokenizer
+
+from bespoke_dataset.context import (
+    CONTEXTS,
+    HEADINGS,
+    MIN_TRUNCATED_TOKENS,
+    ContextSettings,
+    ProfileTask,
+    TokenCounter,
+    build_contexts,
+    chunk_sessions,
+    format_session,
+    pack_sessions,
+    recent_first,
+    render_search_results,
+)
+from bespoke_dataset.retrieval import BM25Retriever
+from bespoke_metric.testing.tiny_model import build_tiny_model
+
+TOPICS = ["sourdough bread starter hydration", "trail running shoes for wide feet", "rust borrow checker lifetimes"]
+
+
+@pytest.fixture(scope="module")
+def counter(tmp_path_factory: pytest.TempPathFactory) -> TokenCounter:
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return TokenCounter.from_hf(AutoTokenizer.from_pretrained(folder))
+
+
+def make_sessions() -> list[dict]:
+    sessions = []
+    for user in ("alice", "bob"):
+        for day in range(1, 13):
+            topic = TOPICS[day % 3]
+            sessions.append(
+                {
+                    "user": user,
+                    "id": f"{user}-{day}",
+                    "source": "search" if day % 2 else "chat",
+                    "timestamp": f"2024-04-{day:02d}T09:00:00",
+                    "text": f"{user} looked into {topic}. " + "Some more detail about it. " * 6,
+                }
+            )
+    return sessions
+
+
+ROWS = [
+    {"user": "alice", "query_id": "1", "query": "how wet should my sourdough starter be", "gold_information_need": "Alice wants a hydration ratio."},
+    {"user": "alice", "query_id": "2", "query": "rust lifetimes in structs", "gold_information_need": "Alice wants a struct example."},
+    {"user": "bob", "query_id": "1", "query": "running shoes wide toe box", "gold_information_need": "Bob wants brands with wide fits."},
+]
+
+
+def recording_profiler(calls: list[list[ProfileTask]]):
+    def profiler(tasks):
+        calls.append(list(tasks))
+        return [f"Profile for {task.key}: reads {len(task.session_ids)} sessions. " * 40 for task in tasks]
+
+    return profiler
+
+
+def test_truncate_gives_the_longest_prefix_within_the_budget(counter: TokenCounter) -> None:
+    text = "Crème brûlée, naïve café — 東京 🚀 " * 20
+    for budget in (1, 7, 50, 10_000):
+        cut = counter.truncate(text, budget)
+        assert counter.count(cut) <= budget
+        assert text.startswith(cut)
+    assert counter.truncate(text, 10_000) == text
+    assert counter.count(counter.truncate(text, 50)) >= 45  # not needlessly short
+
+
+def test_approximate_counter_overcounts_english() -> None:
+    approx = TokenCounter.approximate()
+    text = "The quick brown fox jumps over the lazy dog. " * 10
+    assert approx.count(text) == -(-len(text) // 3)
+    assert approx.truncate(text, 10) == text[:30]
+
+
+def test_recent_first_orders_by_timestamp_and_keeps_undated_last() -> None:
+    sessions = [{"id": "a", "timestamp": "2024-01-02"}, {"id": "b", "timestamp": None}, {"id": "c", "timestamp": "2024-03-01"}, {"id": "d"}]
+    assert [s["id"] for s in recent_first(sessions)] == ["c", "a", "b", "d"]
+
+
+def test_pack_sessions_respects_the_budget_and_truncates_the_overflowing_session(counter: TokenCounter) -> None:
+    sessions = recent_first(make_sessions()[:12])
+    sizes = [counter.count(format_session(s)) for s in sessions]
+    budget = sizes[0] + sizes[1] + 2 * MIN_TRUNCATED_TOKENS
+    packed = pack_sessions(sessions, budget, counter)
+    assert packed.tokens == counter.count(packed.text) <= budget
+    assert packed.included == (sessions[0]["id"], sessions[1]["id"], sessions[2]["id"])
+    assert packed.truncated
+    assert format_session(sessions[2]) not in packed.text and packed.text.startswith(format_session(sessions[0]))
+    # Room for less than MIN_TRUNCATED_TOKENS of the next session: it is left out, not shown as a stub.
+    tight = pack_sessions(sessions, sizes[0] + 5, counter)
+    assert tight.included == (sessions[0]["id"],)
+    everything = pack_sessions(sessions, 100_000, counter)
+    assert not everything.truncated and len(everything.included) == len(sessions)
+
+
+def test_chunks_cover_sessions_in_order_within_the_chunk_budget(counter: TokenCounter) -> None:
+    sessions = make_sessions()[:12]
+    chunks = chunk_sessions(sessions, 150, counter)
+    assert all(counter.count(chunk.text) <= 150 for chunk in chunks)
+    assert [i for chunk in chunks for i in chunk.included] == [s["id"] for s in sessions]
+    assert len(chunk_sessions(sessions, 150, counter, max_chunks=2)) == 2
+    # A chunk smaller than one session still makes progress: each session is cut to a chunk.
+    tiny = chunk_sessions(sessions[:3], 10, counter)
+    assert [chunk.included for chunk in tiny] == [(s["id"],) for s in sessions[:3]]
+    assert all(counter.count(chunk.text) <= 10 for chunk in tiny)
+
+
+@pytest.mark.parametrize("kind", CONTEXTS)
+def test_every_context_fits_the_budget(kind: str, counter: TokenCounter) -> None:
+    calls: list[list[ProfileTask]] = []
+    budget = 120
+    contexts = build_contexts(
+        ROWS,
+        kind,
+        make_sessions(),
+        counter,
+        settings=ContextSettings(budget=budget, top_k=3, profile_chunk_tokens=200, max_profile_chunks=2),
+        retriever=BM25Retriever(),
+        profiler=recording_profiler(calls),
+    )
+    assert [c.key for c in contexts] == ["alice/1", "alice/2", "bob/1"]
+    for context in contexts:
+        assert context.kind == kind
+        assert context.tokens == counter.count(context.text) <= budget
+        if kind == "none":
+            assert context.text == ""
+        else:
+            assert context.text.startswith(HEADINGS[kind])
+    if kind == "oracle":
+        assert "hydration ratio" in contexts[0].text
+    if kind == "history":
+        # Newest first: alice's last session leads, and the budget cut the rest.
+        assert contexts[0].session_ids[0] == "alice-12"
+        assert 0 < len(contexts[0].session_ids) < 12
+        assert all(i.startswith("bob-") for i in contexts[2].session_ids)
+
+
+def test_selected_history_retrieves_the_users_relevant_sessions(counter: TokenCounter) -> None:
+    contexts = build_contexts(ROWS, "selected-history", make_sessions(), counter, settings=ContextSettings(budget=2000, top_k=4), retriever=BM25Retriever())
+    # Sessions are about TOPICS[day % 3]: sourdough on days 3, 6, 9, 12; rust on 2, 5, 8, 11.
+    assert set(contexts[0].session_ids) == {"alice-3", "alice-6", "alice-9", "alice-12"}
+    assert set(contexts[1].session_ids) == {"alice-2", "alice-5", "alice-8", "alice-11"}
+    assert set(contexts[2].session_ids) == {"bob-1", "bob-4", "bob-7", "bob-10"}
+    assert contexts[0].retrieval_query == ROWS[0]["query"]
+
+
+def test_expanded_queries_drive_retrieval(counter: TokenCounter) -> None:
+    expanded = {"alice/1": "rust borrow checker"}
+    contexts = build_contexts(ROWS[:1], "selected-history", make_sessions(), counter, settings=ContextSettings(budget=2000, top_k=4), retriever=BM25Retriever(), retrieval_queries=expanded)
+    assert set(contexts[0].session_ids) == {"alice-2", "alice-5", "alice-8", "alice-11"}
+    assert contexts[0].retrieval_query == "rust borrow checker"
+
+
+def test_profile_tasks_per_kind(counter: TokenCounter) -> None:
+    settings = ContextSettings(budget=300, top_k=3, profile_chunk_tokens=200, max_profile_chunks=2)
+    calls: list[list[ProfileTask]] = []
+    build_contexts(ROWS, "profile", make_sessions(), counter, settings=settings, profiler=recording_profiler(calls))
+    (tasks,) = calls
+    assert [t.key for t in tasks] == ["alice", "bob"]  # once per user, not per query
+    assert all(t.query is None and 1 <= len(t.chunks) <= 2 for t in tasks)
+    assert all(counter.count(chunk) <= 200 for t in tasks for chunk in t.chunks)
+    assert tasks[0].session_ids[0] == "alice-12"  # the whole history, newest first, cut to 2 chunks
+
+    calls.clear()
+    build_contexts(ROWS, "query-profile", make_sessions(), counter, settings=settings, profiler=recording_profiler(calls))
+    assert [(t.key, t.query) for t in calls[0]] == [(f"{r['user']}/{r['query_id']}", r["query"]) for r in ROWS]
+
+    calls.clear()
+    contexts = build_contexts(ROWS, "selected-profile", make_sessions(), counter, settings=settings, retriever=BM25Retriever(), profiler=recording_profiler(calls))
+    assert set(calls[0][0].session_ids) <= {"alice-3", "alice-6", "alice-9", "alice-12"}
+    assert len(calls[0][0].chunks) == 1
+    assert contexts[0].profile.startswith("Profile for alice/1")
+    assert contexts[0].session_ids == calls[0][0].session_ids
+
+
+def test_bad_configurations_are_named(counter: TokenCounter) -> None:
+    with pytest.raises(ValueError, match="unknown context 'everything'"):
+        build_contexts(ROWS, "everything", make_sessions(), counter)
+    with pytest.raises(ValueError, match="needs a retriever"):
+        build_contexts(ROWS, "selected-history", make_sessions(), counter)
+    with pytest.raises(ValueError, match="needs a profiler"):
+        build_contexts(ROWS, "profile", make_sessions(), counter)
+    with pytest.raises(ValueError, match="have none: bob"):
+        build_contexts(ROWS, "history", [s for s in make_sessions() if s["user"] == "alice"], counter)
+    with pytest.raises(ValueError, match="returned 1 profiles for 2 tasks"):
+        build_contexts(ROWS, "profile", make_sessions(), counter, profiler=lambda tasks: ["only one"])
+    # none and oracle need no history at all
+    assert build_contexts(ROWS, "oracle", [], counter)[2].text.endswith("wide fits.")
+
+
+def test_search_results_are_rendered_within_budget(counter: TokenCounter) -> None:
+    results = [{"title": "Starter hydration", "url": "file:///docs/a.txt", "text": "Use 100% hydration. " * 30}, {"title": "", "url": "", "text": "second"}]
+    text = render_search_results(results, 60, counter)
+    assert text.startswith("Search results:\n\n[1] Starter hydration (file:///docs/a.txt)")
+    assert counter.count(text) <= 60
+    assert "[2] (untitled)\nsecond" in render_search_results(results, 10_000, counter)
+    assert render_search_results([], 60, counter) == ""

@@ -1,0 +1,82 @@
+"""The HTML report: self-contained, with its plots, and rendered by a real headless browser."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bespoke_cli import cli
+from bespoke_metric.leaderboard import build_leaderboard, parse_results
+from bespoke_metric.report import failure_counts, per_user_table, render_html
+
+
+def _systems(make_results):
+    rng = np.random.default_rng(0)
+    good = np.hstack([rng.integers(3, 6, size=(30, 4)).astype(object), (rng.random((30, 1)) * 0.6 + 0.3).astype(object)])
+    weak = np.hstack([rng.integers(1, 4, size=(30, 4)).astype(object), (rng.random((30, 1)) * 0.3).astype(object)])
+    weak[[2, 7, 11], 0] = None  # planted failures
+    weak[[4], 4] = None
+    return [parse_results(make_results(good, system="good"), "good.json"),
+            parse_results(make_results(weak, system="weak"), "weak.json")]
+
+
+def test_report_embeds_every_plot_as_png(make_results):
+    groups = build_leaderboard(_systems(make_results), n_resamples=200)
+    page = render_html(groups)
+    images = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    # bars + one heat map per system + failures
+    assert [alt for alt, _ in images] == ["scores per dimension with 95% confidence intervals",
+                                          "per-user heat map of good", "per-user heat map of weak", "failures per metric"]
+    for _, data in images:
+        image = Image.open(io.BytesIO(base64.b64decode(data)))
+        assert image.format == "PNG" and image.width > 300
+    assert "http" not in page.replace("http-equiv", "")  # no external resource
+    assert page.index(">good<") < page.index(">weak<")  # ranked
+
+
+def test_per_user_table_and_failure_counts(make_results):
+    weak = _systems(make_results)[1]
+    row = build_leaderboard([weak], n_resamples=50)[0].rows[0]
+    users, table = per_user_table(row)
+    assert users == [f"user{i}" for i in range(1, 7)]
+    items = weak.data["items"][:5]
+    expected_tone = np.mean([item["scores"]["tone"] for item in items]) * 20
+    assert table[0, 2] == pytest.approx(expected_tone)
+    assert failure_counts(row) == {"need_alignment": 3, "content_depth": 0, "tone": 0, "explanation_style": 0, "recall": 1}
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail("headless Chromium is required for the report test: apt-get install -y chromium")
+    return path
+
+
+def test_report_renders_in_headless_chromium(make_results, tmp_path):
+    html_path = tmp_path / "report.html"
+    paths = []
+    for result in _systems(make_results):
+        path = tmp_path / f"{result.system}.json"
+        path.write_text(json.dumps(result.data))
+        paths.append(str(path))
+    assert cli.main(["leaderboard", *paths, "--format", "html", "--output", str(html_path), "--resamples", "200"]) == 0
+    screenshot = tmp_path / "report.png"
+    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={screenshot}", "--window-size=1200,1600",
+               html_path.as_uri()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert screenshot.exists(), f"chromium wrote no screenshot (exit {done.returncode}): {done.stderr[-2000:]}"
+    pixels = np.asarray(Image.open(screenshot).convert("L"), dtype=float)
+    assert pixels.shape == (1600, 1200)
+    # a blank page is one colour; text, tables and plots give a wide spread of grey levels
+    assert pixels.std() > 20
+    assert len(np.unique(pixels)) > 50
