@@ -10,18 +10,16 @@ personalization).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from typing import Any, Mapping
 
 import bespoke_dataset
-from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 
 from . import stats
 from .judge import DIMENSIONS, Judge, JudgeItem
-from .judges import make_judge
-from .scoring import build_results, data_block, load_benchmark
+from .scoring import load_benchmark, run_judge
 
 REFERENCE: dict[str, dict[str, float]] = {
     "full": {"pearson": 0.847, "spearman": 0.853},
@@ -52,17 +50,19 @@ def judge_variant(judge: Mapping[str, Any]) -> str:
 
 def meta_items(
     source: str | os.PathLike[str] = DEFAULT_SOURCE, revision: str | None = None
-) -> tuple[list[JudgeItem], list[dict[str, Any]]]:
-    """The meta-test responses as judge items (each with its query's benchmark row) and their rows."""
-    benchmark = load_benchmark(source, revision)
-    rows = list(bespoke_dataset.load("meta_test", source=source, revision=revision))
+) -> tuple[list[JudgeItem], list[dict[str, Any]], dict[str, Any]]:
+    """The meta-test responses as judge items (each with its query's benchmark row), their rows, and the
+    `data` block of the results file."""
+    resolved = resolve_source(source, revision)
+    benchmark, data = load_benchmark(resolved)
+    rows = list(bespoke_dataset.load("meta_test", source=resolved))
     items = []
     for number, row in enumerate(rows):
         key = f"{row['user']}/{row['query_id']}"
         if key not in benchmark:
             raise MetaEvalError(f"meta_test row {number} (user {row['user']}, query {row['query_id']}, index {row['index']}) has no benchmark query {key}")
         items.append(JudgeItem(benchmark[key], row["response"]))
-    return items, rows
+    return items, rows, data
 
 
 def agreement_table(
@@ -104,18 +104,10 @@ def meta_evaluate(
     (`items` are the meta-test responses, each with its `index` and `human` scores) plus a `meta_eval`
     block: `dimensions` and `pooled` agreement, judge `failures` per dimension, `variant`, `reference`.
     """
-    items, rows = meta_items(source, revision)
+    items, rows, data = meta_items(source, revision)
     if limit is not None:
         items, rows = items[:limit], rows[:limit]
-    judge_object = make_judge(judge, **judge_options)
-    try:
-        start = time.perf_counter()
-        judged = asyncio.run(judge_object.judge(items))
-        wall = time.perf_counter() - start
-    finally:
-        if isinstance(judge, str) and hasattr(judge_object, "close"):
-            judge_object.close()
-    results = build_results(judge_object, judged, data=data_block(source, revision), wall_seconds=wall)
+    judged, results = run_judge(judge, items, data=data, **judge_options)
     for item, row in zip(results["items"], rows):
         item["index"] = row["index"]
         item["human"] = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, Request, Usage
 from bespoke_metric.cache import Cache, key_for
 from bespoke_metric.parsing import ParseError
+
+T = TypeVar("T")
 
 Parse = Callable[[int, str], Any]
 """`parse(index, text) -> value`, raising `ParseError` for an answer that cannot be read."""
@@ -171,24 +173,29 @@ async def run_requests(
     return results
 
 
-def run_requests_sync(backend: Backend, requests: Sequence[Request], **options: Any) -> list[CallResult]:
-    """`run_requests` for synchronous code. Inside a running event loop (a notebook) it runs on a
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine from synchronous code. Inside a running event loop (a notebook) it runs on a
     worker thread with its own loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run_requests(backend, requests, **options))
+        return asyncio.run(coroutine)
     box: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            box["results"] = asyncio.run(run_requests(backend, requests, **options))
+            box["result"] = asyncio.run(coroutine)
         except BaseException as err:  # re-raised in the caller's thread
             box["error"] = err
 
-    thread = threading.Thread(target=work, name="run_requests")
+    thread = threading.Thread(target=work, name="run_sync")
     thread.start()
     thread.join()
     if "error" in box:
         raise box["error"]
-    return box["results"]
+    return box["result"]
+
+
+def run_requests_sync(backend: Backend, requests: Sequence[Request], **options: Any) -> list[CallResult]:
+    """`run_requests` for synchronous code (see `run_sync`)."""
+    return run_sync(run_requests(backend, requests, **options))

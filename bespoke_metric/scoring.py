@@ -5,7 +5,6 @@ predictions -> checked against the benchmark -> judge -> item results -> summary
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import json
 import os
@@ -14,36 +13,43 @@ import time
 from typing import Any, Mapping, Sequence
 
 import bespoke_dataset
-from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
 
 from .aggregation import summarize
 from .judge import ItemResult, Judge, JudgeItem
 from .judges import make_judge
-from .predictions import Prediction, PredictionsInput, read_predictions
+from .predictions import PredictionsInput, read_predictions
+from .scheduler import run_sync
 
 
-def load_benchmark(source: str | os.PathLike[str] = DEFAULT_SOURCE, revision: str | None = None) -> dict[str, dict[str, Any]]:
-    """The `benchmark` config as `{"user/query_id": row}`."""
-    dataset = bespoke_dataset.load("benchmark", source=source, revision=revision)
-    return {f"{row['user']}/{row['query_id']}": row for row in dataset}
+def load_benchmark(
+    source: str | os.PathLike[str] | ResolvedSource = DEFAULT_SOURCE, revision: str | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The `benchmark` config as `{"user/query_id": row}`, and the `data` block of a results file."""
+    resolved = source if isinstance(source, ResolvedSource) else resolve_source(source, revision)
+    dataset = bespoke_dataset.load("benchmark", source=resolved)
+    return {query_key(row["user"], row["query_id"]): row for row in dataset}, resolved.record()
 
 
-def data_block(source: str | os.PathLike[str], revision: str | None) -> dict[str, Any]:
-    return {
-        "source": os.fspath(source),
-        "revision": revision,
-        "fingerprint": bespoke_dataset.fingerprint(source, revision=revision),
-    }
-
-
-async def judge_predictions(
-    judge: Judge, predictions: Sequence[Prediction], benchmark: Mapping[str, Mapping[str, Any]]
-) -> tuple[list[ItemResult], float]:
-    """Judge checked predictions; returns item results and wall seconds."""
-    items = [JudgeItem(benchmark[prediction.key], prediction.response) for prediction in predictions]
-    start = time.perf_counter()
-    results = await judge.judge(items)
-    return results, time.perf_counter() - start
+def run_judge(
+    judge: str | Judge,
+    items: Sequence[JudgeItem],
+    *,
+    data: Mapping[str, Any],
+    system: Mapping[str, Any] | None = None,
+    **judge_options: Any,
+) -> tuple[list[ItemResult], dict[str, Any]]:
+    """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge;
+    returns the item results and the results dict."""
+    judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
+    try:
+        start = time.perf_counter()
+        judged = run_sync(judge_object.judge(list(items)))
+        wall = time.perf_counter() - start
+    finally:
+        if isinstance(judge, str) and hasattr(judge_object, "close"):
+            judge_object.close()
+    return judged, build_results(judge_object, judged, data=data, wall_seconds=wall, system=system)
 
 
 def build_results(
@@ -92,18 +98,12 @@ def score(
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`, ...).
     Bad predictions raise `PredictionError` before any judge call."""
-    benchmark = load_benchmark(source, revision)
+    benchmark, data = load_benchmark(source, revision)
     checked = read_predictions(predictions, benchmark)
     if limit is not None:
         checked = checked[:limit]
-    judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
-    try:
-        items, wall = asyncio.run(judge_predictions(judge_object, checked, benchmark))
-    finally:
-        close = getattr(judge_object, "close", None)
-        if close is not None and isinstance(judge, str):
-            close()
-    return build_results(judge_object, items, data=data_block(source, revision), wall_seconds=wall, system=system)
+    items = [JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked]
+    return run_judge(judge, items, data=data, system=system, **judge_options)[1]
 
 
 def failure_count(results: Mapping[str, Any]) -> int:

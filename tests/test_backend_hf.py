@@ -26,7 +26,7 @@ PROMPTS = [
 
 def requests() -> list[Request]:
     return [
-        Request(messages=({"role": "system", "content": "judge"}, {"role": "user", "content": p}), max_tokens=4 + 3 * i)
+        Request(messages=({"role": "system", "content": "judge"}, {"role": "user", "content": p}), max_tokens=3 + 2 * i)
         for i, p in enumerate(PROMPTS)
     ]
 

@@ -1,0 +1,64 @@
+"""A deterministic stand-in for an LLM judge, to put behind the test server: it answers the
+protocol's three kinds of prompt in the official formats, from what is visible in the prompt.
+
+Scores follow how many words of the user's information need the response repeats; a claim is
+conveyed when most of its content words appear in the response. Crude, but a function of the input,
+so tests and benchmarks can tell a good response from a bad one and check the arithmetic end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .server import messages_of
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an and are as at be by for from has have in is it of on or that the this to with your you".split())
+_SECTION = re.compile(r"^# (.+)$", re.MULTILINE)
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in _WORD.findall(text.lower()) if word not in _STOP and len(word) > 2}
+
+
+def _sections(prompt: str) -> dict[str, str]:
+    """`# Heading` -> text under it, for the user message of a judge prompt."""
+    parts = _SECTION.split(prompt)
+    return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+
+def _response(prompt: str) -> str:
+    match = re.search(r"<response[^>]*>\n?(.*?)\n?</response[^>]*>", prompt, re.DOTALL)
+    return match.group(1) if match else ""
+
+
+def conveys(claim: str, response: str) -> bool:
+    words = _words(claim)
+    return bool(words) and len(words & _words(response)) / len(words) >= 0.6
+
+
+def score_for(need: str, response: str) -> int:
+    """1-5 from the share of the information need's words that the response repeats."""
+    words = _words(need)
+    share = len(words & _words(response)) / len(words) if words else 0.0
+    return 1 + min(4, int(share * 5))
+
+
+def judge_answer(body: dict[str, Any]) -> str:
+    """The answer text for one request body (chat completions or Responses API)."""
+    prompt = messages_of(body)[-1]["content"]
+    sections = _sections(prompt)
+    response = _response(prompt)
+    if any(title.startswith("Claims (") for title in sections):
+        claims = [re.sub(r"^\d+\.\s*", "", line) for line in next(v for t, v in sections.items() if t.startswith("Claims (")).splitlines()]
+        return json.dumps({"verdicts": [{"claim": i + 1, "verdict": conveys(c, response)} for i, c in enumerate(claims)]})
+    if "Claim" in sections:
+        verdict = conveys(sections["Claim"], response)
+        return f"The answer is checked against the claim.\nAnswer: {verdict}"
+    score = score_for(sections.get("The user's information need", sections.get("The user's question", "")), response)
+    lines = ["Reasoning:", "The answer is compared with the information need.", "Final Answer:"]
+    for label in ("Need Alignment", "Content Depth", "Tone", "Explanation Style"):
+        lines += [f"{label} Score: {score}", f"{label} Feedback: Scored {score} from the need's words it covers."]
+    return "\n".join(lines)

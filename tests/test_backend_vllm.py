@@ -1,0 +1,173 @@
+"""The `vllm:` backend up to the `vllm.LLM` boundary.
+
+vLLM needs a GPU and is not installed here, so a stand-in `vllm` module (recording what it is given and
+answering like `LLM.chat` does: one `RequestOutput` per conversation, in order) is put in `sys.modules`.
+Everything on our side of the boundary — engine arguments, one submission with every prompt, sampling
+parameters, structured outputs in both API generations, mapping outputs back to requests — is real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from bespoke_metric.backends import make_backend
+from bespoke_metric.backends.base import CallError, Completion, Request
+from bespoke_metric.scheduler import run_requests_sync
+
+SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
+
+
+@dataclass
+class FakeSampling:
+    kwargs: dict[str, Any]
+
+
+@dataclass
+class FakeStructured:
+    json: Any = None
+
+
+@dataclass
+class FakeCompletionOutput:
+    text: str
+    token_ids: list[int]
+
+
+@dataclass
+class FakeRequestOutput:
+    prompt_token_ids: list[int]
+    outputs: list[FakeCompletionOutput] = field(default_factory=list)
+
+
+def fake_vllm(structured_name: str | None = "StructuredOutputsParams", fail: Exception | None = None) -> types.ModuleType:
+    module = types.ModuleType("vllm")
+    module.__version__ = "0.0-fake"
+    module.engines = []
+    sampling = types.ModuleType("vllm.sampling_params")
+    if structured_name is not None:
+        setattr(sampling, structured_name, FakeStructured)
+    module.sampling_params = sampling
+    module.SamplingParams = lambda **kwargs: FakeSampling(kwargs)
+
+    class LLM:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+            self.chat_calls: list[tuple[list, list, dict]] = []
+            module.engines.append(self)
+
+        def chat(self, messages, sampling_params, **kwargs):
+            self.chat_calls.append((messages, sampling_params, kwargs))
+            if fail is not None:
+                raise fail
+            outputs = []
+            for conversation in messages:
+                prompt = " ".join(m["content"] for m in conversation)
+                text = f"reply to {conversation[-1]['content']}"
+                outputs.append(FakeRequestOutput(list(range(len(prompt.split()))), [FakeCompletionOutput(text, [7] * len(text.split()))]))
+            return outputs
+
+    module.LLM = LLM
+    return module
+
+
+@pytest.fixture
+def vllm_module(monkeypatch):
+    module = fake_vllm()
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    return module
+
+
+def requests() -> list[Request]:
+    shared = {"role": "system", "content": "rubric and examples for query 1"}
+    return [
+        Request(messages=({"role": "system", "content": "rubric for query 2"}, {"role": "user", "content": "z claim"}), max_tokens=64),
+        Request(messages=(shared, {"role": "user", "content": "b claim"}), max_tokens=32, json_schema=SCHEMA),
+        Request(messages=(shared, {"role": "user", "content": "a claim"}), max_tokens=16),
+    ]
+
+
+def test_engine_arguments(vllm_module):
+    backend = make_backend("vllm:org/model", tensor_parallel_size=4, max_model_len=8192, revision="abc")
+    (engine,) = vllm_module.engines
+    assert engine.kwargs == {
+        "model": "org/model",
+        "tensor_parallel_size": 4,
+        "dtype": "auto",
+        "gpu_memory_utilization": 0.9,
+        "enable_prefix_caching": True,
+        "seed": 0,
+        "trust_remote_code": False,
+        "max_model_len": 8192,
+        "revision": "abc",
+    }
+    assert backend.identity() == {
+        "engine": "vllm",
+        "model": "org/model",
+        "revision": "abc",
+        "settings": {"temperature": 0.0, "dtype": "auto", "structured": True},
+    }
+
+
+def test_everything_in_one_submission_and_results_mapped_back(vllm_module):
+    backend = make_backend("vllm:m")
+    outcomes: dict[int, Any] = {}
+    asyncio.run(backend.complete(requests(), lambda i, o: outcomes.__setitem__(i, o)))
+    (engine,) = vllm_module.engines
+    (call,) = engine.chat_calls
+    conversations, params, kwargs = call
+    assert kwargs == {"use_tqdm": False}
+    assert len(conversations) == 3
+    # Sorted by messages: the two requests sharing the query-1 prefix are neighbours.
+    assert [c[-1]["content"] for c in conversations] == ["a claim", "b claim", "z claim"]
+    assert [p.kwargs["max_tokens"] for p in params] == [16, 32, 64]
+    assert all(p.kwargs["temperature"] == 0.0 for p in params)
+    assert "structured_outputs" not in params[0].kwargs
+    assert params[1].kwargs["structured_outputs"] == FakeStructured(json=SCHEMA)
+    assert outcomes == {
+        0: Completion("reply to z claim", input_tokens=6, output_tokens=4),
+        1: Completion("reply to b claim", input_tokens=8, output_tokens=4),
+        2: Completion("reply to a claim", input_tokens=8, output_tokens=4),
+    }
+
+
+def test_older_vllm_guided_decoding(monkeypatch):
+    module = fake_vllm("GuidedDecodingParams")
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    backend = make_backend("vllm:m")
+    params = backend.sampling_params(requests()[1])
+    assert params.kwargs == {"temperature": 0.0, "max_tokens": 32, "guided_decoding": FakeStructured(json=SCHEMA)}
+
+
+def test_vllm_without_structured_outputs_is_refused(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm(None))
+    with pytest.raises(ImportError, match="no structured-output API"):
+        make_backend("vllm:m")
+
+
+def test_vllm_not_installed(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(ImportError, match=r"bespoke-eval\[vllm\]"):
+        make_backend("vllm:m")
+
+
+def test_through_the_scheduler_with_an_engine_failure(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm(fail=RuntimeError("CUDA error: device-side assert")))
+    results = run_requests_sync(make_backend("vllm:m"), requests())
+    assert [r.error for r in results] == ["vLLM generation failed: RuntimeError: CUDA error: device-side assert"] * 3
+
+
+def test_through_the_scheduler(vllm_module):
+    results = run_requests_sync(make_backend("vllm:m"), requests())
+    assert [r.text for r in results] == ["reply to z claim", "reply to b claim", "reply to a claim"]
+
+
+def test_a_prompt_without_output_is_a_call_error(vllm_module):
+    from bespoke_metric.backends.vllm_backend import _completion
+
+    assert isinstance(_completion(FakeRequestOutput([1, 2], [])), CallError)
