@@ -19,8 +19,6 @@ import json
 import os
 import random
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import atomic_dir
 from .synthetic_topics import PERSONAS, STYLES, TONES, TOPICS, Topic
 
 Layout = Literal["hub", "github"]
@@ -421,17 +420,6 @@ def _readme(settings: dict[str, Any]) -> str:
             "which example each meta-test response paraphrases).\n")
 
 
-def _replace_dir(tmp: Path, out: Path) -> None:
-    """Move a finished folder into place; an existing folder is replaced only when complete."""
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old)
-    else:
-        os.replace(tmp, out)
-
-
 def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_per_user: int = 5,
                   sessions: int = 2870, shots_per_query: int = 5, meta_test_per_query: int = 2,
                   layout: Layout = "hub", seed: int = 0) -> Path:
@@ -449,19 +437,12 @@ def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_p
                 "layout": layout, "seed": seed}
     release = build_release(users=users, queries_per_user=queries_per_user, sessions=sessions,
                             shots_per_query=shots_per_query, meta_test_per_query=meta_test_per_query, seed=seed)
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out_dir) as tmp:
         writer_rng = random.Random(seed + 1)
         (_write_hub if layout == "hub" else _write_github)(release, tmp, writer_rng)
         (tmp / "SYNTHETIC.md").write_text(_readme(settings), encoding="utf-8")
         (tmp / TRUTH_FILE).write_text(json.dumps(_truth(release, settings), indent=1), encoding="utf-8")
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+    return Path(out_dir)
 
 
 def write_sample(out_dir: str | os.PathLike[str] = SAMPLE_DIR) -> Path:

@@ -31,7 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # Other libraries stay at WARNING: their debug logs (HTTP traces) drown ours.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for name in ("bespoke_dataset", "bespoke_metric", "bespoke_cli"):
+        logging.getLogger(name).setLevel(logging.DEBUG if args.verbose else logging.INFO)
     return int(args._run(args) or 0)
 
 

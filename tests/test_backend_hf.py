@@ -132,7 +132,7 @@ def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
     def generate(prompts, max_tokens):
         sizes.append(len(prompts))
         if len(prompts) > 2:  # stands in for a GPU running out of memory
-            raise torch.OutOfMemoryError("CUDA out of memory")
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
         return real_generate(prompts, max_tokens)
 
     monkeypatch.setattr(backend, "_generate", generate)

@@ -164,6 +164,14 @@ def test_5xx_retried_then_succeeds(openai_server):
     assert [c.status for c in openai_server.calls] == [500, 503, 502, 200]
 
 
+def test_malformed_success_body_is_retried(openai_server):
+    # A proxy answering 200 with something that is not a completion.
+    openai_server.faults.append(Fault(status=200, body={"detail": "upstream hiccup"}))
+    outcomes = complete(backend_for(openai_server), [request("x")])
+    assert outcomes[0].text == "ok"
+    assert [c.status for c in openai_server.calls] == [200, 200]
+
+
 def test_client_errors_are_not_retried(openai_server):
     openai_server.faults.append(Fault(status=400, body={"error": {"message": "bad parameter foo"}}))
     outcomes = complete(backend_for(openai_server), [request("bad")])

@@ -148,7 +148,7 @@ class HFBackend:
 
         try:
             return self._generate(prompts, max_tokens)
-        except torch.OutOfMemoryError:
+        except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
             if len(prompts) == 1:
                 return [CallError(f"out of GPU memory on a single prompt of {len(prompts[0])} tokens")]

@@ -23,6 +23,7 @@ import os
 import random
 import re
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 from urllib.parse import urlsplit, urlunsplit
@@ -172,11 +173,9 @@ class OpenAIBackend:
         self.reasoning_max_tokens = reasoning_max_tokens
         self._budget = _RetryBudget(retry_budget)
         self.retries_made = 0
-        # The SDK's HTTP pool belongs to one event loop; `run_requests_sync` makes a new loop per
-        # run, so the client and semaphore are rebuilt whenever the loop changes.
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: Any = None
-        self._semaphore: asyncio.Semaphore | None = None
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # -- Backend interface -------------------------------------------------------------------------
 
@@ -197,7 +196,12 @@ class OpenAIBackend:
         }
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        client, semaphore = self._session()
+        import openai
+
+        # One client per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
+        # new loop for every run.
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
+        semaphore = self._semaphore_for_loop()
 
         async def one(index: int, request: Request) -> None:
             async with semaphore:
@@ -211,30 +215,23 @@ class OpenAIBackend:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await client.close()
 
     def close(self) -> None:
-        client, loop = self._client, self._loop
-        self._client = self._semaphore = self._loop = None
-        if client is not None and loop is not None and not loop.is_closed() and not loop.is_running():
-            loop.run_until_complete(client.close())
+        self._semaphores.clear()
 
     # -- internals -----------------------------------------------------------------------------------
 
-    def _session(self) -> tuple[Any, asyncio.Semaphore]:
-        import openai
-
+    def _semaphore_for_loop(self) -> asyncio.Semaphore:
+        # Shared by every run on the same event loop, so runs started together still respect the limit.
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout
-            )
-            self._semaphore = asyncio.Semaphore(self.concurrency)
-            self._loop = loop
-        assert self._semaphore is not None
-        return self._client, self._semaphore
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.concurrency)
+        return semaphore
 
     def _scrub(self, text: str) -> str:
-        if self._api_key and self._api_key != PLACEHOLDER_KEY:
+        if len(self._api_key) >= 8:  # a short placeholder ("x", "EMPTY") is no secret, and replacing it would garble text
             text = text.replace(self._api_key, "***")
         return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1***", text)
 

@@ -52,10 +52,11 @@ def judge_answer(body: dict[str, Any]) -> str:
     sections = _sections(prompt)
     response = _response(prompt)
     if any(title.startswith("Claims (") for title in sections):
-        claims = [re.sub(r"^\d+\.\s*", "", line) for line in next(v for t, v in sections.items() if t.startswith("Claims (")).splitlines()]
+        listed = next(v for t, v in sections.items() if t.startswith("Claims ("))
+        claims = [match.group(1) for match in re.finditer(r"^\d+\.\s*(.+)$", listed, re.MULTILINE)]
         return json.dumps({"verdicts": [{"claim": i + 1, "verdict": conveys(c, response)} for i, c in enumerate(claims)]})
     if "Claim" in sections:
-        verdict = conveys(sections["Claim"], response)
+        verdict = conveys(sections["Claim"].split("\n\n")[0], response)
         return f"The answer is checked against the claim.\nAnswer: {verdict}"
     score = score_for(sections.get("The user's information need", sections.get("The user's question", "")), response)
     lines = ["Reasoning:", "The answer is compared with the information need.", "Final Answer:"]
