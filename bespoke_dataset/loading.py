@@ -6,10 +6,12 @@ import os
 from pathlib import Path
 
 import datasets
+from datasets.exceptions import DatasetGenerationError
 
 from .builder import SPLIT, BespokeBuilder
 from .errors import BespokeDataError
 from .features import CONFIGS
+from .raw import RawRelease
 from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
 
 
@@ -17,6 +19,15 @@ def default_cache_dir() -> Path:
     """`$BESPOKE_CACHE` if set, else a `bespoke` folder in the `datasets` cache."""
     env = os.environ.get("BESPOKE_CACHE")
     return Path(env) if env else Path(datasets.config.HF_DATASETS_CACHE) / "bespoke"
+
+
+def available_configs(source: ResolvedSource) -> list[str]:
+    """The configs a source can give: all of them from the Hub layout; from the GitHub layout all but
+    `histories`, and `meta_test` only when its files are there."""
+    if source.layout == "hub":
+        return list(CONFIGS)
+    has_meta_test = RawRelease(source.path).has("meta_test")
+    return [c for c in CONFIGS if c != "histories" and (c != "meta_test" or has_meta_test)]
 
 
 def load(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE, revision: str | None = None,
@@ -37,7 +48,13 @@ def load(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE, revi
         raise BespokeDataError(str(resolved.path), "the GitHub layout has no histories; load 'histories' from "
                                "the Hub repo or a local copy of it")
     builder = BespokeBuilder(resolved, config, cache_dir=cache)
-    builder.download_and_prepare()
+    try:
+        builder.download_and_prepare()
+    except DatasetGenerationError as error:
+        # `datasets` wraps what the generator raised; our error already names table, row and field
+        if isinstance(error.__cause__, BespokeDataError):
+            raise error.__cause__ from None
+        raise
     dataset = builder.as_dataset(split=SPLIT)
     assert isinstance(dataset, datasets.Dataset)
     return dataset

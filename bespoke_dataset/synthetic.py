@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_dir
+from .source import SAMPLE_DIR
 from .synthetic_topics import PERSONAS, STYLES, TONES, TOPICS, Topic
 
 Layout = Literal["hub", "github"]
@@ -38,7 +39,6 @@ SEARCH_SHARE = 2153 / 2870
 START = datetime(2025, 3, 3, 7, 0, 0)
 HISTORY_DAYS = 21
 TRUTH_FILE = "synthetic_truth.json"
-SAMPLE_DIR = Path(__file__).parent / "sample"
 SAMPLE_SETTINGS: dict[str, int] = {"users": 3, "queries_per_user": 5, "sessions": 45, "shots_per_query": 5,
                                    "meta_test_per_query": 2, "seed": 7}
 
@@ -420,6 +420,15 @@ def _readme(settings: dict[str, Any]) -> str:
             "which example each meta-test response paraphrases).\n")
 
 
+def _write_into(folder: Path, release: Release, settings: dict[str, Any]) -> dict[str, Any]:
+    """Write the raw files, SYNTHETIC.md and the truth file; return the truth."""
+    (_write_hub if settings["layout"] == "hub" else _write_github)(release, folder, random.Random(settings["seed"] + 1))
+    (folder / "SYNTHETIC.md").write_text(_readme(settings), encoding="utf-8")
+    truth = _truth(release, settings)
+    (folder / TRUTH_FILE).write_text(json.dumps(truth, indent=1), encoding="utf-8")
+    return truth
+
+
 def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_per_user: int = 5,
                   sessions: int = 2870, shots_per_query: int = 5, meta_test_per_query: int = 2,
                   layout: Layout = "hub", seed: int = 0) -> Path:
@@ -438,10 +447,7 @@ def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_p
     release = build_release(users=users, queries_per_user=queries_per_user, sessions=sessions,
                             shots_per_query=shots_per_query, meta_test_per_query=meta_test_per_query, seed=seed)
     with atomic_dir(out_dir) as tmp:
-        writer_rng = random.Random(seed + 1)
-        (_write_hub if layout == "hub" else _write_github)(release, tmp, writer_rng)
-        (tmp / "SYNTHETIC.md").write_text(_readme(settings), encoding="utf-8")
-        (tmp / TRUTH_FILE).write_text(json.dumps(_truth(release, settings), indent=1), encoding="utf-8")
+        _write_into(tmp, release, settings)
     return Path(out_dir)
 
 
@@ -450,19 +456,19 @@ def write_sample(out_dir: str | os.PathLike[str] = SAMPLE_DIR) -> Path:
 
     The predictions are fresh responses of mixed quality (recorded as `prediction_quality` in the truth file).
     """
-    out = write_release(out_dir, layout="hub", **SAMPLE_SETTINGS)
+    settings = {**SAMPLE_SETTINGS, "layout": "hub"}
     release = build_release(**SAMPLE_SETTINGS)
     users = {u.name: u for u in release.users}
     rng = random.Random(SAMPLE_SETTINGS["seed"] + 2)
-    lines, quality = [], {}
-    for q in release.queries:
-        level = rng.randint(1, 5)
-        text, _ = _response(users[q.user], q.topic, level, rng)
-        lines.append(json.dumps({"user": q.user, "query_id": q.query_id, "response": text}, ensure_ascii=False))
-        quality[f"{q.user}/{q.query_id}"] = level
-    (out / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    truth_path = out / TRUTH_FILE
-    truth = json.loads(truth_path.read_text(encoding="utf-8"))
-    truth["prediction_quality"] = quality
-    truth_path.write_text(json.dumps(truth, indent=1), encoding="utf-8")
-    return out
+    with atomic_dir(out_dir) as tmp:
+        truth = _write_into(tmp, release, settings)
+        lines, quality = [], {}
+        for q in release.queries:
+            level = rng.randint(1, 5)
+            text, _ = _response(users[q.user], q.topic, level, rng)
+            lines.append(json.dumps({"user": q.user, "query_id": q.query_id, "response": text}, ensure_ascii=False))
+            quality[f"{q.user}/{q.query_id}"] = level
+        (tmp / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        truth["prediction_quality"] = quality
+        (tmp / TRUTH_FILE).write_text(json.dumps(truth, indent=1), encoding="utf-8")
+    return Path(out_dir)

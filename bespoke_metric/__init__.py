@@ -1,0 +1,51 @@
+"""The BESPOKE judge: protocol, LLM backends, scheduler and cache, scoring, and the `evaluate` metric.
+
+>>> from bespoke_metric import score
+>>> results = score("preds.jsonl", "openai:gpt-5", source="yonsei-dli/BESPOKE")  # doctest: +SKIP
+
+`Bespoke` (the `evaluate.Metric`) is imported on first use, so this package works without `evaluate`.
+"""
+
+from typing import Any
+
+from .aggregation import by_user, recall_from_verdicts, summarize
+from .backends import make_backend
+from .backends.base import Backend, CallError, Completion, Request, Usage
+from .cache import Cache
+from .parsing import ParseError
+from .judge import DIMENSIONS, METRICS, ItemResult, Judge, JudgeItem
+from .judges import JUDGES, make_judge, register_judge
+from .llm_judge import LLMJudge
+from .metrics import REGISTRY, Metric
+from .predictions import Prediction, PredictionError, read_predictions
+from .protocol import (
+    PROTOCOL_VERSION,
+    Judgment,
+    batched_recall_request,
+    claim_request,
+    parse_batched_recall,
+    parse_claim_verdict,
+    parse_personalization,
+    personalization_request,
+    repair_request,
+)
+from .scheduler import CallResult, run_requests, run_requests_sync
+from .scoring import run_judge, score, write_results
+
+__all__ = [
+    "Backend", "Bespoke", "CallError", "CallResult", "Cache", "Completion", "DIMENSIONS", "ItemResult", "JUDGES",
+    "Judge", "JudgeItem", "Judgment", "LLMJudge", "METRICS", "Metric", "PROTOCOL_VERSION", "ParseError",
+    "Prediction", "PredictionError", "REGISTRY", "Request", "Usage", "batched_recall_request", "by_user",
+    "claim_request", "make_backend", "make_judge", "parse_batched_recall", "parse_claim_verdict",
+    "parse_personalization", "personalization_request", "read_predictions", "recall_from_verdicts",
+    "register_judge", "repair_request", "run_judge", "run_requests", "run_requests_sync", "score", "summarize",
+    "write_results",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Bespoke":  # needs `evaluate`, an optional dependency
+        from .hf_metric import Bespoke
+
+        return Bespoke
+    raise AttributeError(f"module 'bespoke_metric' has no attribute {name!r}")

@@ -47,6 +47,7 @@ class LLMJudge:
         personalized: bool = True,
         structured: bool = False,
         max_parse_retries: int = 2,
+        max_tokens: int | None = None,
         progress: bool = True,
     ) -> None:
         if recall not in RECALL_MODES:
@@ -62,6 +63,8 @@ class LLMJudge:
         self.personalized = personalized
         self.structured = structured
         self.max_parse_retries = max_parse_retries
+        # None keeps the protocol's own output budget per kind of call.
+        self.token_budget = {} if max_tokens is None else {"max_tokens": max_tokens}
         self.progress = progress
         self.usage = Usage()
 
@@ -75,6 +78,7 @@ class LLMJudge:
             "with_feedback": self.with_feedback,
             "personalized": self.personalized,
             "structured": self.structured,
+            "max_tokens": self.token_budget.get("max_tokens"),
             "proxy": self.proxy,
         }
 
@@ -91,16 +95,17 @@ class LLMJudge:
                     with_feedback=self.with_feedback,
                     personalized=self.personalized,
                     structured=self.structured,
+                    **self.token_budget,
                 )
             )
             calls.append(_Call(index, "personalization"))
             claims = list(item.row["claims"])
             if self.recall == "batched":
-                requests.append(protocol.batched_recall_request(claims, item.response))
+                requests.append(protocol.batched_recall_request(claims, item.response, **self.token_budget))
                 calls.append(_Call(index, "claims"))
             else:
                 for claim_index, claim in enumerate(claims):
-                    requests.append(protocol.claim_request(claim, item.response, structured=self.structured))
+                    requests.append(protocol.claim_request(claim, item.response, structured=self.structured, **self.token_budget))
                     calls.append(_Call(index, "claim", claim_index))
         return requests, calls
 

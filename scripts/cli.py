@@ -10,6 +10,9 @@ import sys
 
 # subcommand name -> module in this package
 COMMANDS: dict[str, str] = {
+    "info": "info",
+    "export": "export",
+    "synth": "synth",
     "score": "score",
     "meta-eval": "meta_eval",
     "leaderboard": "leaderboard",

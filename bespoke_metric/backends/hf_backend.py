@@ -105,7 +105,9 @@ class HFBackend:
             first = order[start]
             size = self._batch_size_for(len(prompts[first]) + requests[first].max_tokens)
             batch = order[start : start + size]
-            outcomes = await asyncio.to_thread(self._generate_safely, [prompts[i] for i in batch], [requests[i].max_tokens for i in batch])
+            outcomes = await asyncio.to_thread(
+                self._generate_safely, [prompts[i] for i in batch], [requests[i].max_tokens for i in batch]
+            )
             if outcomes is None:  # out of memory: a smaller cap is set, try again from the same place
                 continue
             for index, outcome in zip(batch, outcomes):
@@ -139,7 +141,8 @@ class HFBackend:
         import torch
 
         free, _ = torch.cuda.mem_get_info(torch.device(self.device))
-        per_sequence = total_length * _bytes_per_token(self._model.config, self.dtype) + _bytes_for_logits(self._model.config)
+        config = self._model.config
+        per_sequence = total_length * _bytes_per_token(config, self.dtype) + _bytes_for_logits(config)
         fits = int(free * MEMORY_HEADROOM // max(per_sequence, 1))
         return max(1, min(fits, self._batch_cap))
 
@@ -168,7 +171,9 @@ class HFBackend:
             max_new_tokens=max(max_tokens), do_sample=False, pad_token_id=pad, eos_token_id=self._eos_ids or None
         )
         with torch.inference_mode():
-            sequences = self._model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+            sequences = self._model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, generation_config=config
+            )
         outcomes: list[Outcome] = []
         for row, prompt, limit in zip(sequences[:, width:].tolist(), prompts, max_tokens):
             # Greedy decoding: a longer shared budget yields the same prefix, so cut to this request's own.

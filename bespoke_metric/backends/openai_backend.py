@@ -231,7 +231,8 @@ class OpenAIBackend:
         return semaphore
 
     def _scrub(self, text: str) -> str:
-        if len(self._api_key) >= 8:  # a short placeholder ("x", "EMPTY") is no secret, and replacing it would garble text
+        # A short placeholder ("x", "EMPTY") is no secret, and replacing it would garble the text.
+        if len(self._api_key) >= 8:
             text = text.replace(self._api_key, "***")
         return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1***", text)
 
@@ -299,7 +300,8 @@ class OpenAIBackend:
         except openai.APITimeoutError:
             raise _Failure(f"timed out after {self.timeout:g} s", retryable=True) from None
         except openai.APIConnectionError as err:
-            raise _Failure(f"connection error to {scrub_url(self.base_url)}: {_short(str(err))}", retryable=True) from None
+            where = scrub_url(self.base_url)
+            raise _Failure(f"connection error to {where}: {_short(str(err))}", retryable=True) from None
         except (AttributeError, IndexError, TypeError, ValueError, openai.APIResponseValidationError) as err:
             raise _Failure(f"malformed response from the server: {_short(str(err))}", retryable=True) from None
 

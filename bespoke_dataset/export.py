@@ -1,0 +1,106 @@
+"""Export a release as a typed, Hub-ready folder, and push it to the Hub.
+
+The folder holds `<config>/test-00000-of-00001.parquet` per config and a README.md rendered from
+`hub_card.md`, whose YAML declares the configs, the `test` split and the features, so that plain
+`datasets.load_dataset(folder_or_repo, "benchmark", split="test")` gives the typed records.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .atomic import atomic_dir
+from .builder import CITATION, SPLIT
+from .features import CONFIGS, DESCRIPTIONS, FEATURES
+from .loading import available_configs, load
+from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
+from .version import __version__
+
+log = logging.getLogger(__name__)
+
+CARD_TEMPLATE = Path(__file__).parent / "hub_card.md"
+SYNTHETIC_MARKER = "SYNTHETIC.md"
+SYNTHETIC_NOTICE = ("> **Synthetic data.** This export was made from a synthetic release written by "
+                    "`bespoke_dataset.synthetic` for tests and demos: invented users, texts and judgments in the "
+                    "real format. It is not the BESPOKE benchmark.\n")
+
+
+def data_file(config: str) -> str:
+    return f"{config}/{SPLIT}-00000-of-00001.parquet"
+
+
+def _size_category(rows: int) -> str:
+    return "n<1K" if rows < 1_000 else "1K<n<10K" if rows < 10_000 else "10K<n<100K"
+
+
+def front_matter(sizes: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """The card's YAML: license, configs with their data files, and typed features per config.
+
+    `sizes` maps each exported config to (rows, bytes in Arrow)."""
+    return {
+        "license": "mit",
+        "language": ["en"],
+        "pretty_name": "BESPOKE",
+        "task_categories": ["text-generation", "question-answering"],
+        "tags": ["personalization", "llm-as-a-judge", "search-augmented-llm", "benchmark"],
+        "size_categories": [_size_category(max(n for n, _ in sizes.values()))],
+        "configs": [{"config_name": c, "data_files": [{"split": SPLIT, "path": data_file(c)}],
+                     **({"default": True} if c == "benchmark" else {})} for c in sizes],
+        "dataset_info": [{"config_name": c, "features": FEATURES[c]._to_yaml_list(),
+                          "splits": [{"name": SPLIT, "num_bytes": size, "num_examples": n}]}
+                         for c, (n, size) in sizes.items()],
+    }
+
+
+def render_card(sizes: dict[str, tuple[int, int]], source: ResolvedSource, repo: str = "<org>/<repo>") -> str:
+    """The README.md of an exported folder: `hub_card.md` with its placeholders filled."""
+    values = {
+        "front_matter": yaml.safe_dump(front_matter(sizes), sort_keys=False, allow_unicode=True).strip(),
+        "sizes": "\n".join(f"| `{c}` | {n:,} | {DESCRIPTIONS[c]} |" for c, (n, _) in sizes.items()),
+        "notice": SYNTHETIC_NOTICE if (source.path / SYNTHETIC_MARKER).exists() else "",
+        "source": source.source, "revision": source.revision or "local", "fingerprint": source.fingerprint[:16],
+        "version": __version__, "citation": CITATION, "repo": repo,
+    }
+    text = CARD_TEMPLATE.read_text(encoding="utf-8")
+    for name, value in values.items():
+        text = text.replace("{{" + name + "}}", value)
+    return text
+
+
+def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-export", revision: str | None = None,
+           cache_dir: str | Path | None = None, repo: str = "<org>/<repo>") -> Path:
+    """Write every config the source has (the GitHub layout has no histories) to `out_dir`, atomically.
+
+    Returns `out_dir`. `repo` is the Hub repo id shown in the card's usage example.
+    """
+    resolved = resolve_source(source, revision)
+    configs = available_configs(resolved)
+    skipped = [c for c in CONFIGS if c not in configs]
+    if skipped:
+        log.info("the source has no data for %s; not exported", ", ".join(skipped))
+    sizes: dict[str, tuple[int, int]] = {}
+    with atomic_dir(out_dir) as tmp:
+        for config in configs:
+            dataset = load(config, resolved, cache_dir=cache_dir)
+            path = tmp / data_file(config)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            dataset.to_parquet(str(path))
+            sizes[config] = (len(dataset), dataset.data.nbytes)
+        (tmp / "README.md").write_text(render_card(sizes, resolved, repo), encoding="utf-8")
+    return Path(out_dir)
+
+
+def push_to_hub(out_dir: str | Path, repo_id: str, token: str | None = None, private: bool = False,
+                revision: str | None = None) -> str:
+    """Upload an exported folder to a Hub dataset repo (created if needed); return the commit URL."""
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    commit = api.upload_folder(folder_path=str(out_dir), repo_id=repo_id, repo_type="dataset", revision=revision,
+                               commit_message=f"Export BESPOKE typed configs (bespoke-eval {__version__})")
+    return str(commit.commit_url if hasattr(commit, "commit_url") else commit)

@@ -1,0 +1,33 @@
+"""`bespoke export --source SRC --out DIR [--push-to-hub REPO]`: a typed, Hub-ready copy of a release."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+HELP = "export a BESPOKE source as typed parquet configs with a dataset card (and optionally push it)"
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", default="yonsei-dli/BESPOKE",
+                        help="Hub repo id, local folder (either layout) or 'sample' (default: yonsei-dli/BESPOKE)")
+    parser.add_argument("--out", required=True, help="folder to write (replaced atomically)")
+    parser.add_argument("--revision", default=None, help="Hub branch, tag or commit of the source")
+    parser.add_argument("--cache-dir", default=None, help="where built configs are cached")
+    parser.add_argument("--push-to-hub", metavar="REPO", default=None, help="upload the folder to this Hub dataset repo")
+    parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
+    parser.add_argument("--token", default=None, help="Hub token (default: the logged-in token or HF_TOKEN)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from bespoke_dataset.export import export, push_to_hub
+
+    out = export(args.source, args.out, revision=args.revision, cache_dir=args.cache_dir,
+                 repo=args.push_to_hub or "<org>/<repo>")
+    print(f"wrote {out}")
+    if args.push_to_hub:
+        url = push_to_hub(out, args.push_to_hub, token=args.token, private=args.private)
+        print(f"pushed to {args.push_to_hub}: {url}")
+    return 0

@@ -1,0 +1,161 @@
+"""Bad input: a clear error naming table, row and field, or a warning saying what was dropped."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from dataset_helpers import copy_release, edit_table
+
+from bespoke_dataset import BespokeDataError, BespokeDataWarning, load
+
+SHOTS = "evaluation_shot/evaluation_shot.parquet"
+
+
+@pytest.fixture
+def release(synthetic_hub, tmp_path):
+    return copy_release(synthetic_hub, tmp_path / "release")
+
+
+def set_shot_score(rows, row, response, dim, score):
+    payload = json.loads(rows[row]["evaluation_shot_value"])
+    payload["response_list"][response][dim]["score"] = score
+    rows[row]["evaluation_shot_value"] = json.dumps(payload)
+    return rows
+
+
+def test_missing_table_names_the_table(release, tmp_path):
+    shutil.rmtree(release / "personalized_rubric")
+    with pytest.raises(BespokeDataError, match=r"personalized_rubric/.*missing table 'personalized_rubric'"):
+        load("rubrics", source=release, cache_dir=tmp_path)
+    with pytest.raises(BespokeDataError, match="missing table"):
+        load("benchmark", source=release, cache_dir=tmp_path)
+    assert len(load("queries", source=release, cache_dir=tmp_path)) == 20  # other configs stay usable
+
+
+def test_missing_column_names_the_file_and_column(release, tmp_path):
+    edit_table(release, "queries/query_table.parquet",
+               lambda rows: [{k: v for k, v in r.items() if k != "gold_information_need"} for r in rows])
+    with pytest.raises(BespokeDataError) as error:
+        load("queries", source=release, cache_dir=tmp_path)
+    assert error.value.where == "queries/query_table.parquet"
+    assert error.value.field == "gold_information_need"
+
+
+def test_malformed_json_names_table_row_and_field(release, tmp_path):
+    def corrupt(rows):
+        rows[3]["evaluation_shot_value"] = rows[3]["evaluation_shot_value"][:-5]
+        return rows
+
+    edit_table(release, SHOTS, corrupt)
+    with pytest.raises(BespokeDataError, match="malformed JSON") as error:
+        load("rj_pairs", source=release, cache_dir=tmp_path)
+    assert error.value.where == f"{SHOTS} row 3"
+    assert error.value.field == "evaluation_shot_value"
+    assert f"{SHOTS} row 3, field 'evaluation_shot_value'" in str(error.value)
+
+
+def test_wrong_payload_shape_names_the_json_path(release, tmp_path):
+    def corrupt(rows):
+        payload = json.loads(rows[0]["evaluation_shot_value"])
+        del payload["response_list"][2]["contents"]
+        rows[0]["evaluation_shot_value"] = json.dumps(payload)
+        return rows
+
+    edit_table(release, SHOTS, corrupt)
+    with pytest.raises(BespokeDataError) as error:
+        load("benchmark", source=release, cache_dir=tmp_path)
+    assert error.value.field == "evaluation_shot_value.response_list[2].contents"
+
+
+@pytest.mark.parametrize("score", [7, 0, "good", 3.5, None])
+def test_invalid_score_drops_that_example_with_a_warning(release, tmp_path, score):
+    edit_table(release, SHOTS, lambda rows: set_shot_score(rows, 1, 2, "tone", score))
+    with pytest.warns(BespokeDataWarning, match=rf"{SHOTS} row 1, field evaluation_shot_value.response_list\[2\]"
+                                                rf"\.tone\.score: dropped this example"):
+        pairs = load("rj_pairs", source=release, cache_dir=tmp_path / "a")
+    assert len(pairs) == 99
+    with pytest.warns(BespokeDataWarning):
+        bench = load("benchmark", source=release, cache_dir=tmp_path / "b")
+    sizes = [len(row["shots"]) for row in bench]
+    assert sorted(sizes) == [4] + [5] * 19
+
+
+def test_scores_written_as_strings_become_integers(release, tmp_path):
+    edit_table(release, SHOTS, lambda rows: set_shot_score(rows, 0, 0, "need_alignment", " 4 "))
+    row = load("rj_pairs", source=release, cache_dir=tmp_path)[0]
+    assert row["need_alignment"]["score"] == 4
+
+
+@pytest.mark.parametrize("table, what", [
+    (SHOTS, "shots"), ("personalized_rubric/personalized_rubric.parquet", "rubric"),
+    ("gold_information/gold_information.parquet", "claims")])
+def test_query_without_shots_rubric_or_claims_is_dropped_from_benchmark(release, tmp_path, table, what):
+    removed = {}
+
+    def drop_first(rows):
+        removed.update(rows[0])
+        return rows[1:]
+
+    edit_table(release, table, drop_first)
+    with pytest.warns(BespokeDataWarning, match=rf"benchmark: dropped query '{removed['user']}/\d+': no {what}"):
+        bench = load("benchmark", source=release, cache_dir=tmp_path)
+    assert len(bench) == 19
+    assert len(load("queries", source=release, cache_dir=tmp_path)) == 20
+
+
+def test_query_whose_shots_were_all_invalid_counts_as_without_shots(release, tmp_path):
+    def empty(rows):
+        payload = json.loads(rows[5]["evaluation_shot_value"])
+        payload["response_list"] = []
+        rows[5]["evaluation_shot_value"] = json.dumps(payload)
+        return rows
+
+    edit_table(release, SHOTS, empty)
+    with pytest.warns(BespokeDataWarning, match="no shots"):
+        assert len(load("benchmark", source=release, cache_dir=tmp_path)) == 19
+
+
+def test_duplicate_user_query_id_names_both_rows(release, tmp_path):
+    def duplicate(rows):
+        copy = dict(rows[2])
+        copy["query-id"] = f"query-id_{copy['query-id'].removeprefix('query-id_')}"  # same id, other form
+        return rows + [copy]
+
+    edit_table(release, "gold_information/gold_information.parquet", duplicate)
+    with pytest.raises(BespokeDataError, match=r"row 20, field 'query-id': duplicate \(user, query_id\) "
+                                               r"'user\d+/\d+', already given by .*row 2"):
+        load("gold_claims", source=release, cache_dir=tmp_path)
+
+
+def test_unreadable_query_id_names_the_row(release, tmp_path):
+    def corrupt(rows):
+        rows[4]["query-id"] = "query-six"
+        return rows
+
+    edit_table(release, "queries/query_table.parquet", corrupt)
+    with pytest.raises(BespokeDataError, match=r"query_table.parquet row 4, field 'query-id': not a query id"):
+        load("queries", source=release, cache_dir=tmp_path)
+
+
+def test_duplicate_history_session_names_both_rows(release, tmp_path):
+    edit_table(release, "search_history/search_history.parquet", lambda rows: rows + [rows[0]])
+    with pytest.raises(BespokeDataError, match="duplicate session id"):
+        load("histories", source=release, cache_dir=tmp_path)
+
+
+def test_github_layout_errors_name_the_file(synthetic_github, tmp_path):
+    release = copy_release(synthetic_github, tmp_path / "github")
+    bad = sorted((release / "gold_information" / "user2").glob("*.json"))[0]
+    bad.write_text('{"gold_information": "not a list"}')
+    with pytest.raises(BespokeDataError) as error:
+        load("gold_claims", source=release, cache_dir=tmp_path)
+    assert error.value.where == bad.relative_to(release).as_posix()
+    assert error.value.field == "gold_information_value.gold_information"
+
+
+def test_not_a_parquet_file(release, tmp_path):
+    (release / "queries" / "query_table.parquet").write_bytes(b"not parquet")
+    with pytest.raises(BespokeDataError, match="not a readable parquet file"):
+        load("queries", source=release, cache_dir=tmp_path)

@@ -1,0 +1,33 @@
+"""The `hf:` judge end to end on a tiny random model: real generation, strict parsing, honest failures."""
+
+from __future__ import annotations
+
+import json
+
+from bespoke_metric.judge import DIMENSIONS
+from bespoke_metric.scoring import score
+
+
+def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthetic_hub, tmp_path):
+    import bespoke_dataset
+
+    rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[:2]
+    records = [{"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]} for r in rows]
+    cache = tmp_path / "hf.sqlite"
+    results = score(records, f"hf:{tiny_model_dir}", source=synthetic_hub, cache=str(cache), max_shots=1,
+                    recall="batched", max_tokens=8, max_parse_retries=1)
+    summary = results["summary"]
+    # A random model cannot write the protocol's format: every judgment fails, is counted, and is never a 0.
+    assert summary["failures"] == {metric: 2 for metric in (*DIMENSIONS, "recall")}
+    assert summary["need_alignment"] is None and summary["average"] is None
+    for item in results["items"]:
+        assert item["scores"] == {d: None for d in DIMENSIONS} and item["recall"] is None
+        assert {e["metric"] for e in item["errors"]} == {*DIMENSIONS, "recall"}
+    # Two items x (personalization + batched recall), each asked once more after the parse failure.
+    assert results["usage"]["calls"] == 8
+    judge = results["judge"]
+    assert judge["engine"] == "hf" and judge["max_tokens"] == 8
+    json.dumps(results)  # serialisable as written to results.json
+    again = score(records, f"hf:{tiny_model_dir}", source=synthetic_hub, cache=str(cache), max_shots=1,
+                  recall="batched", max_tokens=8, max_parse_retries=1)
+    assert again["usage"]["calls"] == 0 and again["items"] == results["items"]
