@@ -130,7 +130,7 @@ class LLMJudge:
             parse=self._parser(calls, items),
             repair=protocol.repair_request,
             max_parse_retries=self.max_parse_retries,
-            progress=self.progress,
+            progress=progress if progress is not None else self.progress,
             usage=self.usage,
         )
         results = [ItemResult(str(item.row["user"]), str(item.row["query_id"])) for item in items]

@@ -22,4 +22,5 @@ def edit_table(release: Path, relative: str, edit: Callable[[Rows], Rows]) -> No
     path = release / relative
     table = pq.read_table(path)
     rows = edit(table.to_pylist())
-    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    same_columns = bool(rows) and list(rows[0]) == table.schema.names
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema if same_columns else None), path)
