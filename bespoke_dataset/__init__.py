@@ -5,14 +5,15 @@
 """
 
 from .errors import BespokeDataError, BespokeDataWarning
+from .exporting import export, push_to_hub
 from .features import CONFIGS, DIMENSIONS, FEATURES
 from .keys import normalise_query_id, query_key
-from .loading import load
+from .loading import available_configs, load
 from .source import DEFAULT_SOURCE, SAMPLE, SAMPLE_DIR, ResolvedSource, fingerprint, resolve_source
 from .version import __version__
 
 __all__ = [
     "BespokeDataError", "BespokeDataWarning", "CONFIGS", "DEFAULT_SOURCE", "DIMENSIONS", "FEATURES", "SAMPLE",
-    "SAMPLE_DIR", "ResolvedSource", "__version__", "fingerprint", "load", "normalise_query_id", "query_key",
-    "resolve_source",
+    "SAMPLE_DIR", "ResolvedSource", "__version__", "available_configs", "export", "fingerprint", "load",
+    "normalise_query_id", "push_to_hub", "query_key", "resolve_source",
 ]

@@ -37,7 +37,8 @@ def load(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE, revi
 
     The cache key includes a fingerprint of the source's files and the package version, so a second load
     of unchanged data is served from the cache and changed data or a new version is rebuilt.
-    `cache_dir` also holds Hub downloads when given.
+    `cache_dir` also holds Hub downloads when given. Problems in the data raise BespokeDataError or warn
+    (BespokeDataWarning) while a config is built; a load served from the cache does not repeat the warnings.
     """
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r}; choose one of {', '.join(CONFIGS)}")

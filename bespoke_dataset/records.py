@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import warnings
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .errors import BespokeDataError, BespokeDataWarning
 from .features import DIMENSIONS, SCORE_RANGE

@@ -148,10 +148,13 @@ class Embedder:
         cache_dir: str | os.PathLike[str] | None = None,
         batch_size: int = 64,
         device: str | None = None,
+        max_seq_length: int | None = None,
         progress: bool = False,
     ):
         self.model_name = os.fspath(model)
         self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        """Word pieces kept per text; default: the model's own limit. Encoding cost grows with it."""
         self.device = device
         self.progress = progress
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -165,6 +168,8 @@ class Embedder:
             from sentence_transformers import SentenceTransformer
 
             self._model = SentenceTransformer(self.model_name, device=self.device)
+            if self.max_seq_length is not None:
+                self._model.max_seq_length = self.max_seq_length
             # The cache key holds everything that changes a vector: the model and its truncation length.
             model_key = f"{self.model_name}|max_seq_length={self._model.max_seq_length}"
             self._cache = EmbeddingCache(self._cache_dir, model_key)
@@ -191,10 +196,14 @@ class Embedder:
             self.encoded += len(missing)
             cache.put(list(missing), fresh)
             known.update(zip(missing, fresh))
-        dimension = model.get_sentence_embedding_dimension()
         if not texts:
+            dimension = getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)()
             return np.zeros((0, dimension), dtype=np.float32)
         return np.stack([known[key] for key in keys]).astype(np.float32, copy=False)
+
+
+    def describe(self) -> dict[str, Any]:
+        return {"embedding_model": self.model_name, "max_seq_length": self.max_seq_length}
 
 
 class DenseRetriever:
@@ -226,7 +235,7 @@ class DenseRetriever:
         return results
 
     def describe(self) -> dict[str, Any]:
-        return {"retriever": self.name, "embedding_model": self.embedder.model_name}
+        return {"retriever": self.name, **self.embedder.describe()}
 
 
 # ---------------------------------------------------------------- lexical
@@ -317,7 +326,7 @@ class HybridRetriever:
         ]
 
     def describe(self) -> dict[str, Any]:
-        return {"retriever": self.name, "embedding_model": self.dense.embedder.model_name, "rrf_k": self.rrf_k}
+        return {"retriever": self.name, **self.dense.embedder.describe(), "rrf_k": self.rrf_k}
 
 
 def make_retriever(
@@ -326,13 +335,14 @@ def make_retriever(
     embedding_model: str | os.PathLike[str] = DEFAULT_EMBEDDING_MODEL,
     cache_dir: str | os.PathLike[str] | None = None,
     batch_size: int = 64,
+    max_seq_length: int | None = None,
     progress: bool = False,
 ) -> Retriever:
     """`dense` | `bm25` | `hybrid`."""
     if name == "bm25":
         return BM25Retriever()
     if name in ("dense", "hybrid"):
-        embedder = Embedder(embedding_model, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
+        embedder = Embedder(embedding_model, cache_dir=cache_dir, batch_size=batch_size, max_seq_length=max_seq_length, progress=progress)
         return DenseRetriever(embedder) if name == "dense" else HybridRetriever(embedder)
     raise ValueError(f"unknown retriever {name!r}; choose one of {', '.join(RETRIEVERS)}")
 

@@ -28,12 +28,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_dir
+from .features import DIMENSIONS
+from .raw import Layout
 from .source import SAMPLE_DIR
 from .synthetic_topics import PERSONAS, STYLES, TONES, TOPICS, Topic
 
-Layout = Literal["hub", "github"]
-
-DIMENSIONS: tuple[str, ...] = ("need_alignment", "content_depth", "tone", "explanation_style")
 SEARCH_SHARE = 2153 / 2870
 """Share of search sessions in the real release (2,153 search + 717 chat)."""
 START = datetime(2025, 3, 3, 7, 0, 0)
@@ -156,10 +155,11 @@ _CHAT_OPENERS = (
     "I tried {a} yesterday and it didn't go well. Any tips on {b}?",
 )
 _CHAT_FOLLOWUPS = (
-    "Thanks. And what about {a}?", "Makes sense. Is {a} worth paying for?", "Ok, how long before I see results with {a}?",
-    "Got it. Any common mistakes with {a}?",
+    "Thanks. And what about {a}?", "Makes sense. Is {a} worth paying for?",
+    "Ok, how long before I see results with {a}?", "Got it. Any common mistakes with {a}?",
 )
-_SEARCH_FORMS = ("{a}", "{a} {b}", "best {a}", "{a} vs {b}", "how to {a}", "{a} for beginners", "{a} reddit", "{a} cost")
+_SEARCH_FORMS = ("{a}", "{a} {b}", "best {a}", "{a} vs {b}", "how to {a}", "{a} for beginners", "{a} reddit",
+                 "{a} cost")
 
 
 def _slug(text: str) -> str:
@@ -305,8 +305,15 @@ def _judgment(user: User, topic: Topic, quality: int, rng: random.Random) -> dic
     return result
 
 
+_QUERY_TAILS = ("Does {term} matter here?", "I keep seeing {term} mentioned.", "Where does {term} fit in?",
+                "How important is {term}?")
+
+
 def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, rng: random.Random) -> Query:
-    question = topic.question if rng.random() < 0.5 else f"I'm a {user.persona}. {topic.question}"
+    # one distinctive term in the query, as people name what they have been reading about
+    question = f"{topic.question} {rng.choice(_QUERY_TAILS).format(term=rng.choice(topic.terms))}"
+    if rng.random() < 0.5:
+        question = f"I'm a {user.persona}. {question}"
     need = (f"As a {user.persona}, the user wants {topic.need}. "
             f"They prefer {user.style} in a {user.tone} tone.")
     rubric = "\n".join((

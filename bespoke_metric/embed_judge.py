@@ -80,7 +80,7 @@ class EmbedJudge:
         *,
         spec: str | None = None,
         k: int = 3,
-        temperature: float = 0.05,
+        temperature: float = 0.02,
         threshold: float = 0.6,
         max_shots: int = 5,
         device: str = "cpu",

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from .backends import make_backend
 from .cache import Cache
+from .embed_judge import make_embed_judge
 from .judge import Judge
 from .llm_judge import LLMJudge
 
@@ -31,7 +32,7 @@ def _llm_judge(spec: str, *, cache: str | os.PathLike[str] | Cache | None = None
     return LLMJudge(backend, spec=spec, cache=cache, **judge_options)
 
 
-JUDGES: dict[str, JudgeFactory] = {engine: _llm_judge for engine in LLM_ENGINES}
+JUDGES: dict[str, JudgeFactory] = {**{engine: _llm_judge for engine in LLM_ENGINES}, "embed": make_embed_judge}
 """Judge spec prefix -> factory `(spec, **options) -> Judge`."""
 
 

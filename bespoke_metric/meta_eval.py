@@ -11,11 +11,10 @@ personalization).
 from __future__ import annotations
 
 import os
-import time
 from typing import Any, Mapping
 
 import bespoke_dataset
-from bespoke_dataset import DEFAULT_SOURCE, resolve_source
+from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 
 from . import stats
 from .judge import DIMENSIONS, Judge, JudgeItem
@@ -58,7 +57,7 @@ def meta_items(
     rows = list(bespoke_dataset.load("meta_test", source=resolved))
     items = []
     for number, row in enumerate(rows):
-        key = f"{row['user']}/{row['query_id']}"
+        key = query_key(row["user"], row["query_id"])
         if key not in benchmark:
             raise MetaEvalError(f"meta_test row {number} (user {row['user']}, query {row['query_id']}, index {row['index']}) has no benchmark query {key}")
         items.append(JudgeItem(benchmark[key], row["response"]))

@@ -17,16 +17,16 @@ instead. Failures are also logged.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from typing import Any, Callable, Mapping, Sequence
 
-from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset import DEFAULT_SOURCE, query_key
 
 from .judge import METRICS, ItemResult, Judge, JudgeItem
 from .judges import make_judge
 from .metrics import REGISTRY
+from .scheduler import run_sync
 from .scoring import load_benchmark
 
 logger = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def make_reward_fn(
     `recall`) to non-negative weights; metrics left out have weight 0."""
     chosen = _check_weights(DEFAULT_WEIGHTS if weights is None else weights)
     judge_object = make_judge(judge, **judge_options)
-    benchmark = load_benchmark(source, revision)
+    benchmark, _ = load_benchmark(source, revision)
 
     def bespoke_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float | None]:
         missing = [name for name in ("user", "query_id") if name not in columns]
@@ -99,11 +99,11 @@ def make_reward_fn(
             raise ValueError(f"{len(completions)} completions but {len(users)} users and {len(query_ids)} query ids")
         items = []
         for index, (user, query_id, completion) in enumerate(zip(users, query_ids, completions)):
-            key = f"{user}/{query_id}"
+            key = query_key(user, query_id)
             if key not in benchmark:
                 raise ValueError(f"completion {index}: no BESPOKE query {key} in {os.fspath(source)}")
             items.append(JudgeItem(benchmark[key], completion_text(completion)))
-        results = asyncio.run(judge_object.judge(items))
+        results = run_sync(judge_object.judge(items))
         rewards = [item_reward(result, chosen) for result in results]
         failed = sum(r is None for r in rewards)
         if failed:

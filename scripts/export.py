@@ -16,13 +16,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder to write (replaced atomically)")
     parser.add_argument("--revision", default=None, help="Hub branch, tag or commit of the source")
     parser.add_argument("--cache-dir", default=None, help="where built configs are cached")
-    parser.add_argument("--push-to-hub", metavar="REPO", default=None, help="upload the folder to this Hub dataset repo")
+    parser.add_argument("--push-to-hub", metavar="REPO", default=None,
+                        help="upload the folder to this Hub dataset repo")
     parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
     parser.add_argument("--token", default=None, help="Hub token (default: the logged-in token or HF_TOKEN)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from bespoke_dataset.export import export, push_to_hub
+    from bespoke_dataset.exporting import export, push_to_hub
 
     out = export(args.source, args.out, revision=args.revision, cache_dir=args.cache_dir,
                  repo=args.push_to_hub or "<org>/<repo>")

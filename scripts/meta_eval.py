@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bespoke_metric.meta_eval import MetaEvalError, format_meta_eval, meta_evaluate
+from bespoke_metric.meta_eval import format_meta_eval, meta_evaluate
 from bespoke_metric.scoring import write_results
 
 from .score import add_judge_arguments, judge_options
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = meta_evaluate(args.judge, args.source, revision=args.revision, limit=args.limit,
                                 n_resamples=args.resamples, seed=args.seed, **options)
-    except (MetaEvalError, TypeError) as error:
+    except ValueError as error:  # bad data (MetaEvalError) or a judge option the judge does not take
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(format_meta_eval(results))

