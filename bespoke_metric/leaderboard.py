@@ -173,13 +173,12 @@ def system_row(results: Results, *, n_resamples: int = stats.DEFAULT_RESAMPLES, 
     columns = [matrix[:, j] for j in range(matrix.shape[1])]
     values: dict[str, float | None] = {}
     cis: dict[str, tuple[float, float] | None] = {}
-    with np.errstate(invalid="ignore"):
-        for metric, column in zip(METRICS, columns):
-            values[metric] = _value(stats.rowwise_nanmean(column[None, :])[0]) if len(column) else None
-            cis[metric] = stats.bootstrap_ci(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
-        five = [values[m] for m in METRICS]
-        values["average"] = None if any(v is None for v in five) else float(np.mean(five))
-        cis["average"] = stats.bootstrap_ci(_mean_of_column_means, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
+    for metric, column in zip(METRICS, columns):
+        values[metric] = _value(stats.rowwise_nanmean(column[None, :])[0]) if len(column) else None
+        cis[metric] = stats.bootstrap_ci(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
+    five = [values[m] for m in METRICS]
+    values["average"] = None if any(v is None for v in five) else float(np.mean(five))
+    cis["average"] = stats.bootstrap_ci(_mean_of_column_means, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
     return Row(results, values, cis)
 
 
@@ -284,8 +283,7 @@ def render(groups: Sequence[Group], fmt: str) -> str:
 def per_query(results: Results) -> dict[str, np.ndarray]:
     """`{"user/query_id": the item's six numbers}`: five metrics (0-100, NaN if failed) and their mean."""
     matrix = item_matrix(results.data["items"])
-    with np.errstate(invalid="ignore"):
-        averages = matrix.mean(axis=1)  # NaN unless all five were scored
+    averages = matrix.mean(axis=1)  # NaN unless all five were scored
     return {f"{item['user']}/{item['query_id']}": np.append(row, avg)
             for item, row, avg in zip(results.data["items"], matrix, averages)}
 

@@ -17,6 +17,8 @@ COMMANDS: dict[str, str] = {
     "meta-eval": "meta_eval",
     "leaderboard": "leaderboard",
     "compare": "compare",
+    "generate": "generate",
+    "run": "run",
 }
 
 

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))  # run as a plain script: import the sibling module
-
-import synth  # noqa: E402
+from bespoke_cli import synth
 
 
 def main(argv: list[str] | None = None) -> int:

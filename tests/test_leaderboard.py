@@ -213,3 +213,14 @@ def test_push_to_hub_layout_and_refusal(make_results, tmp_path, monkeypatch):
     with pytest.raises(LeaderboardError, match="proxy"):
         leaderboard.push_to_hub(proxy, "me/bespoke-results")
     assert len(FakeHfApi.calls) == 2
+
+
+def test_cli_push_to_hub(make_results, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(leaderboard, "HfApi", FakeHfApi)
+    FakeHfApi.calls = []
+    a = _write(tmp_path, "a.json", make_results(_random_values(0), system="alpha"))
+    b = _write(tmp_path, "b.json", make_results(_random_values(1), system="beta"))
+    assert cli.main(["leaderboard", a, b, "--resamples", "100", "--push-to-hub", "me/board"]) == 0
+    uploads = [call["path_in_repo"] for kind, call in FakeHfApi.calls if kind == "upload_file"]
+    assert uploads == ["results/alpha/2026-01-02.json", "results/beta/2026-01-02.json"]
+    assert "uploaded" in capsys.readouterr().out

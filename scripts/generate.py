@@ -1,0 +1,111 @@
+"""`bespoke generate`: answer every query with a system model under a user-context configuration."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset.context import CONTEXTS, DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
+from bespoke_dataset.retrieval import DEFAULT_EMBEDDING_MODEL, RETRIEVERS
+from bespoke_metric.generation import EXPANSIONS, GenerationError, GenerationReport, GenerationSettings, generate
+
+HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
+
+
+def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags: tuple[str, str]) -> None:
+    """The system-model options shared by `generate` and `run`; `endpoint_flags` names the flags of the
+    system model's OpenAI-compatible endpoint and key (`run` keeps `--base-url` for the judge)."""
+    parser.add_argument("--model", required=True, help="the system under test: hf:MODEL, vllm:MODEL or openai:MODEL")
+    parser.add_argument("--context", choices=CONTEXTS, default="none", help="user-context configuration (default: none)")
+    parser.add_argument("--profiler", help="model writing profiles and query expansions (default: the system model)")
+    parser.add_argument("--retriever", choices=RETRIEVERS, default="dense", help="history selection for selected-* contexts (default: dense)")
+    parser.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, help=f"sentence-transformers model or folder for dense retrieval (default: {DEFAULT_EMBEDDING_MODEL})")
+    parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"sessions retrieved per query (default: {DEFAULT_TOP_K})")
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"tokens of user context, in the system model's tokens (default: {DEFAULT_BUDGET})")
+    parser.add_argument("--expand", choices=EXPANSIONS, default="none", help="query expansion before retrieval (default: none)")
+    parser.add_argument("--search-docs", help="folder of .txt/.jsonl documents searched with BM25; results go into each prompt")
+    parser.add_argument("--max-new-tokens", type=int, default=1024, help="answer length limit (default: 1024)")
+    parser.add_argument("--profile-chunk-tokens", type=int, default=DEFAULT_PROFILE_CHUNK_TOKENS, help=f"history tokens per profiler call (default: {DEFAULT_PROFILE_CHUNK_TOKENS})")
+    parser.add_argument("--max-profile-chunks", type=int, default=DEFAULT_MAX_PROFILE_CHUNKS, help=f"chunks of history read per whole-history profile, newest first (default: {DEFAULT_MAX_PROFILE_CHUNKS})")
+    parser.add_argument("--tokenizer", help="tokenizer for budgets when the model spec does not name one (e.g. an openai: endpoint serving a Hub model)")
+    url_flag, key_flag = endpoint_flags
+    parser.add_argument(url_flag, dest="model_base_url", help="the system model's OpenAI-compatible endpoint (openai: models)")
+    parser.add_argument(key_flag, dest="model_api_key", help="its API key (default: $OPENAI_API_KEY); never written anywhere")
+    parser.add_argument("--batch-size", type=int, help="prompts per batch (hf: models; default: adapted to memory)")
+    parser.add_argument("--generation-cache", help="SQLite cache of generation calls (default: beside the predictions)")
+    parser.add_argument("--limit", type=int, help="only the first N queries")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_generation_arguments(parser, endpoint_flags=("--base-url", "--api-key"))
+    parser.add_argument("--output", required=True, help="predictions JSONL; an existing file is resumed")
+    parser.add_argument("--source", default=DEFAULT_SOURCE, help=f"Hub repo id, local release folder, or 'sample' (default: {DEFAULT_SOURCE})")
+    parser.add_argument("--revision", help="Hub revision of the data")
+
+
+def _backend_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Only the options the spec's engine takes."""
+    engine = spec.partition(":")[0]
+    if engine == "openai":
+        return {"base_url": args.model_base_url, "api_key": args.model_api_key}
+    if engine == "hf":
+        return {"batch_size": args.batch_size}
+    return {}
+
+
+def settings_from(args: argparse.Namespace) -> GenerationSettings:
+    return GenerationSettings(
+        context=args.context,
+        top_k=args.top_k,
+        budget=args.budget,
+        expand=args.expand,
+        max_new_tokens=args.max_new_tokens,
+        profile_chunk_tokens=args.profile_chunk_tokens,
+        max_profile_chunks=args.max_profile_chunks,
+    )
+
+
+def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
+    """Run generation as the parsed arguments say (shared with `bespoke run`)."""
+    return generate(
+        args.model,
+        output,
+        settings_from(args),
+        source=args.source,
+        revision=args.revision,
+        profiler=args.profiler,
+        retriever=args.retriever,
+        embedding_model=args.embedding_model,
+        search=args.search_docs,
+        tokenizer=args.tokenizer,
+        limit=args.limit,
+        cache=args.generation_cache,
+        backend_options=_backend_options(args.model, args),
+        profiler_options=_backend_options(args.profiler, args) if args.profiler else None,
+    )
+
+
+def print_report(report: GenerationReport, out=sys.stdout) -> None:
+    print(
+        f"{report.generated} generated, {report.already_done} already there, {len(report.failed)} failed; "
+        f"system calls {report.usage.calls} ({report.usage.cached} cached), "
+        f"profiler calls {report.profiler_usage.calls} ({report.profiler_usage.cached} cached), {report.wall_seconds:.1f}s",
+        file=out,
+    )
+    for failure in report.failed[:10]:
+        print(f"  failed {failure['user']}/{failure['query_id']}: {failure['reason']}", file=out)
+    if len(report.failed) > 10:
+        print(f"  ... and {len(report.failed) - 10} more", file=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        report = generate_from(args, args.output)
+    except (GenerationError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print_report(report)
+    print(f"predictions in {args.output}")
+    return 1 if report.failed else 0

