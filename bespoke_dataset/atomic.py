@@ -29,3 +29,17 @@ def atomic_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
         shutil.rmtree(old)
     else:
         os.replace(tmp, target)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write a text file through a temporary sibling, so a crash never leaves half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, target)
+    except BaseException:
+        os.unlink(temp)
+        raise

@@ -331,7 +331,8 @@ def build_contexts(
     if kind in RETRIEVAL_CONTEXTS:
         if retriever is None:
             raise ValueError(f"context {kind!r} needs a retriever")
-        retriever.fit(sessions)
+        # Only the users asked about: a limited run embeds only their sessions.
+        retriever.fit([session for user in sorted({str(row["user"]) for row in rows}) for session in by_user[user]])
         sessions_by_id = {str(session["id"]): session for session in sessions}
         selected = select_sessions(rows, sessions_by_id, retriever, settings.top_k, retrieval_queries)
     query_used = {_row_key(row): (retrieval_queries or {}).get(_row_key(row), row["query"]) for row in rows} if selected else {}

@@ -17,8 +17,9 @@ from .judge import DIMENSIONS, ItemResult, JudgeItem, ProgressHook
 from .aggregation import recall_from_verdicts
 from .scheduler import CallResult, run_requests
 
-RecallMode = Literal["per-claim", "batched"]
-RECALL_MODES: tuple[str, ...] = ("per-claim", "batched")
+RecallMode = Literal["per-claim", "batched", "none"]
+RECALL_MODES: tuple[str, ...] = ("per-claim", "batched", "none")
+"""`none` skips the claim calls (meta-evaluation compares only the four dimensions)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ class LLMJudge:
             )
             calls.append(_Call(index, "personalization"))
             claims = list(item.row["claims"])
+            if self.recall == "none":
+                continue
             if self.recall == "batched":
                 requests.append(protocol.batched_recall_request(claims, item.response, **self.token_budget))
                 calls.append(_Call(index, "claims"))
@@ -137,8 +140,9 @@ class LLMJudge:
         verdicts: list[list[bool | None]] = [[None] * len(item.row["claims"]) for item in items]
         for call, outcome in zip(calls, outcomes):
             _apply(results[call.item], verdicts[call.item], call, outcome)
-        for item, result, item_verdicts in zip(items, results, verdicts):
-            _finish_recall(item, result, item_verdicts)
+        if self.recall != "none":
+            for item, result, item_verdicts in zip(items, results, verdicts):
+                _finish_recall(item, result, item_verdicts)
         return results
 
     def close(self) -> None:

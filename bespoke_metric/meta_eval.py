@@ -18,6 +18,7 @@ from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 
 from . import stats
 from .judge import DIMENSIONS, Judge, JudgeItem
+from .judges import LLM_ENGINES
 from .scoring import load_benchmark, run_judge
 
 REFERENCE: dict[str, dict[str, float]] = {
@@ -106,6 +107,9 @@ def meta_evaluate(
     items, rows, data = meta_items(source, revision)
     if limit is not None:
         items, rows = items[:limit], rows[:limit]
+    if isinstance(judge, str) and judge.partition(":")[0] in LLM_ENGINES:
+        # Agreement is measured on the four dimensions only: the claim calls would be paid for nothing.
+        judge_options.setdefault("recall", "none")
     judged, results = run_judge(judge, items, data=data, **judge_options)
     for item, row in zip(results["items"], rows):
         item["index"] = row["index"]

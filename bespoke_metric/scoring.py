@@ -8,11 +8,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import tempfile
 import time
 from typing import Any, Mapping, Sequence
 
 import bespoke_dataset
+from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
 
 from .aggregation import summarize
@@ -111,19 +111,8 @@ def failure_count(results: Mapping[str, Any]) -> int:
 
 
 def write_results(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write atomically: a crash never leaves half a results file."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=directory, prefix=".results-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(results, out, indent=2, ensure_ascii=False)
-            out.write("\n")
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    """Write a results file atomically: a crash never leaves half of one."""
+    atomic_write_text(path, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
 
 
 def _version() -> str:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 
+from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.leaderboard import LeaderboardError, build_leaderboard, load_results, push_to_hub, render
 
 HELP = "rank results files (one table per judge and data revision) with 95% bootstrap intervals"
@@ -22,20 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--push-to-hub", metavar="REPO", help="also upload each results file to this Hub dataset repo, as results/{system}/{date}.json")
 
 
-def write_text(text: str, path: str) -> None:
-    """Write atomically: a failed run never leaves half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=directory, prefix=".bespoke-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         results = load_results(args.results)
@@ -45,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     text = render(groups, args.format)
     if args.output:
-        write_text(text, args.output)
+        atomic_write_text(args.output, text)
         print(f"{sum(len(g.rows) for g in groups)} systems in {len(groups)} group(s) written to {args.output}")
     else:
         sys.stdout.write(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TextIO
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.judge import METRICS
@@ -23,8 +24,8 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never written anywhere")
     parser.add_argument("--concurrency", type=int, help="concurrent API calls (openai engine; default 32)")
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
-    parser.add_argument("--max-shots", type=int, default=5, help="R-J examples shown to the judge (default 5)")
-    parser.add_argument("--recall", choices=RECALL_MODES, default="per-claim", help="one call per claim (paper) or one call per query")
+    parser.add_argument("--max-shots", type=int, help="R-J examples shown to the judge (default 5)")
+    parser.add_argument("--recall", choices=RECALL_MODES, help="per-claim: one call per gold claim (the paper's protocol, default); batched: one call per query; none: skip recall")
     parser.add_argument("--structured", action="store_true", help="ask for JSON output (guided decoding where the engine has it)")
 
 
@@ -49,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
 
 
-def print_summary(results: dict, out=sys.stdout) -> None:
+def print_summary(results: dict, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
     summary = results["summary"]
     print(f"{'metric':<20}{'score':>8}{'scored':>8}{'failed':>8}", file=out)
     for metric in METRICS + ("average",):
@@ -75,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     write_results(results, args.output)
     print_summary(results)
     print(f"results written to {args.output}")
+    if results["judge"].get("proxy"):
+        print(f"note: {args.judge} is a proxy judge for quick checks; its scores are not comparable with the paper's and the leaderboard refuses them")
     failures = failure_count(results)
     if failures and args.strict:
         print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)
