@@ -10,12 +10,18 @@ from typing import Any
 
 from .aggregation import by_user, recall_from_verdicts, summarize
 from .backends import make_backend
+from .backends.hf_backend import HFBackend
+from .backends.openai_backend import OpenAIBackend
+from .backends.vllm_backend import VLLMBackend
 from .backends.base import Backend, CallError, Completion, Request, Usage
 from .cache import Cache
+from .embed_judge import EmbedJudge
 from .parsing import ParseError
 from .judge import DIMENSIONS, METRICS, ItemResult, Judge, JudgeItem
 from .judges import JUDGES, make_judge, register_judge
+from .leaderboard import build_leaderboard, compare, load_results, render
 from .llm_judge import LLMJudge
+from .meta_eval import REFERENCE, meta_evaluate
 from .metrics import REGISTRY, Metric
 from .predictions import Prediction, PredictionError, read_predictions
 from .protocol import (
@@ -29,17 +35,21 @@ from .protocol import (
     personalization_request,
     repair_request,
 )
+from .reward import make_reward_fn
 from .scheduler import CallResult, run_requests, run_requests_sync
 from .scoring import run_judge, score, write_results
+from .stats import agreement, bootstrap_ci, paired_bootstrap, paired_permutation, pearson, spearman
 
 __all__ = [
-    "Backend", "Bespoke", "CallError", "CallResult", "Cache", "Completion", "DIMENSIONS", "ItemResult", "JUDGES",
-    "Judge", "JudgeItem", "Judgment", "LLMJudge", "METRICS", "Metric", "PROTOCOL_VERSION", "ParseError",
-    "Prediction", "PredictionError", "REGISTRY", "Request", "Usage", "batched_recall_request", "by_user",
-    "claim_request", "make_backend", "make_judge", "parse_batched_recall", "parse_claim_verdict",
-    "parse_personalization", "personalization_request", "read_predictions", "recall_from_verdicts",
-    "register_judge", "repair_request", "run_judge", "run_requests", "run_requests_sync", "score", "summarize",
-    "write_results",
+    "Backend", "Bespoke", "Cache", "CallError", "CallResult", "Completion", "DIMENSIONS", "EmbedJudge",
+    "HFBackend", "ItemResult", "JUDGES", "Judge", "JudgeItem", "Judgment", "LLMJudge", "METRICS", "Metric",
+    "OpenAIBackend", "PROTOCOL_VERSION", "ParseError", "Prediction", "PredictionError", "REFERENCE",
+    "REGISTRY", "Request", "Usage", "VLLMBackend", "agreement", "batched_recall_request", "bootstrap_ci",
+    "build_leaderboard", "by_user", "claim_request", "compare", "load_results", "make_backend", "make_judge",
+    "make_reward_fn", "meta_evaluate", "paired_bootstrap", "paired_permutation", "parse_batched_recall",
+    "parse_claim_verdict", "parse_personalization", "pearson", "personalization_request", "read_predictions",
+    "recall_from_verdicts", "register_judge", "render", "repair_request", "run_judge", "run_requests",
+    "run_requests_sync", "score", "spearman", "summarize", "write_results",
 ]
 
 

