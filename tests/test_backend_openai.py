@@ -76,7 +76,7 @@ def test_chat_completion_success(openai_server):
         "model": "test-model",
         "base_url": openai_server.base_url,
         "api": "chat",
-        "settings": {"structured": True, "temperature": 0.0},
+        "settings": {"schema_format": True, "temperature": 0.0},
     }
 
 
@@ -98,7 +98,7 @@ def test_responses_api_for_reasoning_models(openai_server):
 
 
 def test_responses_api_on_request_and_chat_override(openai_server):
-    backend = backend_for(openai_server, api="responses", structured=False)
+    backend = backend_for(openai_server, api="responses", schema_format=False)
     complete(backend, [request("x", max_tokens=33, json_schema=SCHEMA)])
     body = openai_server.calls[-1].body
     assert openai_server.calls[-1].path == "/v1/responses"

@@ -110,7 +110,7 @@ def test_engine_arguments(vllm_module):
         "engine": "vllm",
         "model": "org/model",
         "revision": "abc",
-        "settings": {"temperature": 0.0, "dtype": "auto", "structured": True},
+        "settings": {"temperature": 0.0, "dtype": "auto", "schema_format": True},
     }
 
 

@@ -113,7 +113,7 @@ class OpenAIBackend:
         temperature: float | None = None,
         reasoning_effort: str | None = None,
         reasoning_max_tokens: int | None = None,
-        structured: bool = True,
+        schema_format: bool = True,
     ) -> None:
         """
         Args:
@@ -133,7 +133,7 @@ class OpenAIBackend:
             reasoning_effort: default "high" for reasoning models.
             reasoning_max_tokens: output cap for reasoning models, whose hidden reasoning counts against
                 it; default none (the request's `max_tokens` would starve the reasoning).
-            structured: send a request's `json_schema` as a structured-output format.
+            schema_format: send a request's `json_schema` as a structured-output format.
         """
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -161,7 +161,7 @@ class OpenAIBackend:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.max_retry_wait = max_retry_wait
-        self.structured = structured
+        self.schema_format = schema_format
         if self.reasoning:
             if temperature is not None:
                 raise ValueError(f"{model} is a reasoning model: it takes reasoning_effort, not temperature")
@@ -180,7 +180,7 @@ class OpenAIBackend:
     # -- Backend interface -------------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"structured": self.structured}
+        settings: dict[str, Any] = {"schema_format": self.schema_format}
         if self.temperature is not None:
             settings["temperature"] = self.temperature
         if self.reasoning_effort is not None:
@@ -316,7 +316,7 @@ class OpenAIBackend:
             args["temperature"] = self.temperature
         if self.reasoning_effort is not None:
             args["reasoning_effort"] = self.reasoning_effort
-        if self.structured and request.json_schema is not None:
+        if self.schema_format and request.json_schema is not None:
             args["response_format"] = {"type": "json_schema", "json_schema": _named_schema(request.json_schema)}
         return args
 
@@ -335,7 +335,7 @@ class OpenAIBackend:
             args["temperature"] = self.temperature
         if self.reasoning_effort is not None:
             args["reasoning"] = {"effort": self.reasoning_effort}
-        if self.structured and request.json_schema is not None:
+        if self.schema_format and request.json_schema is not None:
             args["text"] = {"format": {"type": "json_schema", **_named_schema(request.json_schema)}}
         return args
 

@@ -78,7 +78,7 @@ class VLLMBackend:
             "engine": self.name,
             "model": self.model,
             "revision": self.revision,
-            "settings": {"temperature": 0.0, "dtype": self.engine_args["dtype"], "structured": True},
+            "settings": {"temperature": 0.0, "dtype": self.engine_args["dtype"], "schema_format": True},
         }
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
