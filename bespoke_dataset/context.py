@@ -18,8 +18,9 @@ system model's own tokenizer; the budget covers the whole context block, heading
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any
 
 from bespoke_dataset.retrieval import Retriever
 
@@ -71,7 +72,7 @@ class TokenCounter:
         self._decode = decode
 
     @classmethod
-    def from_hf(cls, tokenizer: Any, name: str | None = None) -> "TokenCounter":
+    def from_hf(cls, tokenizer: Any, name: str | None = None) -> TokenCounter:
         return cls(
             name or f"hf:{getattr(tokenizer, 'name_or_path', type(tokenizer).__name__)}",
             lambda text: tokenizer.encode(text, add_special_tokens=False),
@@ -79,7 +80,7 @@ class TokenCounter:
         )
 
     @classmethod
-    def approximate(cls, chars_per_token: float = 3.0) -> "TokenCounter":
+    def approximate(cls, chars_per_token: float = 3.0) -> TokenCounter:
         """One token per `chars_per_token` characters. English averages about four characters per token
         in OpenAI's encodings; three over-counts on purpose, so a budget is kept, not exceeded."""
         step = max(1, int(chars_per_token))
@@ -272,7 +273,7 @@ def _row_key(row: Mapping[str, Any]) -> str:
 
 def select_sessions(
     rows: Sequence[Mapping[str, Any]],
-    sessions_by_id: Mapping[str, Mapping[str, Any]],
+    sessions_by_id: Mapping[tuple[str, str], Mapping[str, Any]],
     retriever: Retriever,
     top_k: int,
     retrieval_queries: Mapping[str, str] | None = None,
@@ -281,7 +282,7 @@ def select_sessions(
     already be fitted; `retrieval_queries` replaces the query text (query expansion)."""
     queries = [(str(row["user"]), (retrieval_queries or {}).get(_row_key(row), row["query"])) for row in rows]
     hits = retriever.search(queries, top_k)
-    return {_row_key(row): [sessions_by_id[hit.id] for hit in found] for row, found in zip(rows, hits)}
+    return {_row_key(row): [sessions_by_id[(str(row["user"]), hit.id)] for hit in found] for row, found in zip(rows, hits)}
 
 
 def build_contexts(
@@ -333,7 +334,8 @@ def build_contexts(
             raise ValueError(f"context {kind!r} needs a retriever")
         # Only the users asked about: a limited run embeds only their sessions.
         retriever.fit([session for user in sorted({str(row["user"]) for row in rows}) for session in by_user[user]])
-        sessions_by_id = {str(session["id"]): session for session in sessions}
+        # Keyed by user too: a release may number each user's sessions from 1.
+        sessions_by_id = {(str(session["user"]), str(session["id"])): session for session in sessions}
         selected = select_sessions(rows, sessions_by_id, retriever, settings.top_k, retrieval_queries)
     query_used = {_row_key(row): (retrieval_queries or {}).get(_row_key(row), row["query"]) for row in rows} if selected else {}
 

@@ -17,6 +17,7 @@ from .backends.base import Backend, CallError, Completion, Request, Usage
 from .cache import Cache
 from .embed_judge import EmbedJudge
 from .parsing import ParseError
+from .generation import GenerationError, GenerationReport, GenerationSettings, LLMProfiler, generate
 from .judge import DIMENSIONS, METRICS, ItemResult, Judge, JudgeItem
 from .judges import JUDGES, make_judge, register_judge
 from .leaderboard import build_leaderboard, compare, load_results, render
@@ -41,6 +42,7 @@ from .scoring import run_judge, score, write_results
 from .stats import agreement, bootstrap_ci, paired_bootstrap, paired_permutation, pearson, spearman
 
 __all__ = [
+    "GenerationError", "GenerationReport", "GenerationSettings", "LLMProfiler", "generate",
     "Backend", "Bespoke", "Cache", "CallError", "CallResult", "Completion", "DIMENSIONS", "EmbedJudge",
     "HFBackend", "ItemResult", "JUDGES", "Judge", "JudgeItem", "Judgment", "LLMJudge", "METRICS", "Metric",
     "OpenAIBackend", "PROTOCOL_VERSION", "ParseError", "Prediction", "PredictionError", "REFERENCE",

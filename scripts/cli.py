@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(f"bespoke_cli.{module_name}")
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        # argparse %-formats help strings (not descriptions): escape a literal "95%".
+        command = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser

@@ -7,9 +7,21 @@ import sys
 from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.context import CONTEXTS, DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
+from bespoke_dataset.context import (
+    CONTEXTS,
+    DEFAULT_BUDGET,
+    DEFAULT_MAX_PROFILE_CHUNKS,
+    DEFAULT_PROFILE_CHUNK_TOKENS,
+    DEFAULT_TOP_K,
+)
 from bespoke_dataset.retrieval import DEFAULT_EMBEDDING_MODEL, RETRIEVERS
-from bespoke_metric.generation import EXPANSIONS, GenerationError, GenerationReport, GenerationSettings, generate
+from bespoke_metric.generation import (
+    EXPANSIONS,
+    GenerationError,
+    GenerationReport,
+    GenerationSettings,
+    generate,
+)
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 

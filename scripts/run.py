@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bespoke_cli.generate import add_generation_arguments, generate_from, print_report
 from bespoke_cli.score import add_judge_arguments, judge_options, print_summary
+
 from bespoke_metric.generation import GenerationError
 from bespoke_metric.predictions import PredictionError
 from bespoke_metric.scoring import failure_count, score, write_results
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     print_report(report)
     system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
     try:
-        results = score(predictions, args.judge, source=args.source, revision=args.revision, system=system, **judge_options(args))
+        results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, system=system, **judge_options(args))
     except PredictionError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

