@@ -25,6 +25,8 @@ _JUDGE_OPTIONS = set(inspect.signature(LLMJudge.__init__).parameters) - {"self",
 
 def _llm_judge(spec: str, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> LLMJudge:
     judge_options = {name: value for name, value in options.items() if name in _JUDGE_OPTIONS}
+    # vLLM constrains decoding to the JSON schema, so its answers always parse: use it unless told not to.
+    judge_options.setdefault("structured", spec.partition(":")[0] == "vllm")
     backend_options = {name: value for name, value in options.items() if name not in _JUDGE_OPTIONS}
     backend = make_backend(spec, **backend_options)
     if cache is not None and not isinstance(cache, Cache):

@@ -171,3 +171,43 @@ def test_a_prompt_without_output_is_a_call_error(vllm_module):
     from bespoke_metric.backends.vllm_backend import _completion
 
     assert isinstance(_completion(FakeRequestOutput([1, 2], [])), CallError)
+
+
+def test_vllm_judge_uses_guided_json_for_every_call(monkeypatch, synthetic_hub):
+    """`score(..., "vllm:...")` up to the `vllm.LLM` boundary: one `chat` for the whole run, every
+    request constrained to the protocol's JSON schema, answers parsed into scores."""
+    import json
+
+    import bespoke_dataset
+    from bespoke_metric.judge import DIMENSIONS
+    from bespoke_metric.scoring import score
+
+    module = fake_vllm()
+
+    def answer(conversation: list[dict[str, str]], schema: Any) -> str:
+        properties = schema["properties"]
+        if "verdicts" in properties:
+            return json.dumps({"verdicts": [{"claim": 1, "verdict": True}]})
+        if "verdict" in properties:
+            return json.dumps({"reasoning": "stated", "verdict": True})
+        return json.dumps({"reasoning": "...", **{d: {"score": 4, "feedback": "fits"} for d in DIMENSIONS}})
+
+    class LLM(module.LLM):
+        def chat(self, messages, sampling_params, **kwargs):
+            self.chat_calls.append((messages, sampling_params, kwargs))
+            outputs = []
+            for conversation, params in zip(messages, sampling_params):
+                text = answer(conversation, params.kwargs["structured_outputs"].json)
+                outputs.append(FakeRequestOutput([1, 2, 3], [FakeCompletionOutput(text, [7, 7])]))
+            return outputs
+
+    module.LLM = LLM
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    row = bespoke_dataset.load("benchmark", source=synthetic_hub)[0]
+    records = [{"user": row["user"], "query_id": row["query_id"], "response": "an answer"}]
+    results = score(records, "vllm:org/judge", source=synthetic_hub)
+    (engine,) = module.engines
+    assert len(engine.chat_calls) == 1 and len(engine.chat_calls[0][0]) == 1 + len(row["claims"])
+    assert results["judge"]["structured"] is True
+    (item,) = results["items"]
+    assert item["scores"] == {d: 4 for d in DIMENSIONS} and item["recall"] == 1.0 and not item["errors"]
