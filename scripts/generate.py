@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.context import (
@@ -99,7 +99,8 @@ def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
     )
 
 
-def print_report(report: GenerationReport, out=sys.stdout) -> None:
+def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call: sys.stdout may have been replaced since import
     print(
         f"{report.generated} generated, {report.already_done} already there, {len(report.failed)} failed; "
         f"system calls {report.usage.calls} ({report.usage.cached} cached), "
