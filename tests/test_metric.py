@@ -43,3 +43,23 @@ def test_metric_class_importable_and_validates_references(synthetic_hub):
     metric = Bespoke(judge="openai:judge", source=str(synthetic_hub), base_url="http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="user/query_id"):
         metric.compute(predictions=["an answer"], references=["no-slash"])
+
+
+def test_bespoke_metric_works_without_evaluate(tmp_path):
+    """Only the metric class needs `evaluate`: block it and score through the library."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['evaluate'] = None\n"
+        "import bespoke_metric\n"
+        "from bespoke_metric import score, make_judge\n"
+        "try:\n"
+        "    bespoke_metric.Bespoke\n"
+        "except ImportError:\n"
+        "    print('metric class needs evaluate')\n"
+        "print('evaluate' in sys.modules and sys.modules['evaluate'] is not None)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["metric", "class", "needs", "evaluate", "False"]
