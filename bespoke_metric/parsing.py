@@ -56,7 +56,9 @@ class Judgment:
 
 # --- the answer region -------------------------------------------------------------------------------
 
-_OPEN_TAG = re.compile(r"<(think|thinking|reasoning)>", re.I)
+# A reasoning block opens at the start of a line; a tag inside a sentence is a mention (a judge quoting
+# a response that contains `<think>`).
+_OPEN_TAG = re.compile(r"^[ \t]*<(think|thinking|reasoning)>", re.I | re.M)
 _CLOSE_TAG = re.compile(r"</(think|thinking|reasoning)>", re.I)
 # gpt-oss (harmony format): the answer follows the `final` channel header; decoded without special
 # tokens, the header collapses to `assistantfinal`.
@@ -69,11 +71,11 @@ _FINAL_MARKER = re.compile(
 )
 
 
-def answer_region(text: str) -> tuple[str, bool]:
-    """The part of a judge output that holds its final answer, and whether a reasoning separator (a
-    closed reasoning block, a final channel or a `Final Answer:` line) was found before it.
+def _after_reasoning(text: str) -> tuple[str, bool]:
+    """The text after the last closed reasoning block or final-channel header, and whether one was found.
 
-    Raises ParseError when a reasoning block is opened and never closed: the answer is then missing."""
+    Raises ParseError when the text left starts a reasoning block that never closes: the answer is
+    missing."""
     separated = False
     harmony = list(_HARMONY_FINAL.finditer(text))
     if harmony:
@@ -83,6 +85,22 @@ def answer_region(text: str) -> tuple[str, bool]:
         text, separated = text[closes[-1].end():], True
     if _OPEN_TAG.search(text):
         raise ParseError("a reasoning block was opened and never closed, so there is no final answer")
+    return text, separated
+
+
+def strip_reasoning(text: str) -> str:
+    """A model's answer without its reasoning block (`<think>...</think>`, a gpt-oss analysis channel).
+
+    Raises ParseError when the reasoning never closes (the answer was cut off or never written)."""
+    return _SPECIAL_TOKEN.sub("", _after_reasoning(text)[0]).strip()
+
+
+def answer_region(text: str) -> tuple[str, bool]:
+    """The part of a judge output that holds its final answer, and whether a reasoning separator (a
+    closed reasoning block, a final channel or a `Final Answer:` line) was found before it.
+
+    Raises ParseError when a reasoning block is opened and never closed: the answer is then missing."""
+    text, separated = _after_reasoning(text)
     markers = list(_FINAL_MARKER.finditer(text))
     if markers:
         text, separated = text[markers[-1].end():], True

@@ -185,7 +185,9 @@ def test_answer_region():
     with pytest.raises(ParseError, match="never closed"):
         answer_region("<think>still thinking")
     with pytest.raises(ParseError, match="never closed"):
-        answer_region("<think>a</think> b <thinking> c")
+        answer_region("<think>a</think> b\n<thinking> c")
+    # A tag mentioned inside a sentence opens nothing.
+    assert answer_region("The answer starts with a stray <think> tag.\nFinal Answer:\nx") == ("x", True)
 
 
 # --- per-claim verdicts -------------------------------------------------------------------------------
