@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS completions (
     text TEXT NOT NULL,
     input_tokens INTEGER NOT NULL,
     output_tokens INTEGER NOT NULL,
+    truncated INTEGER NOT NULL DEFAULT 0,
     created REAL NOT NULL
 )
 """
@@ -86,19 +87,19 @@ class Cache:
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
-                    f"SELECT key, text, input_tokens, output_tokens FROM completions WHERE key IN ({marks})",
+                    f"SELECT key, text, input_tokens, output_tokens, truncated FROM completions WHERE key IN ({marks})",
                     chunk,
                 ).fetchall()
-                for key, text, input_tokens, output_tokens in rows:
-                    found[key] = Completion(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+                for key, text, input_tokens, output_tokens, truncated in rows:
+                    found[key] = Completion(text, input_tokens, output_tokens, bool(truncated))
         return found
 
     def put(self, key: str, completion: Completion) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO completions (key, text, input_tokens, output_tokens, created)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (key, completion.text, completion.input_tokens, completion.output_tokens, time.time()),
+                "INSERT OR REPLACE INTO completions (key, text, input_tokens, output_tokens, truncated, created)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (key, completion.text, completion.input_tokens, completion.output_tokens, int(completion.truncated), time.time()),
             )
 
     def __len__(self) -> int:

@@ -119,6 +119,8 @@ async def run_requests(
                     result.text, result.error = outcome.text, None
                     if parse is not None:
                         try:
+                            if outcome.truncated:
+                                raise ParseError("the answer was cut off at the output limit before it ended")
                             result.value = parse(index, outcome.text)
                         except ParseError as err:
                             if repair is not None and result.attempts <= max_parse_retries:

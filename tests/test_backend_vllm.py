@@ -211,3 +211,17 @@ def test_vllm_judge_uses_guided_json_for_every_call(monkeypatch, synthetic_hub):
     assert results["judge"]["structured"] is True
     (item,) = results["items"]
     assert item["scores"] == {d: 4 for d in DIMENSIONS} and item["recall"] == 1.0 and not item["errors"]
+
+
+def test_finish_reason_length_marks_the_completion_truncated():
+    from bespoke_metric.backends.vllm_backend import _completion
+
+    @dataclass
+    class Output:
+        text: str
+        token_ids: list[int]
+        finish_reason: str
+
+    cut = _completion(FakeRequestOutput([1, 2], [Output("Need Alignment Score: 5", [3] * 4, "length")]))
+    whole = _completion(FakeRequestOutput([1, 2], [Output("done", [3], "stop")]))
+    assert cut.truncated and not whole.truncated and cut.output_tokens == 4

@@ -184,3 +184,33 @@ def test_all_problems_reported_at_once():
     with pytest.raises(PredictionError) as error:
         read_predictions(lines, known_keys={"u/1"})
     assert len(error.value.problems) == 3
+
+
+@pytest.mark.parametrize("model", ["chat-model", "gpt-5"])  # chat completions; Responses API
+def test_answer_cut_off_at_the_output_limit_is_never_parsed(model, judge_server, predictions, synthetic_hub, tmp_path):
+    from bespoke_metric.testing.server import Cutoff, messages_of
+
+    draft = "Let me draft first:\n" + "\n".join(f"{label} Score: 5\n{label} Feedback: draft" for label in
+                                                 ("Need Alignment", "Content Depth", "Tone", "Explanation Style"))
+
+    def responder(body):
+        text = judge_answer(body)
+        if "Final Answer:" not in text:
+            return text
+        repaired = len(messages_of(body)) > 2
+        return judge_answer({"messages": messages_of(body)[:2]}) if repaired else Cutoff(draft + "\nHmm, but the tone")
+
+    judge_server.responder = responder
+    records = [json.loads(line) for line in predictions.read_text().splitlines()][:3]
+    results = score(records, f"openai:{model}", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET,
+                    recall="none", cache=str(tmp_path / "c.sqlite"))
+    for item in results["items"]:
+        assert 5 not in item["scores"].values() or item["feedback"]["tone"] != "draft"
+        assert all(feedback.startswith("Scored") for feedback in item["feedback"].values())
+    assert results["usage"]["calls"] == 6  # each cut-off answer re-asked once
+
+    judge_server.responder = lambda body: Cutoff(draft)
+    failed = score(records, f"openai:{model}", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET,
+                   recall="none", max_parse_retries=0)
+    assert failed["summary"]["failures"]["need_alignment"] == 3 and failed["summary"]["need_alignment"] is None
+    assert "cut off" in failed["items"][0]["errors"][0]["reason"]

@@ -29,6 +29,9 @@ class Completion:
     text: str
     input_tokens: int = 0
     output_tokens: int = 0
+    truncated: bool = False
+    """The output limit (`max_tokens`) ended the answer before the model did: whatever it holds may be
+    unfinished reasoning, so a parsed judgment must not be taken from it."""
 
 
 @dataclass(frozen=True)

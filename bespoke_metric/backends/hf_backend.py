@@ -180,7 +180,8 @@ class HFBackend:
             row = row[:limit]
             stop = next((k for k, token in enumerate(row) if token in self._eos_ids), len(row))
             text = self._tokenizer.decode(row[:stop], skip_special_tokens=True)
-            outcomes.append(Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row))))
+            outcomes.append(Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row)),
+                                       truncated=stop == len(row)))
         return outcomes
 
 

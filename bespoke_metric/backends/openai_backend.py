@@ -276,13 +276,16 @@ class OpenAIBackend:
                     text=response.output_text,
                     input_tokens=getattr(usage, "input_tokens", 0) or 0,
                     output_tokens=getattr(usage, "output_tokens", 0) or 0,
+                    truncated=getattr(response, "status", None) == "incomplete",
                 )
             response = await client.chat.completions.create(**self._chat_args(request))
             usage = response.usage
+            choice = response.choices[0]
             return Completion(
-                text=response.choices[0].message.content or "",
+                text=choice.message.content or "",
                 input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                 output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                truncated=choice.finish_reason == "length",
             )
         except openai.APIStatusError as err:
             status = err.status_code

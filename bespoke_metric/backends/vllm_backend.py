@@ -132,4 +132,5 @@ def _completion(output: Any) -> Completion | CallError:
         text=first.text,
         input_tokens=len(output.prompt_token_ids or ()),
         output_tokens=len(first.token_ids or ()),
+        truncated=getattr(first, "finish_reason", None) == "length",
     )

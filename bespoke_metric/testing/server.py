@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 
-Responder = Callable[[dict[str, Any]], str]
+Responder = Callable[[dict[str, Any]], "str | Cutoff"]
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """A responder's answer that the output limit cut short: sent with `finish_reason: "length"` (chat)
+    or `status: "incomplete"` (Responses API)."""
+
+    text: str
 
 MAX_HANG_S = 30.0
 """A hanging call never holds its thread longer than this (or than the server's life)."""
@@ -178,7 +186,9 @@ class TestServer:
             self._stopping.wait(min(seconds, MAX_HANG_S))
 
     def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        text = self.responder(body)
+        answer = self.responder(body)
+        cut = isinstance(answer, Cutoff)
+        text = answer.text if cut else answer
         prompt = " ".join(m["content"] for m in messages_of(body))
         input_tokens, output_tokens = _count_tokens(prompt), _count_tokens(text)
         number = next(self._ids)
@@ -189,7 +199,8 @@ class TestServer:
                 "object": "response",
                 "created_at": int(time.time()),
                 "model": model,
-                "status": "completed",
+                "status": "incomplete" if cut else "completed",
+                "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
                 "output": [
                     {
                         "type": "message",
@@ -216,7 +227,7 @@ class TestServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "finish_reason": "length" if cut else "stop",
                 }
             ],
             "usage": {
