@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import hashlib
 import io
 import json
 import math
@@ -23,6 +24,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 from huggingface_hub import HfApi
+
+from bespoke_dataset import query_key
 
 from . import metrics, stats
 from .judge import METRICS, ItemResult
@@ -63,11 +66,22 @@ class Results:
         return bool(self.judge.get("proxy", False))
 
     @property
-    def group_key(self) -> str:
-        """Canonical JSON of what must be equal for two results to be ranked together."""
+    def queries(self) -> list[str]:
+        """The queries scored, as sorted `user/query_id` keys."""
+        return sorted(query_key(item["user"], item["query_id"]) for item in self.data["items"])
+
+    @property
+    def judge_key(self) -> str:
+        """Canonical JSON of what must be equal for two results to be compared: the judge and the data."""
         data = self.data["data"]
         data_id = {"fingerprint": data["fingerprint"]} if data.get("fingerprint") else {"source": data.get("source"), "revision": data.get("revision")}
         return json.dumps({"judge": self.judge, "data": data_id}, sort_keys=True, default=str)
+
+    @property
+    def group_key(self) -> str:
+        """What must be equal for two results to be ranked together: judge, data, and the set of queries
+        scored (a `--limit` run is not ranked against a full one; `compare` pairs shared queries instead)."""
+        return self.judge_key + hashlib.sha256("\n".join(self.queries).encode()).hexdigest()
 
 
 def system_name(results: Mapping[str, Any], path: str) -> str:
@@ -188,6 +202,7 @@ class Group:
 
     judge: Mapping[str, Any]
     data: Mapping[str, Any]
+    queries: int
     rows: list[Row] = field(default_factory=list)
 
     @property
@@ -196,7 +211,8 @@ class Group:
         revision = self.data.get("revision") or "local"
         fingerprint = (self.data.get("fingerprint") or "")[:12]
         proxy = " · PROXY judge" if self.judge.get("proxy") else ""
-        return f"judge {self.judge['spec']} (protocol {protocol}){proxy} · data {self.data.get('source')}@{revision} {fingerprint}".rstrip()
+        return (f"judge {self.judge['spec']} (protocol {protocol}){proxy} · data {self.data.get('source')}@{revision} "
+                f"{fingerprint} · {self.queries} queries")
 
     @property
     def settings(self) -> str:
@@ -212,7 +228,7 @@ def build_leaderboard(
     refuse_proxy(results, allow_proxy)
     groups: dict[str, Group] = {}
     for result in results:
-        group = groups.setdefault(result.group_key, Group(result.judge, result.data["data"]))
+        group = groups.setdefault(result.group_key, Group(result.judge, result.data["data"], len(result.queries)))
         group.rows.append(system_row(result, n_resamples=n_resamples, seed=seed))
     for group in groups.values():
         group.rows.sort(key=lambda row: (row.values["average"] is None, -(row.values["average"] or 0.0), row.system))
@@ -299,7 +315,7 @@ def compare(
     """
     if method not in stats.PAIRED_TESTS:
         raise ValueError(f"method must be one of {', '.join(stats.PAIRED_TESTS)}, got {method!r}")
-    if a.group_key != b.group_key:
+    if a.judge_key != b.judge_key:
         raise LeaderboardError(f"{a.path} and {b.path} were not scored by the same judge on the same data; they cannot be compared")
     qa, qb = per_query(a), per_query(b)
     shared = sorted(set(qa) & set(qb))

@@ -66,15 +66,18 @@ def test_groups_never_mix_judges_protocols_or_data(make_results, tmp_path):
         _write(tmp_path, "ablated.json", make_results(_random_values(3), system="ablated", judge=ablated)),
         _write(tmp_path, "newer.json", make_results(_random_values(4), system="newer", judge=newer)),
         _write(tmp_path, "data.json", make_results(_random_values(5), system="data", judge=judge_a, data=other_data)),
+        # the first 10 queries only (a --limit run): not ranked against the full runs
+        _write(tmp_path, "limited.json", make_results(_random_values(6, n=10, shift=2), system="limited", judge=judge_a)),
     ]
     groups = build_leaderboard(load_results(paths), n_resamples=200)
-    assert len(groups) == 5
+    assert len(groups) == 6
+    assert [g.queries for g in groups if g.rows[0].system == "limited"] == [10]
     by_systems = {tuple(row.system for row in g.rows): g for g in groups}
     assert ("strong", "weak") in by_systems
     assert [row.rank for row in by_systems[("strong", "weak")].rows] == [1, 2]
     assert all(row.rank == 1 for g in groups if len(g.rows) == 1 for row in g.rows)
     text = leaderboard.to_markdown(groups)
-    assert text.count("### judge") == 5
+    assert text.count("### judge") == 6 and "· 40 queries" in text
     assert "with_feedback=False" in text
 
 
