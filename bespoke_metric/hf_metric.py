@@ -93,5 +93,6 @@ class Bespoke(evaluate.Metric):
 
 
 _EVALUATE_KWARGS = frozenset(
-    {"config_name", "keep_in_memory", "cache_dir", "num_process", "process_id", "seed", "experiment_id", "hash", "max_concurrent_cache_files", "timeout"}
+    # `timeout` is left to the judge (per-call timeout), not evaluate's file-lock timeout.
+    {"config_name", "keep_in_memory", "cache_dir", "num_process", "process_id", "seed", "experiment_id", "hash", "max_concurrent_cache_files"}
 )

@@ -101,7 +101,7 @@ class LLMJudge:
             )
             calls.append(_Call(index, "personalization"))
             claims = list(item.row["claims"])
-            if self.recall == "none":
+            if self.recall == "none" or not claims:  # no claims: recorded as an error when recall is read
                 continue
             if self.recall == "batched":
                 requests.append(protocol.batched_recall_request(claims, item.response, **self.token_budget))

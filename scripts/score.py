@@ -9,7 +9,6 @@ from typing import TextIO
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.judge import METRICS
 from bespoke_metric.llm_judge import RECALL_MODES
-from bespoke_metric.predictions import PredictionError
 from bespoke_metric.scoring import failure_count, score, write_results
 
 HELP = "score a predictions file (JSONL of user, query_id, response) with a judge"
@@ -71,7 +70,9 @@ def print_summary(results: dict, out: TextIO | None = None) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         results = score(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, **judge_options(args))
-    except PredictionError as error:
+    except ValueError as error:  # bad predictions, data or judge options: a message, not a traceback
+        if args.verbose:
+            raise
         print(f"error: {error}", file=sys.stderr)
         return 2
     write_results(results, args.output)

