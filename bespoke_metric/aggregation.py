@@ -7,9 +7,10 @@ failed judgment never enters a mean as a 0: it is left out and counted under `fa
 
 from __future__ import annotations
 
-import re
 from statistics import fmean
 from typing import Any, Sequence
+
+from bespoke_dataset.keys import natural_key
 
 from .judge import ItemResult
 from .metrics import METRICS, REGISTRY
@@ -55,14 +56,9 @@ def summarize(items: Sequence[ItemResult]) -> dict[str, Any]:
     return summary
 
 
-def _natural_key(text: str) -> list[Any]:
-    # user2 before user10
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
-
-
 def by_user(items: Sequence[ItemResult]) -> dict[str, dict[str, Any]]:
     """`summarize` per user, users in natural order (`user2` before `user10`)."""
     groups: dict[str, list[ItemResult]] = {}
     for item in items:
         groups.setdefault(item.user, []).append(item)
-    return {user: summarize(groups[user]) for user in sorted(groups, key=_natural_key)}
+    return {user: summarize(groups[user]) for user in sorted(groups, key=natural_key)}

@@ -21,6 +21,8 @@ matplotlib.use("Agg")  # headless: never open a window, never need a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bespoke_dataset.keys import natural_key  # noqa: E402
+
 from . import stats  # noqa: E402
 from .judge import METRICS  # noqa: E402
 from .leaderboard import COLUMNS, LABELS, Group, Row, item_matrix  # noqa: E402
@@ -72,7 +74,7 @@ def per_user_table(row: Row) -> tuple[list[str], np.ndarray]:
     by_user: dict[str, list[int]] = defaultdict(list)
     for index, item in enumerate(items):
         by_user[str(item["user"])].append(index)
-    users = sorted(by_user, key=lambda u: (len(u), u))  # user2 before user10
+    users = sorted(by_user, key=natural_key)
     table = np.array([stats.rowwise_nanmean(matrix[by_user[u]].T) for u in users])
     return users, table.reshape(len(users), len(METRICS))
 
@@ -89,12 +91,9 @@ def heatmap_figure(row: Row) -> plt.Figure:
 
 
 def failure_counts(row: Row) -> dict[str, int]:
-    """Failed judgments per metric, counted from the items' errors (one per item and metric)."""
-    counts = {metric: 0 for metric in METRICS}
-    for item in row.results.data["items"]:
-        for metric in {error["metric"] for error in item.get("errors", []) if error.get("metric") in counts}:
-            counts[metric] += 1
-    return counts
+    """Failed judgments per metric (items with an error on it), as the results summary counts them."""
+    failures = row.results.data["summary"]["failures"]
+    return {metric: int(failures.get(metric, 0)) for metric in METRICS}
 
 
 def failures_figure(rows: Sequence[Row]) -> plt.Figure:
