@@ -31,6 +31,36 @@ def atomic_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(tmp, target)
 
 
+def _replace(source: Path, target: Path) -> None:
+    """Move `source` to `target`, replacing what is there (a file or a folder) with no half-written state."""
+    if target.is_dir() and not target.is_symlink():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+        os.replace(source, target)
+        shutil.rmtree(old)
+    else:
+        os.replace(source, target)
+
+
+@contextmanager
+def atomic_entries(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Like `atomic_dir`, but on success only the top-level entries written to the temporary folder replace
+    their namesakes in `out`, each atomically; everything else in `out` (``.git``, ``.gitattributes``, other
+    files) is kept. On failure nothing in `out` changes."""
+    target = Path(out)
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(f"{target} exists and is not a folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        yield tmp
+        target.mkdir(exist_ok=True)
+        for entry in sorted(tmp.iterdir()):
+            _replace(entry, target / entry.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write a text file through a temporary sibling, so a crash never leaves half a file."""
     target = Path(path)

@@ -4,7 +4,9 @@ directly (see `loading.load`) with a cache hash derived from the data and the pa
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import datasets
 from datasets.builder import Key
 
+from .errors import BespokeDataWarning
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .raw import RawRelease
 from .records import build_records
@@ -29,8 +32,12 @@ CITATION = """@misc{kim2025bespokebenchmarksearchaugmentedlarge,
 }"""
 HOMEPAGE = "https://huggingface.co/datasets/yonsei-dli/BESPOKE"
 SPLIT = "test"
-RECORDS_VERSION = "1"
+RECORDS_VERSION = "2"
 """Bump when the way records are built changes without a package version change."""
+
+WARNINGS_FILE = "bespoke_warnings.json"
+"""Saved in each built config's cache folder: the BespokeDataWarnings its build emitted, which `loading.load`
+emits again whenever it serves that build."""
 
 _RELEASE = re.match(r"\d+\.\d+\.\d+", __version__)
 VERSION = datasets.Version(_RELEASE.group(0) if _RELEASE else "0.0.0")
@@ -52,6 +59,29 @@ class BespokeBuilder(datasets.GeneratorBasedBuilder):
         self.source = source
         super().__init__(cache_dir=None if cache_dir is None else str(cache_dir), dataset_name="bespoke",
                          config_name=config_name, hash=cache_hash(source))
+
+    def _download_and_prepare(self, dl_manager: Any, verification_mode: Any, **kwargs: Any) -> None:
+        """Build as `datasets` does, saving the BespokeDataWarnings of the build (category and text) in
+        WARNINGS_FILE inside the folder being prepared, so the file is part of the cached build. They are not
+        shown here: `loading.load` shows them from the file, for this build and for every cached load. Other
+        warnings pass through; if the build fails, every warning is shown."""
+        error: BaseException | None = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                super()._download_and_prepare(dl_manager, verification_mode, **kwargs)
+            except BaseException as raised:  # noqa: BLE001 -- shown with every warning, then raised again below
+                error = raised
+        saved = []
+        for warning in caught:
+            if issubclass(warning.category, BespokeDataWarning) and error is None:
+                saved.append({"category": warning.category.__name__, "message": str(warning.message)})
+            else:
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno,
+                                       source=warning.source)
+        if error is not None:
+            raise error
+        Path(self._output_dir, WARNINGS_FILE).write_text(json.dumps({"warnings": saved}, indent=1), encoding="utf-8")
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(description=DESCRIPTIONS[self.config.name], features=FEATURES[self.config.name],

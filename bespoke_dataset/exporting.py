@@ -2,28 +2,30 @@
 
 The folder holds `<config>/test-00000-of-00001.parquet` per config and a README.md rendered from
 `hub_card.md`, whose YAML declares the configs, the `test` split and the features, so that plain
-`datasets.load_dataset(folder_or_repo, "benchmark", split="test")` gives the typed records.
+`datasets.load_dataset(folder_or_repo, "benchmark", split="test")` gives the typed records. Exporting into
+an existing folder (a clone of the Hub repo, say) replaces only those entries and keeps the rest
+(``.git``, ``.gitattributes``, other files).
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .atomic import atomic_dir
+from .atomic import atomic_entries
 from .builder import CITATION, SPLIT
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .loading import available_configs, load
-from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
+from .source import DEFAULT_SOURCE, SYNTHETIC_MARKER, ResolvedSource, resolve_source
 from .version import __version__
 
 log = logging.getLogger(__name__)
 
 CARD_TEMPLATE = Path(__file__).parent / "hub_card.md"
-SYNTHETIC_MARKER = "SYNTHETIC.md"
 SYNTHETIC_NOTICE = ("> **Synthetic data.** This export was made from a synthetic release written by "
                     "`bespoke_dataset.synthetic` for tests and demos: invented users, texts and judgments in the "
                     "real format. It is not the BESPOKE benchmark.\n")
@@ -73,9 +75,13 @@ def render_card(sizes: dict[str, tuple[int, int]], source: ResolvedSource, repo:
 
 def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-export", revision: str | None = None,
            cache_dir: str | Path | None = None, repo: str = "<org>/<repo>") -> Path:
-    """Write every config the source has (the GitHub layout has no histories) to `out_dir`, atomically.
+    """Write every config the source has (the GitHub layout has no histories) to `out_dir`.
 
-    Returns `out_dir`. `repo` is the Hub repo id shown in the card's usage example.
+    Everything is written to a temporary sibling first; only when all of it is written do the config
+    folders and README.md replace their namesakes in `out_dir`, each atomically. Other files in `out_dir`
+    are kept (``.git``, ``.gitattributes``, ...), except a config folder this export no longer has that holds
+    nothing but a previous export's data file, which is removed. Returns `out_dir`. `repo` is the Hub repo
+    id shown in the card's usage example.
     """
     resolved = resolve_source(source, revision)
     configs = available_configs(resolved)
@@ -83,7 +89,7 @@ def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-e
     if skipped:
         log.info("the source has no data for %s; not exported", ", ".join(skipped))
     sizes: dict[str, tuple[int, int]] = {}
-    with atomic_dir(out_dir) as tmp:
+    with atomic_entries(out_dir) as tmp:
         for config in configs:
             dataset = load(config, resolved, cache_dir=cache_dir)
             path = tmp / data_file(config)
@@ -91,7 +97,12 @@ def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-e
             dataset.to_parquet(str(path))
             sizes[config] = (len(dataset), dataset.data.nbytes)
         (tmp / "README.md").write_text(render_card(sizes, resolved, repo), encoding="utf-8")
-    return Path(out_dir)
+    out = Path(out_dir)
+    for config in skipped:  # stale data of a previous export, no longer declared by the card
+        folder = out / config
+        if folder.is_dir() and [p.name for p in folder.iterdir()] == [Path(data_file(config)).name]:
+            shutil.rmtree(folder)
+    return out
 
 
 def push_to_hub(out_dir: str | Path, repo_id: str, token: str | None = None, private: bool = False,

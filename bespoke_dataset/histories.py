@@ -12,7 +12,11 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 _TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)")
-_URL = re.compile(r"https?://[^\s<>\"')\]]+")
+_URL_CHAR = r"[^\s<>\"'()\[\]]"
+_URL = re.compile(rf"https?://(?:{_URL_CHAR}|\({_URL_CHAR}*\)|\[{_URL_CHAR}*\])+")
+"""A URL runs to whitespace, a quote or angle bracket, or a bracket it did not open itself."""
+_TRAILING = ".,;:!?"
+_CLOSERS = {")": "(", "]": "["}
 _TURN = re.compile(r"^\s*(User|Human|Me|Assistant|AI|ChatGPT|Bot)\s*:\s?(.*)$", re.IGNORECASE)
 _SEARCH = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?:Searched|Search|Query)\s*:\s*(.+?)\s*$", re.IGNORECASE)
 _ROLES = {"user": "user", "human": "user", "me": "user"}
@@ -56,6 +60,24 @@ def _json_turns(text: str) -> list[Turn] | None:
     return [Turn(role=m["role"], content=m["content"]) for m in messages]
 
 
+def clean_url(url: str) -> str:
+    """`url` without the punctuation that ends the sentence around it: trailing ``.,;:!?``, and a closing
+    ``)`` or ``]`` unless it closes a bracket opened inside the URL (``.../Foo_(bar)`` keeps its ``)``)."""
+    while url:
+        last = url[-1]
+        if last in _TRAILING or (last in _CLOSERS and url.count(last) > url.count(_CLOSERS[last])):
+            url = url[:-1]
+        else:
+            break
+    return url
+
+
+def urls(text: str) -> list[str]:
+    """The distinct http(s) URLs in the text, in order of first appearance, trailing punctuation removed."""
+    found = (clean_url(url) for url in _URL.findall(text))
+    return list(dict.fromkeys(url for url in found if not url.endswith("://")))
+
+
 def chat_turns(text: str) -> list[Turn]:
     """Speaker-labelled turns (``User:`` / ``Assistant:`` and common variants); continuation lines join
     the turn above. Text without any label gives no turns."""
@@ -78,7 +100,7 @@ def parse_history(text: str, source: str) -> Parsed:
     return Parsed(
         timestamp=first_timestamp(text),
         turns=chat_turns(text) if source == "chat" else [],
-        urls=list(dict.fromkeys(_URL.findall(text))),
+        urls=urls(text),
         search_queries=[m.group(1) for line in text.splitlines() if (m := _SEARCH.match(line))]
         if source == "search" else [],
     )

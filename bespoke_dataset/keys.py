@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import re
 
-_QUERY_ID = re.compile(r"^(?:query[-_ ]?id[-_ ]?|q)?0*(\d+)$", re.IGNORECASE)
+_QUERY_ID = re.compile(r"^(?:(?:query|q)[-_ :#]*(?:id)?[-_ :#]*)?0*(\d+)(?:\.0+)?$", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d+)")
 
 
 def normalise_query_id(value: object) -> str:
-    """The digits of a query id: ``6``, ``"6"``, ``"06"``, ``"query-id_6"``, ``"query_id_6"`` -> ``"6"``.
+    """The digits of a query id, without leading zeros.
 
-    Raises ValueError for anything else (a float with a fraction, text without a single number).
+    Accepted: an int (``6``), an integral float (``6.0``), or text holding exactly one whole number, bare or
+    after a ``query``/``query-id``/``q`` prefix in any case with ``-``, ``_``, space, ``:`` or ``#`` between:
+    ``"6"``, ``"06"``, ``"6.0"``, ``"query-id_6"``, ``"query_id_6"``, ``"Query-ID 6"``, ``"query_6"``,
+    ``"query6"``, ``"q6"`` all give ``"6"``.
+
+    Raises ValueError for anything else: a negative number or one with a fraction (``4.5``, ``"6.5"``), text
+    without exactly one number (``"six"``, ``"6/7"``, ``"query-id_"``), text around the number (``"6a"``),
+    None or a bool.
     """
     if isinstance(value, bool):
         raise ValueError(f"not a query id: {value!r}")
@@ -25,7 +32,7 @@ def normalise_query_id(value: object) -> str:
         match = _QUERY_ID.match(value.strip())
         if match:
             return str(int(match.group(1)))
-    raise ValueError(f"not a query id: {value!r} (expected digits such as '6' or 'query-id_6')")
+    raise ValueError(f"not a query id: {value!r} (expected one whole number such as '6', 'query-id_6' or 'q6')")
 
 
 def natural_key(text: str) -> tuple[object, ...]:
@@ -33,6 +40,8 @@ def natural_key(text: str) -> tuple[object, ...]:
     return tuple(int(part) if part.isdigit() else part for part in _DIGITS.split(text))
 
 
-def query_key(user: str, query_id: str) -> str:
-    """The key of a query across the project: ``"user/query_id"``."""
-    return f"{user}/{query_id}"
+def query_key(user: str, query_id: object) -> str:
+    """The key of a query across the project: ``"user/query_id"``, the query id normalised
+    (`normalise_query_id`, so ``query_key("user2", "query-id_06") == "user2/6"``); ValueError for an
+    unreadable query id."""
+    return f"{user}/{normalise_query_id(query_id)}"

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-import os
+import json
+import warnings
 from pathlib import Path
 
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
-from .builder import SPLIT, BespokeBuilder
-from .errors import BespokeDataError
+from .builder import SPLIT, WARNINGS_FILE, BespokeBuilder
+from .errors import BespokeDataError, BespokeDataWarning
 from .features import CONFIGS
 from .raw import RawRelease
-from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
+from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir, resolve_source
+
+DATASETS_CACHE = "datasets"
+"""The `default_cache_dir` kind of built configs: ``$BESPOKE_CACHE/datasets`` (``~/.cache/bespoke/datasets``)."""
+_CATEGORIES: dict[str, type[Warning]] = {BespokeDataWarning.__name__: BespokeDataWarning}
 
 
-def default_cache_dir() -> Path:
-    """`$BESPOKE_CACHE` if set, else a `bespoke` folder in the `datasets` cache."""
-    env = os.environ.get("BESPOKE_CACHE")
-    return Path(env) if env else Path(datasets.config.HF_DATASETS_CACHE) / "bespoke"
+def _build_warnings(builder: BespokeBuilder) -> list[tuple[type[Warning], str]]:
+    """The warnings saved with a built config (see `builder.WARNINGS_FILE`); none for a build without it."""
+    file = Path(builder.cache_dir) / WARNINGS_FILE
+    if not file.is_file():
+        return []
+    saved = json.loads(file.read_text(encoding="utf-8"))["warnings"]
+    return [(_CATEGORIES.get(w["category"], BespokeDataWarning), w["message"]) for w in saved]
 
 
 def available_configs(source: ResolvedSource) -> list[str]:
@@ -37,12 +45,13 @@ def load(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE, revi
 
     The cache key includes a fingerprint of the source's files and the package version, so a second load
     of unchanged data is served from the cache and changed data or a new version is rebuilt.
-    `cache_dir` also holds Hub downloads when given. Problems in the data raise BespokeDataError or warn
-    (BespokeDataWarning) while a config is built; a load served from the cache does not repeat the warnings.
+    `cache_dir` (default: `default_cache_dir("datasets")`) also holds Hub downloads when given. Problems in
+    the data raise BespokeDataError, or warn (BespokeDataWarning) about what was dropped; the warnings are
+    saved with the build, and every load of it, from the cache too, shows them again.
     """
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r}; choose one of {', '.join(CONFIGS)}")
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir(DATASETS_CACHE)
     resolved = source if isinstance(source, ResolvedSource) else resolve_source(
         source, revision, hub_cache_dir=None if cache_dir is None else cache / "hub")
     if config == "histories" and resolved.layout == "github":
@@ -56,6 +65,8 @@ def load(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE, revi
         if isinstance(error.__cause__, BespokeDataError):
             raise error.__cause__ from None
         raise
+    for category, message in _build_warnings(builder):
+        warnings.warn(message, category, stacklevel=2)
     dataset = builder.as_dataset(split=SPLIT)
     assert isinstance(dataset, datasets.Dataset)
     return dataset

@@ -122,8 +122,8 @@ class RawRelease:
         spec = TABLES[table]
         assert spec.payload is not None
         name = self._relative(file)
-        try:
-            text = file.read_text(encoding="utf-8")
+        try:  # bytes decoded as they are: read_text would turn CRLF into LF, altering the payload
+            text = file.read_bytes().decode("utf-8")
         except UnicodeDecodeError as error:
             raise BespokeDataError(name, f"not UTF-8 text ({error})") from error
         return RawRow(table, name, {"user": file.parent.name, "query-id": file.stem, spec.payload: text})

@@ -3,14 +3,16 @@
 Error policy (documented in the card): a problem that makes the release ambiguous or unreadable -- a
 missing table or column, a malformed JSON payload, a wrong payload shape, an unreadable query id, a
 duplicate (user, query_id) -- raises BespokeDataError naming the table/file, the row and the field.
-A problem confined to one judged example (a score that is not an integer 1-5) drops that example with a
-BespokeDataWarning; a query that lacks shots, a rubric or claims is left out of `benchmark` with a
-warning (the other configs keep what exists).
+A problem confined to one judged example (a judgment that is not an object, a score that is not an integer
+1-5) drops that example with a BespokeDataWarning; missing or non-text feedback keeps the example with empty
+feedback and a warning; a query that lacks shots, a rubric or claims is left out of `benchmark` with a
+warning (the other configs keep what exists). Every warning names the table/file, the row and the field.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -85,6 +87,16 @@ def _score(value: Any) -> int | None:
     return None
 
 
+_MISSING: Any = object()
+
+
+def _member(judgment: dict[str, Any], name: str) -> Any:
+    """`judgment[name]`, else the value of a key equal to `name` but for case (``Feedback``), else _MISSING."""
+    if name in judgment:
+        return judgment[name]
+    return next((v for k, v in judgment.items() if isinstance(k, str) and k.strip().lower() == name), _MISSING)
+
+
 def _judged(row: RawRow) -> list[Record]:
     """The valid responses of a shot/meta-test row, each with `index` = its position in the list."""
     column = TABLES[row.table].payload
@@ -102,14 +114,23 @@ def _judged(row: RawRow) -> list[Record]:
         record: Record = {"index": index, "response": item["contents"]}
         for dim in DIMENSIONS:
             judgment = item.get(dim)
-            raw_score = judgment.get("score") if isinstance(judgment, dict) else None
+            if not isinstance(judgment, dict):
+                warnings.warn(f"{row.where}, field {path}.{dim}: dropped this example: judgment {judgment!r} "
+                              "is not an object with a score and feedback", BespokeDataWarning, stacklevel=2)
+                break
+            raw_score = _member(judgment, "score")
             score = _score(raw_score)
             if score is None:
                 warnings.warn(f"{row.where}, field {path}.{dim}.score: dropped this example: score {raw_score!r} "
                               f"is not an integer {SCORE_RANGE[0]}-{SCORE_RANGE[1]}", BespokeDataWarning, stacklevel=2)
                 break
-            feedback = judgment.get("feedback") if isinstance(judgment, dict) else None
-            record[dim] = {"score": score, "feedback": feedback if isinstance(feedback, str) else ""}
+            feedback = _member(judgment, "feedback")
+            if not isinstance(feedback, str):
+                what = "missing" if feedback is _MISSING else f"{feedback!r} is not a string"
+                warnings.warn(f"{row.where}, field {path}.{dim}.feedback: feedback {what}; kept the example with "
+                              "empty feedback", BespokeDataWarning, stacklevel=2)
+                feedback = ""
+            record[dim] = {"score": score, "feedback": feedback}
         else:
             responses.append(record)
     return responses
@@ -143,24 +164,51 @@ def queries(release: RawRelease) -> list[Record]:
     return _ordered(records)
 
 
-def histories(release: RawRelease) -> list[Record]:
-    """Both history tables, chat first; parsed structure added to each session."""
-    records: list[Record] = []
-    seen: dict[tuple[str, str], str] = {}
-    for table, source in (("chat_history", "chat"), ("search_history", "search")):
-        for row in release.rows(table):
-            user, text = _text(row, "user").strip(), _text(row, "history")
+SESSION_TABLES: tuple[tuple[str, str], ...] = (("chat_history", "chat"), ("search_history", "search"))
+
+
+def _sessions(release: RawRelease, columns: tuple[str, ...]) -> list[tuple[str, str, str, RawRow]]:
+    """``(user, session id, source, row)`` for every row of both history tables, chat first, then sorted by
+    user (stably: table and row order kept per user). `columns` are read (they include user and id).
+
+    The one place session ids are decided, so `histories` and `benchmark.history_ids` agree: the raw id as
+    text, except for a user whose raw ids collide across the two tables (a release that numbers each table
+    from 0): all that user's ids become ``chat:<raw>`` / ``search:<raw>``. Two sessions of a user with the
+    same final id (a repeated row) raise BespokeDataError naming both rows.
+    """
+    raw: list[tuple[str, str, str, RawRow]] = []
+    ids_by_table: dict[tuple[str, str], set[str]] = {}
+    for table, source in SESSION_TABLES:
+        for row in release.rows(table, columns=columns):
+            user = _text(row, "user").strip()
             raw_id = row.fields.get("id")
             if raw_id is None or isinstance(raw_id, bool):
                 raise BespokeDataError(row.where, "missing session id", field="id")
-            session_id = str(raw_id)
-            if (user, session_id) in seen:
-                raise BespokeDataError(row.where, f"duplicate session id {session_id!r} for {user}, "
-                                       f"already given by {seen[user, session_id]}", field="id")
-            seen[user, session_id] = row.where
-            records.append({"user": user, "id": session_id, "source": source, "text": text,
-                            **parse_history(text, source)})
-    records.sort(key=lambda r: natural_key(r["user"]))  # stable: keeps table and row order per user
+            raw.append((user, str(raw_id), source, row))
+            ids_by_table.setdefault((user, source), set()).add(str(raw_id))
+    users = {user for user, _ in ids_by_table}
+    qualified = {user for user in users
+                 if ids_by_table.get((user, "chat"), set()) & ids_by_table.get((user, "search"), set())}
+    sessions: list[tuple[str, str, str, RawRow]] = []
+    seen: dict[tuple[str, str], str] = {}
+    for user, raw_id, source, row in raw:
+        session_id = f"{source}:{raw_id}" if user in qualified else raw_id
+        if (user, session_id) in seen:
+            raise BespokeDataError(row.where, f"duplicate session id {session_id!r} for {user}, "
+                                   f"already given by {seen[user, session_id]}", field="id")
+        seen[user, session_id] = row.where
+        sessions.append((user, session_id, source, row))
+    sessions.sort(key=lambda s: natural_key(s[0]))  # stable: keeps table and row order per user
+    return sessions
+
+
+def histories(release: RawRelease) -> list[Record]:
+    """Both history tables, chat first; parsed structure added to each session (ids: see `_sessions`)."""
+    records: list[Record] = []
+    for user, session_id, source, row in _sessions(release, TABLES["chat_history"].columns):
+        text = _text(row, "history")
+        records.append({"user": user, "id": session_id, "source": source, "text": text,
+                        **parse_history(text, source)})
     return records
 
 
@@ -179,19 +227,28 @@ def gold_claims(release: RawRelease) -> list[Record]:
     return _ordered({k: {"user": k[0], "query_id": k[1], "claims": _claims(r)} for k, r in rows.items()})
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def normalise_rubric(text: str) -> str:
+    """A rubric as the same string from either layout (a parquet cell or a .txt file, CRLF or LF, with or
+    without a final newline): lines joined with LF, trailing whitespace stripped from each line and the end."""
+    return "\n".join(line.rstrip() for line in _LINE_BREAK.split(text)).rstrip()
+
+
 def rubrics(release: RawRelease) -> list[Record]:
     rows = _unique(release.rows("personalized_rubric"))
-    return _ordered({k: {"user": k[0], "query_id": k[1], "rubric": _text(r, "personalized_rubric_value")}
+    return _ordered({k: {"user": k[0], "query_id": k[1], "rubric": normalise_rubric(_text(r, "personalized_rubric_value"))}
                     for k, r in rows.items()})
 
 
 def _history_ids(release: RawRelease) -> dict[str, list[str]]:
+    """Each user's session ids, in `histories` order (the same ids: both come from `_sessions`)."""
     if release.layout == "github":
         return {}
     ids: dict[str, list[str]] = {}
-    for table in ("chat_history", "search_history"):
-        for row in release.rows(table, columns=("user", "id")):
-            ids.setdefault(str(row.fields["user"]).strip(), []).append(str(row.fields["id"]))
+    for user, session_id, _, _ in _sessions(release, ("user", "id")):
+        ids.setdefault(user, []).append(session_id)
     return ids
 
 

@@ -7,6 +7,7 @@ caches them) and a content fingerprint that results files record as the data rev
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,21 @@ SAMPLE_DIR = Path(__file__).parent / "sample"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 HUB_PATTERNS = [f"{t.folder}/*.parquet" for t in TABLES.values()] + ["README.md"]
+SYNTHETIC_MARKER = "SYNTHETIC.md"
+"""The file `bespoke_dataset.synthetic` writes into every synthetic release (and the export card looks for)."""
+CACHE_ENV = "BESPOKE_CACHE"
+
+
+def default_cache_dir(kind: str | None = None) -> Path:
+    """The project's cache folder, the one place that decides it: ``$BESPOKE_CACHE`` if set, else
+    ``$XDG_CACHE_HOME/bespoke`` (``~/.cache/bespoke`` when XDG_CACHE_HOME is unset); with `kind`, its
+    subfolder for that kind of data (``"datasets"`` for built configs, e.g. ``"embeddings"`` for vectors)."""
+    root = os.environ.get(CACHE_ENV)
+    if root:
+        base = Path(root).expanduser()
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "bespoke"
+    return base / kind if kind else base
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,26 @@ def download(repo_id: str, revision: str | None = None, cache_dir: str | Path | 
                                   allow_patterns=HUB_PATTERNS))
 
 
+def _download_or_explain(repo_id: str, revision: str | None, cache_dir: str | Path | None) -> Path:
+    """`download`, except that a repo the Hub does not know, or a Hub that cannot be reached (offline, no
+    cached copy), raises a BespokeDataError saying that `repo_id` was also not found as a local folder: a
+    mistyped local path such as ``data/bespoke`` looks like a repo id."""
+    from huggingface_hub.utils import (  # also where huggingface_hub<0.25 keeps them
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+    )
+
+    try:
+        return download(repo_id, revision, cache_dir)
+    except GatedRepoError:
+        raise  # the repo exists; its own message says how to get access
+    except (RepositoryNotFoundError, LocalEntryNotFoundError, OfflineModeIsEnabled) as error:
+        raise BespokeDataError(repo_id, "no such local folder, and no Hub dataset repo of that name could be "
+                                        "reached") from error
+
+
 def content_fingerprint(path: Path, layout: Layout) -> str:
     """SHA-256 over each table file's relative path and bytes, in a fixed order."""
     digest = hashlib.sha256(layout.encode())
@@ -80,7 +116,7 @@ def resolve_source(source: str | Path = DEFAULT_SOURCE, revision: str | None = N
     elif Path(text).exists():
         path, hub_revision = Path(text), None
     elif is_repo_id(text):
-        path = download(text, revision, hub_cache_dir)
+        path = _download_or_explain(text, revision, hub_cache_dir)
         hub_revision = path.name if _COMMIT.match(path.name) else revision
     else:
         raise BespokeDataError(text, "no such folder, and not a Hub repo id like 'yonsei-dli/BESPOKE'")

@@ -29,8 +29,9 @@ import pyarrow.parquet as pq
 
 from .atomic import atomic_dir
 from .features import DIMENSIONS
+from .keys import query_key
 from .raw import Layout
-from .source import SAMPLE_DIR
+from .source import SAMPLE_DIR, SYNTHETIC_MARKER
 from .synthetic_topics import PERSONAS, STYLES, TONES, TOPICS, Topic
 
 SEARCH_SHARE = 2153 / 2870
@@ -407,7 +408,7 @@ def _truth(release: Release, settings: dict[str, Any]) -> dict[str, Any]:
     return {
         "synthetic": True,
         "settings": settings,
-        "queries": {f"{q.user}/{q.query_id}": {
+        "queries": {query_key(q.user, q.query_id): {
             "topic": q.topic.name,
             "relevant_sessions": q.relevant_sessions,
             "shot_quality": q.shot_quality,
@@ -428,9 +429,9 @@ def _readme(settings: dict[str, Any]) -> str:
 
 
 def _write_into(folder: Path, release: Release, settings: dict[str, Any]) -> dict[str, Any]:
-    """Write the raw files, SYNTHETIC.md and the truth file; return the truth."""
+    """Write the raw files, the synthetic marker (SYNTHETIC.md) and the truth file; return the truth."""
     (_write_hub if settings["layout"] == "hub" else _write_github)(release, folder, random.Random(settings["seed"] + 1))
-    (folder / "SYNTHETIC.md").write_text(_readme(settings), encoding="utf-8")
+    (folder / SYNTHETIC_MARKER).write_text(_readme(settings), encoding="utf-8")
     truth = _truth(release, settings)
     (folder / TRUTH_FILE).write_text(json.dumps(truth, indent=1), encoding="utf-8")
     return truth
@@ -474,7 +475,7 @@ def write_sample(out_dir: str | os.PathLike[str] = SAMPLE_DIR) -> Path:
             level = rng.randint(1, 5)
             text, _ = _response(users[q.user], q.topic, level, rng)
             lines.append(json.dumps({"user": q.user, "query_id": q.query_id, "response": text}, ensure_ascii=False))
-            quality[f"{q.user}/{q.query_id}"] = level
+            quality[query_key(q.user, q.query_id)] = level
         (tmp / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
         truth["prediction_quality"] = quality
         (tmp / TRUTH_FILE).write_text(json.dumps(truth, indent=1), encoding="utf-8")

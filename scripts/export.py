@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default="yonsei-dli/BESPOKE",
                         help="Hub repo id, local folder (either layout) or 'sample' (default: yonsei-dli/BESPOKE)")
-    parser.add_argument("--out", required=True, help="folder to write (replaced atomically)")
+    parser.add_argument("--out", required=True, help="folder to write: its config folders and README.md are replaced (each atomically), other files such as .git are kept")
     parser.add_argument("--revision", default=None, help="Hub branch, tag or commit of the source")
     parser.add_argument("--cache-dir", default=None, help="where built configs are cached")
     parser.add_argument("--push-to-hub", metavar="REPO", default=None,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import warnings
 
 import pytest
 from dataset_helpers import copy_release, edit_table
@@ -159,3 +161,125 @@ def test_not_a_parquet_file(release, tmp_path):
     (release / "queries" / "query_table.parquet").write_bytes(b"not parquet")
     with pytest.raises(BespokeDataError, match="not a readable parquet file"):
         load("queries", source=release, cache_dir=tmp_path)
+
+
+# ---------------------------------------------------------------- session ids shared by the two history tables
+
+CHATS, SEARCHES = "chat_history/chat_history.parquet", "search_history/search_history.parquet"
+
+
+def number_from_zero(only_user=None):
+    """Renumber each user's sessions 0, 1, ... within the table (as a release that numbers each table may)."""
+    def edit(rows):
+        counters: dict[str, int] = {}
+        for row in rows:
+            if only_user is None or row["user"] == only_user:
+                row["id"] = str(counters.setdefault(row["user"], 0))
+                counters[row["user"]] += 1
+        return rows
+    return edit
+
+
+def ids_by_user(histories):
+    ids: dict[str, list[str]] = {}
+    for row in histories:
+        ids.setdefault(row["user"], []).append(row["id"])
+    return ids
+
+
+def test_session_ids_shared_by_chat_and_search_are_qualified(release, tmp_path):
+    edit_table(release, CHATS, number_from_zero())
+    edit_table(release, SEARCHES, number_from_zero())
+    histories = load("histories", source=release, cache_dir=tmp_path)
+    assert len(histories) == 60
+    for user, ids in ids_by_user(histories).items():
+        assert len(set(ids)) == len(ids), user
+    assert all(row["id"] == f"{row['source']}:{int(row['id'].split(':')[1])}" for row in histories)
+    assert {"chat:0", "search:0"} <= set(ids_by_user(histories)["user1"])
+    bench = load("benchmark", source=release, cache_dir=tmp_path)
+    expected = ids_by_user(histories)
+    for row in bench:
+        assert row["history_ids"] == expected[row["user"]]
+        assert len(set(row["history_ids"])) == len(row["history_ids"])
+
+
+def test_only_users_whose_ids_collide_get_qualified_ids(release, tmp_path):
+    edit_table(release, CHATS, number_from_zero("user2"))
+    edit_table(release, SEARCHES, number_from_zero("user2"))
+    ids = ids_by_user(load("histories", source=release, cache_dir=tmp_path))
+    assert ids["user2"][0] == "chat:0" and "search:0" in ids["user2"]
+    assert all(":" not in i for user, user_ids in ids.items() if user != "user2" for i in user_ids)
+    bench = load("benchmark", source=release, cache_dir=tmp_path)
+    assert all(row["history_ids"] == ids[row["user"]] for row in bench)
+
+
+def test_duplicate_session_after_qualifying_is_still_an_error(release, tmp_path):
+    edit_table(release, CHATS, number_from_zero())
+    edit_table(release, SEARCHES, lambda rows: number_from_zero()(rows) + [dict(rows[0])])
+    with pytest.raises(BespokeDataError, match=r"duplicate session id 'search:0' for user\d+, already given by "
+                                               r"search_history/search_history.parquet row 0"):
+        load("histories", source=release, cache_dir=tmp_path)
+    with pytest.raises(BespokeDataError, match="duplicate session id"):
+        load("benchmark", source=release, cache_dir=tmp_path)
+
+
+# ---------------------------------------------------------------- feedback and judgments of the wrong shape
+
+def edit_judgment(row, response, dim, change):
+    def edit(rows):
+        payload = json.loads(rows[row]["evaluation_shot_value"])
+        item = payload["response_list"][response]
+        item[dim] = change(item[dim])
+        rows[row]["evaluation_shot_value"] = json.dumps(payload)
+        return rows
+    return edit
+
+
+@pytest.mark.parametrize("change, what", [
+    (lambda j: {"score": j["score"]}, "feedback missing"),
+    (lambda j: {**j, "feedback": None}, "feedback None is not a string"),
+    (lambda j: {**j, "feedback": 3}, "feedback 3 is not a string"),
+])
+def test_missing_or_non_text_feedback_warns_and_keeps_the_example(release, tmp_path, change, what):
+    edit_table(release, SHOTS, edit_judgment(1, 2, "tone", change))
+    with pytest.warns(BespokeDataWarning, match=rf"{SHOTS} row 1, field evaluation_shot_value.response_list\[2\]"
+                                                rf"\.tone\.feedback: {what}; kept the example with empty feedback"):
+        pairs = load("rj_pairs", source=release, cache_dir=tmp_path)
+    assert len(pairs) == 100
+    assert pairs[7]["tone"]["feedback"] == "" and pairs[7]["index"] == 2
+
+
+def test_feedback_key_in_another_case_is_the_same_key(release, tmp_path):
+    edit_table(release, SHOTS, edit_judgment(0, 0, "tone", lambda j: {"Score": j["score"], "Feedback": "Too curt."}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BespokeDataWarning)
+        row = load("rj_pairs", source=release, cache_dir=tmp_path)[0]
+    assert row["tone"]["feedback"] == "Too curt." and 1 <= row["tone"]["score"] <= 5
+
+
+@pytest.mark.parametrize("judgment", ["great", None, [4, "fine"]])
+def test_judgment_that_is_not_an_object_is_named_in_the_warning(release, tmp_path, judgment):
+    edit_table(release, SHOTS, edit_judgment(1, 2, "tone", lambda j: judgment))
+    with pytest.warns(BespokeDataWarning, match=rf"response_list\[2\]\.tone: dropped this example: judgment "
+                                                rf"{re.escape(repr(judgment))} is not an object") as caught:
+        pairs = load("rj_pairs", source=release, cache_dir=tmp_path)
+    assert len(pairs) == 99
+    assert not any("score None" in str(w.message) for w in caught)
+
+
+# ---------------------------------------------------------------- a local path that looks like a repo id
+
+@pytest.mark.parametrize("failure", ["offline", "not found"])
+def test_missing_folder_that_looks_like_a_repo_id_says_so(tmp_path, monkeypatch, failure):
+    from huggingface_hub.utils import LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    def fake_snapshot_download(**kwargs):  # the network boundary
+        if failure == "offline":
+            raise OfflineModeIsEnabled("offline mode is enabled")
+        raise LocalEntryNotFoundError("cannot find the requested files in the local cache")
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", fake_snapshot_download)
+    with pytest.raises(BespokeDataError, match="data/bespokee: no such local folder, and no Hub dataset repo of "
+                                               "that name could be reached") as error:
+        load("queries", source="data/bespokee", cache_dir=tmp_path)
+    assert isinstance(error.value.__cause__, (LocalEntryNotFoundError, OfflineModeIsEnabled))

@@ -92,3 +92,38 @@ def test_resolved_source_record_is_what_results_store(synthetic_hub):
     record = resolve_source(synthetic_hub).record()
     assert record["source"] == str(synthetic_hub) and record["revision"] is None
     assert len(record["fingerprint"]) == 64
+
+
+def test_export_into_a_repo_clone_keeps_what_is_not_the_export(synthetic_hub, synthetic_github, tmp_path):
+    out = tmp_path / "clone"
+    (out / ".git" / "objects").mkdir(parents=True)
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (out / ".gitattributes").write_text("*.parquet filter=lfs\n")
+    (out / "NOTES.md").write_text("mine")
+    (out / "README.md").write_text("an old card")
+    export(synthetic_hub, out, cache_dir=tmp_path / "cache")
+    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n" and (out / ".git" / "objects").is_dir()
+    assert (out / ".gitattributes").read_text() == "*.parquet filter=lfs\n" and (out / "NOTES.md").read_text() == "mine"
+    meta, _ = card_yaml(out)
+    assert [c["config_name"] for c in meta["configs"]] == list(CONFIGS)
+    assert sorted(p.name for p in out.iterdir()) == sorted([".git", ".gitattributes", "NOTES.md", "README.md",
+                                                            *CONFIGS])
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    # a source without histories: the stale histories folder of the previous export goes, the rest stays
+    export(synthetic_github, out, cache_dir=tmp_path / "cache")
+    assert not (out / "histories").exists()
+    assert (out / ".git" / "HEAD").exists() and (out / "NOTES.md").exists()
+    bench = datasets.load_dataset(str(out), "benchmark", split="test", cache_dir=str(tmp_path / "hf"))
+    assert len(bench) == 20
+
+
+def test_one_synthetic_marker(tmp_path):
+    import inspect
+
+    from bespoke_dataset import source, synthetic
+
+    assert export_module.SYNTHETIC_MARKER is source.SYNTHETIC_MARKER
+    assert '"SYNTHETIC.md"' not in inspect.getsource(synthetic) + inspect.getsource(export_module)
+    release = synthetic.write_release(tmp_path / "r", users=1, queries_per_user=1, sessions=4, shots_per_query=1,
+                                      meta_test_per_query=1)
+    assert (release / source.SYNTHETIC_MARKER).is_file()

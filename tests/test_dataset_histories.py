@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bespoke_dataset.histories import chat_turns, first_timestamp, parse_history
+import pytest
+
+from bespoke_dataset.histories import chat_turns, first_timestamp, parse_history, urls
 
 
 def test_chat_transcript():
@@ -15,7 +17,7 @@ def test_chat_transcript():
         {"role": "assistant", "content": "Patch the tube.\nSee https://bikes.example.org/patch."},
         {"role": "user", "content": "Thanks!"},
     ]
-    assert parsed["urls"] == ["https://bikes.example.org/patch."]
+    assert parsed["urls"] == ["https://bikes.example.org/patch"]  # the sentence's full stop is not the URL's
     assert parsed["search_queries"] == []
 
 
@@ -46,3 +48,22 @@ def test_json_message_lists_are_turns():
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     assert chat_turns('[{"role": "user"}]') == []  # not messages: no labelled lines either
     assert chat_turns("[not json\nUser: hi") == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("See https://a.example.org/x.", ["https://a.example.org/x"]),
+    ("first https://a.example.org/x, then https://b.example.org/y; done", ["https://a.example.org/x",
+                                                                         "https://b.example.org/y"]),
+    ("really? https://a.example.org/x?! yes: https://b.example.org/y:", ["https://a.example.org/x",
+                                                                        "https://b.example.org/y"]),
+    ("(see https://a.example.org/x)", ["https://a.example.org/x"]),
+    ("[https://a.example.org/x]", ["https://a.example.org/x"]),
+    ("[a link](https://a.example.org/x).", ["https://a.example.org/x"]),
+    ("https://en.wikipedia.org/wiki/Foo_(bar) and (https://en.wikipedia.org/wiki/Foo_(bar)).",
+     ["https://en.wikipedia.org/wiki/Foo_(bar)"]),
+    ("https://a.example.org/search?q=1&x=[2]", ["https://a.example.org/search?q=1&x=[2]"]),
+    ("https://a.example.org/x. https://a.example.org/x", ["https://a.example.org/x"]),
+])
+def test_urls_lose_trailing_punctuation_and_unbalanced_brackets(text, expected):
+    assert urls(text) == expected
+    assert parse_history(text, "search")["urls"] == expected

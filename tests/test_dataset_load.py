@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import datasets
@@ -11,8 +12,18 @@ import pytest
 from dataset_helpers import copy_release, edit_table
 
 import bespoke_dataset
-from bespoke_dataset import CONFIGS, FEATURES, BespokeDataError, load, normalise_query_id, resolve_source
+from bespoke_dataset import (
+    CONFIGS,
+    FEATURES,
+    BespokeDataError,
+    BespokeDataWarning,
+    load,
+    normalise_query_id,
+    query_key,
+    resolve_source,
+)
 from bespoke_dataset.builder import BespokeBuilder
+from bespoke_dataset.raw import RawRelease
 
 SHARED = ("queries", "rj_pairs", "meta_test", "gold_claims", "rubrics")
 
@@ -176,12 +187,80 @@ def test_unknown_sources_and_configs_are_refused(synthetic_hub, tmp_path):
 
 
 @pytest.mark.parametrize("raw, expected", [(6, "6"), ("6", "6"), ("06", "6"), ("query-id_6", "6"),
-                                           ("query_id_12", "12"), (" Query-ID 3 ", "3"), (4.0, "4")])
+                                           ("query_id_12", "12"), (" Query-ID 3 ", "3"), (4.0, "4"),
+                                           ("query_6", "6"), ("query6", "6"), ("Query-ID 6", "6"), ("q6", "6"),
+                                           ("Q_06", "6"), ("6.0", "6"), ("query-id_6.0", "6"), ("0", "0")])
 def test_query_ids_are_normalised(raw, expected):
     assert normalise_query_id(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["six", "query-id_", "6a", 4.5, -1, None, True, "6/7"])
+@pytest.mark.parametrize("raw", ["six", "query-id_", "6a", 4.5, -1, None, True, "6/7", "6.5", "6.", "q", "",
+                                 "query 6 7", "query-id_6.5", "user6", "-6"])
 def test_unreadable_query_ids_are_refused(raw):
     with pytest.raises(ValueError, match="not a query id"):
         normalise_query_id(raw)
+
+
+def test_query_key_is_canonical():
+    assert query_key("user2", "query-id_06") == query_key("user2", 6) == query_key("user2", "6.0") == "user2/6"
+    with pytest.raises(ValueError, match="not a query id"):
+        query_key("user2", "six")
+
+
+def test_github_rubric_with_crlf_gives_the_hub_string(synthetic_hub, synthetic_github, tmp_path):
+    github = copy_release(synthetic_github, tmp_path / "github")
+    file = min((github / "personalized_rubric" / "user2").glob("*.txt"))
+    original = file.read_bytes().decode("utf-8")
+    file.write_bytes((original.replace("\n", "  \r\n") + "\r\n").encode("utf-8"))
+    raw = {row.where: row for row in RawRelease(github).rows("personalized_rubric")}
+    assert "\r\n" in raw[file.relative_to(github).as_posix()].fields["personalized_rubric_value"]  # kept as written
+    hub = copy_release(synthetic_hub, tmp_path / "hub")
+    edit_table(hub, "personalized_rubric/personalized_rubric.parquet",  # the other layout, the same edit
+               lambda rows: [{**r, "personalized_rubric_value": r["personalized_rubric_value"] + "\n"} for r in rows])
+    from_github = load("rubrics", source=github, cache_dir=tmp_path / "c").to_list()
+    assert from_github == load("rubrics", source=synthetic_github, cache_dir=tmp_path / "c").to_list()
+    assert from_github == load("rubrics", source=hub, cache_dir=tmp_path / "c").to_list()
+    assert from_github == load("rubrics", source=synthetic_hub, cache_dir=tmp_path / "c").to_list()
+    assert all("\r" not in r["rubric"] and r["rubric"] == r["rubric"].rstrip() for r in from_github)
+
+
+def test_warnings_of_a_build_are_repeated_when_the_cache_serves_it(synthetic_hub, tmp_path, monkeypatch):
+    release = copy_release(synthetic_hub, tmp_path / "release")
+    edit_table(release, "personalized_rubric/personalized_rubric.parquet", lambda rows: rows[1:])
+    counter = BuildCounter(monkeypatch)
+    with pytest.warns(BespokeDataWarning, match="benchmark: dropped query") as first:
+        load("benchmark", source=release, cache_dir=tmp_path / "cache")
+    with pytest.warns(BespokeDataWarning, match="benchmark: dropped query") as second:
+        load("benchmark", source=release, cache_dir=tmp_path / "cache")
+    assert counter.builds == ["benchmark"]  # the second load was served from the cache
+    ours = [[(w.category, str(w.message)) for w in caught if issubclass(w.category, BespokeDataWarning)]
+            for caught in (first, second)]
+    assert ours[0] == ours[1] and len(ours[0]) == 1
+    assert ours[0][0][0] is BespokeDataWarning
+
+
+def test_clean_data_builds_with_no_warning(synthetic_hub, tmp_path):
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", BespokeDataWarning)
+            load("benchmark", source=synthetic_hub, cache_dir=tmp_path)
+
+
+def test_one_default_cache_dir(monkeypatch, tmp_path):
+    from bespoke_dataset import loading, source
+
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "c"))
+    assert loading.default_cache_dir is source.default_cache_dir
+    assert source.default_cache_dir() == tmp_path / "c"
+    assert source.default_cache_dir("datasets") == tmp_path / "c" / "datasets"
+    monkeypatch.delenv("BESPOKE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert source.default_cache_dir("embeddings") == tmp_path / "xdg" / "bespoke" / "embeddings"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert source.default_cache_dir() == Path.home() / ".cache" / "bespoke"
+
+
+def test_load_without_cache_dir_uses_the_default(synthetic_hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path))
+    load("queries", source=synthetic_hub)
+    assert list((tmp_path / "datasets").rglob("dataset_info.json"))
