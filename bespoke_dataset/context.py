@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bespoke_dataset.keys import query_key
 from bespoke_dataset.retrieval import Retriever
 
 CONTEXTS: tuple[str, ...] = (
@@ -144,9 +145,11 @@ def pack_sessions(
     counter: TokenCounter,
     *,
     separator: str = "\n\n",
+    truncate_overflow: bool = True,
 ) -> Packed:
     """Formatted sessions, in the given order, until `budget` tokens are used; the session that
-    overflows is truncated when at least `MIN_TRUNCATED_TOKENS` of it fit."""
+    overflows is truncated when at least `MIN_TRUNCATED_TOKENS` of it fit (with `truncate_overflow`
+    False it is left out whole, for a next chunk to show it)."""
     pieces: list[str] = []
     included: list[str] = []
     used = 0
@@ -158,7 +161,7 @@ def pack_sessions(
         size = counter.count(piece)
         if size > room:
             truncated = True
-            if room >= MIN_TRUNCATED_TOKENS:
+            if truncate_overflow and room >= MIN_TRUNCATED_TOKENS:
                 pieces.append(counter.truncate(piece, room))
                 included.append(str(session["id"]))
             break
@@ -180,13 +183,14 @@ def chunk_sessions(
     *,
     max_chunks: int | None = None,
 ) -> list[Packed]:
-    """Split sessions, in order, into consecutive chunks of at most `chunk_tokens` tokens each (a
-    session longer than a chunk is truncated to one chunk); at most `max_chunks` chunks."""
+    """Split sessions, in order, into consecutive chunks of at most `chunk_tokens` tokens each; a
+    session that does not fit what is left of a chunk starts the next one, and only a session longer
+    than a whole chunk is truncated (to one chunk). At most `max_chunks` chunks."""
     chunks: list[Packed] = []
     start = 0
     while start < len(sessions) and (max_chunks is None or len(chunks) < max_chunks):
-        packed = pack_sessions(sessions[start:], chunk_tokens, counter)
-        if not packed.included:  # a chunk smaller than MIN_TRUNCATED_TOKENS: cut the session anyway
+        packed = pack_sessions(sessions[start:], chunk_tokens, counter, truncate_overflow=False)
+        if not packed.included:  # the session alone is larger than a chunk: cut it to one
             text = counter.truncate(format_session(sessions[start]), chunk_tokens)
             packed = Packed(text, counter.count(text), (str(sessions[start]["id"]),), True)
         chunks.append(packed)
@@ -234,7 +238,7 @@ class UserContext:
 
     @property
     def key(self) -> str:
-        return f"{self.user}/{self.query_id}"
+        return query_key(self.user, self.query_id)
 
 
 def render(kind: str, body: str, budget: int, counter: TokenCounter) -> tuple[str, int]:
@@ -268,7 +272,7 @@ class ContextSettings:
 
 
 def _row_key(row: Mapping[str, Any]) -> str:
-    return f"{row['user']}/{row['query_id']}"
+    return query_key(str(row["user"]), row["query_id"])
 
 
 def select_sessions(

@@ -30,15 +30,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from bespoke_dataset.source import default_cache_dir
+
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 RRF_K = 60
 """The constant of reciprocal-rank fusion, 1/(k + rank); 60 is the value of Cormack et al. (2009)."""
 RETRIEVERS = ("dense", "bm25", "hybrid")
-
-
-def default_cache_dir() -> Path:
-    """`$BESPOKE_CACHE` or `~/.cache/bespoke`."""
-    return Path(os.environ.get("BESPOKE_CACHE") or Path.home() / ".cache" / "bespoke")
 
 
 @dataclass(frozen=True)
@@ -255,10 +252,17 @@ class BM25:
         import bm25s
 
         self.size = len(texts)
-        self._index = bm25s.BM25()
-        self._index.index(_bm25_tokens(texts), show_progress=False)
+        tokens = _bm25_tokens(texts)
+        self._index: Any = None
+        # Texts that are all empty or stopwords leave no term to index (bm25s then fails on an empty
+        # vocabulary); such an index matches nothing.
+        if any(tokens):
+            self._index = bm25s.BM25()
+            self._index.index(tokens, show_progress=False)
 
     def scores(self, query: str) -> np.ndarray:
+        if self._index is None:
+            return np.zeros(self.size, dtype=np.float32)
         tokens = _bm25_tokens([query])[0]
         if not tokens:  # a query of stopwords only matches nothing
             return np.zeros(self.size, dtype=np.float32)
@@ -266,12 +270,16 @@ class BM25:
 
 
 class BM25Retriever:
+    """Lexical retrieval. Only sessions sharing a term with the query are hits (score > 0): the rest
+    have no lexical evidence, and ranking them (in history order) would bias a fusion toward them."""
+
     name = "bm25"
 
     def __init__(self) -> None:
         self._index: dict[str, tuple[list[str], BM25]] = {}
 
     def fit(self, sessions: Iterable[Mapping[str, Any]]) -> None:
+        # A user whose sessions are all empty or stopwords gets an empty index: no hits, no crash.
         self._index = {user: (ids, BM25(texts)) for user, (ids, texts) in _group_by_user(sessions).items()}
 
     def search(self, queries: Sequence[tuple[str, str]], k: int) -> list[list[Hit]]:
@@ -280,7 +288,7 @@ class BM25Retriever:
             if user not in self._index:
                 raise _unknown_user(user)
             ids, index = self._index[user]
-            results.append(_top_k(ids, index.scores(text), k))
+            results.append([hit for hit in _top_k(ids, index.scores(text), k) if hit.score > 0])
         return results
 
     def describe(self) -> dict[str, Any]:

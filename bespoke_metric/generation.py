@@ -14,7 +14,7 @@ and asks the system model through the scheduler. The LLM work around it lives he
   query text.
 
 Everything a run produces sits beside the predictions file `NAME.jsonl`:
-`NAME.run.json` (the `system` block: models, context configuration, settings), `NAME.profiles.jsonl`
+`NAME.run.json` (the `system` block: models, context configuration, settings, data), `NAME.profiles.jsonl`
 (profiles and query expansions, for inspection and reuse), and `NAME.cache.sqlite` (every LLM call).
 Predictions are appended as they are generated, so a killed run, started again with the same output,
 generates only what is missing; calls that finished before the kill come from the cache.
@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.context import (
     CONTEXTS,
@@ -63,6 +63,7 @@ from bespoke_dataset.retrieval import (
 from .backends import make_backend
 from .backends.base import Backend, Request, Usage
 from .cache import Cache
+from .parsing import ParseError, strip_reasoning
 from .scheduler import CallResult, ProgressBar, run_requests_sync
 
 log = logging.getLogger(__name__)
@@ -268,19 +269,22 @@ def sidecar(output: Path, suffix: str) -> Path:
 
 def read_done(output: Path) -> dict[str, dict[str, Any]]:
     """Predictions already in `output`, by `user/query_id`. A torn last line (a run killed while
-    writing) is dropped from the file; any other bad line is an error naming it."""
+    writing, possibly in the middle of a multi-byte character) is dropped from the file; any other bad
+    line is an error naming it."""
     if not output.exists():
         return {}
-    lines = output.read_text(encoding="utf-8").split("\n")
+    # Split the bytes, not the text: a kill can cut a character in two, and only that line is damaged.
+    lines = output.read_bytes().split(b"\n")
     done: dict[str, dict[str, Any]] = {}
     kept: list[str] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, raw in enumerate(lines, start=1):
         try:
+            line = raw.decode("utf-8")
+            if not line.strip():
+                continue
             record = json.loads(line)
-            key = f"{record['user']}/{record['query_id']}"
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            key = query_key(str(record["user"]), record["query_id"])
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             if number == len(lines):  # the unterminated last line of an interrupted write
                 log.warning("%s: dropping an incomplete last line", output)
                 atomic_write_text(output, "".join(f"{k}\n" for k in kept))
@@ -289,7 +293,7 @@ def read_done(output: Path) -> dict[str, dict[str, Any]]:
         done[key] = record
         kept.append(line)
     else:
-        if kept and lines[-1] != "":  # a complete last record without its newline: add it
+        if kept and lines[-1] != b"":  # a complete last record without its newline: add it
             atomic_write_text(output, "".join(f"{k}\n" for k in kept))
     return done
 
@@ -357,24 +361,25 @@ class LLMProfiler:
         for (task, _), result in zip(notes_for, results):
             notes.setdefault(task.key, []).append(result)
         finished: dict[str, str] = {}
-        to_merge: list[ProfileTask] = []
+        to_merge: list[tuple[ProfileTask, list[str]]] = []
         for task in todo:
-            found = notes.get(task.key, [])
-            errors = [r.error for r in found if not r.ok]
+            found = [final_text(r) for r in notes.get(task.key, [])]
+            errors = [error for _, error in found if error is not None]
             if errors:
                 self.failed[task.key] = f"profile notes failed: {errors[0]}"
             elif len(found) == 1:
-                finished[task.key] = found[0].text or ""
+                finished[task.key] = found[0][0] or ""
             elif not found:  # a user without history sessions: nothing to describe
                 finished[task.key] = ""
             else:
-                to_merge.append(task)
-        merged = self._run([merge_request(t, [r.text or "" for r in notes[t.key]], self.max_tokens) for t in to_merge], "profile merge")
-        for task, result in zip(to_merge, merged):
-            if result.ok:
-                finished[task.key] = result.text or ""
+                to_merge.append((task, [text or "" for text, _ in found]))
+        merged = self._run([merge_request(t, texts, self.max_tokens) for t, texts in to_merge], "profile merge")
+        for (task, _), result in zip(to_merge, merged):
+            text, error = final_text(result)
+            if error is None:
+                finished[task.key] = text or ""
             else:
-                self.failed[task.key] = f"profile merge failed: {result.error}"
+                self.failed[task.key] = f"profile merge failed: {error}"
         self.store.add(
             {"kind": task.kind, "key": task.key, "user": task.user, "query": task.query, "text": finished[task.key], "session_ids": list(task.session_ids), "chunks": len(task.chunks)}
             for task in todo
@@ -397,7 +402,7 @@ def expand_queries(
     """(`user/query_id` -> retrieval text, `user/query_id` -> failure reason) for query expansion `kind`:
     the query followed by the profiler's expansion."""
     store_kind = f"expansion:{kind}"
-    keys = [f"{row['user']}/{row['query_id']}" for row in rows]
+    keys = [_row_key(row) for row in rows]
     todo = [(key, row) for key, row in zip(keys, rows) if store.get(store_kind, key) is None]
     failed: dict[str, str] = {}
     if todo:
@@ -406,18 +411,31 @@ def expand_queries(
                 backend, [expansion_request(str(row["query"]), kind, max_tokens) for _, row in todo],
                 cache=cache, key_extra=_key_extra("expansion"), progress=bar, usage=usage,
             )
+        texts = [final_text(result) for result in results]
         store.add(
-            {"kind": store_kind, "key": key, "user": str(row["user"]), "query": str(row["query"]), "text": result.text or ""}
-            for (key, row), result in zip(todo, results)
-            if result.ok
+            {"kind": store_kind, "key": key, "user": str(row["user"]), "query": str(row["query"]), "text": text or ""}
+            for (key, row), (text, error) in zip(todo, texts)
+            if error is None
         )
-        failed = {key: f"query expansion failed: {result.error}" for (key, _), result in zip(todo, results) if not result.ok}
+        failed = {key: f"query expansion failed: {error}" for (key, _), (_, error) in zip(todo, texts) if error is not None}
     expanded = {key: f"{row['query']}\n{store.get(store_kind, key)}" for key, row in zip(keys, rows) if key not in failed}
     return expanded, failed
 
 
 def _key_extra(purpose: str) -> dict[str, str]:
     return {"purpose": purpose, "generation_prompt_version": GENERATION_PROMPT_VERSION}
+
+
+def final_text(result: CallResult) -> tuple[str | None, str | None]:
+    """`(text, None)`: a model's answer without its reasoning block (`<think>...</think>`, a gpt-oss
+    analysis channel), stripped; or `(None, reason)` when there is none: the call failed, or a reasoning
+    block was opened and never closed (the answer was cut off before it began)."""
+    if not result.ok:
+        return None, result.error
+    try:
+        return strip_reasoning(result.text or ""), None
+    except ParseError as error:
+        return None, error.reason
 
 
 # ---------------------------------------------------------------- the run
@@ -445,36 +463,58 @@ def _describe_search(hook: SearchHook | None) -> dict[str, Any] | None:
 
 
 def _check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> None:
-    """Refuse to add to predictions made under other settings."""
+    """Refuse to add to predictions made under other settings or from other data (`system["data"]`)."""
     if not (output.exists() and manifest.exists()):
         return
     before = json.loads(manifest.read_text(encoding="utf-8"))
     if before != json.loads(json.dumps(system)):
         changed = sorted(k for k in set(before) | set(system) if before.get(k) != json.loads(json.dumps(system.get(k))))
+        what = "from other data" if changed == ["data"] else "with other settings"
         raise GenerationError(
-            f"{manifest} records a run with other settings (differs in: {', '.join(changed)}); "
+            f"{manifest} records a run {what} (differs in: {', '.join(changed)}); "
             "use another --output, or delete the old predictions to start over"
         )
 
 
 def _row_key(row: Mapping[str, Any]) -> str:
-    return f"{row['user']}/{row['query_id']}"
+    return query_key(str(row["user"]), row["query_id"])
+
+
+def rows_fingerprint(rows: Iterable[Mapping[str, Any]]) -> str:
+    """SHA-256 of rows as canonical JSON (keys sorted, values not JSON-native written as strings)."""
+    canonical = json.dumps([dict(row) for row in rows], sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def _load_data(
     source: str | os.PathLike[str], revision: str | None, queries: Sequence[Mapping[str, Any]] | None,
     histories: Sequence[Mapping[str, Any]] | None, context: str, limit: int | None,
-) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-    """(query rows, history sessions), loaded from `source` where not given."""
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], dict[str, Any]]:
+    """(query rows, history sessions, the `data` block), loaded from `source` where not given.
+
+    The `data` block records what the predictions are made from: the source's record (`source`,
+    `revision`, content `fingerprint`) when anything is loaded from it, and the SHA-256 of the rows given
+    directly (`queries_sha256`, `histories_sha256`). History given but not used is not recorded."""
     import bespoke_dataset
 
+    needs_history = context not in ("none", "oracle")
+    data: dict[str, Any] = {}
+    if queries is None or (histories is None and needs_history):
+        resolved = resolve_source(source, revision)  # resolved and fingerprinted once, for every load
+        data.update(resolved.record())
     if queries is None:
-        queries = list(bespoke_dataset.load("queries", source=source, revision=revision))
-    if histories is None:
-        needs_history = context not in ("none", "oracle")
-        histories = list(bespoke_dataset.load("histories", source=source, revision=revision)) if needs_history else []
-    rows = list(queries)
-    return (rows[:limit] if limit is not None else rows), list(histories)
+        queries = list(bespoke_dataset.load("queries", source=resolved))
+    else:
+        queries = list(queries)
+        data["queries_sha256"] = rows_fingerprint(queries)
+    if not needs_history:
+        histories = []
+    elif histories is None:
+        histories = list(bespoke_dataset.load("histories", source=resolved))
+    else:
+        histories = list(histories)
+        data["histories_sha256"] = rows_fingerprint(histories)
+    return (queries[:limit] if limit is not None else queries), histories, data
 
 
 def generate(
@@ -508,7 +548,7 @@ def generate(
         profiler: the model writing profiles and query expansions; default: the system model.
         retriever: `dense` | `bm25` | `hybrid`, or a `Retriever`, for the `selected-*` contexts.
         embedding_model, embedding_cache_dir: the dense retriever's sentence-transformers model and
-            where its vectors are cached (default `$BESPOKE_CACHE` or `~/.cache/bespoke`).
+            where its vectors are cached (default: `bespoke_dataset.source.default_cache_dir()`).
         search: a search hook `search(query) -> [{"title", "url", "text"}]`, or a folder of documents
             searched with BM25 (`DocumentCollection`); its results go into every prompt.
         tokenizer: the tokenizer to count budgets with, when the model spec does not name one.
@@ -516,14 +556,16 @@ def generate(
         cache: the SQLite file of LLM calls (default: beside the predictions).
         backend_options, profiler_options: keyword arguments for `make_backend`.
 
-    Raises `GenerationError` when `output` holds predictions made under other settings. Queries that
-    could not be answered are listed in the report's `failed`; a rerun retries them.
+    Raises `GenerationError` when `output` holds predictions made under other settings or from other
+    data. Every answer, profile and expansion is stored without the model's reasoning block; one whose
+    reasoning never closed counts as failed. Queries that could not be answered are listed in the
+    report's `failed`; a rerun retries them.
     """
     started = time.perf_counter()
     settings = settings or GenerationSettings()
     settings.check()
     output = Path(output)
-    rows, histories = _load_data(source, revision, queries, histories, settings.context, limit)
+    rows, histories, data = _load_data(source, revision, queries, histories, settings.context, limit)
     with contextlib.ExitStack() as stack:
         system_backend, spec = _open_backend(model, backend_options, stack)
         profiler_backend, profiler_spec = None, None
@@ -551,6 +593,7 @@ def generate(
             "retriever": retriever_object.describe() if retriever_object is not None else None,
             "search": _describe_search(search_hook),
             "settings": settings_block,
+            "data": data,
         }
         manifest = sidecar(output, ".run.json")
         _check_resume(output, manifest, system)
@@ -563,6 +606,7 @@ def generate(
                 call_cache = cache
             else:
                 call_cache = stack.enter_context(Cache(cache if cache is not None else sidecar(output, ".cache.sqlite")))
+            # Covers models, settings and data: profiles of another configuration or other data are not reused.
             fingerprint = hashlib.sha256(json.dumps(system, sort_keys=True).encode()).hexdigest()[:16]
             store = ProfileStore(sidecar(output, ".profiles.jsonl"), fingerprint)
             failures: dict[str, str] = {}
@@ -625,9 +669,9 @@ def _generate_answers(
             ]
             answers = run_requests_sync(backend, requests, cache=cache, key_extra=_key_extra("answer"), progress=bar, usage=report.usage)
             for (row, context), results, answer in zip(group, found, answers):
-                text = (answer.text or "").strip()
-                if not answer.ok or not text:
-                    reason = answer.error or "the model returned an empty answer"
+                text, error = final_text(answer)
+                if error is not None or not text:
+                    reason = error or "the model returned an empty answer"
                     report.failed.append({"user": context.user, "query_id": context.query_id, "reason": reason})
                     continue
                 record = {

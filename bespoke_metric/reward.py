@@ -13,6 +13,10 @@ A completion the judge failed on (for a metric that has weight) gets `failure_va
 TRL turns None into NaN, leaves it out of the weighted sum over reward functions, and warns when every
 reward function returned None for a sample (the sample then gets reward 0). Pass a number to use that
 instead. Failures are also logged.
+
+A completion is judged without its reasoning block (`<think>...</think>`, a gpt-oss analysis channel).
+A completion whose reasoning never closes has no answer: it is not judged and gets `failure_value` too
+(with the default None and no other reward function, TRL then gives it 0, the lowest reward).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from bespoke_dataset import DEFAULT_SOURCE, query_key
 from .judge import METRICS, ItemResult, Judge, JudgeItem
 from .judges import make_judge
 from .metrics import REGISTRY
+from .parsing import ParseError, strip_reasoning
 from .scheduler import run_sync
 from .scoring import load_benchmark
 
@@ -39,7 +44,12 @@ RewardFn = Callable[..., list[float | None]]
 
 def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
     """The response text of a completion: a string (standard format) or a list of chat messages
-    (conversational format), of which the last assistant message is the response."""
+    (conversational format), of which the last assistant message is the response; without its
+    reasoning block. Raises `ParseError` when a reasoning block opens and never closes."""
+    return strip_reasoning(_raw_completion_text(completion))
+
+
+def _raw_completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
     if isinstance(completion, str):
         return completion
     for message in reversed(list(completion)):
@@ -97,15 +107,27 @@ def make_reward_fn(
         users, query_ids = columns["user"], columns["query_id"]
         if not len(users) == len(query_ids) == len(completions):
             raise ValueError(f"{len(completions)} completions but {len(users)} users and {len(query_ids)} query ids")
-        items = []
+        items: list[JudgeItem] = []
+        judged: list[int] = []  # positions of the completions that have an answer to judge
         for index, (user, query_id, completion) in enumerate(zip(users, query_ids, completions)):
             key = query_key(user, query_id)
             if key not in benchmark:
                 raise ValueError(f"completion {index}: no BESPOKE query {key} in {os.fspath(source)}")
-            items.append(JudgeItem(benchmark[key], completion_text(completion)))
-        results = run_sync(judge_object.judge(items))
-        rewards = [item_reward(result, chosen) for result in results]
-        failed = sum(r is None for r in rewards)
+            try:
+                text = completion_text(completion)
+            except ParseError:  # reasoning that never closed: no answer to judge
+                continue
+            items.append(JudgeItem(benchmark[key], text))
+            judged.append(index)
+        rewards: list[float | None] = [None] * len(completions)
+        unanswered = len(completions) - len(judged)
+        if items:
+            results = run_sync(judge_object.judge(items))
+            for index, result in zip(judged, results):
+                rewards[index] = item_reward(result, chosen)
+        if unanswered:
+            logger.warning("BESPOKE reward: %d of %d completions never closed their reasoning block (no answer); they get %r", unanswered, len(rewards), failure_value)
+        failed = sum(r is None for r in rewards) - unanswered
         if failed:
             logger.warning("BESPOKE reward: the judge failed on %d of %d completions; they get %r", failed, len(rewards), failure_value)
         return [failure_value if r is None else r for r in rewards]

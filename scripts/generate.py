@@ -57,14 +57,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--revision", help="Hub revision of the data")
 
 
+def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The system-model engine flags that were given."""
+    flags = {"base_url": args.model_base_url, "api_key": args.model_api_key, "batch_size": args.batch_size}
+    return {name: value for name, value in flags.items() if value is not None}
+
+
 def _backend_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Only the options the spec's engine takes."""
-    engine = spec.partition(":")[0]
-    if engine == "openai":
-        return {"base_url": args.model_base_url, "api_key": args.model_api_key}
-    if engine == "hf":
-        return {"batch_size": args.batch_size}
-    return {}
+    """Every engine flag given, for the system model: `make_backend` rejects (ValueError) a flag its
+    engine does not take, so `--batch-size` with a `vllm:` model is an error, not silently ignored."""
+    return _engine_flags(args)
+
+
+_SHARED_WITH_PROFILER = {"openai": ("base_url", "api_key"), "hf": ("batch_size",)}
+
+
+def _profiler_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The engine flags name the system model's endpoint and batch size; a `--profiler` of another
+    engine cannot use them, so it gets only those its engine takes (the same endpoint for an `openai:`
+    profiler, the same batch size for an `hf:` one)."""
+    shared = _SHARED_WITH_PROFILER.get(spec.partition(":")[0], ())
+    return {name: value for name, value in _engine_flags(args).items() if name in shared}
 
 
 def settings_from(args: argparse.Namespace) -> GenerationSettings:
@@ -95,7 +108,7 @@ def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
         limit=args.limit,
         cache=args.generation_cache,
         backend_options=_backend_options(args.model, args),
-        profiler_options=_backend_options(args.profiler, args) if args.profiler else None,
+        profiler_options=_profiler_options(args.profiler, args) if args.profiler else None,
     )
 
 

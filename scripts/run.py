@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
     try:
         results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, system=system, **judge_options(args))
-    except PredictionError as error:
+    except (PredictionError, ValueError) as error:  # bad predictions or judge options: a message, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
     write_results(results, output)

@@ -113,6 +113,28 @@ def test_chunks_cover_sessions_in_order_within_the_chunk_budget(counter: TokenCo
     assert all(counter.count(chunk.text) <= 10 for chunk in tiny)
 
 
+
+def test_chunks_show_every_session_whole_when_each_fits_a_chunk(counter: TokenCounter) -> None:
+    sessions = make_sessions()[:12]
+    sizes = [counter.count(format_session(s)) for s in sessions]
+    # One token short of the first two sessions: packing alone would show the second one cut.
+    chunk_tokens = sizes[0] + counter.count("\n\n") + sizes[1] - 1
+    assert max(sizes) <= chunk_tokens and sizes[1] - 1 >= MIN_TRUNCATED_TOKENS
+    cut = pack_sessions(sessions, chunk_tokens, counter)
+    assert cut.included == (sessions[0]["id"], sessions[1]["id"]) and format_session(sessions[1]) not in cut.text
+
+    chunks = chunk_sessions(sessions, chunk_tokens, counter)
+    assert [i for chunk in chunks for i in chunk.included] == [s["id"] for s in sessions]  # each once, in order
+    assert all(counter.count(chunk.text) <= chunk_tokens for chunk in chunks)
+    for chunk in chunks:  # every session shown whole, in the chunk that lists it
+        by_id = {s["id"]: s for s in sessions}
+        assert chunk.text == "\n\n".join(format_session(by_id[i]) for i in chunk.included)
+    # A session larger than a whole chunk is still cut to one chunk.
+    single = chunk_sessions(sessions[:2], sizes[0] - 10, counter)
+    assert [c.included for c in single] == [(sessions[0]["id"],), (sessions[1]["id"],)]
+    assert single[0].truncated and counter.count(single[0].text) <= sizes[0] - 10
+
+
 @pytest.mark.parametrize("kind", CONTEXTS)
 def test_every_context_fits_the_budget(kind: str, counter: TokenCounter) -> None:
     calls: list[list[ProfileTask]] = []
