@@ -22,13 +22,7 @@ def atomic_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-        os.replace(tmp, target)
-        shutil.rmtree(old)
-    else:
-        os.replace(tmp, target)
+    _replace(tmp, target)
 
 
 def _replace(source: Path, target: Path) -> None:
