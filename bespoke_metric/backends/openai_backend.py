@@ -308,13 +308,16 @@ class OpenAIBackend:
         except (AttributeError, IndexError, TypeError, ValueError, openai.APIResponseValidationError) as err:
             raise _Failure(f"malformed response from the server: {_short(str(err))}", retryable=True) from None
 
+    def _output_limit(self, request: Request) -> int | None:
+        """The output token cap to send: a reasoning model spends hidden tokens first, so the request's own
+        budget would starve it; it gets `reasoning_max_tokens` (None: no cap)."""
+        return self.reasoning_max_tokens if self.reasoning else request.max_tokens
+
     def _chat_args(self, request: Request) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in request.messages]}
-        if self.reasoning:
-            if self.reasoning_max_tokens is not None:
-                args["max_completion_tokens"] = self.reasoning_max_tokens
-        else:
-            args["max_tokens"] = request.max_tokens
+        limit = self._output_limit(request)
+        if limit is not None:
+            args["max_completion_tokens" if self.reasoning else "max_tokens"] = limit
         if self.temperature is not None:
             args["temperature"] = self.temperature
         if self.reasoning_effort is not None:
@@ -329,11 +332,9 @@ class OpenAIBackend:
             "input": [{"role": m["role"], "content": m["content"]} for m in request.messages],
             "store": False,
         }
-        if self.reasoning:
-            if self.reasoning_max_tokens is not None:
-                args["max_output_tokens"] = self.reasoning_max_tokens
-        else:
-            args["max_output_tokens"] = request.max_tokens
+        limit = self._output_limit(request)
+        if limit is not None:
+            args["max_output_tokens"] = limit
         if self.temperature is not None:
             args["temperature"] = self.temperature
         if self.reasoning_effort is not None:
