@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 from bespoke_cli.generate import add_generation_arguments, generate_from, print_report
-from bespoke_cli.score import add_judge_arguments, judge_options, print_summary
+from bespoke_cli.score import add_judge_arguments, judge_options, publish
 
 from bespoke_metric.generation import GenerationError
-from bespoke_metric.predictions import PredictionError
-from bespoke_metric.scoring import failure_count, score, write_results
+from bespoke_metric.scoring import score
 
 HELP = "generate with a system model and score with a judge: one results file recording both"
 
@@ -36,17 +35,11 @@ def run(args: argparse.Namespace) -> int:
     system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
     try:
         results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, system=system, **judge_options(args))
-    except (PredictionError, ValueError) as error:  # bad predictions or judge options: a message, not a traceback
+    except ValueError as error:  # bad predictions or judge options: a message, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
-    write_results(results, output)
-    print_summary(results)
-    print(f"results written to {output}")
+    status = publish(results, str(output), strict=args.strict)
     if report.failed:
         print(f"error: {len(report.failed)} quer(ies) have no prediction; rerun to retry them", file=sys.stderr)
         return 1
-    failures = failure_count(results)
-    if failures and args.strict:
-        print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)
-        return 1
-    return 0
+    return status

@@ -75,13 +75,20 @@ def run(args: argparse.Namespace) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2
-    write_results(results, args.output)
+    return publish(results, args.output, strict=args.strict)
+
+
+def publish(results: dict, output: str, *, strict: bool) -> int:
+    """Write the results file and print its summary (shared with `bespoke run`); 1 if `strict` and any
+    judgment failed."""
+    write_results(results, output)
     print_summary(results)
-    print(f"results written to {args.output}")
-    if results["judge"].get("proxy"):
-        print(f"note: {args.judge} is a proxy judge for quick checks; its scores are not comparable with the paper's and the leaderboard refuses them")
+    print(f"results written to {output}")
+    judge = results["judge"]
+    if judge.get("proxy"):
+        print(f"note: {judge['spec']} is a proxy judge for quick checks; its scores are not comparable with the paper's and the leaderboard refuses them")
     failures = failure_count(results)
-    if failures and args.strict:
+    if failures and strict:
         print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)
         return 1
     return 0
