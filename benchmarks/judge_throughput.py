@@ -40,7 +40,7 @@ def main() -> None:
 
     import bespoke_dataset
     from bespoke_dataset.synthetic import write_release
-    from bespoke_metric.scoring import score
+    from bespoke_metric.pipeline import score
 
     work = Path(tempfile.mkdtemp(prefix="bespoke-throughput-"))
     release = write_release(work / "release")

@@ -7,7 +7,8 @@
 from .context import CONTEXTS, ContextSettings, Profiler, ProfileTask, TokenCounter, UserContext, build_contexts
 from .errors import BespokeDataError, BespokeDataWarning
 from .exporting import export, push_to_hub
-from .features import CONFIGS, DIMENSIONS, FEATURES
+from .features import CONFIGS, FEATURES
+from .vocabulary import DIMENSION_LABELS, DIMENSIONS
 from .keys import normalise_query_id, query_key
 from .loading import available_configs, load
 from .retrieval import (
@@ -26,7 +27,7 @@ __all__ = [
     "BM25Retriever", "CONTEXTS", "ContextSettings", "DEFAULT_EMBEDDING_MODEL", "DenseRetriever",
     "DocumentCollection", "HybridRetriever", "ProfileTask", "Profiler", "RETRIEVERS", "TokenCounter", "UserContext",
     "build_contexts", "make_retriever",
-    "BespokeDataError", "BespokeDataWarning", "CONFIGS", "DEFAULT_SOURCE", "DIMENSIONS", "FEATURES", "SAMPLE",
+    "BespokeDataError", "DIMENSION_LABELS", "BespokeDataWarning", "CONFIGS", "DEFAULT_SOURCE", "DIMENSIONS", "FEATURES", "SAMPLE",
     "SAMPLE_DIR", "ResolvedSource", "__version__", "available_configs", "export", "fingerprint", "load",
     "normalise_query_id", "push_to_hub", "query_key", "resolve_source",
 ]

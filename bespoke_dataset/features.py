@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from datasets import Features, List, Value
 
-DIMENSIONS: tuple[str, ...] = ("need_alignment", "content_depth", "tone", "explanation_style")
-"""The four judged dimensions, in the official order (each a 1-5 score and feedback)."""
-
-SCORE_RANGE: tuple[int, int] = (1, 5)
+from .vocabulary import DIMENSIONS
 
 
 def _judgment() -> dict[str, Features | dict]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import BespokeDataError, BespokeDataWarning
-from .features import DIMENSIONS, SCORE_RANGE
+from .vocabulary import DIMENSIONS, SCORE_RANGE
 from .histories import parse_history
 from .keys import natural_key, normalise_query_id, query_key
 from .raw import TABLES, RawRelease, RawRow

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_dir
-from .features import DIMENSIONS
+from .vocabulary import DIMENSIONS
 from .keys import query_key
 from .raw import Layout
 from .source import SAMPLE_DIR, SYNTHETIC_MARKER

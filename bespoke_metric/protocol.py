@@ -23,9 +23,8 @@ import re
 from typing import Any, Mapping, Sequence
 
 from .backends.base import Request
-from .judge import DIMENSIONS
+from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
 from .parsing import (
-    DIMENSION_LABELS,
     Judgment,
     ParseError,
     parse_batched_recall,

@@ -27,12 +27,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, query_key
 
-from .judge import METRICS, ItemResult, Judge, JudgeItem
-from .judges import make_judge
+from .judge import Judge, JudgeItem
+from .metrics import METRIC_NAMES as METRICS
+from .results import ItemResult
+from .engines import make_judge
 from .metrics import REGISTRY
 from .parsing import ParseError, strip_reasoning
 from .scheduler import run_sync
-from .scoring import load_benchmark
+from .pipeline import load_benchmark
 
 logger = logging.getLogger(__name__)
 

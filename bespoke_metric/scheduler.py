@@ -17,6 +17,7 @@ from typing import Any, Callable, Coroutine, Sequence, TypeVar
 from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, Request, Usage
 from bespoke_metric.cache import Cache, key_for
 from bespoke_metric.parsing import ParseError
+from bespoke_metric.progress import ProgressBar, ProgressHook
 
 T = TypeVar("T")
 
@@ -24,8 +25,6 @@ Parse = Callable[[int, str], Any]
 """`parse(index, text) -> value`, raising `ParseError` for an answer that cannot be read."""
 Repair = Callable[[Request, str, str], Request]
 """`repair(request, bad_text, reason) -> request` asking the model to fix its answer."""
-ProgressHook = Callable[[str, int], None]
-"""`hook(kind, n)` with kind "done", "cached" or "failed" (same as `bespoke_metric.judge.ProgressHook`)."""
 
 
 @dataclass
@@ -46,30 +45,6 @@ class CallResult:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-class ProgressBar:
-    """A tqdm progress bar usable as a `ProgressHook`: counts requests done, cached and failed."""
-
-    def __init__(self, total: int, desc: str = "calls", disable: bool | None = None) -> None:
-        from tqdm.auto import tqdm
-
-        self.counts = {"done": 0, "cached": 0, "failed": 0}
-        self._bar = tqdm(total=total, desc=desc, unit="call", disable=disable, dynamic_ncols=True)
-
-    def __call__(self, kind: str, n: int = 1) -> None:
-        self.counts[kind] = self.counts.get(kind, 0) + n
-        self._bar.set_postfix(self.counts, refresh=False)
-        self._bar.update(n)
-
-    def close(self) -> None:
-        self._bar.close()
-
-    def __enter__(self) -> "ProgressBar":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 async def run_requests(

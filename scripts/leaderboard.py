@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.leaderboard import LeaderboardError, build_leaderboard, load_results, push_to_hub, render
+from bespoke_metric.leaderboard import LeaderboardError, build_leaderboard, load_results, push_to_hub
+from bespoke_metric.report import render
 
 HELP = "rank results files (one table per judge and data revision) with 95% bootstrap intervals"
 

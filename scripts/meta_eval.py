@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from bespoke_metric.meta_eval import format_meta_eval, meta_evaluate
-from bespoke_metric.scoring import write_results
+from bespoke_metric.pipeline import write_results
 
 from .score import add_judge_arguments, judge_options
 

@@ -7,9 +7,9 @@ import sys
 from typing import TextIO
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_metric.judge import METRICS
+from bespoke_metric.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.llm_judge import RECALL_MODES
-from bespoke_metric.scoring import failure_count, score, write_results
+from bespoke_metric.pipeline import failure_count, score, write_results
 
 HELP = "score a predictions file (JSONL of user, query_id, response) with a judge"
 

@@ -60,7 +60,9 @@ def make_results():
     import numpy as np
 
     from bespoke_metric.aggregation import summarize
-    from bespoke_metric.judge import DIMENSIONS, METRICS, ItemResult
+    from bespoke_dataset.vocabulary import DIMENSIONS
+    from bespoke_metric.metrics import METRIC_NAMES as METRICS
+    from bespoke_metric.results import ItemResult
 
     def build(values, *, system="system", judge=None, data=None, proxy=False):
         judge_block = dict(judge or {"spec": "openai:gpt-5", "backend": "openai", "model": "gpt-5", "protocol_version": "1"})

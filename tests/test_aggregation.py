@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bespoke_metric.aggregation import by_user, recall_from_verdicts, summarize
-from bespoke_metric.judge import DIMENSIONS, METRICS as METRIC_NAMES, ItemResult
+from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.metrics import METRIC_NAMES
+from bespoke_metric.results import ItemResult
 from bespoke_metric.metrics import METRICS, REGISTRY
 
 

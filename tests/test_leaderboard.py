@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bespoke_cli import cli
-from bespoke_metric import leaderboard
+from bespoke_metric import leaderboard, report
 from bespoke_metric.leaderboard import LeaderboardError, build_leaderboard, compare, load_results, parse_results
 
 
@@ -76,7 +76,7 @@ def test_groups_never_mix_judges_protocols_or_data(make_results, tmp_path):
     assert ("strong", "weak") in by_systems
     assert [row.rank for row in by_systems[("strong", "weak")].rows] == [1, 2]
     assert all(row.rank == 1 for g in groups if len(g.rows) == 1 for row in g.rows)
-    text = leaderboard.to_markdown(groups)
+    text = report.to_markdown(groups)
     assert text.count("### judge") == 6 and "· 40 queries" in text
     assert "with_feedback=False" in text
 
@@ -112,7 +112,7 @@ def test_bad_files_are_named(make_results, tmp_path):
 def test_csv_has_one_line_per_system_with_bounds(make_results, tmp_path):
     paths = [_write(tmp_path, f"{name}.json", make_results(_random_values(i), system=name)) for i, name in enumerate(["x", "y"])]
     groups = build_leaderboard(load_results(paths), n_resamples=200)
-    rows = list(csv.DictReader(io.StringIO(leaderboard.to_csv(groups))))
+    rows = list(csv.DictReader(io.StringIO(report.to_csv(groups))))
     assert [r["system"] for r in rows] == [row.system for row in groups[0].rows]
     for line, row in zip(rows, groups[0].rows):
         assert float(line["average"]) == pytest.approx(row.values["average"], abs=1e-4)

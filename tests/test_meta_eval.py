@@ -12,10 +12,11 @@ from scipy import stats as sps
 import bespoke_dataset
 from bespoke_cli import cli
 from bespoke_dataset.synthetic import write_release
-from bespoke_metric.judge import DIMENSIONS, JudgeItem
-from bespoke_metric.judges import make_judge
+from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.judge import JudgeItem
+from bespoke_metric.engines import make_judge
 from bespoke_metric.meta_eval import REFERENCE, format_meta_eval, judge_variant, meta_evaluate
-from bespoke_metric.scoring import load_benchmark
+from bespoke_metric.pipeline import load_benchmark
 
 LABELS = {"need_alignment": "Need Alignment", "content_depth": "Content Depth", "tone": "Tone", "explanation_style": "Explanation Style"}
 

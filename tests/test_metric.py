@@ -8,8 +8,8 @@ import evaluate
 import pytest
 
 import bespoke_dataset
-from bespoke_metric.judge import DIMENSIONS
-from bespoke_metric.scoring import score
+from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer
 
 LOADER = str(Path(__file__).resolve().parents[1] / "loaders" / "bespoke")

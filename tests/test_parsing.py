@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bespoke_metric.judge import DIMENSIONS
+from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.parsing import (
     ParseError,
     answer_region,

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from bespoke_metric.backends.base import Request
-from bespoke_metric.judge import DIMENSIONS
+from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.protocol import (
     CLAIM_SCHEMA,
     PERSONALIZATION_SCHEMA,

@@ -10,7 +10,7 @@ import pytest
 
 import bespoke_dataset
 from bespoke_dataset.synthetic import TRUTH_FILE
-from bespoke_metric.judges import make_judge
+from bespoke_metric.engines import make_judge
 from bespoke_metric.parsing import ParseError
 from bespoke_metric.reward import completion_text, make_reward_fn
 

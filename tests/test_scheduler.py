@@ -16,7 +16,8 @@ from bespoke_metric.backends import make_backend
 from bespoke_metric.backends.base import CallError, Request, Usage
 from bespoke_metric.cache import Cache
 from bespoke_metric.parsing import ParseError
-from bespoke_metric.scheduler import ProgressBar, run_requests, run_requests_sync
+from bespoke_metric.progress import ProgressBar
+from bespoke_metric.scheduler import run_requests, run_requests_sync
 from bespoke_metric.testing.server import Fault, messages_of
 
 

@@ -2,6 +2,6 @@
 this folder). All logic lives in the installed `bespoke_metric` package (`pip install bespoke-eval`)."""
 
 import evaluate
-from bespoke_metric.hf_metric import Bespoke
+from bespoke_metric.evaluate_metric import Bespoke
 
 __all__ = ["Bespoke", "evaluate"]

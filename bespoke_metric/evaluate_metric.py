@@ -11,8 +11,8 @@ import evaluate
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.builder import CITATION
 
-from .judge import DIMENSIONS
-from .scoring import score
+from bespoke_dataset.vocabulary import DIMENSIONS
+from .pipeline import score
 
 _DESCRIPTION = """\
 BESPOKE scores how well a search-augmented LLM personalizes its answers to a real user. A judge model

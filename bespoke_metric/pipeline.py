@@ -14,10 +14,12 @@ from typing import Any, Mapping, Sequence
 import bespoke_dataset
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
+from bespoke_dataset.version import __version__
 
 from .aggregation import summarize
-from .judge import ItemResult, Judge, JudgeItem
-from .judges import make_judge
+from .judge import Judge, JudgeItem
+from .results import ItemResult
+from .engines import make_judge
 from .predictions import PredictionsInput, read_predictions
 from .scheduler import run_sync
 
@@ -76,7 +78,7 @@ def build_results(
         "data": dict(data),
         "usage": usage_block,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "bespoke_eval_version": _version(),
+        "bespoke_eval_version": __version__,
     }
     if system is not None:
         results["system"] = dict(system)
@@ -114,11 +116,3 @@ def write_results(results: Mapping[str, Any], path: str | os.PathLike[str]) -> N
     """Write a results file atomically: a crash never leaves half of one."""
     atomic_write_text(path, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
 
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("bespoke-eval")
-    except PackageNotFoundError:
-        return "unknown"

