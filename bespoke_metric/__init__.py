@@ -13,7 +13,7 @@ from typing import Any
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-from .engines import make_judge, register_judge
+from .engines import ENGINES, Engine, make_backend, make_judge, register_engine
 from .judge import Judge, JudgeItem
 from .leaderboard import build_leaderboard, compare, load_results
 from .meta_eval import meta_evaluate
@@ -26,9 +26,9 @@ from .reward import make_reward_fn
 from .generation import GenerationSettings, generate
 
 __all__ = [
-    "Bespoke", "DIMENSIONS", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",
+    "Bespoke", "DIMENSIONS", "ENGINES", "Engine", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",
     "ModelNotFoundError", "PredictionError", "__version__", "build_leaderboard", "compare", "generate",
-    "load_results", "make_judge", "make_reward_fn", "meta_evaluate", "register_judge", "score", "write_results",
+    "load_results", "make_backend", "make_judge", "make_reward_fn", "meta_evaluate", "register_engine", "score", "write_results",
 ]
 
 

@@ -185,13 +185,3 @@ class EmbedJudge:
         result.matched_claims = [m["claim"] for m in result.claim_matches if m["conveyed"]]
         result.recall = len(result.matched_claims) / len(claims)
 
-
-_OPTIONS = ("k", "temperature", "threshold", "max_shots", "device", "batch_size")
-
-
-def make_embed_judge(spec: str, **options: Any) -> EmbedJudge:
-    """The `embed` entry of the judge registry: `embed:MODEL` with the options of `EmbedJudge`."""
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ValueError(f"the embed judge does not take {', '.join(unknown)}; its options are {', '.join(_OPTIONS)}")
-    return EmbedJudge(spec.partition(":")[2] or DEFAULT_ENCODER, spec=spec, **options)

@@ -60,7 +60,7 @@ from bespoke_dataset.retrieval import (
     make_retriever,
 )
 
-from .backends import make_backend
+from .engines import make_backend
 from .backends.base import Backend, Request, Usage
 from .cache import Cache
 from .parsing import ParseError, strip_reasoning

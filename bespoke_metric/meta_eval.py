@@ -20,7 +20,7 @@ from . import stats
 from bespoke_dataset.vocabulary import DIMENSIONS
 
 from .judge import Judge, JudgeItem
-from .engines import LLM_ENGINES
+from .engines import parse_spec
 from .pipeline import load_benchmark, run_judge
 
 REFERENCE: dict[str, dict[str, float]] = {
@@ -109,7 +109,7 @@ def meta_evaluate(
     items, rows, data = meta_items(source, revision)
     if limit is not None:
         items, rows = items[:limit], rows[:limit]
-    if isinstance(judge, str) and judge.partition(":")[0] in LLM_ENGINES:
+    if isinstance(judge, str) and parse_spec(judge).engine.llm:
         # Agreement is measured on the four dimensions only: the claim calls would be paid for nothing.
         judge_options.setdefault("recall", "none")
     judged, results = run_judge(judge, items, data=data, **judge_options)

@@ -8,7 +8,7 @@ import pytest
 import torch
 import transformers
 
-from bespoke_metric.backends import make_backend
+from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import Completion, Request, messages_with_schema
 from bespoke_metric.backends.hf_backend import HFBackend
 from bespoke_metric.scheduler import run_requests_sync
@@ -157,5 +157,5 @@ def test_make_backend_errors():
         make_backend("tgi:some-model")
     with pytest.raises(ValueError, match="ENGINE:MODEL"):
         make_backend("gpt-5")
-    with pytest.raises(ValueError, match="does not take base_url"):
+    with pytest.raises(ValueError, match="--base-url does not apply to the hf engine"):
         make_backend("hf:some/model", base_url="http://x")

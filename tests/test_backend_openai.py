@@ -11,7 +11,7 @@ import time
 import openai
 import pytest
 
-from bespoke_metric.backends import make_backend
+from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
 from bespoke_metric.backends.openai_backend import is_reasoning_model, parse_retry_after, scrub_url
 from bespoke_metric.cache import Cache

