@@ -59,8 +59,16 @@ def _common_prefix(a: str, b: str) -> int:
     return len(os.path.commonprefix([a, b]))
 
 
-def test_protocol_version_is_a_string():
-    assert isinstance(PROTOCOL_VERSION, str) and PROTOCOL_VERSION
+def test_protocol_version_follows_every_template():
+    from bespoke_metric import prompts
+
+    assert PROTOCOL_VERSION == prompts.version_of(prompts.TEMPLATES)
+    assert "CLAIM_USER" in prompts.TEMPLATES
+    assert "JUDGE_SYSTEM" in prompts.TEMPLATES
+    for name in ("JUDGE_SYSTEM", "CLAIM_RULE", "REPAIR"):
+        edited = {**prompts.TEMPLATES, name: str(prompts.TEMPLATES[name]) + " "}
+        assert prompts.version_of(edited) != PROTOCOL_VERSION, name
+    assert prompts.version_of(prompts.TEMPLATES, parsing_version="99") != PROTOCOL_VERSION
 
 
 def test_personalization_prompt_contents():
