@@ -18,7 +18,6 @@ import argparse
 import json
 import multiprocessing
 import tempfile
-import time
 from pathlib import Path
 
 

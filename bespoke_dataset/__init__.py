@@ -9,7 +9,7 @@ from .errors import BespokeDataError, BespokeDataWarning
 from .exporting import export, push_to_hub
 from .features import CONFIGS, FEATURES
 from .vocabulary import DIMENSION_LABELS, DIMENSIONS
-from .keys import normalise_query_id, query_key
+from .keys import normalise_query_id, parse_query_key, query_key
 from .loading import available_configs, load
 from .retrieval import (
     DEFAULT_EMBEDDING_MODEL,
@@ -29,5 +29,5 @@ __all__ = [
     "build_contexts", "make_retriever",
     "BespokeDataError", "DIMENSION_LABELS", "BespokeDataWarning", "CONFIGS", "DEFAULT_SOURCE", "DIMENSIONS", "FEATURES", "SAMPLE",
     "SAMPLE_DIR", "ResolvedSource", "__version__", "available_configs", "export", "fingerprint", "load",
-    "normalise_query_id", "push_to_hub", "query_key", "resolve_source",
+    "normalise_query_id", "parse_query_key", "push_to_hub", "query_key", "resolve_source",
 ]

@@ -45,3 +45,11 @@ def query_key(user: str, query_id: object) -> str:
     (`normalise_query_id`, so ``query_key("user2", "query-id_06") == "user2/6"``); ValueError for an
     unreadable query id."""
     return f"{user}/{normalise_query_id(query_id)}"
+
+
+def parse_query_key(key: str) -> tuple[str, str]:
+    """The inverse of `query_key`: ``"user2/6"`` (or ``"user2/query-id_6"``) -> ``("user2", "6")``."""
+    user, sep, query_id = str(key).rpartition("/")
+    if not sep or not user or not query_id:
+        raise ValueError(f"a query reference must look like 'user/query_id', got {key!r}")
+    return user, normalise_query_id(query_id)

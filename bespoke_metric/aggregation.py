@@ -31,7 +31,7 @@ def _failed_metrics(item: ItemResult) -> set[str]:
     for error in item.errors:
         metric = error.get("metric")
         if metric not in REGISTRY:
-            raise ValueError(f"{item.user}/{item.query_id}: error names unknown metric {metric!r}")
+            raise ValueError(f"{item.key}: error names unknown metric {metric!r}")
         failed.add(metric)
     return failed
 

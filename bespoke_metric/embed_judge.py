@@ -18,7 +18,6 @@ import asyncio
 import math
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -43,16 +42,6 @@ def split_sentences(text: str) -> list[str]:
     lines = (_BULLET.sub("", line) for line in text.splitlines())
     pieces = (piece.strip() for line in lines for piece in _SENTENCE_END.split(line))
     return [piece for piece in pieces if piece]
-
-
-@dataclass
-class EmbedItemResult(ItemResult):
-    claim_matches: list[dict[str, Any]] = field(default_factory=list)
-    """Per gold claim: `claim`, best response `sentence` (None for an empty response), `similarity`,
-    `conveyed` (similarity >= threshold) and the `threshold` used."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "claim_matches": list(self.claim_matches)}
 
 
 class EmbedJudge:
@@ -120,7 +109,7 @@ class EmbedJudge:
             progress("done", len(items))
         return results
 
-    def judge_sync(self, items: Sequence[JudgeItem]) -> list[EmbedItemResult]:
+    def judge_sync(self, items: Sequence[JudgeItem]) -> list[ItemResult]:
         """Judge every item with one encoding pass over all distinct texts of the batch."""
         start = time.perf_counter()
         sentences = [split_sentences(item.response) for item in items]
@@ -133,8 +122,8 @@ class EmbedJudge:
         self.usage.wall_seconds += time.perf_counter() - start
         return results
 
-    def _judge_one(self, item: JudgeItem, sentences: list[str], vectors: dict[str, np.ndarray]) -> EmbedItemResult:
-        result = EmbedItemResult(str(item.row["user"]), str(item.row["query_id"]))
+    def _judge_one(self, item: JudgeItem, sentences: list[str], vectors: dict[str, np.ndarray]) -> ItemResult:
+        result = ItemResult(str(item.row["user"]), str(item.row["query_id"]))
         shots = list(item.row["shots"][: self.max_shots])
         if shots:
             self._score(result, item.response, shots, vectors)
@@ -143,7 +132,7 @@ class EmbedJudge:
         self._recall(result, list(item.row["claims"]), sentences, vectors)
         return result
 
-    def _score(self, result: EmbedItemResult, response: str, shots: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> None:
+    def _score(self, result: ItemResult, response: str, shots: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> None:
         similarity = np.array([vectors[shot["response"]] @ vectors[response] for shot in shots])
         nearest = np.argsort(-similarity, kind="stable")[: self.k]
         logits = similarity[nearest] / self.temperature
@@ -166,11 +155,12 @@ class EmbedJudge:
                 f"{len(nearest)} nearest of {len(shots)} R-J examples: {neighbours}."
             )
 
-    def _recall(self, result: EmbedItemResult, claims: list[str], sentences: list[str], vectors: dict[str, np.ndarray]) -> None:
+    def _recall(self, result: ItemResult, claims: list[str], sentences: list[str], vectors: dict[str, np.ndarray]) -> None:
         if not claims:
             result.errors.append({"metric": "recall", "reason": "the query has no gold claims"})
             return
         matrix = np.array([vectors[s] for s in sentences]) if sentences else None
+        result.claim_matches = []
         for claim in claims:
             if matrix is None:  # an empty response conveys nothing: a judged False, not a failure
                 match = {"claim": claim, "sentence": None, "similarity": None, "conveyed": False, "threshold": self.threshold}

@@ -11,7 +11,7 @@ import evaluate
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.builder import CITATION
 
-from bespoke_dataset.vocabulary import DIMENSIONS
+from .metrics import METRIC_NAMES
 from .pipeline import score
 
 _DESCRIPTION = """\
@@ -74,21 +74,17 @@ class Bespoke(evaluate.Metric):
         )
 
     def _compute(self, predictions: list[str], references: list[str]) -> dict[str, Any]:
-        from .predictions import parse_key
+        from bespoke_dataset.keys import parse_query_key
 
         records = []
         for response, reference in zip(predictions, references):
-            user, query_id = parse_key(reference)
+            user, query_id = parse_query_key(reference)
             records.append({"user": user, "query_id": query_id, "response": response})
-        results = score(records, self.judge, source=self.source, revision=self.revision, **self.judge_options)
+        results = score(records, self.judge, source=self.source, revision=self.revision, **self.judge_options).to_json()
         summary = results["summary"]
         return {
-            **{metric: summary[metric] for metric in (*DIMENSIONS, "recall", "average")},
-            "summary": summary,
-            "items": results["items"],
-            "judge": results["judge"],
-            "data": results["data"],
-            "usage": results["usage"],
+            **{metric: summary[metric] for metric in (*METRIC_NAMES, "average")},
+            **{key: results[key] for key in ("summary", "items", "judge", "data", "usage")},
         }
 
 

@@ -23,12 +23,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from huggingface_hub import HfApi
 
-from bespoke_dataset import query_key
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
 
 from . import metrics, stats
 from .metrics import METRIC_NAMES as METRICS
-from .results import ItemResult
+from .results import ItemResult, Results
 
 COLUMNS: tuple[str, ...] = METRICS + ("average",)
 """The five benchmark numbers and their mean, the columns of every leaderboard."""
@@ -44,30 +43,30 @@ class LeaderboardError(ValueError):
 
 
 @dataclass(frozen=True)
-class Results:
-    """One loaded results file: where it came from, what system it scores, and its contents."""
+class Entry:
+    """One results file entered in the leaderboard: where it came from, the system it scores, its results."""
 
     path: str
     system: str
-    data: Mapping[str, Any]
+    results: Results
 
     @property
     def judge(self) -> Mapping[str, Any]:
-        return self.data["judge"]
+        return self.results.judge
 
     @property
     def proxy(self) -> bool:
-        return bool(self.judge.get("proxy", False))
+        return self.results.proxy
 
     @property
     def queries(self) -> list[str]:
         """The queries scored, as sorted `user/query_id` keys."""
-        return sorted(query_key(item["user"], item["query_id"]) for item in self.data["items"])
+        return sorted(item.key for item in self.results.items)
 
     @property
     def judge_key(self) -> str:
         """Canonical JSON of what must be equal for two results to be compared: the judge and the data."""
-        data = self.data["data"]
+        data = self.results.data
         data_id = {"fingerprint": data["fingerprint"]} if data.get("fingerprint") else {"source": data.get("source"), "revision": data.get("revision")}
         return json.dumps({"judge": self.judge, "data": data_id}, sort_keys=True, default=str)
 
@@ -89,8 +88,8 @@ def system_name(results: Mapping[str, Any], path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def parse_results(results: Mapping[str, Any], path: str) -> Results:
-    """Check the shape of a results dict; errors name the file and the missing part."""
+def parse_results(results: Mapping[str, Any], path: str) -> Entry:
+    """Check the shape of a results file's content; errors name the file and the missing part."""
     missing = [key for key in _REQUIRED if key not in results]
     if missing:
         raise LeaderboardError(f"{path}: not a BESPOKE results file (missing {', '.join(missing)})")
@@ -102,13 +101,14 @@ def parse_results(results: Mapping[str, Any], path: str) -> Results:
         if not {"user", "query_id", "scores"} <= set(item):
             raise LeaderboardError(f"{path}: item {index} lacks user, query_id or scores")
     try:
-        item_matrix(results["items"])
-    except ValueError as error:
+        typed = Results.from_json(results)
+        item_matrix(typed.items)
+    except (KeyError, TypeError, ValueError) as error:
         raise LeaderboardError(f"{path}: {error}") from None
-    return Results(path, system_name(results, path), results)
+    return Entry(path, system_name(results, path), typed)
 
 
-def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Results]:
+def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
     """Read results files; a file that is not JSON or not a results file is an error naming it."""
     loaded = []
     for raw_path in paths:
@@ -122,7 +122,7 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Results]:
     return loaded
 
 
-def refuse_proxy(results: Sequence[Results], allow_proxy: bool) -> None:
+def refuse_proxy(results: Sequence[Entry], allow_proxy: bool) -> None:
     proxies = [r for r in results if r.proxy]
     if proxies and not allow_proxy:
         named = ", ".join(f"{r.path} ({r.judge['spec']})" for r in proxies)
@@ -132,11 +132,10 @@ def refuse_proxy(results: Sequence[Results], allow_proxy: bool) -> None:
         )
 
 
-def item_matrix(items: Sequence[Mapping[str, Any]]) -> np.ndarray:
+def item_matrix(items: Sequence[ItemResult]) -> np.ndarray:
     """`(n_items, 5)` on the benchmark's 0-100 scale (the metric registry's), NaN where not judged."""
     matrix = np.full((len(items), len(metrics.METRICS)), np.nan)
-    for row, raw in enumerate(items):
-        item = ItemResult(str(raw["user"]), str(raw["query_id"]), scores=dict(raw["scores"]), recall=raw.get("recall"))
+    for row, item in enumerate(items):
         for col, metric in enumerate(metrics.METRICS):
             value = metric.sample(item)
             if value is not None:
@@ -157,27 +156,27 @@ def _value(x: float) -> float | None:
 class Row:
     """One system in a leaderboard group."""
 
-    results: Results
+    entry: Entry
     values: dict[str, float | None]
     cis: dict[str, tuple[float, float] | None]
     rank: int = 0
 
     @property
     def system(self) -> str:
-        return self.results.system
+        return self.entry.system
 
     @property
     def items(self) -> int:
-        return len(self.results.data["items"])
+        return len(self.entry.results.items)
 
     @property
     def failures(self) -> int:
-        return int(sum(self.results.data["summary"].get("failures", {}).values()))
+        return int(sum(self.entry.results.summary.get("failures", {}).values()))
 
 
-def system_row(results: Results, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> Row:
+def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> Row:
     """The five numbers and the average, each with a percentile bootstrap 95% CI over queries."""
-    matrix = item_matrix(results.data["items"])
+    matrix = item_matrix(entry.results.items)
     columns = [matrix[:, j] for j in range(matrix.shape[1])]
     values: dict[str, float | None] = {}
     cis: dict[str, tuple[float, float] | None] = {}
@@ -187,7 +186,7 @@ def system_row(results: Results, *, n_resamples: int = stats.DEFAULT_RESAMPLES, 
     five = [values[m] for m in METRICS]
     values["average"] = None if any(v is None for v in five) else float(np.mean(five))
     cis["average"] = stats.bootstrap_ci(_mean_of_column_means, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
-    return Row(results, values, cis)
+    return Row(entry, values, cis)
 
 
 @dataclass
@@ -216,13 +215,13 @@ class Group:
 
 
 def build_leaderboard(
-    results: Sequence[Results], *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0
+    results: Sequence[Entry], *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0
 ) -> list[Group]:
     """Group comparable results and rank each group by average (systems without one go last)."""
     refuse_proxy(results, allow_proxy)
     groups: dict[str, Group] = {}
     for result in results:
-        group = groups.setdefault(result.group_key, Group(result.judge, result.data["data"], len(result.queries)))
+        group = groups.setdefault(result.group_key, Group(result.judge, result.results.data, len(result.queries)))
         group.rows.append(system_row(result, n_resamples=n_resamples, seed=seed))
     for group in groups.values():
         group.rows.sort(key=lambda row: (row.values["average"] is None, -(row.values["average"] or 0.0), row.system))
@@ -233,16 +232,16 @@ def build_leaderboard(
 
 # ----------------------------------------------------------------------------------------------- compare
 
-def per_query(results: Results) -> dict[str, np.ndarray]:
+def per_query(entry: Entry) -> dict[str, np.ndarray]:
     """`{"user/query_id": the item's six numbers}`: five metrics (0-100, NaN if failed) and their mean."""
-    matrix = item_matrix(results.data["items"])
+    matrix = item_matrix(entry.results.items)
     averages = matrix.mean(axis=1)  # NaN unless all five were scored
-    return {f"{item['user']}/{item['query_id']}": np.append(row, avg)
-            for item, row, avg in zip(results.data["items"], matrix, averages)}
+    return {item.key: np.append(row, avg)
+            for item, row, avg in zip(entry.results.items, matrix, averages)}
 
 
 def compare(
-    a: Results, b: Results, *, method: str = "permutation", n_resamples: int = 10_000, seed: int = 0
+    a: Entry, b: Entry, *, method: str = "permutation", n_resamples: int = 10_000, seed: int = 0
 ) -> dict[str, Any]:
     """Is system `a` better than `b`? A paired test per metric on the queries both scored.
 
@@ -300,10 +299,10 @@ def format_comparison(comparison: Mapping[str, Any], alpha: float = 0.05) -> str
 
 # ----------------------------------------------------------------------------------------------- the Hub
 
-def hub_path(results: Results) -> str:
+def hub_path(results: Entry) -> str:
     """`results/{system}/{date}.json`, the system name made path-safe (`org/model` -> `org__model`)."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", results.system.replace("/", "__")).strip("_") or "system"
-    created = str(results.data.get("created") or "")
+    created = results.results.created
     date = created[:10] if re.match(r"\d{4}-\d{2}-\d{2}", created) else _dt.date.today().isoformat()
     return f"results/{safe}/{date}.json"
 

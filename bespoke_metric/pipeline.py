@@ -1,11 +1,10 @@
 """Scoring a system's predictions on BESPOKE: the engine behind `bespoke score` and the metric.
 
-predictions -> checked against the benchmark -> judge -> item results -> summary -> results dict.
+predictions -> checked against the benchmark -> judge -> item results -> summary -> `Results`.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import time
@@ -14,11 +13,10 @@ from typing import Any, Mapping, Sequence
 import bespoke_dataset
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
-from bespoke_dataset.version import __version__
 
 from .aggregation import summarize
 from .judge import Judge, JudgeItem
-from .results import ItemResult
+from .results import ItemResult, Results
 from .engines import make_judge
 from .predictions import PredictionsInput, read_predictions
 from .scheduler import run_sync
@@ -40,9 +38,8 @@ def run_judge(
     data: Mapping[str, Any],
     system: Mapping[str, Any] | None = None,
     **judge_options: Any,
-) -> tuple[list[ItemResult], dict[str, Any]]:
-    """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge;
-    returns the item results and the results dict."""
+) -> Results:
+    """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
     try:
         start = time.perf_counter()
@@ -51,7 +48,7 @@ def run_judge(
     finally:
         if isinstance(judge, str) and hasattr(judge_object, "close"):
             judge_object.close()
-    return judged, build_results(judge_object, judged, data=data, wall_seconds=wall, system=system)
+    return build_results(judge_object, judged, data=data, wall_seconds=wall, system=system)
 
 
 def build_results(
@@ -61,7 +58,7 @@ def build_results(
     data: Mapping[str, Any],
     wall_seconds: float,
     system: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Results:
     usage = getattr(judge, "usage", None)
     usage_block = {
         "calls": getattr(usage, "calls", 0),
@@ -71,18 +68,8 @@ def build_results(
         "output_tokens": getattr(usage, "output_tokens", 0),
         "wall_seconds": round(wall_seconds, 3),
     }
-    results: dict[str, Any] = {
-        "summary": summarize(list(items)),
-        "items": [item.to_dict() for item in items],
-        "judge": judge.describe(),
-        "data": dict(data),
-        "usage": usage_block,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "bespoke_eval_version": __version__,
-    }
-    if system is not None:
-        results["system"] = dict(system)
-    return results
+    return Results(summary=summarize(list(items)), items=list(items), judge=judge.describe(), data=dict(data),
+                   usage=usage_block, system=dict(system) if system is not None else None)
 
 
 def score(
@@ -94,7 +81,7 @@ def score(
     limit: int | None = None,
     system: Mapping[str, Any] | None = None,
     **judge_options: Any,
-) -> dict[str, Any]:
+) -> Results:
     """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
@@ -105,14 +92,14 @@ def score(
     if limit is not None:
         checked = checked[:limit]
     items = [JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked]
-    return run_judge(judge, items, data=data, system=system, **judge_options)[1]
+    return run_judge(judge, items, data=data, system=system, **judge_options)
 
 
-def failure_count(results: Mapping[str, Any]) -> int:
-    return sum(results["summary"]["failures"].values())
+def failure_count(results: Results) -> int:
+    return sum(results.summary["failures"].values())
 
 
-def write_results(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+def write_results(results: Results, path: str | os.PathLike[str]) -> None:
     """Write a results file atomically: a crash never leaves half of one."""
-    atomic_write_text(path, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n")
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-from bespoke_dataset import normalise_query_id
+from bespoke_dataset.keys import normalise_query_id, query_key
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Prediction:
 
     @property
     def key(self) -> str:
-        return f"{self.user}/{self.query_id}"
+        return query_key(self.user, self.query_id)
 
 
 class PredictionError(ValueError):
@@ -40,14 +40,6 @@ class PredictionError(ValueError):
 
 
 PredictionsInput = Union[str, "os.PathLike[str]", Iterable[Mapping[str, Any]]]
-
-
-def parse_key(key: str) -> tuple[str, str]:
-    """`"user2/6"` (or `"user2/query-id_6"`) -> `("user2", "6")`."""
-    user, sep, query_id = str(key).rpartition("/")
-    if not sep or not user or not query_id:
-        raise ValueError(f"a query reference must look like 'user/query_id', got {key!r}")
-    return user, normalise_query_id(query_id)
 
 
 def _records(predictions: PredictionsInput) -> tuple[str, list[tuple[int, Any]]]:

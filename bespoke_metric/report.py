@@ -45,7 +45,7 @@ def to_csv(groups: Sequence[Group]) -> str:
                 numbers += [_round(row.values[column]), _round(ci[0]) if ci else "", _round(ci[1]) if ci else ""]
             writer.writerow([group.judge["spec"], group.judge.get("protocol_version", ""), group.data.get("source", ""),
                              group.data.get("revision") or "", group.data.get("fingerprint") or "", row.rank, row.system,
-                             row.results.path] + numbers + [row.items, row.failures])
+                             row.entry.path] + numbers + [row.items, row.failures])
     return out.getvalue()
 
 

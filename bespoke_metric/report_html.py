@@ -69,11 +69,11 @@ def bars_figure(rows: Sequence[Row]) -> plt.Figure:
 
 def per_user_table(row: Row) -> tuple[list[str], np.ndarray]:
     """Users (sorted) and their mean per metric on the 0-100 scale (NaN where nothing was scored)."""
-    items = row.results.data["items"]
+    items = row.entry.results.items
     matrix = item_matrix(items)
     by_user: dict[str, list[int]] = defaultdict(list)
     for index, item in enumerate(items):
-        by_user[str(item["user"])].append(index)
+        by_user[item.user].append(index)
     users = sorted(by_user, key=natural_key)
     table = np.array([stats.rowwise_nanmean(matrix[by_user[u]].T) for u in users])
     return users, table.reshape(len(users), len(METRICS))
@@ -92,7 +92,7 @@ def heatmap_figure(row: Row) -> plt.Figure:
 
 def failure_counts(row: Row) -> dict[str, int]:
     """Failed judgments per metric (items with an error on it), as the results summary counts them."""
-    failures = row.results.data["summary"]["failures"]
+    failures = row.entry.results.summary["failures"]
     return {metric: int(failures.get(metric, 0)) for metric in METRICS}
 
 

@@ -10,6 +10,7 @@ from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.llm_judge import RECALL_MODES
 from bespoke_metric.pipeline import failure_count, score, write_results
+from bespoke_metric.results import Results
 
 HELP = "score a predictions file (JSONL of user, query_id, response) with a judge"
 
@@ -49,9 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
 
 
-def print_summary(results: dict, out: TextIO | None = None) -> None:
+def print_summary(results: Results, out: TextIO | None = None) -> None:
     out = out or sys.stdout
-    summary = results["summary"]
+    summary = results.summary
     print(f"{'metric':<20}{'score':>8}{'scored':>8}{'failed':>8}", file=out)
     for metric in METRICS + ("average",):
         value = summary[metric]
@@ -59,7 +60,7 @@ def print_summary(results: dict, out: TextIO | None = None) -> None:
         scored = summary["scored"].get(metric, "")
         failed = summary["failures"].get(metric, "")
         print(f"{metric:<20}{shown:>8}{scored!s:>8}{failed!s:>8}", file=out)
-    usage = results["usage"]
+    usage = results.usage
     print(
         f"{summary['items']} items; {usage['calls']} calls, {usage['cached']} from cache, "
         f"{usage['failed']} failed, {usage['wall_seconds']:.1f}s",
@@ -78,13 +79,13 @@ def run(args: argparse.Namespace) -> int:
     return publish(results, args.output, strict=args.strict)
 
 
-def publish(results: dict, output: str, *, strict: bool) -> int:
+def publish(results: Results, output: str, *, strict: bool) -> int:
     """Write the results file and print its summary (shared with `bespoke run`); 1 if `strict` and any
     judgment failed."""
     write_results(results, output)
     print_summary(results)
     print(f"results written to {output}")
-    judge = results["judge"]
+    judge = results.judge
     if judge.get("proxy"):
         print(f"note: {judge['spec']} is a proxy judge for quick checks; its scores are not comparable with the paper's and the leaderboard refuses them")
     failures = failure_count(results)

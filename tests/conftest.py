@@ -78,7 +78,7 @@ def make_results():
             items.append(item)
         return {
             "summary": summarize(items),
-            "items": [item.to_dict() for item in items],
+            "items": [item.to_json() for item in items],
             "judge": judge_block,
             "data": dict(data or {"source": "synthetic", "revision": None, "fingerprint": "f" * 16}),
             "system": {"name": system},

@@ -34,7 +34,7 @@ def release(tmp_path_factory):
 
 def test_knn_recovers_the_planted_scores(release):
     source, truth = release
-    results = meta_evaluate(SPEC, source, n_resamples=200)
+    results = meta_evaluate(SPEC, source, n_resamples=200).to_json()
     assert results["judge"]["proxy"] is True and results["judge"]["backend"] == "embed"
     for item in results["items"]:
         planted = truth[f"{item['user']}/{item['query_id']}"]["meta_test_paraphrases"][item["index"]]
@@ -86,7 +86,7 @@ def test_recall_matches_the_planted_claims_and_records_evidence(release):
         assert match["conveyed"] == (match["similarity"] >= 0.7)
     assert result.matched_claims == [m["claim"] for m in result.claim_matches if m["conveyed"]]
     assert result.recall == pytest.approx(len(result.matched_claims) / len(result.claim_matches))
-    assert result.to_dict()["claim_matches"] == result.claim_matches
+    assert result.to_json()["claim_matches"] == result.claim_matches
 
 
 def test_empty_response_conveys_nothing_and_bad_options_are_refused(release):
@@ -117,7 +117,7 @@ def test_split_sentences():
 
 def test_scores_the_bundled_sample_offline():
     predictions = Path(bespoke_dataset.SAMPLE_DIR) / "predictions.jsonl"
-    results = score(str(predictions), SPEC, source="sample")
+    results = score(str(predictions), SPEC, source="sample").to_json()
     assert results["judge"]["proxy"] is True and results["summary"]["items"] == 15
     assert all(results["summary"][m] is not None for m in ("need_alignment", "recall", "average"))
     assert sum(results["summary"]["failures"].values()) == 0

@@ -15,7 +15,7 @@ def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthe
     records = [{"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]} for r in rows]
     cache = tmp_path / "hf.sqlite"
     results = score(records, f"hf:{tiny_model_dir}", source=synthetic_hub, cache=str(cache), max_shots=1,
-                    recall="batched", max_tokens=8, max_parse_retries=1)
+                    recall="batched", max_tokens=8, max_parse_retries=1).to_json()
     summary = results["summary"]
     # A random model cannot write the protocol's format: every judgment fails, is counted, and is never a 0.
     assert summary["failures"] == {metric: 2 for metric in (*DIMENSIONS, "recall")}
@@ -29,5 +29,5 @@ def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthe
     assert judge["engine"] == "hf" and judge["max_tokens"] == 8
     json.dumps(results)  # serialisable as written to results.json
     again = score(records, f"hf:{tiny_model_dir}", source=synthetic_hub, cache=str(cache), max_shots=1,
-                  recall="batched", max_tokens=8, max_parse_retries=1)
+                  recall="batched", max_tokens=8, max_parse_retries=1).to_json()
     assert again["usage"]["calls"] == 0 and again["items"] == results["items"]

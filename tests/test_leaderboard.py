@@ -50,7 +50,7 @@ def test_failed_judgments_are_left_out_not_zeroed(make_results):
     assert row.failures == 2
     # the same numbers as the results file's own summary
     for metric in leaderboard.COLUMNS:
-        assert row.values[metric] == pytest.approx(results.data["summary"][metric])
+        assert row.values[metric] == pytest.approx(results.results.summary[metric])
 
 
 def test_groups_never_mix_judges_protocols_or_data(make_results, tmp_path):

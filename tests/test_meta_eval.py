@@ -83,8 +83,9 @@ def _mirror_humans(release, shift_tone: bool):
 
 def test_meta_evaluate_over_http_agrees_where_planted(release, openai_server):
     openai_server.responder, humans = _mirror_humans(release, shift_tone=True)
-    results = meta_evaluate("openai:judge", release, base_url=openai_server.base_url, api_key="sk-test-secret",
-                            recall="batched", n_resamples=300)
+    typed = meta_evaluate("openai:judge", release, base_url=openai_server.base_url, api_key="sk-test-secret",
+                          recall="batched", n_resamples=300)
+    results = typed.to_json()
     meta = results["meta_eval"]
     assert len(results["items"]) == len(humans) == 20
     for dimension in ("need_alignment", "content_depth", "explanation_style"):
@@ -102,7 +103,7 @@ def test_meta_evaluate_over_http_agrees_where_planted(release, openai_server):
     assert meta["failures"] == {d: 0 for d in DIMENSIONS}
     assert meta["variant"] == "full" and meta["reference"] == REFERENCE["full"]
     assert "sk-test-secret" not in json.dumps(results)
-    table = format_meta_eval(results)
+    table = format_meta_eval(typed)
     assert "0.847" in table and "<- this variant" in table.splitlines()[-3]
 
 

@@ -31,7 +31,7 @@ def test_evaluate_load_add_batch_compute(openai_server, synthetic_hub, tmp_path)
     assert [(i["user"], i["query_id"]) for i in result["items"]] == [(r["user"], r["query_id"]) for r in rows]
 
     records = [{"user": r["user"], "query_id": r["query_id"], "response": r["shots"][-1]["response"]} for r in rows]
-    direct = score(records, "openai:judge", **options)
+    direct = score(records, "openai:judge", **options).to_json()
     for metric_name in (*DIMENSIONS, "recall", "average"):
         assert result[metric_name] == pytest.approx(direct["summary"][metric_name])
     assert direct["usage"]["calls"] == 0  # the metric's calls were cached under the same keys

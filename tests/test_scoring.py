@@ -44,7 +44,7 @@ def run_score(*args: str) -> int:
 def test_score_over_http_matches_hand_arithmetic(judge_server, predictions, synthetic_hub, tmp_path):
     import bespoke_dataset
 
-    results = score(predictions, "openai:judge-model", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET)
+    results = score(predictions, "openai:judge-model", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET).to_json()
     rows = {f"{r['user']}/{r['query_id']}": r for r in bespoke_dataset.load("benchmark", source=synthetic_hub)}
     expected_scores, expected_recalls = [], []
     for item in results["items"]:
@@ -73,9 +73,9 @@ def test_score_over_http_matches_hand_arithmetic(judge_server, predictions, synt
 
 
 def test_batched_recall_makes_one_call_per_claim_set(judge_server, predictions, synthetic_hub):
-    per_claim = score(predictions, "openai:m", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET)
+    per_claim = score(predictions, "openai:m", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET).to_json()
     before = len(judge_server.calls)
-    batched = score(predictions, "openai:m", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET, recall="batched")
+    batched = score(predictions, "openai:m", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET, recall="batched").to_json()
     assert len(judge_server.calls) - before == 2 * per_claim["summary"]["items"]
     # The stand-in judge answers both modes with the same rule, so they must agree exactly.
     assert [i["claim_verdicts"] for i in batched["items"]] == [i["claim_verdicts"] for i in per_claim["items"]]
@@ -117,11 +117,11 @@ def test_failures_are_counted_never_zero(judge_server, predictions, synthetic_hu
 def test_warm_cache_makes_no_calls_and_resumes(judge_server, predictions, synthetic_hub, tmp_path):
     cache = tmp_path / "judge.sqlite"
     options = dict(source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET, cache=str(cache))
-    first = score(predictions, "openai:m", limit=5, **options)  # an "interrupted" run: a quarter done
+    first = score(predictions, "openai:m", limit=5, **options).to_json()  # an "interrupted" run: a quarter done
     made = len(judge_server.calls)
-    full = score(predictions, "openai:m", **options)
+    full = score(predictions, "openai:m", **options).to_json()
     assert full["usage"]["cached"] == made and full["usage"]["calls"] == len(judge_server.calls) - made
-    again = score(predictions, "openai:m", **options)
+    again = score(predictions, "openai:m", **options).to_json()
     assert again["usage"]["calls"] == 0 and len(judge_server.calls) == made + full["usage"]["calls"]
     assert again["summary"] == full["summary"] and first["items"] == full["items"][:5]
     assert SECRET.encode() not in cache.read_bytes()
@@ -203,7 +203,7 @@ def test_answer_cut_off_at_the_output_limit_is_never_parsed(model, judge_server,
     judge_server.responder = responder
     records = [json.loads(line) for line in predictions.read_text().splitlines()][:3]
     results = score(records, f"openai:{model}", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET,
-                    recall="none", cache=str(tmp_path / "c.sqlite"))
+                    recall="none", cache=str(tmp_path / "c.sqlite")).to_json()
     for item in results["items"]:
         assert 5 not in item["scores"].values() or item["feedback"]["tone"] != "draft"
         assert all(feedback.startswith("Scored") for feedback in item["feedback"].values())
@@ -211,7 +211,7 @@ def test_answer_cut_off_at_the_output_limit_is_never_parsed(model, judge_server,
 
     judge_server.responder = lambda body: Cutoff(draft)
     failed = score(records, f"openai:{model}", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET,
-                   recall="none", max_parse_retries=0)
+                   recall="none", max_parse_retries=0).to_json()
     assert failed["summary"]["failures"]["need_alignment"] == 3 and failed["summary"]["need_alignment"] is None
     assert "cut off" in failed["items"][0]["errors"][0]["reason"]
 

@@ -1,0 +1,59 @@
+"""Test doubles around real parts: they record what passes through and can die part-way, like a killed run.
+
+They wrap a real backend or judge (never replace it), so a test sees the real code path plus what it
+needs to assert on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from bespoke_metric.backends.base import Backend, OnDone, Outcome, Request
+from bespoke_metric.judge import Judge, JudgeItem
+from bespoke_metric.progress import ProgressHook
+from bespoke_metric.results import ItemResult
+
+
+class RecordingBackend:
+    """Wraps a backend: records each request as its outcome lands and, with `crash_after=k`, raises
+    `crash` right after the k-th landed (its answer already reported, as when a process is killed)."""
+
+    def __init__(self, inner: Backend, crash_after: int | None = None, crash: type[BaseException] = KeyboardInterrupt):
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+        self.crash_after = crash_after
+        self.crash = crash
+        self.requests: list[Request] = []
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        def done(index: int, outcome: Outcome) -> None:
+            self.requests.append(requests[index])
+            on_done(index, outcome)
+            if self.crash_after is not None and len(self.requests) >= self.crash_after:
+                raise self.crash("simulated crash")
+
+        await self.inner.complete(requests, done)
+
+    def close(self) -> None:
+        """The wrapped backend belongs to the test, which closes it."""
+
+
+class RecordingJudge:
+    """Wraps a judge and records the size of every batch it is given."""
+
+    def __init__(self, inner: Judge):
+        self.inner = inner
+        self.spec = inner.spec
+        self.proxy = inner.proxy
+        self.batches: list[int] = []
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
+        self.batches.append(len(items))
+        return await self.inner.judge(items, progress)
