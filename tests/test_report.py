@@ -6,8 +6,6 @@ import base64
 import io
 import json
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ from PIL import Image
 from bespoke_cli import cli
 from bespoke_metric.leaderboard import build_leaderboard, parse_results
 from bespoke_metric.report_html import failure_counts, per_user_table, render_html
+from bespoke_metric.testing import browser
 
 
 def _systems(make_results):
@@ -53,30 +52,25 @@ def test_per_user_table_and_failure_counts(make_results):
     assert failure_counts(row) == {"need_alignment": 3, "content_depth": 0, "tone": 0, "explanation_style": 0, "recall": 1}
 
 
-def _chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        pytest.fail("headless Chromium is required for the report test: apt-get install -y chromium")
-    return path
-
-
 def test_report_renders_in_headless_chromium(make_results, tmp_path):
     html_path = tmp_path / "report.html"
+    systems = _systems(make_results)
     paths = []
-    for result in _systems(make_results):
+    for result in systems:
         path = tmp_path / f"{result.system}.json"
         path.write_text(json.dumps(result.results.to_json()))
         paths.append(str(path))
     assert cli.main(["leaderboard", *paths, "--format", "html", "--output", str(html_path), "--resamples", "200"]) == 0
-    screenshot = tmp_path / "report.png"
-    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={screenshot}", "--window-size=1200,1600",
-               html_path.as_uri()]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert screenshot.exists(), f"chromium wrote no screenshot (exit {done.returncode}): {done.stderr[-2000:]}"
-    pixels = np.asarray(Image.open(screenshot).convert("L"), dtype=float)
+    # What the browser shows: the ranked table, best first, with the leaderboard's own numbers.
+    dom = browser.dump_dom(html_path.as_uri())
+    rows = re.findall(r"<tr><td>(\d+)</td><td class=\"system\">([^<]+)</td><td>([\d.]+|n/a)", dom)
+    [group] = build_leaderboard(systems, n_resamples=200)
+    expected = [(str(row.rank), row.system, f"{row.values['need_alignment']:.2f}") for row in group.rows]
+    assert rows == expected
+    assert [name for _, name, _ in rows] == ["good", "weak"]
+    assert len(re.findall(r'<img alt="[^"]+" src="data:image/png;base64,', dom)) == 4
+    # And it is drawn: a blank page is one colour; text, tables and plots give a wide spread of grey levels.
+    pixels = np.asarray(Image.open(browser.screenshot(html_path.as_uri(), tmp_path / "report.png")).convert("L"), dtype=float)
     assert pixels.shape == (1600, 1200)
-    # a blank page is one colour; text, tables and plots give a wide spread of grey levels
     assert pixels.std() > 20
     assert len(np.unique(pixels)) > 50
