@@ -9,6 +9,12 @@ being hammered: once it is spent, calls that fail are not retried and calls not 
 Reasoning models (gpt-5, the o-series) go through the Responses API with `reasoning_effort` ("high" by
 default, as in the paper) and no temperature; other models through chat completions at temperature 0.
 
+The SDK does what it is for: authentication, the base URL, its HTTP client (on the `aiohttp` transport the
+SDK offers for concurrency, when installed) and its error types. The per-call hot path stays off its
+generic layers: each request body is serialised once, here, and sent as bytes through the SDK's low-level
+`client.post`; the answer is read from the raw JSON. The SDK's request transform and response models cost
+milliseconds a call for long few-shot prompts, which is the whole budget of a local judge server.
+
 The API key is used for the `Authorization` header and nothing else: it is not part of `identity()`, and
 every error message and log line this module writes is scrubbed of it.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import math
 import os
@@ -200,7 +207,9 @@ class OpenAIBackend:
 
         # One client per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
         # new loop for every run.
-        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
+        client = openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout, http_client=_http_client()
+        )
         semaphore = self._semaphore_for_loop()
 
         async def one(index: int, request: Request) -> None:
@@ -237,12 +246,13 @@ class OpenAIBackend:
         return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1***", text)
 
     async def _call_with_retries(self, client: Any, request: Request) -> Outcome:
+        path, body = self._path_and_body(request)  # serialised once, resent as it is on every retry
         attempt = 0
         while True:
             if self._budget.left <= 0 and attempt == 0 and self.retries_made > 0:
                 return CallError("retry budget of the run exhausted; call not sent", retryable=True)
             try:
-                return await self._call(client, request)
+                return await self._call(client, path, body)
             except _Failure as failure:
                 reason = self._scrub(failure.reason)
                 if not failure.retryable:
@@ -265,28 +275,11 @@ class OpenAIBackend:
             return retry_after + jitter  # honour the server's wait, spread a little
         return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
 
-    async def _call(self, client: Any, request: Request) -> Completion:
+    async def _call(self, client: Any, path: str, body: bytes) -> Completion:
         import openai
 
         try:
-            if self.api == "responses":
-                response = await client.responses.create(**self._responses_args(request))
-                usage = response.usage
-                return Completion(
-                    text=response.output_text,
-                    input_tokens=getattr(usage, "input_tokens", 0) or 0,
-                    output_tokens=getattr(usage, "output_tokens", 0) or 0,
-                    truncated=getattr(response, "status", None) == "incomplete",
-                )
-            response = await client.chat.completions.create(**self._chat_args(request))
-            usage = response.usage
-            choice = response.choices[0]
-            return Completion(
-                text=choice.message.content or "",
-                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                truncated=choice.finish_reason == "length",
-            )
+            raw = await client.post(path, cast_to=bytes, content=body)
         except openai.APIStatusError as err:
             status = err.status_code
             wait = None
@@ -300,13 +293,30 @@ class OpenAIBackend:
                 retryable=status in _RETRYABLE_STATUS or status >= 500,
                 wait=wait,
             ) from None
-        except openai.APITimeoutError:
-            raise _Failure(f"timed out after {self.timeout:g} s", retryable=True) from None
-        except openai.APIConnectionError as err:
+        except openai.APIConnectionError as err:  # APITimeoutError is one too
+            causes = _causes(err)
+            # The SDK's aiohttp transport reports a refused or dropped connection as a connect timeout too;
+            # a real timeout has a TimeoutError among its causes (or no cause below the HTTP library's).
+            if isinstance(err, openai.APITimeoutError) and (len(causes) <= 1 or any(isinstance(c, TimeoutError) for c in causes)):
+                raise _Failure(f"timed out after {self.timeout:g} s", retryable=True) from None
             where = scrub_url(self.base_url)
-            raise _Failure(f"connection error to {where}: {_short(str(err))}", retryable=True) from None
-        except (AttributeError, IndexError, TypeError, ValueError, openai.APIResponseValidationError) as err:
-            raise _Failure(f"malformed response from the server: {_short(str(err))}", retryable=True) from None
+            detail = str(causes[-1]) if causes and str(causes[-1]) else str(err)
+            raise _Failure(f"connection error to {where}: {_short(detail)}", retryable=True) from None
+        try:
+            answer = json.loads(raw)
+            return _responses_completion(answer) if self.api == "responses" else _chat_completion(answer)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
+            # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
+            what = _short(f"{type(err).__name__}: {err}")
+            raise _Failure(f"malformed response from the server: {what}", retryable=True) from None
+
+    def _path_and_body(self, request: Request) -> tuple[str, bytes]:
+        """The endpoint path and the JSON body of a request, ready to send."""
+        if self.api == "responses":
+            path, args = "/responses", self._responses_args(request)
+        else:
+            path, args = "/chat/completions", self._chat_args(request)
+        return path, json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def _output_limit(self, request: Request) -> int | None:
         """The output token cap to send: a reasoning model spends hidden tokens first, so the request's own
@@ -342,6 +352,56 @@ class OpenAIBackend:
         if self.schema_format and request.json_schema is not None:
             args["text"] = {"format": {"type": "json_schema", **_named_schema(request.json_schema)}}
         return args
+
+
+def _http_client() -> Any:
+    """The SDK's aiohttp-backed HTTP client, which its docs recommend for concurrency; None (the SDK's
+    default client) when `aiohttp` is not installed."""
+    import openai
+
+    try:
+        return openai.DefaultAioHttpClient()
+    except RuntimeError:  # the SDK's way of saying that aiohttp is missing
+        return None
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """The exceptions beneath `error`, outermost first."""
+    causes: list[BaseException] = []
+    cause = error.__cause__ or error.__context__
+    while cause is not None and cause not in causes:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return causes
+
+
+def _chat_completion(answer: dict[str, Any]) -> Completion:
+    choice = answer["choices"][0]
+    usage = answer.get("usage") or {}
+    return Completion(
+        text=choice["message"].get("content") or "",
+        input_tokens=usage.get("prompt_tokens") or 0,
+        output_tokens=usage.get("completion_tokens") or 0,
+        truncated=choice.get("finish_reason") == "length",
+    )
+
+
+def _responses_completion(answer: dict[str, Any]) -> Completion:
+    # The text of every output_text part of every message, as the SDK's `Response.output_text` joins it.
+    text = "".join(
+        part.get("text") or ""
+        for item in answer["output"]
+        if item.get("type") == "message"
+        for part in item.get("content") or ()
+        if part.get("type") == "output_text"
+    )
+    usage = answer.get("usage") or {}
+    return Completion(
+        text=text,
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
+        truncated=answer.get("status") == "incomplete",
+    )
 
 
 def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
