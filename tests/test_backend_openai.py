@@ -13,7 +13,8 @@ import pytest
 
 from bespoke_metric.backends import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
-from bespoke_metric.backends.openai_backend import is_reasoning_model, parse_retry_after, scrub_url
+from bespoke_metric.backends.openai_backend import is_reasoning_model
+from bespoke_metric.backends.openai_session import http_client, parse_retry_after, scrub_url
 from bespoke_metric.cache import Cache
 from bespoke_metric.parsing import ParseError
 from bespoke_metric.scheduler import run_requests_sync
@@ -315,9 +316,7 @@ def test_cut_off_answers_are_marked_truncated_with_their_usage(openai_server, mo
 
 
 def test_the_sdk_aiohttp_client_carries_the_calls():
-    from bespoke_metric.backends.openai_backend import _http_client
-
-    assert isinstance(_http_client(), openai.DefaultAioHttpClient)
+    assert isinstance(http_client(), openai.DefaultAioHttpClient)
 
 
 def test_a_refused_or_dropped_connection_is_a_connection_error_not_a_timeout(openai_server):
@@ -359,3 +358,12 @@ def test_a_refused_or_dropped_connection_is_a_connection_error_not_a_timeout(ope
     openai_server.faults.append(Fault(hang=3.0))
     (outcome,) = complete(backend_for(openai_server, timeout=0.3, max_retries=0), [request("slow")]).values()
     assert outcome.reason.startswith("timed out after 0.3 s")
+
+
+def test_429_waits_at_least_retry_after_ms(openai_server):
+    openai_server.faults.append(Fault(status=429, headers=(("retry-after-ms", "600"),)))
+    outcomes = complete(backend_for(openai_server), [request("rate limited")])
+    assert outcomes[0].text == "ok"
+    first, second = openai_server.calls
+    assert first.status == 429
+    assert second.received - first.finished >= 0.6

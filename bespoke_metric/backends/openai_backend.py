@@ -9,11 +9,9 @@ being hammered: once it is spent, calls that fail are not retried and calls not 
 Reasoning models (gpt-5, the o-series) go through the Responses API with `reasoning_effort` ("high" by
 default, as in the paper) and no temperature; other models through chat completions at temperature 0.
 
-The SDK does what it is for: authentication, the base URL, its HTTP client (on the `aiohttp` transport the
-SDK offers for concurrency, when installed) and its error types. The per-call hot path stays off its
-generic layers: each request body is serialised once, here, and sent as bytes through the SDK's low-level
-`client.post`; the answer is read from the raw JSON. The SDK's request transform and response models cost
-milliseconds a call for long few-shot prompts, which is the whole budget of a local judge server.
+The SDK does what it is for (authentication, the base URL, its HTTP client, its error types) through
+`openai_session`, which keeps its per-call request pipeline off the hot path: each body is serialised once,
+here, and the answer is read from the raw JSON.
 
 The API key is used for the `Authorization` header and nothing else: it is not part of `identity()`, and
 every error message and log line this module writes is scrubbed of it.
@@ -22,20 +20,18 @@ every error message and log line this module writes is scrubbed of it.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
-import math
 import os
 import random
 import re
-import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request
+from bespoke_metric.backends.openai_session import CallFailed, Session, scrub_url, short
 
 log = logging.getLogger(__name__)
 
@@ -44,37 +40,11 @@ PLACEHOLDER_KEY = "EMPTY"
 """Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
 
 _REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
-_RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
 def is_reasoning_model(model: str) -> bool:
     """True for OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; not gpt-5-chat)."""
     return bool(_REASONING_MODEL.match(model))
-
-
-def scrub_url(url: str) -> str:
-    """The URL without user info or query string, which is where credentials hide in URLs."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a `Retry-After` header: a number of seconds or an HTTP date."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            moment = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = moment.timestamp() - (time.time() if now is None else now)
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 @dataclass
@@ -88,14 +58,6 @@ class _RetryBudget:
             return False
         self.left -= 1
         return True
-
-
-class _Failure(Exception):
-    def __init__(self, reason: str, retryable: bool, wait: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retryable = retryable
-        self.wait = wait
 
 
 class OpenAIBackend:
@@ -203,18 +165,14 @@ class OpenAIBackend:
         }
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        import openai
-
-        # One client per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
+        # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
         # new loop for every run.
-        client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout, http_client=_http_client()
-        )
+        session = Session(self.base_url, self._api_key, self.timeout)
         semaphore = self._semaphore_for_loop()
 
         async def one(index: int, request: Request) -> None:
             async with semaphore:
-                outcome = await self._call_with_retries(client, request)
+                outcome = await self._call_with_retries(session, request)
             on_done(index, outcome)
 
         tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
@@ -224,7 +182,7 @@ class OpenAIBackend:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await client.close()
+            await session.close()
 
     def close(self) -> None:
         self._semaphores.clear()
@@ -245,15 +203,15 @@ class OpenAIBackend:
             text = text.replace(self._api_key, "***")
         return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1***", text)
 
-    async def _call_with_retries(self, client: Any, request: Request) -> Outcome:
-        path, body = self._path_and_body(request)  # serialised once, resent as it is on every retry
+    async def _call_with_retries(self, session: Session, request: Request) -> Outcome:
+        path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
         attempt = 0
         while True:
             if self._budget.left <= 0 and attempt == 0 and self.retries_made > 0:
                 return CallError("retry budget of the run exhausted; call not sent", retryable=True)
             try:
-                return await self._call(client, path, body)
-            except _Failure as failure:
+                return await self._call(session, path, body)
+            except CallFailed as failure:
                 reason = self._scrub(failure.reason)
                 if not failure.retryable:
                     return CallError(reason, retryable=False)
@@ -275,42 +233,17 @@ class OpenAIBackend:
             return retry_after + jitter  # honour the server's wait, spread a little
         return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
 
-    async def _call(self, client: Any, path: str, body: bytes) -> Completion:
-        import openai
-
-        try:
-            raw = await client.post(path, cast_to=bytes, content=body)
-        except openai.APIStatusError as err:
-            status = err.status_code
-            wait = None
-            if status == 429 or status >= 500:
-                headers = err.response.headers
-                wait = parse_retry_after(headers.get("retry-after"))
-                if wait is None and headers.get("retry-after-ms"):
-                    wait = (parse_retry_after(headers.get("retry-after-ms")) or 0.0) / 1000
-            raise _Failure(
-                f"HTTP {status} from {scrub_url(self.base_url)}: {_short(err.message)}",
-                retryable=status in _RETRYABLE_STATUS or status >= 500,
-                wait=wait,
-            ) from None
-        except openai.APIConnectionError as err:  # APITimeoutError is one too
-            causes = _causes(err)
-            # The SDK's aiohttp transport reports a refused or dropped connection as a connect timeout too;
-            # a real timeout has a TimeoutError among its causes (or no cause below the HTTP library's).
-            if isinstance(err, openai.APITimeoutError) and (len(causes) <= 1 or any(isinstance(c, TimeoutError) for c in causes)):
-                raise _Failure(f"timed out after {self.timeout:g} s", retryable=True) from None
-            where = scrub_url(self.base_url)
-            detail = str(causes[-1]) if causes and str(causes[-1]) else str(err)
-            raise _Failure(f"connection error to {where}: {_short(detail)}", retryable=True) from None
+    async def _call(self, session: Session, path: str, body: bytes) -> Completion:
+        raw = await session.post(path, body)
         try:
             answer = json.loads(raw)
             return _responses_completion(answer) if self.api == "responses" else _chat_completion(answer)
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
             # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
-            what = _short(f"{type(err).__name__}: {err}")
-            raise _Failure(f"malformed response from the server: {what}", retryable=True) from None
+            raise CallFailed(f"malformed response from the server: {short(f'{type(err).__name__}: {err}')}",
+                             retryable=True) from None
 
-    def _path_and_body(self, request: Request) -> tuple[str, bytes]:
+    def path_and_body(self, request: Request) -> tuple[str, bytes]:
         """The endpoint path and the JSON body of a request, ready to send."""
         if self.api == "responses":
             path, args = "/responses", self._responses_args(request)
@@ -354,27 +287,6 @@ class OpenAIBackend:
         return args
 
 
-def _http_client() -> Any:
-    """The SDK's aiohttp-backed HTTP client, which its docs recommend for concurrency; None (the SDK's
-    default client) when `aiohttp` is not installed."""
-    import openai
-
-    try:
-        return openai.DefaultAioHttpClient()
-    except RuntimeError:  # the SDK's way of saying that aiohttp is missing
-        return None
-
-
-def _causes(error: BaseException) -> list[BaseException]:
-    """The exceptions beneath `error`, outermost first."""
-    causes: list[BaseException] = []
-    cause = error.__cause__ or error.__context__
-    while cause is not None and cause not in causes:
-        causes.append(cause)
-        cause = cause.__cause__ or cause.__context__
-    return causes
-
-
 def _chat_completion(answer: dict[str, Any]) -> Completion:
     choice = answer["choices"][0]
     usage = answer.get("usage") or {}
@@ -408,7 +320,3 @@ def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "answer")))[:64] or "answer"
     return {"name": name, "schema": schema, "strict": True}
 
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
