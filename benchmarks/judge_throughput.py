@@ -23,6 +23,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,30 +61,38 @@ async def _bare(base_url: str, bodies: list[tuple[str, bytes]], concurrency: int
         return time.perf_counter() - start
 
 
-def _official_pattern(base_url: str, bodies: list[tuple[str, bytes]]) -> float:
-    """Wall seconds for one sequential SDK call per request, as the official evaluator makes them."""
+def _official_pattern(base_url: str, bodies: list[tuple[str, bytes]]) -> tuple[float, float]:
+    """Wall and CPU seconds for one sequential SDK call per request, as the official evaluator makes them."""
     import openai
 
     client = openai.OpenAI(base_url=base_url, api_key=API_KEY)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _, body in bodies:
         client.chat.completions.create(**json.loads(body)).choices[0].message.content
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     client.close()
-    return wall
+    return wall, cpu
 
 
-def _command(base_url: str, release: Path, predictions: Path, concurrency: int, work: Path) -> tuple[float, dict[str, Any]]:
-    """Wall seconds of `bespoke score` as a fresh process, and its results."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _command(base_url: str, release: Path, predictions: Path, concurrency: int, work: Path) -> tuple[float, float, dict[str, Any]]:
+    """Wall and CPU seconds of `bespoke score` as a fresh process, and its results."""
     output = work / "results.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    start = time.perf_counter()
-    subprocess.run(
+    start, cpu = time.perf_counter(), _children_cpu()
+    run = subprocess.run(
         [sys.executable, "-m", "bespoke_cli.cli", "score", "--predictions", str(predictions), "--source", str(release),
          "--judge", "openai:bench", "--base-url", base_url, "--api-key", API_KEY,
          "--concurrency", str(concurrency), "--output", str(output)],
-        check=True, env=env, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start, json.loads(output.read_text())
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
+    if run.returncode != 0:
+        raise SystemExit(f"bespoke score failed ({run.returncode}):\n{run.stderr}")
+    return wall, cpu, json.loads(output.read_text())
 
 
 def main() -> None:
@@ -142,7 +151,7 @@ def main() -> None:
                 walls[name].append(wall)
                 cpus[name].append(cpu)
         commands = [_command(base_url, release, predictions, args.concurrency, work) for _ in range(args.repeats)]
-        official = _official_pattern(base_url, bodies)
+        official, official_cpu = _official_pattern(base_url, bodies)
     finally:
         stop.set()
         server.join(10)
@@ -150,8 +159,9 @@ def main() -> None:
     wall = {name: statistics.median(values) for name, values in walls.items()}
     cpu_ms = {name: statistics.median(values) / calls * 1000 for name, values in cpus.items()}
     ideal = calls * args.latency / args.concurrency
-    command = statistics.median(seconds for seconds, _ in commands)
-    command_judge = statistics.median(results["usage"]["wall_seconds"] for _, results in commands)
+    command = statistics.median(seconds for seconds, _, _ in commands)
+    command_cpu = statistics.median(cpu for _, cpu, _ in commands)
+    command_judge = statistics.median(results["usage"]["wall_seconds"] for _, _, results in commands)
     print(f"items: {len(rows)}  calls: {calls} (1 + claims per item)  latency: {args.latency * 1000:.0f} ms  "
           f"concurrency: {args.concurrency}  medians of {args.repeats}")
     print(f"bespoke:      {calls / wall['bespoke']:6.0f} calls/s  wall {wall['bespoke']:.2f} s  "
@@ -160,9 +170,10 @@ def main() -> None:
     print(f"  bare client / bespoke, calls per second: {wall['bespoke'] / wall['bare']:.2f}x (goal: at most 1.5x)")
     print(f"  bespoke wall / ideal ({ideal:.2f} s): {wall['bespoke'] / ideal:.2f}x (goal: at most 1.3x); "
           f"bare client / ideal: {wall['bare'] / ideal:.2f}x")
-    print(f"official pattern (one sequential SDK call per response and per claim): {official:.2f} s")
-    print(f"bespoke score command, whole process: {command:.2f} s (of which judging {command_judge:.2f} s, "
-          f"start-up, data and results file {command - command_judge:.2f} s)")
+    print(f"official pattern (one sequential SDK call per response and per claim): {official:.2f} s, "
+          f"client CPU {official_cpu / calls * 1000:.2f} ms/call")
+    print(f"bespoke score command, whole process: {command:.2f} s (judging {command_judge:.2f} s; start-up, data "
+          f"and results file {command - command_judge:.2f} s), CPU {command_cpu:.2f} s")
     print(f"  official pattern / bespoke score command: {official / command:.1f}x (goal: at least 20x); "
           f"/ its judging alone: {official / command_judge:.1f}x")
 
