@@ -4,24 +4,24 @@
 >>> bench = load("benchmark", source="sample")   # or "yonsei-dli/BESPOKE", or a local folder
 """
 
-from .context import CONTEXTS, ContextSettings, Profiler, ProfileTask, TokenCounter, UserContext, build_contexts
 from .errors import BespokeDataError, BespokeDataWarning
-from .exporting import export, push_to_hub
-from .features import CONFIGS, FEATURES
-from .vocabulary import DIMENSION_LABELS, DIMENSIONS
 from .keys import normalise_query_id, parse_query_key, query_key
-from .loading import available_configs, load
-from .retrieval import (
-    DEFAULT_EMBEDDING_MODEL,
-    RETRIEVERS,
-    BM25Retriever,
-    DenseRetriever,
-    DocumentCollection,
-    HybridRetriever,
-    make_retriever,
-)
+from .lazy import lazy_attributes
 from .source import DEFAULT_SOURCE, SAMPLE, SAMPLE_DIR, ResolvedSource, fingerprint, resolve_source
 from .version import __version__
+from .vocabulary import DIMENSION_LABELS, DIMENSIONS
+
+# The rest is imported on first use: `datasets` (and with it pandas) and the retrievers' models are heavy,
+# and scoring with an API judge needs none of them. name -> the module that defines it.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("CONTEXTS", "ContextSettings", "Profiler", "ProfileTask", "TokenCounter", "UserContext",
+                     "build_contexts"), ".context"),
+    **dict.fromkeys(("export", "push_to_hub"), ".exporting"),
+    **dict.fromkeys(("CONFIGS", "FEATURES"), ".features"),
+    **dict.fromkeys(("available_configs", "load"), ".loading"),
+    **dict.fromkeys(("DEFAULT_EMBEDDING_MODEL", "RETRIEVERS", "BM25Retriever", "DenseRetriever", "DocumentCollection",
+                     "HybridRetriever", "make_retriever"), ".retrieval"),
+}
 
 __all__ = [
     "BM25Retriever", "CONTEXTS", "ContextSettings", "DEFAULT_EMBEDDING_MODEL", "DenseRetriever",
@@ -31,3 +31,5 @@ __all__ = [
     "SAMPLE_DIR", "ResolvedSource", "__version__", "available_configs", "export", "fingerprint", "load",
     "normalise_query_id", "parse_query_key", "push_to_hub", "query_key", "resolve_source",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

@@ -13,7 +13,8 @@ from .builder import SPLIT, WARNINGS_FILE, BespokeBuilder
 from .errors import BespokeDataError, BespokeDataWarning
 from .features import CONFIGS
 from .raw import RawRelease
-from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir, resolve_source
+from .rows import resolve_config_source
+from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir
 
 DATASETS_CACHE = "datasets"
 """The `default_cache_dir` kind of built configs: ``$BESPOKE_CACHE/datasets`` (``~/.cache/bespoke/datasets``)."""
@@ -49,14 +50,9 @@ def load(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE, revi
     the data raise BespokeDataError, or warn (BespokeDataWarning) about what was dropped; the warnings are
     saved with the build, and every load of it, from the cache too, shows them again.
     """
-    if config not in CONFIGS:
-        raise ValueError(f"unknown config {config!r}; choose one of {', '.join(CONFIGS)}")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir(DATASETS_CACHE)
-    resolved = source if isinstance(source, ResolvedSource) else resolve_source(
-        source, revision, hub_cache_dir=None if cache_dir is None else cache / "hub")
-    if config == "histories" and resolved.layout == "github":
-        raise BespokeDataError(str(resolved.path), "the GitHub layout has no histories; load 'histories' from "
-                               "the Hub repo or a local copy of it")
+    resolved = resolve_config_source(config, source, revision,
+                                     hub_cache_dir=None if cache_dir is None else cache / "hub")
     builder = BespokeBuilder(resolved, config, cache_dir=cache)
     try:
         builder.download_and_prepare()

@@ -4,26 +4,40 @@
 >>> results = score("preds.jsonl", "openai:gpt-5", source="yonsei-dli/BESPOKE")  # doctest: +SKIP
 
 The names below are the public surface (what the README uses); everything else is reachable through
-its module. `Bespoke` (the `evaluate.Metric`) is imported on first use, so this package works without
-`evaluate`.
+its module. Each is imported on first use: `Bespoke` (the `evaluate.Metric`) needs `evaluate`, which this
+package works without, and a run with an API judge never loads the heavy parts (torch, pandas, ...).
 """
 
-from typing import Any
-
+from bespoke_dataset.lazy import lazy_attributes
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-from .engines import ENGINES, Engine, make_backend, make_judge, register_engine
-from .judge import Judge, JudgeItem
-from .leaderboard import build_leaderboard, compare, load_results
-from .meta_eval import meta_evaluate
 from .metrics import METRIC_NAMES, METRICS
-from .model_files import ModelNotFoundError
-from .pipeline import score, write_results
-from .predictions import PredictionError
-from .results import ItemResult
-from .reward import make_reward_fn
-from .generation import GenerationSettings, generate
+
+# The rest is imported on first use, so `import bespoke_metric` (and `bespoke score` with an API judge)
+# loads no torch, transformers, pandas or matplotlib: name -> the module that defines it.
+_LAZY: dict[str, str] = {
+    "Bespoke": ".evaluate_metric",  # needs `evaluate`, an optional dependency
+    "ENGINES": ".engines",
+    "Engine": ".engines",
+    "GenerationSettings": ".generation",
+    "ItemResult": ".results",
+    "Judge": ".judge",
+    "JudgeItem": ".judge",
+    "ModelNotFoundError": ".model_files",
+    "PredictionError": ".predictions",
+    "build_leaderboard": ".leaderboard",
+    "compare": ".leaderboard",
+    "generate": ".generation",
+    "load_results": ".leaderboard",
+    "make_backend": ".engines",
+    "make_judge": ".engines",
+    "make_reward_fn": ".reward",
+    "meta_evaluate": ".meta_eval",
+    "register_engine": ".engines",
+    "score": ".pipeline",
+    "write_results": ".pipeline",
+}
 
 __all__ = [
     "Bespoke", "DIMENSIONS", "ENGINES", "Engine", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",
@@ -31,10 +45,4 @@ __all__ = [
     "load_results", "make_backend", "make_judge", "make_reward_fn", "meta_evaluate", "register_engine", "score", "write_results",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "Bespoke":  # needs `evaluate`, an optional dependency
-        from .evaluate_metric import Bespoke
-
-        return Bespoke
-    raise AttributeError(f"module 'bespoke_metric' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

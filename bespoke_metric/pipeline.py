@@ -10,9 +10,9 @@ import os
 import time
 from typing import Any, Mapping, Sequence
 
-import bespoke_dataset
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
+from bespoke_dataset.rows import load_rows
 
 from .aggregation import summarize
 from .judge import Judge, JudgeItem
@@ -25,10 +25,13 @@ from .scheduler import run_sync
 def load_benchmark(
     source: str | os.PathLike[str] | ResolvedSource = DEFAULT_SOURCE, revision: str | None = None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """The `benchmark` config as `{"user/query_id": row}`, and the `data` block of a results file."""
+    """The `benchmark` config as `{"user/query_id": row}`, and the `data` block of a results file.
+
+    Read with `load_rows` (the same rows as `bespoke_dataset.load`), not through `datasets`, whose import
+    alone (pandas with it) would double the start-up of a run against an API judge."""
     resolved = source if isinstance(source, ResolvedSource) else resolve_source(source, revision)
-    dataset = bespoke_dataset.load("benchmark", source=resolved)
-    return {query_key(row["user"], row["query_id"]): row for row in dataset}, resolved.record()
+    rows = load_rows("benchmark", resolved)
+    return {query_key(row["user"], row["query_id"]): row for row in rows}, resolved.record()
 
 
 def run_judge(

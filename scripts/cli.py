@@ -22,11 +22,15 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of the subcommand `only`: adding one imports its module, and some
+    import heavy libraries (torch, datasets) that the command being run may not need."""
     parser = argparse.ArgumentParser(prog="bespoke", description="The BESPOKE benchmark on the Hugging Face stack.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         module = importlib.import_module(f"bespoke_cli.{module_name}")
         # argparse %-formats help strings (not descriptions): escape a literal "95%".
         command = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
@@ -36,7 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # The first word that is not an option names the subcommand (the only top-level option takes no value).
+    command = next((word for word in argv if not word.startswith("-")), None)
+    args = build_parser(command if command in COMMANDS else None).parse_args(argv)
     # Other libraries stay at WARNING: their debug logs (HTTP traces) drown ours.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for name in ("bespoke_dataset", "bespoke_metric", "bespoke_cli"):

@@ -13,7 +13,8 @@ import pytest
 
 from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
-from bespoke_metric.backends.openai_backend import is_reasoning_model, parse_retry_after, scrub_url
+from bespoke_metric.backends.openai_backend import is_reasoning_model
+from bespoke_metric.backends.openai_session import http_client, parse_retry_after, scrub_url
 from bespoke_metric.cache import Cache
 from bespoke_metric.parsing import ParseError
 from bespoke_metric.scheduler import run_requests_sync
@@ -304,3 +305,67 @@ def test_api_key_never_leaks(openai_server, tmp_path, caplog):
     assert KEY not in results[1].error and "***" in results[1].error
     assert caplog.records and not any(KEY in r.getMessage() for r in caplog.records)
     assert KEY not in caplog.text
+
+
+@pytest.mark.parametrize("model", ["test-model", "gpt-5"])  # chat completions; Responses API
+def test_cut_off_answers_are_marked_truncated_with_their_usage(openai_server, model):
+    from bespoke_metric.testing.server import Cutoff
+
+    openai_server.responder = lambda body: Cutoff("half an answer") if "cut" in messages_of(body)[-1]["content"] else "whole"
+    outcomes = complete(backend_for(openai_server, model=model), [request("cut here"), request("go on")])
+    assert outcomes[0] == Completion(text="half an answer", input_tokens=4, output_tokens=3, truncated=True)
+    assert outcomes[1] == Completion(text="whole", input_tokens=4, output_tokens=1, truncated=False)
+
+
+def test_the_sdk_aiohttp_client_carries_the_calls():
+    assert isinstance(http_client(), openai.DefaultAioHttpClient)
+
+
+def test_a_refused_or_dropped_connection_is_a_connection_error_not_a_timeout(openai_server):
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))  # bound, never listening: connections to it are refused
+    stop = threading.Event()
+
+    def hang_up() -> None:  # reads each request, then closes without answering
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                continue
+            connection.recv(1 << 16)
+            connection.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    try:
+        for port in (refused.getsockname()[1], listener.getsockname()[1]):
+            backend = make_backend("openai:m", base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, max_retries=0)
+            (outcome,) = complete(backend, [request("x")]).values()
+            assert isinstance(outcome, CallError)
+            assert outcome.retryable
+            assert outcome.reason.startswith(f"connection error to http://127.0.0.1:{port}/v1: ")
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+        refused.close()
+
+    openai_server.faults.append(Fault(hang=3.0))
+    (outcome,) = complete(backend_for(openai_server, timeout=0.3, max_retries=0), [request("slow")]).values()
+    assert outcome.reason.startswith("timed out after 0.3 s")
+
+
+def test_429_waits_at_least_retry_after_ms(openai_server):
+    openai_server.faults.append(Fault(status=429, headers=(("retry-after-ms", "600"),)))
+    outcomes = complete(backend_for(openai_server), [request("rate limited")])
+    assert outcomes[0].text == "ok"
+    first, second = openai_server.calls
+    assert first.status == 429
+    assert second.received - first.finished >= 0.6

@@ -9,6 +9,10 @@ being hammered: once it is spent, calls that fail are not retried and calls not 
 Reasoning models (gpt-5, the o-series) go through the Responses API with `reasoning_effort` ("high" by
 default, as in the paper) and no temperature; other models through chat completions at temperature 0.
 
+The SDK does what it is for (authentication, the base URL, its HTTP client, its error types) through
+`openai_session`, which keeps its per-call request pipeline off the hot path: each body is serialised once,
+here, and the answer is read from the raw JSON.
+
 The API key is used for the `Authorization` header and nothing else: it is not part of `identity()`, and
 every error message and log line this module writes is scrubbed of it.
 """
@@ -16,19 +20,18 @@ every error message and log line this module writes is scrubbed of it.
 from __future__ import annotations
 
 import asyncio
-import email.utils
+import json
 import logging
-import math
 import os
 import random
 import re
-import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request
+from bespoke_metric.backends.openai_session import CallFailed, Session, scrub_url, short
 
 log = logging.getLogger(__name__)
 
@@ -37,37 +40,11 @@ PLACEHOLDER_KEY = "EMPTY"
 """Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
 
 _REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
-_RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
 def is_reasoning_model(model: str) -> bool:
     """True for OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; not gpt-5-chat)."""
     return bool(_REASONING_MODEL.match(model))
-
-
-def scrub_url(url: str) -> str:
-    """The URL without user info or query string, which is where credentials hide in URLs."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a `Retry-After` header: a number of seconds or an HTTP date."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            moment = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = moment.timestamp() - (time.time() if now is None else now)
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 @dataclass
@@ -81,14 +58,6 @@ class _RetryBudget:
             return False
         self.left -= 1
         return True
-
-
-class _Failure(Exception):
-    def __init__(self, reason: str, retryable: bool, wait: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retryable = retryable
-        self.wait = wait
 
 
 class OpenAIBackend:
@@ -196,16 +165,14 @@ class OpenAIBackend:
         }
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        import openai
-
-        # One client per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
+        # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
         # new loop for every run.
-        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
+        session = Session(self.base_url, self._api_key, self.timeout)
         semaphore = self._semaphore_for_loop()
 
         async def one(index: int, request: Request) -> None:
             async with semaphore:
-                outcome = await self._call_with_retries(client, request)
+                outcome = await self._call_with_retries(session, request)
             on_done(index, outcome)
 
         tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
@@ -215,7 +182,7 @@ class OpenAIBackend:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await client.close()
+            await session.close()
 
     def close(self) -> None:
         self._semaphores.clear()
@@ -236,14 +203,15 @@ class OpenAIBackend:
             text = text.replace(self._api_key, "***")
         return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1***", text)
 
-    async def _call_with_retries(self, client: Any, request: Request) -> Outcome:
+    async def _call_with_retries(self, session: Session, request: Request) -> Outcome:
+        path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
         attempt = 0
         while True:
             if self._budget.left <= 0 and attempt == 0 and self.retries_made > 0:
                 return CallError("retry budget of the run exhausted; call not sent", retryable=True)
             try:
-                return await self._call(client, request)
-            except _Failure as failure:
+                return await self._call(session, path, body)
+            except CallFailed as failure:
                 reason = self._scrub(failure.reason)
                 if not failure.retryable:
                     return CallError(reason, retryable=False)
@@ -265,48 +233,23 @@ class OpenAIBackend:
             return retry_after + jitter  # honour the server's wait, spread a little
         return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
 
-    async def _call(self, client: Any, request: Request) -> Completion:
-        import openai
-
+    async def _call(self, session: Session, path: str, body: bytes) -> Completion:
+        raw = await session.post(path, body)
         try:
-            if self.api == "responses":
-                response = await client.responses.create(**self._responses_args(request))
-                usage = response.usage
-                return Completion(
-                    text=response.output_text,
-                    input_tokens=getattr(usage, "input_tokens", 0) or 0,
-                    output_tokens=getattr(usage, "output_tokens", 0) or 0,
-                    truncated=getattr(response, "status", None) == "incomplete",
-                )
-            response = await client.chat.completions.create(**self._chat_args(request))
-            usage = response.usage
-            choice = response.choices[0]
-            return Completion(
-                text=choice.message.content or "",
-                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                truncated=choice.finish_reason == "length",
-            )
-        except openai.APIStatusError as err:
-            status = err.status_code
-            wait = None
-            if status == 429 or status >= 500:
-                headers = err.response.headers
-                wait = parse_retry_after(headers.get("retry-after"))
-                if wait is None and headers.get("retry-after-ms"):
-                    wait = (parse_retry_after(headers.get("retry-after-ms")) or 0.0) / 1000
-            raise _Failure(
-                f"HTTP {status} from {scrub_url(self.base_url)}: {_short(err.message)}",
-                retryable=status in _RETRYABLE_STATUS or status >= 500,
-                wait=wait,
-            ) from None
-        except openai.APITimeoutError:
-            raise _Failure(f"timed out after {self.timeout:g} s", retryable=True) from None
-        except openai.APIConnectionError as err:
-            where = scrub_url(self.base_url)
-            raise _Failure(f"connection error to {where}: {_short(str(err))}", retryable=True) from None
-        except (AttributeError, IndexError, TypeError, ValueError, openai.APIResponseValidationError) as err:
-            raise _Failure(f"malformed response from the server: {_short(str(err))}", retryable=True) from None
+            answer = json.loads(raw)
+            return _responses_completion(answer) if self.api == "responses" else _chat_completion(answer)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
+            # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
+            raise CallFailed(f"malformed response from the server: {short(f'{type(err).__name__}: {err}')}",
+                             retryable=True) from None
+
+    def path_and_body(self, request: Request) -> tuple[str, bytes]:
+        """The endpoint path and the JSON body of a request, ready to send."""
+        if self.api == "responses":
+            path, args = "/responses", self._responses_args(request)
+        else:
+            path, args = "/chat/completions", self._chat_args(request)
+        return path, json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def _output_limit(self, request: Request) -> int | None:
         """The output token cap to send: a reasoning model spends hidden tokens first, so the request's own
@@ -344,11 +287,36 @@ class OpenAIBackend:
         return args
 
 
+def _chat_completion(answer: dict[str, Any]) -> Completion:
+    choice = answer["choices"][0]
+    usage = answer.get("usage") or {}
+    return Completion(
+        text=choice["message"].get("content") or "",
+        input_tokens=usage.get("prompt_tokens") or 0,
+        output_tokens=usage.get("completion_tokens") or 0,
+        truncated=choice.get("finish_reason") == "length",
+    )
+
+
+def _responses_completion(answer: dict[str, Any]) -> Completion:
+    # The text of every output_text part of every message, as the SDK's `Response.output_text` joins it.
+    text = "".join(
+        part.get("text") or ""
+        for item in answer["output"]
+        if item.get("type") == "message"
+        for part in item.get("content") or ()
+        if part.get("type") == "output_text"
+    )
+    usage = answer.get("usage") or {}
+    return Completion(
+        text=text,
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
+        truncated=answer.get("status") == "incomplete",
+    )
+
+
 def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "answer")))[:64] or "answer"
     return {"name": name, "schema": schema, "strict": True}
 
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

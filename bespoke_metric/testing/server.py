@@ -44,13 +44,15 @@ class Fault:
     """What to do instead of (or before) answering one call.
 
     `status` (e.g. 429, 500, 503) answers with that error; `retry_after` adds a `Retry-After` header
-    (seconds as text, or an HTTP date); `hang` waits that many seconds before doing anything, so a
-    client with a shorter timeout gives up; `body` replaces the JSON error body."""
+    (seconds as text, or an HTTP date) and `headers` any others (`retry-after-ms`); `hang` waits that many
+    seconds before doing anything, so a client with a shorter timeout gives up; `body` replaces the JSON
+    error body."""
 
     status: int | None = None
     retry_after: str | None = None
     hang: float = 0.0
     body: dict[str, Any] | None = None
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -176,6 +178,8 @@ class TestServer:
 
     def _end(self, record: RecordedRequest, status: int) -> None:
         with self._lock:
+            if record.finished is not None:  # recorded already; the client then dropped the connection
+                return
             record.finished = time.monotonic()
             record.status = status
             if record.method == "POST":
@@ -287,6 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.status:
             error = fault.body or {"error": {"message": f"scripted failure {fault.status}", "type": "server_error"}}
             headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            headers.update(fault.headers)
             self._send(record, fault.status, error, headers)
             return
         state._wait(state.latency)
@@ -307,8 +312,8 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
+        self.state._end(record, status)  # before the body: a client holding its answer finds the call recorded
         self.wfile.write(data)
-        self.state._end(record, status)
 
 
 @contextlib.contextmanager

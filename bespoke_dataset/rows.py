@@ -1,0 +1,39 @@
+"""A config's rows as plain dicts, built straight from the raw tables with pyarrow.
+
+For a run that reads a config once, such as scoring (`benchmark`): no `datasets`, which imports pandas
+(about half a second before the first judge call) and writes an Arrow cache. The same record builders
+make `load`'s datasets, so `load_rows(config, source) == list(load(config, source))`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import BespokeDataError
+from .raw import RawRelease
+from .records import BUILDERS, Record, build_records
+from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
+
+
+def resolve_config_source(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE,
+                          revision: str | None = None, *, hub_cache_dir: str | Path | None = None) -> ResolvedSource:
+    """`source` resolved (see `resolve_source`) once it is known to give `config`: a ValueError names an
+    unknown config before anything is downloaded, a BespokeDataError asks for histories from the GitHub
+    layout, which has none."""
+    if config not in BUILDERS:
+        raise ValueError(f"unknown config {config!r}; choose one of {', '.join(BUILDERS)}")
+    resolved = source if isinstance(source, ResolvedSource) else resolve_source(source, revision,
+                                                                                hub_cache_dir=hub_cache_dir)
+    if config == "histories" and resolved.layout == "github":
+        raise BespokeDataError(str(resolved.path), "the GitHub layout has no histories; load 'histories' from "
+                               "the Hub repo or a local copy of it")
+    return resolved
+
+
+def load_rows(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE,
+              revision: str | None = None) -> list[Record]:
+    """The rows of one config (see `features.CONFIGS`) as `load` gives them, read from the raw tables every
+    time (no cache: building the `benchmark` rows of the whole release takes tens of milliseconds).
+    Problems in the data raise BespokeDataError or warn with BespokeDataWarning, as `load` does."""
+    resolved = resolve_config_source(config, source, revision)
+    return build_records(config, RawRelease(resolved.path))
