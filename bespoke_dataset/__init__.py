@@ -4,29 +4,16 @@
 >>> bench = load("benchmark", source="sample")   # or "yonsei-dli/BESPOKE", or a local folder
 """
 
-from .context import CONTEXTS, ContextSettings, Profiler, ProfileTask, TokenCounter, UserContext, build_contexts
 from .errors import BespokeDataError, BespokeDataWarning
 from .exporting import export, push_to_hub
 from .features import CONFIGS, FEATURES
 from .vocabulary import DIMENSION_LABELS, DIMENSIONS
 from .keys import normalise_query_id, query_key
 from .loading import available_configs, load
-from .retrieval import (
-    DEFAULT_EMBEDDING_MODEL,
-    RETRIEVERS,
-    BM25Retriever,
-    DenseRetriever,
-    DocumentCollection,
-    HybridRetriever,
-    make_retriever,
-)
 from .source import DEFAULT_SOURCE, SAMPLE, SAMPLE_DIR, ResolvedSource, fingerprint, resolve_source
 from .version import __version__
 
 __all__ = [
-    "BM25Retriever", "CONTEXTS", "ContextSettings", "DEFAULT_EMBEDDING_MODEL", "DenseRetriever",
-    "DocumentCollection", "HybridRetriever", "ProfileTask", "Profiler", "RETRIEVERS", "TokenCounter", "UserContext",
-    "build_contexts", "make_retriever",
     "BespokeDataError", "DIMENSION_LABELS", "BespokeDataWarning", "CONFIGS", "DEFAULT_SOURCE", "DIMENSIONS", "FEATURES", "SAMPLE",
     "SAMPLE_DIR", "ResolvedSource", "__version__", "available_configs", "export", "fingerprint", "load",
     "normalise_query_id", "push_to_hub", "query_key", "resolve_source",

@@ -23,7 +23,7 @@ from .pipeline import score, write_results
 from .predictions import PredictionError
 from .results import ItemResult
 from .reward import make_reward_fn
-from .generation import GenerationSettings, generate
+from .systems import GenerationSettings, generate
 
 __all__ = [
     "Bespoke", "DIMENSIONS", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",

@@ -5,21 +5,11 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from bespoke_dataset.context import (
-    CONTEXTS,
-    HEADINGS,
-    MIN_TRUNCATED_TOKENS,
-    ContextSettings,
-    ProfileTask,
-    TokenCounter,
-    build_contexts,
-    chunk_sessions,
-    format_session,
-    pack_sessions,
-    recent_first,
-    render_search_results,
-)
-from bespoke_dataset.retrieval import BM25Retriever
+from bespoke_metric.systems.context import CONTEXTS, ContextSettings, ProfileTask, build_contexts, render_search_results
+from bespoke_metric.systems.packing import MIN_TRUNCATED_TOKENS, chunk_sessions, format_session, pack_sessions, recent_first
+from bespoke_metric.systems.prompts import HEADINGS
+from bespoke_metric.systems.retrieval import BM25Retriever
+from bespoke_metric.systems.tokens import TokenCounter
 from bespoke_metric.testing.tiny_model import build_tiny_model
 
 TOPICS = ["sourdough bread starter hydration", "trail running shoes for wide feet", "rust borrow checker lifetimes"]

