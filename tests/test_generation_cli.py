@@ -75,7 +75,7 @@ def test_a_missing_embedding_model_or_tokenizer_is_one_line_and_nothing_is_writt
     output = tmp_path / "out" / "p.jsonl"
     common = ["--source", str(synthetic_hub), "--max-new-tokens", "4", "--limit", "1", "--output", str(output)]
     # The default dense retriever's model is not in the (empty) Hub cache.
-    assert main(["generate", "--model", f"hf:{tiny_model_dir}", "--context", "selected-history", *common]) == 2
+    assert main(["generate", "--model", f"hf:{tiny_model_dir}", "--context", "selected-profile", *common]) == 2
     assert capsys.readouterr().err.splitlines() == [
         "error: the retriever's embedding model is not available: model sentence-transformers/all-MiniLM-L6-v2 "
         "is not in the local Hub cache and HF_HUB_OFFLINE is set"

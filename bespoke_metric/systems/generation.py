@@ -86,29 +86,16 @@ def generate(
     started = time.perf_counter()
     settings = settings or GenerationSettings()
     output = Path(output)
-    uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
-    spec = _spec(model)
-    profiler = settings.profiler if uses_profiler and settings.profiler not in (None, spec) else None
-    profiler_spec = _spec(profiler) if profiler is not None else spec
-    # What can be missing (a tokenizer, an embedding model, a search folder) is found first: in seconds,
-    # before the data or any model is loaded.
-    counter = token_counter(spec, tokenizer=settings.tokenizer)
-    profile_counter = counter if profiler is None else token_counter(profiler_spec)
-    retriever = _retriever(settings, progress) if settings.context in RETRIEVAL_CONTEXTS else None
-    search = DocumentCollection(settings.search) if isinstance(settings.search, (str, os.PathLike)) else settings.search
     rows, histories, data = _load_data(settings, source, revision, queries, histories)
     with contextlib.ExitStack() as stack:
-        system_backend = _open_backend(model, settings.model_options, stack)
-        profiler_backend = None
-        if uses_profiler:
-            profiler_backend = system_backend if profiler is None else _open_backend(profiler, settings.profiler_options, stack)
+        parts = _open_parts(model, settings, stack, progress)
         system = {
-            "model": _describe_backend(spec, system_backend),
+            "model": _describe_backend(parts.spec, parts.system),
             "context": settings.context,
-            "profiler": _describe_backend(profiler_spec, profiler_backend) if profiler_backend is not None else None,
-            "retriever": retriever.describe() if retriever is not None else None,
-            "search": _describe_search(search),
-            "settings": {**settings.record(), "token_counter": counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
+            "profiler": _describe_backend(parts.profiler_spec, parts.profiler) if parts.profiler is not None else None,
+            "retriever": parts.retriever.describe() if parts.retriever is not None else None,
+            "search": _describe_search(parts.search),
+            "settings": {**settings.record(), "token_counter": parts.counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
             "data": data,
         }
         manifest = sidecar(output, ".run.json")
@@ -121,33 +108,74 @@ def generate(
             cache = settings.cache if isinstance(settings.cache, Cache) else stack.enter_context(Cache(settings.cache or sidecar(output, ".cache.sqlite")))
             # Covers models, settings and data: profiles of another configuration or other data are not reused.
             store = ProfileStore(sidecar(output, ".profiles.jsonl"), canonical_sha256(system)[:16])
-            failures: dict[str, str] = {}
-            retrieval_queries = None
-            if settings.expand != "none":
-                assert profiler_backend is not None
-                retrieval_queries, failures = expand_queries(
-                    pending, settings.expand, profiler_backend, store, cache=cache,
-                    max_tokens=settings.expansion_max_tokens, usage=report.profiler_usage, progress=progress,
-                )
-                pending = [row for row in pending if row_key(row) not in failures]
-            llm_profiler = None
-            if settings.context in PROFILE_CONTEXTS:
-                assert profiler_backend is not None
-                llm_profiler = LLMProfiler(profiler_backend, store, cache=cache, max_tokens=settings.profile_max_tokens, usage=report.profiler_usage, progress=progress)
-            contexts = build_contexts(
-                pending, settings.context, histories, counter, settings=settings, retriever=retriever,
-                profiler=llm_profiler, profile_counter=profile_counter, retrieval_queries=retrieval_queries,
-            )
-            if llm_profiler is not None:
-                for row, context in zip(pending, contexts):
-                    task_key = str(row["user"]) if settings.context == "profile" else context.key
-                    if task_key in llm_profiler.failed:
-                        failures[context.key] = llm_profiler.failed[task_key]
-            report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
-            jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
-            _answer(jobs, system_backend, search, counter, settings, cache, report, progress)
+            _generate_pending(pending, histories, parts, settings, cache, store, report, progress)
     report.wall_seconds = time.perf_counter() - started
     return report
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What a run works with."""
+
+    spec: str
+    system: Backend
+    counter: TokenCounter
+    profiler_spec: str
+    profiler: Backend | None
+    """None when the context configuration needs no profiler."""
+    profile_counter: TokenCounter
+    retriever: Retriever | None
+    search: SearchHook | None
+
+
+def _open_parts(model: str | Backend, settings: GenerationSettings, stack: contextlib.ExitStack, progress: bool) -> _Parts:
+    """The run's models, counters, retriever and search hook. What can be missing (a tokenizer, an
+    embedding model, a search folder) is found first, in seconds, before any model is loaded."""
+    uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
+    spec = _spec(model)
+    other_profiler = settings.profiler if uses_profiler and settings.profiler not in (None, spec) else None
+    profiler_spec = _spec(other_profiler) if other_profiler is not None else spec
+    counter = token_counter(spec, tokenizer=settings.tokenizer)
+    profile_counter = counter if other_profiler is None else token_counter(profiler_spec)
+    retriever = _retriever(settings, progress) if settings.context in RETRIEVAL_CONTEXTS else None
+    search = DocumentCollection(settings.search) if isinstance(settings.search, (str, os.PathLike)) else settings.search
+    system = _open_backend(model, settings.model_options, stack)
+    profiler = None
+    if uses_profiler:
+        profiler = system if other_profiler is None else _open_backend(other_profiler, settings.profiler_options, stack)
+    return _Parts(spec, system, counter, profiler_spec, profiler, profile_counter, retriever, search)
+
+
+def _generate_pending(
+    pending: Rows, histories: Rows, parts: _Parts, settings: GenerationSettings, cache: Cache, store: ProfileStore,
+    report: GenerationReport, progress: bool,
+) -> None:
+    """Expand, select, profile and answer the queries not yet predicted; failures go to `report.failed`."""
+    failures: dict[str, str] = {}
+    retrieval_queries = None
+    if settings.expand != "none":
+        assert parts.profiler is not None
+        retrieval_queries, failures = expand_queries(
+            pending, settings.expand, parts.profiler, store, cache=cache,
+            max_tokens=settings.expansion_max_tokens, usage=report.profiler_usage, progress=progress,
+        )
+        pending = [row for row in pending if row_key(row) not in failures]
+    llm_profiler = None
+    if settings.context in PROFILE_CONTEXTS:
+        assert parts.profiler is not None
+        llm_profiler = LLMProfiler(parts.profiler, store, cache=cache, max_tokens=settings.profile_max_tokens, usage=report.profiler_usage, progress=progress)
+    contexts = build_contexts(
+        pending, settings.context, histories, parts.counter, settings=settings, retriever=parts.retriever,
+        profiler=llm_profiler, profile_counter=parts.profile_counter, retrieval_queries=retrieval_queries,
+    )
+    if llm_profiler is not None:
+        for row, context in zip(pending, contexts):
+            task_key = str(row["user"]) if settings.context == "profile" else context.key
+            if task_key in llm_profiler.failed:
+                failures[context.key] = llm_profiler.failed[task_key]
+    report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
+    jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
+    _answer(jobs, parts.system, parts.search, parts.counter, settings, cache, report, progress)
 
 
 def _spec(model: str | Backend) -> str:
