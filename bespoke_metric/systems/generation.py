@@ -86,13 +86,14 @@ def generate(
     started = time.perf_counter()
     settings = settings or GenerationSettings()
     output = Path(output)
+    parts = _find_parts(model, settings, progress)
     rows, histories, data = _load_data(settings, source, revision, queries, histories)
     with contextlib.ExitStack() as stack:
-        parts = _open_parts(model, settings, stack, progress)
+        _open_models(parts, model, settings, stack)
         system = {
-            "model": _describe_backend(parts.spec, parts.system),
+            "model": _describe_backend(parts.spec, parts.system_backend),
             "context": settings.context,
-            "profiler": _describe_backend(parts.profiler_spec, parts.profiler) if parts.profiler is not None else None,
+            "profiler": _describe_backend(parts.profiler_spec, parts.profiler_backend) if parts.profiler_backend is not None else None,
             "retriever": parts.retriever.describe() if parts.retriever is not None else None,
             "search": _describe_search(parts.search),
             "settings": {**settings.record(), "token_counter": parts.counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
@@ -113,37 +114,41 @@ def generate(
     return report
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Parts:
-    """What a run works with."""
+    """What a run works with: found first (in seconds, naming what is missing), its models opened last."""
 
     spec: str
-    system: Backend
     counter: TokenCounter
-    profiler_spec: str
-    profiler: Backend | None
+    profiler: str | Backend | None
+    """The profiler model as given when it is not the system model; None when it is, or when none is needed."""
+    profiler_spec: str | None
     """None when the context configuration needs no profiler."""
     profile_counter: TokenCounter
     retriever: Retriever | None
     search: SearchHook | None
+    system_backend: Backend = field(init=False)
+    profiler_backend: Backend | None = field(init=False, default=None)
 
 
-def _open_parts(model: str | Backend, settings: GenerationSettings, stack: contextlib.ExitStack, progress: bool) -> _Parts:
-    """The run's models, counters, retriever and search hook. What can be missing (a tokenizer, an
-    embedding model, a search folder) is found first, in seconds, before any model is loaded."""
-    uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
+def _find_parts(model: str | Backend, settings: GenerationSettings, progress: bool) -> _Parts:
+    """The run's counters, retriever and search hook. What can be missing (a tokenizer, an embedding
+    model, a search folder) is a one-sentence error here, before the data or any model is loaded."""
     spec = _spec(model)
-    other_profiler = settings.profiler if uses_profiler and settings.profiler not in (None, spec) else None
-    profiler_spec = _spec(other_profiler) if other_profiler is not None else spec
+    uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
+    profiler = settings.profiler if uses_profiler and settings.profiler not in (None, spec, model) else None
+    profiler_spec = (spec if profiler is None else _spec(profiler)) if uses_profiler else None
     counter = token_counter(spec, tokenizer=settings.tokenizer)
-    profile_counter = counter if other_profiler is None else token_counter(profiler_spec)
+    profile_counter = token_counter(profiler_spec) if profiler is not None else counter
     retriever = _retriever(settings, progress) if settings.context in RETRIEVAL_CONTEXTS else None
     search = DocumentCollection(settings.search) if isinstance(settings.search, (str, os.PathLike)) else settings.search
-    system = _open_backend(model, settings.model_options, stack)
-    profiler = None
-    if uses_profiler:
-        profiler = system if other_profiler is None else _open_backend(other_profiler, settings.profiler_options, stack)
-    return _Parts(spec, system, counter, profiler_spec, profiler, profile_counter, retriever, search)
+    return _Parts(spec, counter, profiler, profiler_spec, profile_counter, retriever, search)
+
+
+def _open_models(parts: _Parts, model: str | Backend, settings: GenerationSettings, stack: contextlib.ExitStack) -> None:
+    parts.system_backend = _open_backend(model, settings.model_options, stack)
+    if parts.profiler_spec is not None:
+        parts.profiler_backend = parts.system_backend if parts.profiler is None else _open_backend(parts.profiler, settings.profiler_options, stack)
 
 
 def _generate_pending(
@@ -154,16 +159,16 @@ def _generate_pending(
     failures: dict[str, str] = {}
     retrieval_queries = None
     if settings.expand != "none":
-        assert parts.profiler is not None
+        assert parts.profiler_backend is not None
         retrieval_queries, failures = expand_queries(
-            pending, settings.expand, parts.profiler, store, cache=cache,
+            pending, settings.expand, parts.profiler_backend, store, cache=cache,
             max_tokens=settings.expansion_max_tokens, usage=report.profiler_usage, progress=progress,
         )
         pending = [row for row in pending if row_key(row) not in failures]
     llm_profiler = None
     if settings.context in PROFILE_CONTEXTS:
-        assert parts.profiler is not None
-        llm_profiler = LLMProfiler(parts.profiler, store, cache=cache, max_tokens=settings.profile_max_tokens, usage=report.profiler_usage, progress=progress)
+        assert parts.profiler_backend is not None
+        llm_profiler = LLMProfiler(parts.profiler_backend, store, cache=cache, max_tokens=settings.profile_max_tokens, usage=report.profiler_usage, progress=progress)
     contexts = build_contexts(
         pending, settings.context, histories, parts.counter, settings=settings, retriever=parts.retriever,
         profiler=llm_profiler, profile_counter=parts.profile_counter, retrieval_queries=retrieval_queries,
@@ -175,7 +180,7 @@ def _generate_pending(
                 failures[context.key] = llm_profiler.failed[task_key]
     report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
     jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
-    _answer(jobs, parts.system, parts.search, parts.counter, settings, cache, report, progress)
+    _answer(jobs, parts.system_backend, parts.search, parts.counter, settings, cache, report, progress)
 
 
 def _spec(model: str | Backend) -> str:
