@@ -11,22 +11,15 @@ from .source import DEFAULT_SOURCE, SAMPLE, SAMPLE_DIR, ResolvedSource, fingerpr
 from .version import __version__
 from .vocabulary import DIMENSION_LABELS, DIMENSIONS
 
-# The rest is imported on first use: `datasets` (and with it pandas) and the retrievers' models are heavy,
+# The rest is imported on first use: `datasets` (and with it pandas) is heavy,
 # and scoring with an API judge needs none of them. name -> the module that defines it.
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("CONTEXTS", "ContextSettings", "Profiler", "ProfileTask", "TokenCounter", "UserContext",
-                     "build_contexts"), ".context"),
     **dict.fromkeys(("export", "push_to_hub"), ".exporting"),
     **dict.fromkeys(("CONFIGS", "FEATURES"), ".features"),
     **dict.fromkeys(("available_configs", "load"), ".loading"),
-    **dict.fromkeys(("DEFAULT_EMBEDDING_MODEL", "RETRIEVERS", "BM25Retriever", "DenseRetriever", "DocumentCollection",
-                     "HybridRetriever", "make_retriever"), ".retrieval"),
 }
 
 __all__ = [
-    "BM25Retriever", "CONTEXTS", "ContextSettings", "DEFAULT_EMBEDDING_MODEL", "DenseRetriever",
-    "DocumentCollection", "HybridRetriever", "ProfileTask", "Profiler", "RETRIEVERS", "TokenCounter", "UserContext",
-    "build_contexts", "make_retriever",
     "BespokeDataError", "DIMENSION_LABELS", "BespokeDataWarning", "CONFIGS", "DEFAULT_SOURCE", "DIMENSIONS", "FEATURES", "SAMPLE",
     "SAMPLE_DIR", "ResolvedSource", "__version__", "available_configs", "export", "fingerprint", "load",
     "normalise_query_id", "parse_query_key", "push_to_hub", "query_key", "resolve_source",

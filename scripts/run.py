@@ -9,7 +9,7 @@ from pathlib import Path
 from bespoke_cli.generate import add_generation_arguments, generate_from, print_report
 from bespoke_cli.score import add_judge_arguments, judge_options, publish
 
-from bespoke_metric.generation import GenerationError
+from bespoke_metric.systems import GenerationError
 from bespoke_metric.pipeline import score
 
 HELP = "generate with a system model and score with a judge: one results file recording both"

