@@ -16,6 +16,7 @@ from transformers import AutoTokenizer
 
 import bespoke_dataset
 from bespoke_metric.engines import make_backend
+from bespoke_metric.testing.doubles import RecordingBackend
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
 from bespoke_metric.systems import CONTEXTS, GENERATION_PROMPT_VERSION, GenerationError, GenerationSettings, TokenCounter, generate
 from bespoke_metric.systems import calls, generation
@@ -34,33 +35,9 @@ def small(context: str, **changes: Any) -> GenerationSettings:
     return GenerationSettings(**{**values, **changes})
 
 
-class Recording:
-    """Wraps a real backend: records every request it completes, and can crash after `crash_after`."""
-
-    def __init__(self, inner: Backend, crash_after: int | None = None):
-        self.inner = inner
-        self.name = inner.name
-        self.model = inner.model
-        self.crash_after = crash_after
-        self.requests: list[Request] = []
-
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
-
-    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        def done(index: int, outcome: Any) -> None:
-            self.requests.append(requests[index])
-            on_done(index, outcome)
-            if self.crash_after is not None and len(self.requests) >= self.crash_after:
-                raise RuntimeError("simulated crash")
-
-        await self.inner.complete(requests, done)
-
-    def close(self) -> None:
-        pass
-
-    def answers(self) -> list[Request]:
-        return [r for r in self.requests if r.messages[0]["content"] == SYSTEM_PROMPT]
+def answers(recorder: RecordingBackend) -> list[Request]:
+    """The system-model requests among those recorded (not the profiler's)."""
+    return [r for r in recorder.requests if r.messages[0]["content"] == SYSTEM_PROMPT]
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +80,7 @@ def context_block(request: Request) -> str:
 
 @pytest.mark.parametrize("kind", CONTEXTS)
 def test_every_context_on_the_synthetic_release(kind: str, system: Backend, counter: TokenCounter, data: dict, synthetic_hub: Path, embedding_dir: Path, tmp_path: Path) -> None:
-    recorder = Recording(system)
+    recorder = RecordingBackend(system)
     output = tmp_path / "preds.jsonl"
     report = generate(recorder, output, small(kind, limit=LIMIT, embedding_model=MINILM, embedding_cache_dir=embedding_dir), source=synthetic_hub, progress=False)
     predictions = read_jsonl(output)
@@ -111,11 +88,11 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
     assert [(p["user"], p["query_id"]) for p in predictions] == [(r["user"], r["query_id"]) for r in data["queries"]]
     assert all(p["response"].strip() and p["context"] == kind for p in predictions)
 
-    answers = {r.messages[1]["content"].rpartition("Question: ")[2]: r for r in recorder.answers()}
-    assert len(answers) == LIMIT
+    by_question = {r.messages[1]["content"].rpartition("Question: ")[2]: r for r in answers(recorder)}
+    assert len(by_question) == LIMIT
     by_key = {}
     for row, prediction in zip(data["queries"], predictions):
-        request = answers[row["query"]]
+        request = by_question[row["query"]]
         block = context_block(request)
         by_key[f"{row['user']}/{row['query_id']}"] = block
         assert counter.count(block) <= BUDGET  # counted with the system model's own tokenizer
@@ -163,8 +140,8 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
 def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
     settings = small("history", write_every=2, limit=LIMIT)
-    crashing = Recording(system, crash_after=3)
-    with pytest.raises(RuntimeError, match="simulated crash"):
+    crashing = RecordingBackend(system, crash_after=3)
+    with pytest.raises(KeyboardInterrupt, match="simulated crash"):
         generate(crashing, output, settings, source=synthetic_hub, progress=False)
     first = output.read_text(encoding="utf-8")
     assert len(read_jsonl(output)) == 2  # the first group of two was written before the crash
@@ -172,7 +149,7 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
     # A torn last line, as a kill during a write leaves it, is dropped and regenerated.
     with output.open("a", encoding="utf-8") as stream:
         stream.write('{"user": "user1", "query_id": "9", "resp')
-    again = Recording(system)
+    again = RecordingBackend(system)
     report = generate(again, output, settings, source=synthetic_hub, progress=False)
     assert report.already_done == 2 and report.generated == LIMIT - 2 and not report.failed
     # The third answer finished before the crash and comes from the cache: 3 new calls, not 4.
@@ -180,7 +157,7 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
     text = output.read_text(encoding="utf-8")
     assert text.startswith(first) and len(read_jsonl(output)) == LIMIT
 
-    idle = Recording(system)
+    idle = RecordingBackend(system)
     assert generate(idle, output, settings, source=synthetic_hub, progress=False).generated == 0
     assert idle.requests == []
     with pytest.raises(GenerationError, match=r"differs in: settings"):
@@ -189,26 +166,26 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
 
 def test_profiles_are_saved_and_reused_only_under_the_same_settings(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
-    first = Recording(system)
+    first = RecordingBackend(system)
     generate(first, output, small("profile", limit=3), source=synthetic_hub, progress=False)  # user1 only
     assert [r["key"] for r in read_jsonl(sidecar(output, ".profiles.jsonl"))] == ["user1"]
 
-    more = Recording(system)
+    more = RecordingBackend(system)
     report = generate(more, output, small("profile", limit=LIMIT), source=synthetic_hub, progress=False)
     assert report.already_done == 3 and report.generated == LIMIT - 3
     saved = {r["key"]: r for r in read_jsonl(sidecar(output, ".profiles.jsonl"))}
     assert sorted(saved) == ["user1", "user2"]
     # user1's profile was read back, not written again: only user2's profile calls and 3 answers.
-    profile_calls = len(more.requests) - len(more.answers())
+    profile_calls = len(more.requests) - len(answers(more))
     assert profile_calls == (1 if saved["user2"]["chunks"] == 1 else saved["user2"]["chunks"] + 1)
 
     output.unlink()  # a fresh run under other settings must not reuse those profiles
-    other = Recording(system)
+    other = RecordingBackend(system)
     generate(other, output, small("profile", profile_max_tokens=10, limit=3), source=synthetic_hub, progress=False)
-    assert len(other.requests) > len(other.answers())
+    assert len(other.requests) > len(answers(other))
 
 
-class ProfilerDown(Recording):
+class ProfilerDown(RecordingBackend):
     """The real backend for answers; every profiler call fails, as an unreachable profiler would."""
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
@@ -226,14 +203,14 @@ def test_failed_profiles_leave_their_queries_unanswered_until_a_rerun(system: Ba
     report = generate(down, output, small("query-profile", limit=3), source=synthetic_hub, progress=False)
     assert report.generated == 0 and len(report.failed) == 3
     assert all(f["reason"] == "profile notes failed: profiler down" for f in report.failed)
-    assert down.answers() == [] and read_jsonl(output) == []
-    again = generate(Recording(system), output, small("query-profile", limit=3), source=synthetic_hub, progress=False)
+    assert answers(down) == [] and read_jsonl(output) == []
+    again = generate(RecordingBackend(system), output, small("query-profile", limit=3), source=synthetic_hub, progress=False)
     assert again.generated == 3 and not again.failed
 
 
 @pytest.mark.parametrize("expand", ["cot", "pseudo-history"])
 def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dict, synthetic_hub: Path, embedding_dir: Path, tmp_path: Path) -> None:
-    recorder = Recording(system)
+    recorder = RecordingBackend(system)
     output = tmp_path / "preds.jsonl"
     report = generate(recorder, output, small("selected-history", expand=expand, limit=2, embedding_model=MINILM, embedding_cache_dir=embedding_dir), source=synthetic_hub, progress=False)
     assert report.generated == 2 and report.profiler_usage.calls == 2
@@ -252,11 +229,11 @@ def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCou
     first = data["queries"][0]
     (docs / "matching.txt").write_text(f"Guide. {first['query']} Here is a detailed answer.", encoding="utf-8")
     (docs / "others.jsonl").write_text(json.dumps({"title": "Unrelated", "url": "https://example.org/x", "text": "Volcanic soil chemistry."}) + "\n", encoding="utf-8")
-    recorder = Recording(system)
+    recorder = RecordingBackend(system)
     output = tmp_path / "preds.jsonl"
     report = generate(recorder, output, small("none", search_budget=60, limit=2, search=docs), source=synthetic_hub, progress=False)
     assert report.system["search"] == {"collection": str(docs), "documents": 2, "k": 3}
-    prompt = next(r for r in recorder.answers() if r.messages[1]["content"].endswith(first["query"]))
+    prompt = next(r for r in answers(recorder) if r.messages[1]["content"].endswith(first["query"]))
     block = context_block(prompt)
     assert block.startswith("Search results:\n\n[1] matching (file://") and counter.count(block) <= 60
     assert read_jsonl(output)[0]["search_urls"][0].endswith("matching.txt")
@@ -267,10 +244,10 @@ def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCou
         asked.append(query)
         return [{"title": "Hook result", "url": "https://example.org/hook", "text": "From the hook."}]
 
-    recorder = Recording(system)
+    recorder = RecordingBackend(system)
     generate(recorder, tmp_path / "hook.jsonl", small("oracle", limit=2, search=web), source=synthetic_hub, progress=False)
     assert asked == [row["query"] for row in data["queries"][:2]]
-    block = context_block(recorder.answers()[0])
+    block = context_block(answers(recorder)[0])
     assert block.startswith(HEADINGS["oracle"]) and "[1] Hook result (https://example.org/hook)\nFrom the hook." in block
 
 
@@ -328,33 +305,33 @@ def test_reasoning_is_never_stored_and_unclosed_reasoning_fails_the_query(tiny_m
 
 
 def test_resume_and_saved_profiles_follow_the_data(system: Backend, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
-    report = generate(Recording(system), tmp_path / "source.jsonl", small("none", limit=1), source=synthetic_hub, progress=False)
+    report = generate(RecordingBackend(system), tmp_path / "source.jsonl", small("none", limit=1), source=synthetic_hub, progress=False)
     assert report.system["data"] == bespoke_dataset.resolve_source(synthetic_hub).record()
 
     output = tmp_path / "preds.jsonl"
     queries, histories = data["queries"][:2], data["histories"]
-    report = generate(Recording(system), output, small("profile"), queries=queries, histories=histories, progress=False)
+    report = generate(RecordingBackend(system), output, small("profile"), queries=queries, histories=histories, progress=False)
     assert report.generated == 2 and set(report.system["data"]) == {"queries_sha256", "histories_sha256"}
     edited = [dict(s, text=s["text"] + " Also into pottery.") if s["user"] == queries[0]["user"] else s for s in histories]
     with pytest.raises(GenerationError, match=r"other data \(differs in: data\)"):
-        generate(Recording(system), output, small("profile"), queries=queries, histories=edited, progress=False)
-    same = Recording(system)
+        generate(RecordingBackend(system), output, small("profile"), queries=queries, histories=edited, progress=False)
+    same = RecordingBackend(system)
     assert generate(same, output, small("profile"), queries=queries, histories=[dict(s) for s in histories], progress=False).already_done == 2
 
     output.unlink()  # a fresh run on other data must not reuse the saved profile
-    other = Recording(system)
+    other = RecordingBackend(system)
     generate(other, output, small("profile"), queries=queries, histories=edited, progress=False)
-    assert len(other.requests) > len(other.answers())
+    assert len(other.requests) > len(answers(other))
     assert [r["key"] for r in read_jsonl(sidecar(output, ".profiles.jsonl"))] == [queries[0]["user"]]
 
 
 def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
     settings = small("none")
-    generate(Recording(system), output, replace(settings, limit=2), source=synthetic_hub, progress=False)
+    generate(RecordingBackend(system), output, replace(settings, limit=2), source=synthetic_hub, progress=False)
     whole = output.read_bytes()
     output.write_bytes(whole + '{"user": "user1", "query_id": "3", "response": "Café'.encode()[:-1])
-    report = generate(Recording(system), output, replace(settings, limit=3), source=synthetic_hub, progress=False)
+    report = generate(RecordingBackend(system), output, replace(settings, limit=3), source=synthetic_hub, progress=False)
     assert report.already_done == 2 and report.generated == 1 and not report.failed
     assert output.read_bytes().startswith(whole) and len(read_jsonl(output)) == 3
     # Damage anywhere but the last line is an error naming the line.
@@ -362,7 +339,7 @@ def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synth
     lines[1] = lines[1][:-2] + b"\xc3" + lines[1][-2:]
     output.write_bytes(b"\n".join(lines))
     with pytest.raises(GenerationError, match=r"preds\.jsonl, line 2: not a prediction record"):
-        generate(Recording(system), output, replace(settings, limit=3), source=synthetic_hub, progress=False)
+        generate(RecordingBackend(system), output, replace(settings, limit=3), source=synthetic_hub, progress=False)
 
 
 def test_settings_are_checked_when_made_and_keep_keys_out_of_sight() -> None:
@@ -383,14 +360,14 @@ def test_settings_are_checked_when_made_and_keep_keys_out_of_sight() -> None:
 def test_another_prompt_version_is_another_run(system: Backend, synthetic_hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     output = tmp_path / "preds.jsonl"
     settings = small("none", limit=1, cache=tmp_path / "calls.sqlite")
-    report = generate(Recording(system), output, settings, source=synthetic_hub, progress=False)
+    report = generate(RecordingBackend(system), output, settings, source=synthetic_hub, progress=False)
     assert report.system["settings"]["generation_prompt_version"] == GENERATION_PROMPT_VERSION
     # As if a template had changed: the run refuses to resume, and the cached answer is not reused.
     monkeypatch.setattr(generation, "GENERATION_PROMPT_VERSION", "other")
     monkeypatch.setattr(calls, "GENERATION_PROMPT_VERSION", "other")
     with pytest.raises(GenerationError, match=r"differs in: settings"):
-        generate(Recording(system), output, settings, source=synthetic_hub, progress=False)
-    again = generate(Recording(system), tmp_path / "again.jsonl", settings, source=synthetic_hub, progress=False)
+        generate(RecordingBackend(system), output, settings, source=synthetic_hub, progress=False)
+    again = generate(RecordingBackend(system), tmp_path / "again.jsonl", settings, source=synthetic_hub, progress=False)
     assert again.generated == 1
     assert again.usage.calls == 1
     assert again.usage.cached == 0
