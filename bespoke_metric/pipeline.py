@@ -17,6 +17,7 @@ from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_s
 from bespoke_dataset.version import __version__
 
 from .aggregation import summarize
+from .figure_stats import figure_stats
 from .judge import Judge, JudgeItem
 from .results import ItemResult
 from .engines import make_judge
@@ -73,6 +74,7 @@ def build_results(
     }
     results: dict[str, Any] = {
         "summary": summarize(list(items)),
+        **figure_stats(items),
         "items": [item.to_dict() for item in items],
         "judge": judge.describe(),
         "data": dict(data),
@@ -82,7 +84,18 @@ def build_results(
     }
     if system is not None:
         results["system"] = dict(system)
+        results["model_name"] = model_name(system)
     return results
+
+
+def model_name(system: Mapping[str, Any]) -> str | None:
+    """The system under test as lm-eval names it (its settings stay in `system`): the model's spec
+    (`bespoke run` records the model as `{"spec", "backend"}`), else the system's name."""
+    model = system.get("model")
+    if isinstance(model, Mapping):
+        model = model.get("spec")
+    name = model or system.get("name")
+    return None if name is None else str(name)
 
 
 def score(
@@ -93,15 +106,17 @@ def score(
     revision: str | None = None,
     limit: int | None = None,
     system: Mapping[str, Any] | None = None,
+    allow_repeats: bool = False,
     **judge_options: Any,
 ) -> dict[str, Any]:
     """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`, ...).
-    Bad predictions raise `PredictionError` before any judge call."""
+    Bad predictions raise `PredictionError` before any judge call; `allow_repeats` scores several
+    predictions of one query (the metric's path) instead of refusing them."""
     benchmark, data = load_benchmark(source, revision)
-    checked = read_predictions(predictions, benchmark)
+    checked = read_predictions(predictions, benchmark, allow_repeats=allow_repeats)
     if limit is not None:
         checked = checked[:limit]
     items = [JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked]

@@ -148,6 +148,26 @@ def bootstrap_ci(
     return percentile_ci(statistic(*(c[idx] for c in columns)), confidence)
 
 
+def bootstrap_se(
+    statistic: Statistic,
+    *arrays: Sequence[float],
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> float | None:
+    """Bootstrap standard error of `statistic` (the standard deviation of its replicates), resampling
+    like `bootstrap_ci`; None when there are no observations or fewer than two defined replicates."""
+    columns = [np.asarray(a, dtype=float) for a in arrays]
+    n = len(columns[0])
+    if any(len(c) != n for c in columns):
+        raise ValueError("bootstrap_se: all arrays must have the same length")
+    if n == 0:
+        return None
+    idx = resample_indices(n, n_resamples, seed)
+    replicates = statistic(*(c[idx] for c in columns))
+    finite = replicates[np.isfinite(replicates)]
+    return float(np.std(finite, ddof=1)) if finite.size > 1 else None
+
+
 def agreement(
     judge_scores: Sequence[float],
     human_scores: Sequence[float],
