@@ -58,7 +58,7 @@ def notes(results: Results, figure: str) -> str:
     judge, data = results.judge, results.data["data"]
     settings = ", ".join(f"{key} {judge[key]}" for key in ("max_shots", "recall_mode") if judge.get(key) is not None)
     revision = data.get("revision") or (f"local, fingerprint {str(data.get('fingerprint'))[:12]}" if data.get("fingerprint") else "local")
-    scored = (results.data.get("n_samples") or {}).get("scored", {}).get(figure)
+    scored = results.data["summary"].get("scored", {}).get(figure)  # None for the average: each figure has its own
     given = len(results.data["items"])
     stderr = (results.data.get("stderr") or {}).get(figure)
     parts = [
