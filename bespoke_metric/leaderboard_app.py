@@ -105,7 +105,7 @@ def verdict(path: str | os.PathLike[str] | None, board: Board, *, allow_proxy: b
     row = system_row(results, n_resamples=n_resamples)
     average = row.values["average"]
     group = next((g for g in board.groups if g.rows and g.rows[0].results.group_key == results.group_key), None)
-    head = f"**Accepted.** {results.system}: average {_figure(average)}."
+    head = f"**Accepted.** {name}: {results.system}, average {_figure(average)}."
     if group is None:
         return (f"{head} No result on this board was scored like it (judge, protocol, data and query set), "
                 "so it would open a table of its own.")
@@ -144,4 +144,5 @@ def build_app(results: str | os.PathLike[str], *, allow_proxy: bool = False, n_r
             upload = gr.File(label="Results file (.json)", file_types=[".json"], elem_id="upload")
             message = gr.Markdown(elem_id="verdict")
             upload.upload(lambda path: verdict(path, board, allow_proxy=allow_proxy, n_resamples=n_resamples), upload, message)
+            upload.clear(lambda: "", None, message)
     return app

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .leaderboard import LeaderboardError, Results, item_matrix, parse_results, refuse_proxy
+from .leaderboard import LeaderboardError, Results, item_matrix, parse_results
 
 
 class SubmissionError(ValueError):
@@ -26,9 +26,11 @@ def check_submission(content: Any, origin: str, *, allow_proxy: bool = False) ->
         raise SubmissionError(f"{origin}: not a BESPOKE results file (a JSON {type(content).__name__}, not an object)")
     try:
         results = parse_results(content, origin)
-        refuse_proxy([results], allow_proxy)
     except LeaderboardError as error:
         raise SubmissionError(str(error)) from None
+    if results.proxy and not allow_proxy:
+        raise SubmissionError(f"{origin}: proxy-judge results ({results.judge['spec']}) are not leaderboard material: "
+                              "they are for quick checks and training loops (--allow-proxy accepts them, marked as proxy)")
     if not np.isfinite(item_matrix(content["items"])).any():
         failures = sum(content["summary"].get("failures", {}).values())
         why = f"every judgment failed ({failures} failures)" if content["items"] else "it holds no item"
