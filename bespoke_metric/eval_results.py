@@ -29,13 +29,14 @@ MODEL_CARD = "README.md"
 TASK_TYPE = "text-generation"
 """The model-index task type of a system answering BESPOKE's queries."""
 
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""A Hub repo id, `ORG/NAME`."""
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def check_repo_id(repo_id: str, flag: str) -> str:
     """`repo_id` if it is `ORG/NAME`, else `SubmissionError` naming the flag it came from."""
-    if not _REPO_ID.match(repo_id):
+    if not REPO_ID.match(repo_id):
         raise SubmissionError(f"{flag} must be a Hub repo id ORG/NAME, got {repo_id!r}")
     return repo_id
 
@@ -127,9 +128,9 @@ def model_index_results(results: Results, dataset: str, *, source_url: str | Non
 def update_model_card(card_text: str | None, model: str, new: list[Any]) -> str:
     """The model card with `new` in its `model-index`: earlier results of the same dataset, metric and
     source are replaced, every other result and the card's text are kept."""
-    from huggingface_hub import ModelCard
+    from huggingface_hub import ModelCard, ModelCardData
 
-    card = ModelCard(card_text if card_text else f"# {model}\n")
+    card = ModelCard(card_text or f"---\n{ModelCardData(model_name=model).to_yaml()}\n---\n\n# {model}\n")
     replaced = {(r.dataset_type, r.metric_type, r.source_name) for r in new}
     kept = [r for r in (card.data.eval_results or []) if (r.dataset_type, r.metric_type, r.source_name) not in replaced]
     card.data.eval_results = kept + new

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bespoke_dataset.source import is_repo_id
+
 from . import stats
 from .eval_results import context
 from .leaderboard import COLUMNS, LABELS, Group, Row, build_leaderboard, system_row
@@ -36,6 +38,8 @@ def results_folder(results: str | os.PathLike[str], *, token: str | None = None)
     folder = Path(results)
     if folder.is_dir():
         return folder
+    if not is_repo_id(os.fspath(results)):
+        raise FileNotFoundError(f"{results}: neither a folder of results files nor a Hub dataset repo id ORG/NAME")
     from huggingface_hub import HfApi
 
     return Path(HfApi(token=token).snapshot_download(repo_id=os.fspath(results), repo_type="dataset", allow_patterns=["*.json"]))

@@ -22,8 +22,10 @@ from typing import Mapping
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.atomic import atomic_entries
 from bespoke_dataset.builder import CITATION
+from bespoke_dataset.source import is_repo_id
 from bespoke_dataset.version import __version__
 
+from .eval_results import REPO_ID
 from .leaderboard import LeaderboardError, build_leaderboard, load_results
 
 SPACE_FILES = Path(__file__).parent / "space_files"
@@ -35,7 +37,6 @@ RESULTS_DIR = "results"
 """Where a leaderboard Space keeps the results files it ranks."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class SpaceError(ValueError):
@@ -64,7 +65,7 @@ def space_name(out: str | os.PathLike[str], repo: str | None) -> str:
     if not _NAME.match(name):
         raise SpaceError(f"--out {out}: the folder's name {name!r} names the module; use letters, digits, '_' and '-'")
     if repo is not None:
-        if not _REPO_ID.match(repo):
+        if not REPO_ID.match(repo):
             raise SpaceError(f"--push-to-hub must be a Space id ORG/NAME, got {repo!r}")
         if repo.split("/")[1] != name:
             raise SpaceError(f"--out folder {name!r} must be named as the Space {repo!r}: evaluate loads {repo} by "
@@ -88,7 +89,7 @@ def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = F
     `*.json` in it, each checked as the board will read it), or the id of a Hub dataset repo of them."""
     folder = Path(source)
     if not folder.is_dir():
-        if _REPO_ID.match(os.fspath(source)):
+        if is_repo_id(os.fspath(source)):
             return os.fspath(source)
         raise SpaceError(f"--results {source}: neither a folder nor a Hub dataset repo id ORG/NAME")
     files = sorted(path for path in folder.rglob("*.json") if path.is_file())
