@@ -26,7 +26,8 @@ from huggingface_hub import HfApi
 from bespoke_dataset import query_key
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
 
-from . import metrics, stats
+from . import stats
+from .figure_stats import figure_matrix
 from .metrics import METRIC_NAMES as METRICS
 from .results import ItemResult
 
@@ -134,14 +135,8 @@ def refuse_proxy(results: Sequence[Results], allow_proxy: bool) -> None:
 
 def item_matrix(items: Sequence[Mapping[str, Any]]) -> np.ndarray:
     """`(n_items, 5)` on the benchmark's 0-100 scale (the metric registry's), NaN where not judged."""
-    matrix = np.full((len(items), len(metrics.METRICS)), np.nan)
-    for row, raw in enumerate(items):
-        item = ItemResult(str(raw["user"]), str(raw["query_id"]), scores=dict(raw["scores"]), recall=raw.get("recall"))
-        for col, metric in enumerate(metrics.METRICS):
-            value = metric.sample(item)
-            if value is not None:
-                matrix[row, col] = value / metric.high * 100
-    return matrix
+    return figure_matrix([ItemResult(str(raw["user"]), str(raw["query_id"]), scores=dict(raw["scores"]), recall=raw.get("recall"))
+                          for raw in items])
 
 
 def _mean_of_column_means(*columns: np.ndarray) -> np.ndarray:
