@@ -45,7 +45,7 @@ def served(app: Any) -> Iterator[str]:
 
 @contextmanager
 def chromium() -> Iterator[Any]:
-    """A headless Chromium under Playwright, with a fresh profile; yields the browser."""
+    """A headless Chromium under Playwright with a fresh profile; yields its browser context (`new_page()`)."""
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as playwright:
