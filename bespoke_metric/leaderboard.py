@@ -25,7 +25,8 @@ from huggingface_hub import HfApi
 
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
 
-from . import metrics, stats
+from . import stats
+from .figure_stats import figure_matrix, mean_of_figures
 from .metrics import METRIC_NAMES as METRICS
 from .results import ItemResult, Results
 
@@ -134,18 +135,7 @@ def refuse_proxy(results: Sequence[Entry], allow_proxy: bool) -> None:
 
 def item_matrix(items: Sequence[ItemResult]) -> np.ndarray:
     """`(n_items, 5)` on the benchmark's 0-100 scale (the metric registry's), NaN where not judged."""
-    matrix = np.full((len(items), len(metrics.METRICS)), np.nan)
-    for row, item in enumerate(items):
-        for col, metric in enumerate(metrics.METRICS):
-            value = metric.sample(item)
-            if value is not None:
-                matrix[row, col] = value / metric.high * 100
-    return matrix
-
-
-def _mean_of_column_means(*columns: np.ndarray) -> np.ndarray:
-    # the headline average: the mean of the five benchmark numbers (each a mean over its own scored items)
-    return np.mean([stats.rowwise_nanmean(column) for column in columns], axis=0)
+    return figure_matrix(items)
 
 
 def _value(x: float) -> float | None:
@@ -185,7 +175,7 @@ def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed
         cis[metric] = stats.bootstrap_ci(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
     five = [values[m] for m in METRICS]
     values["average"] = None if any(v is None for v in five) else float(np.mean(five))
-    cis["average"] = stats.bootstrap_ci(_mean_of_column_means, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
+    cis["average"] = stats.bootstrap_ci(mean_of_figures, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
     return Row(entry, values, cis)
 
 

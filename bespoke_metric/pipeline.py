@@ -15,6 +15,7 @@ from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_s
 from bespoke_dataset.rows import load_rows
 
 from .aggregation import summarize
+from .figure_stats import figure_stats
 from .judge import Judge, JudgeItem
 from .results import ItemResult, Results
 from .engines import make_judge
@@ -71,8 +72,19 @@ def build_results(
         "output_tokens": getattr(usage, "output_tokens", 0),
         "wall_seconds": round(wall_seconds, 3),
     }
-    return Results(summary=summarize(list(items)), items=list(items), judge=judge.describe(), data=dict(data),
-                   usage=usage_block, system=dict(system) if system is not None else None)
+    return Results(summary=summarize(list(items)), **figure_stats(items), items=list(items), judge=judge.describe(),
+                   data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
+                   model_name=model_name(system) if system is not None else None)
+
+
+def model_name(system: Mapping[str, Any]) -> str | None:
+    """The system under test as lm-eval names it (its settings stay in `system`): the model's spec
+    (`bespoke run` records the model as `{"spec", "backend"}`), else the system's name."""
+    model = system.get("model")
+    if isinstance(model, Mapping):
+        model = model.get("spec")
+    name = model or system.get("name")
+    return None if name is None else str(name)
 
 
 def score(
@@ -83,15 +95,17 @@ def score(
     revision: str | None = None,
     limit: int | None = None,
     system: Mapping[str, Any] | None = None,
+    allow_repeats: bool = False,
     **judge_options: Any,
 ) -> Results:
     """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`, ...).
-    Bad predictions raise `PredictionError` before any judge call."""
+    Bad predictions raise `PredictionError` before any judge call; `allow_repeats` scores several
+    predictions of one query (the metric's path) instead of refusing them."""
     benchmark, data = load_benchmark(source, revision)
-    checked = read_predictions(predictions, benchmark)
+    checked = read_predictions(predictions, benchmark, allow_repeats=allow_repeats)
     if limit is not None:
         checked = checked[:limit]
     items = [JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked]

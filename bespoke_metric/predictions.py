@@ -59,11 +59,14 @@ def _records(predictions: PredictionsInput) -> tuple[str, list[tuple[int, Any]]]
     return "(in memory)", [(number, record) for number, record in enumerate(predictions, start=1)]
 
 
-def read_predictions(predictions: PredictionsInput, known_keys: Iterable[str]) -> list[Prediction]:
+def read_predictions(
+    predictions: PredictionsInput, known_keys: Iterable[str], *, allow_repeats: bool = False
+) -> list[Prediction]:
     """Decode and check predictions against the benchmark's query keys.
 
     Raises `PredictionError` naming every malformed line, unknown `user/query_id`, duplicate and empty
-    response."""
+    response. `allow_repeats` accepts several predictions for one query (the metric scores each: several
+    samples per prompt, a bootstrap resample); a predictions file keeps one per query."""
     known = set(known_keys)
     origin, records = _records(predictions)
     problems: list[str] = []
@@ -92,12 +95,12 @@ def read_predictions(predictions: PredictionsInput, known_keys: Iterable[str]) -
         prediction = Prediction(str(record["user"]), query_id, response, number)
         if prediction.key not in known:
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
-        elif prediction.key in seen:
+        elif prediction.key in seen and not allow_repeats:
             problems.append(f"line {number}: duplicate prediction for {prediction.key!r} (first on line {seen[prediction.key]})")
         elif not response.strip():
             problems.append(f"line {number}: empty response for {prediction.key!r}")
         else:
-            seen[prediction.key] = number
+            seen.setdefault(prediction.key, number)
             result.append(prediction)
     if problems:
         raise PredictionError(origin, problems)

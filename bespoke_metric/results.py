@@ -74,7 +74,8 @@ class ItemResult:
         )
 
 
-_KNOWN = ("summary", "items", "judge", "data", "usage", "created", "bespoke_eval_version", "system", "meta_eval")
+_KNOWN = ("summary", "stderr", "n_samples", "higher_is_better", "items", "judge", "data", "usage", "created",
+          "bespoke_eval_version", "system", "model_name", "meta_eval")
 
 
 @dataclass
@@ -90,10 +91,17 @@ class Results:
     """Where the benchmark came from: source, revision, content fingerprint."""
     usage: dict[str, Any] = field(default_factory=dict)
     """Calls made and from the cache, failures, tokens, wall seconds."""
+    stderr: dict[str, float | None] | None = None
+    """Per figure and the average: bootstrap standard error over queries (`figure_stats`); None in old files."""
+    n_samples: dict[str, Any] | None = None
+    """`given` (items) and `scored` (items judged per figure), as lm-eval readers look for it."""
+    higher_is_better: dict[str, bool] | None = None
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     bespoke_eval_version: str = __version__
     system: dict[str, Any] | None = None
     """The system under test, when the run knows it (`bespoke run`)."""
+    model_name: str | None = None
+    """The system under test as lm-eval names it: its model spec, or the name given (`score --model-name`)."""
     meta_eval: dict[str, Any] | None = None
     """Agreement with the human scores, for a meta-evaluation run."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -109,17 +117,22 @@ class Results:
         return sum(1 for item in self.items if any(v is not None for v in item.scores.values()) or item.recall is not None)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "summary": self.summary,
+        out: dict[str, Any] = {"summary": self.summary}
+        for name in ("stderr", "n_samples", "higher_is_better"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        out.update({
             "items": [item.to_json() for item in self.items],
             "judge": self.judge,
             "data": self.data,
             "usage": self.usage,
             "created": self.created,
             "bespoke_eval_version": self.bespoke_eval_version,
-        }
+        })
         if self.system is not None:
             out["system"] = self.system
+        if self.model_name is not None:
+            out["model_name"] = self.model_name
         if self.meta_eval is not None:
             out["meta_eval"] = self.meta_eval
         out.update(self.extra)
@@ -131,12 +144,16 @@ class Results:
         return cls(
             summary=dict(raw["summary"]),
             items=[ItemResult.from_json(item) for item in raw["items"]],
+            stderr=raw.get("stderr"),
+            n_samples=raw.get("n_samples"),
+            higher_is_better=raw.get("higher_is_better"),
             judge=dict(raw["judge"]),
             data=dict(raw["data"]),
             usage=dict(raw.get("usage") or {}),
             created=str(raw.get("created") or ""),
             bespoke_eval_version=str(raw.get("bespoke_eval_version") or "unknown"),
             system=dict(raw["system"]) if raw.get("system") is not None else None,
+            model_name=raw.get("model_name"),
             meta_eval=dict(raw["meta_eval"]) if raw.get("meta_eval") is not None else None,
             extra={key: value for key, value in raw.items() if key not in _KNOWN},
         )

@@ -138,14 +138,38 @@ def bootstrap_ci(
     `rowwise_*` functions or any function of `(B, n)` matrices returning `(B,)`. None when there are
     no observations or every replicate is undefined.
     """
+    replicates = bootstrap_replicates(statistic, *arrays, n_resamples=n_resamples, seed=seed)
+    return None if replicates is None else percentile_ci(replicates, confidence)
+
+
+def bootstrap_replicates(
+    statistic: Statistic, *arrays: Sequence[float], n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> np.ndarray | None:
+    """`statistic` over `n_resamples` resamples of the paired observations (one index matrix for all
+    arrays: pairs stay pairs); None when there are no observations."""
     columns = [np.asarray(a, dtype=float) for a in arrays]
     n = len(columns[0])
     if any(len(c) != n for c in columns):
-        raise ValueError("bootstrap_ci: all arrays must have the same length")
+        raise ValueError("bootstrap: all arrays must have the same length")
     if n == 0:
         return None
     idx = resample_indices(n, n_resamples, seed)
-    return percentile_ci(statistic(*(c[idx] for c in columns)), confidence)
+    return statistic(*(c[idx] for c in columns))
+
+
+def bootstrap_se(
+    statistic: Statistic,
+    *arrays: Sequence[float],
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> float | None:
+    """Bootstrap standard error of `statistic` (the standard deviation of its replicates), resampling
+    like `bootstrap_ci`; None when there are no observations or fewer than two defined replicates."""
+    replicates = bootstrap_replicates(statistic, *arrays, n_resamples=n_resamples, seed=seed)
+    if replicates is None:
+        return None
+    finite = replicates[np.isfinite(replicates)]
+    return float(np.std(finite, ddof=1)) if finite.size > 1 else None
 
 
 def agreement(

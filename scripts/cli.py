@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {
     "compare": "compare",
     "generate": "generate",
     "run": "run",
+    "submit": "submit",
+    "space": "space",
 }
 
 

@@ -47,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_judge_arguments(parser)
     parser.add_argument("--output", default="results.json", help="results file (default results.json)")
     parser.add_argument("--limit", type=int, help="score only the first N predictions")
+    parser.add_argument("--model-name", help="the system that wrote the predictions, recorded in the results file (system.model, model_name)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
 
 
@@ -70,7 +71,9 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        results = score(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, **judge_options(args))
+        system = {"model": args.model_name} if args.model_name else None
+        results = score(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
+                        system=system, **judge_options(args))
     except ValueError as error:  # bad predictions, data or judge options: a message, not a traceback
         if args.verbose:
             raise

