@@ -1,0 +1,136 @@
+"""`hf:` and `openai:` on Ray: `map_batches` over a fixed pool of actors, each holding the in-process engine.
+
+An `hf:` actor loads the model once and runs one batch at a time on its GPUs (`gpus_per_replica`); an
+`openai:` actor is an async client with its share of `concurrency`, running several small batches at
+once (the engine's own semaphore bounds its calls in flight; retries and `Retry-After` are the engine's).
+The actor checks that its engine has the identity the driver keys the cache with, so an answer is never
+cached under another engine's settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Sequence
+
+from bespoke_metric.backends.base import Outcome, Request
+from bespoke_metric.backends.ray_backend import (
+    decode_request,
+    outcome_row,
+    row_outcome,
+    share,
+)
+
+HF_ROWS_PER_TASK = 64
+"""Requests per Ray task for `hf:` actors unless `batch_size` is set: the engine batches within it (by
+free memory on a GPU); a killed actor repeats at most this many generations."""
+
+
+class ActorPlan:
+    """How an `hf:` or `openai:` engine runs on Ray: the actors' options, resources and batch shape."""
+
+    def __init__(
+        self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: dict[str, Any]
+    ) -> None:
+        self.engine = engine
+        self.model = model
+        self.replicas = replicas
+        self.options = dict(options)
+        if engine == "openai":
+            from bespoke_metric.backends.openai_backend import OpenAIBackend
+
+            if gpus_per_replica:
+                raise ValueError("gpus_per_replica is for hf and vllm: an openai actor is a client")
+            # Built here only to check the options and know the identity: it makes no call.
+            local = OpenAIBackend(model, **self.options)
+            self.identity = local.identity()
+            self.options["concurrency"] = share(local.concurrency, replicas)
+            self.gpus = 0.0
+            # A batch fills the actor's share of calls; a second one waits its turn in the actor, so
+            # the share stays busy while a finished batch travels back.
+            self.rows_per_task = self.options["concurrency"]
+            self.tasks_per_actor = 2
+        else:
+            from bespoke_metric.backends.hf_backend import default_dtype, hf_identity
+
+            self.gpus = float(_driver_gpus() if gpus_per_replica is None else gpus_per_replica)
+            # Fixed here, not left to each actor: the identity (and so the cache key) names the dtype.
+            self.options.setdefault("device", "cuda" if self.gpus > 0 else "cpu")
+            self.options.setdefault("dtype", default_dtype(self.options["device"]))
+            self.identity = hf_identity(model, self.options.get("revision"), self.options["dtype"])
+            self.rows_per_task = self.options.get("batch_size") or HF_ROWS_PER_TASK
+            self.tasks_per_actor = 1
+
+    def order(self, requests: Sequence[Request]) -> list[int]:
+        return list(range(len(requests)))
+
+    def run(self, dataset: Any) -> Any:
+        """The dataset of outcome rows (`ray_backend.outcome_row`) for a dataset of request rows."""
+        import ray
+
+        return dataset.map_batches(
+            EngineWorker,
+            fn_constructor_kwargs={
+                "spec": f"{self.engine}:{self.model}",
+                "options": self.options,
+                "identity": self.identity,
+            },
+            batch_size=self.rows_per_task,
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=self.replicas, max_tasks_in_flight_per_actor=self.tasks_per_actor),
+            num_cpus=1,
+            num_gpus=self.gpus,
+        )
+
+    def outcome(self, row: dict[str, Any]) -> Outcome:
+        return row_outcome(row)
+
+
+class EngineWorker:
+    """A Ray Data actor holding one in-process engine; each call runs one batch of requests through it."""
+
+    def __init__(self, spec: str, options: dict[str, Any], identity: dict[str, Any]) -> None:
+        from bespoke_metric.backends import make_backend
+
+        self.backend = make_backend(spec, **options)
+        found = self.backend.identity()
+        if found != identity:
+            raise RuntimeError(f"the {spec} engine on this worker has identity {found}, the driver expects {identity}")
+        # One batch at a time on a model (its memory is sized for one); a client runs several at once.
+        self._turn = asyncio.Lock() if self.backend.name == "hf" else None
+
+    async def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        positions = batch.column("position").to_pylist()
+        requests = [decode_request(text) for text in batch.column("request").to_pylist()]
+        outcomes: dict[int, Outcome] = {}
+
+        def on_done(index: int, outcome: Outcome) -> None:
+            outcomes[index] = outcome
+
+        if self._turn is None:
+            await self.backend.complete(requests, on_done)
+        else:
+            async with self._turn:
+                await self.backend.complete(requests, on_done)
+        # An index the engine left unanswered is left out: the scheduler records it as a failure.
+        return pa.Table.from_pylist([outcome_row(positions[i], outcomes[i]) for i in sorted(outcomes)], schema=OUTCOME_SCHEMA)
+
+
+def _driver_gpus() -> int:
+    """1 if the driver has a GPU (then, most likely, so do the workers), else 0."""
+    import torch
+
+    return 1 if torch.cuda.is_available() else 0
+
+
+def _outcome_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("position", pa.int64()), ("text", pa.string()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
+        ("truncated", pa.bool_()), ("error", pa.string()), ("retryable", pa.bool_()),
+    ])
+
+
+OUTCOME_SCHEMA = _outcome_schema()
