@@ -182,7 +182,10 @@ def test_driver_killed_and_restarted_resumes_from_its_cache(ray_cluster, judge_s
     results = json.loads(output.read_text())
     assert_same_judgments(results, in_process["results"])
     assert results["usage"]["cached"] == saved_answers
-    assert len(judge_server.calls) <= needed * 1.1
+    # Lost with the driver: what its actors held (two batches of their share of the concurrency each);
+    # the refused calls are never cached, so they are asked again.
+    held = 2 * 4
+    assert len(judge_server.calls) <= needed + in_process["results"]["usage"]["failed"] + held
 
     judge_server.reset()  # a warm rerun from the command line asks again only for what failed
     warm = run_cli(*args)
