@@ -19,7 +19,7 @@ from .leaderboard import build_leaderboard, compare, load_results
 from .meta_eval import meta_evaluate
 from .metrics import METRIC_NAMES, METRICS
 from .model_files import ModelNotFoundError
-from .pipeline import score, write_results
+from .pipeline import score, score_many, write_results
 from .predictions import PredictionError
 from .results import ItemResult
 from .reward import make_reward_fn
@@ -28,7 +28,8 @@ from .generation import GenerationSettings, generate
 __all__ = [
     "Bespoke", "DIMENSIONS", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",
     "ModelNotFoundError", "PredictionError", "__version__", "build_leaderboard", "compare", "generate",
-    "load_results", "make_judge", "make_reward_fn", "meta_evaluate", "register_judge", "score", "write_results",
+    "load_results", "make_judge", "make_reward_fn", "meta_evaluate", "register_judge", "score", "score_many",
+    "write_results",
 ]
 
 
