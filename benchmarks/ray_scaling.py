@@ -1,7 +1,8 @@
 """`--executor ray` on this machine: scaling over actors, and Ray's overhead against the in-process run.
 
 1. The tiny `hf:` model (built in place, no download) answers `--hf-requests` prompts on Ray with 1 and
-   with 2 actors: requests/s each and the ratio (on 2 cores, 2 actors can at best double it).
+   with 2 actors (one CPU thread each, as Ray gives an actor of one CPU): requests/s with the actors'
+   start and steady (first answer to last), and the ratios (on 2 cores, 2 actors can at best double it).
 2. The `openai:` engine against the local test server at `--latency` s per call (the server in its own
    process): the same `--calls` requests in-process and on Ray (2 actors sharing `--concurrency`), wall
    times and their ratio (goal: Ray within 1.3x). Ray is started before the clocks run and each Ray
@@ -30,12 +31,17 @@ def _serve(latency: float, queue: "multiprocessing.Queue[str]", stop: "multiproc
         stop.wait(3600)
 
 
-def timed(backend, requests) -> tuple[float, int]:
+def timed(backend, requests) -> tuple[float, int, float]:
+    """Wall seconds, requests answered, and the steady rate: answers per second from the first answer
+    to the last (what more actors add, without the start of the actors)."""
     from bespoke_metric.scheduler import run_requests_sync
 
+    answered: list[float] = []
     start = time.perf_counter()
-    results = run_requests_sync(backend, requests)
-    return time.perf_counter() - start, sum(result.ok for result in results)
+    results = run_requests_sync(backend, requests, progress=lambda kind, n: answered.append(time.perf_counter()))
+    wall = time.perf_counter() - start
+    steady = (len(answered) - 1) / (answered[-1] - answered[0]) if len(answered) > 1 and answered[-1] > answered[0] else 0.0
+    return wall, sum(result.ok for result in results), steady
 
 
 def main() -> None:
@@ -65,8 +71,9 @@ def main() -> None:
     for actors in (1, 2):
         backend = make_backend(f"hf:{model}", executor="ray", replicas=actors, batch_size=8, gpus_per_replica=0)
         hf[actors] = timed(backend, prompts)
-        print(f"hf on Ray, {actors} actor(s): {hf[actors][0]:.1f} s, {hf[actors][1] / hf[actors][0]:.1f} requests/s")
-    print(f"hf scaling 2 actors / 1 actor: {hf[1][0] / hf[2][0]:.2f}x throughput")
+        wall, ok, steady = hf[actors]
+        print(f"hf on Ray, {actors} actor(s): {wall:.1f} s with the actors' start, {ok / wall:.1f} requests/s; steady {steady:.1f} requests/s")
+    print(f"hf scaling 2 actors / 1 actor: {hf[1][0] / hf[2][0]:.2f}x wall, {hf[2][2] / hf[1][2]:.2f}x steady throughput")
 
     context = multiprocessing.get_context("spawn")
     queue, stop = context.Queue(), context.Event()
@@ -76,8 +83,8 @@ def main() -> None:
     try:
         calls = [Request(({"role": "user", "content": f"call {i}"},), 16) for i in range(args.calls)]
         options = {"base_url": base_url, "concurrency": args.concurrency}
-        local_s, local_ok = timed(make_backend("openai:bench", **options), calls)
-        ray_s, ray_ok = timed(make_backend("openai:bench", executor="ray", replicas=2, **options), calls)
+        local_s, local_ok, _ = timed(make_backend("openai:bench", **options), calls)
+        ray_s, ray_ok, _ = timed(make_backend("openai:bench", executor="ray", replicas=2, **options), calls)
     finally:
         stop.set()
         server.join(timeout=10)

@@ -195,3 +195,20 @@ def test_driver_killed_and_restarted_resumes_from_its_cache(ray_cluster, judge_s
     assert warm.returncode == 0, log
     assert json.loads(output.read_text())["usage"]["calls"] == len(judge_server.calls) == 5
     assert all(rejecting(call) is not None for call in judge_server.calls)
+
+
+def test_generate_on_ray_writes_the_in_process_predictions(ray_cluster, tiny_model_dir, synthetic_hub, tmp_path, monkeypatch):
+    from bespoke_cli.cli import main
+
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    common = ["generate", "--model", f"hf:{tiny_model_dir}", "--source", str(synthetic_hub), "--context", "oracle",
+              "--max-new-tokens", "8", "--limit", "3"]
+    assert main([*common, "--output", str(tmp_path / "local.jsonl")]) == 0
+    assert main([*common, "--output", str(tmp_path / "ray.jsonl"), "--executor", "ray", "--replicas", "2"]) == 0
+
+    def answers(path: Path) -> list[tuple[str, str, str]]:
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        return sorted((row["user"], row["query_id"], row["response"]) for row in rows)
+
+    assert len(answers(tmp_path / "ray.jsonl")) == 3
+    assert answers(tmp_path / "ray.jsonl") == answers(tmp_path / "local.jsonl")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
 import logging
 import math
 import os
@@ -173,6 +174,8 @@ class OpenAIBackend:
         self.reasoning_max_tokens = reasoning_max_tokens
         self._budget = _RetryBudget(retry_budget)
         self.retries_made = 0
+        self._tls: Any = None
+        self._kept_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -196,11 +199,10 @@ class OpenAIBackend:
         }
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        import openai
-
         # One client per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
-        # new loop for every run.
-        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout)
+        # new loop for every run (unless `keep_client` made one for this loop).
+        kept = self._kept_clients.get(asyncio.get_running_loop())
+        client = kept or self._new_client()
         semaphore = self._semaphore_for_loop()
 
         async def one(index: int, request: Request) -> None:
@@ -215,12 +217,36 @@ class OpenAIBackend:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await client.close()
+            if client is not kept:
+                await client.close()
+
+    async def keep_client(self) -> None:
+        """Reuse one client, and its open connections, for every run on the running event loop: for a
+        loop that lives as long as its process (a Ray actor's), where a run is one small batch."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._kept_clients:
+            self._kept_clients[loop] = self._new_client()
 
     def close(self) -> None:
         self._semaphores.clear()
 
     # -- internals -----------------------------------------------------------------------------------
+
+    def _new_client(self) -> Any:
+        import openai
+
+        return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout,
+                                  http_client=openai.DefaultAsyncHttpxClient(verify=self._tls_context()))
+
+    def _tls_context(self) -> Any:
+        # Built once per backend, as the SDK's HTTP library builds its default one: loading the CA bundle
+        # takes ~80 ms, and a run that makes a client per batch (a Ray actor) would pay it every batch.
+        if self._tls is None:
+            import openai
+
+            http = importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0])
+            self._tls = http.create_ssl_context()
+        return self._tls
 
     def _semaphore_for_loop(self) -> asyncio.Semaphore:
         # Shared by every run on the same event loop, so runs started together still respect the limit.

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import threading
 from typing import Any, AsyncIterator, Mapping, Sequence
 
@@ -127,6 +126,7 @@ def connect(address: str | None) -> None:
     context.enable_progress_bars = False  # the scheduler's own bar counts answers; Ray's would interleave
     context.print_on_execution_start = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # one "execution finished" line per round
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "bars disabled": ours count
 
 
 def encode_request(request: Request) -> str:
@@ -194,9 +194,4 @@ def row_outcome(row: Mapping[str, Any]) -> Outcome:
     if row.get("error") is not None:
         return CallError(str(row["error"]), retryable=bool(row.get("retryable")))
     return Completion(str(row["text"]), int(row["input_tokens"]), int(row["output_tokens"]), bool(row["truncated"]))
-
-
-def share(total: int, parts: int) -> int:
-    """Each of `parts` workers' share of `total` (rounded up: no worker gets none)."""
-    return max(1, math.ceil(total / parts))
 

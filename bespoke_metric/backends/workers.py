@@ -10,6 +10,7 @@ cached under another engine's settings.
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any, Sequence
 
 from bespoke_metric.backends.base import Outcome, Request
@@ -17,7 +18,6 @@ from bespoke_metric.backends.ray_backend import (
     decode_request,
     outcome_row,
     row_outcome,
-    share,
 )
 
 HF_ROWS_PER_TASK = 64
@@ -96,7 +96,7 @@ class EngineWorker:
         if found != identity:
             raise RuntimeError(f"the {spec} engine on this worker has identity {found}, the driver expects {identity}")
         # One batch at a time on a model (its memory is sized for one); a client runs several at once.
-        self._turn = asyncio.Lock() if self.backend.name == "hf" else None
+        self._turn = asyncio.Lock()
 
     async def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -108,13 +108,19 @@ class EngineWorker:
         def on_done(index: int, outcome: Outcome) -> None:
             outcomes[index] = outcome
 
-        if self._turn is None:
-            await self.backend.complete(requests, on_done)
-        else:
+        if self.backend.name == "hf":
             async with self._turn:
                 await self.backend.complete(requests, on_done)
+        else:  # openai: one client, and its open connections, for the actor's life
+            await self.backend.keep_client()
+            await self.backend.complete(requests, on_done)
         # An index the engine left unanswered is left out: the scheduler records it as a failure.
         return pa.Table.from_pylist([outcome_row(positions[i], outcomes[i]) for i in sorted(outcomes)], schema=OUTCOME_SCHEMA)
+
+
+def share(total: int, parts: int) -> int:
+    """Each of `parts` workers' share of `total` (rounded up: no worker gets none)."""
+    return max(1, math.ceil(total / parts))
 
 
 def _driver_gpus() -> int:
