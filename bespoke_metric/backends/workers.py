@@ -9,7 +9,6 @@ cached under another engine's settings.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Any, Sequence
 
@@ -23,6 +22,10 @@ from bespoke_metric.backends.ray_backend import (
 HF_ROWS_PER_TASK = 64
 """Requests per Ray task for `hf:` actors unless `batch_size` is set: the engine batches within it (by
 free memory on a GPU); a killed actor repeats at most this many generations."""
+
+OPENAI_TASKS_PER_ACTOR = 2
+"""Batches running at once in each `openai:` actor, sharing its calls. A killed actor's batches are retried whole, so the calls a kill
+can cost are about this many times the actor's share of `concurrency`."""
 
 
 class ActorPlan:
@@ -45,10 +48,10 @@ class ActorPlan:
             self.identity = local.identity()
             self.options["concurrency"] = share(local.concurrency, replicas)
             self.gpus = 0.0
-            # A batch fills the actor's share of calls; a second one waits its turn in the actor, so
-            # the share stays busy while a finished batch travels back.
+            # A batch fills the actor's share of calls; the next ones wait in the actor for free slots,
+            # so the share stays busy while a finished batch travels back.
             self.rows_per_task = self.options["concurrency"]
-            self.tasks_per_actor = 2
+            self.tasks_per_actor = OPENAI_TASKS_PER_ACTOR
         else:
             from bespoke_metric.backends.hf_backend import default_dtype, hf_identity
 
@@ -58,7 +61,7 @@ class ActorPlan:
             self.options.setdefault("dtype", default_dtype(self.options["device"]))
             self.identity = hf_identity(model, self.options.get("revision"), self.options["dtype"])
             self.rows_per_task = self.options.get("batch_size") or HF_ROWS_PER_TASK
-            self.tasks_per_actor = 1
+            self.tasks_per_actor = 1  # one batch at a time on a model: its memory is sized for one
 
     def order(self, requests: Sequence[Request]) -> list[int]:
         return list(range(len(requests)))
@@ -76,7 +79,9 @@ class ActorPlan:
             },
             batch_size=self.rows_per_task,
             batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=self.replicas, max_tasks_in_flight_per_actor=self.tasks_per_actor),
+            # One more batch waits at each actor than it runs, so the next starts without a round trip.
+            compute=ray.data.ActorPoolStrategy(size=self.replicas, max_tasks_in_flight_per_actor=self.tasks_per_actor + 1,
+                                               max_concurrent_calls_per_actor=self.tasks_per_actor),
             num_cpus=1,
             num_gpus=self.gpus,
         )
@@ -95,8 +100,6 @@ class EngineWorker:
         found = self.backend.identity()
         if found != identity:
             raise RuntimeError(f"the {spec} engine on this worker has identity {found}, the driver expects {identity}")
-        # One batch at a time on a model (its memory is sized for one); a client runs several at once.
-        self._turn = asyncio.Lock()
 
     async def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -108,12 +111,9 @@ class EngineWorker:
         def on_done(index: int, outcome: Outcome) -> None:
             outcomes[index] = outcome
 
-        if self.backend.name == "hf":
-            async with self._turn:
-                await self.backend.complete(requests, on_done)
-        else:  # openai: one client, and its open connections, for the actor's life
+        if self.backend.name == "openai":  # one client, and its open connections, for the actor's life
             await self.backend.keep_client()
-            await self.backend.complete(requests, on_done)
+        await self.backend.complete(requests, on_done)
         # An index the engine left unanswered is left out: the scheduler records it as a failure.
         return pa.Table.from_pylist([outcome_row(positions[i], outcomes[i]) for i in sorted(outcomes)], schema=OUTCOME_SCHEMA)
 
