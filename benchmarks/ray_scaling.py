@@ -11,7 +11,7 @@
 
 All numbers come from one run on one machine; only the ratios mean anything elsewhere.
 
-    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 python benchmarks/ray_scaling.py [--calls 4000] [--latency 0.05]
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 python benchmarks/ray_scaling.py [--calls 8000] [--latency 0.05]
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def timed(backend, requests) -> tuple[float, int, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=4000, help="openai: requests per run")
+    parser.add_argument("--calls", type=int, default=8000, help="openai: requests per run")
     parser.add_argument("--latency", type=float, default=0.05, help="openai: seconds the server takes per call")
     parser.add_argument("--concurrency", type=int, default=32, help="openai: calls in flight, all actors together")
     parser.add_argument("--hf-requests", type=int, default=384, help="hf: prompts per run (0: skip the hf part)")

@@ -24,7 +24,7 @@ import asyncio
 import json
 import logging
 import threading
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Protocol, Sequence
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request
 
@@ -32,6 +32,25 @@ log = logging.getLogger(__name__)
 
 EXECUTOR_OPTIONS = ("ray_address", "replicas", "gpus_per_replica", "pipeline_parallel_size")
 """Options of the Ray executor itself; every other option goes to the engine."""
+
+
+class Plan(Protocol):
+    """How one engine runs on Ray (`workers.ActorPlan`, `vllm_processor.VLLMPlan`)."""
+
+    identity: dict[str, Any]
+    """The in-process engine's identity: same cache keys."""
+
+    def order(self, requests: Sequence[Request]) -> list[int]:
+        """The order to put the requests in the dataset."""
+        ...
+
+    def run(self, dataset: Any) -> Any:
+        """The lazy dataset of answer rows for a dataset of `{position, request}` rows."""
+        ...
+
+    def outcome(self, row: dict[str, Any]) -> Outcome:
+        """The outcome an answer row carries."""
+        ...
 
 
 class RayBackend:
@@ -72,17 +91,17 @@ class RayBackend:
         self.model = model
         self.ray_address = ray_address
         self.replicas = replicas
+        check_options(engine, engine_options)
+        self._plan: Plan
         if engine == "vllm":
             if gpus_per_replica is not None:
                 raise ValueError("gpus_per_replica is for hf: a vllm replica uses tensor_parallel_size x pipeline_parallel_size GPUs")
-            check_options(engine, engine_options)
             from bespoke_metric.backends.vllm_processor import VLLMPlan
 
-            self._plan: Any = VLLMPlan(model, replicas, pipeline_parallel_size or 1, engine_options)
+            self._plan = VLLMPlan(model, replicas, pipeline_parallel_size or 1, engine_options)
         else:
             if pipeline_parallel_size is not None:
                 raise ValueError(f"pipeline_parallel_size is for vllm, not the {engine} engine")
-            check_options(engine, engine_options)
             from bespoke_metric.backends.workers import ActorPlan
 
             self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, engine_options)
