@@ -23,9 +23,10 @@ HF_ROWS_PER_TASK = 64
 """Requests per Ray task for `hf:` actors unless `batch_size` is set: the engine batches within it (by
 free memory on a GPU); a killed actor repeats at most this many generations."""
 
-OPENAI_TASKS_PER_ACTOR = 2
-"""Batches running at once in each `openai:` actor, sharing its calls. A killed actor's batches are retried whole, so the calls a kill
-can cost are about this many times the actor's share of `concurrency`."""
+OPENAI_TASKS_PER_ACTOR = 4
+"""Batches running at once in each `openai:` actor, splitting its share of `concurrency`. A killed actor's
+batches are retried whole: a kill costs the calls it had in flight and the answers its unfinished
+batches held, at most about twice its share."""
 
 
 class ActorPlan:
@@ -48,9 +49,9 @@ class ActorPlan:
             self.identity = local.identity()
             self.options["concurrency"] = share(local.concurrency, replicas)
             self.gpus = 0.0
-            # A batch fills the actor's share of calls; the next ones wait in the actor for free slots,
-            # so the share stays busy while a finished batch travels back.
-            self.rows_per_task = self.options["concurrency"]
+            # Batches of a quarter of the actor's share of calls, four running at once: the share stays
+            # busy, and answers travel back a few at a time (a killed actor takes few with it).
+            self.rows_per_task = share(self.options["concurrency"], OPENAI_TASKS_PER_ACTOR)
             self.tasks_per_actor = OPENAI_TASKS_PER_ACTOR
         else:
             from bespoke_metric.backends.hf_backend import default_dtype, hf_identity
