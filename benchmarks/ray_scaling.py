@@ -1,6 +1,6 @@
 """`--executor ray` on this machine: scaling over actors, and Ray's overhead against the in-process run.
 
-1. The tiny `hf:` model (built in place, no download) answers `--hf-requests` prompts on Ray with 1 and
+1. A small random `hf:` model (built in place, no download) answers `--hf-requests` prompts on Ray with 1 and
    with 2 actors (one CPU thread each, as Ray gives an actor of one CPU): requests/s with the actors'
    start and steady (first answer to last), and the ratios (on 2 cores, 2 actors can at best double it).
 2. The `openai:` engine against the local test server at `--latency` s per call (the server in its own
@@ -52,6 +52,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32, help="openai: calls in flight, all actors together")
     parser.add_argument("--hf-requests", type=int, default=384, help="hf: prompts per run (0: skip the hf part)")
     parser.add_argument("--hf-max-tokens", type=int, default=32)
+    parser.add_argument("--hf-hidden-size", type=int, default=256, help="hf: width of the random model (compute per prompt)")
     args = parser.parse_args()
 
     import ray
@@ -65,7 +66,7 @@ def main() -> None:
     print(f"Ray local instance started in {time.perf_counter() - start:.1f} s (once per process; not in the runs below)")
 
     work = Path(tempfile.mkdtemp(prefix="bespoke-ray-scaling-"))
-    model = build_tiny_model(work / "tiny")
+    model = build_tiny_model(work / "tiny", hidden_size=args.hf_hidden_size, num_layers=4)
     prompts = [Request(({"role": "user", "content": f"Request {i}: say something about topic {i % 7}."},), args.hf_max_tokens)
                for i in range(args.hf_requests)]
     hf = {}
