@@ -49,7 +49,7 @@ def main() -> None:
 
     def run(queries: int, **options: object) -> tuple[float, float, int]:
         results = score(predictions[:queries], f"hf:{model}", **common, **options)
-        usage = results["usage"]
+        usage = results.usage
         prompts = usage["calls"]
         return prompts / usage["wall_seconds"], usage["output_tokens"] / usage["wall_seconds"], prompts
 

@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ def main() -> None:
     def bespoke_round() -> tuple[float, float]:
         cpu = time.process_time()
         results = score(predictions, "openai:bench", source=release, base_url=base_url, api_key=API_KEY,
-                        concurrency=args.concurrency, progress=False)
+                        concurrency=args.concurrency, progress=False).to_json()
         assert results["usage"]["calls"] == calls and results["usage"]["failed"] == 0, results["usage"]
         return results["usage"]["wall_seconds"], time.process_time() - cpu
 

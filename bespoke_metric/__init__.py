@@ -36,13 +36,14 @@ _LAZY: dict[str, str] = {
     "meta_evaluate": ".meta_eval",
     "register_engine": ".engines",
     "score": ".pipeline",
+    "score_many": ".pipeline",
     "write_results": ".pipeline",
 }
 
 __all__ = [
     "Bespoke", "DIMENSIONS", "ENGINES", "Engine", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",
     "ModelNotFoundError", "PredictionError", "__version__", "build_leaderboard", "compare", "generate",
-    "load_results", "make_backend", "make_judge", "make_reward_fn", "meta_evaluate", "register_engine", "score", "write_results",
+    "load_results", "make_backend", "make_judge", "make_reward_fn", "meta_evaluate", "register_engine", "score", "score_many", "write_results",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

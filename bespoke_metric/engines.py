@@ -104,6 +104,20 @@ class VLLMOptions:
 
 
 @dataclass(frozen=True)
+class ExecutorOptions:
+    """Where an LLM engine runs: in this process, or on a Ray cluster (`backends.ray_backend.RayBackend`)."""
+
+    executor: str | None = option("--executor", "local: in this process (default); ray: on a Ray cluster")
+    ray_address: str | None = option("--ray-address", "Ray cluster to join, e.g. auto (default: a local instance)")
+    replicas: int | None = option("--replicas", "engines running at once on Ray (default 1)")
+    gpus_per_replica: float | None = option("--gpus-per-replica", "hf on Ray: GPUs per actor")
+    pipeline_parallel_size: int | None = option("--pipeline-parallel-size", "vllm on Ray: pipeline stages per replica")
+
+
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+
+
+@dataclass(frozen=True)
 class EmbedOptions:
     """`embed:MODEL`: the sentence-embedding proxy judge (`bespoke_metric.embed_judge.EmbedJudge`)."""
 
@@ -213,23 +227,39 @@ def _refuse(leftover: dict[str, Any], what: str, *classes: type) -> None:
 
 
 def _any_flag(name: str) -> str:
-    for cls in (ProtocolOptions, OpenAIOptions, HFOptions, VLLMOptions, EmbedOptions):
+    for cls in (ProtocolOptions, ExecutorOptions, OpenAIOptions, HFOptions, VLLMOptions, EmbedOptions):
         if name in {item.name for item in dataclasses.fields(cls)}:
             return flag_of(cls, name)
     return f"{name}="
 
 
+def _backend(parsed: Spec, engine_options: dict[str, Any], executor_options: dict[str, Any]) -> Backend:
+    """The engine in this process, or on Ray with `executor="ray"`."""
+    executor = executor_options.pop("executor", "local")
+    if executor not in EXECUTORS:
+        raise OptionError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if executor == "ray":
+        from .backends.ray_backend import RayBackend
+
+        return RayBackend(parsed.engine.name, parsed.model, **executor_options, **engine_options)
+    if executor_options:
+        flags = ", ".join(flag_of(ExecutorOptions, name) for name in sorted(executor_options))
+        raise OptionError(f"{flags} only apply with --executor ray (executor='ray')")
+    assert parsed.engine.backend is not None
+    return parsed.engine.backend(parsed.model, engine_options)
+
+
 def make_backend(spec: str, **options: Any) -> Backend:
-    """The LLM backend named by `spec` (`openai:`, `hf:`, `vllm:`); `options` are its engine's options
-    (None means the engine's default, so command-line flags pass through as they are)."""
+    """The LLM backend named by `spec` (`openai:`, `hf:`, `vllm:`); `options` are its engine's options and
+    the executor's (`executor="ray"`, `replicas`, ...). None means the default, so command-line flags
+    pass through as they are."""
     parsed = parse_spec(spec)
     if not parsed.engine.llm:
         raise OptionError(f"{spec} is a judge, not an LLM engine; use make_judge")
     options = dict(options)
-    [engine_options] = _take(options, parsed.engine.options)
-    _refuse(options, f"the {parsed.engine.name} engine ({spec})", parsed.engine.options)
-    assert parsed.engine.backend is not None
-    return parsed.engine.backend(parsed.model, engine_options)
+    engine_options, executor_options = _take(options, parsed.engine.options, ExecutorOptions)
+    _refuse(options, f"the {parsed.engine.name} engine ({spec})", parsed.engine.options, ExecutorOptions)
+    return _backend(parsed, engine_options, executor_options)
 
 
 def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> Judge:
@@ -252,11 +282,10 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         return parsed.engine.judge(spec, parsed.model, own)
     from .llm_judge import LLMJudge
 
-    protocol, engine_options = _take(options, ProtocolOptions, parsed.engine.options)
-    _refuse(options, f"the {parsed.engine.name} judge ({spec})", ProtocolOptions, parsed.engine.options)
+    protocol, engine_options, executor_options = _take(options, ProtocolOptions, parsed.engine.options, ExecutorOptions)
+    _refuse(options, f"the {parsed.engine.name} judge ({spec})", ProtocolOptions, parsed.engine.options, ExecutorOptions)
     protocol.setdefault("structured", parsed.engine.guided_decoding)
-    assert parsed.engine.backend is not None
-    backend = parsed.engine.backend(parsed.model, engine_options)
+    backend = _backend(parsed, engine_options, executor_options)
     if cache is not None and not isinstance(cache, Cache):
         cache = Cache(cache)
     return LLMJudge(backend, spec=spec, cache=cache, **protocol)

@@ -44,15 +44,39 @@ def run_judge(
     **judge_options: Any,
 ) -> Results:
     """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge."""
+    [results] = run_judge_many(judge, [items], data=data, systems=[system], **judge_options)
+    return results
+
+
+def run_judge_many(
+    judge: str | Judge,
+    groups: Sequence[Sequence[JudgeItem]],
+    *,
+    data: Mapping[str, Any],
+    systems: Sequence[Mapping[str, Any] | None],
+    **judge_options: Any,
+) -> list[Results]:
+    """Judge several systems' items in one run (one judge, one scheduler run: the backend sees every
+    request at once); one `Results` per group. The `usage` block of each is the whole run's, with
+    `systems` saying how many shared it."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
     try:
         start = time.perf_counter()
-        judged = run_sync(judge_object.judge(list(items)))
+        judged = run_sync(judge_object.judge([item for group in groups for item in group]))
         wall = time.perf_counter() - start
     finally:
         if isinstance(judge, str) and hasattr(judge_object, "close"):
             judge_object.close()
-    return build_results(judge_object, judged, data=data, wall_seconds=wall, system=system)
+    outputs = []
+    start_index = 0
+    for group, system in zip(groups, systems):
+        part = judged[start_index : start_index + len(group)]
+        start_index += len(group)
+        results = build_results(judge_object, part, data=data, wall_seconds=wall, system=system)
+        if len(groups) > 1:
+            results.usage["systems"] = len(groups)
+        outputs.append(results)
+    return outputs
 
 
 def build_results(
@@ -101,15 +125,38 @@ def score(
     """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
-    ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`, ...).
-    Bad predictions raise `PredictionError` before any judge call; `allow_repeats` scores several
-    predictions of one query (the metric's path) instead of refusing them."""
+    ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`,
+    `executor="ray"` with `replicas`, ...). Bad predictions raise `PredictionError` before any judge call;
+    `allow_repeats` scores several predictions of one query (the metric's path) instead of refusing them."""
+    return score_many([predictions], judge, source=source, revision=revision, limit=limit, systems=[system],
+                      allow_repeats=allow_repeats, **judge_options)[0]
+
+
+def score_many(
+    predictions: Sequence[PredictionsInput],
+    judge: str | Judge,
+    *,
+    source: str | os.PathLike[str] = DEFAULT_SOURCE,
+    revision: str | None = None,
+    limit: int | None = None,
+    systems: Sequence[Mapping[str, Any] | None] | None = None,
+    allow_repeats: bool = False,
+    **judge_options: Any,
+) -> list[Results]:
+    """Score several systems' predictions with one judge, loaded once; one `Results` per predictions
+    input, in order. Every system's calls go through one scheduler run, so a judge on Ray or vLLM sees
+    them all at once. Every input is checked before any judge call (a `PredictionError` names the file)."""
     benchmark, data = load_benchmark(source, revision)
-    checked = read_predictions(predictions, benchmark, allow_repeats=allow_repeats)
-    if limit is not None:
-        checked = checked[:limit]
-    items = [JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked]
-    return run_judge(judge, items, data=data, system=system, **judge_options)
+    systems = list(systems) if systems is not None else [None] * len(predictions)
+    if len(systems) != len(predictions):
+        raise ValueError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
+    groups = []
+    for given in predictions:
+        checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
+        if limit is not None:
+            checked = checked[:limit]
+        groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
+    return run_judge_many(judge, groups, data=data, systems=systems, **judge_options)
 
 
 def failure_count(results: Results) -> int:

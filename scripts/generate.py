@@ -10,6 +10,7 @@ from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.encoders import DEFAULT_ENCODER
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
+from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
@@ -43,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="predictions JSONL; an existing file is resumed")
     parser.add_argument("--source", default=DEFAULT_SOURCE, help=f"Hub repo id, local release folder, or 'sample' (default: {DEFAULT_SOURCE})")
     parser.add_argument("--revision", help="Hub revision of the data")
+    add_executor_arguments(parser)
 
 
 def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -53,8 +55,9 @@ def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 def _backend_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     """Every engine flag given, for the system model: `make_backend` rejects (ValueError) a flag its
-    engine does not take, so `--batch-size` with a `vllm:` model is an error, not silently ignored."""
-    return _engine_flags(args)
+    engine does not take, so `--batch-size` with a `vllm:` model is an error, not silently ignored.
+    The executor flags that apply to its engine come along (`--executor ray` runs it on Ray)."""
+    return {**_engine_flags(args), **executor_options(args, spec)}
 
 
 _SHARED_WITH_PROFILER = {"openai": ("base_url", "api_key"), "hf": ("batch_size",)}
@@ -65,7 +68,8 @@ def _profiler_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     engine cannot use them, so it gets only those its engine takes (the same endpoint for an `openai:`
     profiler, the same batch size for an `hf:` one)."""
     shared = _SHARED_WITH_PROFILER.get(spec.partition(":")[0], ())
-    return {name: value for name, value in _engine_flags(args).items() if name in shared}
+    engine_flags = {name: value for name, value in _engine_flags(args).items() if name in shared}
+    return {**engine_flags, **executor_options(args, spec)}
 
 
 def settings_from(args: argparse.Namespace) -> GenerationSettings:
@@ -110,6 +114,7 @@ def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        check_executor_flags(args, [args.model, args.profiler])
         report = generate_from(args, args.output)
     except (GenerationError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

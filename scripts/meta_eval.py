@@ -8,6 +8,7 @@ import sys
 from bespoke_metric.meta_eval import format_meta_eval, meta_evaluate
 from bespoke_metric.pipeline import write_results
 
+from .executor import check_executor_flags
 from .score import add_judge_arguments, judge_options
 
 HELP = "score the held-out meta-test responses and report the judge's agreement with the humans"
@@ -30,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_personalization:
         options["personalized"] = False
     try:
+        check_executor_flags(args, [args.judge])
         results = meta_evaluate(args.judge, args.source, revision=args.revision, limit=args.limit,
                                 n_resamples=args.resamples, seed=args.seed, **options)
     except ValueError as error:  # bad data (MetaEvalError) or a judge option the judge does not take

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from bespoke_cli.generate import add_generation_arguments, generate_from, print_report
+from bespoke_cli.executor import check_executor_flags
 from bespoke_cli.score import add_judge_arguments, judge_options, publish
 
 from bespoke_metric.systems import GenerationError
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     predictions = args.predictions or str(output.with_name(output.stem + ".predictions.jsonl"))
     try:
+        check_executor_flags(args, [args.model, args.profiler, args.judge])
         report = generate_from(args, predictions)
     except (GenerationError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

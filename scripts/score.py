@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.llm_judge import RECALL_MODES
-from bespoke_metric.pipeline import failure_count, score, write_results
+from bespoke_metric.pipeline import failure_count, score_many, write_results
 from bespoke_metric.results import Results
 
-HELP = "score a predictions file (JSONL of user, query_id, response) with a judge"
+from .executor import add_executor_arguments, check_executor_flags, executor_options
+
+HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +30,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-shots", type=int, help="R-J examples shown to the judge (default 5)")
     parser.add_argument("--recall", choices=RECALL_MODES, help="per-claim: one call per gold claim (the paper's protocol, default); batched: one call per query; none: skip recall")
     parser.add_argument("--structured", action="store_true", help="ask for JSON output (guided decoding where the engine has it)")
+    add_executor_arguments(parser)
 
 
 def judge_options(args: argparse.Namespace) -> dict[str, object]:
@@ -38,17 +42,34 @@ def judge_options(args: argparse.Namespace) -> dict[str, object]:
         "max_shots": args.max_shots,
         "recall": args.recall,
         "structured": args.structured or None,
+        **executor_options(args, args.judge),
     }
     return {name: value for name, value in options.items() if value is not None}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--predictions", required=True, help="JSONL file, one {user, query_id, response} per line")
+    parser.add_argument("--predictions", required=True, nargs="+", help="JSONL files, one {user, query_id, response} per line; several are judged in one run, the judge loaded once")
     add_judge_arguments(parser)
-    parser.add_argument("--output", default="results.json", help="results file (default results.json)")
-    parser.add_argument("--limit", type=int, help="score only the first N predictions")
+    parser.add_argument("--output", help="results file, for one predictions file (default results.json)")
+    parser.add_argument("--output-dir", help="folder for one results file per predictions file, named after it (PREDICTIONS-STEM.json)")
+    parser.add_argument("--limit", type=int, help="score only the first N predictions of each file")
     parser.add_argument("--model-name", help="the system that wrote the predictions, recorded in the results file (system.model, model_name)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+
+
+def output_paths(predictions: list[str], output: str | None, output_dir: str | None) -> list[str]:
+    """Where each predictions file's results go; ValueError for flags that do not say it unambiguously."""
+    if output_dir is None:
+        if len(predictions) > 1:
+            raise ValueError(f"{len(predictions)} predictions files need --output-dir (one results file each), not --output")
+        return [output or "results.json"]
+    if output is not None:
+        raise ValueError("give --output or --output-dir, not both")
+    paths = [str(Path(output_dir) / f"{Path(given).stem}.json") for given in predictions]
+    clashes = sorted({path for path in paths if paths.count(path) > 1})
+    if clashes:
+        raise ValueError(f"predictions files with the same name would share a results file: {', '.join(clashes)}")
+    return paths
 
 
 def print_summary(results: Results, out: TextIO | None = None) -> None:
@@ -71,15 +92,22 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        outputs = output_paths(args.predictions, args.output, args.output_dir)
+        check_executor_flags(args, [args.judge])
         system = {"model": args.model_name} if args.model_name else None
-        results = score(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                        system=system, **judge_options(args))
-    except ValueError as error:  # bad predictions, data or judge options: a message, not a traceback
+        all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
+                                 systems=[system] * len(args.predictions), **judge_options(args))
+    except ValueError as error:  # bad predictions, data, flags or judge options: a message, not a traceback
         if args.verbose:
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2
-    return publish(results, args.output, strict=args.strict)
+    statuses = []
+    for given, results, output in zip(args.predictions, all_results, outputs):
+        if len(outputs) > 1:
+            print(f"\n{given}")
+        statuses.append(publish(results, output, strict=args.strict))
+    return max(statuses)
 
 
 def publish(results: Results, output: str, *, strict: bool) -> int:

@@ -1,6 +1,12 @@
 
 # --- backends helper: an OpenAI-compatible server and a tiny causal LM -------------------------------
+import os as _os
+
 import pytest as _pytest
+
+# Ray must advertise 127.0.0.1 here (traffic may only go to the loopback); set before any Ray starts.
+# A test-and-CI setting: users' clusters advertise their real addresses.
+_os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
 @_pytest.fixture
@@ -19,6 +25,26 @@ def tiny_model_dir(tmp_path_factory):
     from bespoke_metric.testing.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model")
+
+
+@_pytest.fixture(scope="session")
+def ray_cluster():
+    """The session's one Ray instance: a simulated two-node cluster (a head and a worker node, one CPU
+    each, on this machine), with this process connected as the driver. Ray starts slowly on 2 cores, so
+    every Ray test shares it; a subprocess joins it with `--ray-address cluster.address`."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    node = {"num_cpus": 1, "object_store_memory": 200 * 1024**2}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    cluster.add_node(**node)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level="WARNING")
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
 
 
 # --- data helper: synthetic releases (each folder holds synthetic_truth.json with the planted facts) ---

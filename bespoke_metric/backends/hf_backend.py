@@ -60,7 +60,7 @@ class HFBackend:
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         on_gpu = self.device.startswith("cuda")
-        self.dtype = dtype or ("bfloat16" if on_gpu else "float32")
+        self.dtype = dtype or default_dtype(self.device)
         self.batch_size = batch_size
         self.max_batch_size = max_batch_size
         self.revision = revision
@@ -89,12 +89,7 @@ class HFBackend:
     # -- Backend interface -------------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        return {
-            "engine": self.name,
-            "model": self.model,
-            "revision": self.revision,
-            "settings": {"do_sample": False, "dtype": self.dtype, "schema": "in prompt"},
-        }
+        return hf_identity(self.model, self.revision, self.dtype)
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         prompts = [self._encode(r) for r in requests]
@@ -183,6 +178,21 @@ class HFBackend:
             outcomes.append(Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row)),
                                        truncated=stop == len(row)))
         return outcomes
+
+
+def default_dtype(device: str) -> str:
+    """The dtype a model runs in unless told: bfloat16 on a GPU, float32 on a CPU."""
+    return "bfloat16" if device.startswith("cuda") else "float32"
+
+
+def hf_identity(model: str, revision: str | None, dtype: str) -> dict[str, Any]:
+    """The identity of an `hf:` engine, also for one built elsewhere (a Ray actor): same key, same cache."""
+    return {
+        "engine": HFBackend.name,
+        "model": model,
+        "revision": revision,
+        "settings": {"do_sample": False, "dtype": dtype, "schema": "in prompt"},
+    }
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> list[int]:

@@ -142,6 +142,7 @@ class OpenAIBackend:
         self.reasoning_max_tokens = reasoning_max_tokens
         self._budget = _RetryBudget(retry_budget)
         self.retries_made = 0
+        self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -166,8 +167,9 @@ class OpenAIBackend:
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
-        # new loop for every run.
-        session = Session(self.base_url, self._api_key, self.timeout)
+        # new loop for every run (unless `keep_session` made one for this loop).
+        kept = self._kept_sessions.get(asyncio.get_running_loop())
+        session = kept or Session(self.base_url, self._api_key, self.timeout)
         semaphore = self._semaphore_for_loop()
 
         async def one(index: int, request: Request) -> None:
@@ -182,7 +184,15 @@ class OpenAIBackend:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await session.close()
+            if session is not kept:
+                await session.close()
+
+    async def keep_session(self) -> None:
+        """Reuse one session, and its open connections, for every run on the running event loop: for a
+        loop that lives as long as its process (a Ray actor's), where a run is one small batch."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._kept_sessions:
+            self._kept_sessions[loop] = Session(self.base_url, self._api_key, self.timeout)
 
     def close(self) -> None:
         self._semaphores.clear()

@@ -74,12 +74,7 @@ class VLLMBackend:
     # -- Backend interface -------------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        return {
-            "engine": self.name,
-            "model": self.model,
-            "revision": self.revision,
-            "settings": {"temperature": 0.0, "dtype": self.engine_args["dtype"], "schema_format": True},
-        }
+        return vllm_identity(self.model, self.revision, self.engine_args["dtype"])
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         if not requests:
@@ -115,11 +110,26 @@ class VLLMBackend:
 
     def sampling_params(self, request: Request) -> Any:
         """The `SamplingParams` of one request: greedy, its token limit, its schema as structured output."""
-        args: dict[str, Any] = {"temperature": 0.0, "max_tokens": request.max_tokens}
+        args = sampling_args(request)
         if request.json_schema is not None:
             keyword, params_class = self._structured
             args[keyword] = params_class(json=request.json_schema)
         return self._vllm.SamplingParams(**args)
+
+
+def vllm_identity(model: str, revision: str | None, dtype: str) -> dict[str, Any]:
+    """The identity of a `vllm:` engine, also for one run elsewhere (Ray Data's vLLM processor)."""
+    return {
+        "engine": VLLMBackend.name,
+        "model": model,
+        "revision": revision,
+        "settings": {"temperature": 0.0, "dtype": dtype, "schema_format": True},
+    }
+
+
+def sampling_args(request: Request) -> dict[str, Any]:
+    """A request's sampling settings besides its schema: greedy, its own token limit."""
+    return {"temperature": 0.0, "max_tokens": request.max_tokens}
 
 
 def _structured_output_api(vllm: Any) -> tuple[str, Any]:

@@ -1,0 +1,143 @@
+"""`hf:` and `openai:` on Ray: `map_batches` over a fixed pool of actors, each holding the in-process engine.
+
+An `hf:` actor loads the model once and runs one batch at a time on its GPUs (`gpus_per_replica`); an
+`openai:` actor is an async client with its share of `concurrency`, running several small batches at
+once (the engine's own semaphore bounds its calls in flight; retries and `Retry-After` are the engine's).
+The actor checks that its engine has the identity the driver keys the cache with, so an answer is never
+cached under another engine's settings.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from bespoke_metric.backends.base import Outcome, Request
+from bespoke_metric.backends.ray_backend import (
+    decode_request,
+    outcome_row,
+    row_outcome,
+)
+
+HF_ROWS_PER_TASK = 64
+"""Requests per Ray task for `hf:` actors unless `batch_size` is set: the engine batches within it (by
+free memory on a GPU); a killed actor repeats at most this many generations."""
+
+OPENAI_TASKS_PER_ACTOR = 4
+"""Batches running at once in each `openai:` actor, splitting its share of `concurrency`. A killed actor's
+batches are retried whole: a kill costs the calls it had in flight and the answers its unfinished
+batches held, at most about twice its share."""
+
+
+class ActorPlan:
+    """How an `hf:` or `openai:` engine runs on Ray: the actors' options, resources and batch shape."""
+
+    def __init__(
+        self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: dict[str, Any]
+    ) -> None:
+        self.engine = engine
+        self.model = model
+        self.replicas = replicas
+        self.options = dict(options)
+        if engine == "openai":
+            from bespoke_metric.backends.openai_backend import OpenAIBackend
+
+            if gpus_per_replica:
+                raise ValueError("gpus_per_replica is for hf and vllm: an openai actor is a client")
+            # Built here only to check the options and know the identity: it makes no call.
+            local = OpenAIBackend(model, **self.options)
+            self.identity = local.identity()
+            self.options["concurrency"] = share(local.concurrency, replicas)
+            self.gpus = 0.0
+            # Batches of a quarter of the actor's share of calls, four running at once: the share stays
+            # busy, and answers travel back a few at a time (a killed actor takes few with it).
+            self.rows_per_task = share(self.options["concurrency"], OPENAI_TASKS_PER_ACTOR)
+            self.tasks_per_actor = OPENAI_TASKS_PER_ACTOR
+        else:
+            from bespoke_metric.backends.hf_backend import default_dtype, hf_identity
+
+            self.gpus = float(_driver_gpus() if gpus_per_replica is None else gpus_per_replica)
+            # Fixed here, not left to each actor: the identity (and so the cache key) names the dtype.
+            self.options.setdefault("device", "cuda" if self.gpus > 0 else "cpu")
+            self.options.setdefault("dtype", default_dtype(self.options["device"]))
+            self.identity = hf_identity(model, self.options.get("revision"), self.options["dtype"])
+            self.rows_per_task = self.options.get("batch_size") or HF_ROWS_PER_TASK
+            self.tasks_per_actor = 1  # one batch at a time on a model: its memory is sized for one
+
+    def order(self, requests: Sequence[Request]) -> list[int]:
+        return list(range(len(requests)))
+
+    def run(self, dataset: Any) -> Any:
+        """The dataset of outcome rows (`ray_backend.outcome_row`) for a dataset of request rows."""
+        import ray
+
+        return dataset.map_batches(
+            EngineWorker,
+            fn_constructor_kwargs={
+                "spec": f"{self.engine}:{self.model}",
+                "options": self.options,
+                "identity": self.identity,
+            },
+            batch_size=self.rows_per_task,
+            batch_format="pyarrow",
+            # One more batch waits at each actor than it runs, so the next starts without a round trip.
+            compute=ray.data.ActorPoolStrategy(size=self.replicas, max_tasks_in_flight_per_actor=self.tasks_per_actor + 1,
+                                               max_concurrent_calls_per_actor=self.tasks_per_actor),
+            num_cpus=1,
+            num_gpus=self.gpus,
+        )
+
+    def outcome(self, row: dict[str, Any]) -> Outcome:
+        return row_outcome(row)
+
+
+class EngineWorker:
+    """A Ray Data actor holding one in-process engine; each call runs one batch of requests through it."""
+
+    def __init__(self, spec: str, options: dict[str, Any], identity: dict[str, Any]) -> None:
+        from bespoke_metric.engines import make_backend
+
+        self.backend = make_backend(spec, **options)
+        found = self.backend.identity()
+        if found != identity:
+            raise RuntimeError(f"the {spec} engine on this worker has identity {found}, the driver expects {identity}")
+
+    async def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        positions = batch.column("position").to_pylist()
+        requests = [decode_request(text) for text in batch.column("request").to_pylist()]
+        outcomes: dict[int, Outcome] = {}
+
+        def on_done(index: int, outcome: Outcome) -> None:
+            outcomes[index] = outcome
+
+        if self.backend.name == "openai":  # one client, and its open connections, for the actor's life
+            await self.backend.keep_session()
+        await self.backend.complete(requests, on_done)
+        # An index the engine left unanswered is left out: the scheduler records it as a failure.
+        return pa.Table.from_pylist([outcome_row(positions[i], outcomes[i]) for i in sorted(outcomes)], schema=OUTCOME_SCHEMA)
+
+
+def share(total: int, parts: int) -> int:
+    """Each of `parts` workers' share of `total` (rounded up: no worker gets none)."""
+    return max(1, math.ceil(total / parts))
+
+
+def _driver_gpus() -> int:
+    """1 if the driver has a GPU (then, most likely, so do the workers), else 0."""
+    import torch
+
+    return 1 if torch.cuda.is_available() else 0
+
+
+def _outcome_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("position", pa.int64()), ("text", pa.string()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
+        ("truncated", pa.bool_()), ("error", pa.string()), ("retryable", pa.bool_()),
+    ])
+
+
+OUTCOME_SCHEMA = _outcome_schema()
