@@ -20,6 +20,7 @@ from .aggregation import summarize
 from .judge import Judge, JudgeItem
 from .results import ItemResult
 from .engines import make_judge
+from .guarded_judge import GuardedJudge, guard_counts
 from .predictions import PredictionsInput, read_predictions
 from .scheduler import run_sync
 
@@ -39,19 +40,23 @@ def run_judge(
     *,
     data: Mapping[str, Any],
     system: Mapping[str, Any] | None = None,
+    guards: bool = True,
     **judge_options: Any,
 ) -> tuple[list[ItemResult], dict[str, Any]]:
-    """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge;
-    returns the item results and the results dict."""
+    """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge,
+    behind the response guards unless `guards=False`; returns the item results and the results dict."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
+    checked = GuardedJudge(judge_object, enabled=guards)
     try:
         start = time.perf_counter()
-        judged = run_sync(judge_object.judge(list(items)))
+        judged = run_sync(checked.judge(list(items)))
         wall = time.perf_counter() - start
     finally:
         if isinstance(judge, str) and hasattr(judge_object, "close"):
             judge_object.close()
-    return judged, build_results(judge_object, judged, data=data, wall_seconds=wall, system=system)
+    results = build_results(checked, judged, data=data, wall_seconds=wall, system=system)
+    results["guarded"] = guard_counts(judged)
+    return judged, results
 
 
 def build_results(
@@ -93,19 +98,21 @@ def score(
     revision: str | None = None,
     limit: int | None = None,
     system: Mapping[str, Any] | None = None,
+    guards: bool = True,
     **judge_options: Any,
 ) -> dict[str, Any]:
     """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`, ...).
+    `guards=False` sends every response to the judge (see `bespoke_metric.guards`).
     Bad predictions raise `PredictionError` before any judge call."""
     benchmark, data = load_benchmark(source, revision)
     checked = read_predictions(predictions, benchmark)
     if limit is not None:
         checked = checked[:limit]
     items = [JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked]
-    return run_judge(judge, items, data=data, system=system, **judge_options)[1]
+    return run_judge(judge, items, data=data, system=system, guards=guards, **judge_options)[1]
 
 
 def failure_count(results: Mapping[str, Any]) -> int:

@@ -25,6 +25,9 @@ class ItemResult:
     """One verdict per gold claim, in order; None where the judge failed on that claim."""
     errors: list[dict[str, str]] = field(default_factory=list)
     """`{"metric": <dimension or "recall">, "reason": ...}` for each thing that could not be judged."""
+    guard: dict[str, str] | None = None
+    """Set when a response guard (`bespoke_metric.guards`) caught the response before any judge call:
+    `{"guard", "reason", "version"}`; its scores are then the lowest and it conveys no claim."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -36,4 +39,5 @@ class ItemResult:
             "matched_claims": list(self.matched_claims),
             "claim_verdicts": list(self.claim_verdicts),
             "errors": list(self.errors),
+            "guard": self.guard,
         }
