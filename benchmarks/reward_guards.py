@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import string
 import sys
 import tempfile
 import time
@@ -25,22 +24,11 @@ FLOOR = 0.16
 """The lowest reward on the default (paper) scale: 1 on every dimension (0.2 each), no claim."""
 
 
-def degenerate_completions(query: str, rng: random.Random) -> dict[str, str]:
-    """The six degenerate completions of the acceptance check, for one query."""
-    return {
-        "empty": "",
-        "ok": "ok",
-        "random letters": "".join(rng.choice(string.ascii_letters) for _ in range(300)),
-        "query echoed": query,
-        "sentence x40": " ".join(["This is a really helpful and detailed answer to your question."] * 40),
-        "punctuation": "!?.,;:-*" * 10,
-    }
-
-
 def reward_table(source: str, judge: str, *, guards: bool, seed: int = 0) -> dict[str, list[float]]:
     """Rewards per kind of completion ("real" for the real answers) over every query of `source`."""
     import bespoke_dataset
     from bespoke_metric.reward import make_reward_fn
+    from bespoke_metric.testing.degenerate import degenerate_completions
 
     rng = random.Random(seed)
     rows = list(bespoke_dataset.load("benchmark", source=source))
