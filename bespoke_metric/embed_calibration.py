@@ -73,11 +73,14 @@ class QuantileMap:
         return cls(np.sort(np.asarray(raw, dtype=float)), np.sort(np.asarray(human, dtype=float)))
 
     def __call__(self, value: float) -> float:
-        # mid-rank of the value among the raw values: ties share their quantile
+        # the value's position among the raw values (0 at the lowest, 1 at the highest; tied values share
+        # the middle of their positions), read off the human scores at the same position
         below = np.searchsorted(self.raw, value, side="left")
         upto = np.searchsorted(self.raw, value, side="right")
-        quantile = (below + upto) / 2 / len(self.raw)
-        return float(np.quantile(self.human, quantile))
+        if len(self.raw) == 1:
+            return float(self.human[0])
+        position = min(1.0, max(0.0, (below + upto - 1) / 2 / (len(self.raw) - 1)))
+        return float(np.quantile(self.human, position))
 
 
 @dataclass(frozen=True)
