@@ -146,3 +146,14 @@ def test_evaluate_metric_guards_and_switch():
                                 references=["user1/2", "user1/5"])
         assert (result["items"][0]["guard"] or {}).get("guard") == expected
         assert result["items"][1]["guard"] is None
+
+
+def test_no_answer_of_a_full_synthetic_release_is_guarded(synthetic_full, tmp_path):
+    """Every R-J example and held-out response (1,050 answers of every kind and quality) passes."""
+    rows = {(r["user"], r["query_id"]): r for r in bespoke_dataset.load("benchmark", source=synthetic_full, cache_dir=tmp_path)}
+    answers = [(row["query"], shot["response"]) for row in rows.values() for shot in row["shots"]]
+    answers += [(rows[(m["user"], m["query_id"])]["query"], m["response"])
+                for m in bespoke_dataset.load("meta_test", source=synthetic_full, cache_dir=tmp_path)]
+    assert len(answers) == 150 * 7
+    caught = [(response[:60], hit) for query, response in answers if (hit := check_response(response, query))]
+    assert caught == []
