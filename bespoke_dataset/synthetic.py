@@ -121,6 +121,9 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
     if sessions < users:
         raise ValueError("sessions must be at least one per user")
     rng = random.Random(seed)
+    # responses and judgments draw from their own stream: changing how they are written never moves the
+    # users, queries and histories that retrieval and context tests plant facts in
+    responses = random.Random(f"{seed}/responses")
     n_search = round(sessions * SEARCH_SHARE)
     search_counts = _split(n_search, users)
     chat_counts = _split(sessions - n_search, users)
@@ -132,7 +135,8 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
         query_topics, background = topics[:queries_per_user], topics[queries_per_user:]
         query_ids = sorted(rng.sample(range(1, 3 * queries_per_user + 1), queries_per_user))
         for qid, topic in zip(query_ids, query_topics):
-            user.queries.append(_make_query(user, str(qid), topic, shots_per_query, meta_test_per_query, rng))
+            user.queries.append(_make_query(user, str(qid), topic, shots_per_query, meta_test_per_query, rng,
+                                           responses))
         sources = ["search"] * search_counts[u] + ["chat"] * chat_counts[u]
         rng.shuffle(sources)
         n_user = len(sources)
@@ -213,7 +217,8 @@ _QUERY_TAILS = ("Does {term} matter here?", "I keep seeing {term} mentioned.", "
                 "How important is {term}?")
 
 
-def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, rng: random.Random) -> Query:
+def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, rng: random.Random,
+                responses: random.Random) -> Query:
     # one distinctive term in the query, as people name what they have been reading about
     question = f"{topic.question} {rng.choice(_QUERY_TAILS).format(term=rng.choice(topic.terms))}"
     if rng.random() < 0.5:
@@ -229,23 +234,23 @@ def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, 
     ))
     query = Query(user.name, query_id, topic, question, need, rubric)
     levels = [5, 4, 3, 2, 1]
-    rng.shuffle(levels)
+    responses.shuffle(levels)
     for i in range(shots):
         quality = levels[i % len(levels)]
-        text, used = graded_response(user, topic, quality, rng)
-        query.shots.append({"contents": text, **judgment(user, topic, graded_scores(quality, rng), rng)})
+        text, used = graded_response(user, topic, quality, responses)
+        query.shots.append({"contents": text, **judgment(user, topic, graded_scores(quality, responses), responses)})
         query.shot_quality.append(quality)
         query.shot_claims.append(used)
-    for kind in rng.sample(META_KINDS, meta):
+    for kind in responses.sample(META_KINDS, meta):
         if kind == "paraphrase":
-            source = rng.randrange(shots)
+            source = responses.randrange(shots)
             shot = query.shots[source]
             query.meta_test.append({**shot, "contents": paraphrase(shot["contents"])})
             query.meta_test_claims.append(query.shot_claims[source])
         else:
             source = None
-            text, used = kind_response(user, topic, kind, rng)
-            query.meta_test.append({"contents": text, **judgment(user, topic, kind_scores(kind, rng), rng)})
+            text, used = kind_response(user, topic, kind, responses)
+            query.meta_test.append({"contents": text, **judgment(user, topic, kind_scores(kind, responses), responses)})
             query.meta_test_claims.append(used)
         query.meta_test_kinds.append(kind)
         query.meta_test_paraphrases.append(source)
