@@ -45,8 +45,8 @@ Examples:
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Bespoke(evaluate.Metric):
     """The BESPOKE judge. Keyword arguments are those of `bespoke score` (`judge`, `source`, `revision`,
-    `base_url`, `api_key`, `concurrency`, `cache`, `max_shots`, `recall`, `structured`); the rest go to
-    `evaluate.Metric`."""
+    `base_url`, `api_key`, `concurrency`, `cache`, `max_shots`, `recall`, `structured`, `guards`: False
+    sends every response to the judge, see `bespoke_metric.guards`); the rest go to `evaluate.Metric`."""
 
     def __init__(
         self,
