@@ -38,8 +38,6 @@ from .synthetic_responses import (META_KINDS, graded_judgment, graded_response, 
                                   paraphrase)
 from .synthetic_topics import PERSONAS, STYLES, TONES, TOPICS, Topic
 
-__all__ = ["META_KINDS", "TRUTH_FILE", "build_release", "paraphrase", "write_release", "write_sample"]
-
 SEARCH_SHARE = 2153 / 2870
 """Share of search sessions in the real release (2,153 search + 717 chat)."""
 START = datetime(2025, 3, 3, 7, 0, 0)
