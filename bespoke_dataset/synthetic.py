@@ -6,8 +6,10 @@ some scores as strings, query ids in mixed forms) or in the official GitHub layo
 
 * per query (key ``"user/query_id"``): its topic, the ids of the user's history sessions written about that
   topic (the rest of the user's sessions are about other topics), the quality level and the gold-claim
-  indices of each R-J example, and for each meta-test response the index of the example it paraphrases
-  (it carries the same human scores, so a nearest-neighbour judge can recover them);
+  indices of each R-J example, and for each held-out meta-test response its kind
+  (`synthetic_responses.META_KINDS`: a paraphrase of an example, carrying its scores, or an answer whose
+  human scores do not follow its word overlap with the examples), the example it paraphrases (None for
+  the other kinds) and the gold claims it conveys;
 * for the sample (`write_sample`): the quality level of each bundled prediction.
 
 Everything is deterministic given the seed. Nothing here describes real people.
@@ -32,6 +34,8 @@ from .vocabulary import DIMENSIONS
 from .keys import query_key
 from .raw import Layout
 from .source import SAMPLE_DIR, SYNTHETIC_MARKER
+from .synthetic_responses import (META_KINDS, graded_judgment, graded_response, judgment, kind_response, kind_scores,
+                                  paraphrase)
 from .synthetic_topics import PERSONAS, STYLES, TONES, TOPICS, Topic
 
 SEARCH_SHARE = 2153 / 2870
@@ -60,7 +64,9 @@ class Query:
     shot_quality: list[int] = field(default_factory=list)
     shot_claims: list[list[int]] = field(default_factory=list)
     meta_test: list[dict[str, Any]] = field(default_factory=list)
-    meta_test_paraphrases: list[int] = field(default_factory=list)
+    meta_test_kinds: list[str] = field(default_factory=list)
+    meta_test_paraphrases: list[int | None] = field(default_factory=list)
+    meta_test_claims: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -108,10 +114,16 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
     if queries_per_user > len(TOPICS) - 2:
         raise ValueError(f"queries_per_user must be at most {len(TOPICS) - 2} (there are {len(TOPICS)} topics)")
     if meta_test_per_query > shots_per_query:
-        raise ValueError("meta_test_per_query cannot exceed shots_per_query (each paraphrases a distinct shot)")
+        raise ValueError("meta_test_per_query cannot exceed shots_per_query (a paraphrase rewords a distinct shot)")
+    if meta_test_per_query > len(META_KINDS):
+        raise ValueError(f"meta_test_per_query cannot exceed {len(META_KINDS)} (one held-out response of each kind: "
+                         f"{', '.join(META_KINDS)})")
     if sessions < users:
         raise ValueError("sessions must be at least one per user")
     rng = random.Random(seed)
+    # held-out responses of the new kinds draw from their own stream: the main one (users, queries, R-J
+    # examples, histories) stays what retrieval and context tests have planted their facts in
+    responses = random.Random(f"{seed}/responses")
     n_search = round(sessions * SEARCH_SHARE)
     search_counts = _split(n_search, users)
     chat_counts = _split(sessions - n_search, users)
@@ -123,7 +135,8 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
         query_topics, background = topics[:queries_per_user], topics[queries_per_user:]
         query_ids = sorted(rng.sample(range(1, 3 * queries_per_user + 1), queries_per_user))
         for qid, topic in zip(query_ids, query_topics):
-            user.queries.append(_make_query(user, str(qid), topic, shots_per_query, meta_test_per_query, rng))
+            user.queries.append(_make_query(user, str(qid), topic, shots_per_query, meta_test_per_query, rng,
+                                           responses))
         sources = ["search"] * search_counts[u] + ["chat"] * chat_counts[u]
         rng.shuffle(sources)
         n_user = len(sources)
@@ -200,117 +213,12 @@ def _search_text(topic: Topic, start: datetime, rng: random.Random) -> str:
 
 # ---------------------------------------------------------------- queries, responses, judgments
 
-_SWAPS = {
-    "usually": "typically", "helps": "aids", "important": "crucial", "should": "ought to", "about": "roughly",
-    "much": "far", "most": "the majority of", "reduces": "cuts", "keeps": "maintains", "makes": "renders",
-    "better": "preferable", "first": "initially", "often": "frequently", "large": "big", "cheap": "inexpensive",
-    "good": "solid", "matters": "counts", "needs": "requires", "avoid": "prevent", "great": "excellent",
-}
-_SWAP_RE = re.compile(r"\b(" + "|".join(_SWAPS) + r")\b")
-
-
-def paraphrase(text: str) -> str:
-    """A close paraphrase: the same sentences with common words replaced by synonyms."""
-    changed = _SWAP_RE.sub(lambda m: _SWAPS[m.group(1)], text)
-    return changed if changed != text else f"Put simply: {text}"
-
-
-_OPENERS = {
-    "casual and friendly": "Hey! Good question about {name}.",
-    "concise and neutral": "Short answer on {name}:",
-    "formal and precise": "Regarding your question on {name}, the key considerations are as follows.",
-    "warm and encouraging": "Great that you are looking into {name}; you are on the right track.",
-}
-_CLOSINGS = {
-    "casual and friendly": "Have fun with it!",
-    "concise and neutral": "That covers the essentials.",
-    "formal and precise": "These points should allow a well-founded decision.",
-    "warm and encouraging": "You can do this, one step at a time.",
-}
-_FILLERS = (
-    "There are many factors to consider and every situation is different.",
-    "It really depends on your personal preferences.",
-    "You may want to do more research online before deciding anything.",
-    "Opinions on this vary a lot between experts.",
-    "This is a popular subject with plenty of resources available.",
-)
-
-
-def _format(sentences: list[str], style: str) -> str:
-    if style.startswith("numbered"):
-        return "\n".join(f"{i}. {s}" for i, s in enumerate(sentences, 1))
-    if style.startswith("bullet"):
-        return "\n".join(f"- {s}" for s in sentences)
-    if style.startswith("a quick summary"):
-        return sentences[0] + "\n\nDetails: " + " ".join(sentences[1:])
-    return " ".join(sentences)
-
-
-def _response(user: User, topic: Topic, quality: int, rng: random.Random) -> tuple[str, list[int]]:
-    """A response of the given quality (1-5) and the indices of the gold claims it conveys."""
-    other_tone = rng.choice([t for t in TONES if t != user.tone])
-    other_style = rng.choice([s for s in STYLES if s != user.style])
-    claims = list(range(len(topic.claims)))
-    rng.shuffle(claims)
-    fillers = rng.sample(_FILLERS, 3)
-    extras = list(topic.extras)
-    rng.shuffle(extras)
-    term = rng.choice(topic.terms)
-    if quality >= 5:
-        used = sorted(claims)
-        body = [f"As a {user.persona}, you will want an approach that fits your days."]
-        body += [topic.claims[i] for i in used] + extras[:1]
-        tone, style = user.tone, user.style
-    elif quality == 4:
-        used = sorted(claims[:3])
-        body = [topic.claims[used[0]]] + [paraphrase(topic.claims[i]) for i in used[1:]] + extras[:1]
-        tone, style = user.tone, user.style
-    elif quality == 3:
-        used = sorted(claims[:2])
-        body = [paraphrase(topic.claims[i]) for i in used] + extras + fillers[:1]
-        tone, style = other_tone, other_style
-    elif quality == 2:
-        used = claims[:1]
-        body = [f"People often ask about {term}."] + extras + [paraphrase(topic.claims[used[0]])] + fillers[:2]
-        tone, style = other_tone, other_style
-    else:
-        used = []
-        body = [f"{term[0].upper()}{term[1:]} is something many people are curious about."] + fillers
-        tone, style = other_tone, other_style
-    sentences = [_OPENERS[tone].format(name=topic.name)] + body + [_CLOSINGS[tone]]
-    return _format(sentences, style), used
-
-
-_FEEDBACK = {
-    "need_alignment": ("Does not get at what I wanted to know about {name}.",
-                       "Partly addresses what I needed, but misses part of it.",
-                       "Answers what I actually needed: {need}."),
-    "content_depth": ("Too shallow; nothing concrete about {term}.",
-                      "Some useful points, but {term} is only touched on.",
-                      "Covers the specifics I care about, like {term}."),
-    "tone": ("The tone feels off; I prefer {tone}.", "The tone is acceptable but not quite {tone}.",
-             "The {tone} tone suits me."),
-    "explanation_style": ("Hard to follow; I wanted {style}.", "Readable, though I would rather have {style}.",
-                          "Easy to follow; I like {style}."),
-}
-
-
-def _judgment(user: User, topic: Topic, quality: int, rng: random.Random) -> dict[str, dict[str, Any]]:
-    result: dict[str, dict[str, Any]] = {}
-    for dim in DIMENSIONS:
-        score = min(5, max(1, quality + rng.choice((-1, 0, 0, 0, 1))))
-        band = 0 if score <= 2 else 1 if score == 3 else 2
-        feedback = _FEEDBACK[dim][band].format(name=topic.name, need=topic.need, term=rng.choice(topic.terms),
-                                               tone=user.tone, style=user.style)
-        result[dim] = {"score": score, "feedback": feedback}
-    return result
-
-
 _QUERY_TAILS = ("Does {term} matter here?", "I keep seeing {term} mentioned.", "Where does {term} fit in?",
                 "How important is {term}?")
 
 
-def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, rng: random.Random) -> Query:
+def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, rng: random.Random,
+                responses: random.Random) -> Query:
     # one distinctive term in the query, as people name what they have been reading about
     question = f"{topic.question} {rng.choice(_QUERY_TAILS).format(term=rng.choice(topic.terms))}"
     if rng.random() < 0.5:
@@ -329,13 +237,23 @@ def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, 
     rng.shuffle(levels)
     for i in range(shots):
         quality = levels[i % len(levels)]
-        text, used = _response(user, topic, quality, rng)
-        query.shots.append({"contents": text, **_judgment(user, topic, quality, rng)})
+        text, used = graded_response(user, topic, quality, rng)
+        query.shots.append({"contents": text, **graded_judgment(user, topic, quality, rng)})
         query.shot_quality.append(quality)
         query.shot_claims.append(used)
-    for source in sorted(rng.sample(range(shots), meta)):
-        shot = query.shots[source]
-        query.meta_test.append({**shot, "contents": paraphrase(shot["contents"])})
+    sources = sorted(rng.sample(range(shots), meta))  # the shot a paraphrase rewords
+    for kind, shot_index in zip(responses.sample(META_KINDS, meta), sources):
+        if kind == "paraphrase":
+            source: int | None = shot_index
+            shot = query.shots[shot_index]
+            query.meta_test.append({**shot, "contents": paraphrase(shot["contents"])})
+            query.meta_test_claims.append(query.shot_claims[shot_index])
+        else:
+            source = None
+            text, used = kind_response(user, topic, kind, responses)
+            query.meta_test.append({"contents": text, **judgment(user, topic, kind_scores(kind, responses), responses)})
+            query.meta_test_claims.append(used)
+        query.meta_test_kinds.append(kind)
         query.meta_test_paraphrases.append(source)
     return query
 
@@ -413,7 +331,9 @@ def _truth(release: Release, settings: dict[str, Any]) -> dict[str, Any]:
             "relevant_sessions": q.relevant_sessions,
             "shot_quality": q.shot_quality,
             "shot_claims": q.shot_claims,
+            "meta_test_kinds": q.meta_test_kinds,
             "meta_test_paraphrases": q.meta_test_paraphrases,
+            "meta_test_claims": q.meta_test_claims,
         } for q in release.queries},
     }
 
@@ -425,7 +345,7 @@ def _readme(settings: dict[str, Any]) -> str:
             "the real benchmark's numbers.\n\n"
             f"Settings: `{json.dumps(settings, sort_keys=True)}`\n\n"
             f"`{TRUTH_FILE}` records the planted facts (relevant sessions per query, quality of each example, "
-            "which example each meta-test response paraphrases).\n")
+            "the kind of each meta-test response and which example it paraphrases, if any).\n")
 
 
 def _write_into(folder: Path, release: Release, settings: dict[str, Any]) -> dict[str, Any]:
@@ -473,7 +393,7 @@ def write_sample(out_dir: str | os.PathLike[str] = SAMPLE_DIR) -> Path:
         lines, quality = [], {}
         for q in release.queries:
             level = rng.randint(1, 5)
-            text, _ = _response(users[q.user], q.topic, level, rng)
+            text, _ = graded_response(users[q.user], q.topic, level, rng)
             lines.append(json.dumps({"user": q.user, "query_id": q.query_id, "response": text}, ensure_ascii=False))
             quality[query_key(q.user, q.query_id)] = level
         (tmp / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -2,8 +2,13 @@
 
 - Dimension scores: the query's R-J examples (the human-scored shots) nearest to the response in
   embedding space vote with their human scores, weighted by a softmax of cosine similarity; the
-  weighted mean is rounded to an integer 1-5. The feedback names the neighbours, their similarity,
-  weight and score.
+  weighted mean is calibrated onto the humans' 1-5 scale (`embed_calibration`: a quantile map fitted on
+  the R-J examples, so 1 and 5 are given as often as people give them) and rounded. The feedback names
+  the neighbours, their similarity, weight and score, and the raw and calibrated values.
+- Calibration: `calibrate(rows)` fits the maps on every R-J example of those benchmark rows (the reward
+  does this once, on the whole benchmark); a judge never calibrated fits them on the rows of the batch it
+  is given (`score` and `meta-eval` judge everything in one batch). `calibration_check()` measures the
+  calibrated proxy by leave-one-query-out on those examples.
 - Recall: a gold claim counts as conveyed when some sentence of the response has cosine similarity
   >= `threshold` with it; the best sentence and its similarity are recorded per claim.
 
@@ -15,21 +20,23 @@ from the LLM judge is what `bespoke meta-eval --judge embed:...` measures.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .backends.base import Usage
+from .embed_calibration import CALIBRATION_METHOD, Pair, QuantileMap, example_pairs, fit_maps, knn_vote, leave_one_query_out, to_score
+from . import stats
 from .encoders import DEFAULT_ENCODER, encoder_name, load_encoder
+from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
 
 from .judge import JudgeItem
 from .progress import ProgressHook
 from .results import ItemResult
-EMBED_PROTOCOL_VERSION = "embed-1"
+EMBED_PROTOCOL_VERSION = "embed-2"
 """Version of this judge's method; results of different versions are never ranked together."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -78,6 +85,8 @@ class EmbedJudge:
         self.device = device
         self.batch_size = batch_size
         self.usage = Usage()
+        self.calibration: dict[str, QuantileMap] | None = None
+        self.calibration_pairs: list[Pair] = []
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -88,6 +97,7 @@ class EmbedJudge:
             "temperature": self.temperature,
             "threshold": self.threshold,
             "max_shots": self.max_shots,
+            "calibration": CALIBRATION_METHOD,
             "protocol_version": EMBED_PROTOCOL_VERSION,
             "proxy": self.proxy,
         }
@@ -109,6 +119,23 @@ class EmbedJudge:
             progress("done", len(items))
         return results
 
+    def calibrate(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Fit the calibration on every R-J example of `rows` (benchmark rows)."""
+        rows = list(rows)
+        vectors = self.embed([shot["response"] for row in rows for shot in row["shots"][: self.max_shots]])
+        self._fit(rows, vectors)
+
+    def _fit(self, rows: Sequence[Mapping[str, Any]], vectors: Mapping[str, np.ndarray]) -> None:
+        self.calibration_pairs = example_pairs(rows, vectors, k=self.k, temperature=self.temperature, max_shots=self.max_shots)
+        self.calibration = fit_maps(self.calibration_pairs)
+
+    def calibration_check(self, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+        """Leave-one-query-out agreement of the calibrated (and raw) proxy with the humans on the R-J
+        examples it was calibrated on (see `embed_calibration.leave_one_query_out`)."""
+        if self.calibration is None:
+            raise ValueError("the embed judge has not been calibrated yet: judge a batch or call calibrate(rows)")
+        return leave_one_query_out(self.calibration_pairs, n_resamples=n_resamples, seed=seed)
+
     def judge_sync(self, items: Sequence[JudgeItem]) -> list[ItemResult]:
         """Judge every item with one encoding pass over all distinct texts of the batch."""
         start = time.perf_counter()
@@ -118,6 +145,9 @@ class EmbedJudge:
             texts += [item.response] + [shot["response"] for shot in item.row["shots"][: self.max_shots]]
             texts += list(item.row["claims"]) + item_sentences
         vectors = self.embed(texts)
+        if self.calibration is None:
+            rows = {query_key(item.row["user"], item.row["query_id"]): item.row for item in items}
+            self._fit(list(rows.values()), vectors)
         results = [self._judge_one(item, item_sentences, vectors) for item, item_sentences in zip(items, sentences)]
         self.usage.wall_seconds += time.perf_counter() - start
         return results
@@ -134,25 +164,20 @@ class EmbedJudge:
 
     def _score(self, result: ItemResult, response: str, shots: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> None:
         similarity = np.array([vectors[shot["response"]] @ vectors[response] for shot in shots])
-        nearest = np.argsort(-similarity, kind="stable")[: self.k]
-        logits = similarity[nearest] / self.temperature
-        weights = np.exp(logits - logits.max())
-        weights /= weights.sum()
         for dimension in DIMENSIONS:
-            votes = [(w, shots[i][dimension]["score"]) for w, i in zip(weights, nearest) if shots[i][dimension]["score"] is not None]
-            if not votes:
+            vote = knn_vote(similarity, [shot[dimension]["score"] for shot in shots], self.k, self.temperature)
+            if vote is None:
                 result.errors.append({"metric": dimension, "reason": "no neighbouring example has a human score"})
                 continue
-            total = sum(w for w, _ in votes)
-            value = sum(w * score for w, score in votes) / total
-            result.scores[dimension] = min(5, max(1, math.floor(value + 0.5)))  # half up, not to even
-            neighbours = ", ".join(
-                f"example {i + 1} (cosine {similarity[i]:.3f}, weight {w:.2f}, human score {shots[i][dimension]['score']})"
-                for w, i in zip(weights, nearest)
-            )
+            mapping = (self.calibration or {}).get(dimension)
+            calibrated = vote.value if mapping is None else mapping(vote.value)
+            result.scores[dimension] = to_score(calibrated)
+            neighbours = ", ".join(f"example {i + 1} (cosine {cosine:.3f}, weight {weight:.2f}, human score {score})"
+                                   for i, cosine, weight, score in vote.neighbours)
             result.feedback[dimension] = (
-                f"Proxy score {value:.2f} -> {result.scores[dimension]}: similarity-weighted human scores of the "
-                f"{len(nearest)} nearest of {len(shots)} R-J examples: {neighbours}."
+                f"Proxy score {vote.value:.2f}, calibrated {calibrated:.2f} -> {result.scores[dimension]}: "
+                f"similarity-weighted human scores of the {len(vote.neighbours)} nearest of {len(shots)} R-J examples: "
+                f"{neighbours}."
             )
 
     def _recall(self, result: ItemResult, claims: list[str], sentences: list[str], vectors: dict[str, np.ndarray]) -> None:

@@ -33,6 +33,11 @@ def option(flag: str | None = None, help: str = "") -> Any:
     return field(default=None, metadata={"flag": flag, "help": help})
 
 
+def option_names(options: type) -> frozenset[str]:
+    """The option names of an options class."""
+    return frozenset(item.name for item in dataclasses.fields(options))
+
+
 def flag_of(options: type, name: str) -> str:
     """How a user names option `name` of an options class: its command-line flag, else its keyword."""
     for item in dataclasses.fields(options):

@@ -59,7 +59,8 @@ FIGURES: tuple[str, ...] = (*METRIC_NAMES, HEADLINE)
 class Bespoke(evaluate.Metric):
     """The BESPOKE judge as an `evaluate.Metric`. Keyword arguments are those of `bespoke score`
     (`judge`, `source`, `data_revision`, `base_url`, `api_key`, `concurrency`, `cache`, `max_shots`,
-    `recall`, `structured`) and `details`; evaluate's own (`config_name`, `cache_dir`, ...) go to
+    `recall`, `structured`, `guards`: False sends every response to the judge, see
+    `bespoke_metric.guards`) and `details`; evaluate's own (`config_name`, `cache_dir`, ...) go to
     `evaluate.Metric`."""
 
     examples: ClassVar[str] = ""

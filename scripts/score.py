@@ -31,6 +31,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recall", choices=RECALL_MODES, help="per-claim: one call per gold claim (the paper's protocol, default); batched: one call per query; none: skip recall")
     parser.add_argument("--structured", action="store_true", help="ask for JSON output (guided decoding where the engine has it)")
     add_executor_arguments(parser)
+    parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
 
 def judge_options(args: argparse.Namespace) -> dict[str, object]:
@@ -43,6 +44,7 @@ def judge_options(args: argparse.Namespace) -> dict[str, object]:
         "recall": args.recall,
         "structured": args.structured or None,
         **executor_options(args, args.judge),
+        "guards": False if args.no_guards else None,
     }
     return {name: value for name, value in options.items() if value is not None}
 

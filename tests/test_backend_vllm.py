@@ -221,7 +221,7 @@ def test_vllm_judge_uses_guided_json_for_every_call(monkeypatch, synthetic_hub):
     module.LLM = LLM
     monkeypatch.setitem(sys.modules, "vllm", module)
     row = bespoke_dataset.load("benchmark", source=synthetic_hub)[0]
-    records = [{"user": row["user"], "query_id": row["query_id"], "response": "an answer"}]
+    records = [{"user": row["user"], "query_id": row["query_id"], "response": "An answer that covers the question."}]
     results = score(records, "vllm:org/judge", source=synthetic_hub).to_json()
     (engine,) = module.engines
     assert len(engine.chat_calls) == 1 and len(engine.chat_calls[0][0]) == 1 + len(row["claims"])

@@ -11,7 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, load
-from bespoke_dataset.synthetic import paraphrase, write_release, write_sample
+from scipy.stats import spearmanr
+
+from bespoke_dataset.synthetic import META_KINDS, paraphrase, write_release, write_sample
+from bespoke_dataset.synthetic_responses import KIND_SCORES
 
 
 def truth(release):
@@ -92,22 +95,63 @@ def test_relevant_sessions_are_retrievable(synthetic_full, tmp_path):
     assert sum(recalls) / len(recalls) > 0.6
 
 
-def test_meta_test_responses_paraphrase_a_shot_and_carry_its_scores(synthetic_hub, tmp_path):
+def _overlap(a: str, b: str) -> float:
+    return len(words(a) & words(b)) / len(words(a) | words(b))
+
+
+def test_meta_test_responses_of_every_kind_carry_their_planted_scores(synthetic_hub, tmp_path):
     planted = truth(synthetic_hub)
     bench = {f"{r['user']}/{r['query_id']}": r for r in load("benchmark", source=synthetic_hub, cache_dir=tmp_path)}
+    claims = {f"{r['user']}/{r['query_id']}": r["claims"] for r in load("gold_claims", source=synthetic_hub, cache_dir=tmp_path)}
     meta = load("meta_test", source=synthetic_hub, cache_dir=tmp_path)
     seen: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
     for row in meta:
         key = f"{row['user']}/{row['query_id']}"
-        source = planted[key]["meta_test_paraphrases"][seen[key]]
+        facts = planted[key]
+        kind, source = facts["meta_test_kinds"][seen[key]], facts["meta_test_paraphrases"][seen[key]]
+        conveyed = facts["meta_test_claims"][seen[key]]
         seen[key] += 1
+        kinds[kind] += 1
         shots = bench[key]["shots"]
-        assert row["response"] != shots[source]["response"]
-        assert all(row[d] == shots[source][d] for d in DIMENSIONS)
-        mine = words(row["response"])
-        overlap = [len(mine & words(s["response"])) / len(mine | words(s["response"])) for s in shots]
-        assert max(range(len(shots)), key=overlap.__getitem__) == source
-        assert overlap[source] > 0.7
+        scores = [row[d]["score"] for d in DIMENSIONS]
+        if kind == "paraphrase":  # a close rewording of one example, with its scores
+            assert row["response"] != shots[source]["response"]
+            assert all(row[d] == shots[source][d] for d in DIMENSIONS)
+            overlap = [_overlap(row["response"], s["response"]) for s in shots]
+            assert max(range(len(shots)), key=overlap.__getitem__) == source and overlap[source] > 0.7
+            continue
+        assert source is None
+        assert all(abs(score - base) <= 1 for score, base in zip(scores, KIND_SCORES[kind]))  # rater noise
+        for index in conveyed:
+            assert claims[key][index] in row["response"] or paraphrase(claims[key][index]) in row["response"]
+        if kind == "off_need":  # on-topic, no claim, judged as missing the need
+            assert conveyed == [] and scores[0] <= 2
+        if kind == "padded":  # every claim verbatim, in the longest answer of all
+            assert all(c in row["response"] for c in claims[key])
+            assert len(row["response"]) > max(len(s["response"]) for s in shots)
+        if kind == "terse":  # shorter than every example, judged as meeting the need
+            assert len(row["response"]) < min(len(s["response"]) for s in shots) and scores[0] >= 4
+    assert set(kinds) == set(META_KINDS)
+
+
+def test_human_scores_do_not_follow_word_overlap(synthetic_full, tmp_path):
+    """Across the held-out responses, overlap with the query's best example says little about the human
+    need-alignment score: an answer built on the examples' words is not a good answer."""
+    planted = truth(synthetic_full)
+    bench = {f"{r['user']}/{r['query_id']}": r for r in load("benchmark", source=synthetic_full, cache_dir=tmp_path)}
+    overlaps, scores, seen = [], [], Counter()
+    for row in load("meta_test", source=synthetic_full, cache_dir=tmp_path):
+        key = f"{row['user']}/{row['query_id']}"
+        kind = planted[key]["meta_test_kinds"][seen[key]]
+        seen[key] += 1
+        if kind == "paraphrase":
+            continue
+        best = bench[key]["shots"][planted[key]["shot_quality"].index(5)]["response"]
+        overlaps.append(_overlap(row["response"], best))
+        scores.append(row["need_alignment"]["score"])
+    assert len(scores) > 200
+    assert abs(spearmanr(overlaps, scores).statistic) < 0.5
 
 
 def test_shot_quality_orders_scores_and_claims(synthetic_hub, tmp_path):
@@ -141,6 +185,7 @@ def test_bundled_sample_is_what_the_generator_writes(tmp_path):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"meta_test_per_query": 6}, "cannot exceed shots_per_query"),
+    ({"meta_test_per_query": 6, "shots_per_query": 8}, "cannot exceed 5"),
     ({"users": 0}, "at least 1"),
     ({"layout": "zip"}, "layout must be"),
     ({"queries_per_user": 40}, "at most"),

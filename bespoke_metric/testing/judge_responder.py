@@ -2,8 +2,10 @@
 protocol's three kinds of prompt in the official formats, from what is visible in the prompt.
 
 Scores follow how many words of the user's information need the response repeats; a claim is
-conveyed when most of its content words appear in the response. Crude, but a function of the input,
-so tests and benchmarks can tell a good response from a bad one and check the arithmetic end to end.
+conveyed when most of its content words appear in the response; a feedback-accuracy grader prompt gets
+"agree" where the evaluator's critique repeats most content words of the user's (`feedback_agrees`).
+Crude, but a function of the input, so tests and benchmarks can tell a good response from a bad one and
+check the arithmetic end to end.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from ..feedback_accuracy import SECTION as FEEDBACK_SECTION
 from .server import messages_of
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -46,10 +49,28 @@ def score_for(need: str, response: str) -> int:
     return 1 + min(4, int(share * 5))
 
 
+def feedback_agrees(user_feedback: str, evaluator_feedback: str) -> bool:
+    """The stand-in grader's verdict: the evaluator repeats at least half the user's content words."""
+    words = _words(user_feedback)
+    return bool(words) and len(words & _words(evaluator_feedback)) / len(words) >= 0.5
+
+
+def _grade_feedback(section: str) -> str:
+    lines = ["The critiques are compared dimension by dimension.", "Verdicts:"]
+    for block in re.split(r"^## ", section, flags=re.MULTILINE)[1:]:
+        label, _, body = block.partition("\n")
+        user = re.search(r"^User's critique: (.*)$", body, re.MULTILINE).group(1)
+        evaluator = re.search(r"^Evaluator's critique: (.*)$", body, re.MULTILINE).group(1)
+        lines.append(f"{label.strip()}: {'agree' if feedback_agrees(user, evaluator) else 'disagree'}")
+    return "\n".join(lines)
+
+
 def judge_answer(body: dict[str, Any]) -> str:
     """The answer text for one request body (chat completions or Responses API)."""
     prompt = messages_of(body)[-1]["content"]
     sections = _sections(prompt)
+    if FEEDBACK_SECTION in sections:
+        return _grade_feedback(sections[FEEDBACK_SECTION])
     response = _response(prompt)
     if any(title.startswith("Claims (") for title in sections):
         listed = next(v for t, v in sections.items() if t.startswith("Claims ("))

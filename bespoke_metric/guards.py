@@ -1,0 +1,191 @@
+"""Response guards: cheap checks that catch a response no judge should be asked about.
+
+A policy trained against a judge drifts to whatever the judge overrates; an embedding proxy or a lenient
+LLM can overrate an empty answer, a string of random letters or the query echoed back. These checks run
+before every judge (see `guarded_judge`), so scoring, the `evaluate` metric and the training reward agree
+on them. `check_response(response, query)` is pure: it returns the first guard that fires, or None.
+
+The guards, in the order they are tried, and their thresholds:
+
+- `empty`: fewer than `MIN_TOKENS` (3) word tokens (letter or digit runs; in scripts written without
+  spaces, each character counts as one) holding fewer than `MIN_LANGUAGE_LETTERS` (40) characters. "ok",
+  "", a line of punctuation.
+- `echo`: at least `ECHO_SHARE` (80%) of the response's word tokens occur in the query: the query, or
+  most of it, handed back.
+- `repetition`: with at least `MIN_REPETITION_TOKENS` (30) tokens, fewer than `MIN_DISTINCT_TRIGRAMS`
+  (30%) of the word trigrams are distinct; or, from `MIN_COMPRESSION_CHARS` (300) characters on, zlib
+  compresses the text below `MIN_COMPRESSION_RATIO` (12%) of its size. One sentence said 40 times has
+  ~3% distinct trigrams; ordinary prose, lists and tables have over 80%.
+- `no_words`: fewer than `MIN_KNOWN_LETTER_SHARE` (50%) of the letters in space-separated words belong to
+  words of the `wordfreq` word list of the query's language or English (English for code and technical
+  terms). Random letters score near 0; prose, code and jargon-heavy answers over 70%. Skipped for
+  languages `wordfreq` does not cover and for scripts written without spaces.
+- `language`: the response's prose (code blocks, inline code, URLs and table rules left out), from
+  `MIN_LANGUAGE_LETTERS` (40) letters on, is in another language than the query: `py3langid` gives the
+  response's language at least `LANGUAGE_CONFIDENCE` (0.9) and the query's language below
+  `LANGUAGE_DOUBT` (0.01), while the query's own language is itself at least 0.9 sure. A query in any
+  language answered in that language passes; code and tables, which no detector reads confidently, pass.
+
+A guarded response gets the lowest score on every dimension and conveys no claim, without a judge call;
+its item records the guard and the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+GUARDS_VERSION = "guards-1"
+"""Version of the checks and thresholds; recorded with every judge block that used them."""
+
+MIN_TOKENS = 3
+ECHO_SHARE = 0.8
+MIN_REPETITION_TOKENS = 30
+MIN_DISTINCT_TRIGRAMS = 0.3
+MIN_COMPRESSION_CHARS = 300
+MIN_COMPRESSION_RATIO = 0.12
+MIN_KNOWN_LETTER_SHARE = 0.5
+MIN_LANGUAGE_LETTERS = 40
+LANGUAGE_CONFIDENCE = 0.9
+LANGUAGE_DOUBT = 0.01
+
+GUARD_NAMES: tuple[str, ...] = ("empty", "echo", "repetition", "no_words", "language")
+
+# Scripts written without spaces between words: each character is a token, and the word list is not used.
+_UNSEGMENTED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_UNSEGMENTED}]|[^\W_]+")
+_UNSEGMENTED_CHAR = re.compile(rf"[{_UNSEGMENTED}]")
+_LETTERS = re.compile(rf"(?:(?![{_UNSEGMENTED}])[^\W\d_])+")
+_CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_URL = re.compile(r"https?://\S+|www\.\S+")
+_TABLE_RULE = re.compile(r"^[\s|:+-]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class GuardHit:
+    """A guard that fired: its name (one of `GUARD_NAMES`) and why, with the numbers."""
+
+    guard: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"guard": self.guard, "reason": self.reason, "version": GUARDS_VERSION}
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens: letter/digit runs, and single characters of unsegmented scripts."""
+    return _TOKEN.findall(text.lower())
+
+
+def check_response(response: str, query: str) -> GuardHit | None:
+    """The first guard that fires for `response` to `query`, or None when the response may be judged."""
+    words = tokens(response)
+    for check in (_empty, _echo, _repetition, _no_words, _language):
+        hit = check(response, words, query)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _empty(response: str, words: list[str], query: str) -> GuardHit | None:
+    # a long run of letters without spaces is not empty: the word-list check names it better
+    if len(words) >= MIN_TOKENS or sum(map(len, words)) >= MIN_LANGUAGE_LETTERS:
+        return None
+    shown = "nothing" if not response.strip() else f"{len(words)} word token(s)"
+    return GuardHit("empty", f"the response has {shown}; at least {MIN_TOKENS} are needed")
+
+
+def _echo(response: str, words: list[str], query: str) -> GuardHit | None:
+    asked = set(tokens(query))
+    share = sum(word in asked for word in words) / len(words)
+    if share < ECHO_SHARE:
+        return None
+    return GuardHit("echo", f"{share:.0%} of the response's words are the query's (echo threshold {ECHO_SHARE:.0%})")
+
+
+def _repetition(response: str, words: list[str], query: str) -> GuardHit | None:
+    if len(words) >= MIN_REPETITION_TOKENS:
+        trigrams = list(zip(words, words[1:], words[2:]))
+        distinct = len(set(trigrams)) / len(trigrams)
+        if distinct < MIN_DISTINCT_TRIGRAMS:
+            return GuardHit("repetition", f"only {distinct:.0%} of its word trigrams are distinct "
+                                          f"(threshold {MIN_DISTINCT_TRIGRAMS:.0%})")
+    raw = response.encode("utf-8")
+    if len(raw) >= MIN_COMPRESSION_CHARS:
+        ratio = len(zlib.compress(raw, 9)) / len(raw)
+        if ratio < MIN_COMPRESSION_RATIO:
+            return GuardHit("repetition", f"it compresses to {ratio:.0%} of its size (threshold {MIN_COMPRESSION_RATIO:.0%})")
+    return None
+
+
+def _no_words(response: str, words: list[str], query: str) -> GuardHit | None:
+    letters = _LETTERS.findall(response.lower())
+    total = sum(len(word) for word in letters)
+    if total == 0:  # digits, or a script without spaces only: nothing to look up
+        return None
+    languages = {"en"}
+    for text in (query, response):
+        language, confidence = _language_of(text)
+        if confidence >= 0.5 and language != "zxx":  # zxx: the detector's "no linguistic content"
+            if language not in _wordfreq_languages():
+                return None  # a language the word list does not cover: cannot tell
+            languages.add(language)
+    vocabularies = [_vocabulary(language) for language in sorted(languages)]
+    known = sum(len(word) for word in letters if any(word in vocabulary for vocabulary in vocabularies))
+    share = known / total
+    if share >= MIN_KNOWN_LETTER_SHARE:
+        return None
+    return GuardHit("no_words", f"only {share:.0%} of its letters are in known words of {'/'.join(sorted(languages))} "
+                                f"(threshold {MIN_KNOWN_LETTER_SHARE:.0%})")
+
+
+def _language(response: str, words: list[str], query: str) -> GuardHit | None:
+    prose = _prose(response)
+    if sum(map(len, _LETTERS.findall(prose))) + len(_UNSEGMENTED_CHAR.findall(prose)) < MIN_LANGUAGE_LETTERS:
+        return None
+    asked, asked_confidence = _language_of(query)
+    if asked_confidence < LANGUAGE_CONFIDENCE or asked == "zxx":
+        return None
+    ranked = dict(_identifier().rank(prose))
+    answered = max(ranked, key=ranked.__getitem__)
+    if answered == asked or ranked[answered] < LANGUAGE_CONFIDENCE or ranked.get(asked, 0.0) >= LANGUAGE_DOUBT:
+        return None
+    return GuardHit("language", f"the response is in {answered} (p={ranked[answered]:.2f}) but the query is in {asked} "
+                                f"(p={asked_confidence:.2f})")
+
+
+def _prose(text: str) -> str:
+    """The text without code, URLs and table rules: what a language detector should read."""
+    for pattern in (_CODE_BLOCK, _INLINE_CODE, _URL, _TABLE_RULE):
+        text = pattern.sub(" ", text)
+    return text.replace("|", " ")
+
+
+def _language_of(text: str) -> tuple[str, float]:
+    language, confidence = _identifier().classify(_prose(text))
+    return str(language), float(confidence)
+
+
+@functools.lru_cache(maxsize=1)
+def _identifier() -> Any:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _wordfreq_languages() -> frozenset[str]:
+    from wordfreq import available_languages
+
+    return frozenset(available_languages())
+
+
+@functools.lru_cache(maxsize=None)
+def _vocabulary(language: str) -> dict[str, float]:
+    from wordfreq import get_frequency_dict
+
+    return get_frequency_dict(language)
