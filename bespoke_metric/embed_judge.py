@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -28,10 +29,14 @@ from .encoders import DEFAULT_ENCODER, encoder_name, load_encoder
 from bespoke_dataset.vocabulary import DIMENSIONS
 
 from .judge import JudgeItem
-from .progress import ProgressHook
+from .progress import ProgressBar, ProgressHook
 from .results import ItemResult
+
 EMBED_PROTOCOL_VERSION = "embed-1"
 """Version of this judge's method; results of different versions are never ranked together."""
+
+ENCODE_CHUNK = 256
+"""Texts encoded between two progress updates (and two chances to stop)."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
@@ -88,7 +93,8 @@ class EmbedJudge:
         self.max_shots = max_shots
         self.device = device
         self.batch_size = batch_size
-        self.usage = Usage()
+        self.usage = Usage(extra={"texts_encoded": 0})
+        """No LLM calls: `extra["texts_encoded"]` counts the work done."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -103,32 +109,48 @@ class EmbedJudge:
             "proxy": self.proxy,
         }
 
-    def embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """Unit-normalised embeddings of the distinct texts, keyed by text (dot product = cosine)."""
+    def embed(
+        self, texts: Sequence[str], progress: ProgressHook | None = None, stop: threading.Event | None = None
+    ) -> dict[str, np.ndarray]:
+        """Unit-normalised embeddings of the distinct texts, keyed by text (dot product = cosine), encoded
+        a chunk at a time: each chunk is reported to `progress`, and a set `stop` ends the work between two."""
         unique = list(dict.fromkeys(texts))
-        if not unique:
-            return {}
-        vectors = load_encoder(self.encoder, self.device).encode(
-            unique, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=len(unique) >= 5000
-        )
-        return dict(zip(unique, vectors))
+        vectors: dict[str, np.ndarray] = {}
+        encoder = load_encoder(self.encoder, self.device) if unique else None
+        for start in range(0, len(unique), ENCODE_CHUNK):
+            if stop is not None and stop.is_set():
+                raise asyncio.CancelledError("embedding stopped")
+            chunk = unique[start : start + ENCODE_CHUNK]
+            encoded = encoder.encode(chunk, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                                     show_progress_bar=False)
+            vectors.update(zip(chunk, encoded))
+            self.usage.extra["texts_encoded"] += len(chunk)
+            if progress is not None:
+                progress("done", len(chunk))
+        return vectors
 
     async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
-        # encoding is CPU-bound and synchronous: keep the event loop free for whoever else runs on it
-        results = await asyncio.to_thread(self.judge_sync, items)
-        if progress is not None:
-            progress("done", len(items))
-        return results
+        # Encoding is CPU-bound and synchronous: it runs on a worker thread, keeping the event loop free for
+        # whoever else runs on it; when this task is cancelled (Ctrl-C) the worker stops after its chunk.
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(self.judge_sync, items, progress, stop)
+        finally:
+            stop.set()
 
-    def judge_sync(self, items: Sequence[JudgeItem]) -> list[EmbedItemResult]:
-        """Judge every item with one encoding pass over all distinct texts of the batch."""
+    def judge_sync(
+        self, items: Sequence[JudgeItem], progress: ProgressHook | None = None, stop: threading.Event | None = None
+    ) -> list[EmbedItemResult]:
+        """Judge every item with one encoding pass over all distinct texts of the batch. Progress (texts
+        encoded) goes to `progress`, or without one to a bar on a terminal."""
         start = time.perf_counter()
         sentences = [split_sentences(item.response) for item in items]
         texts: list[str] = []
         for item, item_sentences in zip(items, sentences):
             texts += [item.response] + [shot["response"] for shot in item.row["shots"][: self.max_shots]]
             texts += list(item.row["claims"]) + item_sentences
-        vectors = self.embed(texts)
+        with ProgressBar(len(set(texts)), desc="embedding", unit="text", disable=progress is not None) as bar:
+            vectors = self.embed(texts, progress or bar, stop)
         results = [self._judge_one(item, item_sentences, vectors) for item, item_sentences in zip(items, sentences)]
         self.usage.wall_seconds += time.perf_counter() - start
         return results

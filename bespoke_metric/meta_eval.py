@@ -17,6 +17,7 @@ import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 
 from . import stats
+from .caveats import caveats
 from bespoke_dataset.vocabulary import DIMENSIONS
 
 from .judge import Judge, JudgeItem
@@ -129,7 +130,8 @@ def _with_ci(value: float | None, ci: list[float] | None) -> str:
 
 
 def format_meta_eval(results: Mapping[str, Any]) -> str:
-    """The agreement table, then the paper's numbers with the matching variant marked."""
+    """The agreement table, the notes a proxy judge or synthetic data call for, then the paper's numbers
+    with the matching variant marked."""
     meta = results["meta_eval"]
     lines = [f"judge {results['judge']['spec']} vs human scores on {len(results['items'])} meta-test responses ({meta['variant']})",
              f"{'dimension':<19}{'n':>5}  {'Pearson [95% CI]':<23}{'Spearman [95% CI]':<23}{'exact':>7}{'within 1':>10}{'failed':>8}"]
@@ -140,6 +142,7 @@ def format_meta_eval(results: Mapping[str, Any]) -> str:
         within = "n/a" if a["within_one"] is None else f"{a['within_one']:.3f}"
         lines.append(f"{name:<19}{a['n']:>5}  {_with_ci(a['pearson'], a['pearson_ci']):<23}"
                      f"{_with_ci(a['spearman'], a['spearman_ci']):<23}{exact:>7}{within:>10}{failed:>8}")
+    lines += caveats(results)  # a proxy judge or synthetic data: said before the paper's numbers
     lines.append("paper (GPT-5 judge, pooled):")
     for variant, reference in REFERENCE.items():
         mark = "  <- this variant" if variant == meta["variant"] else ""

@@ -20,7 +20,7 @@ from .aggregation import summarize
 from .judge import Judge, JudgeItem
 from .results import ItemResult
 from .engines import make_judge
-from .predictions import PredictionsInput, read_predictions
+from .predictions import PredictionsInput, check_readable, read_predictions
 from .scheduler import run_sync
 
 
@@ -30,7 +30,10 @@ def load_benchmark(
     """The `benchmark` config as `{"user/query_id": row}`, and the `data` block of a results file."""
     resolved = source if isinstance(source, ResolvedSource) else resolve_source(source, revision)
     dataset = bespoke_dataset.load("benchmark", source=resolved)
-    return {query_key(row["user"], row["query_id"]): row for row in dataset}, resolved.record()
+    data = resolved.record()
+    if resolved.synthetic:  # said beside every figure from it (bespoke_metric.caveats)
+        data["synthetic"] = True
+    return {query_key(row["user"], row["query_id"]): row for row in dataset}, data
 
 
 def run_judge(
@@ -70,6 +73,7 @@ def build_results(
         "input_tokens": getattr(usage, "input_tokens", 0),
         "output_tokens": getattr(usage, "output_tokens", 0),
         "wall_seconds": round(wall_seconds, 3),
+        **getattr(usage, "extra", {}),  # what a judge without LLM calls did (the embed judge: texts_encoded)
     }
     results: dict[str, Any] = {
         "summary": summarize(list(items)),
@@ -99,7 +103,8 @@ def score(
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`, ...).
-    Bad predictions raise `PredictionError` before any judge call."""
+    Bad predictions raise `PredictionError` before any judge call (a missing file before the data loads)."""
+    check_readable(predictions)
     benchmark, data = load_benchmark(source, revision)
     checked = read_predictions(predictions, benchmark)
     if limit is not None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
-from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.context import (
     CONTEXTS,
     DEFAULT_BUDGET,
@@ -21,7 +21,11 @@ from bespoke_metric.generation import (
     GenerationReport,
     GenerationSettings,
     generate,
+    sidecar,
 )
+from bespoke_metric.progress import on_terminal
+
+from .options import add_source_arguments
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
@@ -53,8 +57,18 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_generation_arguments(parser, endpoint_flags=("--base-url", "--api-key"))
     parser.add_argument("--output", required=True, help="predictions JSONL; an existing file is resumed")
-    parser.add_argument("--source", default=DEFAULT_SOURCE, help=f"Hub repo id, local release folder, or 'sample' (default: {DEFAULT_SOURCE})")
-    parser.add_argument("--revision", help="Hub revision of the data")
+    add_source_arguments(parser)
+
+
+def generation_cache(args: argparse.Namespace, predictions: str) -> str:
+    """The SQLite cache of the system model's calls: `--generation-cache`, else where `generate` puts it,
+    beside the predictions."""
+    return args.generation_cache or str(sidecar(Path(predictions), ".cache.sqlite"))
+
+
+def answer_caches(args: argparse.Namespace) -> list[str]:
+    """See `bespoke_cli.interrupt`."""
+    return [generation_cache(args, args.output)]
 
 
 def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -109,6 +123,7 @@ def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
         cache=args.generation_cache,
         backend_options=_backend_options(args.model, args),
         profiler_options=_profiler_options(args.profiler, args) if args.profiler else None,
+        progress=on_terminal(),  # the retriever's embedding bars too: never into a pipe or a log
     )
 
 

@@ -122,7 +122,6 @@ def test_one_synthetic_marker(tmp_path):
 
     from bespoke_dataset import source, synthetic
 
-    assert export_module.SYNTHETIC_MARKER is source.SYNTHETIC_MARKER
     assert '"SYNTHETIC.md"' not in inspect.getsource(synthetic) + inspect.getsource(export_module)
     release = synthetic.write_release(tmp_path / "r", users=1, queries_per_user=1, sessions=4, shots_per_query=1,
                                       meta_test_per_query=1)
