@@ -56,6 +56,9 @@ class HFBackend:
             max_batch_size: the most prompts per batch when adapting.
             revision: the Hub revision to load.
         """
+        # A local folder, or the Hub snapshot, found in seconds and before the heavy imports
+        # (ModelNotFoundError when there is none): transformers would retry an unreachable Hub for a minute.
+        files = locate_model(str(model), revision) if isinstance(model, (str, Path)) else None
         import torch
         import transformers
 
@@ -65,11 +68,8 @@ class HFBackend:
         self.batch_size = batch_size
         self.max_batch_size = max_batch_size
         self.revision = revision
-        if isinstance(model, (str, Path)):
+        if files is not None:
             self.model = str(model)
-            # A local folder, or the Hub snapshot, found in seconds (ModelNotFoundError when there is none):
-            # transformers would retry an unreachable Hub for a minute.
-            files = locate_model(self.model, revision)
             load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code}
             if tokenizer is None:
                 tokenizer = transformers.AutoTokenizer.from_pretrained(files, **load_args)
