@@ -116,7 +116,9 @@ class EmbedJudge:
         a chunk at a time: each chunk is reported to `progress`, and a set `stop` ends the work between two."""
         unique = list(dict.fromkeys(texts))
         vectors: dict[str, np.ndarray] = {}
-        encoder = load_encoder(self.encoder, self.device) if unique else None
+        if not unique:
+            return vectors
+        encoder = load_encoder(self.encoder, self.device)
         for start in range(0, len(unique), ENCODE_CHUNK):
             if stop is not None and stop.is_set():
                 raise asyncio.CancelledError("embedding stopped")
