@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 
-class BespokeDataError(ValueError):
+class UserError(ValueError):
+    """A user's mistake (bad data, file, folder, flag or model name): its message is all they need, so the
+    command line prints it as one `error:` line, without a traceback. Every such error derives from it."""
+
+
+class BespokeDataError(UserError):
     """The release cannot be read as BESPOKE data.
 
     `where` names the table or file and the row (e.g. ``evaluation_shot/evaluation_shot.parquet row 12``),

@@ -3,9 +3,10 @@
 The folder holds `<config>/test-00000-of-00001.parquet` per config, a README.md rendered from
 `hub_card.md`, whose YAML declares the configs, the `test` split and the features, so that plain
 `datasets.load_dataset(folder_or_repo, "benchmark", split="test")` gives the typed records, and the
-benchmark registration `eval.yaml` (the leaderboards `bespoke submit` reports to). Exporting into an
-existing folder (a clone of the Hub repo, say) replaces only those entries and keeps the rest (``.git``,
-``.gitattributes``, other files).
+benchmark registration `eval.yaml` (the leaderboards `bespoke submit` reports to). Exporting into a folder
+that holds an earlier export (a clone of the Hub repo it was pushed to, say) replaces only those entries
+and keeps the rest (``.git``, ``.gitattributes``, other files); any other non-empty folder is refused
+unless forced.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from typing import Any
 
 import yaml
 
-from .atomic import atomic_entries
+from .atomic import FolderOwner, atomic_entries
 from .builder import CITATION, SPLIT
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .loading import available_configs, load
 from .registration import BENCHMARK_TASKS, REGISTRATION_FILE, render_registration
-from .source import DEFAULT_SOURCE, SYNTHETIC_MARKER, ResolvedSource, resolve_source
+from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
 from .version import __version__
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,31 @@ SYNTHETIC_NOTICE = ("> **Synthetic data.** This export was made from a synthetic
 
 def data_file(config: str) -> str:
     return f"{config}/{SPLIT}-00000-of-00001.parquet"
+
+
+def holds_export(folder: Path) -> bool:
+    """True when `folder`'s README.md is an export card: its YAML declares only configs of this package,
+    each with the data file `export` writes."""
+    card = folder / "README.md"
+    if not card.is_file():
+        return False
+    parts = card.read_text(encoding="utf-8", errors="replace").split("---\n", 2)
+    if len(parts) < 3 or parts[0]:
+        return False
+    try:
+        meta = yaml.safe_load(parts[1])
+    except yaml.YAMLError:
+        return False
+    configs = meta.get("configs") if isinstance(meta, dict) else None
+    return bool(configs) and all(
+        isinstance(c, dict) and c.get("config_name") in CONFIGS
+        and c.get("data_files") == [{"split": SPLIT, "path": data_file(c["config_name"])}]
+        for c in configs
+    )
+
+
+EXPORT = FolderOwner("an earlier export (a README.md with a BESPOKE export card)", holds_export)
+"""A folder `export` wrote: it may write into it again."""
 
 
 def _size_category(rows: int) -> str:
@@ -65,7 +91,7 @@ def render_card(sizes: dict[str, tuple[int, int]], source: ResolvedSource, repo:
     values = {
         "front_matter": yaml.safe_dump(front_matter(sizes), sort_keys=False, allow_unicode=True).strip(),
         "sizes": "\n".join(f"| `{c}` | {n:,} | {DESCRIPTIONS[c]} |" for c, (n, _) in sizes.items()),
-        "notice": SYNTHETIC_NOTICE if (source.path / SYNTHETIC_MARKER).exists() else "",
+        "notice": SYNTHETIC_NOTICE if source.synthetic else "",
         "source": source.source, "revision": source.revision or "local", "fingerprint": source.fingerprint[:16],
         "version": __version__, "citation": CITATION, "repo": repo,
         "tasks": "\n".join(f"| `{task.id}` | {task.description} |" for task in BENCHMARK_TASKS),
@@ -77,8 +103,11 @@ def render_card(sizes: dict[str, tuple[int, int]], source: ResolvedSource, repo:
 
 
 def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-export", revision: str | None = None,
-           cache_dir: str | Path | None = None, repo: str = "<org>/<repo>") -> Path:
+           cache_dir: str | Path | None = None, repo: str = "<org>/<repo>", force: bool = False) -> Path:
     """Write every config the source has (the GitHub layout has no histories) to `out_dir`.
+
+    A non-empty `out_dir` that holds no earlier export is refused (`FolderNotOursError`, nothing touched)
+    unless `force`: a fresh clone of a Hub repo needs it once.
 
     Everything is written to a temporary sibling first; only when all of it is written do the config
     folders and README.md replace their namesakes in `out_dir`, each atomically. Other files in `out_dir`
@@ -86,13 +115,13 @@ def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-e
     nothing but a previous export's data file, which is removed. Returns `out_dir`. `repo` is the Hub repo
     id shown in the card's usage example.
     """
-    resolved = resolve_source(source, revision)
-    configs = available_configs(resolved)
-    skipped = [c for c in CONFIGS if c not in configs]
-    if skipped:
-        log.info("the source has no data for %s; not exported", ", ".join(skipped))
     sizes: dict[str, tuple[int, int]] = {}
-    with atomic_entries(out_dir) as tmp:
+    with atomic_entries(out_dir, EXPORT, force=force) as tmp:  # refuses a folder not ours before the slow part
+        resolved = resolve_source(source, revision)
+        configs = available_configs(resolved)
+        skipped = [c for c in CONFIGS if c not in configs]
+        if skipped:
+            log.info("the source has no data for %s; not exported", ", ".join(skipped))
         for config in configs:
             dataset = load(config, resolved, cache_dir=cache_dir)
             path = tmp / data_file(config)

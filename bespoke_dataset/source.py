@@ -51,6 +51,11 @@ class ResolvedSource:
     fingerprint: str
     """SHA-256 of the release's table files (paths and contents): equal data, equal fingerprint."""
 
+    @property
+    def synthetic(self) -> bool:
+        """Whether this is a synthetic release (`bespoke_dataset.synthetic` wrote it, with its marker file)."""
+        return (self.path / SYNTHETIC_MARKER).is_file()
+
     def record(self) -> dict[str, Any]:
         """What a results file stores about the data (`{"source", "revision", "fingerprint"}`)."""
         return {"source": self.source, "revision": self.revision, "fingerprint": self.fingerprint}

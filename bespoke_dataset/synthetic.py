@@ -29,7 +29,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .atomic import atomic_dir
+from .atomic import FolderOwner, atomic_dir
 from .vocabulary import DIMENSIONS
 from .keys import query_key
 from .raw import Layout
@@ -47,6 +47,8 @@ SAMPLE_SETTINGS: dict[str, int] = {"users": 3, "queries_per_user": 5, "sessions"
                                    "meta_test_per_query": 2, "seed": 7}
 
 MARKER = "[SYNTHETIC DATA - not the real BESPOKE release]"
+SYNTHETIC_RELEASE = FolderOwner(f"a synthetic release ({SYNTHETIC_MARKER})", lambda folder: (folder / SYNTHETIC_MARKER).is_file())
+"""A folder `write_release` or `write_sample` wrote: one with the synthetic marker, which they may replace."""
 
 
 # ---------------------------------------------------------------- plan: who asks what, which sessions matter
@@ -359,8 +361,11 @@ def _write_into(folder: Path, release: Release, settings: dict[str, Any]) -> dic
 
 def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_per_user: int = 5,
                   sessions: int = 2870, shots_per_query: int = 5, meta_test_per_query: int = 2,
-                  layout: Layout = "hub", seed: int = 0) -> Path:
+                  layout: Layout = "hub", seed: int = 0, force: bool = False) -> Path:
     """Write a synthetic raw release to `out_dir` (replaced atomically) and return its path.
+
+    A non-empty `out_dir` that is not a synthetic release is refused (`FolderNotOursError`, nothing
+    touched) unless `force`.
 
     `layout="hub"` writes the seven parquet tables of the Hub repo; `layout="github"` the per-user files of
     the official code repo (no histories, no query table). Defaults give the full size of the real release:
@@ -372,23 +377,24 @@ def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_p
     settings = {"users": users, "queries_per_user": queries_per_user, "sessions": sessions,
                 "shots_per_query": shots_per_query, "meta_test_per_query": meta_test_per_query,
                 "layout": layout, "seed": seed}
-    release = build_release(users=users, queries_per_user=queries_per_user, sessions=sessions,
-                            shots_per_query=shots_per_query, meta_test_per_query=meta_test_per_query, seed=seed)
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir, SYNTHETIC_RELEASE, force=force) as tmp:
+        release = build_release(users=users, queries_per_user=queries_per_user, sessions=sessions,
+                                shots_per_query=shots_per_query, meta_test_per_query=meta_test_per_query, seed=seed)
         _write_into(tmp, release, settings)
     return Path(out_dir)
 
 
-def write_sample(out_dir: str | os.PathLike[str] = SAMPLE_DIR) -> Path:
-    """Write the bundled sample (3 users x 5 queries, Hub layout) and its `predictions.jsonl`.
+def write_sample(out_dir: str | os.PathLike[str] = SAMPLE_DIR, *, force: bool = False) -> Path:
+    """Write the bundled sample (3 users x 5 queries, Hub layout) and its `predictions.jsonl` (a non-empty
+    `out_dir` that is not a synthetic release is refused unless `force`, as in `write_release`).
 
     The predictions are fresh responses of mixed quality (recorded as `prediction_quality` in the truth file).
     """
     settings = {**SAMPLE_SETTINGS, "layout": "hub"}
-    release = build_release(**SAMPLE_SETTINGS)
-    users = {u.name: u for u in release.users}
-    rng = random.Random(SAMPLE_SETTINGS["seed"] + 2)
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir, SYNTHETIC_RELEASE, force=force) as tmp:
+        release = build_release(**SAMPLE_SETTINGS)
+        users = {u.name: u for u in release.users}
+        rng = random.Random(SAMPLE_SETTINGS["seed"] + 2)
         truth = _write_into(tmp, release, settings)
         lines, quality = [], {}
         for q in release.queries:

@@ -118,3 +118,17 @@ class Cache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def count_answers(path: str | os.PathLike[str]) -> int:
+    """How many answers the cache file at `path` holds (0 when there is no such file), read without
+    writing: a rerun with this cache pays for none of them."""
+    if not Path(path).is_file():
+        return 0
+    db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+    except sqlite3.DatabaseError:  # not a cache file (yet): no table, or not SQLite at all
+        return 0
+    finally:
+        db.close()

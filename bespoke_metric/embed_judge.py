@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 from typing import Any, Mapping, Sequence
 
@@ -34,10 +35,13 @@ from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
 
 from .judge import JudgeItem
-from .progress import ProgressHook
+from .progress import ProgressBar, ProgressHook
 from .results import ItemResult
 EMBED_PROTOCOL_VERSION = "embed-2"
 """Version of this judge's method; results of different versions are never ranked together."""
+
+ENCODE_CHUNK = 256
+"""Texts encoded between two progress updates (and two chances to stop)."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
@@ -84,7 +88,8 @@ class EmbedJudge:
         self.max_shots = max_shots
         self.device = device
         self.batch_size = batch_size
-        self.usage = Usage()
+        self.usage = Usage(extra={"texts_encoded": 0})
+        """No LLM calls: `extra["texts_encoded"]` counts the work done."""
         self.calibration: dict[str, QuantileMap] | None = None
         self.calibration_pairs: list[Pair] = []
 
@@ -102,22 +107,36 @@ class EmbedJudge:
             "proxy": self.proxy,
         }
 
-    def embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """Unit-normalised embeddings of the distinct texts, keyed by text (dot product = cosine)."""
+    def embed(
+        self, texts: Sequence[str], progress: ProgressHook | None = None, stop: threading.Event | None = None
+    ) -> dict[str, np.ndarray]:
+        """Unit-normalised embeddings of the distinct texts, keyed by text (dot product = cosine), encoded
+        a chunk at a time: each chunk is reported to `progress`, and a set `stop` ends the work between two."""
         unique = list(dict.fromkeys(texts))
+        vectors: dict[str, np.ndarray] = {}
         if not unique:
-            return {}
-        vectors = load_encoder(self.encoder, self.device).encode(
-            unique, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=len(unique) >= 5000
-        )
-        return dict(zip(unique, vectors))
+            return vectors
+        encoder = load_encoder(self.encoder, self.device)
+        for start in range(0, len(unique), ENCODE_CHUNK):
+            if stop is not None and stop.is_set():
+                raise asyncio.CancelledError("embedding stopped")
+            chunk = unique[start : start + ENCODE_CHUNK]
+            encoded = encoder.encode(chunk, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                                     show_progress_bar=False)
+            vectors.update(zip(chunk, encoded))
+            self.usage.extra["texts_encoded"] += len(chunk)
+            if progress is not None:
+                progress("done", len(chunk))
+        return vectors
 
     async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
-        # encoding is CPU-bound and synchronous: keep the event loop free for whoever else runs on it
-        results = await asyncio.to_thread(self.judge_sync, items)
-        if progress is not None:
-            progress("done", len(items))
-        return results
+        # Encoding is CPU-bound and synchronous: it runs on a worker thread, keeping the event loop free for
+        # whoever else runs on it; when this task is cancelled (Ctrl-C) the worker stops after its chunk.
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(self.judge_sync, items, progress, stop)
+        finally:
+            stop.set()
 
     def calibrate(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Fit the calibration on every R-J example of `rows` (benchmark rows)."""
@@ -136,15 +155,19 @@ class EmbedJudge:
             raise ValueError("the embed judge has not been calibrated yet: judge a batch or call calibrate(rows)")
         return leave_one_query_out(self.calibration_pairs, n_resamples=n_resamples, seed=seed)
 
-    def judge_sync(self, items: Sequence[JudgeItem]) -> list[ItemResult]:
-        """Judge every item with one encoding pass over all distinct texts of the batch."""
+    def judge_sync(
+        self, items: Sequence[JudgeItem], progress: ProgressHook | None = None, stop: threading.Event | None = None
+    ) -> list[ItemResult]:
+        """Judge every item with one encoding pass over all distinct texts of the batch. Progress (texts
+        encoded) goes to `progress`, or without one to a bar on a terminal."""
         start = time.perf_counter()
         sentences = [split_sentences(item.response) for item in items]
         texts: list[str] = []
         for item, item_sentences in zip(items, sentences):
             texts += [item.response] + [shot["response"] for shot in item.row["shots"][: self.max_shots]]
             texts += list(item.row["claims"]) + item_sentences
-        vectors = self.embed(texts)
+        with ProgressBar(len(set(texts)), desc="embedding", unit="text", disable=progress is not None) as bar:
+            vectors = self.embed(texts, progress or bar, stop)
         if self.calibration is None:
             rows = {query_key(item.row["user"], item.row["query_id"]): item.row for item in items}
             self._fit(list(rows.values()), vectors)

@@ -19,12 +19,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from bespoke_dataset.errors import UserError
+
 from .backends.base import Backend
 from .cache import Cache
 from .judge import Judge
 
 
-class OptionError(ValueError):
+class OptionError(UserError):
     """An option the chosen engine does not take, or a malformed engine spec."""
 
 

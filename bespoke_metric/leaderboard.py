@@ -23,9 +23,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from huggingface_hub import HfApi
 
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
 
 from . import stats
+from .caveats import is_synthetic, nothing_scored
 from .figure_stats import figure_matrix, mean_of_figures
 from .metrics import METRIC_NAMES as METRICS
 from .results import ItemResult, Results
@@ -39,7 +41,7 @@ LABELS: dict[str, str] = {**DIMENSION_LABELS, "recall": "Recall", "average": "Av
 _REQUIRED = ("summary", "items", "judge", "data")
 
 
-class LeaderboardError(ValueError):
+class LeaderboardError(UserError):
     """A results file that cannot be ranked (malformed, proxy judge, incomparable pair)."""
 
 
@@ -78,15 +80,25 @@ class Entry:
         return self.judge_key + hashlib.sha256("\n".join(self.queries).encode()).hexdigest()
 
 
-def system_name(results: Mapping[str, Any], path: str) -> str:
-    """The system's display name: `system.name`, else `system.model` (+ context), else the file name."""
-    system = results.get("system") or {}
+def system_label(system: Mapping[str, Any]) -> str | None:
+    """A `system` block's display name: `name`, else the model's spec (+ context), else None.
+
+    `bespoke run` writes `name` (`hf:/path/to/model (history)`); results written before it did record the
+    model as a dict (`{"spec": ..., "backend": ...}`), whose spec is used."""
     if system.get("name"):
         return str(system["name"])
-    if system.get("model"):
-        context = system.get("context")
-        return f"{system['model']} ({context})" if context else str(system["model"])
-    return os.path.splitext(os.path.basename(path))[0]
+    model = system.get("model")
+    if isinstance(model, Mapping):
+        model = model.get("spec") or model.get("model")
+    if not model:
+        return None
+    context = system.get("context")
+    return f"{model} ({context})" if context else str(model)
+
+
+def system_name(results: Mapping[str, Any], path: str) -> str:
+    """The system's display name: from its `system` block (`system_label`), else the file name."""
+    return system_label(results.get("system") or {}) or os.path.splitext(os.path.basename(path))[0]
 
 
 def parse_results(results: Mapping[str, Any], path: str) -> Entry:
@@ -106,6 +118,9 @@ def parse_results(results: Mapping[str, Any], path: str) -> Entry:
         item_matrix(typed.items)
     except (KeyError, TypeError, ValueError) as error:
         raise LeaderboardError(f"{path}: {error}") from None
+    unscored = nothing_scored(typed)
+    if unscored:
+        raise LeaderboardError(f"{path}: {unscored}; there is nothing to rank (rescore it once the judge works)")
     return Entry(path, system_name(results, path), typed)
 
 
@@ -194,8 +209,9 @@ class Group:
         revision = self.data.get("revision") or "local"
         fingerprint = (self.data.get("fingerprint") or "")[:12]
         proxy = " · PROXY judge" if self.judge.get("proxy") else ""
+        synthetic = " · SYNTHETIC data" if is_synthetic(self.data) else ""
         return (f"judge {self.judge['spec']} (protocol {protocol}){proxy} · data {self.data.get('source')}@{revision} "
-                f"{fingerprint} · {self.queries} queries")
+                f"{fingerprint}{synthetic} · {self.queries} queries")
 
     @property
     def settings(self) -> str:

@@ -17,9 +17,11 @@ from typing import Any, Mapping
 
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSIONS
 
 from . import stats
+from .caveats import caveats
 from .engines import ProtocolOptions, make_judge, option_names, parse_spec
 from .feedback_accuracy import feedback_accuracy
 from .judge import Judge, JudgeItem
@@ -41,7 +43,7 @@ REFERENCE_LABELS: dict[str, str] = {
 }
 
 
-class MetaEvalError(ValueError):
+class MetaEvalError(UserError):
     """Meta-test data that cannot be matched with the benchmark."""
 
 
@@ -163,7 +165,8 @@ def _with_ci(value: float | None, ci: list[float] | None) -> str:
 
 
 def format_meta_eval(results: Results) -> str:
-    """The agreement table, then the paper's numbers with the matching variant marked."""
+    """The agreement table, the notes a proxy judge or synthetic data call for, then the paper's numbers
+    with the matching variant marked."""
     meta = results.meta_eval
     assert meta is not None, "not a meta-evaluation"
     lines = [f"judge {results.judge['spec']} vs human scores on {len(results.items)} meta-test responses ({meta['variant']})",
@@ -179,6 +182,7 @@ def format_meta_eval(results: Results) -> str:
         lines += _feedback_lines(meta["feedback_accuracy"])
     if "calibration_check" in meta:
         lines += _calibration_lines(meta["calibration_check"])
+    lines += caveats(results)  # a proxy judge or synthetic data: said before the paper's numbers
     lines.append("paper (GPT-5 judge, pooled):")
     for variant, reference in REFERENCE.items():
         mark = "  <- this variant" if variant == meta["variant"] else ""

@@ -13,11 +13,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from bespoke_dataset.errors import UserError
+
 HUB_TIMEOUT_S = 10.0
 """How long the one request asking the Hub about a model may take."""
 
 
-class ModelNotFoundError(ValueError):
+class ModelNotFoundError(UserError):
     """A model that cannot be had: not a local folder, not in the Hub cache, and not downloadable."""
 
 
@@ -30,7 +32,11 @@ def locate_model(
     Raises `ModelNotFoundError` naming the model and the reason: the Hub cannot be reached and the cache
     does not hold it, or the Hub has no such model."""
     from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.errors import (
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     path = Path(os.fspath(name)).expanduser()
     if path.is_dir():

@@ -20,7 +20,7 @@ from .judge import Judge, JudgeItem
 from .results import ItemResult, Results
 from .engines import make_judge
 from .guarded_judge import GuardedJudge, guard_counts
-from .predictions import PredictionsInput, read_predictions
+from .predictions import PredictionsInput, check_readable, read_predictions
 from .scheduler import run_sync
 
 
@@ -33,7 +33,10 @@ def load_benchmark(
     alone (pandas with it) would double the start-up of a run against an API judge."""
     resolved = source if isinstance(source, ResolvedSource) else resolve_source(source, revision)
     rows = load_rows("benchmark", resolved)
-    return {query_key(row["user"], row["query_id"]): row for row in rows}, resolved.record()
+    data = resolved.record()
+    if resolved.synthetic:  # said beside every figure from it (bespoke_metric.caveats)
+        data["synthetic"] = True
+    return {query_key(row["user"], row["query_id"]): row for row in rows}, data
 
 
 def run_judge(
@@ -101,6 +104,7 @@ def build_results(
         "input_tokens": getattr(usage, "input_tokens", 0),
         "output_tokens": getattr(usage, "output_tokens", 0),
         "wall_seconds": round(wall_seconds, 3),
+        **getattr(usage, "extra", {}),  # what a judge without LLM calls did (the embed judge: texts_encoded)
     }
     return Results(summary=summarize(list(items)), **figure_stats(items), items=list(items), judge=judge.describe(),
                    data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
@@ -154,7 +158,10 @@ def score_many(
 ) -> list[Results]:
     """Score several systems' predictions with one judge, loaded once; one `Results` per predictions
     input, in order. Every system's calls go through one scheduler run, so a judge on Ray or vLLM sees
-    them all at once. Every input is checked before any judge call (a `PredictionError` names the file)."""
+    them all at once. Every input is checked before any judge call (a `PredictionError` names the file; a
+    missing file is named before the data loads)."""
+    for given in predictions:
+        check_readable(given)
     benchmark, data = load_benchmark(source, revision)
     systems = list(systems) if systems is not None else [None] * len(predictions)
     if len(systems) != len(predictions):

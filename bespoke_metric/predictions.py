@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any, BinaryIO, Iterable, Mapping, Sequence, Union
 
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import normalise_query_id, query_key
 
 
@@ -28,34 +29,62 @@ class Prediction:
         return query_key(self.user, self.query_id)
 
 
-class PredictionError(ValueError):
+class PredictionError(UserError):
     """Bad predictions; `problems` lists one message per offending line."""
 
-    def __init__(self, origin: str, problems: Sequence[str]):
+    def __init__(self, origin: str, problems: Sequence[str], message: str | None = None):
         self.origin = origin
         self.problems = list(problems)
-        shown = "\n  ".join(self.problems[:20])
-        more = f"\n  ... and {len(self.problems) - 20} more" if len(self.problems) > 20 else ""
-        super().__init__(f"{len(self.problems)} problem(s) in predictions {origin}:\n  {shown}{more}")
+        super().__init__(message or _describe(origin, self.problems))
+
+
+def _describe(origin: str, problems: list[str]) -> str:
+    if len(problems) == 1:  # one problem, one line
+        return f"predictions {origin}: {problems[0]}"
+    shown = "\n  ".join(problems[:20])
+    more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+    return f"{len(problems)} problem(s) in predictions {origin}:\n  {shown}{more}"
 
 
 PredictionsInput = Union[str, "os.PathLike[str]", Iterable[Mapping[str, Any]]]
+
+
+def _decode(number: int, raw: bytes) -> Any:
+    """A line's JSON value, or the whole reason it is not JSON (with the column) as a problem string."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"line {number}: not UTF-8 text (byte {error.start + 1} of the line)"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        near = f" ({text[error.pos]!r})" if error.pos < len(text.rstrip("\r\n")) else ""
+        return f"line {number}: not valid JSON: {error.msg.removesuffix(' at')} at column {error.colno}{near}"
+
+
+def check_readable(predictions: PredictionsInput) -> None:
+    """Raise `PredictionError` when `predictions` names a file that cannot be opened, so that a mistyped
+    path is reported before any data is loaded."""
+    if isinstance(predictions, (str, os.PathLike)):
+        _open(os.fspath(predictions)).close()
+
+
+def _open(origin: str) -> BinaryIO:
+    try:
+        return open(origin, "rb")
+    except FileNotFoundError:
+        raise PredictionError(origin, ["file not found"], f"predictions file not found: {origin}") from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise PredictionError(origin, [reason], f"cannot read predictions file {origin}: {reason}") from None
 
 
 def _records(predictions: PredictionsInput) -> tuple[str, list[tuple[int, Any]]]:
     """(origin, [(line, decoded object or an error string)])."""
     if isinstance(predictions, (str, os.PathLike)):
         origin = os.fspath(predictions)
-        records: list[tuple[int, Any]] = []
-        with open(origin, encoding="utf-8") as handle:
-            for number, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    records.append((number, json.loads(text)))
-                except json.JSONDecodeError as error:
-                    records.append((number, f"line {number}: not valid JSON ({error.msg})"))
-        return origin, records
+        with _open(origin) as handle:
+            return origin, [(number, _decode(number, raw)) for number, raw in enumerate(handle, start=1) if raw.strip()]
     return "(in memory)", [(number, record) for number, record in enumerate(predictions, start=1)]
 
 

@@ -1,21 +1,36 @@
-"""Progress: the hook every long run reports to, and the bar that shows it."""
+"""Progress: the hook every long run reports to, and the bar that shows it, on a terminal only.
+
+A bar is drawn only where someone watches it: when stderr is a terminal. Into a pipe or a log file it
+would write hundreds of carriage-return lines. The loading bars of the libraries underneath
+(`datasets`, `huggingface_hub`, `transformers`) are the command line's to silence (`quiet_library_bars`).
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Callable
 
 ProgressHook = Callable[[str, int], None]
 """`hook(kind, n)`: `kind` is `"done"`, `"cached"` or `"failed"`; called as requests or items finish."""
 
 
-class ProgressBar:
-    """A tqdm progress bar usable as a `ProgressHook`: counts requests done, cached and failed."""
+def on_terminal() -> bool:
+    """Whether progress may be drawn: stderr is a terminal (never a pipe or a log file)."""
+    return sys.stderr.isatty()
 
-    def __init__(self, total: int, desc: str = "calls", disable: bool | None = None) -> None:
+
+class ProgressBar:
+    """A tqdm progress bar usable as a `ProgressHook`: counts requests done, cached and failed.
+
+    `disable=True` hides it; otherwise it is drawn only when stderr is a terminal."""
+
+    def __init__(self, total: int, desc: str = "calls", disable: bool | None = None, unit: str = "call") -> None:
         from tqdm.auto import tqdm
 
         self.counts = {"done": 0, "cached": 0, "failed": 0}
-        self._bar = tqdm(total=total, desc=desc, unit="call", disable=disable, dynamic_ncols=True)
+        # tqdm's disable=None is "only on a terminal"
+        self._bar = tqdm(total=total, desc=desc, unit=unit, disable=True if disable else None, dynamic_ncols=True)
 
     def __call__(self, kind: str, n: int = 1) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + n
@@ -30,3 +45,18 @@ class ProgressBar:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def quiet_library_bars() -> None:
+    """Silence the loading bars of `datasets` ("Generating test split"), `huggingface_hub` (downloads)
+    and `transformers` ("Loading weights"): the command line shows its own progress, not theirs. Through
+    their environment variables, read when they are imported, so none of them is imported for this (a
+    run with an API judge never needs `datasets`); those already imported are told directly."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers follows huggingface_hub
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    if "huggingface_hub" in sys.modules:
+        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()

@@ -1,8 +1,9 @@
 """The leaderboard as one self-contained HTML page: tables and matplotlib plots embedded as PNG.
 
 Per group of comparable results: the ranked table with 95% intervals, per-dimension bars with CI
-whiskers, a per-user heat map for each system (users x metrics, 0-100), and the distribution of
-failures per metric. The page has no external resource, so it can be mailed, uploaded or opened offline.
+whiskers, a per-user heat map for each system (users x metrics, 0-100), and, when anything failed, the
+distribution of failures per metric. The page has no external resource, so it can be mailed, uploaded or
+opened offline.
 """
 
 from __future__ import annotations
@@ -138,7 +139,8 @@ def render_html(groups: Sequence[Group], title: str = "BESPOKE leaderboard") -> 
                  _table(group),
                  _img(bars_figure(group.rows), "scores per dimension with 95% confidence intervals")]
         parts += [_img(heatmap_figure(row), f"per-user heat map of {row.system}") for row in group.rows]
-        parts.append(_img(failures_figure(group.rows), "failures per metric"))
+        if any(row.failures for row in group.rows):  # an empty chart would only say "nothing failed"
+            parts.append(_img(failures_figure(group.rows), "failures per metric"))
         sections.append("\n".join(parts))
     return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Mapping
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.atomic import atomic_entries
+from bespoke_dataset.atomic import FolderOwner, atomic_entries
 from bespoke_dataset.builder import CITATION
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.source import is_repo_id
 from bespoke_dataset.version import __version__
 
@@ -39,7 +40,7 @@ RESULTS_DIR = "results"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
-class SpaceError(ValueError):
+class SpaceError(UserError):
     """A Space that cannot be written as asked; the message names the flag or file at fault."""
 
 
@@ -118,19 +119,21 @@ def leaderboard_space_files(results: dict[str, Path] | str, *, allow_proxy: bool
     return files
 
 
+def _holds_space(folder: Path) -> bool:
+    card = folder / "README.md"
+    return card.is_file() and MARKER in card.read_text(encoding="utf-8", errors="replace")
+
+
+SPACE = FolderOwner("a Space written by `bespoke space` (its README.md carries the marker)", _holds_space)
+"""A folder this module wrote: it may write into it again."""
+
+
 def write_space(files: Mapping[str, str], out: str | os.PathLike[str], *, force: bool = False) -> Path:
-    """Write `files` into `out`, each top-level entry replaced atomically, everything else kept. A folder
-    holding one of these entries that this module did not write (its card lacks `MARKER`) is refused
-    unless `force`."""
+    """Write `files` into `out`, each top-level entry replaced atomically, everything else kept (`.git`).
+    A non-empty folder this module did not write is refused unless `force` (the one rule of every
+    command that writes a folder: `bespoke_dataset.atomic.check_folder`)."""
     target = Path(out)
-    if target.exists() and not force:
-        card = target / "README.md"
-        ours = card.exists() and MARKER in card.read_text(encoding="utf-8", errors="replace")
-        clashes = sorted({name.split("/")[0] for name in files} & {entry.name for entry in target.iterdir()})
-        if clashes and not ours:
-            raise SpaceError(f"--out {out} already holds {', '.join(clashes)}, not written by `bespoke space`; "
-                             "pass --force to replace them (other files are kept)")
-    with atomic_entries(target) as tmp:
+    with atomic_entries(target, SPACE, force=force) as tmp:
         for name, text in files.items():
             path = tmp / name
             path.parent.mkdir(parents=True, exist_ok=True)

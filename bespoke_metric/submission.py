@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from bespoke_dataset.errors import UserError
+
 from .leaderboard import Entry, LeaderboardError, item_matrix, parse_results
 
 
-class SubmissionError(ValueError):
+class SubmissionError(UserError):
     """A results file that cannot be submitted; the message says which file and why."""
 
 

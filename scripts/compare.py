@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from bespoke_metric.caveats import caveats
 from bespoke_metric.leaderboard import LeaderboardError, compare, format_comparison, load_results
 from bespoke_metric.stats import PAIRED_TESTS
 
@@ -30,4 +31,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(json.dumps(comparison, indent=2) if args.json else format_comparison(comparison, args.alpha))
+    for note in dict.fromkeys(caveats(a.results) + caveats(b.results)):
+        print(note, file=sys.stderr if args.json else sys.stdout)  # JSON on stdout stays JSON
     return 0

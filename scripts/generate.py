@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
-from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.encoders import DEFAULT_ENCODER
+from bespoke_metric.progress import on_terminal
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
-from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
+from bespoke_metric.systems.runfiles import sidecar
+
+from .executor import add_executor_arguments, check_executor_flags, executor_options
+from .options import add_source_arguments
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
@@ -42,9 +46,19 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_generation_arguments(parser, endpoint_flags=("--base-url", "--api-key"))
     parser.add_argument("--output", required=True, help="predictions JSONL; an existing file is resumed")
-    parser.add_argument("--source", default=DEFAULT_SOURCE, help=f"Hub repo id, local release folder, or 'sample' (default: {DEFAULT_SOURCE})")
-    parser.add_argument("--revision", help="Hub revision of the data")
+    add_source_arguments(parser)
     add_executor_arguments(parser)
+
+
+def generation_cache(args: argparse.Namespace, predictions: str) -> str:
+    """The SQLite cache of the system model's calls: `--generation-cache`, else where `generate` puts it,
+    beside the predictions."""
+    return args.generation_cache or str(sidecar(Path(predictions), ".cache.sqlite"))
+
+
+def answer_caches(args: argparse.Namespace) -> list[str]:
+    """See `bespoke_cli.interrupt`."""
+    return [generation_cache(args, args.output)]
 
 
 def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -95,7 +109,9 @@ def settings_from(args: argparse.Namespace) -> GenerationSettings:
 
 def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
     """Run generation as the parsed arguments say (shared with `bespoke run`)."""
-    return generate(args.model, output, settings_from(args), source=args.source, revision=args.revision)
+    # progress bars (the retriever's embedding bars too) only on a terminal, never into a pipe or a log
+    return generate(args.model, output, settings_from(args), source=args.source, revision=args.revision,
+                    progress=on_terminal())
 
 
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:

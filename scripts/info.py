@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from .options import add_source_arguments
+
 HELP = "print each config of a BESPOKE source and its size"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", default="sample",
-                        help="Hub repo id, local folder (either layout) or 'sample' (default: the bundled sample)")
-    parser.add_argument("--revision", default=None, help="Hub branch, tag or commit")
+    add_source_arguments(parser)
     parser.add_argument("--cache-dir", default=None, help="where built configs are cached")
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from bespoke_dataset.atomic import atomic_write_text
+from bespoke_metric.caveats import caveats
 from bespoke_metric.leaderboard import LeaderboardError, build_leaderboard, load_results, push_to_hub
 from bespoke_metric.report import render
 
@@ -35,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{sum(len(g.rows) for g in groups)} systems in {len(groups)} group(s) written to {args.output}")
     else:
         sys.stdout.write(text)
+    for note in dict.fromkeys(note for result in results for note in caveats(result.results)):
+        print(note, file=sys.stderr)  # beside the table, not inside a CSV or HTML file
     if args.push_to_hub:
         for result in results:
             path = push_to_hub(result.path, args.push_to_hub, allow_proxy=args.allow_proxy)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bespoke_metric.caveats import nothing_scored
 from bespoke_metric.meta_eval import format_meta_eval, meta_evaluate
 from bespoke_metric.pipeline import write_results
 
 from .executor import check_executor_flags
-from .score import add_judge_arguments, judge_options
+from .score import add_judge_arguments, answer_caches, judge_options
+
+__all__ = ["HELP", "add_arguments", "answer_caches", "run"]
 
 HELP = "score the held-out meta-test responses and report the judge's agreement with the humans"
 
@@ -47,4 +50,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_results(results, args.output)
         print(f"results written to {args.output}")
+    unscored = nothing_scored(results)
+    if unscored:
+        print(f"error: {unscored}", file=sys.stderr)
+        return 1
     return 0

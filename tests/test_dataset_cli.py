@@ -16,8 +16,8 @@ def test_info_prints_every_config_and_its_size(synthetic_hub, tmp_path, capsys):
         assert any(line.split()[:2] == [config, str(rows)] for line in out.splitlines()), config
 
 
-def test_info_defaults_to_the_bundled_sample(tmp_path, capsys):
-    assert main(["info", "--cache-dir", str(tmp_path)]) == 0
+def test_info_on_the_bundled_sample(tmp_path, capsys):
+    assert main(["info", "--source", "sample", "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "source: sample" in out and any(line.split()[:2] == ["benchmark", "15"] for line in out.splitlines())
 

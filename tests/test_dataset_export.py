@@ -9,6 +9,7 @@ from dataset_helpers import FakeHfApi
 
 import bespoke_dataset.exporting as export_module
 from bespoke_dataset import CONFIGS, FEATURES, load
+from bespoke_dataset.atomic import FolderNotOursError
 from bespoke_dataset.exporting import export, push_to_hub
 from bespoke_dataset.source import resolve_source
 
@@ -70,7 +71,7 @@ def test_failed_export_leaves_the_previous_folder_untouched(synthetic_hub, tmp_p
 
     monkeypatch.setattr(export_module, "load", failing_load)
     with pytest.raises(RuntimeError, match="disk full"):
-        export(synthetic_hub, out, cache_dir=tmp_path / "cache")
+        export(synthetic_hub, out, cache_dir=tmp_path / "cache", force=True)
     assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == ["out"]  # no temp folder left
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
@@ -101,7 +102,10 @@ def test_export_into_a_repo_clone_keeps_what_is_not_the_export(synthetic_hub, sy
     (out / ".gitattributes").write_text("*.parquet filter=lfs\n")
     (out / "NOTES.md").write_text("mine")
     (out / "README.md").write_text("an old card")
-    export(synthetic_hub, out, cache_dir=tmp_path / "cache")
+    with pytest.raises(FolderNotOursError, match="--force"):  # a fresh clone holds no export: forced once
+        export(synthetic_hub, out, cache_dir=tmp_path / "cache")
+    assert (out / "README.md").read_text() == "an old card"
+    export(synthetic_hub, out, cache_dir=tmp_path / "cache", force=True)
     assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n" and (out / ".git" / "objects").is_dir()
     assert (out / ".gitattributes").read_text() == "*.parquet filter=lfs\n" and (out / "NOTES.md").read_text() == "mine"
     meta, _ = card_yaml(out)
@@ -109,7 +113,8 @@ def test_export_into_a_repo_clone_keeps_what_is_not_the_export(synthetic_hub, sy
     assert sorted(p.name for p in out.iterdir()) == sorted([".git", ".gitattributes", "NOTES.md", "README.md", "eval.yaml",
                                                             *CONFIGS])
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
-    # a source without histories: the stale histories folder of the previous export goes, the rest stays
+    # a source without histories: the stale histories folder of the previous export goes, the rest stays;
+    # the folder now holds an export, so no force is needed
     export(synthetic_github, out, cache_dir=tmp_path / "cache")
     assert not (out / "histories").exists()
     assert (out / ".git" / "HEAD").exists() and (out / "NOTES.md").exists()
@@ -122,7 +127,6 @@ def test_one_synthetic_marker(tmp_path):
 
     from bespoke_dataset import source, synthetic
 
-    assert export_module.SYNTHETIC_MARKER is source.SYNTHETIC_MARKER
     assert '"SYNTHETIC.md"' not in inspect.getsource(synthetic) + inspect.getsource(export_module)
     release = synthetic.write_release(tmp_path / "r", users=1, queries_per_user=1, sessions=4, shots_per_query=1,
                                       meta_test_per_query=1)

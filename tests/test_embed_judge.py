@@ -37,7 +37,8 @@ def release(tmp_path_factory):
 
 def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect(release):
     source, truth = release
-    results = meta_evaluate(SPEC, source, n_resamples=200).to_json()
+    typed = meta_evaluate(SPEC, source, n_resamples=200)
+    results = typed.to_json()
     assert results["judge"]["proxy"] is True and results["judge"]["backend"] == "embed"
     paraphrases = 0
     for item in results["items"]:
@@ -58,7 +59,7 @@ def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect
     assert check["queries"] == 6 and check["calibrated"]["n"] == check["raw"]["n"] == 6 * 5 * 4
     low, high = check["calibrated"]["pearson_ci"]
     assert low <= check["calibrated"]["pearson"] <= high
-    assert "proxy calibration, leave-one-query-out on 120 R-J example scores of 6 queries" in format_meta_eval(results)
+    assert "proxy calibration, leave-one-query-out on 120 R-J example scores of 6 queries" in format_meta_eval(typed)
 
 
 def test_calibration_uses_the_whole_scale(release):

@@ -53,6 +53,7 @@ def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub
     system = results["system"]
     assert system["model"]["spec"] == f"hf:{tiny_model_dir}" and system["profiler"]["spec"] == f"hf:{tiny_model_dir}"
     assert system["context"] == "selected-profile" and system["retriever"]["retriever"] == "hybrid"
+    assert system["name"] == f"hf:{tiny_model_dir} (selected-profile)"  # a string for tables and legends
     assert system["generation_failures"] == []
     assert len(openai_server.calls) > 0
     assert "sk-secret-test-key" not in results_path.read_text(encoding="utf-8")

