@@ -248,7 +248,8 @@ def _backend(parsed: Spec, engine_options: dict[str, Any], executor_options: dic
     if executor == "ray":
         from .backends.ray_backend import RayBackend
 
-        return RayBackend(parsed.engine.name, parsed.model, **executor_options, **engine_options)
+        assert parsed.engine.backend is not None
+        return RayBackend(parsed.engine.name, parsed.model, build=parsed.engine.backend, **executor_options, **engine_options)
     if executor_options:
         flags = ", ".join(flag_of(ExecutorOptions, name) for name in sorted(executor_options))
         raise OptionError(f"{flags} only apply with --executor ray (executor='ray')")

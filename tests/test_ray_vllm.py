@@ -15,7 +15,7 @@ import pytest
 
 from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request
-from bespoke_metric.backends.ray_backend import encode_request
+from bespoke_metric.backends.ray_rows import encode_request
 from bespoke_metric.backends.vllm_backend import vllm_identity
 from bespoke_metric.backends.vllm_processor import INFERENCE_ERROR, postprocess, preprocess
 

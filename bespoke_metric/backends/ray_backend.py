@@ -21,12 +21,12 @@ cache is shared both ways: a run on Ray after an in-process run (or the reverse)
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
-from typing import Any, AsyncIterator, Mapping, Protocol, Sequence
+from typing import Any, AsyncIterator, Callable, Protocol, Sequence
 
-from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request
+from bespoke_metric.backends.base import Backend, OnDone, Outcome, Request
+from bespoke_metric.backends.ray_rows import encode_request
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class RayBackend:
         engine: str,
         model: str,
         *,
+        build: Callable[[str, dict[str, Any]], Backend],
         ray_address: str | None = None,
         replicas: int = 1,
         gpus_per_replica: float | None = None,
@@ -66,6 +67,7 @@ class RayBackend:
         """
         Args:
             engine, model: as in the spec `ENGINE:MODEL`.
+            build: `(model, options) -> Backend`, the engine's in-process backend, built on each actor.
             ray_address: the cluster to join (`auto`, `ray://host:10001`, `host:6379`); default: the
                 Ray instance this process is already connected to, else a new local one.
             replicas: engines run at once (actors; vLLM engine replicas).
@@ -97,7 +99,7 @@ class RayBackend:
                 raise ValueError(f"pipeline_parallel_size is for vllm, not the {engine} engine")
             from bespoke_metric.backends.workers import ActorPlan
 
-            self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, engine_options)
+            self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, engine_options, build)
 
     # -- Backend interface -------------------------------------------------------------------------
 
@@ -141,15 +143,6 @@ def connect(address: str | None) -> None:
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "bars disabled": ours count
 
 
-def encode_request(request: Request) -> str:
-    return json.dumps({"messages": list(request.messages), "max_tokens": request.max_tokens, "json_schema": request.json_schema})
-
-
-def decode_request(text: str) -> Request:
-    data = json.loads(text)
-    return Request(tuple(data["messages"]), data["max_tokens"], data["json_schema"])
-
-
 def request_dataset(requests: Sequence[Request], order: Sequence[int]) -> Any:
     """The requests as a dataset of `{position, request}` rows (the request as JSON text: schemas differ
     from row to row, which a typed column could not hold), in `order`."""
@@ -190,20 +183,3 @@ def _root_cause(error: BaseException) -> str:
         error = error.__cause__
     text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text[-500:]}"
-
-
-def outcome_row(position: int, outcome: Outcome) -> dict[str, Any]:
-    """One output row of a worker: an outcome in columns every row shares."""
-    if isinstance(outcome, CallError):
-        return {"position": position, "text": None, "input_tokens": 0, "output_tokens": 0, "truncated": False,
-                "error": outcome.reason, "retryable": outcome.retryable}
-    return {"position": position, "text": outcome.text, "input_tokens": outcome.input_tokens,
-            "output_tokens": outcome.output_tokens, "truncated": outcome.truncated, "error": None, "retryable": False}
-
-
-def row_outcome(row: Mapping[str, Any]) -> Outcome:
-    """The outcome an output row carries (the inverse of `outcome_row`)."""
-    if row.get("error") is not None:
-        return CallError(str(row["error"]), retryable=bool(row.get("retryable")))
-    return Completion(str(row["text"]), int(row["input_tokens"]), int(row["output_tokens"]), bool(row["truncated"]))
-

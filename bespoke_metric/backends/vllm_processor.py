@@ -18,7 +18,7 @@ import json
 from typing import Any, Sequence
 
 from bespoke_metric.backends.base import CallError, Outcome, Request
-from bespoke_metric.backends.ray_backend import decode_request, row_outcome
+from bespoke_metric.backends.ray_rows import decode_request, row_outcome
 from bespoke_metric.backends.vllm_backend import VLLMBackend, sampling_args, vllm_identity
 
 VLLM_ROWS_PER_TASK = 64

@@ -10,14 +10,10 @@ cached under another engine's settings.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from bespoke_metric.backends.base import Outcome, Request
-from bespoke_metric.backends.ray_backend import (
-    decode_request,
-    outcome_row,
-    row_outcome,
-)
+from bespoke_metric.backends.base import Backend, Outcome, Request
+from bespoke_metric.backends.ray_rows import decode_request, outcome_row, row_outcome
 
 HF_ROWS_PER_TASK = 64
 """Requests per Ray task for `hf:` actors unless `batch_size` is set: the engine batches within it (by
@@ -33,9 +29,11 @@ class ActorPlan:
     """How an `hf:` or `openai:` engine runs on Ray: the actors' options, resources and batch shape."""
 
     def __init__(
-        self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: dict[str, Any]
+        self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: dict[str, Any],
+        build: Callable[[str, dict[str, Any]], Backend],
     ) -> None:
         self.engine = engine
+        self.build = build
         self.model = model
         self.replicas = replicas
         self.options = dict(options)
@@ -74,7 +72,8 @@ class ActorPlan:
         return dataset.map_batches(
             EngineWorker,
             fn_constructor_kwargs={
-                "spec": f"{self.engine}:{self.model}",
+                "build": self.build,
+                "model": self.model,
                 "options": self.options,
                 "identity": self.identity,
             },
@@ -94,13 +93,12 @@ class ActorPlan:
 class EngineWorker:
     """A Ray Data actor holding one in-process engine; each call runs one batch of requests through it."""
 
-    def __init__(self, spec: str, options: dict[str, Any], identity: dict[str, Any]) -> None:
-        from bespoke_metric.engines import make_backend
-
-        self.backend = make_backend(spec, **options)
+    def __init__(self, build: Callable[[str, dict[str, Any]], Backend], model: str, options: dict[str, Any],
+                 identity: dict[str, Any]) -> None:
+        self.backend = build(model, options)
         found = self.backend.identity()
         if found != identity:
-            raise RuntimeError(f"the {spec} engine on this worker has identity {found}, the driver expects {identity}")
+            raise RuntimeError(f"the engine on this worker has identity {found}, the driver expects {identity}")
 
     async def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
