@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -31,27 +32,34 @@ def main() -> None:
 
     import torch
 
-    import bespoke_dataset
+    from bespoke_dataset.rows import load_rows
     from bespoke_dataset.synthetic import write_release
-    from bespoke_metric.pipeline import score
+    from bespoke_metric.engines import make_judge
+    from bespoke_metric.judge import JudgeItem
+    from bespoke_metric.scheduler import run_sync
     from bespoke_metric.testing.tiny_model import build_tiny_model
 
     work = Path(tempfile.mkdtemp(prefix="bespoke-gpu-judge-"))
     release = write_release(work / "release")
     model = build_tiny_model(work / "model", hidden_size=args.hidden_size, num_layers=args.layers, vocab_size=4096)
-    rows = list(bespoke_dataset.load("benchmark", source=release))
-    predictions = [{"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]} for r in rows]
+    # pyarrow alone (no `datasets`): the GPU machine has torch and transformers, not the data stack
+    rows = load_rows("benchmark", release)
+    items = [JudgeItem(row, row["shots"][0]["response"]) for row in rows]
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
     print(f"device: {name}  model: {args.layers} layers x {args.hidden_size} hidden (random)  max tokens: {args.max_tokens}")
 
-    common = dict(source=release, device=device, max_tokens=args.max_tokens, max_parse_retries=0, progress=False)
+    common = dict(device=device, max_tokens=args.max_tokens, max_parse_retries=0, progress=False)
 
     def run(queries: int, **options: object) -> tuple[float, float, int]:
-        results = score(predictions[:queries], f"hf:{model}", **common, **options)
-        usage = results.usage
-        prompts = usage["calls"]
-        return prompts / usage["wall_seconds"], usage["output_tokens"] / usage["wall_seconds"], prompts
+        # the judge alone (no response guards): this measures the engine
+        judge = make_judge(f"hf:{model}", **common, **options)
+        start = time.perf_counter()
+        run_sync(judge.judge(items[:queries]))
+        wall = time.perf_counter() - start
+        judge.close()
+        prompts = judge.usage.calls
+        return prompts / wall, judge.usage.output_tokens / wall, prompts
 
     run(1, batch_size=1)  # warm-up: weights to the device, kernels compiled
     batched = run(args.queries)
