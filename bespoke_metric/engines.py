@@ -173,6 +173,8 @@ class Engine:
     """For judges of their own (no LLM): `(spec, model, options) -> Judge`."""
     guided_decoding: bool = False
     """Constrains decoding to a JSON schema, so structured answers always parse: on by default."""
+    own_tokenizer: bool = False
+    """The model's tokenizer is at hand (a local model): budgets are counted in it."""
 
     @property
     def llm(self) -> bool:
@@ -181,8 +183,8 @@ class Engine:
 
 ENGINES: dict[str, Engine] = {
     "openai": Engine("openai", OpenAIOptions, backend=_openai),
-    "hf": Engine("hf", HFOptions, backend=_hf),
-    "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True),
+    "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True),
+    "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True),
     "embed": Engine("embed", EmbedOptions, judge=_embed),
 }
 """Every engine by spec prefix."""

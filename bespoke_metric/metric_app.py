@@ -15,6 +15,7 @@ from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.keys import natural_key
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS, SCORE_RANGE
 
+from .engines import option_names, parse_spec
 from .judge import JudgeItem
 from .pipeline import load_benchmark, run_judge
 from .results import ItemResult
@@ -56,7 +57,8 @@ def render_judgment(row: Mapping[str, Any], item: ItemResult) -> str:
 
 def missing_key(judge: str) -> str | None:
     """Why an API judge cannot run here, or None: it needs a key or an endpoint from the environment."""
-    if judge.partition(":")[0] == "openai" and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+    takes_key = "api_key" in option_names(parse_spec(judge).engine.options)
+    if takes_key and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
         return (f"{judge} needs an API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible "
                 "server) in the Space's secrets, or pick an embed: judge, which needs none.")
     return None
@@ -79,10 +81,10 @@ def build_app(source: str = DEFAULT_SOURCE, *, revision: str | None = None) -> A
     def score(key: str, response: str, judge: str) -> str:
         if not response.strip():
             return "Paste a response to score."
-        problem = missing_key(judge)
-        if problem:
-            return f"**Cannot score.** {problem}"
         try:
+            problem = missing_key(judge)
+            if problem:
+                return f"**Cannot score.** {problem}"
             item = judge_response(benchmark[key], response, judge, data)
         except (ValueError, OSError) as error:  # a mistyped judge, a model not found: the reason, not a trace
             return f"**Cannot score.** {error}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
-from bespoke_metric.engines import EXECUTORS
+from bespoke_metric.engines import EXECUTORS, parse_spec
 
 # flag destination -> the engines it applies to (None: every engine)
 _APPLIES_TO: dict[str, tuple[str, ...] | None] = {
@@ -36,7 +36,7 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
 
 def executor_options(args: argparse.Namespace, spec: str) -> dict[str, Any]:
     """The executor flags given that apply to the engine of `spec` (`ENGINE:MODEL`)."""
-    engine = spec.partition(":")[0]
+    engine = parse_spec(spec).engine.name
     options = {}
     for name, engines in _APPLIES_TO.items():
         value = getattr(args, name, None)
@@ -47,7 +47,7 @@ def executor_options(args: argparse.Namespace, spec: str) -> dict[str, Any]:
 
 def check_executor_flags(args: argparse.Namespace, specs: Sequence[str | None]) -> None:
     """ValueError for an executor flag that applies to none of the command's engines (`specs`)."""
-    engines = {spec.partition(":")[0] for spec in specs if spec}
+    engines = {parse_spec(spec).engine.name for spec in specs if spec}
     for name, applies in _APPLIES_TO.items():
         if getattr(args, name, None) is not None and applies is not None and not engines & set(applies):
             flag = "--" + name.replace("_", "-")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bespoke_metric.encoders import DEFAULT_ENCODER
+from bespoke_metric.engines import option_names, parse_spec
 from bespoke_metric.progress import on_terminal
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
@@ -74,15 +75,12 @@ def _backend_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     return {**_engine_flags(args), **executor_options(args, spec)}
 
 
-_SHARED_WITH_PROFILER = {"openai": ("base_url", "api_key"), "hf": ("batch_size",)}
-
-
 def _profiler_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     """The engine flags name the system model's endpoint and batch size; a `--profiler` of another
     engine cannot use them, so it gets only those its engine takes (the same endpoint for an `openai:`
     profiler, the same batch size for an `hf:` one)."""
-    shared = _SHARED_WITH_PROFILER.get(spec.partition(":")[0], ())
-    engine_flags = {name: value for name, value in _engine_flags(args).items() if name in shared}
+    takes = option_names(parse_spec(spec).engine.options)
+    engine_flags = {name: value for name, value in _engine_flags(args).items() if name in takes}
     return {**engine_flags, **executor_options(args, spec)}
 
 

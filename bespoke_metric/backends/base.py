@@ -51,6 +51,8 @@ class Backend(Protocol):
     name: str
     """Engine name: `openai`, `hf`, `vllm`."""
     model: str
+    one_batch: bool
+    """Schedules best when it is given every request of a run at once (vLLM), rather than in groups."""
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines an answer besides the request, for the cache key and the results

@@ -33,6 +33,7 @@ class HFBackend:
     """Batched greedy generation with a `transformers` causal LM. See the module docstring."""
 
     name = "hf"
+    one_batch = False
 
     def __init__(
         self,

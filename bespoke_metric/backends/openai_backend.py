@@ -64,6 +64,7 @@ class OpenAIBackend:
     """Concurrent calls to an OpenAI-compatible endpoint. See the module docstring."""
 
     name = "openai"
+    one_batch = False
 
     def __init__(
         self,

@@ -35,6 +35,8 @@ class Plan(Protocol):
 
     identity: dict[str, Any]
     """The in-process engine's identity: same cache keys."""
+    one_batch: bool
+    """As the in-process engine: schedules best seeing every request at once."""
 
     def order(self, requests: Sequence[Request]) -> list[int]:
         """The order to put the requests in the dataset."""
@@ -100,6 +102,7 @@ class RayBackend:
             from bespoke_metric.backends.workers import ActorPlan
 
             self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, engine_options, build)
+        self.one_batch = self._plan.one_batch
 
     # -- Backend interface -------------------------------------------------------------------------
 

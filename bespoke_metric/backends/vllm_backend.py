@@ -24,6 +24,7 @@ class VLLMBackend:
     """All-at-once offline generation with vLLM. See the module docstring."""
 
     name = "vllm"
+    one_batch = True
 
     def __init__(
         self,

@@ -30,6 +30,8 @@ INFERENCE_ERROR = "__inference_error__"
 class VLLMPlan:
     """How a `vllm:` engine runs on Ray: the processor's configuration and the rows it reads and writes."""
 
+    one_batch = True
+
     def __init__(self, model: str, replicas: int, pipeline_parallel_size: int, options: dict[str, Any]) -> None:
         if "llm" in options:
             raise ValueError("a ready vllm.LLM cannot be shipped to a Ray cluster: pass the model instead")

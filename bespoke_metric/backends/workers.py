@@ -28,6 +28,8 @@ batches held, at most about twice its share."""
 class ActorPlan:
     """How an `hf:` or `openai:` engine runs on Ray: the actors' options, resources and batch shape."""
 
+    one_batch = False
+
     def __init__(
         self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: dict[str, Any],
         build: Callable[[str, dict[str, Any]], Backend],

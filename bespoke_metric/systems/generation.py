@@ -244,8 +244,8 @@ def _load_data(
 def _group_size(settings: GenerationSettings, backend: Backend, jobs: int) -> int:
     if settings.write_every is not None:
         return settings.write_every
-    # vLLM schedules best when it sees every prompt at once; other engines write as they go.
-    return max(1, jobs) if backend.name == "vllm" else DEFAULT_WRITE_EVERY
+    # an engine that schedules best seeing every prompt at once (vLLM) gets them; others write as they go
+    return max(1, jobs) if backend.one_batch else DEFAULT_WRITE_EVERY
 
 
 def _answer(

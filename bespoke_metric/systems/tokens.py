@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bespoke_metric.engines import parse_spec
 from bespoke_metric.model_files import ModelNotFoundError, locate_model
 
 log = logging.getLogger(__name__)
@@ -117,8 +118,9 @@ def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | No
     A tokenizer that was asked for (`tokenizer`, or the model of an `hf:`/`vllm:` spec) and cannot be had
     is a `ModelNotFoundError`; an `openai:` model that is neither an OpenAI model nor a tokenizer to be
     found is counted in OpenAI's `o200k_base`, with a warning."""
-    engine, _, model = spec.partition(":")
-    if tokenizer or engine in ("hf", "vllm"):
+    parsed = parse_spec(spec)
+    model = parsed.model
+    if tokenizer or parsed.engine.own_tokenizer:
         name = tokenizer or model
         try:
             return hf_token_counter(name, revision)

@@ -22,6 +22,7 @@ class RecordingBackend:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
+        self.one_batch = inner.one_batch
         self.crash_after = crash_after
         self.crash = crash
         self.requests: list[Request] = []
