@@ -13,7 +13,7 @@ one call per gold claim each), with the server in its own process, measures:
 Client CPU time per call is printed beside the walls: on a shared machine the walls move with the load,
 the CPU a call costs much less.
 
-    python benchmarks/judge_throughput.py [--latency 0.05] [--concurrency 32] [--queries 60] [--repeats 3]
+    python benchmarks/judge_throughput.py [--latency 0.05] [--concurrency 128] [--queries 60] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bespoke_metric.backends.openai_backend import SERVER_CONCURRENCY
 
 API_KEY = "benchmark"
 
@@ -87,7 +89,7 @@ def _command(base_url: str, release: Path, predictions: Path, concurrency: int, 
     run = subprocess.run(
         [sys.executable, "-m", "bespoke_cli.cli", "score", "--predictions", str(predictions), "--source", str(release),
          "--judge", "openai:bench", "--base-url", base_url, "--api-key", API_KEY,
-         "--concurrency", str(concurrency), "--output", str(output)],
+         "--output", str(output)] + ([] if concurrency == SERVER_CONCURRENCY else ["--concurrency", str(concurrency)]),
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if run.returncode != 0:
@@ -98,7 +100,8 @@ def _command(base_url: str, release: Path, predictions: Path, concurrency: int, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the server takes per call (a local vLLM: tens of ms)")
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrency", type=int, default=SERVER_CONCURRENCY,
+                        help=f"calls in flight (default: bespoke's own default for a local server, {SERVER_CONCURRENCY})")
     parser.add_argument("--queries", type=int, default=60, help="items scored (the first N queries of the release)")
     parser.add_argument("--repeats", type=int, default=3, help="alternated rounds of bespoke and the bare client")
     args = parser.parse_args()

@@ -68,7 +68,7 @@ class OpenAIOptions:
 
     base_url: str | None = option("--base-url", "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)")
     api_key: str | None = option("--api-key", "API key (default: $OPENAI_API_KEY); never written anywhere")
-    concurrency: int | None = option("--concurrency", "calls in flight at most (default 32)")
+    concurrency: int | None = option("--concurrency", "calls in flight at most (default 32 for OpenAI, 128 for other endpoints)")
     timeout: float | None = option("--timeout", "seconds per call (default 600)")
     api: str | None = option(help="auto, chat or responses")
     max_retries: int | None = option()

@@ -25,6 +25,8 @@ The guards, in the order they are tried, and their thresholds:
   response's language at least `LANGUAGE_CONFIDENCE` (0.9) and the query's language below
   `LANGUAGE_DOUBT` (0.01), while the query's own language is itself at least 0.9 sure. A query in any
   language answered in that language passes; code and tables, which no detector reads confidently, pass.
+  A question and an answer that are both `ENGLISH_SHARE` (90%) English words pass without the detector,
+  whose model takes most of a second to load.
 
 A guarded response gets the lowest score on every dimension and conveys no claim, without a judge call;
 its item records the guard and the reason.
@@ -51,6 +53,9 @@ MIN_KNOWN_LETTER_SHARE = 0.5
 MIN_LANGUAGE_LETTERS = 40
 LANGUAGE_CONFIDENCE = 0.9
 LANGUAGE_DOUBT = 0.01
+ENGLISH_SHARE = 0.9
+"""A question and an answer both this English (share of letters in English words) are taken to be in one
+language without running the detector."""
 
 GUARD_NAMES: tuple[str, ...] = ("empty", "echo", "repetition", "no_words", "language")
 
@@ -122,11 +127,27 @@ def _repetition(response: str, words: list[str], query: str) -> GuardHit | None:
     return None
 
 
+def _known_share(letters: list[str], vocabularies: list[dict[str, float]]) -> float:
+    """Share of the letters that belong to words of one of the vocabularies."""
+    total = sum(len(word) for word in letters)
+    known = sum(len(word) for word in letters if any(word in vocabulary for vocabulary in vocabularies))
+    return known / total if total else 1.0
+
+
+def _mostly_english(text: str) -> bool:
+    """Nearly every letter in English words: the language detector need not be loaded (most of a
+    second) to tell that an English answer to an English question is in the same language."""
+    letters = _LETTERS.findall(_prose(text).lower())
+    return bool(letters) and _known_share(letters, [_vocabulary("en")]) >= ENGLISH_SHARE
+
+
 def _no_words(response: str, words: list[str], query: str) -> GuardHit | None:
     letters = _LETTERS.findall(response.lower())
     total = sum(len(word) for word in letters)
     if total == 0:  # digits, or a script without spaces only: nothing to look up
         return None
+    if _known_share(letters, [_vocabulary("en")]) >= MIN_KNOWN_LETTER_SHARE:
+        return None  # English words alone suffice; the languages below can only add known words
     languages = {"en"}
     for text in (query, response):
         language, confidence = _language_of(text)
@@ -134,9 +155,7 @@ def _no_words(response: str, words: list[str], query: str) -> GuardHit | None:
             if language not in _wordfreq_languages():
                 return None  # a language the word list does not cover: cannot tell
             languages.add(language)
-    vocabularies = [_vocabulary(language) for language in sorted(languages)]
-    known = sum(len(word) for word in letters if any(word in vocabulary for vocabulary in vocabularies))
-    share = known / total
+    share = _known_share(letters, [_vocabulary(language) for language in sorted(languages)])
     if share >= MIN_KNOWN_LETTER_SHARE:
         return None
     return GuardHit("no_words", f"only {share:.0%} of its letters are in known words of {'/'.join(sorted(languages))} "
@@ -146,6 +165,8 @@ def _no_words(response: str, words: list[str], query: str) -> GuardHit | None:
 def _language(response: str, words: list[str], query: str) -> GuardHit | None:
     prose = _prose(response)
     if sum(map(len, _LETTERS.findall(prose))) + len(_UNSEGMENTED_CHAR.findall(prose)) < MIN_LANGUAGE_LETTERS:
+        return None
+    if _mostly_english(query) and _mostly_english(response):
         return None
     asked, asked_confidence = _language_of(query)
     if asked_confidence < LANGUAGE_CONFIDENCE or asked == "zxx":

@@ -25,7 +25,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     add_source_arguments(parser)
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)")
     parser.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never written anywhere")
-    parser.add_argument("--concurrency", type=int, help="concurrent API calls (openai engine; default 32)")
+    parser.add_argument("--concurrency", type=int, help="calls in flight at most (openai engine; default 32 for OpenAI's API, 128 for any other endpoint)")
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     parser.add_argument("--max-shots", type=int, help="R-J examples shown to the judge (default 5)")
     parser.add_argument("--recall", choices=RECALL_MODES, help="per-claim: one call per gold claim (the paper's protocol, default); batched: one call per query; none: skip recall")

@@ -13,7 +13,8 @@ from bespoke_dataset.rows import load_rows
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
 
-HEAVY = ("torch", "transformers", "sentence_transformers", "matplotlib", "pandas", "datasets")
+HEAVY = ("torch", "transformers", "sentence_transformers", "matplotlib", "pandas", "datasets",
+         "openai")  # the SDK only names an error response: calls that succeed never import it
 
 # Runs the real command line in a fresh interpreter, then reports its exit code and every module it loaded.
 CHILD = """

@@ -36,6 +36,8 @@ from bespoke_metric.backends.openai_session import CallFailed, Session, scrub_ur
 log = logging.getLogger(__name__)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI_CONCURRENCY = 32
+SERVER_CONCURRENCY = 128
 PLACEHOLDER_KEY = "EMPTY"
 """Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
 
@@ -73,7 +75,7 @@ class OpenAIBackend:
         base_url: str | None = None,
         api_key: str | None = None,
         api: Literal["auto", "chat", "responses"] = "auto",
-        concurrency: int = 32,
+        concurrency: int | None = None,
         timeout: float = 600.0,
         max_retries: int = 6,
         retry_budget: int = 500,
@@ -92,7 +94,9 @@ class OpenAIBackend:
             api_key: default `OPENAI_API_KEY`; a placeholder is sent to non-OpenAI endpoints without one.
             api: `chat` (chat completions), `responses` (Responses API), or `auto`: `responses` for
                 reasoning models, `chat` otherwise.
-            concurrency: calls in flight at most.
+            concurrency: calls in flight at most; default `OPENAI_CONCURRENCY` (32) for OpenAI's API, whose
+                rate limits bite first, and `SERVER_CONCURRENCY` (128) for any other endpoint: a
+                `vllm serve` batches whatever is in flight, so the more the faster.
             timeout: seconds per call before it counts as failed (and is retried).
             max_retries: retries per call.
             retry_budget: retries for the whole life of this backend, all calls together.
@@ -105,14 +109,17 @@ class OpenAIBackend:
                 it; default none (the request's `max_tokens` would starve the reasoning).
             schema_format: send a request's `json_schema` as a structured-output format.
         """
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.model = model
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
         self.base_url = base_url.rstrip("/")
+        on_openai = urlsplit(self.base_url).hostname == urlsplit(OPENAI_BASE_URL).hostname
+        if concurrency is None:
+            concurrency = OPENAI_CONCURRENCY if on_openai else SERVER_CONCURRENCY
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            if urlsplit(self.base_url).hostname == urlsplit(OPENAI_BASE_URL).hostname:
+            if on_openai:
                 raise ValueError(
                     "no API key for api.openai.com: set OPENAI_API_KEY or pass api_key "
                     "(or point base_url at an OpenAI-compatible server that needs none)"

@@ -1,14 +1,13 @@
-"""One run's connection to an OpenAI-compatible endpoint: the official SDK, at a small cost per call.
+"""One run's connection to an OpenAI-compatible endpoint, at a small cost per call.
 
-The SDK is kept for what it is for. Its client holds the key and the base URL, builds the request with its
-authentication and headers, owns the HTTP client (on the aiohttp transport that the SDK offers for
-concurrency, when aiohttp is installed) and turns an error response into its error types. What it costs
-per call is left out: its request pipeline (parameter transforms, option copies, header building,
-response models) took more client time than the HTTP exchange itself, milliseconds a call for long
-few-shot prompts, which is the whole budget of a local judge server answering in tens of milliseconds.
-Here that pipeline builds one template request per endpoint path, and every call sends the template with
-its own JSON body, serialised once by the caller, on the SDK's HTTP client
-(`benchmarks/judge_throughput.py` measures the difference).
+A local judge server (`vllm serve` on a GPU node) answers hundreds of short calls a second, so what the
+client spends per call and before its first call is the budget. The official SDK's request pipeline
+(parameter transforms, option copies, header building, response models) took milliseconds a call for
+long few-shot prompts, and importing it takes most of a second: neither is on this path. A call is a
+JSON body, serialised once by the caller, POSTed with the bearer key on one aiohttp session (the
+transport the SDK itself recommends for concurrency). The SDK is imported only when a call fails with an
+error response, to name the error as the SDK does (`RateLimitError`, `BadRequestError`, ...), so
+messages read the same as from any SDK client. `benchmarks/judge_throughput.py` measures the difference.
 
 Failures come out as `CallFailed`, classified: whether another try may pass, and how long the server
 asked to wait.
@@ -16,13 +15,16 @@ asked to wait.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import functools
 import math
 import ssl
 import time
-from typing import Any
+from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
+
+from bespoke_dataset.version import __version__
 
 _RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -66,20 +68,11 @@ class CallFailed(Exception):
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     # Shared by every session of the process: building one reads the CA bundle, tens of ms a run.
-    import httpx2
-
-    return httpx2.create_ssl_context()
-
-
-def http_client() -> Any:
-    """The SDK's HTTP client: on aiohttp, which the SDK's documentation recommends for concurrency (it
-    costs about half the client time a call of the default transport), else the SDK's default."""
-    import openai
-
     try:
-        return openai.DefaultAioHttpClient(verify=_tls_context())
-    except RuntimeError:  # the SDK's way of saying that aiohttp is not installed
-        return openai.DefaultAsyncHttpxClient(verify=_tls_context())
+        import certifi
+    except ImportError:  # the system's bundle
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 class Session:
@@ -87,67 +80,56 @@ class Session:
     loop)."""
 
     def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
-        import openai
+        import aiohttp
 
+        self.base_url = base_url.rstrip("/")
         self.where = scrub_url(base_url)
         self.timeout = timeout
-        self._http = http_client()
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=self._http
-        )
-        self._templates: dict[str, tuple[Any, list[tuple[bytes, bytes]], dict[str, Any]]] = {}
+        self._headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json",
+                         "accept": "application/json", "user-agent": f"bespoke-eval/{__version__}"}
+        tls = _tls_context() if urlsplit(self.base_url).scheme == "https" else False
+        # no connection limit of its own: the backend's semaphore is the one limit on calls in flight
+        self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls),
+                                           timeout=aiohttp.ClientTimeout(total=timeout))
 
     async def post(self, path: str, body: bytes) -> bytes:
         """POST a JSON body to `path` (under the base URL); the answer's body, or `CallFailed`."""
-        import httpx2
+        import aiohttp
 
-        url, headers, extensions = self._templates.get(path) or self._template(path)
-        request = httpx2.Request("POST", url, headers=headers, content=body, extensions=extensions)
         try:
-            response = await self._http.send(request)
-        except (httpx2.RequestError, ssl.SSLError) as err:
-            raise self._transport_failure(err) from None
-        if response.status_code >= 400:
-            raise self._status_failure(response) from None
-        return response.content
+            async with self._http.post(self.base_url + path, data=body, headers=self._headers) as response:
+                content = await response.read()
+                if response.status >= 400:
+                    raise self._status_failure(response.status, response.headers, content)
+                return content
+        except asyncio.TimeoutError:
+            raise CallFailed(f"timed out after {self.timeout:g} s", retryable=True) from None
+        except (aiohttp.ClientError, ssl.SSLError, OSError) as err:
+            detail = str(err) or type(err).__name__
+            raise CallFailed(f"connection error to {self.where}: {short(detail)}", retryable=True) from None
 
     async def close(self) -> None:
-        await self._client.close()
+        await self._http.close()
 
-    def _template(self, path: str) -> tuple[Any, list[tuple[bytes, bytes]], dict[str, Any]]:
-        """The SDK's own request for `path`, as its `post` builds it (URL, authentication, headers,
-        timeout), less the body and its length."""
-        from openai._models import FinalRequestOptions
-
-        options = FinalRequestOptions.construct(method="post", url=path, security={"bearer_auth": True})
-        built = self._client._build_request(options)
-        headers = [(name, value) for name, value in built.headers.raw if name.lower() != b"content-length"]
-        self._templates[path] = template = (built.url, headers, dict(built.extensions))
-        return template
-
-    def _status_failure(self, response: Any) -> CallFailed:
-        error = self._client._make_status_error_from_response(response)  # the SDK's error type and message
-        status = error.status_code
+    def _status_failure(self, status: int, headers: Mapping[str, str], content: bytes) -> CallFailed:
         wait = None
         if status == 429 or status >= 500:
-            wait = parse_retry_after(response.headers.get("retry-after"))
-            if wait is None and response.headers.get("retry-after-ms"):
-                wait = (parse_retry_after(response.headers.get("retry-after-ms")) or 0.0) / 1000
-        return CallFailed(f"HTTP {status} from {self.where}: {short(error.message)}",
+            wait = parse_retry_after(headers.get("retry-after"))
+            if wait is None and headers.get("retry-after-ms"):
+                wait = (parse_retry_after(headers.get("retry-after-ms")) or 0.0) / 1000
+        return CallFailed(f"HTTP {status} from {self.where}: {short(sdk_error(self.where, status, headers, content))}",
                           retryable=status in _RETRYABLE_STATUS or status >= 500, wait=wait)
 
-    def _transport_failure(self, error: BaseException) -> CallFailed:
-        import httpx2
 
-        cause = error.__cause__
-        # The aiohttp transport maps every aiohttp connection error to a connect timeout: a refused or
-        # dropped connection is not one.
-        mislabelled = (isinstance(error, httpx2.ConnectTimeout) and cause is not None
-                       and type(cause).__module__.startswith("aiohttp") and not isinstance(cause, TimeoutError))
-        if isinstance(error, httpx2.TimeoutException) and not mislabelled:
-            return CallFailed(f"timed out after {self.timeout:g} s", retryable=True)
-        detail = str(error) or str(cause or "") or type(error).__name__
-        return CallFailed(f"connection error to {self.where}: {short(detail)}", retryable=True)
+def sdk_error(url: str, status: int, headers: Mapping[str, str], content: bytes) -> str:
+    """The error response as the official SDK reports it: its error type for the status (`RateLimitError`,
+    `BadRequestError`, ...) and its message."""
+    import httpx2
+    import openai  # only now: a failed call can afford the import
+
+    response = httpx2.Response(status, headers=dict(headers), content=content, request=httpx2.Request("POST", url))
+    error = openai.AsyncOpenAI(api_key="unused", base_url=url)._make_status_error_from_response(response)
+    return f"{type(error).__name__}: {error.message}"
 
 
 def short(text: str, limit: int = 300) -> str:
