@@ -24,15 +24,17 @@ from bespoke_dataset.errors import UserError
 from .backends.base import Backend
 from .cache import Cache
 from .judge import Judge
+from .protocol import RECALL_MODES
 
 
 class OptionError(UserError):
     """An option the chosen engine does not take, or a malformed engine spec."""
 
 
-def option(flag: str | None = None, help: str = "") -> Any:
-    """A typed option whose default (None) means: the engine's own default."""
-    return field(default=None, metadata={"flag": flag, "help": help})
+def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | None = None) -> Any:
+    """A typed option whose default (None) means: the engine's own default. `flag` is how the command
+    line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these."""
+    return field(default=None, metadata={"flag": flag, "help": help, "choices": choices})
 
 
 def option_names(options: type) -> frozenset[str]:
@@ -53,7 +55,8 @@ class ProtocolOptions:
     """How an LLM judge applies the BESPOKE protocol (`bespoke_metric.llm_judge.LLMJudge`)."""
 
     max_shots: int | None = option("--max-shots", "R-J examples shown to the judge (default 5)")
-    recall: str | None = option("--recall", "per-claim (default), batched or none")
+    recall: str | None = option("--recall", "per-claim: one call per gold claim (the paper's protocol, default); "
+                                "batched: one call per query; none: skip recall", choices=RECALL_MODES)
     with_feedback: bool | None = option("--no-feedback", "ablation: show the R-J examples without their feedback")
     personalized: bool | None = option("--no-personalization", "ablation: no rubric, gold need or examples")
     structured: bool | None = option("--structured", "ask for JSON output (guided decoding where the engine has it)")
@@ -99,7 +102,8 @@ class HFOptions:
 class VLLMOptions:
     """`vllm:MODEL`: offline vLLM, every prompt of a run at once (`backends.vllm_backend.VLLMBackend`)."""
 
-    tensor_parallel_size: int | None = option("--tensor-parallel-size", "GPUs to shard the model over")
+    tensor_parallel_size: int | None = option("--tensor-parallel-size", "vllm: GPUs each model replica is sharded "
+                                              "over (default 1)")
     max_model_len: int | None = option()
     gpu_memory_utilization: float | None = option()
     dtype: str | None = option()
@@ -110,18 +114,24 @@ class VLLMOptions:
     llm: Any = option(help="an already built vllm.LLM to reuse")
 
 
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+"""Where an engine runs: in this process, or on a Ray cluster."""
+
+
 @dataclass(frozen=True)
 class ExecutorOptions:
     """Where an LLM engine runs: in this process, or on a Ray cluster (`backends.ray_backend.RayBackend`)."""
 
-    executor: str | None = option("--executor", "local: in this process (default); ray: on a Ray cluster")
-    ray_address: str | None = option("--ray-address", "Ray cluster to join, e.g. auto (default: a local instance)")
-    replicas: int | None = option("--replicas", "engines running at once on Ray (default 1)")
-    gpus_per_replica: float | None = option("--gpus-per-replica", "hf on Ray: GPUs per actor")
-    pipeline_parallel_size: int | None = option("--pipeline-parallel-size", "vllm on Ray: pipeline stages per replica")
+    executor: str | None = option("--executor", "local: in this process (default); ray: on a Ray cluster "
+                                  "(pip install 'bespoke-eval[ray]')", choices=EXECUTORS)
+    ray_address: str | None = option("--ray-address", "Ray cluster to join, e.g. auto or HEAD_IP:6379 (default: "
+                                     "start a local instance)")
+    replicas: int | None = option("--replicas", "engines running at once on Ray: actors, or vLLM replicas (default 1)")
+    gpus_per_replica: float | None = option("--gpus-per-replica", "hf on Ray: GPUs per actor (default 1 if this "
+                                            "machine has a GPU, else 0)")
+    pipeline_parallel_size: int | None = option("--pipeline-parallel-size", "vllm on Ray: pipeline stages per "
+                                                "replica, on as many GPUs or nodes (default 1)")
 
-
-EXECUTORS: tuple[str, ...] = ("local", "ray")
 
 
 @dataclass(frozen=True)

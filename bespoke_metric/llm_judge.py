@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from . import protocol
+from .protocol import RECALL_MODES
 from .backends.base import Backend, Request, Usage
 from .cache import Cache
 from bespoke_dataset.vocabulary import DIMENSIONS
@@ -20,11 +21,6 @@ from .progress import ProgressHook
 from .results import ItemResult
 from .aggregation import recall_from_verdicts
 from .scheduler import CallResult, run_requests
-
-RecallMode = Literal["per-claim", "batched", "none"]
-RECALL_MODES: tuple[str, ...] = ("per-claim", "batched", "none")
-"""`none` skips the claim calls (meta-evaluation compares only the four dimensions)."""
-
 
 @dataclass(frozen=True)
 class _Call:
@@ -46,7 +42,7 @@ class LLMJudge:
         *,
         spec: str | None = None,
         max_shots: int = 5,
-        recall: RecallMode = "per-claim",
+        recall: str = "per-claim",
         cache: Cache | None = None,
         with_feedback: bool = True,
         personalized: bool = True,

