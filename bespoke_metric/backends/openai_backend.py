@@ -40,6 +40,8 @@ OPENAI_CONCURRENCY = 32
 SERVER_CONCURRENCY = 128
 PLACEHOLDER_KEY = "EMPTY"
 """Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
+SESSION_CLOSE_S = 5.0
+"""How long `close` waits for a kept session to close on its loop."""
 
 _REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
 
@@ -204,6 +206,12 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._semaphores.clear()
+        # A kept session lives on a loop running in another thread (a Ray actor's): close it there, so its
+        # connections are released, not reported unclosed by aiohttp when the actor exits.
+        for loop, session in list(self._kept_sessions.items()):
+            if loop.is_running() and loop is not _running_loop():
+                asyncio.run_coroutine_threadsafe(session.close(), loop).result(timeout=SESSION_CLOSE_S)
+        self._kept_sessions.clear()
 
     # -- internals -----------------------------------------------------------------------------------
 
@@ -338,3 +346,9 @@ def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "answer")))[:64] or "answer"
     return {"name": name, "schema": schema, "strict": True}
 
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

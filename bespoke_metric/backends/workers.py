@@ -102,6 +102,13 @@ class EngineWorker:
         if found != identity:
             raise RuntimeError(f"the engine on this worker has identity {found}, the driver expects {identity}")
 
+    def __del__(self) -> None:
+        # Ray Data deletes the worker when its actor exits gracefully, while the actor's event loop still
+        # runs: the engine releases what it holds then (an openai client's open connections).
+        backend = getattr(self, "backend", None)  # absent when the constructor failed
+        if backend is not None:
+            backend.close()
+
     async def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
 
