@@ -7,18 +7,20 @@ on them. `check_response(response, query)` is pure: it returns the first guard t
 
 The guards, in the order they are tried, and their thresholds:
 
-- `empty`: fewer than `MIN_TOKENS` (3) word tokens (letter or digit runs; in scripts written without
-  spaces, each character counts as one) holding fewer than `MIN_LANGUAGE_LETTERS` (40) characters. "ok",
-  "", a line of punctuation.
+- `empty`: fewer than `MIN_TOKENS` (3) distinct word tokens (letter or digit runs; in scripts written
+  without spaces, each character counts as one) holding fewer than `MIN_LANGUAGE_LETTERS` (40) characters.
+  "ok", "ok ok ok", "", a line of punctuation.
 - `echo`: at least `ECHO_SHARE` (80%) of the response's word tokens occur in the query: the query, or
   most of it, handed back.
 - `repetition`: with at least `MIN_REPETITION_TOKENS` (30) tokens, fewer than `MIN_DISTINCT_TRIGRAMS`
   (30%) of the word trigrams are distinct; or, from `MIN_COMPRESSION_CHARS` (300) characters on, zlib
   compresses the text below `MIN_COMPRESSION_RATIO` (12%) of its size. One sentence said 40 times has
   ~3% distinct trigrams; ordinary prose, lists and tables have over 80%.
-- `no_words`: fewer than `MIN_KNOWN_LETTER_SHARE` (50%) of the letters in space-separated words belong to
-  words of the `wordfreq` word list of the query's language or English (English for code and technical
-  terms). Random letters score near 0; prose, code and jargon-heavy answers over 70%. Skipped for
+- `no_words`: no word at all (only digits and symbols); or fewer than `MIN_KNOWN_LETTER_SHARE` (50%) of
+  the letters in runs of two or more (single letters tell nothing) belong to words of the `wordfreq`
+  word list of the query's language or English (English for code and technical terms), a word of two or
+  three letters only when it is common (`MIN_SHORT_WORD_FREQUENCY`, Zipf 3). Random letters and random
+  printable characters score under 40%; prose, code and jargon-heavy answers over 70%. Skipped for
   languages `wordfreq` does not cover and for scripts written without spaces.
 - `language`: the response's prose (code blocks, inline code, URLs and table rules left out), from
   `MIN_LANGUAGE_LETTERS` (40) letters on, is in another language than the query: `py3langid` gives the
@@ -40,7 +42,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-GUARDS_VERSION = "guards-1"
+GUARDS_VERSION = "guards-2"
 """Version of the checks and thresholds; recorded with every judge block that used them."""
 
 MIN_TOKENS = 3
@@ -51,6 +53,9 @@ MIN_COMPRESSION_CHARS = 300
 MIN_COMPRESSION_RATIO = 0.12
 MIN_KNOWN_LETTER_SHARE = 0.5
 MIN_LANGUAGE_LETTERS = 40
+MIN_SHORT_WORD_FREQUENCY = 1e-6
+"""A word of two or three letters counts as known only this common (Zipf 3: once per million words):
+the word lists hold nearly every short string, which random characters produce by the dozen."""
 LANGUAGE_CONFIDENCE = 0.9
 LANGUAGE_DOUBT = 0.01
 ENGLISH_SHARE = 0.9
@@ -98,9 +103,10 @@ def check_response(response: str, query: str) -> GuardHit | None:
 
 def _empty(response: str, words: list[str], query: str) -> GuardHit | None:
     # a long run of letters without spaces is not empty: the word-list check names it better
-    if len(words) >= MIN_TOKENS or sum(map(len, words)) >= MIN_LANGUAGE_LETTERS:
+    distinct = len(set(words))
+    if distinct >= MIN_TOKENS or sum(map(len, words)) >= MIN_LANGUAGE_LETTERS:
         return None
-    shown = "nothing" if not response.strip() else f"{len(words)} word token(s)"
+    shown = "nothing" if not response.strip() else f"{distinct} distinct word token(s)"
     return GuardHit("empty", f"the response has {shown}; at least {MIN_TOKENS} are needed")
 
 
@@ -128,10 +134,17 @@ def _repetition(response: str, words: list[str], query: str) -> GuardHit | None:
 
 
 def _known_share(letters: list[str], vocabularies: list[dict[str, float]]) -> float:
-    """Share of the letters that belong to words of one of the vocabularies."""
-    total = sum(len(word) for word in letters)
-    known = sum(len(word) for word in letters if any(word in vocabulary for vocabulary in vocabularies))
+    """Share of the letters in runs of two or more that belong to known words of one of the vocabularies
+    (a single letter, an initial or a unit, tells nothing either way)."""
+    runs = [word for word in letters if len(word) >= 2]
+    total = sum(map(len, runs))
+    known = sum(len(word) for word in runs if any(_known(word, vocabulary) for vocabulary in vocabularies))
     return known / total if total else 1.0
+
+
+def _known(word: str, vocabulary: dict[str, float]) -> bool:
+    frequency = vocabulary.get(word)
+    return frequency is not None and (len(word) > 3 or frequency >= MIN_SHORT_WORD_FREQUENCY)
 
 
 def _mostly_english(text: str) -> bool:
@@ -144,8 +157,10 @@ def _mostly_english(text: str) -> bool:
 def _no_words(response: str, words: list[str], query: str) -> GuardHit | None:
     letters = _LETTERS.findall(response.lower())
     total = sum(len(word) for word in letters)
-    if total == 0:  # digits, or a script without spaces only: nothing to look up
-        return None
+    if total == 0:
+        if _UNSEGMENTED_CHAR.search(response):  # a script without spaces: nothing to look up
+            return None
+        return GuardHit("no_words", "the response has no word at all, only numbers or symbols")
     if _known_share(letters, [_vocabulary("en")]) >= MIN_KNOWN_LETTER_SHARE:
         return None  # English words alone suffice; the languages below can only add known words
     languages = {"en"}

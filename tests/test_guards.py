@@ -35,6 +35,10 @@ DEGENERATE = {
     "sentence x40": (" ".join([SENTENCE] * 40), "repetition"),
     "characters repeated": ("ab" * 400, "repetition"),
     "another language": (GERMAN, "language"),
+    "ok ok ok": ("ok ok ok", "empty"),
+    "random numbers": (" ".join(str(_RNG.randint(0, 9999)) for _ in range(60)), "no_words"),
+    "random printable": ("".join(_RNG.choice(string.ascii_letters + string.digits + string.punctuation)
+                                 for _ in range(300)), "no_words"),
 }
 
 REAL = {
@@ -56,6 +60,8 @@ REAL = {
                                               "complète, au chaud. Commence la pâte à environ 70 % d'hydratation."),
     "Chinese query, Chinese answer": ("为什么我的酸面团发酵剂不起来？我应该如何调整面团的含水量？",
                                       "你的发酵剂需要更频繁地喂养，并放在更温暖的地方。初学者可以从百分之七十的含水量开始。"),
+    "numbers in prose": (QUERY, "Feed 50 g flour and 50 g water at 8:00, 14:00 and 20:00; at 24-26 C it doubles "
+                                "in 4-6 h. Mix 500 g flour, 350 g water, 100 g starter, 10 g salt."),
     "long real list": (QUERY, "\n".join(f"{i}. Step {i}: feed the starter with {w} flour and wait {i + 2} hours."
                                         for i, w in enumerate(["rye", "spelt", "whole wheat", "bread", "einkorn",
                                                                "white", "emmer", "durum"], 1))),
@@ -106,7 +112,8 @@ def test_score_guards_before_the_judge_and_records_why(openai_server):
     options = {"base_url": openai_server.base_url, "api_key": "sk-test", "recall": "batched"}
     results = score(_predictions(rows), "openai:judge", source="sample", **options).to_json()
     guarded, real = results["items"][0], results["items"][1]
-    assert guarded["guard"]["guard"] == "empty" and "1 word token" in guarded["guard"]["reason"]
+    assert guarded["guard"]["guard"] == "empty"
+    assert "1 distinct word token" in guarded["guard"]["reason"]
     assert guarded["scores"] == {"need_alignment": 1, "content_depth": 1, "tone": 1, "explanation_style": 1}
     assert guarded["recall"] == 0.0
     assert guarded["claim_verdicts"] == [False] * len(rows[0]["claims"])
