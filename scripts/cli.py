@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from bespoke_dataset.errors import UserError
@@ -88,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     caches = answer_caches(args._module, args)
     before = saved_answers(caches)
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # here, where a closed pipe can be told from a failure, not at exit
+        return code
     except UserError as error:
         if args.verbose:
             raise
@@ -97,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(interrupted_line(caches, before), file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader stopped reading (`bespoke info | head`): nothing is wrong, and nothing more can be said;
+        # stdout goes to /dev/null so that the interpreter's own flush at exit cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -25,3 +25,21 @@ def test_subcommand_help(name, capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: bespoke {name}") and "%%" not in out
+
+
+def test_a_reader_that_stops_early_is_no_error():
+    """`bespoke info | head -1`: the reader is gone before the command writes; it ends quietly, exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has already stopped reading
+    try:
+        done = subprocess.run([sys.executable, "-m", "bespoke_cli.cli", "info", "--source", "sample"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr
+    assert "BrokenPipeError" not in done.stderr
+    assert done.returncode == 0
