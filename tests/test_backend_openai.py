@@ -214,6 +214,21 @@ def test_retry_budget_exhausted_fails_fast(openai_server):
     assert len(openai_server.calls) == 4  # 1 call + 3 retries, then nothing more is sent
 
 
+def test_a_dead_endpoint_warns_once_not_per_retry(openai_server, caplog):
+    """A judge that is down: every call retried, one warning line for the run (the rest at DEBUG, shown by
+    -v), so stderr holds the reason the run ends with rather than a line per retry."""
+    openai_server.rule = lambda record: Fault(status=503)
+    caplog.set_level(logging.DEBUG, logger="bespoke_metric.backends.openai_backend")
+    outcomes = complete(backend_for(openai_server, max_retries=2), [request(f"q{i}") for i in range(4)])
+    assert all(isinstance(outcome, CallError) for outcome in outcomes.values())
+    retries = [r for r in caplog.records if "; retry " in r.getMessage()]
+    assert len(retries) == 8  # 4 calls x 2 retries, each still logged
+    warnings = [r for r in retries if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1
+    assert "HTTP 503" in warnings[0].getMessage()
+    assert "-v" in warnings[0].getMessage()
+
+
 def test_unparseable_answer_is_repaired_through_the_scheduler(openai_server):
     def responder(body):
         last = messages_of(body)[-1]["content"]

@@ -152,6 +152,7 @@ class OpenAIBackend:
         self.reasoning_max_tokens = reasoning_max_tokens
         self._budget = _RetryBudget(retry_budget)
         self.retries_made = 0
+        self._retry_warned = False
         self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -250,8 +251,17 @@ class OpenAIBackend:
                     return CallError(f"{reason} (retry budget of the run exhausted)", retryable=True)
                 self.retries_made += 1
                 attempt += 1
-                log.warning("%s; retry %d in %.1f s", reason, attempt, wait)
+                self._log_retry(reason, attempt, wait)
                 await asyncio.sleep(wait)
+
+    def _log_retry(self, reason: str, attempt: int, wait: float) -> None:
+        # One warning per backend: a judge that is down is retried hundreds of times, and a line for each
+        # would bury the one-line reason the run ends with. The rest go to DEBUG (`bespoke -v`).
+        if self._retry_warned:
+            log.debug("%s; retry %d in %.1f s", reason, attempt, wait)
+            return
+        self._retry_warned = True
+        log.warning("%s; retry %d in %.1f s (further retries are logged only with -v)", reason, attempt, wait)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         jitter = random.uniform(0.0, 0.25 * self.backoff_base)
