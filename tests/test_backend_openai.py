@@ -13,7 +13,7 @@ import pytest
 
 from bespoke_metric.engines import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
-from bespoke_metric.backends.openai_backend import is_reasoning_model
+from bespoke_metric.backends.openai_backend import UNREACHABLE_RETRIES, is_reasoning_model
 from bespoke_metric.backends.openai_session import parse_retry_after, scrub_url
 from bespoke_metric.cache import Cache
 from bespoke_metric.parsing import ParseError
@@ -227,6 +227,28 @@ def test_a_dead_endpoint_warns_once_not_per_retry(openai_server, caplog):
     assert len(warnings) == 1
     assert "HTTP 503" in warnings[0].getMessage()
     assert "-v" in warnings[0].getMessage()
+
+
+def test_an_unreachable_endpoint_fails_every_call_in_seconds_with_no_warning(caplog):
+    """Nothing listens on the port (a judge that is down, a wrong --base-url): the first calls retry twice,
+    then every call fails at once, quietly, instead of backing off for minutes."""
+    import socket
+
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))  # bound, never listening: connections to it are refused
+    backend = make_backend("openai:m", base_url=f"http://127.0.0.1:{refused.getsockname()[1]}/v1", api_key=KEY,
+                           backoff_base=0.05)
+    caplog.set_level(logging.DEBUG, logger="bespoke_metric.backends.openai_backend")
+    try:
+        outcomes = complete(backend, [request(f"q{i}") for i in range(300)])
+    finally:
+        refused.close()
+    assert all(isinstance(outcome, CallError) for outcome in outcomes.values())
+    assert all("connection error" in outcome.reason for outcome in outcomes.values())
+    assert any("the endpoint answered no call" in outcome.reason for outcome in outcomes.values())
+    # at most the first wave of calls retried, twice each; the rest failed without a try
+    assert backend.retries_made <= UNREACHABLE_RETRIES * backend.concurrency
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 def test_unparseable_answer_is_repaired_through_the_scheduler(openai_server):

@@ -36,6 +36,8 @@ from bespoke_metric.backends.openai_session import CallFailed, Session, scrub_ur
 log = logging.getLogger(__name__)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+UNREACHABLE_RETRIES = 2
+"""Retries of a call to an endpoint that no connection was ever made to, before every call fails."""
 OPENAI_CONCURRENCY = 32
 SERVER_CONCURRENCY = 128
 PLACEHOLDER_KEY = "EMPTY"
@@ -153,6 +155,10 @@ class OpenAIBackend:
         self._budget = _RetryBudget(retry_budget)
         self.retries_made = 0
         self._retry_warned = False
+        self._reached = False
+        """Some call got an HTTP answer from the endpoint."""
+        self._unreachable: str | None = None
+        """Why no connection could be made, once a call gave up on it (every later call fails at once)."""
         self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -234,14 +240,25 @@ class OpenAIBackend:
         path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
         attempt = 0
         while True:
+            if self._unreachable is not None and not self._reached:
+                return CallError(f"{self._unreachable} (not sent: the endpoint is unreachable)", retryable=True)
             if self._budget.left <= 0 and attempt == 0 and self.retries_made > 0:
                 return CallError("retry budget of the run exhausted; call not sent", retryable=True)
             try:
-                return await self._call(session, path, body)
+                completion = await self._call(session, path, body)
+                self._reached = True
+                return completion
             except CallFailed as failure:
                 reason = self._scrub(failure.reason)
+                self._reached = self._reached or not failure.unreachable
                 if not failure.retryable:
                     return CallError(reason, retryable=False)
+                if failure.unreachable and not self._reached and attempt >= UNREACHABLE_RETRIES:
+                    # nothing ever answered here: a judge that is down, or a wrong --base-url; say so in
+                    # seconds instead of backing off every call for minutes
+                    self._unreachable = reason
+                    return CallError(f"{reason} (the endpoint answered no call; gave up after {attempt} retries)",
+                                     retryable=True)
                 if attempt >= self.max_retries:
                     return CallError(f"{reason} (gave up after {attempt} retries)", retryable=True)
                 wait = self._backoff(attempt, failure.wait)
@@ -251,13 +268,14 @@ class OpenAIBackend:
                     return CallError(f"{reason} (retry budget of the run exhausted)", retryable=True)
                 self.retries_made += 1
                 attempt += 1
-                self._log_retry(reason, attempt, wait)
+                self._log_retry(reason, attempt, wait, quiet=failure.unreachable and not self._reached)
                 await asyncio.sleep(wait)
 
-    def _log_retry(self, reason: str, attempt: int, wait: float) -> None:
-        # One warning per backend: a judge that is down is retried hundreds of times, and a line for each
-        # would bury the one-line reason the run ends with. The rest go to DEBUG (`bespoke -v`).
-        if self._retry_warned:
+    def _log_retry(self, reason: str, attempt: int, wait: float, *, quiet: bool) -> None:
+        # One warning per backend: a struggling judge is retried hundreds of times, and a line for each
+        # would bury the one-line reason the run ends with. The rest go to DEBUG (`bespoke -v`), as do the
+        # few retries of an endpoint that never answered (the run's reason says it all).
+        if self._retry_warned or quiet:
             log.debug("%s; retry %d in %.1f s", reason, attempt, wait)
             return
         self._retry_warned = True

@@ -56,13 +56,15 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 
 class CallFailed(Exception):
     """A call that brought no answer. `retryable`: another try may pass; `wait`: the seconds the server
-    asked to wait (`Retry-After`), if it did."""
+    asked to wait (`Retry-After`), if it did; `unreachable`: no connection could be made at all (refused,
+    unknown host), as opposed to one that broke or timed out."""
 
-    def __init__(self, reason: str, retryable: bool, wait: float | None = None) -> None:
+    def __init__(self, reason: str, retryable: bool, wait: float | None = None, unreachable: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
         self.wait = wait
+        self.unreachable = unreachable
 
 
 @functools.cache
@@ -106,7 +108,8 @@ class Session:
             raise CallFailed(f"timed out after {self.timeout:g} s", retryable=True) from None
         except (aiohttp.ClientError, ssl.SSLError, OSError) as err:
             detail = str(err) or type(err).__name__
-            raise CallFailed(f"connection error to {self.where}: {short(detail)}", retryable=True) from None
+            raise CallFailed(f"connection error to {self.where}: {short(detail)}", retryable=True,
+                             unreachable=isinstance(err, aiohttp.ClientConnectorError)) from None
 
     async def close(self) -> None:
         await self._http.close()
