@@ -30,7 +30,7 @@ def caveats(results: Results) -> list[str]:
     notes = []
     if results.proxy:
         notes.append(f"note: {results.judge.get('spec')} is a proxy judge for quick checks: these figures are not "
-                     "comparable with the paper's, and the leaderboard refuses its results")
+                     "comparable with the paper's, and leaderboards rank them only when told to (--allow-proxy)")
     data = results.data
     if is_synthetic(data):
         notes.append(f"note: the data ({data.get('source')}) is a synthetic release, invented users and judgments in "
