@@ -90,14 +90,18 @@ def test_failures_are_left_out_and_counted_never_zero():
 def test_average_needs_all_five():
     items = [ItemResult("user1", "1", scores={d: 5 for d in DIMENSIONS}, recall=None)]
     summary = summarize(items)
-    assert summary["tone"] == 100.0 and summary["recall"] is None and summary["average"] is None
+    assert summary["tone"] == 100.0
+    assert summary["recall"] is None
+    assert summary["average"] is None
     # an item not asked for recall is neither scored nor failed
-    assert summary["scored"]["recall"] == 0 and summary["failures"]["recall"] == 0
+    assert summary["scored"]["recall"] == 0
+    assert summary["failures"]["recall"] == 0
 
 
 def test_empty():
     summary = summarize([])
-    assert all(summary[m] is None for m in METRIC_NAMES) and summary["average"] is None
+    assert all(summary[m] is None for m in METRIC_NAMES)
+    assert summary["average"] is None
     assert summary["items"] == 0
 
 
@@ -127,13 +131,15 @@ def test_by_user():
     table = by_user(items)
     assert list(table) == ["user1", "user2", "user10"]
     assert table["user2"]["need_alignment"] == pytest.approx(40.0)
-    assert table["user2"]["items"] == 2 and table["user10"]["average"] == pytest.approx(100.0)
+    assert table["user2"]["items"] == 2
+    assert table["user10"]["average"] == pytest.approx(100.0)
 
 
 def test_registry_lists_every_metric_once():
     assert tuple(metric.name for metric in METRICS) == METRIC_NAMES
     assert METRIC_NAMES[:4] == DIMENSIONS
-    assert REGISTRY["tone"].high == 5 and REGISTRY["recall"].high == 1
+    assert REGISTRY["tone"].high == 5
+    assert REGISTRY["recall"].high == 1
     item = ItemResult("user1", "1", scores={**{d: 4 for d in DIMENSIONS}, "tone": None}, recall=0.25)
     assert [m.sample(item) for m in METRICS] == [4, 4, None, 4, 0.25]
     assert REGISTRY["content_depth"].corpus([5, 4]) == pytest.approx(90.0)

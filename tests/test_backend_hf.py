@@ -49,8 +49,10 @@ def test_generates_end_to_end_through_the_scheduler(tiny_model_dir):
     assert all(r.ok and isinstance(r.text, str) for r in results)
     assert any(r.text for r in results)
     identity = backend.identity()
-    assert identity["engine"] == "hf" and identity["model"] == str(tiny_model_dir)
-    assert identity["settings"]["do_sample"] is False and identity["settings"]["dtype"] == "float32"
+    assert identity["engine"] == "hf"
+    assert identity["model"] == str(tiny_model_dir)
+    assert identity["settings"]["do_sample"] is False
+    assert identity["settings"]["dtype"] == "float32"
 
 
 def test_batched_left_padded_equals_one_at_a_time(tiny_model_dir):
@@ -90,7 +92,8 @@ def test_json_schema_goes_into_the_prompt(tiny_model_dir):
     plain = Request(messages=({"role": "user", "content": "claim?"},), max_tokens=3)
     with_schema = Request(messages=plain.messages, max_tokens=3, json_schema=schema)
     messages = messages_with_schema(with_schema)
-    assert messages[-1]["content"].startswith("claim?") and '"verdict"' in messages[-1]["content"]
+    assert messages[-1]["content"].startswith("claim?")
+    assert '"verdict"' in messages[-1]["content"]
     outcomes = complete(HFBackend(str(tiny_model_dir)), [plain, with_schema])
     assert outcomes[1].input_tokens > outcomes[0].input_tokens
 
@@ -137,7 +140,8 @@ def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
 
     monkeypatch.setattr(backend, "_generate", generate)
     outcomes = complete(backend, requests())
-    assert sizes[:3] == [7, 4, 2] and set(sizes[3:]) <= {1, 2}
+    assert sizes[:3] == [7, 4, 2]
+    assert set(sizes[3:]) <= {1, 2}
     assert all(isinstance(o, Completion) for o in outcomes.values())
 
 

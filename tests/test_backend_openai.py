@@ -65,7 +65,9 @@ def test_chat_completion_success(openai_server):
     bodies = {call.body["messages"][-1]["content"]: call.body for call in openai_server.calls}
     assert all(call.path == "/v1/chat/completions" for call in openai_server.calls)
     plain, structured = bodies["alpha beta"], bodies["gamma"]
-    assert plain["model"] == "test-model" and plain["temperature"] == 0 and plain["max_tokens"] == 77
+    assert plain["model"] == "test-model"
+    assert plain["temperature"] == 0
+    assert plain["max_tokens"] == 77
     assert plain["messages"][0] == {"role": "system", "content": "be brief"}
     assert "response_format" not in plain
     assert structured["response_format"] == {
@@ -91,7 +93,8 @@ def test_responses_api_for_reasoning_models(openai_server):
     assert call.path == "/v1/responses"
     body = call.body
     assert body["reasoning"] == {"effort": "high"}
-    assert "temperature" not in body and "max_output_tokens" not in body  # the reasoning needs its room
+    assert "temperature" not in body
+    assert "max_output_tokens" not in body  # the reasoning needs its room
     assert body["input"][-1] == {"role": "user", "content": "one two three"}
     assert body["text"]["format"] == {"type": "json_schema", "name": "verdict", "schema": SCHEMA, "strict": True}
     assert backend.identity()["api"] == "responses"
@@ -103,13 +106,17 @@ def test_responses_api_on_request_and_chat_override(openai_server):
     complete(backend, [request("x", max_tokens=33, json_schema=SCHEMA)])
     body = openai_server.calls[-1].body
     assert openai_server.calls[-1].path == "/v1/responses"
-    assert body["temperature"] == 0 and body["max_output_tokens"] == 33 and "text" not in body
+    assert body["temperature"] == 0
+    assert body["max_output_tokens"] == 33
+    assert "text" not in body
 
     reasoning_on_chat = backend_for(openai_server, model="o3-mini", api="chat", reasoning_effort="low")
     complete(reasoning_on_chat, [request("y")])
     body = openai_server.calls[-1].body
     assert openai_server.calls[-1].path == "/v1/chat/completions"
-    assert body["reasoning_effort"] == "low" and "temperature" not in body and "max_tokens" not in body
+    assert body["reasoning_effort"] == "low"
+    assert "temperature" not in body
+    assert "max_tokens" not in body
     with pytest.raises(ValueError, match="reasoning model"):
         backend_for(openai_server, model="gpt-5-mini", temperature=0.5)
 
@@ -143,7 +150,8 @@ def test_429_waits_at_least_retry_after(openai_server):
 
     assert outcomes[0].text == "ok"
     first, second = openai_server.calls
-    assert first.status == 429 and second.status == 200
+    assert first.status == 429
+    assert second.status == 200
     assert second.received - first.finished >= 1.0
     assert backend.retries_made == 1
     # Ours are the only retries: exactly two calls reached the server.
@@ -178,7 +186,8 @@ def test_malformed_success_body_is_retried(openai_server):
 def test_client_errors_are_not_retried(openai_server):
     openai_server.faults.append(Fault(status=400, body={"error": {"message": "bad parameter foo"}}))
     outcomes = complete(backend_for(openai_server), [request("bad")])
-    assert isinstance(outcomes[0], CallError) and not outcomes[0].retryable
+    assert isinstance(outcomes[0], CallError)
+    assert not outcomes[0].retryable
     assert "HTTP 400" in outcomes[0].reason
     assert "bad parameter foo" in outcomes[0].reason
     assert "BadRequestError" in outcomes[0].reason  # named as the SDK names it
@@ -197,7 +206,8 @@ def test_timeout_then_retry(openai_server):
 def test_retries_per_call_are_bounded(openai_server):
     openai_server.rule = lambda record: Fault(status=500)
     outcomes = complete(backend_for(openai_server, max_retries=2), [request("down")])
-    assert isinstance(outcomes[0], CallError) and outcomes[0].retryable
+    assert isinstance(outcomes[0], CallError)
+    assert outcomes[0].retryable
     assert "gave up after 2 retries" in outcomes[0].reason
     assert len(openai_server.calls) == 3
 
@@ -269,7 +279,9 @@ def test_unparseable_answer_is_repaired_through_the_scheduler(openai_server):
     openai_server.responder = responder
     usage = Usage()
     results = run_requests_sync(backend_for(openai_server), [request("claim?")], parse=parse, repair=repair, usage=usage)
-    assert results[0].value is True and results[0].error is None and results[0].attempts == 2
+    assert results[0].value is True
+    assert results[0].error is None
+    assert results[0].attempts == 2
     repaired = openai_server.calls[1].body["messages"]
     assert repaired[-2] == {"role": "assistant", "content": "I think it is true, probably."}
     assert repaired[-1]["content"].startswith("Fix: not JSON")
@@ -277,7 +289,8 @@ def test_unparseable_answer_is_repaired_through_the_scheduler(openai_server):
 
     openai_server.responder = lambda body: "never JSON"
     results = run_requests_sync(backend_for(openai_server), [request("claim 2?")], parse=parse, repair=repair, max_parse_retries=2)
-    assert results[0].value is None and results[0].attempts == 3
+    assert results[0].value is None
+    assert results[0].attempts == 3
     assert results[0].error.startswith("unparseable answer after 3 attempt(s): not JSON")
 
 
@@ -334,15 +347,19 @@ def test_api_key_never_leaks(openai_server, tmp_path, caplog):
     with Cache(cache_path) as cache:
         results = run_requests_sync(backend, [request("fine"), request("fail please")], cache=cache)
         assert results[0].text == "echo: fine"
-        assert results[1].error is not None and "HTTP 500" in results[1].error
+        assert results[1].error is not None
+        assert "HTTP 500" in results[1].error
     # The server did receive the key: the scan below is meaningful.
     assert any(KEY in c.headers.get("authorization", "") for c in openai_server.calls)
 
     stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
-    assert KEY.encode() not in stored and b"SECRET" not in stored
+    assert KEY.encode() not in stored
+    assert b"SECRET" not in stored
     assert KEY not in json.dumps(backend.identity())
-    assert KEY not in results[1].error and "***" in results[1].error
-    assert caplog.records and not any(KEY in r.getMessage() for r in caplog.records)
+    assert KEY not in results[1].error
+    assert "***" in results[1].error
+    assert caplog.records
+    assert not any(KEY in r.getMessage() for r in caplog.records)
     assert KEY not in caplog.text
 
 

@@ -224,10 +224,13 @@ def test_vllm_judge_uses_guided_json_for_every_call(monkeypatch, synthetic_hub):
     records = [{"user": row["user"], "query_id": row["query_id"], "response": "An answer that covers the question."}]
     results = score(records, "vllm:org/judge", source=synthetic_hub).to_json()
     (engine,) = module.engines
-    assert len(engine.chat_calls) == 1 and len(engine.chat_calls[0][0]) == 1 + len(row["claims"])
+    assert len(engine.chat_calls) == 1
+    assert len(engine.chat_calls[0][0]) == 1 + len(row["claims"])
     assert results["judge"]["structured"] is True
     (item,) = results["items"]
-    assert item["scores"] == {d: 4 for d in DIMENSIONS} and item["recall"] == 1.0 and not item["errors"]
+    assert item["scores"] == {d: 4 for d in DIMENSIONS}
+    assert item["recall"] == 1.0
+    assert not item["errors"]
 
 
 def test_finish_reason_length_marks_the_completion_truncated():
@@ -241,4 +244,6 @@ def test_finish_reason_length_marks_the_completion_truncated():
 
     cut = _completion(FakeRequestOutput([1, 2], [Output("Need Alignment Score: 5", [3] * 4, "length")]))
     whole = _completion(FakeRequestOutput([1, 2], [Output("done", [3], "stop")]))
-    assert cut.truncated and not whole.truncated and cut.output_tokens == 4
+    assert cut.truncated
+    assert not whole.truncated
+    assert cut.output_tokens == 4

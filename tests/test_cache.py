@@ -15,7 +15,8 @@ REQUEST = Request(messages=({"role": "user", "content": "hello"},), max_tokens=1
 
 def test_key_depends_on_everything_that_determines_the_answer():
     base = key_for(IDENTITY, REQUEST, {"protocol_version": 1})
-    assert len(base) == 64 and base == key_for(dict(reversed(list(IDENTITY.items()))), REQUEST, {"protocol_version": 1})
+    assert len(base) == 64
+    assert base == key_for(dict(reversed(list(IDENTITY.items()))), REQUEST, {"protocol_version": 1})
     variants = [
         key_for({**IDENTITY, "model": "other"}, REQUEST, {"protocol_version": 1}),
         key_for({**IDENTITY, "settings": {"temperature": 0.5}}, REQUEST, {"protocol_version": 1}),
@@ -32,13 +33,16 @@ def test_key_depends_on_everything_that_determines_the_answer():
 def test_put_get_persist_and_wal(tmp_path):
     path = tmp_path / "sub" / "cache.sqlite"
     with Cache(path) as cache:
-        assert cache.get("k1") is None and len(cache) == 0
+        assert cache.get("k1") is None
+        assert len(cache) == 0
         cache.put("k1", Completion("first", 3, 4))
         cache.put("k1", Completion("replaced", 5, 6))
         cache.put("k2", Completion("ünïcode ✓", 0, 0))
         assert cache.get_many(["k1", "k2", "k3"]) == {"k1": Completion("replaced", 5, 6), "k2": Completion("ünïcode ✓", 0, 0)}
     with Cache(path) as reopened:
-        assert len(reopened) == 2 and "k2" in reopened and "k3" not in reopened
+        assert len(reopened) == 2
+        assert "k2" in reopened
+        assert "k3" not in reopened
         assert reopened.get("k1") == Completion("replaced", 5, 6)
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -48,7 +52,8 @@ def test_many_keys_at_once(tmp_path):
         for i in range(1200):
             cache.put(f"k{i}", Completion(str(i)))
         found = cache.get_many([f"k{i}" for i in range(0, 1300)])
-        assert len(found) == 1200 and found["k1199"].text == "1199"
+        assert len(found) == 1200
+        assert found["k1199"].text == "1199"
 
 
 def _write_many(path: str, worker: int, count: int) -> None:

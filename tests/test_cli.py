@@ -24,7 +24,8 @@ def test_subcommand_help(name, capsys):
         main([name, "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"usage: bespoke {name}") and "%%" not in out
+    assert out.startswith(f"usage: bespoke {name}")
+    assert "%%" not in out
 
 
 def test_a_reader_that_stops_early_is_no_error():

@@ -66,12 +66,14 @@ def test_pack_sessions_respects_the_budget_and_truncates_the_overflowing_session
     assert packed.tokens == counter.count(packed.text) <= budget
     assert packed.included == (sessions[0]["id"], sessions[1]["id"], sessions[2]["id"])
     assert packed.truncated
-    assert format_session(sessions[2]) not in packed.text and packed.text.startswith(format_session(sessions[0]))
+    assert format_session(sessions[2]) not in packed.text
+    assert packed.text.startswith(format_session(sessions[0]))
     # Room for less than MIN_TRUNCATED_TOKENS of the next session: it is left out, not shown as a stub.
     tight = pack_sessions(sessions, sizes[0] + 5, counter)
     assert tight.included == (sessions[0]["id"],)
     everything = pack_sessions(sessions, 100_000, counter)
-    assert not everything.truncated and len(everything.included) == len(sessions)
+    assert not everything.truncated
+    assert len(everything.included) == len(sessions)
 
 
 def test_chunks_cover_sessions_in_order_within_the_chunk_budget(counter: TokenCounter) -> None:
@@ -92,9 +94,11 @@ def test_chunks_show_every_session_whole_when_each_fits_a_chunk(counter: TokenCo
     sizes = [counter.count(format_session(s)) for s in sessions]
     # One token short of the first two sessions: packing alone would show the second one cut.
     chunk_tokens = sizes[0] + counter.count("\n\n") + sizes[1] - 1
-    assert max(sizes) <= chunk_tokens and sizes[1] - 1 >= MIN_TRUNCATED_TOKENS
+    assert max(sizes) <= chunk_tokens
+    assert sizes[1] - 1 >= MIN_TRUNCATED_TOKENS
     cut = pack_sessions(sessions, chunk_tokens, counter)
-    assert cut.included == (sessions[0]["id"], sessions[1]["id"]) and format_session(sessions[1]) not in cut.text
+    assert cut.included == (sessions[0]["id"], sessions[1]["id"])
+    assert format_session(sessions[1]) not in cut.text
 
     chunks = chunk_sessions(sessions, chunk_tokens, counter)
     assert [i for chunk in chunks for i in chunk.included] == [s["id"] for s in sessions]  # each once, in order
@@ -105,7 +109,8 @@ def test_chunks_show_every_session_whole_when_each_fits_a_chunk(counter: TokenCo
     # A session larger than a whole chunk is still cut to one chunk.
     single = chunk_sessions(sessions[:2], sizes[0] - 10, counter)
     assert [c.included for c in single] == [(sessions[0]["id"],), (sessions[1]["id"],)]
-    assert single[0].truncated and counter.count(single[0].text) <= sizes[0] - 10
+    assert single[0].truncated
+    assert counter.count(single[0].text) <= sizes[0] - 10
 
 
 @pytest.mark.parametrize("kind", CONTEXTS)
@@ -204,4 +209,5 @@ def test_session_ids_numbered_per_user_stay_apart(counter: TokenCounter) -> None
     sessions = [dict(s, id=s["id"].split("-")[1]) for s in make_sessions()]  # both users have ids "1".."12"
     contexts = build_contexts(ROWS, "selected-history", sessions, counter, settings=ContextSettings(budget=2000, top_k=4), retriever=BM25Retriever())
     assert set(contexts[2].session_ids) == {"1", "4", "7", "10"}
-    assert "bob looked into trail running" in contexts[2].text and "alice" not in contexts[2].text
+    assert "bob looked into trail running" in contexts[2].text
+    assert "alice" not in contexts[2].text

@@ -19,7 +19,8 @@ def test_info_prints_every_config_and_its_size(synthetic_hub, tmp_path, capsys):
 def test_info_on_the_bundled_sample(tmp_path, capsys):
     assert main(["info", "--source", "sample", "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "source: sample" in out and any(line.split()[:2] == ["benchmark", "15"] for line in out.splitlines())
+    assert "source: sample" in out
+    assert any(line.split()[:2] == ["benchmark", "15"] for line in out.splitlines())
 
 
 def test_synth_writes_a_loadable_github_release(tmp_path, capsys):
@@ -28,7 +29,8 @@ def test_synth_writes_a_loadable_github_release(tmp_path, capsys):
     assert str(out) in capsys.readouterr().out
     assert main(["info", "--source", str(out), "--cache-dir", str(tmp_path / "c")]) == 0
     out_text = capsys.readouterr().out
-    assert "github layout" in out_text and "histories" not in out_text
+    assert "github layout" in out_text
+    assert "histories" not in out_text
     assert any(line.split()[:2] == ["benchmark", "10"] for line in out_text.splitlines())
 
 

@@ -207,7 +207,8 @@ def test_only_users_whose_ids_collide_get_qualified_ids(release, tmp_path):
     edit_table(release, CHATS, number_from_zero("user2"))
     edit_table(release, SEARCHES, number_from_zero("user2"))
     ids = ids_by_user(load("histories", source=release, cache_dir=tmp_path))
-    assert ids["user2"][0] == "chat:0" and "search:0" in ids["user2"]
+    assert ids["user2"][0] == "chat:0"
+    assert "search:0" in ids["user2"]
     assert all(":" not in i for user, user_ids in ids.items() if user != "user2" for i in user_ids)
     bench = load("benchmark", source=release, cache_dir=tmp_path)
     assert all(row["history_ids"] == ids[row["user"]] for row in bench)
@@ -246,7 +247,8 @@ def test_missing_or_non_text_feedback_warns_and_keeps_the_example(release, tmp_p
                                                 rf"\.tone\.feedback: {what}; kept the example with empty feedback"):
         pairs = load("rj_pairs", source=release, cache_dir=tmp_path)
     assert len(pairs) == 100
-    assert pairs[7]["tone"]["feedback"] == "" and pairs[7]["index"] == 2
+    assert pairs[7]["tone"]["feedback"] == ""
+    assert pairs[7]["index"] == 2
 
 
 def test_feedback_key_in_another_case_is_the_same_key(release, tmp_path):
@@ -254,7 +256,8 @@ def test_feedback_key_in_another_case_is_the_same_key(release, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", BespokeDataWarning)
         row = load("rj_pairs", source=release, cache_dir=tmp_path)[0]
-    assert row["tone"]["feedback"] == "Too curt." and 1 <= row["tone"]["score"] <= 5
+    assert row["tone"]["feedback"] == "Too curt."
+    assert 1 <= row["tone"]["score"] <= 5
 
 
 @pytest.mark.parametrize("judgment", ["great", None, [4, "fine"]])

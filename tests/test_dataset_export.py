@@ -41,8 +41,10 @@ def test_card_declares_configs_splits_features_and_citation(exported):
     infos = {i["config_name"]: i for i in meta["dataset_info"]}
     assert infos["benchmark"]["splits"][0]["num_examples"] == 20
     assert datasets.Features._from_yaml_list(infos["rj_pairs"]["features"]) == FEATURES["rj_pairs"]
-    assert "{{" not in text and "}}" not in text.replace("}}\n```", "")
-    assert "kim2025bespokebenchmarksearchaugmentedlarge" in text and "arxiv.org/abs/2509.21106" in text
+    assert "{{" not in text
+    assert "}}" not in text.replace("}}\n```", "")
+    assert "kim2025bespokebenchmarksearchaugmentedlarge" in text
+    assert "arxiv.org/abs/2509.21106" in text
     assert "Synthetic data." in text  # the source was synthetic, and the card says so
     for field in ("need_alignment", "gold_information_need", "history_ids", "search_queries", "claims"):
         assert field in text
@@ -84,14 +86,18 @@ def test_push_to_hub_uploads_the_exported_folder(exported, monkeypatch):
     assert api.calls[0] == ("create_repo", {"repo_id": "org/bespoke-typed", "repo_type": "dataset",
                                             "private": False, "exist_ok": True})
     name, upload = api.calls[1]
-    assert name == "upload_folder" and upload["folder_path"] == str(exported)
-    assert upload["repo_id"] == "org/bespoke-typed" and upload["repo_type"] == "dataset"
-    assert url.endswith("/commit/1") and "hf_secret" not in url
+    assert name == "upload_folder"
+    assert upload["folder_path"] == str(exported)
+    assert upload["repo_id"] == "org/bespoke-typed"
+    assert upload["repo_type"] == "dataset"
+    assert url.endswith("/commit/1")
+    assert "hf_secret" not in url
 
 
 def test_resolved_source_record_is_what_results_store(synthetic_hub):
     record = resolve_source(synthetic_hub).record()
-    assert record["source"] == str(synthetic_hub) and record["revision"] is None
+    assert record["source"] == str(synthetic_hub)
+    assert record["revision"] is None
     assert len(record["fingerprint"]) == 64
 
 
@@ -106,8 +112,10 @@ def test_export_into_a_repo_clone_keeps_what_is_not_the_export(synthetic_hub, sy
         export(synthetic_hub, out, cache_dir=tmp_path / "cache")
     assert (out / "README.md").read_text() == "an old card"
     export(synthetic_hub, out, cache_dir=tmp_path / "cache", force=True)
-    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n" and (out / ".git" / "objects").is_dir()
-    assert (out / ".gitattributes").read_text() == "*.parquet filter=lfs\n" and (out / "NOTES.md").read_text() == "mine"
+    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert (out / ".git" / "objects").is_dir()
+    assert (out / ".gitattributes").read_text() == "*.parquet filter=lfs\n"
+    assert (out / "NOTES.md").read_text() == "mine"
     meta, _ = card_yaml(out)
     assert [c["config_name"] for c in meta["configs"]] == list(CONFIGS)
     assert sorted(p.name for p in out.iterdir()) == sorted([".git", ".gitattributes", "NOTES.md", "README.md", "eval.yaml",
@@ -117,7 +125,8 @@ def test_export_into_a_repo_clone_keeps_what_is_not_the_export(synthetic_hub, sy
     # the folder now holds an export, so no force is needed
     export(synthetic_github, out, cache_dir=tmp_path / "cache")
     assert not (out / "histories").exists()
-    assert (out / ".git" / "HEAD").exists() and (out / "NOTES.md").exists()
+    assert (out / ".git" / "HEAD").exists()
+    assert (out / "NOTES.md").exists()
     bench = datasets.load_dataset(str(out), "benchmark", split="test", cache_dir=str(tmp_path / "hf"))
     assert len(bench) == 20
 

@@ -55,7 +55,9 @@ def test_benchmark_rows_join_everything(synthetic_hub, tmp_path):
     for row in bench:
         key = f"{row['user']}/{row['query_id']}"
         assert row["query_id"].isdigit()
-        assert len(row["shots"]) == 5 and len(row["claims"]) == 4 and row["rubric"]
+        assert len(row["shots"]) == 5
+        assert len(row["claims"]) == 4
+        assert row["rubric"]
         assert all(isinstance(s[d]["score"], int) and 1 <= s[d]["score"] <= 5
                    for s in row["shots"] for d in bespoke_dataset.DIMENSIONS)
         assert set(planted[key]["relevant_sessions"]) <= set(row["history_ids"])
@@ -82,9 +84,11 @@ def test_histories_carry_parsed_structure(synthetic_hub, tmp_path):
     histories = load("histories", source=synthetic_hub, cache_dir=tmp_path)
     chats = [r for r in histories if r["source"] == "chat"]
     searches = [r for r in histories if r["source"] == "search"]
-    assert len(searches) == 45 and len(chats) == 15  # the release's 3:1 search:chat ratio
+    assert len(searches) == 45
+    assert len(chats) == 15  # the release's 3:1 search:chat ratio
     structured = [r for r in chats if r["text"].startswith("Conversation started")]
-    assert structured and all(r["timestamp"].startswith("2025-03") for r in structured)
+    assert structured
+    assert all(r["timestamp"].startswith("2025-03") for r in structured)
     assert all(r["turns"][0]["role"] == "user" and r["turns"][1]["role"] == "assistant" for r in structured)
     assert all(r["turns"] == [] and r["timestamp"] is None for r in chats if r["text"].startswith("notes on"))
     assert all(r["search_queries"] and r["turns"] == [] for r in searches)
@@ -94,7 +98,8 @@ def test_histories_carry_parsed_structure(synthetic_hub, tmp_path):
 
 def test_sample_loads_and_matches_its_predictions(tmp_path):
     bench = load("benchmark", source="sample", cache_dir=tmp_path)
-    assert len(bench) == 15 and len(set(bench["user"])) == 3
+    assert len(bench) == 15
+    assert len(set(bench["user"])) == 3
     lines = (bespoke_dataset.SAMPLE_DIR / "predictions.jsonl").read_text().splitlines()
     predictions = [json.loads(line) for line in lines]
     assert {(p["user"], p["query_id"]) for p in predictions} == set(zip(bench["user"], bench["query_id"]))
@@ -166,7 +171,8 @@ def test_hub_source_downloads_a_pinned_snapshot(synthetic_hub, tmp_path, monkeyp
     monkeypatch.setattr("huggingface_hub.snapshot_download", fake_snapshot_download)
     bench = load("benchmark", source="org/bespoke", revision="v1.0", cache_dir=tmp_path / "cache")
     assert len(bench) == 20
-    assert calls[0]["repo_id"] == "org/bespoke" and calls[0]["repo_type"] == "dataset"
+    assert calls[0]["repo_id"] == "org/bespoke"
+    assert calls[0]["repo_type"] == "dataset"
     assert calls[0]["revision"] == "v1.0"
     assert "queries/*.parquet" in calls[0]["allow_patterns"]
     record = resolve_source("org/bespoke", "v1.0").record()
@@ -235,7 +241,8 @@ def test_warnings_of_a_build_are_repeated_when_the_cache_serves_it(synthetic_hub
     assert counter.builds == ["benchmark"]  # the second load was served from the cache
     ours = [[(w.category, str(w.message)) for w in caught if issubclass(w.category, BespokeDataWarning)]
             for caught in (first, second)]
-    assert ours[0] == ours[1] and len(ours[0]) == 1
+    assert ours[0] == ours[1]
+    assert len(ours[0]) == 1
     assert ours[0][0][0] is BespokeDataWarning
 
 

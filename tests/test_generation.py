@@ -84,7 +84,8 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
     output = tmp_path / "preds.jsonl"
     report = generate(recorder, output, small(kind, limit=LIMIT, embedding_model=MINILM, embedding_cache_dir=embedding_dir), source=synthetic_hub, progress=False)
     predictions = read_jsonl(output)
-    assert report.generated == LIMIT and not report.failed
+    assert report.generated == LIMIT
+    assert not report.failed
     assert [(p["user"], p["query_id"]) for p in predictions] == [(r["user"], r["query_id"]) for r in data["queries"]]
     assert all(p["response"].strip() and p["context"] == kind for p in predictions)
 
@@ -98,7 +99,8 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
         assert counter.count(block) <= BUDGET  # counted with the system model's own tokenizer
         assert prediction["context_tokens"] == counter.count(block)
         if kind == "none":
-            assert block == "" and prediction["session_ids"] == []
+            assert block == ""
+            assert prediction["session_ids"] == []
         else:
             assert block.startswith(HEADINGS[kind])
         if kind == "oracle":
@@ -108,7 +110,8 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
             assert prediction["session_ids"] == [s["id"] for s in newest[: len(prediction["session_ids"])]]
             assert newest[0]["text"][:40] in block
         if kind in ("selected-history", "selected-profile"):
-            assert prediction["session_ids"] and set(prediction["session_ids"]) <= {s["id"] for s in data["histories"] if s["user"] == row["user"]}
+            assert prediction["session_ids"]
+            assert set(prediction["session_ids"]) <= {s["id"] for s in data["histories"] if s["user"] == row["user"]}
     if kind in ("selected-history", "selected-profile"):
         # MiniLM puts a planted session first for (nearly) every query.
         firsts = sum(p["session_ids"][0] in data["relevant"][f"{p['user']}/{p['query_id']}"] for p in predictions)
@@ -131,7 +134,8 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
 
     system_block = json.loads(sidecar(output, ".run.json").read_text(encoding="utf-8"))
     assert system_block == report.system
-    assert system_block["context"] == kind and system_block["settings"]["budget"] == BUDGET
+    assert system_block["context"] == kind
+    assert system_block["settings"]["budget"] == BUDGET
     assert system_block["settings"]["token_counter"].startswith("hf:")
     assert (system_block["retriever"] is not None) == kind.startswith("selected")
     assert (system_block["profiler"] is not None) == (kind in ("profile", "query-profile", "selected-profile"))
@@ -151,11 +155,16 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
         stream.write('{"user": "user1", "query_id": "9", "resp')
     again = RecordingBackend(system)
     report = generate(again, output, settings, source=synthetic_hub, progress=False)
-    assert report.already_done == 2 and report.generated == LIMIT - 2 and not report.failed
+    assert report.already_done == 2
+    assert report.generated == LIMIT - 2
+    assert not report.failed
     # The third answer finished before the crash and comes from the cache: 3 new calls, not 4.
-    assert len(again.requests) == LIMIT - 3 and report.usage.calls == LIMIT - 3 and report.usage.cached == 1
+    assert len(again.requests) == LIMIT - 3
+    assert report.usage.calls == LIMIT - 3
+    assert report.usage.cached == 1
     text = output.read_text(encoding="utf-8")
-    assert text.startswith(first) and len(read_jsonl(output)) == LIMIT
+    assert text.startswith(first)
+    assert len(read_jsonl(output)) == LIMIT
 
     idle = RecordingBackend(system)
     assert generate(idle, output, settings, source=synthetic_hub, progress=False).generated == 0
@@ -172,7 +181,8 @@ def test_profiles_are_saved_and_reused_only_under_the_same_settings(system: Back
 
     more = RecordingBackend(system)
     report = generate(more, output, small("profile", limit=LIMIT), source=synthetic_hub, progress=False)
-    assert report.already_done == 3 and report.generated == LIMIT - 3
+    assert report.already_done == 3
+    assert report.generated == LIMIT - 3
     saved = {r["key"]: r for r in read_jsonl(sidecar(output, ".profiles.jsonl"))}
     assert sorted(saved) == ["user1", "user2"]
     # user1's profile was read back, not written again: only user2's profile calls and 3 answers.
@@ -201,11 +211,14 @@ def test_failed_profiles_leave_their_queries_unanswered_until_a_rerun(system: Ba
     output = tmp_path / "preds.jsonl"
     down = ProfilerDown(system)
     report = generate(down, output, small("query-profile", limit=3), source=synthetic_hub, progress=False)
-    assert report.generated == 0 and len(report.failed) == 3
+    assert report.generated == 0
+    assert len(report.failed) == 3
     assert all(f["reason"] == "profile notes failed: profiler down" for f in report.failed)
-    assert answers(down) == [] and read_jsonl(output) == []
+    assert answers(down) == []
+    assert read_jsonl(output) == []
     again = generate(RecordingBackend(system), output, small("query-profile", limit=3), source=synthetic_hub, progress=False)
-    assert again.generated == 3 and not again.failed
+    assert again.generated == 3
+    assert not again.failed
 
 
 @pytest.mark.parametrize("expand", ["cot", "pseudo-history"])
@@ -213,11 +226,13 @@ def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dic
     recorder = RecordingBackend(system)
     output = tmp_path / "preds.jsonl"
     report = generate(recorder, output, small("selected-history", expand=expand, limit=2, embedding_model=MINILM, embedding_cache_dir=embedding_dir), source=synthetic_hub, progress=False)
-    assert report.generated == 2 and report.profiler_usage.calls == 2
+    assert report.generated == 2
+    assert report.profiler_usage.calls == 2
     expansions = read_jsonl(sidecar(output, ".profiles.jsonl"))
     assert [(e["kind"], e["key"]) for e in expansions] == [(f"expansion:{expand}", f"{r['user']}/{r['query_id']}") for r in data["queries"][:2]]
     asks = [r.messages[0]["content"] for r in recorder.requests if r.messages[0]["content"] != SYSTEM_PROMPT]
-    assert len(asks) == 2 and all(any(row["query"] in ask for ask in asks) for row in data["queries"][:2])
+    assert len(asks) == 2
+    assert all(any(row["query"] in ask for ask in asks) for row in data["queries"][:2])
     assert ("Search terms:" in asks[0]) == (expand == "cot")
     with pytest.raises(ValueError, match="query expansion feeds retrieval"):
         generate(recorder, tmp_path / "x.jsonl", small("history", expand=expand, limit=1), source=synthetic_hub, progress=False)
@@ -235,7 +250,8 @@ def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCou
     assert report.system["search"] == {"collection": str(docs), "documents": 2, "k": 3}
     prompt = next(r for r in answers(recorder) if r.messages[1]["content"].endswith(first["query"]))
     block = context_block(prompt)
-    assert block.startswith("Search results:\n\n[1] matching (file://") and counter.count(block) <= 60
+    assert block.startswith("Search results:\n\n[1] matching (file://")
+    assert counter.count(block) <= 60
     assert read_jsonl(output)[0]["search_urls"][0].endswith("matching.txt")
 
     asked: list[str] = []
@@ -248,7 +264,8 @@ def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCou
     generate(recorder, tmp_path / "hook.jsonl", small("oracle", limit=2, search=web), source=synthetic_hub, progress=False)
     assert asked == [row["query"] for row in data["queries"][:2]]
     block = context_block(answers(recorder)[0])
-    assert block.startswith(HEADINGS["oracle"]) and "[1] Hook result (https://example.org/hook)\nFrom the hook." in block
+    assert block.startswith(HEADINGS["oracle"])
+    assert "[1] Hook result (https://example.org/hook)\nFrom the hook." in block
 
 
 class Scripted:
@@ -295,8 +312,10 @@ def test_reasoning_is_never_stored_and_unclosed_reasoning_fails_the_query(tiny_m
     reasons = {f["query_id"]: f["reason"] for f in report.failed}
     assert sorted(reasons) == sorted(row["query_id"] for row in data["queries"][1:4])
     assert "never closed" in reasons[data["queries"][1]["query_id"]]  # its answer
-    assert reasons[data["queries"][2]["query_id"]].startswith("query expansion failed:") and "never closed" in reasons[data["queries"][2]["query_id"]]
-    assert reasons[data["queries"][3]["query_id"]].startswith("profile notes failed:") and "never closed" in reasons[data["queries"][3]["query_id"]]
+    assert reasons[data["queries"][2]["query_id"]].startswith("query expansion failed:")
+    assert "never closed" in reasons[data["queries"][2]["query_id"]]
+    assert reasons[data["queries"][3]["query_id"]].startswith("profile notes failed:")
+    assert "never closed" in reasons[data["queries"][3]["query_id"]]
     saved = read_jsonl(sidecar(output, ".profiles.jsonl"))
     expansions = {r["query"]: r["text"] for r in saved if r["kind"] == "expansion:cot"}
     profiles = {r["query"]: r["text"] for r in saved if r["kind"] == "selected-profile"}
@@ -311,7 +330,8 @@ def test_resume_and_saved_profiles_follow_the_data(system: Backend, data: dict, 
     output = tmp_path / "preds.jsonl"
     queries, histories = data["queries"][:2], data["histories"]
     report = generate(RecordingBackend(system), output, small("profile"), queries=queries, histories=histories, progress=False)
-    assert report.generated == 2 and set(report.system["data"]) == {"queries_sha256", "histories_sha256"}
+    assert report.generated == 2
+    assert set(report.system["data"]) == {"queries_sha256", "histories_sha256"}
     edited = [dict(s, text=s["text"] + " Also into pottery.") if s["user"] == queries[0]["user"] else s for s in histories]
     with pytest.raises(GenerationError, match=r"other data \(differs in: data\)"):
         generate(RecordingBackend(system), output, small("profile"), queries=queries, histories=edited, progress=False)
@@ -332,8 +352,11 @@ def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synth
     whole = output.read_bytes()
     output.write_bytes(whole + '{"user": "user1", "query_id": "3", "response": "Café'.encode()[:-1])
     report = generate(RecordingBackend(system), output, replace(settings, limit=3), source=synthetic_hub, progress=False)
-    assert report.already_done == 2 and report.generated == 1 and not report.failed
-    assert output.read_bytes().startswith(whole) and len(read_jsonl(output)) == 3
+    assert report.already_done == 2
+    assert report.generated == 1
+    assert not report.failed
+    assert output.read_bytes().startswith(whole)
+    assert len(read_jsonl(output)) == 3
     # Damage anywhere but the last line is an error naming the line.
     lines = output.read_bytes().split(b"\n")
     lines[1] = lines[1][:-2] + b"\xc3" + lines[1][-2:]

@@ -47,12 +47,15 @@ def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub
     ]
     assert main(args) == 0
     results = json.loads(results_path.read_text(encoding="utf-8"))
-    assert results["summary"]["items"] == 3 and not any(results["summary"]["failures"].values())
+    assert results["summary"]["items"] == 3
+    assert not any(results["summary"]["failures"].values())
     assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results.predictions.jsonl")]
     assert results["judge"]["spec"] == "openai:judge-model"
     system = results["system"]
-    assert system["model"]["spec"] == f"hf:{tiny_model_dir}" and system["profiler"]["spec"] == f"hf:{tiny_model_dir}"
-    assert system["context"] == "selected-profile" and system["retriever"]["retriever"] == "hybrid"
+    assert system["model"]["spec"] == f"hf:{tiny_model_dir}"
+    assert system["profiler"]["spec"] == f"hf:{tiny_model_dir}"
+    assert system["context"] == "selected-profile"
+    assert system["retriever"]["retriever"] == "hybrid"
     assert system["name"] == f"hf:{tiny_model_dir} (selected-profile)"  # a string for tables and legends
     assert system["generation_failures"] == []
     assert len(openai_server.calls) > 0

@@ -117,7 +117,8 @@ def test_score_guards_before_the_judge_and_records_why(openai_server):
     assert guarded["scores"] == {"need_alignment": 1, "content_depth": 1, "tone": 1, "explanation_style": 1}
     assert guarded["recall"] == 0.0
     assert guarded["claim_verdicts"] == [False] * len(rows[0]["claims"])
-    assert guarded["matched_claims"] == [] and guarded["errors"] == []
+    assert guarded["matched_claims"] == []
+    assert guarded["errors"] == []
     assert "Guarded (empty)" in guarded["feedback"]["tone"]
     assert real["guard"] is None
     assert results["guarded"] == {"empty": 2}

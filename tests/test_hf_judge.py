@@ -19,15 +19,19 @@ def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthe
     summary = results["summary"]
     # A random model cannot write the protocol's format: every judgment fails, is counted, and is never a 0.
     assert summary["failures"] == {metric: 2 for metric in (*DIMENSIONS, "recall")}
-    assert summary["need_alignment"] is None and summary["average"] is None
+    assert summary["need_alignment"] is None
+    assert summary["average"] is None
     for item in results["items"]:
-        assert item["scores"] == {d: None for d in DIMENSIONS} and item["recall"] is None
+        assert item["scores"] == {d: None for d in DIMENSIONS}
+        assert item["recall"] is None
         assert {e["metric"] for e in item["errors"]} == {*DIMENSIONS, "recall"}
     # Two items x (personalization + batched recall), each asked once more after the parse failure.
     assert results["usage"]["calls"] == 8
     judge = results["judge"]
-    assert judge["engine"] == "hf" and judge["max_tokens"] == 8
+    assert judge["engine"] == "hf"
+    assert judge["max_tokens"] == 8
     json.dumps(results)  # serialisable as written to results.json
     again = score(records, f"hf:{tiny_model_dir}", source=synthetic_hub, cache=str(cache), max_shots=1,
                   recall="batched", max_tokens=8, max_parse_retries=1).to_json()
-    assert again["usage"]["calls"] == 0 and again["items"] == results["items"]
+    assert again["usage"]["calls"] == 0
+    assert again["items"] == results["items"]

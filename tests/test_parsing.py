@@ -224,7 +224,8 @@ def test_claim_verdict_rejected(text):
 
 
 def test_verdict_word():
-    assert parse_verdict_word(True) is True and parse_verdict_word("FALSE.") is False
+    assert parse_verdict_word(True) is True
+    assert parse_verdict_word("FALSE.") is False
     with pytest.raises(ParseError):
         parse_verdict_word("not false")
 

@@ -78,8 +78,10 @@ def test_personalization_prompt_contents():
     for part in ("QUERY-TEXT", "GOLD-NEED", "RUBRIC-TEXT", "RESPONSE-TEXT"):
         assert part in text
     for i in range(1, 6):  # the first five R-J pairs, with scores and feedback
-        assert f"SHOT-RESPONSE-{i}" in text and f"SHOT-{i}-FEEDBACK-tone" in text
-    assert "SHOT-RESPONSE-6" not in text and "SHOT-RESPONSE-7" not in text
+        assert f"SHOT-RESPONSE-{i}" in text
+        assert f"SHOT-{i}-FEEDBACK-tone" in text
+    assert "SHOT-RESPONSE-6" not in text
+    assert "SHOT-RESPONSE-7" not in text
     assert "HISTORY-ID" not in text  # the judge never sees the user's history
     # the official output lines are requested
     for label in ("Need Alignment", "Content Depth", "Tone", "Explanation Style"):
@@ -102,8 +104,10 @@ def test_examples_keep_their_order_and_scores():
 def test_max_shots():
     assert "SHOT-RESPONSE-2" not in _text(personalization_request(ROW, RESPONSE, max_shots=1))
     zero = _text(personalization_request(ROW, RESPONSE, max_shots=0))
-    assert "SHOT-RESPONSE" not in zero and "Example" not in zero
-    assert "RUBRIC-TEXT" in zero and "GOLD-NEED" in zero
+    assert "SHOT-RESPONSE" not in zero
+    assert "Example" not in zero
+    assert "RUBRIC-TEXT" in zero
+    assert "GOLD-NEED" in zero
     with pytest.raises(ValueError):
         personalization_request(ROW, RESPONSE, max_shots=-1)
 
@@ -111,8 +115,11 @@ def test_max_shots():
 def test_ablation_without_feedback_keeps_scores_drops_feedback():
     full = _text(personalization_request(ROW, RESPONSE))
     text = _text(personalization_request(ROW, RESPONSE, with_feedback=False))
-    assert "FEEDBACK" in full and "FEEDBACK" not in text
-    assert "SHOT-RESPONSE-1" in text and "RUBRIC-TEXT" in text and "GOLD-NEED" in text
+    assert "FEEDBACK" in full
+    assert "FEEDBACK" not in text
+    assert "SHOT-RESPONSE-1" in text
+    assert "RUBRIC-TEXT" in text
+    assert "GOLD-NEED" in text
     for i in range(1, 6):
         shot = ROW["shots"][i - 1]
         start = text.index(f"SHOT-RESPONSE-{i}")
@@ -125,7 +132,8 @@ def test_ablation_without_feedback_keeps_scores_drops_feedback():
 def test_ablation_without_personalization_drops_need_rubric_examples():
     request = personalization_request(ROW, RESPONSE, personalized=False)
     text = _text(request)
-    assert "QUERY-TEXT" in text and "RESPONSE-TEXT" in text
+    assert "QUERY-TEXT" in text
+    assert "RESPONSE-TEXT" in text
     for part in ("GOLD-NEED", "RUBRIC-TEXT", "SHOT-RESPONSE", "FEEDBACK", "rubric", "Example"):
         assert part not in text, part
 
@@ -169,7 +177,8 @@ def test_claim_request():
     assert [m["role"] for m in request.messages] == ["system", "user"]
     user = request.messages[-1]["content"]
     assert user.index("RESPONSE-TEXT") < user.index("The X1 weighs 1.1 kg.")
-    assert "Answer: True" in request.messages[0]["content"] and request.json_schema is None
+    assert "Answer: True" in request.messages[0]["content"]
+    assert request.json_schema is None
     assert parse_claim_verdict("It is stated.\nAnswer: True") is True
 
 
@@ -217,7 +226,8 @@ def test_repair_request():
     assert repaired.messages[-1]["role"] == "user"
     assert "ambiguous" in repaired.messages[-1]["content"]
     assert "only the final answer" in repaired.messages[-1]["content"]
-    assert repaired.max_tokens == 1000 and repaired.json_schema is None
+    assert repaired.max_tokens == 1000
+    assert repaired.json_schema is None
     assert repaired != original  # a different prompt, so a different cache key
     # a second round builds on the first
     again = repair_request(repaired, "still bad", "no score lines found")

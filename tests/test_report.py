@@ -36,7 +36,8 @@ def test_report_embeds_every_plot_as_png(make_results):
                                           "per-user heat map of good", "per-user heat map of weak", "failures per metric"]
     for _, data in images:
         image = Image.open(io.BytesIO(base64.b64decode(data)))
-        assert image.format == "PNG" and image.width > 300
+        assert image.format == "PNG"
+        assert image.width > 300
     assert "http" not in page.replace("http-equiv", "")  # no external resource
     assert page.index(">good<") < page.index(">weak<")  # ranked
 

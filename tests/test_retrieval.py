@@ -113,7 +113,8 @@ def test_embeddings_are_cached_by_model_and_text(release: dict, embedder: Embedd
     vectors = again.encode(texts)
     assert again.encoded == 0  # every session was encoded by the `rankings` fixture's run
     assert encoders._load.cache_info() == loads  # and the model was not even asked for
-    assert vectors.shape == (20, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors.shape == (20, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert np.allclose(vectors, embedder.encode(texts))
     again.encode(texts + ["a text never seen before", "a text never seen before"])
     assert again.encoded == 1  # only the new text, once
@@ -159,7 +160,8 @@ def test_bm25_returns_only_matching_sessions_and_hybrid_falls_back_to_dense(rele
     lexical = BM25Retriever()
     lexical.fit(release["sessions"])
     hits = lexical.search([(user, release["queries"][0]["query"])], 100)[0]
-    assert hits and all(hit.score > 0 for hit in hits)
+    assert hits
+    assert all(hit.score > 0 for hit in hits)
     # No word in common with any session: no lexical evidence, so no BM25 hits (not every session at
     # score 0 in history order), and the fusion is the dense ranking alone.
     query = "xylophone zeppelin quasar"
@@ -180,7 +182,8 @@ def test_bm25_user_with_only_empty_or_stopword_sessions_gets_no_hits() -> None:
         {"user": "talker", "id": "2", "text": "trail running shoes"},
     ])
     found = retriever.search([("quiet", "sourdough"), ("talker", "sourdough"), ("quiet", "the")], 5)
-    assert found[0] == [] and found[2] == []
+    assert found[0] == []
+    assert found[2] == []
     assert [hit.id for hit in found[1]] == ["1"]
 
 
@@ -198,7 +201,8 @@ def test_document_collection_searches_txt_and_jsonl(tmp_path: Path) -> None:
     search = DocumentCollection(docs, k=2)
     assert len(search.documents) == 3
     found = search("which burr grinder for espresso")
-    assert found[0]["title"] == "espresso grinders" and found[0]["url"].startswith("file://")
+    assert found[0]["title"] == "espresso grinders"
+    assert found[0]["url"].startswith("file://")
     assert search("bedtime routine for my toddler")[0] == {
         "title": "Toddler sleep",
         "url": "https://example.org/sleep",

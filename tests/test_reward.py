@@ -190,7 +190,8 @@ def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, openai_se
     rewards = reward(prompts, completions, user=users, query_id=query_ids, log_metric=log_metric, log_extra=log_extra,
                      trainer_state=None)
     logged = dict(metrics)
-    assert logged["bespoke/guarded"] == 0.5 and logged["bespoke/failed"] == 0.0
+    assert logged["bespoke/guarded"] == 0.5
+    assert logged["bespoke/failed"] == 0.0
     assert logged["bespoke/reward_mean"] == pytest.approx(sum(rewards) / 4)
     assert extra == {"bespoke_guard": ["empty", "", "repetition", ""]}
     # judge failures are logged as such (a judge that never answers in the format)

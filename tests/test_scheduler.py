@@ -40,13 +40,19 @@ def test_warm_cache_makes_no_calls(openai_server, tmp_path):
     with Cache(tmp_path / "c.sqlite") as cache:
         first_usage, second_usage = Usage(), Usage()
         first = run_requests_sync(backend_for(openai_server), requests, cache=cache, usage=first_usage)
-        assert len(openai_server.calls) == 20 and first_usage.calls == 20 and first_usage.cached == 0
-        assert first_usage.input_tokens == 20 and first_usage.output_tokens == 60
+        assert len(openai_server.calls) == 20
+        assert first_usage.calls == 20
+        assert first_usage.cached == 0
+        assert first_usage.input_tokens == 20
+        assert first_usage.output_tokens == 60
         second = run_requests_sync(backend_for(openai_server), requests, cache=cache, usage=second_usage)
         assert len(openai_server.calls) == 20  # nothing new reached the server
-        assert second_usage.calls == 0 and second_usage.cached == 20 and second_usage.input_tokens == 0
+        assert second_usage.calls == 0
+        assert second_usage.cached == 20
+        assert second_usage.input_tokens == 0
         assert [r.text for r in second] == [r.text for r in first] == [f"answer to q{i}" for i in range(20)]
-        assert all(r.cached for r in second) and not any(r.cached for r in first)
+        assert all(r.cached for r in second)
+        assert not any(r.cached for r in first)
         # A different key_extra (say, a new protocol version) is a different answer.
         run_requests_sync(backend_for(openai_server), requests[:3], cache=cache, key_extra={"protocol_version": 9})
         assert len(openai_server.calls) == 23
@@ -87,7 +93,8 @@ def test_resume_after_cancellation(openai_server, tmp_path):
         openai_server.reset()
         results = run_requests_sync(backend_for(openai_server), requests, cache=cache)
         assert len(openai_server.calls) == 40 - done_before
-        assert all(r.ok for r in results) and len(cache) == 40
+        assert all(r.ok for r in results)
+        assert len(cache) == 40
 
 
 def test_identical_requests_are_sent_once(openai_server):
@@ -136,7 +143,9 @@ def test_repair_rounds_only_for_what_failed_to_parse(openai_server, tmp_path):
         assert results[3].error == "unparseable answer after 2 attempt(s): expected a JSON object with an integer n"
         assert results[3].text == "no idea"
         assert len(openai_server.calls) == 10 + 4
-        assert counts == {"done": 8, "failed": 2} and usage.failed == 2 and usage.calls == 14
+        assert counts == {"done": 8, "failed": 2}
+        assert usage.failed == 2
+        assert usage.calls == 14
 
         # Rerun: every answer, repairs included, comes from the cache.
         openai_server.reset()
@@ -162,9 +171,14 @@ def test_call_errors_become_results_and_are_not_cached(openai_server, tmp_path):
     usage = Usage()
     with Cache(tmp_path / "c.sqlite") as cache:
         results = run_requests_sync(backend_for(openai_server), requests_for(3), cache=cache, usage=usage)
-        assert results[1].error.startswith("HTTP 404") and results[1].text is None and results[1].attempts == 1
-        assert results[0].ok and results[2].ok
-        assert usage.failed == 1 and usage.calls == 3 and len(cache) == 2
+        assert results[1].error.startswith("HTTP 404")
+        assert results[1].text is None
+        assert results[1].attempts == 1
+        assert results[0].ok
+        assert results[2].ok
+        assert usage.failed == 1
+        assert usage.calls == 3
+        assert len(cache) == 2
 
 
 def test_a_backend_that_forgets_a_request_yields_an_error():

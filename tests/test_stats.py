@@ -74,7 +74,9 @@ def test_agreement_reports_every_number_with_an_interval():
     low, high = out["pearson_ci"]
     assert low < 0.8 < high <= 1.0
     empty = stats.agreement([], [])
-    assert empty["n"] == 0 and empty["pearson"] is None and empty["pearson_ci"] is None
+    assert empty["n"] == 0
+    assert empty["pearson"] is None
+    assert empty["pearson_ci"] is None
 
 
 def test_exact_permutation_p_values_by_hand():
@@ -96,9 +98,12 @@ def test_paired_tests_find_a_real_gap_and_not_a_missing_one():
     noise[swap[30:]] = np.clip(noise[swap[30:]] - 1, 1, 5)
     for test in (stats.paired_bootstrap, stats.paired_permutation):
         gap = test(better, base)
-        assert gap.p_value < 0.05 and gap.difference > 0 and gap.ci[0] > 0
+        assert gap.p_value < 0.05
+        assert gap.difference > 0
+        assert gap.ci[0] > 0
         same = test(base, base)
-        assert same.p_value == 1.0 and same.difference == 0.0
+        assert same.p_value == 1.0
+        assert same.difference == 0.0
     assert stats.paired_permutation(noise, base).p_value > 0.05
 
 
