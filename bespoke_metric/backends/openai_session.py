@@ -127,10 +127,13 @@ class Session:
 def sdk_error(url: str, status: int, headers: Mapping[str, str], content: bytes) -> str:
     """The error response as the official SDK reports it: its error type for the status (`RateLimitError`,
     `BadRequestError`, ...) and its message."""
-    import httpx2
     import openai  # only now: a failed call can afford the import
 
-    response = httpx2.Response(status, headers=dict(headers), content=content, request=httpx2.Request("POST", url))
+    try:  # the SDK's HTTP library: httpx2 from openai 3 on, httpx before
+        import httpx2 as http
+    except ImportError:
+        import httpx as http
+    response = http.Response(status, headers=dict(headers), content=content, request=http.Request("POST", url))
     error = openai.AsyncOpenAI(api_key="unused", base_url=url)._make_status_error_from_response(response)
     return f"{type(error).__name__}: {error.message}"
 
