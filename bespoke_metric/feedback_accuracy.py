@@ -118,8 +118,7 @@ async def feedback_accuracy(
         "failures": failures,
         "skipped": skipped,
         "grader": grader.identity(),
-        "usage": {"calls": usage.calls, "cached": usage.cached, "failed": usage.failed,
-                  "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "usage": usage.counts(),
         "version": FEEDBACK_ACCURACY_VERSION,
     }
 

@@ -30,7 +30,7 @@ from . import stats
 from .caveats import is_synthetic, nothing_scored
 from .figure_stats import figure_matrix, mean_of_figures
 from .metrics import METRIC_NAMES as METRICS
-from .results import ItemResult, Results
+from .results import Results
 
 COLUMNS: tuple[str, ...] = METRICS + ("average",)
 """The five benchmark numbers and their mean, the columns of every leaderboard."""
@@ -115,7 +115,7 @@ def parse_results(results: Mapping[str, Any], path: str) -> Entry:
             raise LeaderboardError(f"{path}: item {index} lacks user, query_id or scores")
     try:
         typed = Results.from_json(results)
-        item_matrix(typed.items)
+        figure_matrix(typed.items)
     except (KeyError, TypeError, ValueError) as error:
         raise LeaderboardError(f"{path}: {error}") from None
     unscored = nothing_scored(typed)
@@ -148,11 +148,6 @@ def refuse_proxy(results: Sequence[Entry], allow_proxy: bool) -> None:
         )
 
 
-def item_matrix(items: Sequence[ItemResult]) -> np.ndarray:
-    """`(n_items, 5)` on the benchmark's 0-100 scale (the metric registry's), NaN where not judged."""
-    return figure_matrix(items)
-
-
 def _value(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
@@ -181,7 +176,7 @@ class Row:
 
 def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> Row:
     """The five numbers and the average, each with a percentile bootstrap 95% CI over queries."""
-    matrix = item_matrix(entry.results.items)
+    matrix = figure_matrix(entry.results.items)
     columns = [matrix[:, j] for j in range(matrix.shape[1])]
     values: dict[str, float | None] = {}
     cis: dict[str, tuple[float, float] | None] = {}
@@ -240,7 +235,7 @@ def build_leaderboard(
 
 def per_query(entry: Entry) -> dict[str, np.ndarray]:
     """`{"user/query_id": the item's six numbers}`: five metrics (0-100, NaN if failed) and their mean."""
-    matrix = item_matrix(entry.results.items)
+    matrix = figure_matrix(entry.results.items)
     averages = matrix.mean(axis=1)  # NaN unless all five were scored
     return {item.key: np.append(row, avg)
             for item, row, avg in zip(entry.results.items, matrix, averages)}

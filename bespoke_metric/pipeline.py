@@ -15,6 +15,7 @@ from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_s
 from bespoke_dataset.rows import load_rows
 
 from .aggregation import summarize
+from .backends.base import Usage
 from .figure_stats import figure_stats
 from .judge import Judge, JudgeItem
 from .results import ItemResult, Results
@@ -96,16 +97,8 @@ def build_results(
     wall_seconds: float,
     system: Mapping[str, Any] | None = None,
 ) -> Results:
-    usage = getattr(judge, "usage", None)
-    usage_block = {
-        "calls": getattr(usage, "calls", 0),
-        "cached": getattr(usage, "cached", 0),
-        "failed": getattr(usage, "failed", 0),
-        "input_tokens": getattr(usage, "input_tokens", 0),
-        "output_tokens": getattr(usage, "output_tokens", 0),
-        "wall_seconds": round(wall_seconds, 3),
-        **getattr(usage, "extra", {}),  # what a judge without LLM calls did (the embed judge: texts_encoded)
-    }
+    usage: Usage = getattr(judge, "usage", None) or Usage()  # a judge of one's own may count nothing
+    usage_block = {**usage.counts(), "wall_seconds": round(wall_seconds, 3)}
     return Results(summary=summarize(list(items)), **figure_stats(items), items=list(items), judge=judge.describe(),
                    data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                    model_name=model_name(system) if system is not None else None)

@@ -26,7 +26,8 @@ from bespoke_dataset.keys import natural_key  # noqa: E402
 
 from . import stats  # noqa: E402
 from .metrics import METRIC_NAMES as METRICS  # noqa: E402
-from .leaderboard import COLUMNS, LABELS, Group, Row, item_matrix  # noqa: E402
+from .figure_stats import figure_matrix  # noqa: E402
+from .leaderboard import COLUMNS, LABELS, Group, Row  # noqa: E402
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -71,7 +72,7 @@ def bars_figure(rows: Sequence[Row]) -> plt.Figure:
 def per_user_table(row: Row) -> tuple[list[str], np.ndarray]:
     """Users (sorted) and their mean per metric on the 0-100 scale (NaN where nothing was scored)."""
     items = row.entry.results.items
-    matrix = item_matrix(items)
+    matrix = figure_matrix(items)
     by_user: dict[str, list[int]] = defaultdict(list)
     for index, item in enumerate(items):
         by_user[item.user].append(index)

@@ -41,15 +41,15 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, query_key
 
-from .judge import Judge, JudgeItem
-from .metrics import METRIC_NAMES as METRICS
-from .results import ItemResult
 from .engines import make_judge
 from .guarded_judge import GuardedJudge
+from .judge import Judge, JudgeItem
+from .metrics import METRIC_NAMES as METRICS
 from .metrics import REGISTRY
 from .parsing import ParseError, strip_reasoning
-from .scheduler import run_sync
 from .pipeline import load_benchmark
+from .results import ItemResult
+from .scheduler import run_sync
 
 logger = logging.getLogger(__name__)
 

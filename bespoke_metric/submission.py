@@ -11,11 +11,9 @@ import json
 import os
 from typing import Any
 
-import numpy as np
-
 from bespoke_dataset.errors import UserError
 
-from .leaderboard import Entry, LeaderboardError, item_matrix, parse_results
+from .leaderboard import Entry, LeaderboardError, parse_results
 
 
 class SubmissionError(UserError):
@@ -23,7 +21,8 @@ class SubmissionError(UserError):
 
 
 def check_submission(content: Any, origin: str, *, allow_proxy: bool = False) -> Entry:
-    """The parsed results of a decoded results file, or `SubmissionError` naming `origin` and the reason."""
+    """The parsed results of a decoded results file, or `SubmissionError` naming `origin` and the reason
+    (`parse_results` refuses what is not a results file and a file in which no item was scored)."""
     if not isinstance(content, dict):
         raise SubmissionError(f"{origin}: not a BESPOKE results file (a JSON {type(content).__name__}, not an object)")
     try:
@@ -33,10 +32,6 @@ def check_submission(content: Any, origin: str, *, allow_proxy: bool = False) ->
     if results.proxy and not allow_proxy:
         raise SubmissionError(f"{origin}: proxy-judge results ({results.judge['spec']}) are not leaderboard material: "
                               "they are for quick checks and training loops (--allow-proxy accepts them, marked as proxy)")
-    if not np.isfinite(item_matrix(results.results.items)).any():
-        failures = sum(results.results.summary.get("failures", {}).values())
-        why = f"every judgment failed ({failures} failures)" if results.results.items else "it holds no item"
-        raise SubmissionError(f"{origin}: no item was scored: {why}; there is nothing to submit")
     return results
 
 

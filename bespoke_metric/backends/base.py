@@ -80,6 +80,12 @@ class Usage:
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
 
+    def counts(self) -> dict[str, Any]:
+        """The counters for a usage block: calls, cached, failed, tokens, and the engine's own. Wall time
+        is the caller's to add (runs may overlap)."""
+        return {"calls": self.calls, "cached": self.cached, "failed": self.failed,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, **self.extra}
+
 
 def messages_with_schema(request: Request) -> list[dict[str, str]]:
     """The request's messages, with its JSON schema spelled out at the end of the last user message.
