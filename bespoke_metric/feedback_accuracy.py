@@ -19,37 +19,27 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
 
-from . import stats
+from . import prompts, stats
 from .backends.base import Backend, Request, Usage
 from .cache import Cache
 from .parsing import ParseError
+from .prompts import FEEDBACK_ACCURACY_VERSION
 from .protocol import repair_request
 from .results import ItemResult
 from .scheduler import run_requests
 
-FEEDBACK_ACCURACY_VERSION = "feedback-acc-1"
-SECTION = "Feedback to compare"
-"""The heading that marks a grader prompt (the test server's deterministic judge answers it too)."""
-
-_SYSTEM = (
-    "You compare two written critiques of the same answer to a user's question: one written by the user "
-    "who asked it, one by an automatic evaluator. For each quality dimension listed, decide whether the "
-    "evaluator's critique agrees with the user's: it reaches the same verdict (satisfied, partly "
-    "satisfied, not satisfied) for the same main reasons, and nothing in it contradicts the user's "
-    "critique. Wording does not matter; substance does."
-)
 _VERDICT = re.compile(r"^\s*[-*]?\s*([A-Za-z ]+?)\s*:\s*(agree|disagree)\b", re.IGNORECASE)
 
 
 def grading_request(query: str, pairs: Mapping[str, tuple[str, str]], max_tokens: int = 1024) -> Request:
     """One grader call for one response: `pairs` maps dimension -> (user's feedback, evaluator's feedback)."""
-    blocks = [f"## {DIMENSION_LABELS[d]}\nUser's critique: {' '.join(human.split())}\n"
-              f"Evaluator's critique: {' '.join(judge.split())}" for d, (human, judge) in pairs.items()]
-    lines = "\n".join(f"{DIMENSION_LABELS[d]}: agree or disagree" for d in pairs)
-    user = (f"# The user's question\n{query.strip()}\n\n# {SECTION}\n" + "\n\n".join(blocks) +
-            f"\n\n# Answer format\nThink briefly if you need to, then end with the line `Verdicts:` followed by "
-            f"exactly one line per dimension:\n{lines}")
-    return Request(messages=({"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}), max_tokens=max_tokens)
+    blocks = [prompts.FEEDBACK_PAIR.format(label=DIMENSION_LABELS[d], human=" ".join(human.split()),
+                                           judge=" ".join(judge.split())) for d, (human, judge) in pairs.items()]
+    lines = "\n".join(prompts.FEEDBACK_VERDICT_LINE.format(label=DIMENSION_LABELS[d]) for d in pairs)
+    user = prompts.FEEDBACK_GRADER_USER.format(query=query.strip(), section=prompts.FEEDBACK_SECTION,
+                                               pairs="\n\n".join(blocks), verdict_lines=lines)
+    return Request(messages=({"role": "system", "content": prompts.FEEDBACK_GRADER_SYSTEM},
+                             {"role": "user", "content": user}), max_tokens=max_tokens)
 
 
 def parse_verdicts(text: str, dimensions: Sequence[str]) -> dict[str, bool]:

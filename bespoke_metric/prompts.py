@@ -5,8 +5,9 @@ nothing else writes prompt text. Shared parts come first and what varies comes l
 prefix caching reuse the work: the personalization prompt ends with the response (one prefix per query,
 shared by every system's response), the claim prompt ends with the claim (one prefix per response).
 
-`PROTOCOL_VERSION` is derived from the text of every template here plus `PARSING_VERSION`, so a changed
-prompt can never keep an old cache key or be ranked with results of the old one.
+`PROTOCOL_VERSION` is derived from the text of every judging template here plus `PARSING_VERSION`, so a
+changed prompt can never keep an old cache key or be ranked with results of the old one. The feedback
+grader of meta-evaluation keeps its templates at the end, under a version of their own.
 """
 
 from __future__ import annotations
@@ -160,3 +161,44 @@ def version_of(templates: Mapping[str, object], parsing_version: str = PARSING_V
 
 PROTOCOL_VERSION = version_of(TEMPLATES)
 """The protocol's version; part of every cache key and every results file."""
+
+
+# --- feedback accuracy: meta-evaluation's grader, versioned on its own --------------------------------
+# Not part of the judging protocol (TEMPLATES above): a changed grader prompt changes the grader's cache
+# keys and the version its figures carry, not the judge's.
+
+FEEDBACK_SECTION = "Feedback to compare"
+"""The heading that marks a grader prompt (the test server's deterministic judge answers it too)."""
+
+FEEDBACK_GRADER_SYSTEM = """\
+You compare two written critiques of the same answer to a user's question: one written by the user who \
+asked it, one by an automatic evaluator. For each quality dimension listed, decide whether the evaluator's \
+critique agrees with the user's: it reaches the same verdict (satisfied, partly satisfied, not satisfied) \
+for the same main reasons, and nothing in it contradicts the user's critique. Wording does not matter; \
+substance does."""
+
+FEEDBACK_GRADER_USER = """\
+# The user's question
+{query}
+
+# {section}
+{pairs}
+
+# Answer format
+Think briefly if you need to, then end with the line `Verdicts:` followed by exactly one line per dimension:
+{verdict_lines}"""
+
+FEEDBACK_PAIR = """\
+## {label}
+User's critique: {human}
+Evaluator's critique: {judge}"""
+
+FEEDBACK_VERDICT_LINE = "{label}: agree or disagree"
+
+FEEDBACK_TEMPLATES: dict[str, object] = {
+    "FEEDBACK_SECTION": FEEDBACK_SECTION, "FEEDBACK_GRADER_SYSTEM": FEEDBACK_GRADER_SYSTEM,
+    "FEEDBACK_GRADER_USER": FEEDBACK_GRADER_USER, "FEEDBACK_PAIR": FEEDBACK_PAIR,
+    "FEEDBACK_VERDICT_LINE": FEEDBACK_VERDICT_LINE,
+}
+FEEDBACK_ACCURACY_VERSION = version_of(FEEDBACK_TEMPLATES, "feedback-acc-1")
+"""The grader's version: its reading rules plus a digest of its templates; part of its cache keys."""

@@ -16,7 +16,8 @@ from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.judge import JudgeItem
 from bespoke_metric.engines import make_judge
 from bespoke_metric.meta_eval import REFERENCE, format_meta_eval, judge_variant, meta_evaluate
-from bespoke_metric.feedback_accuracy import SECTION as FEEDBACK_SECTION, grading_request, parse_verdicts
+from bespoke_metric.feedback_accuracy import grading_request, parse_verdicts
+from bespoke_metric.prompts import FEEDBACK_SECTION
 from bespoke_metric.parsing import ParseError
 from bespoke_metric.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import judge_answer

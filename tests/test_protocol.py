@@ -69,6 +69,11 @@ def test_protocol_version_follows_every_template():
         edited = {**prompts.TEMPLATES, name: str(prompts.TEMPLATES[name]) + " "}
         assert prompts.version_of(edited) != PROTOCOL_VERSION, name
     assert prompts.version_of(prompts.TEMPLATES, parsing_version="99") != PROTOCOL_VERSION
+    # the feedback grader's templates version themselves, apart from the judge's
+    assert "FEEDBACK_GRADER_USER" not in prompts.TEMPLATES
+    assert prompts.FEEDBACK_ACCURACY_VERSION == prompts.version_of(prompts.FEEDBACK_TEMPLATES, "feedback-acc-1")
+    edited = {**prompts.FEEDBACK_TEMPLATES, "FEEDBACK_PAIR": prompts.FEEDBACK_PAIR + " "}
+    assert prompts.version_of(edited, "feedback-acc-1") != prompts.FEEDBACK_ACCURACY_VERSION
 
 
 def test_personalization_prompt_contents():
