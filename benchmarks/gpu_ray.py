@@ -34,7 +34,7 @@ def main() -> None:
 
     import bespoke_dataset
     from bespoke_dataset.synthetic import write_release
-    from bespoke_metric.pipeline import score
+    from bespoke_metric.scoring.pipeline import score
     from bespoke_metric.testing.tiny_model import build_tiny_model
 
     work = Path(tempfile.mkdtemp(prefix="bespoke-gpu-ray-"))

@@ -108,9 +108,9 @@ def main() -> None:
 
     from bespoke_dataset.rows import load_rows
     from bespoke_dataset.synthetic import write_release
-    from bespoke_metric.engines import make_judge
-    from bespoke_metric.judge import JudgeItem
-    from bespoke_metric.pipeline import score
+    from bespoke_metric.scoring.engines import make_judge
+    from bespoke_metric.judging.judge import JudgeItem
+    from bespoke_metric.scoring.pipeline import score
 
     work = Path(tempfile.mkdtemp(prefix="bespoke-throughput-"))
     release = write_release(work / "release")

@@ -34,7 +34,7 @@ def _serve(latency: float, queue: "multiprocessing.Queue[str]", stop: "multiproc
 def timed(backend, requests) -> tuple[float, int, float, float]:
     """Wall seconds, requests answered, the steady rate (answers per second from the first answer to
     the last: what more actors add, without their start) and the seconds to the first answer."""
-    from bespoke_metric.scheduler import run_requests_sync
+    from bespoke_metric.calls.scheduler import run_requests_sync
 
     answered: list[float] = []
     start = time.perf_counter()
@@ -57,7 +57,7 @@ def main() -> None:
 
     import ray
 
-    from bespoke_metric.engines import make_backend
+    from bespoke_metric.scoring.engines import make_backend
     from bespoke_metric.backends.base import Request
     from bespoke_metric.testing.tiny_model import build_tiny_model
 

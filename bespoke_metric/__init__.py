@@ -3,8 +3,22 @@
 >>> from bespoke_metric import score
 >>> results = score("preds.jsonl", "openai:gpt-5", source="yonsei-dli/BESPOKE")  # doctest: +SKIP
 
+The package is laid out in wings, each a folder with a curated `__init__`, imports running down only:
+
+| wing | what it holds |
+|---|---|
+| `backends/` | one model call: the engines' backends (OpenAI-compatible, transformers, vLLM, Ray), model files |
+| `calls/` | many calls: the scheduler (concurrency, cache, repairs), the answer cache, progress |
+| `results/` | the results format, the metric registry, the figures and their statistics |
+| `judging/` | the protocol, its prompts and parser, the LLM judge, the `embed:` proxy, the response guards |
+| `scoring/` | the engine registry, predictions, `score` / `score_many` |
+| `systems/` | the systems under test: generation, user contexts, retrieval, search |
+| `analysis/` | meta-evaluation, feedback accuracy, the leaderboard, reports |
+| `hub/` | the `evaluate` metric, the Spaces, Eval Results and submissions |
+| `reward.py`, `testing/` | the training reward; local servers and tiny models for offline tests |
+
 The names below are the public surface (what the README uses); everything else is reachable through
-its module. Each is imported on first use: `Bespoke` (the `evaluate.Metric`) needs `evaluate`, which this
+its wing. Each is imported on first use: `Bespoke` (the `evaluate.Metric`) needs `evaluate`, which this
 package works without, and a run with an API judge never loads the heavy parts (torch, pandas, ...).
 """
 
@@ -12,32 +26,35 @@ from bespoke_dataset.lazy import lazy_attributes
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-from .metrics import METRIC_NAMES, METRICS
+from . import moved
+from .results.metrics import METRIC_NAMES, METRICS
+
+moved.install()  # the flat 0.1 import paths, for one release
 
 # The rest is imported on first use, so `import bespoke_metric` (and `bespoke score` with an API judge)
 # loads no torch, transformers, pandas or matplotlib: name -> the module that defines it.
 _LAZY: dict[str, str] = {
-    "Bespoke": ".evaluate_metric",  # needs `evaluate`, an optional dependency
-    "ENGINES": ".engines",
-    "Engine": ".engines",
+    "Bespoke": ".hub.evaluate_metric",  # needs `evaluate`, an optional dependency
+    "ENGINES": ".scoring.engines",
+    "Engine": ".scoring.engines",
     "GenerationSettings": ".systems",
-    "ItemResult": ".results",
-    "Judge": ".judge",
-    "JudgeItem": ".judge",
-    "ModelNotFoundError": ".model_files",
-    "PredictionError": ".predictions",
-    "build_leaderboard": ".leaderboard",
-    "compare": ".leaderboard",
+    "ItemResult": ".results.records",
+    "Judge": ".judging.judge",
+    "JudgeItem": ".judging.judge",
+    "ModelNotFoundError": ".backends.model_files",
+    "PredictionError": ".scoring.predictions",
+    "build_leaderboard": ".analysis.leaderboard",
+    "compare": ".analysis.leaderboard",
     "generate": ".systems",
-    "load_results": ".leaderboard",
-    "make_backend": ".engines",
-    "make_judge": ".engines",
+    "load_results": ".analysis.leaderboard",
+    "make_backend": ".scoring.engines",
+    "make_judge": ".scoring.engines",
     "make_reward_fn": ".reward",
-    "meta_evaluate": ".meta_eval",
-    "register_engine": ".engines",
-    "score": ".pipeline",
-    "score_many": ".pipeline",
-    "write_results": ".pipeline",
+    "meta_evaluate": ".analysis.meta_eval",
+    "register_engine": ".scoring.engines",
+    "score": ".scoring.pipeline",
+    "score_many": ".scoring.pipeline",
+    "write_results": ".scoring.pipeline",
 }
 
 __all__ = [

@@ -11,7 +11,7 @@ dimension's score at score ÷ 5 (1 -> 0.2, 5 -> 1) and recall as a fraction, so 
 weights the reward is the item's BESPOKE average ÷ 100 and its floor is 0.16 (1 on every dimension, no
 claim). `scale="minmax"` maps each metric's own range onto 0-1 (score 1 -> 0, 5 -> 1), floor 0.
 
-Completions first go through the response guards (`bespoke_metric.guards`), as in `bespoke score`: an
+Completions first go through the response guards (`bespoke_metric.judging.guards`), as in `bespoke score`: an
 empty, echoed, repetitive, wordless or wrong-language completion is not sent to the judge; its item gets
 the lowest score on every dimension and no claim, and its reward is `guarded_value`, by default 0.0:
 below anything a judged completion can earn on the paper scale (floor 0.16), so a policy is never
@@ -41,15 +41,15 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, query_key
 
-from .engines import make_judge
-from .guarded_judge import GuardedJudge
-from .judge import Judge, JudgeItem
-from .metrics import METRIC_NAMES as METRICS
-from .metrics import REGISTRY
-from .parsing import ParseError, strip_reasoning
-from .pipeline import load_benchmark
+from bespoke_metric.scoring.engines import make_judge
+from bespoke_metric.judging.guarded_judge import GuardedJudge
+from bespoke_metric.judging.judge import Judge, JudgeItem
+from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+from bespoke_metric.results.metrics import REGISTRY
+from bespoke_metric.judging.parsing import ParseError, strip_reasoning
+from bespoke_metric.scoring.pipeline import load_benchmark
 from .results import ItemResult
-from .scheduler import run_sync
+from bespoke_metric.calls.scheduler import run_sync
 
 logger = logging.getLogger(__name__)
 

@@ -15,23 +15,23 @@ import sys
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.version import __version__
-from bespoke_metric.progress import quiet_library_bars
+from bespoke_metric.calls.progress import quiet_library_bars
 
 from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
 
-# subcommand name -> module in this package
+# subcommand name -> its module in this package, one folder per wing of the library
 COMMANDS: dict[str, str] = {
-    "info": "info",
-    "export": "export",
-    "synth": "synth",
-    "score": "score",
-    "meta-eval": "meta_eval",
-    "leaderboard": "leaderboard",
-    "compare": "compare",
-    "generate": "generate",
-    "run": "run",
-    "submit": "submit",
-    "space": "space",
+    "info": "data.info",
+    "export": "data.export",
+    "synth": "data.synth",
+    "score": "judging.score",
+    "meta-eval": "judging.meta_eval",
+    "leaderboard": "analysis.leaderboard",
+    "compare": "analysis.compare",
+    "generate": "systems.generate",
+    "run": "systems.run",
+    "submit": "hub.submit",
+    "space": "hub.space",
 }
 
 EXIT_USAGE = 2

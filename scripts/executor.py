@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
-from bespoke_metric.engines import ExecutorOptions, VLLMOptions, parse_spec
+from bespoke_metric.scoring.engines import ExecutorOptions, VLLMOptions, parse_spec
 
 from .options import add_option_arguments
 

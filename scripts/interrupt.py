@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from types import ModuleType
 
-from bespoke_metric.cache import count_answers
+from bespoke_metric.calls.cache import count_answers
 
 EXIT_INTERRUPTED = 130
 """The shell's code for a command ended by SIGINT."""

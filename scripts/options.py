@@ -1,5 +1,5 @@
 """Options several subcommands share, defined once: where the data comes from, and the engines' options
-(whose flags are read off `bespoke_metric.engines`)."""
+(whose flags are read off `bespoke_metric.scoring.engines`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, options: type,
                          only: tuple[str, ...] | None = None) -> None:
-    """One flag per option of an options class of `bespoke_metric.engines` that has one (or of those in
+    """One flag per option of an options class of `bespoke_metric.scoring.engines` that has one (or of those in
     `only`): its spelling, help and choices come from the class, so a flag is defined in one place. A
     `--no-...` flag sets its boolean option to False, another boolean flag sets it to True; unset flags
     stay None (the engine's default)."""

@@ -85,9 +85,9 @@ def make_results():
 
     import numpy as np
 
-    from bespoke_metric.aggregation import summarize
+    from bespoke_metric.results.aggregation import summarize
     from bespoke_dataset.vocabulary import DIMENSIONS
-    from bespoke_metric.metrics import METRIC_NAMES as METRICS
+    from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
     from bespoke_metric.results import ItemResult
 
     def build(values, *, system="system", judge=None, data=None, proxy=False):

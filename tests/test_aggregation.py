@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bespoke_metric.aggregation import by_user, recall_from_verdicts, summarize
+from bespoke_metric.results.aggregation import by_user, recall_from_verdicts, summarize
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.metrics import METRIC_NAMES
+from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results import ItemResult
-from bespoke_metric.metrics import METRICS, REGISTRY
+from bespoke_metric.results.metrics import METRICS, REGISTRY
 
 
 def _spread(total: int, n: int) -> list[int]:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from bespoke_metric.engines import make_backend
+from bespoke_metric.scoring.engines import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request
-from bespoke_metric.scheduler import run_requests_sync
+from bespoke_metric.calls.scheduler import run_requests_sync
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
 
@@ -197,7 +197,7 @@ def test_vllm_judge_uses_guided_json_for_every_call(monkeypatch, synthetic_hub):
 
     import bespoke_dataset
     from bespoke_dataset.vocabulary import DIMENSIONS
-    from bespoke_metric.pipeline import score
+    from bespoke_metric.scoring.pipeline import score
 
     module = fake_vllm()
 

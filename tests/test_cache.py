@@ -7,7 +7,7 @@ import sqlite3
 import threading
 
 from bespoke_metric.backends.base import Completion, Request
-from bespoke_metric.cache import Cache, key_for
+from bespoke_metric.calls.cache import Cache, key_for
 
 IDENTITY = {"engine": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1", "api": "chat", "settings": {"temperature": 0.0}}
 REQUEST = Request(messages=({"role": "user", "content": "hello"},), max_tokens=10)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bespoke_metric.cache import count_answers
+from bespoke_metric.calls.cache import count_answers
 from bespoke_metric.testing.judge_responder import judge_answer
 
 LINE = re.compile(r"^interrupted: (\d+) answer\(s\) saved in (.+) \((\d+) by this run\); rerun the same command to resume$")

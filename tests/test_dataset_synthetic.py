@@ -14,7 +14,7 @@ from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, load
 from scipy.stats import spearmanr
 
 from bespoke_dataset.synthetic import META_KINDS, paraphrase, write_release, write_sample
-from bespoke_dataset.synthetic_responses import KIND_SCORES
+from bespoke_dataset.synthetic.responses import KIND_SCORES
 
 
 def truth(release):

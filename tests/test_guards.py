@@ -12,9 +12,9 @@ import pytest
 
 import bespoke_dataset
 from bespoke_cli import cli
-from bespoke_metric import guards
-from bespoke_metric.guards import check_response
-from bespoke_metric.pipeline import score
+from bespoke_metric.judging import guards
+from bespoke_metric.judging.guards import check_response
+from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer
 
 QUERY = "Why is my sourdough starter not rising and how should I change the dough hydration?"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.pipeline import score
+from bespoke_metric.scoring.pipeline import score
 
 
 def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthetic_hub, tmp_path):

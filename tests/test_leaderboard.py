@@ -11,7 +11,7 @@ import pytest
 
 from bespoke_cli import cli
 from bespoke_metric import leaderboard, report
-from bespoke_metric.leaderboard import LeaderboardError, build_leaderboard, compare, load_results, parse_results
+from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, compare, load_results, parse_results
 
 
 def _write(tmp_path, name, results):

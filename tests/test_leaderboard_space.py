@@ -19,8 +19,8 @@ import yaml
 import bespoke_dataset
 from bespoke_cli.cli import main
 from bespoke_dataset.version import __version__
-from bespoke_metric.pipeline import score, write_results
-from bespoke_metric.spaces import GRADIO_SDK_VERSION
+from bespoke_metric.scoring.pipeline import score, write_results
+from bespoke_metric.hub.spaces import GRADIO_SDK_VERSION
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
 
@@ -68,7 +68,7 @@ def test_space_files_and_the_results_they_ship(results_dir, tmp_path):
 def test_a_hub_repo_of_results_is_read_at_start(results_dir, tmp_path, monkeypatch):
     import huggingface_hub
 
-    from bespoke_metric.leaderboard_app import read_board, results_folder
+    from bespoke_metric.hub.leaderboard_app import read_board, results_folder
 
     out = tmp_path / "board"
     assert main(["space", "leaderboard", "--results", "org/bespoke-results", "--out", str(out)]) == 0

@@ -13,13 +13,13 @@ import bespoke_dataset
 from bespoke_cli import cli
 from bespoke_dataset.synthetic import write_release
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.judge import JudgeItem
-from bespoke_metric.engines import make_judge
-from bespoke_metric.meta_eval import REFERENCE, format_meta_eval, judge_variant, meta_evaluate
-from bespoke_metric.feedback_accuracy import grading_request, parse_verdicts
-from bespoke_metric.prompts import FEEDBACK_SECTION
-from bespoke_metric.parsing import ParseError
-from bespoke_metric.pipeline import load_benchmark
+from bespoke_metric.judging.judge import JudgeItem
+from bespoke_metric.scoring.engines import make_judge
+from bespoke_metric.analysis.meta_eval import REFERENCE, format_meta_eval, judge_variant, meta_evaluate
+from bespoke_metric.analysis.feedback_accuracy import grading_request, parse_verdicts
+from bespoke_metric.judging.prompts import FEEDBACK_SECTION
+from bespoke_metric.judging.parsing import ParseError
+from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import judge_answer
 
 LABELS = {"need_alignment": "Need Alignment", "content_depth": "Content Depth", "tone": "Tone", "explanation_style": "Explanation Style"}

@@ -9,8 +9,8 @@ import pytest
 
 import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.evaluate_metric import FIGURES, Bespoke
-from bespoke_metric.pipeline import score
+from bespoke_metric.hub.evaluate_metric import FIGURES, Bespoke
+from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer, score_for
 
 LOADER = str(Path(__file__).resolve().parents[1] / "loaders" / "bespoke")

@@ -16,8 +16,8 @@ import yaml
 
 from bespoke_cli.cli import main
 from bespoke_dataset.version import __version__
-from bespoke_metric.evaluate_metric import FIGURES
-from bespoke_metric.spaces import GRADIO_SDK_VERSION, MARKER, metric_space_files
+from bespoke_metric.hub.evaluate_metric import FIGURES
+from bespoke_metric.hub.spaces import GRADIO_SDK_VERSION, MARKER, metric_space_files
 
 LOADERS = Path(__file__).resolve().parents[1] / "loaders" / "bespoke"
 FILES = ("bespoke.py", "README.md", "app.py", "requirements.txt")
@@ -135,7 +135,7 @@ def test_push_creates_a_gradio_space_named_as_the_folder(tmp_path, monkeypatch, 
 
 @pytest.fixture(scope="module")
 def metric_page():
-    from bespoke_metric.metric_app import build_app
+    from bespoke_metric.hub.metric_app import build_app
     from bespoke_metric.testing.browser import chromium, served
 
     with served(build_app(source="sample")) as url, chromium() as browser:

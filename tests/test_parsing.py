@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.parsing import (
+from bespoke_metric.judging.parsing import (
     ParseError,
     answer_region,
     parse_batched_recall,

@@ -10,7 +10,7 @@ import pytest
 
 from bespoke_metric.backends.base import Request
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.protocol import (
+from bespoke_metric.judging.protocol import (
     CLAIM_SCHEMA,
     PERSONALIZATION_SCHEMA,
     PROTOCOL_VERSION,
@@ -60,7 +60,7 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def test_protocol_version_follows_every_template():
-    from bespoke_metric import prompts
+    from bespoke_metric.judging import prompts
 
     assert PROTOCOL_VERSION == prompts.version_of(prompts.TEMPLATES)
     assert "CLAIM_USER" in prompts.TEMPLATES

@@ -20,11 +20,11 @@ import psutil
 import pytest
 
 import bespoke_dataset
-from bespoke_metric.engines import make_backend
+from bespoke_metric.scoring.engines import make_backend
 from bespoke_metric.backends.base import Request
-from bespoke_metric.cache import Cache
-from bespoke_metric.pipeline import score
-from bespoke_metric.scheduler import run_requests_sync
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.scoring.pipeline import score
+from bespoke_metric.calls.scheduler import run_requests_sync
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import Fault, RecordedRequest, messages_of, serve
 

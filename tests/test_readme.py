@@ -45,7 +45,7 @@ def test_quickstart_writes_its_results_where_the_readme_says_and_git_ignores_the
     assert ignored_by_git(output)
     assert ignored_by_git("results.json")  # `bespoke score`'s default output, run at the top of a checkout
     assert not ignored_by_git("README.md")
-    assert not ignored_by_git("bespoke_metric/results.py")
+    assert not ignored_by_git("bespoke_metric/results/records.py")
 
 
 def test_readme_timings_say_what_was_measured():

@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 
 from bespoke_cli import cli
-from bespoke_metric.leaderboard import build_leaderboard, parse_results
-from bespoke_metric.report_html import failure_counts, per_user_table, render_html
+from bespoke_metric.analysis.leaderboard import build_leaderboard, parse_results
+from bespoke_metric.analysis.report_html import failure_counts, per_user_table, render_html
 from bespoke_metric.testing import browser
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from bespoke_cli import cli
 from bespoke_dataset import SAMPLE_DIR
-from bespoke_metric.leaderboard import build_leaderboard, load_results
-from bespoke_metric.report import to_csv, to_markdown
-from bespoke_metric.report_html import bars_figure, render_html
+from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
+from bespoke_metric.analysis.report import to_csv, to_markdown
+from bespoke_metric.analysis.report_html import bars_figure, render_html
 from bespoke_metric.testing.judge_responder import judge_answer
 
 OLD_SYSTEM = {"model": {"spec": "hf:/path/to/model", "backend": {"engine": "hf", "model": "/path/to/model"}},

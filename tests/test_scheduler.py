@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from bespoke_metric.engines import make_backend
+from bespoke_metric.scoring.engines import make_backend
 from bespoke_metric.backends.base import CallError, Request, Usage
-from bespoke_metric.cache import Cache
-from bespoke_metric.parsing import ParseError
-from bespoke_metric.progress import ProgressBar
-from bespoke_metric.scheduler import run_requests, run_requests_sync
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.judging.parsing import ParseError
+from bespoke_metric.calls.progress import ProgressBar
+from bespoke_metric.calls.scheduler import run_requests, run_requests_sync
 from bespoke_metric.testing.doubles import RecordingBackend
 from bespoke_metric.testing.server import Fault, messages_of
 

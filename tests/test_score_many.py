@@ -9,7 +9,7 @@ import pytest
 
 import bespoke_dataset
 from bespoke_cli.cli import main
-from bespoke_metric.pipeline import score, score_many
+from bespoke_metric.scoring.pipeline import score, score_many
 from bespoke_metric.testing.judge_responder import judge_answer
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from bespoke_cli.cli import main
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.predictions import PredictionError, read_predictions
-from bespoke_metric.pipeline import score
+from bespoke_metric.scoring.predictions import PredictionError, read_predictions
+from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer, score_for
 from bespoke_metric.testing.server import Fault
 
@@ -238,8 +238,8 @@ def test_query_without_claims_is_an_error_in_both_recall_modes(judge_server, syn
     import asyncio
 
     import bespoke_dataset
-    from bespoke_metric.judge import JudgeItem
-    from bespoke_metric.engines import make_judge
+    from bespoke_metric.judging.judge import JudgeItem
+    from bespoke_metric.scoring.engines import make_judge
 
     row = dict(bespoke_dataset.load("benchmark", source=synthetic_hub)[0], claims=[])
     for mode in ("per-claim", "batched"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bespoke_metric import stats
+from bespoke_metric.results import stats
 
 
 def test_correlations_and_agreement_by_hand():

@@ -11,7 +11,7 @@ import yaml
 
 from bespoke_cli.cli import main
 from bespoke_dataset.registration import BENCHMARK_TASKS, REGISTRATION_FILE
-from bespoke_metric.metrics import METRIC_NAMES
+from bespoke_metric.results.metrics import METRIC_NAMES
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

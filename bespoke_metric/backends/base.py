@@ -2,7 +2,7 @@
 
 A backend turns a list of chat requests into completions. How it gets there is its own business:
 `openai` sends them concurrently with retries, `hf` batches them through `model.generate`, `vllm`
-submits them all at once. The scheduler (`bespoke_metric.scheduler`) sits in front of every backend and
+submits them all at once. The scheduler (`bespoke_metric.calls.scheduler`) sits in front of every backend and
 owns what is common: the cache, the progress bar, and re-asking when an answer cannot be parsed.
 """
 

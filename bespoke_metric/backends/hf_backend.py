@@ -19,8 +19,8 @@ import logging
 from pathlib import Path
 from typing import Any, Sequence
 
-from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
-from bespoke_metric.model_files import locate_model
+from .base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
+from .model_files import locate_model
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 from urllib.parse import urlsplit
 
-from bespoke_metric.backends.base import CallError, Completion, OnDone, Outcome, Request
-from bespoke_metric.backends.openai_session import CallFailed, Session, scrub_url, short
+from .base import CallError, Completion, OnDone, Outcome, Request
+from .openai_session import CallFailed, Session, scrub_url, short
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ import logging
 import threading
 from typing import Any, AsyncIterator, Callable, Protocol, Sequence
 
-from bespoke_metric.backends.base import Backend, OnDone, Outcome, Request
-from bespoke_metric.backends.ray_rows import encode_request
+from .base import Backend, OnDone, Outcome, Request
+from .ray_rows import encode_request
 
 log = logging.getLogger(__name__)
 
@@ -93,13 +93,13 @@ class RayBackend:
         if engine == "vllm":
             if gpus_per_replica is not None:
                 raise ValueError("gpus_per_replica is for hf: a vllm replica uses tensor_parallel_size x pipeline_parallel_size GPUs")
-            from bespoke_metric.backends.vllm_processor import VLLMPlan
+            from .vllm_processor import VLLMPlan
 
             self._plan = VLLMPlan(model, replicas, pipeline_parallel_size or 1, engine_options)
         else:
             if pipeline_parallel_size is not None:
                 raise ValueError(f"pipeline_parallel_size is for vllm, not the {engine} engine")
-            from bespoke_metric.backends.workers import ActorPlan
+            from .workers import ActorPlan
 
             self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, engine_options, build)
         self.one_batch = self._plan.one_batch

@@ -17,7 +17,7 @@ import asyncio
 import json
 from typing import Any, Sequence
 
-from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
+from .base import CallError, Completion, OnDone, Request
 
 
 class VLLMBackend:

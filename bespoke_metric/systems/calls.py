@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bespoke_metric.backends.base import Backend, Request, Usage
-from bespoke_metric.cache import Cache
-from bespoke_metric.parsing import ParseError, strip_reasoning
-from bespoke_metric.progress import ProgressHook
-from bespoke_metric.scheduler import CallResult, run_requests_sync
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.judging.parsing import ParseError, strip_reasoning
+from bespoke_metric.calls.progress import ProgressHook
+from bespoke_metric.calls.scheduler import CallResult, run_requests_sync
 
 from .prompts import GENERATION_PROMPT_VERSION
 

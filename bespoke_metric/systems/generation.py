@@ -22,10 +22,10 @@ from typing import Any
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.engines import make_backend
+from bespoke_metric.scoring.engines import make_backend
 from bespoke_metric.backends.base import Backend, Usage
-from bespoke_metric.cache import Cache
-from bespoke_metric.progress import ProgressBar
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.calls.progress import ProgressBar
 
 from .calls import ask
 from .context import PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, render_search_results, row_key

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bespoke_metric.backends.base import Backend, Request, Usage
-from bespoke_metric.cache import Cache
-from bespoke_metric.progress import ProgressBar
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.calls.progress import ProgressBar
 
 from .calls import Answer, ask
 from .context import ProfileTask, row_key

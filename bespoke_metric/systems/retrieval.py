@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bespoke_metric.encoders import DEFAULT_ENCODER
+from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 
 from .embeddings import Embedder
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.cache import Cache
-from bespoke_metric.encoders import DEFAULT_ENCODER
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 
 from .context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, check_positive
 from .retrieval import RETRIEVERS, Retriever

@@ -1,6 +1,6 @@
 """Token counting for budgets: the system model's own tokenizer, OpenAI's encodings, or an estimate.
 
-A Hugging Face tokenizer is found with `bespoke_metric.model_files.locate_model` first (a local folder,
+A Hugging Face tokenizer is found with `bespoke_metric.backends.model_files.locate_model` first (a local folder,
 the Hub cache, or a download of the tokenizer files alone), so a tokenizer that is not here and cannot be
 fetched is a `ModelNotFoundError` in seconds, not a minute of retries.
 """
@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bespoke_metric.engines import parse_spec
-from bespoke_metric.model_files import ModelNotFoundError, locate_model
+from bespoke_metric.scoring.engines import parse_spec
+from bespoke_metric.backends.model_files import ModelNotFoundError, locate_model
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from bespoke_metric.backends.base import Backend, OnDone, Outcome, Request
-from bespoke_metric.judge import Judge, JudgeItem
-from bespoke_metric.progress import ProgressHook
+from bespoke_metric.judging.judge import Judge, JudgeItem
+from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.results import ItemResult
 
 

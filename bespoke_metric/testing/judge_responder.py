@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from ..prompts import FEEDBACK_SECTION
+from bespoke_metric.judging.prompts import FEEDBACK_SECTION
 from .server import messages_of
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -3,11 +3,11 @@
 `evaluate.load("bespoke", judge=..., source=...)` loads this script from the folder `bespoke/` (or
 from the Hub Space that holds it). The judging lives in the `bespoke-eval` package, which must be
 installed: `pip install "bespoke-eval[evaluate]==0.1.0"`. Written by `bespoke space metric` from
-the package's template (`bespoke_metric/space_files/metric/`): change the template, not this copy.
+the package's template (`bespoke_metric/hub/space_files/metric/`): change the template, not this copy.
 """
 
 import evaluate
-import bespoke_metric.evaluate_metric  # From: bespoke-eval==0.1.0
+import bespoke_metric.hub.evaluate_metric  # From: bespoke-eval==0.1.0
 
 _EXAMPLES = """
 Examples:
@@ -46,7 +46,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(
-    bespoke_metric.evaluate_metric.DESCRIPTION, bespoke_metric.evaluate_metric.ARGUMENTS + _EXAMPLES
+    bespoke_metric.hub.evaluate_metric.DESCRIPTION, bespoke_metric.hub.evaluate_metric.ARGUMENTS + _EXAMPLES
 )
-class Bespoke(bespoke_metric.evaluate_metric.Bespoke):
+class Bespoke(bespoke_metric.hub.evaluate_metric.Bespoke):
     examples = _EXAMPLES

@@ -1,0 +1,13 @@
+"""Synthetic releases in the real raw format, for tests, benchmarks and offline demos.
+
+| module | concern |
+|---|---|
+| `generator` | users, sessions, queries and judged responses, written as a release (`write_release`, `write_sample`) |
+| `topics` | the topics, personas, tones and styles the generator draws from |
+| `responses` | responses of known quality and their judgments (examples and the held-out meta-test kinds) |
+"""
+
+from .generator import MARKER, TRUTH_FILE, build_release, write_release, write_sample
+from .responses import META_KINDS, paraphrase
+
+__all__ = ["MARKER", "META_KINDS", "TRUTH_FILE", "build_release", "paraphrase", "write_release", "write_sample"]

@@ -1,0 +1,23 @@
+"""Reading results: agreement with human judges, feedback accuracy, the leaderboard, paired comparisons, reports.
+
+| module | concern |
+|---|---|
+| `meta_eval` | `meta_evaluate`: a judge against the human meta-test scores |
+| `feedback_accuracy` | whether the judge's feedback agrees with the user's |
+| `leaderboard` | `build_leaderboard`, `compare`, `load_results`: ranking results that may be ranked together |
+| `report`, `report_html` | the leaderboard as text, Markdown or HTML with charts |
+"""
+
+from bespoke_dataset.lazy import lazy_attributes
+
+# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
+_LAZY: dict[str, str] = {
+    "build_leaderboard": ".leaderboard",
+    "compare": ".leaderboard",
+    "load_results": ".leaderboard",
+    "meta_evaluate": ".meta_eval",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

@@ -1,0 +1,334 @@
+"""Ranking systems from results files, honestly.
+
+- Results are grouped by everything that makes scores comparable: the judge block (spec, protocol
+  version, engine settings, ablation flags) and the data (fingerprint, else source and revision).
+  Systems are ranked only within a group, never across.
+- Proxy-judge results (`embed:`) are refused unless explicitly allowed.
+- Every number carries a bootstrap 95% interval over queries; `compare` tests two systems per metric on
+  the queries they share (paired bootstrap or permutation).
+- `push_to_hub` publishes a results file in the layout leaderboards read: `results/{system}/{date}.json`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from huggingface_hub import HfApi
+
+from bespoke_dataset.errors import UserError
+from bespoke_dataset.vocabulary import DIMENSION_LABELS
+
+from bespoke_metric.results import stats
+from bespoke_metric.results.caveats import is_synthetic, nothing_scored
+from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
+from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+from bespoke_metric.results import Results
+
+COLUMNS: tuple[str, ...] = METRICS + ("average",)
+"""The five benchmark numbers and their mean, the columns of every leaderboard."""
+
+LABELS: dict[str, str] = {**DIMENSION_LABELS, "recall": "Recall", "average": "Average"}
+"""Column headings."""
+
+_REQUIRED = ("summary", "items", "judge", "data")
+
+
+class LeaderboardError(UserError):
+    """A results file that cannot be ranked (malformed, proxy judge, incomparable pair)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One results file entered in the leaderboard: where it came from, the system it scores, its results."""
+
+    path: str
+    system: str
+    results: Results
+
+    @property
+    def judge(self) -> Mapping[str, Any]:
+        return self.results.judge
+
+    @property
+    def proxy(self) -> bool:
+        return self.results.proxy
+
+    @property
+    def queries(self) -> list[str]:
+        """The queries scored, as sorted `user/query_id` keys."""
+        return sorted(item.key for item in self.results.items)
+
+    @property
+    def judge_key(self) -> str:
+        """Canonical JSON of what must be equal for two results to be compared: the judge and the data."""
+        data = self.results.data
+        data_id = {"fingerprint": data["fingerprint"]} if data.get("fingerprint") else {"source": data.get("source"), "revision": data.get("revision")}
+        return json.dumps({"judge": self.judge, "data": data_id}, sort_keys=True, default=str)
+
+    @property
+    def group_key(self) -> str:
+        """What must be equal for two results to be ranked together: judge, data, and the set of queries
+        scored (a `--limit` run is not ranked against a full one; `compare` pairs shared queries instead)."""
+        return self.judge_key + hashlib.sha256("\n".join(self.queries).encode()).hexdigest()
+
+
+def system_label(system: Mapping[str, Any]) -> str | None:
+    """A `system` block's display name: `name`, else the model's spec (+ context), else None.
+
+    `bespoke run` writes `name` (`hf:/path/to/model (history)`); results written before it did record the
+    model as a dict (`{"spec": ..., "backend": ...}`), whose spec is used."""
+    if system.get("name"):
+        return str(system["name"])
+    model = system.get("model")
+    if isinstance(model, Mapping):
+        model = model.get("spec") or model.get("model")
+    if not model:
+        return None
+    context = system.get("context")
+    return f"{model} ({context})" if context else str(model)
+
+
+def system_name(results: Mapping[str, Any], path: str) -> str:
+    """The system's display name: from its `system` block (`system_label`), else the file name."""
+    return system_label(results.get("system") or {}) or os.path.splitext(os.path.basename(path))[0]
+
+
+def parse_results(results: Mapping[str, Any], path: str) -> Entry:
+    """Check the shape of a results file's content; errors name the file and the missing part."""
+    missing = [key for key in _REQUIRED if key not in results]
+    if missing:
+        raise LeaderboardError(f"{path}: not a BESPOKE results file (missing {', '.join(missing)})")
+    if "spec" not in results["judge"]:
+        raise LeaderboardError(f"{path}: the judge block has no 'spec'")
+    if "meta_eval" in results:
+        raise LeaderboardError(f"{path}: a meta-evaluation of a judge, not a system's results")
+    for index, item in enumerate(results["items"]):
+        if not {"user", "query_id", "scores"} <= set(item):
+            raise LeaderboardError(f"{path}: item {index} lacks user, query_id or scores")
+    try:
+        typed = Results.from_json(results)
+        figure_matrix(typed.items)
+    except (KeyError, TypeError, ValueError) as error:
+        raise LeaderboardError(f"{path}: {error}") from None
+    unscored = nothing_scored(typed)
+    if unscored:
+        raise LeaderboardError(f"{path}: {unscored}; there is nothing to rank (rescore it once the judge works)")
+    return Entry(path, system_name(results, path), typed)
+
+
+def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
+    """Read results files; a file that is not JSON or not a results file is an error naming it."""
+    loaded = []
+    for raw_path in paths:
+        path = os.fspath(raw_path)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                content = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise LeaderboardError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+        loaded.append(parse_results(content, path))
+    return loaded
+
+
+def refuse_proxy(results: Sequence[Entry], allow_proxy: bool) -> None:
+    proxies = [r for r in results if r.proxy]
+    if proxies and not allow_proxy:
+        named = ", ".join(f"{r.path} ({r.judge['spec']})" for r in proxies)
+        raise LeaderboardError(
+            f"proxy-judge results are not leaderboard material: {named}. "
+            "They are for quick checks and training loops; pass allow_proxy=True (--allow-proxy) to show them anyway."
+        )
+
+
+def _value(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+@dataclass
+class Row:
+    """One system in a leaderboard group."""
+
+    entry: Entry
+    values: dict[str, float | None]
+    cis: dict[str, tuple[float, float] | None]
+    rank: int = 0
+
+    @property
+    def system(self) -> str:
+        return self.entry.system
+
+    @property
+    def items(self) -> int:
+        return len(self.entry.results.items)
+
+    @property
+    def failures(self) -> int:
+        return int(sum(self.entry.results.summary.get("failures", {}).values()))
+
+
+def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> Row:
+    """The five numbers and the average, each with a percentile bootstrap 95% CI over queries."""
+    matrix = figure_matrix(entry.results.items)
+    columns = [matrix[:, j] for j in range(matrix.shape[1])]
+    values: dict[str, float | None] = {}
+    cis: dict[str, tuple[float, float] | None] = {}
+    for metric, column in zip(METRICS, columns):
+        values[metric] = _value(stats.rowwise_nanmean(column[None, :])[0]) if len(column) else None
+        cis[metric] = stats.bootstrap_ci(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
+    five = [values[m] for m in METRICS]
+    values["average"] = None if any(v is None for v in five) else float(np.mean(five))
+    cis["average"] = stats.bootstrap_ci(mean_of_figures, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
+    return Row(entry, values, cis)
+
+
+@dataclass
+class Group:
+    """Systems scored by the same judge on the same data: the only ones ranked together."""
+
+    judge: Mapping[str, Any]
+    data: Mapping[str, Any]
+    queries: int
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        protocol = self.judge.get("protocol_version", "?")
+        revision = self.data.get("revision") or "local"
+        fingerprint = (self.data.get("fingerprint") or "")[:12]
+        proxy = " · PROXY judge" if self.judge.get("proxy") else ""
+        synthetic = " · SYNTHETIC data" if is_synthetic(self.data) else ""
+        return (f"judge {self.judge['spec']} (protocol {protocol}){proxy} · data {self.data.get('source')}@{revision} "
+                f"{fingerprint}{synthetic} · {self.queries} queries")
+
+    @property
+    def settings(self) -> str:
+        """The judge's settings besides spec and protocol, as `k=v` pairs."""
+        skip = {"spec", "protocol_version", "proxy"}
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.judge.items()) if k not in skip)
+
+
+def build_leaderboard(
+    results: Sequence[Entry], *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0
+) -> list[Group]:
+    """Group comparable results and rank each group by average (systems without one go last)."""
+    refuse_proxy(results, allow_proxy)
+    groups: dict[str, Group] = {}
+    for result in results:
+        group = groups.setdefault(result.group_key, Group(result.judge, result.results.data, len(result.queries)))
+        group.rows.append(system_row(result, n_resamples=n_resamples, seed=seed))
+    for group in groups.values():
+        group.rows.sort(key=lambda row: (row.values["average"] is None, -(row.values["average"] or 0.0), row.system))
+        for rank, row in enumerate(group.rows, start=1):
+            row.rank = rank
+    return list(groups.values())
+
+
+# ----------------------------------------------------------------------------------------------- compare
+
+def per_query(entry: Entry) -> dict[str, np.ndarray]:
+    """`{"user/query_id": the item's six numbers}`: five metrics (0-100, NaN if failed) and their mean."""
+    matrix = figure_matrix(entry.results.items)
+    averages = matrix.mean(axis=1)  # NaN unless all five were scored
+    return {item.key: np.append(row, avg)
+            for item, row, avg in zip(entry.results.items, matrix, averages)}
+
+
+def compare(
+    a: Entry, b: Entry, *, method: str = "permutation", n_resamples: int = 10_000, seed: int = 0
+) -> dict[str, Any]:
+    """Is system `a` better than `b`? A paired test per metric on the queries both scored.
+
+    `difference` is mean(a) - mean(b) on the 0-100 scale over the shared queries where both have that
+    metric; `average` uses queries where both have all five. Results by different judges or on
+    different data are refused: their difference would measure the judges, not the systems.
+    """
+    if method not in stats.PAIRED_TESTS:
+        raise ValueError(f"method must be one of {', '.join(stats.PAIRED_TESTS)}, got {method!r}")
+    if a.judge_key != b.judge_key:
+        raise LeaderboardError(f"{a.path} and {b.path} were not scored by the same judge on the same data; they cannot be compared")
+    qa, qb = per_query(a), per_query(b)
+    shared = sorted(set(qa) & set(qb))
+    if not shared:
+        raise LeaderboardError(f"{a.path} and {b.path} share no query")
+    va = np.array([qa[key] for key in shared])
+    vb = np.array([qb[key] for key in shared])
+    test = stats.PAIRED_TESTS[method]
+    metrics: dict[str, Any] = {}
+    for j, metric in enumerate(COLUMNS):
+        both = ~np.isnan(va[:, j]) & ~np.isnan(vb[:, j])
+        if not both.any():
+            metrics[metric] = {"n": 0, "a": None, "b": None, "difference": None, "ci": None, "p_value": None}
+            continue
+        result = test(va[both, j], vb[both, j], n_resamples=n_resamples, seed=seed)
+        metrics[metric] = {"a": float(va[both, j].mean()), "b": float(vb[both, j].mean()), **result.to_dict()}
+    return {
+        "a": {"system": a.system, "path": a.path},
+        "b": {"system": b.system, "path": b.path},
+        "method": method,
+        "shared_queries": len(shared),
+        "only_a": len(set(qa) - set(qb)),
+        "only_b": len(set(qb) - set(qa)),
+        "metrics": metrics,
+    }
+
+
+def format_comparison(comparison: Mapping[str, Any], alpha: float = 0.05) -> str:
+    """A plain-text table of a `compare` result; `*` marks p < alpha."""
+    a, b = comparison["a"]["system"], comparison["b"]["system"]
+    lines = [f"A = {a}", f"B = {b}",
+             f"{comparison['shared_queries']} shared queries ({comparison['only_a']} only in A, {comparison['only_b']} only in B); "
+             f"paired {comparison['method']} test",
+             f"{'metric':<20}{'n':>5}{'A':>9}{'B':>9}{'A-B':>9}  {'95% CI':<18}{'p':>8}"]
+    for metric, m in comparison["metrics"].items():
+        if m["difference"] is None:
+            lines.append(f"{metric:<20}{0:>5}{'n/a':>9}")
+            continue
+        ci = f"[{m['ci'][0]:+.2f}, {m['ci'][1]:+.2f}]" if m["ci"] else ""
+        mark = " *" if m["p_value"] < alpha else ""
+        lines.append(f"{metric:<20}{m['n']:>5}{m['a']:>9.2f}{m['b']:>9.2f}{m['difference']:>+9.2f}  {ci:<18}{m['p_value']:>8.4f}{mark}")
+    lines.append(f"* p < {alpha}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------- the Hub
+
+def hub_path(results: Entry) -> str:
+    """`results/{system}/{date}.json`, the system name made path-safe (`org/model` -> `org__model`)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", results.system.replace("/", "__")).strip("_") or "system"
+    created = results.results.created
+    date = created[:10] if re.match(r"\d{4}-\d{2}-\d{2}", created) else _dt.date.today().isoformat()
+    return f"results/{safe}/{date}.json"
+
+
+def push_to_hub(
+    results_path: str | os.PathLike[str],
+    repo: str,
+    *,
+    token: str | None = None,
+    allow_proxy: bool = False,
+    private: bool = False,
+) -> str:
+    """Upload a results file to the Hub dataset repo `repo` (created if needed) at `hub_path`.
+
+    Proxy-judge results are refused unless `allow_proxy`. Returns the path inside the repo."""
+    [results] = load_results([results_path])
+    refuse_proxy([results], allow_proxy)
+    api = HfApi(token=token)
+    api.create_repo(repo, repo_type="dataset", exist_ok=True, private=private)
+    path_in_repo = hub_path(results)
+    api.upload_file(
+        path_or_fileobj=os.fspath(results_path),
+        path_in_repo=path_in_repo,
+        repo_id=repo,
+        repo_type="dataset",
+        commit_message=f"Add BESPOKE results of {results.system} ({results.judge['spec']})",
+    )
+    return path_in_repo

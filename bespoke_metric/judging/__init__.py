@@ -1,0 +1,31 @@
+"""The BESPOKE judging protocol and the judges that apply it.
+
+| module | concern |
+|---|---|
+| `prompts` | every judge prompt, as whole templates with named placeholders; the protocol version |
+| `protocol` | building the judge's requests for a query and a response (pure) |
+| `parsing` | reading a judge's answer strictly: the final answer only, ambiguity rejected (pure) |
+| `judge` | `Judge` and `JudgeItem`: what every judge takes and returns |
+| `llm_judge` | `LLMJudge`: the protocol over any LLM backend |
+| `embed_judge`, `embed_calibration` | the `embed:` proxy judge and its quantile calibration |
+| `guards`, `guarded_judge` | cheap checks for degenerate responses, applied in front of any judge |
+"""
+
+from bespoke_dataset.lazy import lazy_attributes
+
+# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
+_LAZY: dict[str, str] = {
+    "EmbedJudge": ".embed_judge",
+    "GuardedJudge": ".guarded_judge",
+    "Judge": ".judge",
+    "JudgeItem": ".judge",
+    "LLMJudge": ".llm_judge",
+    "PROTOCOL_VERSION": ".prompts",
+    "RECALL_MODES": ".protocol",
+    "check_response": ".guards",
+    "strip_reasoning": ".parsing",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

@@ -1,0 +1,179 @@
+"""The paper's judge: the protocol's prompts sent through any backend, answers parsed strictly.
+
+One item costs one personalization call plus, for recall, one call per gold claim (`per-claim`, the
+paper's protocol) or one structured call for all of them (`batched`). Every call of a run goes to the
+scheduler at once, so the backend decides how to overlap them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from . import protocol
+from .protocol import RECALL_MODES
+from bespoke_metric.backends.base import Backend, Request, Usage
+from bespoke_metric.calls.cache import Cache
+from bespoke_dataset.vocabulary import DIMENSIONS
+
+from .judge import JudgeItem
+from bespoke_metric.calls.progress import ProgressHook
+from bespoke_metric.results import ItemResult
+from bespoke_metric.results.aggregation import recall_from_verdicts
+from bespoke_metric.calls.scheduler import CallResult, run_requests
+
+@dataclass(frozen=True)
+class _Call:
+    """What one request is for: the item, and which part of its judgment."""
+
+    item: int
+    kind: Literal["personalization", "claim", "claims"]
+    claim: int = -1
+
+
+class LLMJudge:
+    """A judge made of the BESPOKE protocol and an LLM backend (the grader model is an argument)."""
+
+    proxy = False
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        spec: str | None = None,
+        max_shots: int = 5,
+        recall: str = "per-claim",
+        cache: Cache | None = None,
+        with_feedback: bool = True,
+        personalized: bool = True,
+        structured: bool = False,
+        max_parse_retries: int = 2,
+        max_tokens: int | None = None,
+        progress: bool = True,
+    ) -> None:
+        if recall not in RECALL_MODES:
+            raise ValueError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
+        if max_shots < 0:
+            raise ValueError(f"max_shots must be >= 0, got {max_shots}")
+        self.backend = backend
+        self.spec = spec or f"{backend.name}:{backend.model}"
+        self.max_shots = max_shots
+        self.recall = recall
+        self.cache = cache
+        self.with_feedback = with_feedback
+        self.personalized = personalized
+        self.structured = structured
+        self.max_parse_retries = max_parse_retries
+        # None keeps the protocol's own output budget per kind of call.
+        self.token_budget = {} if max_tokens is None else {"max_tokens": max_tokens}
+        self.progress = progress
+        self.usage = Usage()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            **self.backend.identity(),
+            "protocol_version": protocol.PROTOCOL_VERSION,
+            "max_shots": self.max_shots,
+            "recall_mode": self.recall,
+            "with_feedback": self.with_feedback,
+            "personalized": self.personalized,
+            "structured": self.structured,
+            "max_tokens": self.token_budget.get("max_tokens"),
+            "proxy": self.proxy,
+        }
+
+    def requests(self, items: list[JudgeItem]) -> tuple[list[Request], list[_Call]]:
+        """Every request needed to judge `items`, and what each is for (pure: tests inspect prompts here)."""
+        requests: list[Request] = []
+        calls: list[_Call] = []
+        for index, item in enumerate(items):
+            requests.append(
+                protocol.personalization_request(
+                    item.row,
+                    item.response,
+                    max_shots=self.max_shots,
+                    with_feedback=self.with_feedback,
+                    personalized=self.personalized,
+                    structured=self.structured,
+                    **self.token_budget,
+                )
+            )
+            calls.append(_Call(index, "personalization"))
+            claims = list(item.row["claims"])
+            if self.recall == "none" or not claims:  # no claims: recorded as an error when recall is read
+                continue
+            if self.recall == "batched":
+                requests.append(protocol.batched_recall_request(claims, item.response, **self.token_budget))
+                calls.append(_Call(index, "claims"))
+            else:
+                for claim_index, claim in enumerate(claims):
+                    requests.append(protocol.claim_request(claim, item.response, structured=self.structured, **self.token_budget))
+                    calls.append(_Call(index, "claim", claim_index))
+        return requests, calls
+
+    def _parser(self, calls: list[_Call], items: list[JudgeItem]) -> Callable[[int, str], Any]:
+        def parse(index: int, text: str) -> Any:
+            call = calls[index]
+            if call.kind == "personalization":
+                return protocol.parse_personalization(text)
+            if call.kind == "claim":
+                return protocol.parse_claim_verdict(text)
+            return protocol.parse_batched_recall(text, len(items[call.item].row["claims"]))
+
+        return parse
+
+    async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
+        requests, calls = self.requests(items)
+        outcomes = await run_requests(
+            self.backend,
+            requests,
+            cache=self.cache,
+            key_extra={"protocol_version": protocol.PROTOCOL_VERSION},
+            parse=self._parser(calls, items),
+            repair=protocol.repair_request,
+            max_parse_retries=self.max_parse_retries,
+            progress=progress if progress is not None else self.progress,
+            usage=self.usage,
+        )
+        results = [ItemResult(str(item.row["user"]), str(item.row["query_id"])) for item in items]
+        verdicts: list[list[bool | None]] = [[None] * len(item.row["claims"]) for item in items]
+        for call, outcome in zip(calls, outcomes):
+            _apply(results[call.item], verdicts[call.item], call, outcome)
+        if self.recall != "none":
+            for item, result, item_verdicts in zip(items, results, verdicts):
+                _finish_recall(item, result, item_verdicts)
+        return results
+
+    def close(self) -> None:
+        self.backend.close()
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _apply(result: ItemResult, verdicts: list[bool | None], call: _Call, outcome: CallResult) -> None:
+    if call.kind == "personalization":
+        if outcome.error is not None:
+            result.errors.extend({"metric": dimension, "reason": outcome.error} for dimension in DIMENSIONS)
+            return
+        judgment = outcome.value
+        for dimension in DIMENSIONS:
+            result.scores[dimension] = judgment.scores[dimension]
+            result.feedback[dimension] = judgment.feedback[dimension]
+    elif outcome.error is not None:
+        where = "all claims" if call.kind == "claims" else f"claim {call.claim + 1}"
+        result.errors.append({"metric": "recall", "reason": f"{where}: {outcome.error}"})
+    elif call.kind == "claims":
+        verdicts[:] = list(outcome.value)
+    else:
+        verdicts[call.claim] = bool(outcome.value)
+
+
+def _finish_recall(item: JudgeItem, result: ItemResult, verdicts: list[bool | None]) -> None:
+    claims = list(item.row["claims"])
+    result.claim_verdicts = verdicts
+    result.matched_claims = [claim for claim, verdict in zip(claims, verdicts) if verdict]
+    # An unanswered claim makes recall unknown, never a silent False.
+    result.recall = recall_from_verdicts(verdicts)
+    if not claims:
+        result.errors.append({"metric": "recall", "reason": "the query has no gold claims"})

@@ -1,0 +1,28 @@
+"""What a judgment is and what a run reports: the typed results, the metric registry, the figures.
+
+| module | concern |
+|---|---|
+| `records` | `ItemResult` (one query's scores, feedback, verdicts, errors) and `Results` (a results file) |
+| `metrics` | the registry: each metric's sample-level and corpus-level function, in one place |
+| `aggregation` | the summary of a results file from the registry |
+| `figure_stats`, `stats` | standard errors and intervals of the figures; the statistics behind them |
+| `caveats` | the notes printed beside figures from a proxy judge or synthetic data |
+"""
+
+from bespoke_dataset.lazy import lazy_attributes
+
+# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
+_LAZY: dict[str, str] = {
+    "ItemResult": ".records",
+    "METRICS": ".metrics",
+    "METRIC_NAMES": ".metrics",
+    "REGISTRY": ".metrics",
+    "Results": ".records",
+    "figure_matrix": ".figure_stats",
+    "figure_stats": ".figure_stats",
+    "summarize": ".aggregation",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

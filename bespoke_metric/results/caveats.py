@@ -1,0 +1,56 @@
+"""What must be said beside a results file's figures: a proxy judge, synthetic data, nothing scored.
+
+Every command that prints figures (`score`, `run`, `meta-eval`, `leaderboard`, `compare`) takes its
+notes from here, so a Pearson of 1.000 from a proxy judge on invented data never stands unexplained
+next to the paper's 0.847.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Mapping
+
+from bespoke_dataset.source import SAMPLE, SYNTHETIC_MARKER
+
+from .records import Results
+
+
+def is_synthetic(data: Mapping[str, Any]) -> bool:
+    """Whether a results file's `data` block names a synthetic release: recorded as `synthetic`, or (files
+    written before that was recorded) the bundled sample or a local folder with the synthetic marker."""
+    if "synthetic" in data:
+        return bool(data["synthetic"])
+    source = str(data.get("source") or "")
+    return source == SAMPLE or (bool(source) and (Path(source) / SYNTHETIC_MARKER).is_file())
+
+
+def caveats(results: Results) -> list[str]:
+    """One `note: ...` line per reason the figures of `results` are not benchmark numbers."""
+    notes = []
+    if results.proxy:
+        notes.append(f"note: {results.judge.get('spec')} is a proxy judge for quick checks: these figures are not "
+                     "comparable with the paper's, and leaderboards rank them only when told to (--allow-proxy)")
+    data = results.data
+    if is_synthetic(data):
+        notes.append(f"note: the data ({data.get('source')}) is a synthetic release, invented users and judgments in "
+                     "the real format: these figures say nothing about the real benchmark")
+    return notes
+
+
+def nothing_scored(results: Results) -> str | None:
+    """None when some item was scored on some metric; else one line saying why nothing was (the commonest
+    failure reason)."""
+    if any(results.summary.get("scored", {}).values()):
+        return None
+    reasons = Counter(_first_line(error.get("reason", "")) for item in results.items for error in item.errors)
+    if not reasons:
+        return "no item was scored (no judgment was made)"
+    reason, count = reasons.most_common(1)[0]
+    failed = sum(reasons.values())
+    return f"no item was scored: all {failed} judgment(s) failed ({count} with: {reason})"
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = str(text).strip().splitlines()[0] if str(text).strip() else "no reason given"
+    return line if len(line) <= limit else line[: limit - 3] + "..."

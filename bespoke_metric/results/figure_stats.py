@@ -1,0 +1,58 @@
+"""What a reader of lm-eval's results looks for beside each figure: its standard error, how many
+samples were given and scored, and which direction is better (pure functions, no rounding).
+
+The standard error is a bootstrap over queries, as the leaderboard's intervals are: items are resampled
+with replacement and each figure is recomputed over the items judged on it (a failed judgment stays
+out, as in `aggregation.summarize`); the headline average's replicate is the mean of the five.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import stats
+from .metrics import METRICS
+from .records import ItemResult
+
+HEADLINE = "average"
+"""The mean of the five figures, reported beside them."""
+
+
+def figure_matrix(items: Sequence[ItemResult]) -> np.ndarray:
+    """`(n_items, 5)` on the benchmark's 0-100 scale, NaN where an item was not judged on a metric."""
+    matrix = np.full((len(items), len(METRICS)), np.nan)
+    for row, item in enumerate(items):
+        for col, metric in enumerate(METRICS):
+            value = metric.sample(item)
+            if value is not None:
+                matrix[row, col] = value / metric.high * 100
+    return matrix
+
+
+def mean_of_figures(*columns: np.ndarray) -> np.ndarray:
+    # NaN propagates: no average unless all five figures exist in the replicate, as in the summary
+    return np.mean([stats.rowwise_nanmean(column) for column in columns], axis=0)
+
+
+def figure_stats(
+    items: Sequence[ItemResult], *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    """`stderr` (per figure and the average, None when undefined), `n_samples` (`given`: items,
+    `scored`: items judged per figure) and `higher_is_better` (per figure and the average)."""
+    matrix = figure_matrix(items)
+    columns = [matrix[:, col] for col in range(matrix.shape[1])]
+    stderr: dict[str, float | None] = {
+        metric.name: stats.bootstrap_se(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
+        for metric, column in zip(METRICS, columns)
+    }
+    complete = all(np.isfinite(column).any() for column in columns)
+    stderr[HEADLINE] = (stats.bootstrap_se(mean_of_figures, *columns, n_resamples=n_resamples, seed=seed)
+                        if complete and len(items) else None)
+    scored = {metric.name: int(np.isfinite(column).sum()) for metric, column in zip(METRICS, columns)}
+    return {
+        "stderr": stderr,
+        "n_samples": {"given": len(items), "scored": scored},
+        "higher_is_better": dict.fromkeys(stderr, True),
+    }

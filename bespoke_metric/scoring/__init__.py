@@ -1,0 +1,30 @@
+"""Scoring a system: predictions in, a results file out, through the engine registry.
+
+| module | concern |
+|---|---|
+| `engines` | the registry: every `ENGINE:MODEL` spec parsed and its typed options, `make_judge`, `make_backend` |
+| `predictions` | reading and checking a predictions file, by line, before any call |
+| `pipeline` | `score`, `score_many`, `write_results` |
+"""
+
+from bespoke_dataset.lazy import lazy_attributes
+
+# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
+_LAZY: dict[str, str] = {
+    "ENGINES": ".engines",
+    "Engine": ".engines",
+    "PredictionError": ".predictions",
+    "load_benchmark": ".pipeline",
+    "make_backend": ".engines",
+    "make_judge": ".engines",
+    "parse_spec": ".engines",
+    "read_predictions": ".predictions",
+    "register_engine": ".engines",
+    "score": ".pipeline",
+    "score_many": ".pipeline",
+    "write_results": ".pipeline",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

@@ -1,0 +1,1 @@
+"""`bespoke leaderboard`, `compare`: reading results."""

@@ -1,0 +1,1 @@
+"""`bespoke info`, `export`, `synth`: the data commands."""

@@ -1,0 +1,1 @@
+"""`bespoke space`, `submit`: the Hub commands."""

@@ -1,0 +1,1 @@
+"""`bespoke score`, `meta-eval`: the judging commands."""

@@ -1,0 +1,55 @@
+"""`bespoke meta-eval --judge SPEC`: agreement of a judge with the human scores on the meta-test set."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bespoke_metric.results.caveats import nothing_scored
+from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate
+from bespoke_metric.scoring.pipeline import write_results
+
+from bespoke_metric.scoring.engines import ProtocolOptions
+
+from bespoke_cli.executor import check_executor_flags
+from bespoke_cli.options import add_option_arguments, option_values
+from .score import add_judge_arguments, answer_caches, judge_options
+
+__all__ = ["HELP", "add_arguments", "answer_caches", "run"]
+
+HELP = "score the held-out meta-test responses and report the judge's agreement with the humans"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_judge_arguments(parser)
+    add_option_arguments(parser, ProtocolOptions, only=("with_feedback", "personalized"))  # the paper's ablations
+    parser.add_argument("--feedback-grader", help="ENGINE:MODEL that grades feedback accuracy (LLM judges; default: the judge's own model, same endpoint options)")
+    parser.add_argument("--no-feedback-accuracy", action="store_true", help="skip feedback accuracy (one grader call per response)")
+    parser.add_argument("--output", help="write the meta-evaluation results (JSON) here")
+    parser.add_argument("--limit", type=int, help="judge only the first N meta-test responses")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the intervals (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = {**judge_options(args), **option_values(args, ProtocolOptions)}
+    if args.feedback_grader:
+        options["feedback_grader"] = args.feedback_grader
+    if args.no_feedback_accuracy:
+        options["feedback_accuracy_check"] = False
+    try:
+        check_executor_flags(args, [args.judge])
+        results = meta_evaluate(args.judge, args.source, revision=args.revision, limit=args.limit,
+                                n_resamples=args.resamples, seed=args.seed, **options)
+    except ValueError as error:  # bad data (MetaEvalError) or a judge option the judge does not take
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(format_meta_eval(results))
+    if args.output:
+        write_results(results, args.output)
+        print(f"results written to {args.output}")
+    unscored = nothing_scored(results)
+    if unscored:
+        print(f"error: {unscored}", file=sys.stderr)
+        return 1
+    return 0

