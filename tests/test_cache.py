@@ -92,3 +92,41 @@ def test_concurrent_writer_threads_share_one_instance(tmp_path):
         for thread in threads:
             thread.join()
         assert len(cache) == 600
+
+
+def test_tools_and_native_search_change_the_key_and_nothing_else_does():
+    # a request without tools or native search keeps the key it had before those fields existed
+    assert key_for(IDENTITY, REQUEST) == "cc96607a230629c62b4c5648b2d0b1eec6699e338f0451e76ca7bcf5836c2874"
+    tool = {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
+    keys = {key_for(IDENTITY, REQUEST), key_for(IDENTITY, Request(REQUEST.messages, 10, tools=(tool,))),
+            key_for(IDENTITY, Request(REQUEST.messages, 10, native_search=True))}
+    assert len(keys) == 3
+
+
+def test_extras_round_trip(tmp_path):
+    from bespoke_metric.backends.base import ToolCall
+
+    completion = Completion("answer", 10, 5, False, cached_input_tokens=4, reasoning_tokens=2,
+                            tool_calls=(ToolCall("search", {"query": "tides"}, "call_1"),),
+                            search={"queries": ["tides"], "results": [{"url": "https://a.example", "title": "A"}],
+                                    "cited": ["https://a.example"]})
+    with Cache(tmp_path / "c.sqlite") as cache:
+        cache.put("k", completion)
+        cache.put("plain", Completion("x", 1, 1))
+    with Cache(tmp_path / "c.sqlite") as cache:
+        assert cache.get("k") == completion
+        assert cache.get("plain") == Completion("x", 1, 1)
+
+
+def test_a_cache_written_before_extras_gains_the_column(tmp_path):
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE completions (key TEXT PRIMARY KEY, text TEXT NOT NULL, input_tokens INTEGER NOT NULL,"
+               " output_tokens INTEGER NOT NULL, truncated INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL)")
+    db.execute("INSERT INTO completions VALUES ('k', 'old answer', 3, 2, 0, 0.0)")
+    db.commit()
+    db.close()
+    with Cache(path) as cache:
+        assert cache.get("k") == Completion("old answer", 3, 2)
+        cache.put("new", Completion("y", 1, 1, reasoning_tokens=1))
+        assert cache.get("new").reasoning_tokens == 1

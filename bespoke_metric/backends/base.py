@@ -22,6 +22,25 @@ class Request:
     json_schema: dict[str, Any] | None = None
     """When set, ask the engine to constrain the output to this JSON schema (guided decoding,
     `response_format`); engines that cannot constrain still receive the schema in the prompt."""
+    tools: tuple[dict[str, Any], ...] = ()
+    """Function tools the model may call, in OpenAI's shape (`{"type": "function", "function": {"name",
+    "description", "parameters"}}`): sent as `tools=` to an API, rendered through the chat template for
+    local models. The calls come back in `Completion.tool_calls`."""
+    native_search: bool = False
+    """Ask the engine's own web search for this call (OpenAI's `web_search` tool, Perplexity, Gemini's
+    Google Search); how it searches (context size, domains, ...) is the backend's configuration, part of
+    its identity. What it searched comes back in `Completion.search`."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call a model asked for."""
+
+    name: str
+    arguments: dict[str, Any]
+    """The call's arguments, decoded from the model's JSON."""
+    id: str = ""
+    """The provider's call id (to answer the call with a `tool` message), empty where there is none."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,40 @@ class Completion:
     truncated: bool = False
     """The output limit (`max_tokens`) ended the answer before the model did: whatever it holds may be
     unfinished reasoning, so a parsed judgment must not be taken from it."""
+    cached_input_tokens: int = 0
+    """Of `input_tokens`, those the provider served from its prompt cache (billed lower)."""
+    reasoning_tokens: int = 0
+    """Of `output_tokens`, those spent on hidden reasoning."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The function calls the model asked for (`Request.tools`), in order."""
+    search: dict[str, Any] | None = None
+    """What the engine's own search did (`Request.native_search`): `{"queries": [str], "results": [{"url",
+    "title", ...}], "cited": [url]}` as the provider reported it; None when it did not search."""
+
+    def extras(self) -> dict[str, Any]:
+        """The fields beyond text, tokens and truncation that are set, as JSON (what the cache stores)."""
+        out: dict[str, Any] = {}
+        if self.cached_input_tokens:
+            out["cached_input_tokens"] = self.cached_input_tokens
+        if self.reasoning_tokens:
+            out["reasoning_tokens"] = self.reasoning_tokens
+        if self.tool_calls:
+            out["tool_calls"] = [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls]
+        if self.search is not None:
+            out["search"] = self.search
+        return out
+
+    @classmethod
+    def from_parts(cls, text: str, input_tokens: int, output_tokens: int, truncated: bool,
+                   extras: dict[str, Any] | None) -> "Completion":
+        """The inverse of `extras`: a completion from its stored parts."""
+        extras = extras or {}
+        return cls(text, input_tokens, output_tokens, truncated,
+                   cached_input_tokens=int(extras.get("cached_input_tokens", 0)),
+                   reasoning_tokens=int(extras.get("reasoning_tokens", 0)),
+                   tool_calls=tuple(ToolCall(c["name"], dict(c["arguments"]), c.get("id", ""))
+                                    for c in extras.get("tool_calls", ())),
+                   search=extras.get("search"))
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,11 @@ CREATE TABLE IF NOT EXISTS completions (
     input_tokens INTEGER NOT NULL,
     output_tokens INTEGER NOT NULL,
     truncated INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    extras TEXT
 )
 """
+"""`extras`: `Completion.extras()` as JSON (tool calls, native search, token details), NULL when none."""
 
 
 def key_for(identity: Mapping[str, Any], request: Request, extra: Mapping[str, Any] | None = None) -> str:
@@ -40,6 +42,11 @@ def key_for(identity: Mapping[str, Any], request: Request, extra: Mapping[str, A
         "json_schema": request.json_schema,
         "extra": extra or {},
     }
+    # Only where set, so that the keys of every call made before these fields existed stay the same.
+    if request.tools:
+        payload["tools"] = list(request.tools)
+    if request.native_search:
+        payload["native_search"] = True
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -62,6 +69,7 @@ class Cache:
         self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._retry_locked(lambda: self._db.execute(_SCHEMA))
+        self._retry_locked(self._add_extras_column)
 
     @staticmethod
     def _retry_locked(action: Any, attempts: int = 50) -> Any:
@@ -75,6 +83,12 @@ class Cache:
                     raise
                 time.sleep(0.05)
 
+    def _add_extras_column(self) -> None:
+        """A cache written before `extras` existed gains the column; its rows keep NULL (no extras)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(completions)")}
+        if "extras" not in columns:
+            self._db.execute("ALTER TABLE completions ADD COLUMN extras TEXT")
+
     def get(self, key: str) -> Completion | None:
         return self.get_many([key]).get(key)
 
@@ -87,19 +101,22 @@ class Cache:
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
-                    f"SELECT key, text, input_tokens, output_tokens, truncated FROM completions WHERE key IN ({marks})",
+                    f"SELECT key, text, input_tokens, output_tokens, truncated, extras FROM completions WHERE key IN ({marks})",
                     chunk,
                 ).fetchall()
-                for key, text, input_tokens, output_tokens, truncated in rows:
-                    found[key] = Completion(text, input_tokens, output_tokens, bool(truncated))
+                for key, text, input_tokens, output_tokens, truncated, extras in rows:
+                    found[key] = Completion.from_parts(text, input_tokens, output_tokens, bool(truncated),
+                                                       json.loads(extras) if extras else None)
         return found
 
     def put(self, key: str, completion: Completion) -> None:
+        extras = completion.extras()
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO completions (key, text, input_tokens, output_tokens, truncated, created)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (key, completion.text, completion.input_tokens, completion.output_tokens, int(completion.truncated), time.time()),
+                "INSERT OR REPLACE INTO completions (key, text, input_tokens, output_tokens, truncated, created, extras)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, completion.text, completion.input_tokens, completion.output_tokens, int(completion.truncated),
+                 time.time(), json.dumps(extras, ensure_ascii=False) if extras else None),
             )
 
     def __len__(self) -> int:
