@@ -106,6 +106,11 @@ class Backend(Protocol):
     model: str
     one_batch: bool
     """Schedules best when it is given every request of a run at once (vLLM), rather than in groups."""
+    takes_tools: bool
+    """Takes `Request.tools` itself (an API's `tools=`, a chat template that renders tools) and returns the
+    calls in `Completion.tool_calls`; otherwise a caller that offers tools speaks a plain-text protocol."""
+    searches: bool
+    """Can search the web itself (`Request.native_search`); a request asking it of another engine is refused."""
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines an answer besides the request, for the cache key and the results

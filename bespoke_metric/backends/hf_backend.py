@@ -34,6 +34,8 @@ class HFBackend:
 
     name = "hf"
     one_batch = False
+    takes_tools = False
+    searches = False
 
     def __init__(
         self,

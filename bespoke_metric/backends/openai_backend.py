@@ -71,6 +71,8 @@ class OpenAIBackend:
 
     name = "openai"
     one_batch = False
+    takes_tools = False
+    searches = False
 
     def __init__(
         self,

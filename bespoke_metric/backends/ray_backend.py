@@ -103,6 +103,9 @@ class RayBackend:
 
             self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, engine_options, build)
         self.one_batch = self._plan.one_batch
+        # tool calls and native search are not carried through Ray Data rows: in-process only
+        self.takes_tools = False
+        self.searches = False
 
     # -- Backend interface -------------------------------------------------------------------------
 

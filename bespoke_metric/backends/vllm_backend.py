@@ -25,6 +25,8 @@ class VLLMBackend:
 
     name = "vllm"
     one_batch = True
+    takes_tools = False
+    searches = False
 
     def __init__(
         self,

@@ -31,6 +31,8 @@ class VLLMPlan:
     """How a `vllm:` engine runs on Ray: the processor's configuration and the rows it reads and writes."""
 
     one_batch = True
+    takes_tools = False
+    searches = False
 
     def __init__(self, model: str, replicas: int, pipeline_parallel_size: int, options: dict[str, Any]) -> None:
         if "llm" in options:

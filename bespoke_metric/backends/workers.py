@@ -29,6 +29,8 @@ class ActorPlan:
     """How an `hf:` or `openai:` engine runs on Ray: the actors' options, resources and batch shape."""
 
     one_batch = False
+    takes_tools = False
+    searches = False
 
     def __init__(
         self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: dict[str, Any],

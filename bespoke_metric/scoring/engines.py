@@ -185,6 +185,9 @@ class Engine:
     """Constrains decoding to a JSON schema, so structured answers always parse: on by default."""
     own_tokenizer: bool = False
     """The model's tokenizer is at hand (a local model): budgets are counted in it."""
+    search_default: str = "none"
+    """The `--search` a system model of this engine gets when none is given (`native` for an engine that
+    always searches, such as Perplexity's)."""
 
     @property
     def llm(self) -> bool:

@@ -23,6 +23,8 @@ class RecordingBackend:
         self.name = inner.name
         self.model = inner.model
         self.one_batch = inner.one_batch
+        self.takes_tools = inner.takes_tools
+        self.searches = inner.searches
         self.crash_after = crash_after
         self.crash = crash
         self.requests: list[Request] = []
