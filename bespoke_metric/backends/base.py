@@ -134,6 +134,10 @@ class Usage:
     failed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of `input_tokens`, those the provider served from its prompt cache."""
+    reasoning_tokens: int = 0
+    """Of `output_tokens`, those spent on hidden reasoning."""
     wall_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
@@ -142,7 +146,8 @@ class Usage:
         """The counters for a usage block: calls, cached, failed, tokens, and the engine's own. Wall time
         is the caller's to add (runs may overlap)."""
         return {"calls": self.calls, "cached": self.cached, "failed": self.failed,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, **self.extra}
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens, **self.extra}
 
 
 def messages_with_schema(request: Request) -> list[dict[str, str]]:
