@@ -190,6 +190,51 @@ def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
     return prices
 
 
+@dataclass(frozen=True)
+class ModelUse:
+    """The calls one backend made in a run: the model (`spec`), what it did (`roles`: judge, system,
+    profiler, grader), its counters, and the part of them its Batch API served."""
+
+    spec: str
+    roles: tuple[str, ...]
+    usage: Usage
+    batch: Usage | None = None
+
+
+def backend_use(backend: Any, spec: str, roles: Sequence[str], usages: Sequence[Usage]) -> ModelUse:
+    """One backend's use over the parts of a run that shared it (`usages`: each part's counters); the
+    batch part is the backend's own count (`OpenAIBatchBackend.batch_usage`), which covers them all."""
+    return ModelUse(spec, tuple(roles), add_usage(usages), getattr(backend, "batch_usage", None))
+
+
+USAGE_COUNTS = ("calls", "cached", "failed", "input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
+"""The counters of `Usage` that add up over runs of calls."""
+
+
+def add_usage(usages: Sequence[Usage]) -> Usage:
+    """The counters of several runs of calls added up (engine-specific extras left out)."""
+    total = Usage()
+    for usage in usages:
+        for name in USAGE_COUNTS:
+            setattr(total, name, getattr(total, name) + getattr(usage, name))
+    return total
+
+
+def usage_models(uses: Sequence[ModelUse], prices: PriceTable) -> dict[str, Any]:
+    """The `models` and `cost` of a results file's `usage` block: per model spec (the uses of one spec
+    added together) its roles, calls, tokens and cost; the run's total `cost`, or None and `cost_unknown`
+    when some model's price is not known."""
+    grouped: dict[str, list[ModelUse]] = {}
+    for use in uses:
+        grouped.setdefault(use.spec, []).append(use)
+    models = {}
+    for spec, group in grouped.items():
+        roles = sorted({role for use in group for role in use.roles})
+        batch = add_usage([use.batch for use in group if use.batch is not None])
+        models[spec] = {"roles": roles, **model_usage(add_usage([use.usage for use in group]), prices.price(spec), batch=batch)}
+    return {"models": models, **cost_summary(models)}
+
+
 def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None) -> dict[str, Any]:
     """One model's entry of a results file's `usage.models`: its calls, tokens, and cost.
 
