@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from bespoke_dataset.source import default_cache_dir
+
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS batches (
         input_file TEXT PRIMARY KEY,
@@ -60,6 +62,11 @@ class LedgerBatch:
     endpoint: str
     status: str
     custom_ids: frozenset[str]
+
+
+def default_ledger() -> Path:
+    """The ledger of runs that keep no cache: in the project's cache folder."""
+    return default_cache_dir() / "batches.sqlite"
 
 
 def ledger_path(cache: str | os.PathLike[str]) -> Path:
@@ -150,15 +157,15 @@ class BatchLedger:
             self._db.execute(sql, parameters)
 
 
-def running_batches(path: str | os.PathLike[str]) -> list[str]:
-    """The ids of the batches still running in the ledger at `path` (none when there is no such file),
-    read without writing."""
+def running_batches(path: str | os.PathLike[str], since: float = 0.0) -> list[str]:
+    """The ids of the batches not yet collected in the ledger at `path` (submitted at `since` or later;
+    none when there is no such file), read without writing."""
     if not Path(path).is_file():
         return []
     db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
     try:
-        rows = db.execute("SELECT COALESCE(batch, input_file) FROM batches WHERE status != ? ORDER BY submitted",
-                          (COLLECTED,)).fetchall()
+        rows = db.execute("SELECT COALESCE(batch, input_file) FROM batches WHERE status != ? AND submitted >= ? "
+                          "ORDER BY submitted", (COLLECTED, since)).fetchall()
     except sqlite3.DatabaseError:
         return []
     finally:

@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from bespoke_dataset.errors import UserError
-from bespoke_dataset.source import default_cache_dir
 
 from .base import CallError, Completion, OnDone, Outcome, Request, Usage
-from .batch_ledger import BatchLedger, LedgerBatch
+from .batch_ledger import BatchLedger, LedgerBatch, default_ledger
 from .openai_backend import OpenAIBackend
 from .openai_session import CallFailed, Session, short
 
@@ -68,11 +67,6 @@ class Admission(Protocol):
 
     def admit(self, spec: str, request: Request, *, batch: bool, force: bool = False) -> Ticket | None:
         """Reserve a request's estimated cost; None when the limit would be passed (unless `force`)."""
-
-
-def default_ledger() -> Path:
-    """The ledger of runs that keep no cache: in the project's cache folder."""
-    return default_cache_dir() / "batches.sqlite"
 
 
 @dataclass(frozen=True)
@@ -230,7 +224,7 @@ class _Collection:
         return admitted
 
     def _resumed(self, found: list[LedgerBatch]) -> list[_Batch]:
-        batches = [_Batch(b.input_file, b.batch, b.endpoint, b.ids, b.status) for b in found]
+        batches = [_Batch(b.input_file, b.batch, b.endpoint, b.custom_ids, b.status) for b in found]
         if batches:
             names = ", ".join(b.batch or f"(file {b.input_file})" for b in batches)
             log.info("collecting %d batch(es) submitted before: %s", len(batches), names)

@@ -117,10 +117,13 @@ class BatchServer(TestServer):
         fates: list[str] | None = None,
         partial: float = 0.5,
         line_fault: Callable[[dict[str, Any]], int | None] | None = None,
+        api_fault: Callable[[RecordedRequest], int | None] | None = None,
         hold_batches: bool = False,
         **options: Any,
     ) -> None:
         super().__init__(responder, **options)
+        self.api_fault = api_fault
+        """`api_fault(request) -> HTTP status or None`: a Files or Batch API call answered with that error."""
         self.fates: collections.deque[str] = collections.deque(fates or [])
         """The ends of the next batches created, in order; `completed` once it runs out."""
         self.partial = partial
@@ -318,6 +321,8 @@ class _BatchHandler(_Handler):
             return
         record = self._record(None)
         state = self.state
+        if self._faulted(record):
+            return
         if parts[0] == "files" and len(parts) >= 2 and parts[1] in state.files:
             stored = state.files[parts[1]]
             if len(parts) == 3 and parts[2] == "content":
@@ -342,6 +347,8 @@ class _BatchHandler(_Handler):
         state = self.state
         if parts == ["files"]:
             record = self._record(None)
+            if self._faulted(record):
+                return
             fields = _multipart(self.headers.get("Content-Type", ""), raw)
             if "file" not in fields or "purpose" not in fields:
                 self._send(record, 400, _error("a file and a purpose are required", "invalid_request_error"))
@@ -355,6 +362,8 @@ class _BatchHandler(_Handler):
         except json.JSONDecodeError:
             body = None
         record = self._record(body)
+        if self._faulted(record):
+            return
         if body is None:
             self._send(record, 400, _error("body is not JSON", "invalid_request_error"))
         elif parts == ["batches"]:
@@ -371,6 +380,13 @@ class _BatchHandler(_Handler):
             if record.method == "POST":
                 self.state.in_flight += 1  # what `_end` takes off again
         return record
+
+    def _faulted(self, record: RecordedRequest) -> bool:
+        """Answer with the error `api_fault` scripts for this call, if it does."""
+        status = self.state.api_fault(record) if self.state.api_fault is not None else None
+        if status is not None:
+            self._send(record, status, _error(f"scripted failure {status}", "server_error" if status >= 500 else "invalid_request_error"))
+        return status is not None
 
     def _send_bytes(self, record: RecordedRequest, content: bytes) -> None:
         self.send_response(200)

@@ -284,11 +284,11 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.state
         if fault is not None and fault.hang:
             state._wait(fault.hang)
-        if body is None:
-            self._send(record, 400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
-            return
         if not (self.path.endswith("/chat/completions") or self.path.endswith("/responses")):
             self._send(record, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        if body is None:
+            self._send(record, 400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
         if fault is not None and fault.status:
             error = fault.body or {"error": {"message": f"scripted failure {fault.status}", "type": "server_error"}}
