@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.atomic import atomic_write_text
@@ -219,6 +220,8 @@ def plan_judging(
     after the guards and its cache, none sent, nothing written; empty for a judge that makes no model
     calls (`embed:`). `response_bound`: some responses are stand-ins (not yet generated)."""
     options = {name: value for name, value in judge_options.items() if value is not None}
+    if isinstance(options.get("cache"), (str, os.PathLike)) and not Path(options["cache"]).is_file():
+        del options["cache"]  # nothing is cached yet, and a dry run creates no file
     judge_object = make_judge(judge, **keyless(judge, options))
     backend = getattr(judge_object, "backend", None)
     if backend is None:

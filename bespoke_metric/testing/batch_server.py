@@ -244,18 +244,30 @@ class BatchServer(TestServer):
     # -- answers, with usage as OpenAI counts it -------------------------------------------------------
 
     def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The base server's answer, cut at the request's output limit (as a provider cuts it) and with
+        usage as OpenAI counts it."""
         answer = super()._answer(path, body)
-        count = _counter(str(body.get("model", ""))).count
-        input_tokens = prompt_tokens(messages_of(body), count)
+        counter = _counter(str(body.get("model", "")))
+        input_tokens = prompt_tokens(messages_of(body), counter.count)
+        limit = next((body[name] for name in ("max_tokens", "max_completion_tokens", "max_output_tokens") if body.get(name)), None)
         if "choices" in answer:
-            output_tokens = count(answer["choices"][0]["message"]["content"] or "")
+            choice = answer["choices"][0]
+            text = choice["message"]["content"] or ""
+            if limit is not None and counter.count(text) > limit:
+                text = choice["message"]["content"] = counter.truncate(text, limit)
+                choice["finish_reason"] = "length"
+            output_tokens = counter.count(text)
             answer["usage"] = {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                                "total_tokens": input_tokens + output_tokens,
                                "prompt_tokens_details": {"cached_tokens": 0},
                                "completion_tokens_details": {"reasoning_tokens": 0}}
         else:
-            text = "".join(part["text"] for item in answer["output"] for part in item["content"])
-            output_tokens = count(text)
+            part = answer["output"][0]["content"][0]
+            text = part["text"]
+            if limit is not None and counter.count(text) > limit:
+                part["text"] = text = counter.truncate(text, limit)
+                answer["status"], answer["incomplete_details"] = "incomplete", {"reason": "max_output_tokens"}
+            output_tokens = counter.count(text)
             answer["usage"] = {"input_tokens": input_tokens, "output_tokens": output_tokens,
                                "total_tokens": input_tokens + output_tokens,
                                "input_tokens_details": {"cached_tokens": 0},
