@@ -27,6 +27,8 @@ from .pricing import Price, PriceTable, Tokens, prompt_tokens
 PromptCounter = Callable[[str, Sequence[Mapping[str, str]]], int]
 """`count(spec, messages) -> input tokens` of a prompt to the model `spec`."""
 
+_ROUNDING = 1e-12
+"""Dollars of floating-point noise a sum of costs may carry: reaching the limit exactly is within it."""
 DIRECT_WINDOW = 32
 """Requests in flight at most through `SpendLimited` when the backend does not say its concurrency."""
 
@@ -76,7 +78,7 @@ class SpendingLimit:
                         output=max(request.max_tokens, self._longest.get(spec, 0)))
         estimate = price.cost(tokens, batch=batch)
         with self._lock:
-            if not force and (self.stopped or self.spent + self.reserved + estimate > self.limit):
+            if not force and (self.stopped or self.spent + self.reserved + estimate > self.limit + _ROUNDING):
                 self.stopped = True
                 self.not_sent += 1
                 return None
