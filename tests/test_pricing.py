@@ -114,8 +114,8 @@ def test_the_limit_admits_while_spent_plus_in_flight_fits_then_stops_for_good():
     assert all(isinstance(outcomes[i], CallError) and outcomes[i].reason == limit.refusal for i in range(10) if i not in sent)
     assert limit.spent == pytest.approx(0.0055) and limit.reserved == pytest.approx(0.0)
     assert limit.stopped and limit.not_sent == 5
+    assert "$0.0055 spent of --max-cost 0.0055, 5 call(s) not sent" in limit.line("c.sqlite")
     assert limit.admit("openai:m", requests[0], batch=True) is None  # stopped: even a cheaper batch request waits for a rerun
-    assert "5 call(s) not sent" in limit.line("c.sqlite")
 
 
 def test_a_limit_needs_a_price_and_a_positive_amount():
