@@ -96,6 +96,9 @@ def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | Non
               f"estimated cost {cost}", file=out)
         if part.response_bound:
             print("  (the responses not generated yet are counted at their --max-new-tokens cap, and all of them judged)", file=out)
+        if found.reasoning and not found.output_basis.endswith("mean"):
+            print(f"  ({part.spec} is a reasoning model: its hidden reasoning is billed as output beyond the caps; a run "
+                  "with --limit first measures it, and a dry run then estimates from its cached answers)", file=out)
         if found.cost is None:
             unknown.append(part.spec)
             total = None

@@ -123,3 +123,19 @@ def test_a_limit_needs_a_price_and_a_positive_amount():
         SpendLimited(Answering(), SpendingLimit(1.0, PriceTable({})))
     with pytest.raises(SpendingLimitError, match="positive"):
         SpendingLimit(0)
+
+
+def test_the_docs_list_the_built_in_table_as_it_is():
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "cost.md").read_text()
+    rows = {}
+    for line in page.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = tuple(float(cell) for cell in cells[1:])
+    expected = {name: (*price.rates(batch=False), price.rates(batch=True)[0], price.rates(batch=True)[1], price.rates(batch=True)[2])
+                for name, price in DEFAULT_PRICES.items()}
+    assert rows.keys() == expected.keys()
+    for name, row in rows.items():
+        assert row == pytest.approx(expected[name]), name

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
+from bespoke_metric.backends.openai_backend import is_reasoning_model
 from .cache import Cache
 from .pricing import PriceTable, Tokens
 
@@ -122,6 +123,8 @@ class Estimate:
     output_basis: str
     """How `output_tokens` was estimated: the cached answers' mean, or the requests' caps."""
     cost: float | None
+    reasoning: bool
+    """A reasoning model, whose hidden reasoning is billed as output beyond any cap."""
 
 
 def estimate(planned: Planned, count_prompt: Callable[[str, Sequence[Mapping[str, str]]], int], prices: PriceTable) -> Estimate:
@@ -135,7 +138,8 @@ def estimate(planned: Planned, count_prompt: Callable[[str, Sequence[Mapping[str
         basis = f"the {planned.cached} cached answers' mean"
     else:
         output_tokens = sum(request.max_tokens for request in planned.requests)
-        basis = "the output caps (reasoning models bill hidden reasoning beyond them)"
+        basis = "the requests' output caps"
     price = prices.price(planned.spec)
     cost = None if price is None else price.cost(Tokens(input=input_tokens, output=output_tokens), batch=planned.batch)
-    return Estimate(calls, planned.cached, input_tokens, output_tokens, basis, cost)
+    engine, _, model = planned.spec.partition(":")
+    return Estimate(calls, planned.cached, input_tokens, output_tokens, basis, cost, engine == "openai" and is_reasoning_model(model))
