@@ -141,20 +141,26 @@ def test_a_batch_that_fails_validation_is_recorded_on_every_request(server, tmp_
     assert len(server.batches) == 1 and server.direct_calls == []
 
 
+def die_once_batches_run(server, run) -> None:
+    """Run the coroutine `run` and kill it (cancel: the process ends, its batches go on) once the server
+    has a batch in progress."""
+
+    async def dies() -> None:
+        task = asyncio.create_task(run)
+        while not any(batch.status == "in_progress" for batch in server.batches.values()):
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert task.cancelled()
+
+    asyncio.run(dies())
+
+
 def test_a_rerun_collects_the_batches_a_dead_run_left(server, tmp_path):
     server.hold_batches = True
     requests = requests_for(5)
-
-    async def dies_while_the_batch_runs(cache):
-        task = asyncio.create_task(run_requests(batched(server, tmp_path), requests, cache=cache))
-        while not any(b.status == "in_progress" for b in server.batches.values()):
-            await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
     with Cache(tmp_path / "c.sqlite") as cache:
-        asyncio.run(dies_while_the_batch_runs(cache))
+        die_once_batches_run(server, run_requests(batched(server, tmp_path), requests, cache=cache))
         assert running_batches(ledger_path(cache.path)) == ["batch_1"]
         server.hold_batches = False
         results = run_requests_sync(batched(server, tmp_path), requests, cache=cache)
@@ -165,16 +171,7 @@ def test_a_rerun_collects_the_batches_a_dead_run_left(server, tmp_path):
 
 def test_answers_the_rerun_did_not_ask_for_stay_in_the_ledger(server, tmp_path):
     server.hold_batches = True
-
-    async def dies(backend):
-        task = asyncio.create_task(run_requests(backend, requests_for(4)))
-        while not server.batches:
-            await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(dies(batched(server, tmp_path)))
+    die_once_batches_run(server, run_requests(batched(server, tmp_path), requests_for(4)))
     server.hold_batches = False
     first = run_requests_sync(batched(server, tmp_path), requests_for(4)[:2])  # a smaller rerun
     later = run_requests_sync(batched(server, tmp_path), requests_for(4)[2:])

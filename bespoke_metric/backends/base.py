@@ -168,3 +168,23 @@ def messages_with_schema(request: Request) -> list[dict[str, str]]:
             message["content"] = message["content"] + note
             return messages
     return messages + [{"role": "user", "content": note.strip()}]
+
+
+class BackendWrapper:
+    """A backend in front of another (a dry run's, a spending limit's, a test's recorder): the same name,
+    model and capabilities, and the same identity, so its answers have the same cache keys. `close`
+    closes the wrapped backend."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.model = backend.model
+        self.one_batch = backend.one_batch
+        self.takes_tools = backend.takes_tools
+        self.searches = backend.searches
+
+    def identity(self) -> dict[str, Any]:
+        return self.backend.identity()
+
+    def close(self) -> None:
+        self.backend.close()

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
+from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Request
 from bespoke_metric.backends.openai_backend import is_reasoning_model
 from .cache import Cache
 from .pricing import PriceTable, Tokens
@@ -62,19 +62,14 @@ class ReadOnlyCache:
             self.cache.close()
 
 
-class PlanningBackend:
+class PlanningBackend(BackendWrapper):
     """Wraps a backend (never calling it): records every request given to it and answers each at once,
     with a `CallError` (`PLANNED`), or with `filler` text as long as the request's output cap when
     `fill=True` (for runs that read answers on: generation)."""
 
     def __init__(self, backend: Backend, *, fill: bool = False) -> None:
-        self.backend = backend
+        super().__init__(backend)
         self.fill = fill
-        self.name = backend.name
-        self.model = backend.model
-        self.one_batch = backend.one_batch
-        self.takes_tools = backend.takes_tools
-        self.searches = backend.searches
         self.requests: list[Request] = []
 
     @property
@@ -82,16 +77,10 @@ class PlanningBackend:
         """The wrapped backend sends its calls through a Batch API (priced at its rates)."""
         return hasattr(self.backend, "batch_usage")
 
-    def identity(self) -> dict[str, Any]:
-        return self.backend.identity()
-
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         for index, request in enumerate(requests):
             self.requests.append(request)
             on_done(index, Completion(filler(request.max_tokens)) if self.fill else CallError(PLANNED))
-
-    def close(self) -> None:
-        self.backend.close()
 
 
 @dataclass

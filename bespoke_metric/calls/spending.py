@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 
-from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Outcome, Request
+from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Outcome, Request
 from .pricing import Price, PriceTable, Tokens, prompt_tokens
 
 PromptCounter = Callable[[str, Sequence[Mapping[str, str]]], int]
@@ -117,26 +117,18 @@ class Ticket:
             self.limit._settle(self, outcome)
 
 
-class SpendLimited:
+class SpendLimited(BackendWrapper):
     """A backend whose direct calls are admitted one by one as they would be sent, against a limit.
 
     Requests go to the wrapped backend one at a time as slots free (as many at once as its concurrency),
     so that a request is admitted at the moment it would go out, not when the run starts."""
 
     def __init__(self, backend: Backend, limit: SpendingLimit) -> None:
-        self.backend = backend
+        super().__init__(backend)
         self.limit = limit
-        self.name = backend.name
-        self.model = backend.model
-        self.one_batch = backend.one_batch
-        self.takes_tools = backend.takes_tools
-        self.searches = backend.searches
         self.spec = f"{backend.name}:{backend.model}"
         limit.price(self.spec)  # a model without a price is refused now, before any call
         self.window = int(getattr(backend, "concurrency", DIRECT_WINDOW))
-
-    def identity(self) -> dict[str, Any]:
-        return self.backend.identity()
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         slots = asyncio.Semaphore(self.window)
@@ -154,6 +146,3 @@ class SpendLimited:
             finally:
                 ticket.settle(outcomes[0] if outcomes else None)
         on_done(index, outcomes[0] if outcomes else CallError(f"{self.name} backend returned no outcome"))
-
-    def close(self) -> None:
-        self.backend.close()
