@@ -84,6 +84,8 @@ def counted_prompt_tokens(spec: str, messages: Sequence[Mapping[str, str]]) -> i
 def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | None = None) -> None:
     """What a dry run found: per model its calls, what the cache holds, input tokens, estimated cost."""
     out = out or sys.stdout
+    if not planned:
+        print("no model call to make (the judge makes none of its own)", file=out)
     total: float | None = 0.0
     unknown = []
     for part in planned:

@@ -10,7 +10,7 @@ unreadable answer would need are not known before it comes).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Request
@@ -98,7 +98,6 @@ class Planned:
     """Some prompts hold a stand-in for an answer not yet written (counted at its cap): input is a bound."""
     served_output_tokens: int = 0
     """Output tokens of the cached answers, to estimate what new answers will be."""
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,8 @@ from bespoke_metric.systems.tokens import TokenCounter, openai_token_counter
 
 from .server import RecordedRequest, Responder, TestServer, _default_responder, _Handler, messages_of
 
-STEPS = ("validating", "in_progress", "finalizing")
-"""The statuses a batch passes through before its end, one per retrieval."""
 ENDS = ("completed", "expired", "cancelled", "failed")
+"""How a batch ends; before, it passes through `validating`, `in_progress` and `finalizing`."""
 ENDPOINTS = ("/v1/chat/completions", "/v1/responses")
 _LINE_ERRORS = {
     "expired": ("batch_expired", "This request could not be executed before the completion window expired."),
@@ -91,7 +90,6 @@ class Batch:
     completed: int = 0
     failed: int = 0
     times: dict[str, int] = field(default_factory=dict)
-    retrievals: int = 0
 
     def to_json(self) -> dict[str, Any]:
         body = {
@@ -181,7 +179,6 @@ class BatchServer(TestServer):
         if batch is None:
             return None
         with self._lock:
-            batch.retrievals += 1
             held = self.hold_batches and batch.status == "in_progress"
             if not held and batch.status not in ENDS:
                 self._advance(batch)
