@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from record import write_results  # noqa: E402
 
+from bespoke_dataset.rows import load_rows  # noqa: E402
 from bespoke_dataset.synthetic import write_release  # noqa: E402
 from bespoke_metric.calls.plan import estimate  # noqa: E402
 from bespoke_metric.calls.pricing import PriceTable  # noqa: E402
@@ -43,9 +44,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as work:
         folder = write_release(Path(work) / "release")
-        import bespoke_dataset
-
-        rows = bespoke_dataset.load("benchmark", source=folder)[: args.queries]
+        rows = load_rows("benchmark", folder)[: args.queries]
         predictions = Path(work) / "preds.jsonl"
         predictions.write_text("".join(json.dumps({"user": r["user"], "query_id": r["query_id"],
                                                    "response": r["shots"][0]["response"]}) + "\n" for r in rows))
