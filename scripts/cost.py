@@ -97,7 +97,8 @@ def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | Non
               f"{bound}{found.input_tokens} input tokens, ~{found.output_tokens} output tokens (from {found.output_basis}); "
               f"estimated cost {cost}", file=out)
         if part.response_bound:
-            print("  (the responses not generated yet are counted at their --max-new-tokens cap, and all of them judged)", file=out)
+            print("  (what is not written yet, a profile or a response, counts at its output cap in the prompts built "
+                  "on it, and no response is taken as caught by a guard: an upper bound)", file=out)
         if found.reasoning and not found.output_basis.endswith("mean"):
             print(f"  ({part.spec} is a reasoning model: its hidden reasoning is billed as output beyond the caps; a run "
                   "with --limit first measures it, and a dry run then estimates from its cached answers)", file=out)

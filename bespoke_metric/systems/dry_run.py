@@ -74,8 +74,11 @@ def plan_generation(
                 backend.close()
         cache.close()
     shared = "profiler" if profiler is None and report.profiler_usage.calls + report.profiler_usage.cached else None
+    # answers built on a profile or an expansion not written yet hold its stand-in: their input is a bound
+    stand_in_profiles = report.profiler_usage.calls > 0
     planned = [Planned(model, ", ".join(["system", *([shared] if shared else [])]), system.requests,
-                       report.usage.cached + (report.profiler_usage.cached if shared else 0), batch=system.batch)]
+                       report.usage.cached + (report.profiler_usage.cached if shared else 0), batch=system.batch,
+                       response_bound=stand_in_profiles)]
     if profiler is not None:
         planned.append(Planned(str(settings.profiler), "profiler", profiler.requests, report.profiler_usage.cached,
                                batch=profiler.batch))
