@@ -216,9 +216,9 @@ def test_a_spending_limit_admits_requests_into_a_batch_while_they_fit(server, tm
 
 def test_no_key_in_the_cache_or_the_ledger(server, tmp_path):
     with Cache(tmp_path / "c.sqlite") as cache:
-        run_requests_sync(batched(server, tmp_path), requests_for(3), cache=cache)
+        run_requests_sync(batched(server, tmp_path), requests_for(3), cache=cache)  # its ledger stays open
     written = [p for p in tmp_path.iterdir() if p.is_file()]
-    assert {p.name for p in written} >= {"c.sqlite", "c.batches.sqlite"}
+    assert {p.name for p in written} >= {"c.sqlite", "c.batches.sqlite", "c.batches.sqlite-wal", "c.batches.sqlite-shm"}
     for path in written:  # the SQLite files and their -wal/-shm
         assert KEY.encode() not in path.read_bytes(), path
     assert all(r.headers.get("authorization") == f"Bearer {KEY}" for r in server.requests)  # it was sent, though
