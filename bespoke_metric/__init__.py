@@ -8,7 +8,7 @@ The package is laid out in wings, each a folder with a curated `__init__`, impor
 | wing | what it holds |
 |---|---|
 | `backends/` | one model call: the engines' backends (OpenAI-compatible, transformers, vLLM, Ray), model files |
-| `calls/` | many calls: the scheduler (concurrency, cache, repairs), the answer cache, progress |
+| `calls/` | many calls: the scheduler (concurrency, cache, repairs), the answer cache, progress, prices, spending limits, dry runs |
 | `results/` | the results format, the metric registry, the figures and their statistics |
 | `judging/` | the protocol, its prompts and parser, the LLM judge, the `embed:` proxy, the response guards |
 | `scoring/` | the engine registry, predictions, `score` / `score_many` |

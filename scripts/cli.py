@@ -12,6 +12,7 @@ import importlib
 import logging
 import os
 import sys
+import time
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.version import __version__
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(command if command in COMMANDS else None).parse_args(argv)
     configure_output(args.verbose)
     caches = answer_caches(args._module, args)
-    before = saved_answers(caches)
+    before, started = saved_answers(caches), time.time()
     try:
         code = int(args._run(args) or 0)
         sys.stdout.flush()  # here, where a closed pipe can be told from a failure, not at exit
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(interrupted_line(caches, before), file=sys.stderr)
+        print(interrupted_line(caches, before, started), file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader stopped reading (`bespoke info | head`): nothing is wrong, and nothing more can be said;

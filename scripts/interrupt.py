@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from types import ModuleType
 
+from bespoke_metric.backends.batch_ledger import default_ledger, ledger_path, running_batches
 from bespoke_metric.calls.cache import count_answers
 
 EXIT_INTERRUPTED = 130
@@ -25,12 +26,27 @@ def saved_answers(caches: list[str] | None) -> int:
     return sum(count_answers(path) for path in caches or [])
 
 
-def interrupted_line(caches: list[str] | None, before: int) -> str:
-    """The line printed when the command was interrupted; `before` is `saved_answers` at its start."""
+def interrupted_line(caches: list[str] | None, before: int, started: float = 0.0) -> str:
+    """The line printed when the command was interrupted; `before` is `saved_answers` at its start,
+    `started` its time (the batches it submitted without a cache are those of the shared ledger since)."""
     if caches is None:
         return "interrupted: nothing was written; rerun the same command to start again"
+    batches = running(caches, started)
+    if batches:
+        names = ", ".join(batches[:5]) + (f" and {len(batches) - 5} more" if len(batches) > 5 else "")
+        still = (f"; {len(batches)} batch(es) still running at the provider ({names}): rerun the same command to "
+                 "collect them, without paying for them again")
+    else:
+        still = ""
     if not caches:
-        return "interrupted: no answer was saved (no --cache was given); rerun the same command to start again"
+        return f"interrupted: no answer was saved (no --cache was given){still or '; rerun the same command to start again'}"
     saved = saved_answers(caches)
-    return (f"interrupted: {saved} answer(s) saved in {' and '.join(caches)} ({max(saved - before, 0)} by this run); "
-            "rerun the same command to resume")
+    return (f"interrupted: {saved} answer(s) saved in {' and '.join(caches)} ({max(saved - before, 0)} by this run)"
+            f"{still or '; rerun the same command to resume'}")
+
+
+def running(caches: list[str], started: float) -> list[str]:
+    """The batches not yet collected: in the ledgers beside the caches, and those submitted since
+    `started` to the shared ledger of runs without a cache."""
+    found = [batch for cache in caches for batch in running_batches(ledger_path(cache))]
+    return list(dict.fromkeys(found + running_batches(default_ledger(), since=started)))

@@ -25,7 +25,9 @@ from bespoke_metric.results.caveats import caveats
 from bespoke_metric.scoring.engines import ProtocolOptions, make_judge, option_names, parse_spec
 from .feedback_accuracy import feedback_accuracy
 from bespoke_metric.judging.judge import Judge, JudgeItem
-from bespoke_metric.scoring.pipeline import load_benchmark, run_judge
+from bespoke_metric.backends.base import Usage
+from bespoke_metric.calls.pricing import USAGE_COUNTS, PriceTable, backend_use, usage_models
+from bespoke_metric.scoring.pipeline import judge_uses, load_benchmark, run_judge
 from bespoke_metric.results import Results
 from bespoke_metric.calls.scheduler import run_sync
 
@@ -105,6 +107,7 @@ def meta_evaluate(
     guards: bool = True,
     feedback_grader: str | None = None,
     feedback_accuracy_check: bool = True,
+    prices: PriceTable | None = None,
     **judge_options: Any,
 ) -> Results:
     """Judge the meta-test responses and compare with the human scores.
@@ -115,7 +118,8 @@ def meta_evaluate(
     as in `score` (`guards=False` to skip them: a guard that fires on a human-judged response is worth
     knowing). For an LLM judge, feedback accuracy is graded by the judge's own model or by
     `feedback_grader` (a judge spec, made with the same endpoint options); `feedback_accuracy_check=False`
-    skips those calls. Returns `Results` as for a system (`items` are the meta-test responses, each with
+    skips those calls. `usage.models` records the tokens and cost (at `prices`) of the judge and the
+    grader. Returns `Results` as for a system (`items` are the meta-test responses, each with
     its `index` and `human` scores) plus a `meta_eval` block: `dimensions` and `pooled` agreement, judge
     `failures` per dimension, `variant`, `reference`, and `feedback_accuracy` (LLM judges) or
     `calibration_check` (the `embed:` proxy).
@@ -129,7 +133,7 @@ def meta_evaluate(
     options = {name: value for name, value in judge_options.items() if value is not None}
     judge_object = make_judge(judge, **options)
     try:
-        results = run_judge(judge_object, items, data=data, guards=guards)
+        results = run_judge(judge_object, items, data=data, guards=guards, prices=prices)
         for item, row in zip(results.items, rows):
             item.index = row["index"]
             item.human = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}
@@ -143,12 +147,16 @@ def meta_evaluate(
             grader_options = {k: v for k, v in options.items() if k not in option_names(ProtocolOptions) | {"cache"}}
             grader = make_judge(feedback_grader, **grader_options) if feedback_grader else None
             try:
-                meta["feedback_accuracy"] = run_sync(feedback_accuracy(
+                block = meta["feedback_accuracy"] = run_sync(feedback_accuracy(
                     results.items, rows, [item.row["query"] for item in items], grader.backend if grader else backend,
                     cache=getattr(judge_object, "cache", None), n_resamples=n_resamples, seed=seed))
             finally:
                 if grader is not None:
                     grader.close()
+            graded = Usage(**{name: block["usage"][name] for name in USAGE_COUNTS})
+            uses = (judge_uses(judge_object) + [backend_use(grader.backend, grader.spec, ["grader"], [graded])]
+                    if grader is not None else judge_uses(judge_object, graded))
+            results.usage.update(usage_models(uses, prices or PriceTable()))
         check = getattr(judge_object, "calibration_check", None)
         if check is not None:
             meta["calibration_check"] = check(n_resamples=n_resamples, seed=seed)

@@ -134,6 +134,10 @@ class Usage:
     failed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of `input_tokens`, those the provider served from its prompt cache."""
+    reasoning_tokens: int = 0
+    """Of `output_tokens`, those spent on hidden reasoning."""
     wall_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
@@ -142,7 +146,8 @@ class Usage:
         """The counters for a usage block: calls, cached, failed, tokens, and the engine's own. Wall time
         is the caller's to add (runs may overlap)."""
         return {"calls": self.calls, "cached": self.cached, "failed": self.failed,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, **self.extra}
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens, **self.extra}
 
 
 def messages_with_schema(request: Request) -> list[dict[str, str]]:
@@ -163,3 +168,23 @@ def messages_with_schema(request: Request) -> list[dict[str, str]]:
             message["content"] = message["content"] + note
             return messages
     return messages + [{"role": "user", "content": note.strip()}]
+
+
+class BackendWrapper:
+    """A backend in front of another (a dry run's, a spending limit's, a test's recorder): the same name,
+    model and capabilities, and the same identity, so its answers have the same cache keys. `close`
+    closes the wrapped backend."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.model = backend.model
+        self.one_batch = backend.one_batch
+        self.takes_tools = backend.takes_tools
+        self.searches = backend.searches
+
+    def identity(self) -> dict[str, Any]:
+        return self.backend.identity()
+
+    def close(self) -> None:
+        self.backend.close()

@@ -27,13 +27,14 @@ import random
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Awaitable, Callable, Literal, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 from .base import CallError, Completion, OnDone, Outcome, Request
 from .openai_session import CallFailed, Session, scrub_url, short
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 UNREACHABLE_RETRIES = 2
@@ -188,7 +189,7 @@ class OpenAIBackend:
         # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
         # new loop for every run (unless `keep_session` made one for this loop).
         kept = self._kept_sessions.get(asyncio.get_running_loop())
-        session = kept or Session(self.base_url, self._api_key, self.timeout)
+        session = kept or self.new_session()
         semaphore = self._semaphore_for_loop()
 
         async def one(index: int, request: Request) -> None:
@@ -211,7 +212,11 @@ class OpenAIBackend:
         loop that lives as long as its process (a Ray actor's), where a run is one small batch."""
         loop = asyncio.get_running_loop()
         if loop not in self._kept_sessions:
-            self._kept_sessions[loop] = Session(self.base_url, self._api_key, self.timeout)
+            self._kept_sessions[loop] = self.new_session()
+
+    def new_session(self) -> Session:
+        """A session to this endpoint with this backend's key, for the running event loop; the caller closes it."""
+        return Session(self.base_url, self._api_key, self.timeout)
 
     def close(self) -> None:
         self._semaphores.clear()
@@ -240,6 +245,12 @@ class OpenAIBackend:
 
     async def _call_with_retries(self, session: Session, request: Request) -> Outcome:
         path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
+        return await self.retrying(lambda: self._call(session, path, body))
+
+    async def retrying(self, attempt_once: Callable[[], Awaitable[T]]) -> T | CallError:
+        """`attempt_once()` until it passes, under this backend's retry policy (backoff, `Retry-After`,
+        the run's retry budget, an unreachable endpoint given up on); a `CallError` when it never does.
+        Every call to the endpoint goes through here: completions, and the Batch API's files and batches."""
         attempt = 0
         while True:
             if self._unreachable is not None and not self._reached:
@@ -247,9 +258,9 @@ class OpenAIBackend:
             if self._budget.left <= 0 and attempt == 0 and self.retries_made > 0:
                 return CallError("retry budget of the run exhausted; call not sent", retryable=True)
             try:
-                completion = await self._call(session, path, body)
+                answer = await attempt_once()
                 self._reached = True
-                return completion
+                return answer
             except CallFailed as failure:
                 reason = self._scrub(failure.reason)
                 self._reached = self._reached or not failure.unreachable
@@ -292,12 +303,16 @@ class OpenAIBackend:
     async def _call(self, session: Session, path: str, body: bytes) -> Completion:
         raw = await session.post(path, body)
         try:
-            answer = json.loads(raw)
-            return _responses_completion(answer) if self.api == "responses" else _chat_completion(answer)
+            return self.completion_from(json.loads(raw))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
             # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
             raise CallFailed(f"malformed response from the server: {short(f'{type(err).__name__}: {err}')}",
                              retryable=True) from None
+
+    def completion_from(self, answer: dict[str, Any]) -> Completion:
+        """The completion in an answer's JSON body (a direct call's, or a Batch API output line's
+        `response.body`); KeyError/TypeError/... when it holds none."""
+        return _responses_completion(answer) if self.api == "responses" else _chat_completion(answer)
 
     def path_and_body(self, request: Request) -> tuple[str, bytes]:
         """The endpoint path and the JSON body of a request, ready to send."""

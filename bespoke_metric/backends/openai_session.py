@@ -87,8 +87,9 @@ class Session:
         self.base_url = base_url.rstrip("/")
         self.where = scrub_url(base_url)
         self.timeout = timeout
-        self._headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json",
-                         "accept": "application/json", "user-agent": f"bespoke-eval/{__version__}"}
+        self._plain_headers = {"authorization": f"Bearer {api_key}", "accept": "application/json",
+                               "user-agent": f"bespoke-eval/{__version__}"}
+        self._headers = {**self._plain_headers, "content-type": "application/json"}
         tls = _tls_context() if urlsplit(self.base_url).scheme == "https" else False
         # no connection limit of its own: the backend's semaphore is the one limit on calls in flight
         self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls),
@@ -96,10 +97,28 @@ class Session:
 
     async def post(self, path: str, body: bytes) -> bytes:
         """POST a JSON body to `path` (under the base URL); the answer's body, or `CallFailed`."""
+        return await self._send("POST", path, data=body, headers=self._headers)
+
+    async def get(self, path: str) -> bytes:
+        """GET `path` (under the base URL); the answer's body, or `CallFailed`."""
+        return await self._send("GET", path, headers=self._plain_headers)
+
+    async def upload(self, path: str, fields: Mapping[str, str], filename: str, content: bytes) -> bytes:
+        """POST a multipart form of `fields` and one file (the Files API's upload); the answer's body, or
+        `CallFailed`."""
+        import aiohttp
+
+        form = aiohttp.FormData()
+        for name, value in fields.items():
+            form.add_field(name, value)
+        form.add_field("file", content, filename=filename, content_type="application/jsonl")
+        return await self._send("POST", path, data=form, headers=self._plain_headers)
+
+    async def _send(self, method: str, path: str, **options: object) -> bytes:
         import aiohttp
 
         try:
-            async with self._http.post(self.base_url + path, data=body, headers=self._headers) as response:
+            async with self._http.request(method, self.base_url + path, **options) as response:  # type: ignore[arg-type]
                 content = await response.read()
                 if response.status >= 400:
                     raise self._status_failure(response.status, response.headers, content)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, Request, Usage
@@ -84,79 +84,156 @@ async def run_requests(
     """
     own_bar = ProgressBar(len(requests)) if progress is True else None
     hook: ProgressHook | None = own_bar if own_bar is not None else (progress or None)  # type: ignore[assignment]
-    usage = usage if usage is not None else Usage()
-    identity = backend.identity()
-    results = [CallResult() for _ in requests]
-    current = list(requests)  # the request each index is at: the original, then its repairs
-    pending = list(range(len(requests)))
+    run = _Run(backend, backend.identity(), cache, key_extra, _Reading(parse, repair, max_parse_retries),
+               usage if usage is not None else Usage(), hook)
+    jobs = [_Job(request) for request in requests]
+    pending = list(range(len(jobs)))
     try:
         while pending:
-            retry: list[int] = []
-
-            def settle(index: int, outcome: Outcome, cached: bool) -> None:
-                result = results[index]
-                result.cached = cached if result.attempts == 0 else (result.cached and cached)
-                result.attempts += 1
-                if isinstance(outcome, CallError):
-                    result.text, result.value, result.error = None, None, outcome.reason
-                else:
-                    result.text, result.error = outcome.text, None
-                    if parse is not None:
-                        try:
-                            if outcome.truncated:
-                                raise ParseError("the answer was cut off at the output limit before it ended")
-                            result.value = parse(index, outcome.text)
-                        except ParseError as err:
-                            if repair is not None and result.attempts <= max_parse_retries:
-                                current[index] = repair(current[index], outcome.text, err.reason)
-                                retry.append(index)
-                                return
-                            result.value = None
-                            result.error = f"unparseable answer after {result.attempts} attempt(s): {err.reason}"
-                if result.error is not None:
-                    usage.failed += 1
-                if hook is not None:
-                    hook("failed" if result.error is not None else "cached" if result.cached else "done", 1)
-
-            keys = {index: key_for(identity, current[index], key_extra) for index in pending}
-            hits = cache.get_many(keys.values()) if cache is not None else {}
-            misses: dict[str, list[int]] = {}
-            for index in pending:
-                hit = hits.get(keys[index])
-                if hit is not None:
-                    usage.cached += 1
-                    settle(index, hit, cached=True)
-                else:
-                    misses.setdefault(keys[index], []).append(index)
-
-            if misses:
-                unique = list(misses)
-                answered: set[int] = set()
-
-                def on_done(position: int, outcome: Outcome) -> None:
-                    if position in answered:
-                        raise RuntimeError(f"{backend.name} backend reported request {position} twice")
-                    answered.add(position)
-                    key = unique[position]
-                    usage.calls += 1
-                    if isinstance(outcome, Completion):
-                        usage.input_tokens += outcome.input_tokens
-                        usage.output_tokens += outcome.output_tokens
-                        if cache is not None:
-                            cache.put(key, outcome)
-                    for index in misses[key]:
-                        settle(index, outcome, cached=False)
-
-                await backend.complete([current[misses[key][0]] for key in unique], on_done)
-                for position, key in enumerate(unique):
-                    if position not in answered:
-                        for index in misses[key]:
-                            settle(index, CallError(f"{backend.name} backend returned no outcome"), cached=False)
-            pending = retry
+            pending = await _round(run, jobs, pending)
     finally:
         if own_bar is not None:
             own_bar.close()
-    return results
+    return [job.result for job in jobs]
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How answers are read: the parser, and the repair turns an unreadable answer gets."""
+
+    parse: Parse | None
+    repair: Repair | None
+    max_parse_retries: int
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What stays fixed for a whole run: where requests go, how answers are kept, read and reported."""
+
+    backend: Backend
+    identity: dict[str, Any]
+    cache: Cache | None
+    key_extra: dict[str, Any] | None
+    reading: _Reading
+    usage: Usage
+    hook: ProgressHook | None
+
+
+@dataclass
+class _Job:
+    """One request's way through the rounds: the request it is at (the original, then its repairs) and
+    its result so far."""
+
+    request: Request
+    result: CallResult = field(default_factory=CallResult)
+
+
+async def _round(run: _Run, jobs: list[_Job], pending: list[int]) -> list[int]:
+    """One round over the `pending` jobs: cache hits settle at once, the misses go to the backend in one
+    go (identical requests once). Returns the jobs sent to repair, for the next round."""
+    keys = {index: key_for(run.identity, jobs[index].request, run.key_extra) for index in pending}
+    hits = run.cache.get_many(keys.values()) if run.cache is not None else {}
+    repairs: list[int] = []
+    misses: dict[str, list[int]] = {}
+    for index in pending:
+        hit = hits.get(keys[index])
+        if hit is None:
+            misses.setdefault(keys[index], []).append(index)
+            continue
+        run.usage.cached += 1
+        if not _settle(run, jobs[index], index, hit, cached=True):
+            repairs.append(index)
+    if misses:
+        landing = _Landing(run, jobs, misses)
+        await run.backend.complete([jobs[indices[0]].request for indices in misses.values()], landing)
+        repairs += landing.repairs + landing.settle_unanswered()
+    return repairs
+
+
+class _Landing:
+    """The `on_done` of one round's backend call: each answer is cached and counted the moment it lands
+    (so a killed run, rerun, pays only for what had not landed), then settled for every job that asked it."""
+
+    def __init__(self, run: _Run, jobs: list[_Job], misses: dict[str, list[int]]) -> None:
+        self.run = run
+        self.jobs = jobs
+        self.keys = list(misses)
+        self.misses = misses
+        self.answered: set[int] = set()
+        self.repairs: list[int] = []
+        """Jobs whose answer could not be read: their repair request goes in the next round."""
+
+    def __call__(self, position: int, outcome: Outcome) -> None:
+        run = self.run
+        if position in self.answered:
+            raise RuntimeError(f"{run.backend.name} backend reported request {position} twice")
+        self.answered.add(position)
+        key = self.keys[position]
+        _count(run.usage, outcome)
+        if isinstance(outcome, Completion) and run.cache is not None:
+            run.cache.put(key, outcome)
+        self._settle_all(key, outcome)
+
+    def settle_unanswered(self) -> list[int]:
+        """Settle the requests the backend never reported as failed; returns those sent to repair (none)."""
+        before = len(self.repairs)
+        for position, key in enumerate(self.keys):
+            if position not in self.answered:
+                self._settle_all(key, CallError(f"{self.run.backend.name} backend returned no outcome"))
+        return self.repairs[before:]
+
+    def _settle_all(self, key: str, outcome: Outcome) -> None:
+        for index in self.misses[key]:
+            if not _settle(self.run, self.jobs[index], index, outcome, cached=False):
+                self.repairs.append(index)
+
+
+def _count(usage: Usage, outcome: Outcome) -> None:
+    """Add a call the backend made to the usage counters."""
+    usage.calls += 1
+    if isinstance(outcome, Completion):
+        usage.input_tokens += outcome.input_tokens
+        usage.output_tokens += outcome.output_tokens
+        usage.cached_input_tokens += outcome.cached_input_tokens
+        usage.reasoning_tokens += outcome.reasoning_tokens
+
+
+def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool) -> bool:
+    """Record an answer (or a failed call) on its job. True when the job has ended; False when its answer
+    could not be read and a repair request replaced `job.request`, for the next round."""
+    result = job.result
+    result.cached = cached if result.attempts == 0 else (result.cached and cached)
+    result.attempts += 1
+    if isinstance(outcome, CallError):
+        result.text, result.value, result.error = None, None, outcome.reason
+    else:
+        result.text, result.error = outcome.text, None
+        reason = _read(run.reading, result, index, outcome)
+        if reason is not None:
+            reading = run.reading
+            if reading.repair is not None and result.attempts <= reading.max_parse_retries:
+                job.request = reading.repair(job.request, outcome.text, reason)
+                return False
+            result.value = None
+            result.error = f"unparseable answer after {result.attempts} attempt(s): {reason}"
+    if result.error is not None:
+        run.usage.failed += 1
+    if run.hook is not None:
+        run.hook("failed" if result.error is not None else "cached" if result.cached else "done", 1)
+    return True
+
+
+def _read(reading: _Reading, result: CallResult, index: int, completion: Completion) -> str | None:
+    """Parse an answer into `result.value`; the reason it cannot be read, or None."""
+    if reading.parse is None:
+        return None
+    try:
+        if completion.truncated:
+            raise ParseError("the answer was cut off at the output limit before it ended")
+        result.value = reading.parse(index, completion.text)
+    except ParseError as err:
+        return err.reason
+    return None
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from bespoke_dataset.errors import UserError
 
 from bespoke_metric.backends.base import Backend
+from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.judging.protocol import RECALL_MODES
@@ -83,6 +84,28 @@ class OpenAIOptions:
     reasoning_effort: str | None = option()
     reasoning_max_tokens: int | None = option()
     schema_format: bool | None = option()
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """The provider's Batch API, for engines that offer it (`backends.openai_batch.OpenAIBatchBackend`)."""
+
+    batch: bool | None = option("--batch", "send the calls of openai: models through the provider's Batch API "
+                                "(about half price; answers within 24 h; a rerun collects batches already submitted)")
+    batch_max_requests: int | None = option("--batch-max-requests", "requests per batch at most (default 50000, OpenAI's limit)")
+    batch_max_bytes: int | None = option("--batch-max-bytes", "bytes of a batch's input file at most (default 200 MiB, OpenAI's limit)")
+    batch_poll: float | None = option("--batch-poll", "seconds before the first poll of a batch, growing by half each "
+                                      "poll up to 60 (default 5)")
+    batch_poll_max: float | None = option(help="the longest wait between polls (default 60)")
+    batch_retries: int | None = option(help="rounds of resubmitting what a batch failed, before it goes direct (default 1)")
+    batch_ledger: str | None = option(help="SQLite file keeping the submitted batches (default: beside the cache)")
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    """What a run may spend (`bespoke_metric.calls.spending`), for any LLM engine."""
+
+    spending: Any = option(help="a SpendingLimit shared by every model of the run (--max-cost)")
 
 
 @dataclass(frozen=True)
@@ -188,6 +211,8 @@ class Engine:
     search_default: str = "none"
     """The `--search` a system model of this engine gets when none is given (`native` for an engine that
     always searches, such as Perplexity's)."""
+    batch_api: bool = False
+    """Offers the OpenAI Batch API (`BatchOptions`, `--batch`)."""
 
     @property
     def llm(self) -> bool:
@@ -195,7 +220,7 @@ class Engine:
 
 
 ENGINES: dict[str, Engine] = {
-    "openai": Engine("openai", OpenAIOptions, backend=_openai),
+    "openai": Engine("openai", OpenAIOptions, backend=_openai, batch_api=True),
     "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True),
     "embed": Engine("embed", EmbedOptions, judge=_embed),
@@ -249,13 +274,43 @@ def _refuse(leftover: dict[str, Any], what: str, *classes: type) -> None:
 
 
 def _any_flag(name: str) -> str:
-    for cls in (ProtocolOptions, ExecutorOptions, OpenAIOptions, HFOptions, VLLMOptions, EmbedOptions):
+    for cls in (ProtocolOptions, ExecutorOptions, OpenAIOptions, BatchOptions, CostOptions, HFOptions, VLLMOptions, EmbedOptions):
         if name in {item.name for item in dataclasses.fields(cls)}:
             return flag_of(cls, name)
     return f"{name}="
 
 
-def _backend(parsed: Spec, engine_options: dict[str, Any], executor_options: dict[str, Any]) -> Backend:
+def _llm_option_classes(engine: Engine) -> tuple[type, ...]:
+    """The option classes of an LLM engine, past its own: where it runs, the Batch API if it has one, cost."""
+    return (ExecutorOptions, *((BatchOptions,) if engine.batch_api else ()), CostOptions)
+
+
+def _backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str, Any]) -> Backend:
+    """The engine's backend (in this process, or on Ray with `executor="ray"`), through the Batch API with
+    `batch=True`, admitted against a spending limit with `spending=`; `more` are the option dicts of
+    `_llm_option_classes`, in order."""
+    executor_options, *batch, cost = [dict(part) for part in more]
+    batch_options = batch[0] if batch else {}
+    spending = cost.get("spending")
+    if batch_options.pop("batch", False):
+        if executor_options.get("executor", "local") != "local":
+            raise OptionError("--batch sends the calls to the provider's Batch API: it does not run on Ray (--executor ray)")
+        from bespoke_metric.backends.openai_batch import OpenAIBatchBackend
+
+        direct = _local_backend(parsed, engine_options, executor_options)
+        return OpenAIBatchBackend(direct, spending=spending, **batch_options)  # type: ignore[arg-type]
+    if batch_options:
+        flags = [flag_of(BatchOptions, name) for name in sorted(batch_options)]
+        raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch (batch=True)")
+    backend = _local_backend(parsed, engine_options, executor_options)
+    if spending is not None:
+        from bespoke_metric.calls.spending import SpendLimited
+
+        return SpendLimited(backend, spending)
+    return backend
+
+
+def _local_backend(parsed: Spec, engine_options: dict[str, Any], executor_options: dict[str, Any]) -> Backend:
     """The engine in this process, or on Ray with `executor="ray"`."""
     executor = executor_options.pop("executor", "local")
     if executor not in EXECUTORS:
@@ -280,9 +335,10 @@ def make_backend(spec: str, **options: Any) -> Backend:
     if not parsed.engine.llm:
         raise OptionError(f"{spec} is a judge, not an LLM engine; use make_judge")
     options = dict(options)
-    engine_options, executor_options = _take(options, parsed.engine.options, ExecutorOptions)
-    _refuse(options, f"the {parsed.engine.name} engine ({spec})", parsed.engine.options, ExecutorOptions)
-    return _backend(parsed, engine_options, executor_options)
+    classes = (parsed.engine.options, *_llm_option_classes(parsed.engine))
+    taken = _take(options, *classes)
+    _refuse(options, f"the {parsed.engine.name} engine ({spec})", *classes)
+    return _backend(parsed, *taken)
 
 
 def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> Judge:
@@ -305,10 +361,13 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         return parsed.engine.judge(spec, parsed.model, own)
     from bespoke_metric.judging.llm_judge import LLMJudge
 
-    protocol, engine_options, executor_options = _take(options, ProtocolOptions, parsed.engine.options, ExecutorOptions)
-    _refuse(options, f"the {parsed.engine.name} judge ({spec})", ProtocolOptions, parsed.engine.options, ExecutorOptions)
+    classes = (ProtocolOptions, parsed.engine.options, *_llm_option_classes(parsed.engine))
+    protocol, engine_options, *more = _take(options, *classes)
+    _refuse(options, f"the {parsed.engine.name} judge ({spec})", *classes)
     protocol.setdefault("structured", parsed.engine.guided_decoding)
-    backend = _backend(parsed, engine_options, executor_options)
     if cache is not None and not isinstance(cache, Cache):
         cache = Cache(cache)
+    if parsed.engine.batch_api and more[1].get("batch") and cache is not None:
+        more[1].setdefault("batch_ledger", str(ledger_path(cache.path)))  # the batches kept beside the answers
+    backend = _backend(parsed, engine_options, *more)
     return LLMJudge(backend, spec=spec, cache=cache, **protocol)

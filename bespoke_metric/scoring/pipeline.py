@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.atomic import atomic_write_text
@@ -22,6 +23,8 @@ from bespoke_metric.results import ItemResult, Results
 from .engines import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge, guard_counts
 from .predictions import PredictionsInput, check_readable, read_predictions
+from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
+from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
 
 
@@ -62,11 +65,14 @@ def run_judge_many(
     data: Mapping[str, Any],
     systems: Sequence[Mapping[str, Any] | None],
     guards: bool = True,
+    prices: PriceTable | None = None,
+    uses: Sequence[ModelUse] = (),
     **judge_options: Any,
 ) -> list[Results]:
     """Judge several systems' items in one run (one judge, one scheduler run: the backend sees every
     request at once), behind the response guards unless `guards=False`; one `Results` per group. The
-    `usage` block of each is the whole run's, with `systems` saying how many shared it."""
+    `usage` block of each is the whole run's, with `systems` saying how many shared it; its `models`
+    are the judge's and those of `uses` (the calls of the run's other models), priced by `prices`."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
     checked = GuardedJudge(judge_object, enabled=guards)
     try:
@@ -81,7 +87,7 @@ def run_judge_many(
     for group, system in zip(groups, systems):
         part = judged[start_index : start_index + len(group)]
         start_index += len(group)
-        results = build_results(checked, part, data=data, wall_seconds=wall, system=system)
+        results = build_results(checked, part, data=data, wall_seconds=wall, system=system, prices=prices, uses=uses)
         results.guarded = guard_counts(part)
         if len(groups) > 1:
             results.usage["systems"] = len(groups)
@@ -96,12 +102,26 @@ def build_results(
     data: Mapping[str, Any],
     wall_seconds: float,
     system: Mapping[str, Any] | None = None,
+    prices: PriceTable | None = None,
+    uses: Sequence[ModelUse] = (),
 ) -> Results:
     usage: Usage = getattr(judge, "usage", None) or Usage()  # a judge of one's own may count nothing
-    usage_block = {**usage.counts(), "wall_seconds": round(wall_seconds, 3)}
+    usage_block = {**usage.counts(), "wall_seconds": round(wall_seconds, 3),
+                   **usage_models([*judge_uses(judge), *uses], prices or PriceTable())}
     return Results(summary=summarize(list(items)), **figure_stats(items), items=list(items), judge=judge.describe(),
                    data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                    model_name=model_name(system) if system is not None else None)
+
+
+def judge_uses(judge: Judge, *more: Usage) -> list[ModelUse]:
+    """The calls of an LLM judge's backend (its own and `more` made through the same backend, such as
+    feedback grading's) for the `models` of a usage block; none for a judge without an LLM."""
+    backend = getattr(judge, "backend", None)
+    usage = getattr(judge, "usage", None)
+    if backend is None or usage is None:
+        return []
+    roles = ["judge", *(["grader"] if more else [])]
+    return [backend_use(backend, judge.spec, roles, [usage, *more])]
 
 
 def model_name(system: Mapping[str, Any]) -> str | None:
@@ -124,6 +144,8 @@ def score(
     system: Mapping[str, Any] | None = None,
     allow_repeats: bool = False,
     guards: bool = True,
+    prices: PriceTable | None = None,
+    uses: Sequence[ModelUse] = (),
     **judge_options: Any,
 ) -> Results:
     """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
@@ -132,9 +154,11 @@ def score(
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`,
     `executor="ray"` with `replicas`, ...). `guards=False` sends every response to the judge (see
     `bespoke_metric.judging.guards`). Bad predictions raise `PredictionError` before any judge call;
-    `allow_repeats` scores several predictions of one query (the metric's path) instead of refusing them."""
+    `allow_repeats` scores several predictions of one query (the metric's path) instead of refusing them.
+    The `usage` block records every model's tokens and cost, the judge's and those of `uses` (the
+    system model's, for `bespoke run`), at `prices` (default: the built-in table)."""
     return score_many([predictions], judge, source=source, revision=revision, limit=limit, systems=[system],
-                      allow_repeats=allow_repeats, guards=guards, **judge_options)[0]
+                      allow_repeats=allow_repeats, guards=guards, prices=prices, uses=uses, **judge_options)[0]
 
 
 def score_many(
@@ -147,25 +171,72 @@ def score_many(
     systems: Sequence[Mapping[str, Any] | None] | None = None,
     allow_repeats: bool = False,
     guards: bool = True,
+    prices: PriceTable | None = None,
+    uses: Sequence[ModelUse] = (),
     **judge_options: Any,
 ) -> list[Results]:
     """Score several systems' predictions with one judge, loaded once; one `Results` per predictions
     input, in order. Every system's calls go through one scheduler run, so a judge on Ray or vLLM sees
     them all at once. Every input is checked before any judge call (a `PredictionError` names the file; a
     missing file is named before the data loads)."""
-    for given in predictions:
-        check_readable(given)
-    benchmark, data = load_benchmark(source, revision)
     systems = list(systems) if systems is not None else [None] * len(predictions)
     if len(systems) != len(predictions):
         raise ValueError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
+    groups, data = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
+    return run_judge_many(judge, groups, data=data, systems=systems, guards=guards, prices=prices, uses=uses, **judge_options)
+
+
+def judge_groups(
+    predictions: Sequence[PredictionsInput],
+    *,
+    source: str | os.PathLike[str] = DEFAULT_SOURCE,
+    revision: str | None = None,
+    limit: int | None = None,
+    allow_repeats: bool = False,
+) -> tuple[list[list[JudgeItem]], dict[str, Any]]:
+    """The judge items of each predictions input (checked against the benchmark, the first `limit` of
+    each), and the `data` block. Every input is checked readable before the data loads."""
+    for given in predictions:
+        check_readable(given)
+    benchmark, data = load_benchmark(source, revision)
     groups = []
     for given in predictions:
         checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
         if limit is not None:
             checked = checked[:limit]
         groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
-    return run_judge_many(judge, groups, data=data, systems=systems, guards=guards, **judge_options)
+    return groups, data
+
+
+def plan_judging(
+    judge: str,
+    groups: Sequence[Sequence[JudgeItem]],
+    *,
+    guards: bool = True,
+    response_bound: bool = False,
+    **judge_options: Any,
+) -> list[Planned]:
+    """A dry run of judging `groups` (see `bespoke_metric.calls.plan`): the calls the judge would make
+    after the guards and its cache, none sent, nothing written; empty for a judge that makes no model
+    calls (`embed:`). `response_bound`: some responses are stand-ins (not yet generated)."""
+    options = {name: value for name, value in judge_options.items() if value is not None}
+    if isinstance(options.get("cache"), (str, os.PathLike)) and not Path(options["cache"]).is_file():
+        del options["cache"]  # nothing is cached yet, and a dry run creates no file
+    judge_object = make_judge(judge, **keyless(judge, options))
+    backend = getattr(judge_object, "backend", None)
+    if backend is None:
+        if hasattr(judge_object, "close"):
+            judge_object.close()
+        return []
+    planner = PlanningBackend(backend)
+    cache = ReadOnlyCache(judge_object.cache)
+    judge_object.backend, judge_object.cache, judge_object.progress = planner, cache, False
+    try:
+        run_sync(GuardedJudge(judge_object, enabled=guards).judge([item for group in groups for item in group]))
+    finally:
+        judge_object.close()
+    return [Planned(judge, "judge", planner.requests, cache.served, batch=planner.batch, response_bound=response_bound,
+                    served_output_tokens=cache.served_output_tokens)]
 
 
 def failure_count(results: Results) -> int:

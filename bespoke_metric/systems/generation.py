@@ -24,7 +24,9 @@ from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.scoring.engines import make_backend
 from bespoke_metric.backends.base import Backend, Usage
+from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache
+from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
 
 from .calls import ask
@@ -55,6 +57,9 @@ class GenerationReport:
     """System-model calls."""
     profiler_usage: Usage = field(default_factory=Usage)
     """Profile and expansion calls."""
+    uses: list[ModelUse] = field(default_factory=list)
+    """The calls of each model backend (the system model, a profiler of its own), for a results file's
+    `usage.models`."""
     wall_seconds: float = 0.0
 
 
@@ -89,7 +94,7 @@ def generate(
     parts = _find_parts(model, settings, progress)
     rows, histories, data = _load_data(settings, source, revision, queries, histories)
     with contextlib.ExitStack() as stack:
-        _open_models(parts, model, settings, stack)
+        _open_models(parts, model, settings, _cache_path(settings, output), stack)
         system = {
             "model": _describe_backend(parts.spec, parts.system_backend),
             "context": settings.context,
@@ -106,10 +111,12 @@ def generate(
         report = GenerationReport(output, system, already_done=sum(row_key(row) in done for row in rows))
         pending = [row for row in rows if row_key(row) not in done]
         if pending:
-            cache = settings.cache if isinstance(settings.cache, Cache) else stack.enter_context(Cache(settings.cache or sidecar(output, ".cache.sqlite")))
+            # a given cache object is used as it is (a dry run's reads without writing)
+            cache = stack.enter_context(Cache(_cache_path(settings, output))) if _names_a_file(settings.cache) else settings.cache
             # Covers models, settings and data: profiles of another configuration or other data are not reused.
             store = ProfileStore(sidecar(output, ".profiles.jsonl"), canonical_sha256(system)[:16])
             _generate_pending(pending, histories, parts, settings, cache, store, report, progress)
+        report.uses = _uses(parts, report)
     report.wall_seconds = time.perf_counter() - started
     return report
 
@@ -145,10 +152,31 @@ def _find_parts(model: str | Backend, settings: GenerationSettings, progress: bo
     return _Parts(spec, counter, profiler, profiler_spec, profile_counter, retriever, search)
 
 
-def _open_models(parts: _Parts, model: str | Backend, settings: GenerationSettings, stack: contextlib.ExitStack) -> None:
-    parts.system_backend = _open_backend(model, settings.model_options, stack)
+def _names_a_file(cache: Any) -> bool:
+    return cache is None or isinstance(cache, (str, os.PathLike))
+
+
+def _cache_path(settings: GenerationSettings, output: Path) -> Path:
+    """Where the run's answers are cached: the file `settings.cache` names (or the cache object's), else
+    beside the predictions."""
+    if not _names_a_file(settings.cache):
+        return Path(getattr(settings.cache, "path", sidecar(output, ".cache.sqlite")))
+    return Path(settings.cache or sidecar(output, ".cache.sqlite"))
+
+
+def _open_models(parts: _Parts, model: str | Backend, settings: GenerationSettings, cache: Path, stack: contextlib.ExitStack) -> None:
+    parts.system_backend = _open_backend(model, _beside(settings.model_options, cache), stack)
     if parts.profiler_spec is not None:
-        parts.profiler_backend = parts.system_backend if parts.profiler is None else _open_backend(parts.profiler, settings.profiler_options, stack)
+        parts.profiler_backend = parts.system_backend if parts.profiler is None else _open_backend(
+            parts.profiler, _beside(settings.profiler_options, cache), stack)
+
+
+def _beside(options: Mapping[str, Any], cache: Path) -> dict[str, Any]:
+    """A model's options, with the batches of a `batch=True` model kept beside the run's cache."""
+    options = dict(options)
+    if options.get("batch"):
+        options.setdefault("batch_ledger", str(ledger_path(cache)))
+    return options
 
 
 def _generate_pending(
@@ -181,6 +209,16 @@ def _generate_pending(
     report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
     jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
     _answer(jobs, parts.system_backend, parts.search, parts.counter, settings, cache, report, progress)
+
+
+def _uses(parts: _Parts, report: GenerationReport) -> list[ModelUse]:
+    system, profiler = parts.system_backend, parts.profiler_backend
+    if profiler is None or profiler is system:  # one backend: its batch count covers both parts
+        roles = ["system", *(["profiler"] if profiler is system else [])]
+        return [backend_use(system, parts.spec, roles, [report.usage, report.profiler_usage])]
+    assert parts.profiler_spec is not None
+    return [backend_use(system, parts.spec, ["system"], [report.usage]),
+            backend_use(profiler, parts.profiler_spec, ["profiler"], [report.profiler_usage])]
 
 
 def _spec(model: str | Backend) -> str:

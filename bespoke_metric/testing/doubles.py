@@ -8,29 +8,22 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from bespoke_metric.backends.base import Backend, OnDone, Outcome, Request
+from bespoke_metric.backends.base import Backend, BackendWrapper, OnDone, Outcome, Request
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.results import ItemResult
 
 
-class RecordingBackend:
+class RecordingBackend(BackendWrapper):
     """Wraps a backend: records each request as its outcome lands and, with `crash_after=k`, raises
     `crash` right after the k-th landed (its answer already reported, as when a process is killed)."""
 
     def __init__(self, inner: Backend, crash_after: int | None = None, crash: type[BaseException] = KeyboardInterrupt):
+        super().__init__(inner)
         self.inner = inner
-        self.name = inner.name
-        self.model = inner.model
-        self.one_batch = inner.one_batch
-        self.takes_tools = inner.takes_tools
-        self.searches = inner.searches
         self.crash_after = crash_after
         self.crash = crash
         self.requests: list[Request] = []
-
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         def done(index: int, outcome: Outcome) -> None:

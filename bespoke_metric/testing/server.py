@@ -100,6 +100,8 @@ class TestServer:
     """The running server's state; configure it by assigning its attributes between calls."""
 
     __test__ = False  # not a pytest test class
+    handler: type["_Handler"]
+    """The request handler class (`_Handler`, set below; a server offering more routes subclasses it)."""
 
     def __init__(
         self,
@@ -144,7 +146,7 @@ class TestServer:
     def start(self) -> "TestServer":
         server = self
 
-        class Handler(_Handler):
+        class Handler(self.handler):  # type: ignore[name-defined]
             state = server
 
         httpd = _Server(("127.0.0.1", 0), Handler)
@@ -282,11 +284,11 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.state
         if fault is not None and fault.hang:
             state._wait(fault.hang)
-        if body is None:
-            self._send(record, 400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
-            return
         if not (self.path.endswith("/chat/completions") or self.path.endswith("/responses")):
             self._send(record, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        if body is None:
+            self._send(record, 400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
         if fault is not None and fault.status:
             error = fault.body or {"error": {"message": f"scripted failure {fault.status}", "type": "server_error"}}
@@ -314,6 +316,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.state._end(record, status)  # before the body: a client holding its answer finds the call recorded
         self.wfile.write(data)
+
+
+TestServer.handler = _Handler
 
 
 @contextlib.contextmanager

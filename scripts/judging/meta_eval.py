@@ -11,6 +11,7 @@ from bespoke_metric.scoring.pipeline import write_results
 
 from bespoke_metric.scoring.engines import ProtocolOptions
 
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
 from bespoke_cli.options import add_option_arguments, option_values
 from .score import add_judge_arguments, answer_caches, judge_options
@@ -29,21 +30,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="judge only the first N meta-test responses")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the intervals (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_cost_arguments(parser, dry_run=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    options = {**judge_options(args), **option_values(args, ProtocolOptions)}
-    if args.feedback_grader:
-        options["feedback_grader"] = args.feedback_grader
-    if args.no_feedback_accuracy:
-        options["feedback_accuracy_check"] = False
     try:
         check_executor_flags(args, [args.judge])
+        check_cost_flags(args, [args.judge, args.feedback_grader])
+        prices = price_table(args)
+        spending = spending_limit(args, prices, [args.cache])
+        options = {**judge_options(args, spending), **option_values(args, ProtocolOptions)}
+        if args.feedback_grader:
+            options["feedback_grader"] = args.feedback_grader
+        if args.no_feedback_accuracy:
+            options["feedback_accuracy_check"] = False
         results = meta_evaluate(args.judge, args.source, revision=args.revision, limit=args.limit,
-                                n_resamples=args.resamples, seed=args.seed, **options)
+                                n_resamples=args.resamples, seed=args.seed, prices=prices, **options)
     except ValueError as error:  # bad data (MetaEvalError) or a judge option the judge does not take
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if stopped_by_limit(spending, answer_caches(args)):
+        return 1
     print(format_meta_eval(results))
     if args.output:
         write_results(results, args.output)

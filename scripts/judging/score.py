@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, Mapping, TextIO
 
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.scoring.engines import OpenAIOptions, ProtocolOptions
-from bespoke_metric.scoring.pipeline import failure_count, score_many, write_results
+from bespoke_metric.calls.spending import SpendingLimit
+from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
 from bespoke_metric.results import Results
 
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, cost_options, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
 from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values
 
@@ -30,11 +32,14 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
 
-def judge_options(args: argparse.Namespace) -> dict[str, object]:
+def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None) -> dict[str, object]:
+    """The judge's options from the flags; `spending` is the command's limit (`--max-cost`), shared by
+    every model of the command."""
     options = {
         **option_values(args, OpenAIOptions, ProtocolOptions),
         "cache": args.cache,
         **executor_options(args, args.judge),
+        **cost_options(args, args.judge, spending),
         "guards": False if args.no_guards else None,
     }
     return {name: value for name, value in options.items() if value is not None}
@@ -53,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="score only the first N predictions of each file")
     parser.add_argument("--model-name", help="the system that wrote the predictions, recorded in the results file (system.model, model_name)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+    add_cost_arguments(parser)
 
 
 def output_paths(predictions: list[str], output: str | None, output_dir: str | None) -> list[str]:
@@ -86,20 +92,48 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
     else:
         work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed"
     print(f"{summary['items']} items; {work}, {usage['wall_seconds']:.1f}s", file=out)
+    cost = cost_line(usage)
+    if cost:
+        print(cost, file=out)
+
+
+def cost_line(usage: Mapping[str, Any]) -> str | None:
+    """Tokens and cost per model of a usage block, on one line; None for a block without models (a
+    judge that makes no model calls, or a results file older than them)."""
+    models = usage.get("models")
+    if not models:
+        return None
+    parts = []
+    for spec, record in models.items():
+        cost = "cost unknown" if record.get("cost") is None else f"${record['cost']:.4f}"
+        batch = f", {record['batch_calls']} by batch" if record.get("batch_calls") else ""
+        parts.append(f"{spec}: {record['input_tokens']} in ({record['cached_input_tokens']} cached), "
+                     f"{record['output_tokens']} out ({record['reasoning_tokens']} reasoning){batch}, {cost}")
+    total = "unknown (no price for " + ", ".join(usage.get("cost_unknown", [])) + ": --prices FILE)" if usage.get("cost") is None else f"${usage['cost']:.4f}"
+    return f"tokens {'; '.join(parts)}; total cost {total}"
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         outputs = output_paths(args.predictions, args.output, args.output_dir)
         check_executor_flags(args, [args.judge])
+        check_cost_flags(args, [args.judge])
+        prices = price_table(args)
+        if args.dry_run:
+            groups, _ = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit)
+            print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
+            return 0
+        spending = spending_limit(args, prices, [args.cache])
         system = {"model": args.model_name} if args.model_name else None
         all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                                 systems=[system] * len(args.predictions), **judge_options(args))
+                                 systems=[system] * len(args.predictions), prices=prices, **judge_options(args, spending))
     except ValueError as error:  # bad predictions, data, flags or judge options: a message, not a traceback
         if args.verbose:
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if stopped_by_limit(spending, answer_caches(args)):
+        return 1
     statuses = []
     for given, results, output in zip(args.predictions, all_results, outputs):
         if len(outputs) > 1:

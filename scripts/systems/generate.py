@@ -14,6 +14,9 @@ from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationE
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
 from bespoke_metric.systems.runfiles import sidecar
 
+from bespoke_metric.calls.spending import SpendingLimit
+
+from bespoke_cli.cost import cost_options
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
 from bespoke_cli.options import add_source_arguments
 
@@ -68,23 +71,24 @@ def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
     return {name: value for name, value in flags.items() if value is not None}
 
 
-def _backend_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+def _backend_options(spec: str, args: argparse.Namespace, spending: SpendingLimit | None) -> dict[str, Any]:
     """Every engine flag given, for the system model: `make_backend` rejects (ValueError) a flag its
     engine does not take, so `--batch-size` with a `vllm:` model is an error, not silently ignored.
-    The executor flags that apply to its engine come along (`--executor ray` runs it on Ray)."""
-    return {**_engine_flags(args), **executor_options(args, spec)}
+    The executor and cost flags that apply to its engine come along (`--executor ray` runs it on Ray,
+    `--batch` through the Batch API), and the command's spending limit."""
+    return {**_engine_flags(args), **executor_options(args, spec), **cost_options(args, spec, spending)}
 
 
-def _profiler_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+def _profiler_options(spec: str, args: argparse.Namespace, spending: SpendingLimit | None) -> dict[str, Any]:
     """The engine flags name the system model's endpoint and batch size; a `--profiler` of another
     engine cannot use them, so it gets only those its engine takes (the same endpoint for an `openai:`
     profiler, the same batch size for an `hf:` one)."""
     takes = option_names(parse_spec(spec).engine.options)
     engine_flags = {name: value for name, value in _engine_flags(args).items() if name in takes}
-    return {**engine_flags, **executor_options(args, spec)}
+    return {**engine_flags, **executor_options(args, spec), **cost_options(args, spec, spending)}
 
 
-def settings_from(args: argparse.Namespace) -> GenerationSettings:
+def settings_from(args: argparse.Namespace, spending: SpendingLimit | None = None) -> GenerationSettings:
     return GenerationSettings(
         context=args.context,
         top_k=args.top_k,
@@ -98,17 +102,18 @@ def settings_from(args: argparse.Namespace) -> GenerationSettings:
         embedding_model=args.embedding_model,
         search=args.search_docs,
         tokenizer=args.tokenizer,
-        model_options=_backend_options(args.model, args),
-        profiler_options=_profiler_options(args.profiler, args) if args.profiler else {},
+        model_options=_backend_options(args.model, args, spending),
+        profiler_options=_profiler_options(args.profiler, args, spending) if args.profiler else {},
         limit=args.limit,
         cache=args.generation_cache,
     )
 
 
-def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
-    """Run generation as the parsed arguments say (shared with `bespoke run`)."""
+def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit | None = None) -> GenerationReport:
+    """Run generation as the parsed arguments say (shared with `bespoke run`), within the command's
+    spending limit if it has one."""
     # progress bars (the retriever's embedding bars too) only on a terminal, never into a pipe or a log
-    return generate(args.model, output, settings_from(args), source=args.source, revision=args.revision,
+    return generate(args.model, output, settings_from(args, spending), source=args.source, revision=args.revision,
                     progress=on_terminal())
 
 

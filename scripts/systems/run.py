@@ -6,13 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
-from .generate import add_generation_arguments, generate_from, generation_cache, print_report
+from .generate import add_generation_arguments, generate_from, generation_cache, print_report, settings_from
 from bespoke_cli.judging.score import add_judge_arguments, judge_options, publish
 
 from bespoke_metric.analysis.leaderboard import system_label
 from bespoke_metric.systems import GenerationError
-from bespoke_metric.scoring.pipeline import score
+from bespoke_metric.calls.pricing import PriceTable
+from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score
+from bespoke_metric.systems.dry_run import plan_generation
 
 HELP = "generate with a system model and score with a judge: one results file recording both"
 
@@ -23,6 +26,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default="results.json", help="results file (default results.json)")
     parser.add_argument("--predictions", help="predictions JSONL, resumed if it exists (default: OUTPUT with .predictions.jsonl)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+    add_cost_arguments(parser)
+
+
+def dry_run(args: argparse.Namespace, predictions: str, prices: PriceTable) -> int:
+    """Print the calls the run would make (generation, then judging what it would write), make none."""
+    plan = plan_generation(args.model, predictions, settings_from(args), source=args.source, revision=args.revision)
+    groups, _ = judge_groups([plan.predictions], source=args.source, revision=args.revision, limit=args.limit)
+    options = judge_options(args)
+    if plan.stand_ins:  # a stand-in response would trip the guards: count every response as judged
+        options["guards"] = False
+    print_plan(plan.planned + plan_judging(args.judge, groups, response_bound=plan.stand_ins > 0, **options), prices)
+    return 0
 
 
 def predictions_path(args: argparse.Namespace) -> str:
@@ -40,18 +55,28 @@ def run(args: argparse.Namespace) -> int:
     predictions = predictions_path(args)
     try:
         check_executor_flags(args, [args.model, args.profiler, args.judge])
-        report = generate_from(args, predictions)
+        check_cost_flags(args, [args.model, args.profiler, args.judge])
+        prices = price_table(args)
+        if args.dry_run:
+            return dry_run(args, predictions, prices)
+        spending = spending_limit(args, prices, [args.cache])  # the system model's cache is always there
+        report = generate_from(args, predictions, spending)
     except (GenerationError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print_report(report)
+    if stopped_by_limit(spending, answer_caches(args)):
+        return 1
     system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
     system["name"] = system_label(system)  # a string for tables and legends: "hf:/path/to/model (history)"
     try:
-        results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, system=system, **judge_options(args))
+        results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, system=system,
+                        prices=prices, uses=report.uses, **judge_options(args, spending))
     except ValueError as error:  # bad predictions or judge options: a message, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if stopped_by_limit(spending, answer_caches(args)):
+        return 1
     status = publish(results, args.output, strict=args.strict)
     if report.failed:
         print(f"error: {len(report.failed)} quer(ies) have no prediction; rerun to retry them", file=sys.stderr)

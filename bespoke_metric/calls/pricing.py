@@ -1,0 +1,272 @@
+"""What calls cost: a small table of the usual API models' prices, and the cost of a run's tokens.
+
+Prices are dollars per million tokens, as the providers list them: input, cached input (tokens the
+provider served from its prompt cache), output (hidden reasoning included: it is billed as output), and
+the Batch API's, which are half unless given. A model that is not in the table has no price: its cost is
+said to be unknown, never guessed. `--prices FILE` adds or overrides entries:
+
+    {"gpt-5": {"input": 1.25, "cached_input": 0.125, "output": 10.0},
+     "openai:my-finetune": {"input": 3.0, "output": 12.0, "batch_input": 1.5, "batch_output": 6.0}}
+
+A key is a model name as the endpoint knows it (looked up for `openai:` models) or a whole spec
+(`vllm:Qwen/Qwen3-8B`, to price a model of any engine).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from bespoke_dataset.errors import UserError
+
+from bespoke_metric.backends.base import Usage
+
+PRICES_CHECKED = "2025-11"
+"""When the built-in table was read off openai.com/api/pricing (standard tier)."""
+
+PRICE_FIELDS = ("input", "cached_input", "output", "batch_input", "batch_output")
+"""The keys of one entry of a prices file, dollars per million tokens; `input` and `output` are required."""
+
+BATCH_DISCOUNT = 0.5
+"""The Batch API's price as a share of the direct one, where an entry gives no batch price."""
+
+_DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+class PricesError(UserError):
+    """A prices file that cannot be read, naming the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Token counts of some calls. `cached_input` is part of `input`, `reasoning` part of `output`."""
+
+    input: int = 0
+    cached_input: int = 0
+    output: int = 0
+    reasoning: int = 0
+
+    @classmethod
+    def of(cls, usage: Usage) -> "Tokens":
+        return cls(usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.reasoning_tokens)
+
+    def __add__(self, other: "Tokens") -> "Tokens":
+        return Tokens(self.input + other.input, self.cached_input + other.cached_input,
+                      self.output + other.output, self.reasoning + other.reasoning)
+
+    def __sub__(self, other: "Tokens") -> "Tokens":
+        return Tokens(self.input - other.input, self.cached_input - other.cached_input,
+                      self.output - other.output, self.reasoning - other.reasoning)
+
+    def to_json(self) -> dict[str, int]:
+        return {"input_tokens": self.input, "cached_input_tokens": self.cached_input,
+                "output_tokens": self.output, "reasoning_tokens": self.reasoning}
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens of one model."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    """Default: `input` (no prompt-cache discount known)."""
+    batch_input: float | None = None
+    """Default: `input` × `BATCH_DISCOUNT`."""
+    batch_output: float | None = None
+    """Default: `output` × `BATCH_DISCOUNT`."""
+    source: str = f"built-in, {PRICES_CHECKED}"
+
+    def rates(self, *, batch: bool) -> tuple[float, float, float]:
+        """(input, cached input, output) dollars per million tokens, direct or through the Batch API."""
+        cached = self.input if self.cached_input is None else self.cached_input
+        if not batch:
+            return self.input, cached, self.output
+        batch_input = self.input * BATCH_DISCOUNT if self.batch_input is None else self.batch_input
+        batch_output = self.output * BATCH_DISCOUNT if self.batch_output is None else self.batch_output
+        # the prompt-cache discount applies to batch input as to direct input
+        batch_cached = cached * (batch_input / self.input) if self.input else cached * BATCH_DISCOUNT
+        return batch_input, batch_cached, batch_output
+
+    def cost(self, tokens: Tokens, *, batch: bool = False) -> float:
+        """Dollars for `tokens`: uncached input, cached input and output at their rates."""
+        input_rate, cached_rate, output_rate = self.rates(batch=batch)
+        return ((tokens.input - tokens.cached_input) * input_rate + tokens.cached_input * cached_rate
+                + tokens.output * output_rate) / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        input_rate, cached_rate, output_rate = self.rates(batch=False)
+        batch_input, _, batch_output = self.rates(batch=True)
+        return {"input": input_rate, "cached_input": cached_rate, "output": output_rate,
+                "batch_input": batch_input, "batch_output": batch_output, "source": self.source}
+
+
+def _openai(input: float, cached_input: float, output: float) -> Price:
+    return Price(input=input, cached_input=cached_input, output=output)
+
+
+DEFAULT_PRICES: dict[str, Price] = {
+    "gpt-5.1": _openai(1.25, 0.125, 10.0),
+    "gpt-5": _openai(1.25, 0.125, 10.0),
+    "gpt-5-chat-latest": _openai(1.25, 0.125, 10.0),
+    "gpt-5-mini": _openai(0.25, 0.025, 2.0),
+    "gpt-5-nano": _openai(0.05, 0.005, 0.40),
+    "gpt-4.1": _openai(2.0, 0.50, 8.0),
+    "gpt-4.1-mini": _openai(0.40, 0.10, 1.60),
+    "gpt-4.1-nano": _openai(0.10, 0.025, 0.40),
+    "gpt-4o": _openai(2.50, 1.25, 10.0),
+    "gpt-4o-mini": _openai(0.15, 0.075, 0.60),
+    "o3": _openai(2.0, 0.50, 8.0),
+    "o4-mini": _openai(1.10, 0.275, 4.40),
+    "o3-mini": _openai(1.10, 0.55, 4.40),
+    "o1": _openai(15.0, 7.50, 60.0),
+}
+"""OpenAI's list prices (standard tier) of the models a BESPOKE run usually names, by model name."""
+
+
+class PriceTable:
+    """Prices by model name or spec: the built-in table, with a prices file's entries over it."""
+
+    def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
+        self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None) -> "PriceTable":
+        """The built-in table overridden by the prices file at `path` (none: the built-in table alone);
+        `PricesError` naming the file and entry for one that cannot be read."""
+        table = cls()
+        if path is not None:
+            table.prices.update(read_prices(path))
+        return table
+
+    def price(self, spec: str) -> Price | None:
+        """The price of a model spec (`openai:gpt-5-2025-08-07`) or name, or None when none is known.
+
+        Looked up as the whole spec, then (for `openai:` models and bare names) as the model name, the
+        name without a `-YYYY-MM-DD` snapshot date, and the name after a `provider/` prefix."""
+        if spec in self.prices:
+            return self.prices[spec]
+        engine, sep, model = spec.partition(":")
+        if not sep:
+            engine, model = "openai", spec
+        if engine != "openai":
+            return None
+        for name in (model, _DATED.sub("", model), model.rsplit("/", 1)[-1], _DATED.sub("", model.rsplit("/", 1)[-1])):
+            if name in self.prices:
+                return self.prices[name]
+        return None
+
+
+def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
+    """The entries of a prices file (see the module docstring), checked."""
+    file = Path(path)
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PricesError(f"prices file {file} not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PricesError(f"prices file {file} is not JSON: {err}") from None
+    if not isinstance(raw, dict):
+        raise PricesError(f"prices file {file}: expected an object of MODEL: {{input, output, ...}}, got {type(raw).__name__}")
+    prices = {}
+    for model, entry in raw.items():
+        if not isinstance(entry, dict):
+            raise PricesError(f"prices file {file}, {model!r}: expected an object with input and output, got {entry!r}")
+        unknown = sorted(set(entry) - set(PRICE_FIELDS))
+        missing = [name for name in ("input", "output") if name not in entry]
+        if unknown or missing:
+            what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"missing {' and '.join(missing)}"
+            raise PricesError(f"prices file {file}, {model!r}: {what}; an entry has {', '.join(PRICE_FIELDS)} "
+                              "(dollars per million tokens; input and output required)")
+        for name, value in entry.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise PricesError(f"prices file {file}, {model!r}: {name} must be a number of dollars >= 0, got {value!r}")
+        prices[str(model)] = Price(**{name: float(value) for name, value in entry.items()}, source=str(file))
+    return prices
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    """The calls one backend made in a run: the model (`spec`), what it did (`roles`: judge, system,
+    profiler, grader), its counters, and the part of them its Batch API served."""
+
+    spec: str
+    roles: tuple[str, ...]
+    usage: Usage
+    batch: Usage | None = None
+
+
+def backend_use(backend: Any, spec: str, roles: Sequence[str], usages: Sequence[Usage]) -> ModelUse:
+    """One backend's use over the parts of a run that shared it (`usages`: each part's counters); the
+    batch part is the backend's own count (`OpenAIBatchBackend.batch_usage`), which covers them all."""
+    return ModelUse(spec, tuple(roles), add_usage(usages), getattr(backend, "batch_usage", None))
+
+
+USAGE_COUNTS = ("calls", "cached", "failed", "input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
+"""The counters of `Usage` that add up over runs of calls."""
+
+
+def add_usage(usages: Sequence[Usage]) -> Usage:
+    """The counters of several runs of calls added up (engine-specific extras left out)."""
+    total = Usage()
+    for usage in usages:
+        for name in USAGE_COUNTS:
+            setattr(total, name, getattr(total, name) + getattr(usage, name))
+    return total
+
+
+def usage_models(uses: Sequence[ModelUse], prices: PriceTable) -> dict[str, Any]:
+    """The `models` and `cost` of a results file's `usage` block: per model spec (the uses of one spec
+    added together) its roles, calls, tokens and cost; the run's total `cost`, or None and `cost_unknown`
+    when some model's price is not known."""
+    grouped: dict[str, list[ModelUse]] = {}
+    for use in uses:
+        grouped.setdefault(use.spec, []).append(use)
+    models = {}
+    for spec, group in grouped.items():
+        roles = sorted({role for use in group for role in use.roles})
+        batch = add_usage([use.batch for use in group if use.batch is not None])
+        models[spec] = {"roles": roles, **model_usage(add_usage([use.usage for use in group]), prices.price(spec), batch=batch)}
+    return {"models": models, **cost_summary(models)}
+
+
+def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None) -> dict[str, Any]:
+    """One model's entry of a results file's `usage.models`: its calls, tokens, and cost.
+
+    `batch` is the part of `usage` served through the Batch API (priced at its rates); `cost` is None, and
+    `price_note` says why, when no price is known."""
+    batch = batch or Usage()
+    total = Tokens.of(usage)
+    record: dict[str, Any] = {"calls": usage.calls, "batch_calls": batch.calls, "cached": usage.cached, **total.to_json()}
+    if price is None:
+        record.update(cost=None, price=None, price_note="no price known for this model: give one with --prices FILE")
+        return record
+    batched = Tokens.of(batch)
+    record["cost"] = round(price.cost(total - batched) + price.cost(batched, batch=True), 6)
+    record["price"] = price.to_json()
+    return record
+
+
+def cost_summary(models: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The run's total `cost` over its models' entries, or None with `cost_unknown` naming the models
+    whose price is not known (a partial sum would read as the whole)."""
+    unknown = sorted(name for name, record in models.items() if record.get("cost") is None and record.get("calls"))
+    if unknown:
+        return {"cost": None, "cost_unknown": unknown}
+    return {"cost": round(sum(record.get("cost") or 0.0 for record in models.values()), 6)}
+
+
+TOKENS_PER_MESSAGE = 3
+"""What OpenAI's chat format adds per message (its start, role and end markers), as OpenAI's cookbook
+counts prompt tokens; the reply's own start adds as many again."""
+
+
+def prompt_tokens(messages: Sequence[Mapping[str, str]], count: Callable[[str], int]) -> int:
+    """The input tokens of a chat prompt, counted as OpenAI's cookbook does for its chat models: each
+    message's role and content in the model's tokens, `TOKENS_PER_MESSAGE` per message and for the reply."""
+    return sum(TOKENS_PER_MESSAGE + count(message["role"]) + count(message["content"]) for message in messages) + TOKENS_PER_MESSAGE

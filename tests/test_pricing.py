@@ -1,0 +1,141 @@
+"""Prices, costs and the spending limit's arithmetic (pure: no call)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from bespoke_metric.backends.base import CallError, Completion, Request, Usage
+from bespoke_metric.calls.pricing import (DEFAULT_PRICES, ModelUse, Price, PricesError, PriceTable, Tokens, prompt_tokens,
+                                          read_prices, usage_models)
+from bespoke_metric.calls.spending import SpendingLimit, SpendingLimitError, SpendLimited
+
+
+def test_a_cost_prices_uncached_input_cached_input_and_output_apart():
+    price = Price(input=2.0, cached_input=0.5, output=8.0)
+    tokens = Tokens(input=1_000_000, cached_input=400_000, output=250_000, reasoning=200_000)
+    assert price.cost(tokens) == pytest.approx(0.6 * 2.0 + 0.4 * 0.5 + 0.25 * 8.0)
+    # batch: half of every rate unless given
+    assert price.cost(tokens, batch=True) == pytest.approx(price.cost(tokens) / 2)
+    given = Price(input=2.0, cached_input=0.5, output=8.0, batch_input=1.5, batch_output=4.0)
+    assert given.rates(batch=True) == pytest.approx((1.5, 0.375, 4.0))
+    assert Price(input=3.0, output=6.0).rates(batch=False) == (3.0, 3.0, 6.0)  # no cache discount known: none assumed
+
+
+def test_the_table_finds_snapshots_and_prefixed_names_but_never_guesses():
+    table = PriceTable()
+    assert table.price("openai:gpt-5-2025-08-07") is DEFAULT_PRICES["gpt-5"]
+    assert table.price("openai:openai/gpt-5-mini") is DEFAULT_PRICES["gpt-5-mini"]
+    assert table.price("gpt-4o") is DEFAULT_PRICES["gpt-4o"]
+    assert table.price("openai:gpt-5-mini") is not table.price("openai:gpt-5")  # no prefix matching
+    assert table.price("openai:my-model") is None
+    assert table.price("hf:gpt-5") is None  # a local model named like an API one has no API price
+    table.prices["vllm:Qwen/Qwen3-8B"] = Price(input=0.1, output=0.2)
+    assert table.price("vllm:Qwen/Qwen3-8B").output == 0.2
+
+
+def test_a_prices_file_overrides_the_table_and_names_what_is_wrong(tmp_path):
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"gpt-5": {"input": 1.0, "output": 2.0}, "mine": {"input": 3, "cached_input": 1,
+                                                                                 "output": 4, "batch_output": 1}}))
+    table = PriceTable.load(path)
+    assert table.price("openai:gpt-5").rates(batch=False) == (1.0, 1.0, 2.0)
+    assert table.price("openai:mine").rates(batch=True) == pytest.approx((1.5, 0.5, 1.0))
+    assert table.price("openai:mine").source == str(path)
+    assert table.price("openai:gpt-4o") is DEFAULT_PRICES["gpt-4o"]
+    for given, message in [('["gpt-5"]', "expected an object"), ('{"m": {"input": 1, "output": 2, "cache": 1}}', "unknown key\\(s\\) cache"),
+                           ('{"m": {"input": true, "output": 2}}', "input must be a number"), ('{"m": 3}', "'m': expected an object")]:
+        path.write_text(given)
+        with pytest.raises(PricesError, match=message) as caught:
+            read_prices(path)
+        assert str(path) in str(caught.value)
+    with pytest.raises(PricesError, match="not found"):
+        read_prices(tmp_path / "missing.json")
+
+
+def test_usage_models_price_the_batch_share_at_batch_rates_and_add_up_one_model():
+    table = PriceTable({"m": Price(input=10.0, output=20.0), "other": Price(input=1.0, output=1.0)})
+    judge = Usage(calls=3, input_tokens=300_000, output_tokens=30_000)
+    batch = Usage(calls=2, input_tokens=200_000, output_tokens=20_000)
+    system = Usage(calls=1, input_tokens=100_000, output_tokens=10_000, reasoning_tokens=5_000)
+    block = usage_models([ModelUse("openai:m", ("judge",), judge, batch), ModelUse("openai:m", ("system",), system)], table)
+    record = block["models"]["openai:m"]
+    assert record["roles"] == ["judge", "system"] and record["calls"] == 4 and record["batch_calls"] == 2
+    assert (record["input_tokens"], record["output_tokens"], record["reasoning_tokens"]) == (400_000, 40_000, 5_000)
+    direct = Tokens(input=200_000, output=20_000)
+    assert record["cost"] == pytest.approx(table.price("m").cost(direct) + table.price("m").cost(Tokens(200_000, 0, 20_000), batch=True))
+    assert block["cost"] == record["cost"]
+    unknown = usage_models([ModelUse("openai:m", ("judge",), judge), ModelUse("openai:x", ("system",), system)], table)
+    assert unknown["cost"] is None and unknown["cost_unknown"] == ["openai:x"]
+    assert unknown["models"]["openai:x"]["cost"] is None
+    # an unknown price with no call made costs nothing: the total stays known
+    assert usage_models([ModelUse("openai:x", ("judge",), Usage(cached=5))], table)["cost"] == 0.0
+
+
+def test_prompt_tokens_count_as_openai_counts_a_chat_prompt():
+    words = lambda text: len(text.split())  # noqa: E731 - a stand-in tokenizer
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "one two three"}]
+    assert prompt_tokens(messages, words) == (3 + 1 + 2) + (3 + 1 + 3) + 3
+
+
+class Answering:
+    """A backend answering at once with a fixed token usage, counting what it was sent."""
+
+    name, model, one_batch, takes_tools, searches, concurrency = "openai", "m", False, False, False, 2
+
+    def __init__(self):
+        self.sent = 0
+
+    def identity(self):
+        return {"engine": "openai", "model": "m"}
+
+    async def complete(self, requests, on_done):
+        for index, _ in enumerate(requests):
+            self.sent += 1
+            await asyncio.sleep(0)
+            on_done(index, Completion("ok", input_tokens=1000, output_tokens=100))
+
+    def close(self):
+        pass
+
+
+def test_the_limit_admits_while_spent_plus_in_flight_fits_then_stops_for_good():
+    table = PriceTable({"m": Price(input=1.0, output=1.0)})
+    limit = SpendingLimit(0.0055, table, count_prompt=lambda spec, messages: 1000)
+    backend = SpendLimited(Answering(), limit)
+    requests = [Request(messages=({"role": "user", "content": f"q{i}"},), max_tokens=100) for i in range(10)]
+    outcomes: dict[int, object] = {}
+    asyncio.run(backend.complete(requests, outcomes.__setitem__))
+    sent = [i for i, o in outcomes.items() if isinstance(o, Completion)]
+    # each call reserves (1000 + 100) tokens at $1/M = $0.0011 and spends as much: 5 fit in $0.0055
+    assert len(sent) == backend.backend.sent == 5
+    assert all(isinstance(outcomes[i], CallError) and outcomes[i].reason == limit.refusal for i in range(10) if i not in sent)
+    assert limit.spent == pytest.approx(0.0055) and limit.reserved == pytest.approx(0.0)
+    assert limit.stopped and limit.not_sent == 5
+    assert "$0.0055 spent of --max-cost 0.0055, 5 call(s) not sent" in limit.line("c.sqlite")
+    assert limit.admit("openai:m", requests[0], batch=True) is None  # stopped: even a cheaper batch request waits for a rerun
+
+
+def test_a_limit_needs_a_price_and_a_positive_amount():
+    with pytest.raises(SpendingLimitError, match="needs the price of openai:m, and none is known"):
+        SpendLimited(Answering(), SpendingLimit(1.0, PriceTable({})))
+    with pytest.raises(SpendingLimitError, match="positive"):
+        SpendingLimit(0)
+
+
+def test_the_docs_list_the_built_in_table_as_it_is():
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "cost.md").read_text()
+    rows = {}
+    for line in page.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = tuple(float(cell) for cell in cells[1:])
+    expected = {name: (*price.rates(batch=False), price.rates(batch=True)[0], price.rates(batch=True)[1], price.rates(batch=True)[2])
+                for name, price in DEFAULT_PRICES.items()}
+    assert rows.keys() == expected.keys()
+    for name, row in rows.items():
+        assert row == pytest.approx(expected[name]), name
