@@ -45,7 +45,12 @@ class FakeRequestOutput:
     outputs: list[FakeCompletionOutput] = field(default_factory=list)
 
 
-def fake_vllm(structured_name: str | None = "StructuredOutputsParams", fail: Exception | None = None) -> types.ModuleType:
+def fake_vllm(structured_name: str | None = "StructuredOutputsParams", fail: Exception | None = None,
+              tokenizer: Any = None) -> types.ModuleType:
+    """A stand-in `vllm`; `tokenizer`: what `LLM.get_tokenizer()` gives (default: one whose chat template
+    renders no tools)."""
+    from bespoke_metric.testing.tiny_model import CHAT_TEMPLATE
+
     module = types.ModuleType("vllm")
     module.__version__ = "0.0-fake"
     module.engines = []
@@ -60,6 +65,9 @@ def fake_vllm(structured_name: str | None = "StructuredOutputsParams", fail: Exc
             self.kwargs = kwargs
             self.chat_calls: list[tuple[list, list, dict]] = []
             module.engines.append(self)
+
+        def get_tokenizer(self):
+            return tokenizer if tokenizer is not None else types.SimpleNamespace(chat_template=CHAT_TEMPLATE)
 
         def chat(self, messages, sampling_params, **kwargs):
             self.chat_calls.append((messages, sampling_params, kwargs))
