@@ -68,7 +68,7 @@ class CallFailed(Exception):
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     # Shared by every session of the process: building one reads the CA bundle, tens of ms a run.
     try:
         import certifi
@@ -89,7 +89,7 @@ class Session:
         self.timeout = timeout
         self._headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json",
                          "accept": "application/json", "user-agent": f"bespoke-eval/{__version__}"}
-        tls = _tls_context() if urlsplit(self.base_url).scheme == "https" else False
+        tls = tls_context() if urlsplit(self.base_url).scheme == "https" else False
         # no connection limit of its own: the backend's semaphore is the one limit on calls in flight
         self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls),
                                            timeout=aiohttp.ClientTimeout(total=timeout))

@@ -3,8 +3,8 @@
 The official SDK (`pip install 'bespoke-eval[gemini]'`, imported only when this engine is built) makes each
 call, `client.aio.models.generate_content`; what is common to every API engine is `retries.Caller`'s: a
 limit on calls in flight, retries with backoff honouring `Retry-After` (and Gemini's own `RetryInfo`
-delay), the run-wide retry budget. The SDK's own retries are off. Each run has its own client, and so its
-own connection pool on the run's event loop, closed when the run ends.
+delay), the run-wide retry budget. The SDK's own retries are off. Each run has its own client on one
+aiohttp session of its own (as `openai:` runs have), on the run's event loop, closed when the run ends.
 
 With `Request.native_search` the call carries the Google Search tool; the candidate's `groundingMetadata`
 is the search record: `webSearchQueries` the queries, `groundingChunks[].web` the results (uri and title
@@ -30,7 +30,7 @@ from bespoke_dataset.errors import UserError
 
 from ..base import Completion, OnDone, Request, messages_with_schema
 from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
-from ..openai_session import CallFailed, scrub_url, short, status_failure
+from ..openai_session import CallFailed, scrub_url, short, status_failure, tls_context
 from ..retries import Caller, RetryPolicy
 from ..web_search import search_record
 
@@ -117,7 +117,13 @@ class GeminiBackend:
         return {"engine": self.name, "model": self.model, "base_url": scrub_url(self.base_url), "settings": settings}
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        client = self._client()
+        import aiohttp
+
+        # no connection limit of its own: the caller's semaphore is the one limit on calls in flight
+        tls = tls_context() if urlsplit(self.base_url).scheme == "https" else False
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls),
+                                        timeout=aiohttp.ClientTimeout(total=self.timeout))
+        client = self._client(session)
 
         async def one(index: int, request: Request) -> None:
             contents, config = self.contents_and_config(request)
@@ -130,7 +136,7 @@ class GeminiBackend:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await client.aio.aclose()
+            await session.close()
 
     def close(self) -> None:
         self._caller.forget_loops()
@@ -160,9 +166,9 @@ class GeminiBackend:
             config["response_json_schema"] = request.json_schema
         return contents, types.GenerateContentConfig(**config)
 
-    def _client(self) -> Any:
+    def _client(self, session: Any) -> Any:
         types = self._genai.types
-        options = types.HttpOptions(base_url=self.base_url, timeout=int(self.timeout * 1000),
+        options = types.HttpOptions(base_url=self.base_url, timeout=int(self.timeout * 1000), aiohttp_client=session,
                                     retry_options=types.HttpRetryOptions(attempts=1))  # ours are the retries
         return self._genai.Client(api_key=self._api_key, http_options=options)
 
