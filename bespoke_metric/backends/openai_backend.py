@@ -42,7 +42,7 @@ from bespoke_dataset.errors import UserError
 
 from .base import Completion, OnDone, Request, ToolCall
 from .openai_session import CallFailed, Session, scrub_url, short
-from .retries import UNREACHABLE_RETRIES, Caller, RetryPolicy
+from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
 from .tool_calls import decode_call
 from .web_search import parse_location, search_record, split_list
 
@@ -137,7 +137,7 @@ class WebSearch:
         return options
 
 
-class OpenAIBackend:
+class OpenAIBackend(Client):
     """Concurrent calls to an OpenAI-compatible endpoint. See the module docstring."""
 
     name = "openai"
@@ -158,11 +158,6 @@ class OpenAIBackend:
         api: Literal["auto", "chat", "responses"] = "auto",
         concurrency: int | None = None,
         timeout: float = 600.0,
-        max_retries: int = 6,
-        retry_budget: int = 500,
-        backoff_base: float = 1.0,
-        backoff_max: float = 60.0,
-        max_retry_wait: float = 600.0,
         temperature: float | None = None,
         reasoning_effort: str | None = None,
         reasoning_max_tokens: int | None = None,
@@ -170,6 +165,7 @@ class OpenAIBackend:
         search_context_size: str | None = None,
         search_location: str | Mapping[str, str] | None = None,
         search_domains: str | Iterable[str] | None = None,
+        **retry: Any,
     ) -> None:
         """
         Args:
@@ -182,7 +178,6 @@ class OpenAIBackend:
                 rate limits bite first, and `SERVER_CONCURRENCY` (128) for any other endpoint: a
                 `vllm serve` batches whatever is in flight, so the more the faster.
             timeout: seconds per call before it counts as failed (and is retried).
-            max_retries, retry_budget, backoff_base, backoff_max, max_retry_wait: see `retries.RetryPolicy`.
             temperature: default 0 for chat models; reasoning and search models take none.
             reasoning_effort: default "high" for reasoning models.
             reasoning_max_tokens: output cap for reasoning models, whose hidden reasoning counts against
@@ -190,6 +185,8 @@ class OpenAIBackend:
             schema_format: send a request's `json_schema` as a structured-output format.
             search_context_size, search_location, search_domains: how native search searches (`WebSearch`):
                 `low`/`medium`/`high`; `"country=GB,city=London"`; `"a.org,b.com"` (Responses API only).
+            retry: how failed calls are retried, `retries.RetryPolicy`'s fields (`max_retries`,
+                `retry_budget`, `backoff_base`, `backoff_max`, `max_retry_wait`).
         """
         self.model = model
         endpoint = self.endpoint(base_url, api_key)
@@ -202,9 +199,9 @@ class OpenAIBackend:
         self.schema_format = schema_format
         self.web_search = self._web_search(search_context_size, search_location, search_domains)
         self.timeout = timeout
-        policy = RetryPolicy(max_retries, retry_budget, backoff_base, backoff_max, max_retry_wait)
         default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
-        self._caller = Caller(policy, default_concurrency if concurrency is None else concurrency, self._api_key, log)
+        self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
+                              self._api_key, log)
         self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
 
     # -- construction, in parts ----------------------------------------------------------------------
@@ -256,14 +253,6 @@ class OpenAIBackend:
 
     # -- Backend interface -------------------------------------------------------------------------
 
-    @property
-    def concurrency(self) -> int:
-        return self._caller.concurrency
-
-    @property
-    def retries_made(self) -> int:
-        return self._caller.retries_made
-
     def identity(self) -> dict[str, Any]:
         settings: dict[str, Any] = {"schema_format": self.schema_format}
         if self.temperature is not None:
@@ -292,17 +281,13 @@ class OpenAIBackend:
         kept = self._kept_sessions.get(asyncio.get_running_loop())
         session = kept or Session(self.base_url, self._api_key, self.timeout)
 
-        async def one(index: int, request: Request) -> None:
+        def attempt_for(request: Request) -> Attempt:
             path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
-            on_done(index, await self._caller.call(lambda: self._call(session, path, body)))
+            return lambda: self._call(session, path, body)
 
-        tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
         try:
-            await asyncio.gather(*tasks)
+            await self._run_all(requests, attempt_for, on_done)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             if session is not kept:
                 await session.close()
 

@@ -6,7 +6,8 @@ honouring the server's `Retry-After`; a budget for the whole life of the backend
 from being hammered (once it is spent, calls that fail are not retried and calls not yet sent fail at
 once); and an endpoint that never answered a single call (a judge that is down, a wrong `--base-url`)
 fails every call within seconds instead of backing off for minutes. An engine's part is one attempt:
-an awaitable that returns a `Completion` or raises `CallFailed`.
+an awaitable that returns a `Completion` or raises `CallFailed`; `Client` is the part of an API engine's
+backend that runs a batch of requests through its caller.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import random
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Sequence
 
-from .base import CallError, Completion, Outcome
+from .base import CallError, Completion, OnDone, Outcome, Request
 from .openai_session import CallFailed
+
+Attempt = Callable[[], Awaitable[Completion]]
+"""One try at a call: a completion, or `CallFailed`."""
 
 UNREACHABLE_RETRIES = 2
 """Retries of a call to an endpoint that no connection was ever made to, before every call fails."""
@@ -89,7 +93,7 @@ class Caller:
     def scrub(self, text: str) -> str:
         return scrub_secret(text, self._secret)
 
-    async def call(self, attempt: Callable[[], Awaitable[Completion]]) -> Outcome:
+    async def call(self, attempt: Attempt) -> Outcome:
         """`attempt()` under the concurrency limit, retried as the policy says, until it gives a
         completion or fails for good (a `CallError` whose reason holds no secret)."""
         async with self._semaphore():
@@ -105,7 +109,7 @@ class Caller:
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.concurrency)
         return semaphore
 
-    async def _with_retries(self, attempt_once: Callable[[], Awaitable[Completion]]) -> Outcome:
+    async def _with_retries(self, attempt_once: Attempt) -> Outcome:
         policy = self.policy
         attempt = 0
         while True:
@@ -150,3 +154,34 @@ class Caller:
             return
         self._retry_warned = True
         self._log.warning("%s; retry %d in %.1f s (further retries are logged only with -v)", reason, attempt, wait)
+
+
+
+class Client:
+    """An API engine's backend, as far as its calls go: a batch of requests run at once through its
+    `Caller`, and the caller's counters."""
+
+    _caller: Caller
+
+    @property
+    def concurrency(self) -> int:
+        return self._caller.concurrency
+
+    @property
+    def retries_made(self) -> int:
+        return self._caller.retries_made
+
+    async def _run_all(self, requests: Sequence[Request], attempt_for: Callable[[Request], Attempt], on_done: OnDone) -> None:
+        """Every request at once (the caller bounds how many are in flight), `on_done` called for each as
+        it ends; `attempt_for(request)` builds the request once and gives the attempt resent on each retry."""
+
+        async def one(index: int, request: Request) -> None:
+            on_done(index, await self._caller.call(attempt_for(request)))
+
+        tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

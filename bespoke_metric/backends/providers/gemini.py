@@ -31,7 +31,7 @@ from bespoke_dataset.errors import UserError
 from ..base import Completion, OnDone, Request, messages_with_schema
 from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
 from ..openai_session import CallFailed, scrub_url, short, status_failure, tls_context
-from ..retries import Caller, RetryPolicy
+from ..retries import Attempt, Caller, Client, RetryPolicy
 from ..web_search import search_record
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def is_thinking_model(model: str) -> bool:
     return bool(_THINKING_MODEL.search(model))
 
 
-class GeminiBackend:
+class GeminiBackend(Client):
     """Concurrent calls to the Gemini API. See the module docstring."""
 
     name = "gemini"
@@ -65,14 +65,10 @@ class GeminiBackend:
         api_key: str | None = None,
         concurrency: int | None = None,
         timeout: float = 600.0,
-        max_retries: int = 6,
-        retry_budget: int = 500,
-        backoff_base: float = 1.0,
-        backoff_max: float = 60.0,
-        max_retry_wait: float = 600.0,
         temperature: float | None = None,
         reasoning_max_tokens: int | None = None,
         schema_format: bool = True,
+        **retry: Any,
     ) -> None:
         """
         Args:
@@ -80,11 +76,12 @@ class GeminiBackend:
             base_url: another endpoint for the SDK (default: Google's API).
             api_key: default `GEMINI_API_KEY`, else `GOOGLE_API_KEY`; a placeholder for another endpoint.
             concurrency: calls in flight at most (default 16 on Google's API, 128 elsewhere).
-            timeout, max_retries, retry_budget, backoff_base, backoff_max, max_retry_wait: as for `openai:`.
+            timeout: seconds per call before it counts as failed (and is retried).
             temperature: default 0.
             reasoning_max_tokens: the output cap of a thinking model (2.5 and later), whose thinking counts
                 against it; default none (the request's `max_tokens` would starve the thinking).
             schema_format: send a request's `json_schema` as `response_json_schema`.
+            retry: `retries.RetryPolicy`'s fields, as for `openai:`.
         """
         self._genai = _import_genai()
         self.model = model
@@ -96,19 +93,11 @@ class GeminiBackend:
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
         self.timeout = timeout
-        policy = RetryPolicy(max_retries, retry_budget, backoff_base, backoff_max, max_retry_wait)
         default_concurrency = GEMINI_CONCURRENCY if provider else SERVER_CONCURRENCY
-        self._caller = Caller(policy, default_concurrency if concurrency is None else concurrency, self._api_key, log)
+        self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
+                              self._api_key, log)
 
     # -- Backend interface -------------------------------------------------------------------------
-
-    @property
-    def concurrency(self) -> int:
-        return self._caller.concurrency
-
-    @property
-    def retries_made(self) -> int:
-        return self._caller.retries_made
 
     def identity(self) -> dict[str, Any]:
         settings: dict[str, Any] = {"schema_format": self.schema_format, "temperature": self.temperature}
@@ -125,17 +114,13 @@ class GeminiBackend:
                                         timeout=aiohttp.ClientTimeout(total=self.timeout))
         client = self._client(session)
 
-        async def one(index: int, request: Request) -> None:
+        def attempt_for(request: Request) -> Attempt:
             contents, config = self.contents_and_config(request)
-            on_done(index, await self._caller.call(lambda: self._attempt(client, contents, config)))
+            return lambda: self._attempt(client, contents, config)
 
-        tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
         try:
-            await asyncio.gather(*tasks)
+            await self._run_all(requests, attempt_for, on_done)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             await session.close()
 
     def close(self) -> None:

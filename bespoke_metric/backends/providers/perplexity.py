@@ -45,48 +45,41 @@ class PerplexityBackend(OpenAIBackend):
         self,
         model: str,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        concurrency: int | None = None,
-        timeout: float = 600.0,
-        max_retries: int = 6,
-        retry_budget: int = 500,
-        backoff_base: float = 1.0,
-        backoff_max: float = 60.0,
-        max_retry_wait: float = 600.0,
-        temperature: float | None = None,
-        schema_format: bool = True,
         search_mode: str | None = None,
         search_domain_filter: str | Iterable[str] | None = None,
         search_recency_filter: str | None = None,
         search_context_size: str | None = None,
+        **client: Any,
     ) -> None:
         """
         Args:
-            model, base_url, api_key, concurrency, timeout, max_retries, retry_budget, backoff_base,
-                backoff_max, max_retry_wait, temperature, schema_format: as for `OpenAIBackend` (the
-                endpoint default is Perplexity's API, the key `PERPLEXITY_API_KEY`, at most 8 calls in flight).
+            model: `sonar`, `sonar-pro`, `sonar-reasoning`, ...
             search_mode: `web` (default), `academic` or `sec`.
             search_domain_filter: domains to search (`"nature.com,arxiv.org"`), or to leave out (`-pinterest.com`).
             search_recency_filter: only results from the last `hour`, `day`, `week`, `month` or `year`.
             search_context_size: `low`, `medium` or `high`: how much of what it found it reads.
+            client: `OpenAIBackend`'s endpoint, sampling and retry options (`base_url`, `api_key`,
+                `concurrency`, `timeout`, `temperature`, `schema_format`, `max_retries`, ...); the endpoint
+                default is Perplexity's API, the key `PERPLEXITY_API_KEY`, at most 8 calls in flight.
         """
-        super().__init__(model, base_url=base_url, api_key=api_key, api="chat", concurrency=concurrency, timeout=timeout,
-                         max_retries=max_retries, retry_budget=retry_budget, backoff_base=backoff_base,
-                         backoff_max=backoff_max, max_retry_wait=max_retry_wait, temperature=temperature,
-                         schema_format=schema_format, search_context_size=search_context_size)
+        super().__init__(model, api="chat", search_context_size=search_context_size, **client)
         self.search_mode = _choice("--search-mode", search_mode, SEARCH_MODES)
         self.search_domain_filter = split_list(search_domain_filter)
         self.search_recency_filter = _choice("--search-recency-filter", search_recency_filter, RECENCY_FILTERS)
 
-    def search_settings(self) -> dict[str, Any]:
-        settings: dict[str, Any] = dict(self.web_search.settings())
+    def filters(self) -> dict[str, Any]:
+        """The search filters that are set, as the request's fields."""
+        filters: dict[str, Any] = {}
         if self.search_mode is not None:
-            settings["search_mode"] = self.search_mode
+            filters["search_mode"] = self.search_mode
         if self.search_domain_filter:
-            settings["search_domain_filter"] = list(self.search_domain_filter)
+            filters["search_domain_filter"] = list(self.search_domain_filter)
         if self.search_recency_filter is not None:
-            settings["search_recency_filter"] = self.search_recency_filter
+            filters["search_recency_filter"] = self.search_recency_filter
+        return filters
+
+    def search_settings(self) -> dict[str, Any]:
+        settings = {**self.web_search.settings(), **self.filters()}
         return {"search": settings} if settings else {}
 
     def parse(self, path: str, answer: dict[str, Any]) -> Completion:
@@ -98,17 +91,8 @@ class PerplexityBackend(OpenAIBackend):
     def _chat_search_args(self, request: Request) -> dict[str, Any]:
         if not request.native_search:
             return {"disable_search": True}
-        args: dict[str, Any] = {}
-        if self.search_mode is not None:
-            args["search_mode"] = self.search_mode
-        if self.search_domain_filter:
-            args["search_domain_filter"] = list(self.search_domain_filter)
-        if self.search_recency_filter is not None:
-            args["search_recency_filter"] = self.search_recency_filter
         options = self.web_search.chat_options()
-        if options:
-            args["web_search_options"] = options
-        return args
+        return {**self.filters(), **({"web_search_options": options} if options else {})}
 
 
 def _perplexity_completion(answer: dict[str, Any]) -> Completion:
