@@ -372,3 +372,22 @@ def _keys(backend, requests):
     from bespoke_metric.calls.cache import key_for
 
     return [key_for(backend.identity(), request) for request in requests]
+
+
+def test_the_command_line_says_a_key_is_missing_in_one_line(monkeypatch, capsys, synthetic_hub, tmp_path):
+    import bespoke_dataset
+    from bespoke_cli.cli import main
+
+    for name in ("PERPLEXITY_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    row = bespoke_dataset.load("benchmark", source=synthetic_hub)[0]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"user": row["user"], "query_id": row["query_id"], "response": "An answer."}) + "\n")
+    for judge, variable in (("perplexity:sonar", "PERPLEXITY_API_KEY"), ("gemini:gemini-2.5-pro", "GEMINI_API_KEY")):
+        code = main(["score", "--predictions", str(predictions), "--judge", judge, "--source", str(synthetic_hub),
+                     "--output", str(tmp_path / "results.json")])
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert code == 2
+        assert line.startswith(f"error: {judge.split(':')[0]}: no API key")
+        assert variable in line
+    assert not (tmp_path / "results.json").exists()

@@ -217,6 +217,21 @@ def test_openai_tool_calls_and_the_conversation_after_them(openai_server, model)
         ]
 
 
+def test_calls_a_server_left_in_the_text_are_still_read(openai_server):
+    """A `vllm serve` whose tool parser failed returns the model's call as content: it is read as a local
+    model's call is; a request that offered no tools keeps the text as it came."""
+    written = '<tool_call>{"name": "search", "arguments": {"query": "Seoul"}}</tool_call>'
+    with serve_provider(lambda body: written) as server:
+        backend = make_backend("openai:Qwen/Qwen3-8B", base_url=server.base_url)
+        outcomes: dict[int, object] = {}
+        question = ({"role": "user", "content": "trails?"},)
+        asyncio.run(backend.complete([Request(question, tools=(SEARCH,)), Request(question)], outcomes.__setitem__))
+    assert outcomes[0].tool_calls == (ToolCall("search", {"query": "Seoul"}, ""),)
+    assert outcomes[0].text == ""
+    assert outcomes[1].tool_calls == ()
+    assert outcomes[1].text == written
+
+
 def test_an_api_call_with_broken_arguments_is_no_call():
     from bespoke_metric.backends.openai_backend import _chat_completion
 

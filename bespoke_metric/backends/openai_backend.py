@@ -14,7 +14,8 @@ default, as in the paper) and no temperature; other models through chat completi
   `gpt-5-search-api`) search through chat completions with `web_search_options` and cite in
   `message.annotations`; they take no temperature.
 - Function calling (`Request.tools`): `tools=` in either API; the calls come back in
-  `Completion.tool_calls`. A conversation continues in OpenAI's chat shape (`tool_calls.assistant_turn`,
+  `Completion.tool_calls`. A server that leaves them in the answer's text instead (a `vllm serve` whose
+  tool parser failed on the model's output) still yields them: the text is read as a local model's is. A conversation continues in OpenAI's chat shape (`tool_calls.assistant_turn`,
   `tool_calls.tool_turn`), which the Responses API gets as `function_call` / `function_call_output` items.
 
 The SDK does what it is for (authentication, the base URL, its error types) through `openai_session`, which
@@ -43,7 +44,7 @@ from bespoke_dataset.errors import UserError
 from .base import Completion, OnDone, Request, ToolCall
 from .openai_session import CallFailed, Session, scrub_url, short
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
-from .tool_calls import decode_call
+from .tool_calls import decode_call, with_tool_calls
 from .web_search import parse_location, search_record, split_list
 
 log = logging.getLogger(__name__)
@@ -283,7 +284,16 @@ class OpenAIBackend(Client):
 
         def attempt_for(request: Request) -> Attempt:
             path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
-            return lambda: self._call(session, path, body)
+
+            async def attempt() -> Completion:
+                completion = await self._call(session, path, body)
+                if request.tools and not completion.tool_calls:
+                    # a server that left the calls in the text (vLLM's tool parsers, at times): read them
+                    # as a local model's are read
+                    return with_tool_calls(completion, request)
+                return completion
+
+            return attempt
 
         try:
             await self._run_all(requests, attempt_for, on_done)
