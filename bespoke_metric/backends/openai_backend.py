@@ -45,7 +45,7 @@ from .base import Completion, OnDone, Request, ToolCall
 from .openai_session import CallFailed, Session, scrub_url, short
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
 from .tool_calls import decode_call, with_tool_calls
-from .web_search import parse_location, search_record, split_list
+from .web_search import SEARCH_CONTEXT_SIZES, check_choice, parse_location, search_record, split_list
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,6 @@ PLACEHOLDER_KEY = "EMPTY"
 """Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
 SESSION_CLOSE_S = 5.0
 """How long `close` waits for a kept session to close on its loop."""
-SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
 SEARCH_SOURCES = "web_search_call.action.sources"
 """What the Responses API must be asked to `include` for the sources of its searches."""
 
@@ -104,9 +103,8 @@ class WebSearch:
     @classmethod
     def from_options(cls, context_size: str | None, location: str | Mapping[str, str] | None,
                      domains: str | Iterable[str] | None) -> "WebSearch":
-        if context_size is not None and context_size not in SEARCH_CONTEXT_SIZES:
-            raise UserError(f"--search-context-size must be one of {', '.join(SEARCH_CONTEXT_SIZES)}, got {context_size!r}")
-        return cls(context_size, tuple(parse_location(location, "--search-location").items()), split_list(domains))
+        return cls(check_choice("--search-context-size", context_size, SEARCH_CONTEXT_SIZES),
+                   tuple(parse_location(location, "--search-location").items()), split_list(domains))
 
     def settings(self) -> dict[str, Any]:
         """What sets this search apart from the default, for the engine's identity."""

@@ -41,6 +41,21 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
 
 LOCATION_FIELDS = ("country", "region", "city", "timezone")
 """What an approximate user location for a search may name (OpenAI's `user_location`)."""
+SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
+"""How much of what it found the model reads (OpenAI's and Perplexity's `search_context_size`)."""
+SEARCH_MODES = ("web", "academic", "sec")
+"""Perplexity's `search_mode`."""
+RECENCY_FILTERS = ("hour", "day", "week", "month", "year")
+"""Perplexity's `search_recency_filter`."""
+
+
+def check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> str | None:
+    """`value` if it is one of `choices` (or None), else a `UserError` naming `flag`."""
+    from bespoke_dataset.errors import UserError
+
+    if value is not None and value not in choices:
+        raise UserError(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def split_list(value: str | Iterable[str] | None) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from bespoke_dataset.errors import UserError
 
 from bespoke_metric.backends.base import Backend
+from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, SEARCH_MODES
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.judging.protocol import RECALL_MODES
@@ -87,7 +88,7 @@ class ClientOptions:
 
 def _search_context_size() -> Any:
     return option("--search-context-size", "native search: how much of what it found the model reads "
-                  "(openai, perplexity; default: the provider's, medium)", choices=("low", "medium", "high"))
+                  "(openai, perplexity; default: the provider's, medium)", choices=SEARCH_CONTEXT_SIZES)
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,12 @@ class PerplexityOptions(ClientOptions):
     """`perplexity:MODEL`: Perplexity's search API (`backends.providers.perplexity.PerplexityBackend`)."""
 
     search_mode: str | None = option("--search-mode", "perplexity: web (default), academic or sec",
-                                     choices=("web", "academic", "sec"))
+                                     choices=SEARCH_MODES)
     search_domain_filter: str | None = option("--search-domain-filter", "perplexity: domains to search, comma-separated; "
                                               "-DOMAIN leaves one out")
     search_recency_filter: str | None = option("--search-recency-filter", "perplexity: only results from the last "
                                                "hour, day, week, month or year",
-                                               choices=("hour", "day", "week", "month", "year"))
+                                               choices=RECENCY_FILTERS)
     search_context_size: str | None = _search_context_size()
 
 

@@ -15,17 +15,13 @@ import dataclasses
 import re
 from typing import Any, Iterable
 
-from bespoke_dataset.errors import UserError
-
 from ..base import Completion, Request
 from ..openai_backend import OpenAIBackend, _chat_completion
-from ..web_search import search_record, split_list
+from ..web_search import RECENCY_FILTERS, SEARCH_MODES, check_choice, search_record, split_list
 
 PERPLEXITY_BASE_URL = "https://api.perplexity.ai"
 PERPLEXITY_CONCURRENCY = 8
 """Calls in flight on Perplexity's API: its rate limits (requests per minute) are low."""
-SEARCH_MODES = ("web", "academic", "sec")
-RECENCY_FILTERS = ("hour", "day", "week", "month", "year")
 
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 
@@ -63,9 +59,9 @@ class PerplexityBackend(OpenAIBackend):
                 default is Perplexity's API, the key `PERPLEXITY_API_KEY`, at most 8 calls in flight.
         """
         super().__init__(model, api="chat", search_context_size=search_context_size, **client)
-        self.search_mode = _choice("--search-mode", search_mode, SEARCH_MODES)
+        self.search_mode = check_choice("--search-mode", search_mode, SEARCH_MODES)
         self.search_domain_filter = split_list(search_domain_filter)
-        self.search_recency_filter = _choice("--search-recency-filter", search_recency_filter, RECENCY_FILTERS)
+        self.search_recency_filter = check_choice("--search-recency-filter", search_recency_filter, RECENCY_FILTERS)
 
     def filters(self) -> dict[str, Any]:
         """The search filters that are set, as the request's fields."""
@@ -115,8 +111,3 @@ def marked(text: str) -> list[int]:
     """The numbers of the `[n]` citation markers in `text`, each once, in the order they first appear."""
     return list(dict.fromkeys(int(number) for number in _MARKER.findall(text)))
 
-
-def _choice(flag: str, value: str | None, choices: tuple[str, ...]) -> str | None:
-    if value is not None and value not in choices:
-        raise UserError(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
-    return value
