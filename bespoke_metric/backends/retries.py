@@ -93,11 +93,12 @@ class Caller:
     def scrub(self, text: str) -> str:
         return scrub_secret(text, self._secret)
 
-    async def call(self, attempt: Attempt) -> Outcome:
-        """`attempt()` under the concurrency limit, retried as the policy says, until it gives a
-        completion or fails for good (a `CallError` whose reason holds no secret)."""
+    async def call(self, build: Callable[[], Attempt]) -> Outcome:
+        """Under the concurrency limit, the attempt `build()` makes (a request's body built once, there: only
+        the calls in flight hold one), retried as the policy says until it gives a completion or fails for
+        good (a `CallError` whose reason holds no secret)."""
         async with self._semaphore():
-            return await self._with_retries(attempt)
+            return await self._with_retries(build())
 
     def forget_loops(self) -> None:
         self._semaphores.clear()
@@ -173,10 +174,11 @@ class Client:
 
     async def _run_all(self, requests: Sequence[Request], attempt_for: Callable[[Request], Attempt], on_done: OnDone) -> None:
         """Every request at once (the caller bounds how many are in flight), `on_done` called for each as
-        it ends; `attempt_for(request)` builds the request once and gives the attempt resent on each retry."""
+        it ends; `attempt_for(request)` builds the request once, when its turn comes, and gives the attempt
+        resent on each retry."""
 
         async def one(index: int, request: Request) -> None:
-            on_done(index, await self._caller.call(attempt_for(request)))
+            on_done(index, await self._caller.call(lambda: attempt_for(request)))
 
         tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
         try:
