@@ -391,3 +391,66 @@ def test_the_command_line_says_a_key_is_missing_in_one_line(monkeypatch, capsys,
         assert line.startswith(f"error: {judge.split(':')[0]}: no API key")
         assert variable in line
     assert not (tmp_path / "results.json").exists()
+
+
+# -- the parsers, on raw bodies (as a batch's output lines will feed them) ---------------------------------
+
+
+def test_responses_body_with_several_queries_and_pages_read():
+    from bespoke_metric.backends.openai_backend import _responses_completion
+
+    body = {"status": "incomplete", "output": [
+        {"type": "reasoning", "summary": []},
+        {"type": "web_search_call", "action": {"type": "search", "query": "a", "queries": ["a", "a 2025"],
+                                               "sources": [{"type": "url", "url": "https://x.example"}]}},
+        {"type": "web_search_call", "action": {"type": "find_in_page", "url": "https://y.example", "pattern": "2025"}},
+        {"type": "web_search_call", "action": {"type": "search"}},  # sources not asked for: nothing to record
+        {"type": "message", "content": [{"type": "output_text", "text": "Part one. ", "annotations": []},
+                                        {"type": "output_text", "text": "Part two.", "annotations": [
+                                            {"type": "url_citation", "url": "https://z.example", "title": "Z"}]}]},
+    ], "usage": {"input_tokens": 10, "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 12}}}
+    completion = _responses_completion(body)
+    assert completion.text == "Part one. Part two."
+    assert completion.truncated
+    assert (completion.reasoning_tokens, completion.cached_input_tokens) == (12, 0)
+    assert completion.search == {
+        "queries": ["a", "a 2025"],
+        "results": [{"url": "https://x.example", "title": ""}, {"url": "https://y.example", "title": "", "opened": True},
+                    {"url": "https://z.example", "title": "Z"}],  # a cited URL is a result too
+        "cited": ["https://z.example"],
+    }
+
+
+def test_perplexity_markers_index_its_citations_from_one():
+    from bespoke_metric.backends.providers.perplexity import _perplexity_completion
+
+    def body(text, **more):
+        return {"choices": [{"message": {"content": text}, "finish_reason": "stop"}], **more}
+
+    urls = ["https://a.example", "https://b.example", "https://c.example"]
+    completion = _perplexity_completion(body("First [3][1], then [1] again, and [7] out of range.", citations=urls))
+    assert completion.search["cited"] == ["https://c.example", "https://a.example"]
+    assert [r["url"] for r in completion.search["results"]] == urls  # no search_results: the citations are the results
+    assert "query_count" not in completion.search  # not reported, not guessed
+    # newer answers may leave `citations` out: the markers then index `search_results`
+    results = [{"title": "B", "url": "https://b.example"}, {"title": "A", "url": "https://a.example"}]
+    assert _perplexity_completion(body("See [2].", search_results=results)).search["cited"] == ["https://a.example"]
+    assert _perplexity_completion(body("No search here [1].")).search is None
+
+
+def test_gemini_body_cut_off_and_without_grounding():
+    from bespoke_metric.backends.providers.gemini import _gemini_completion
+
+    body = {"candidates": [{"content": {"parts": [{"text": "half"}, {"text": " an answer"}]}, "finishReason": "MAX_TOKENS"}],
+            "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}}
+    assert _gemini_completion(body) == Completion("half an answer", 7, 3, truncated=True)
+    with pytest.raises(KeyError):
+        _gemini_completion({"promptFeedback": {}})
+
+
+def test_gemini_refused_prompt_fails_without_retry(gemini_server):
+    gemini_server.reset()
+    gemini_server.faults.append(Fault(status=200, body={"promptFeedback": {"blockReason": "SAFETY"}}))
+    (refused,) = complete(make_backend("gemini:gemini-2.5-flash", base_url=root_url(gemini_server), api_key=KEY), [ask()])
+    assert refused == CallError("gemini:gemini-2.5-flash refused the prompt (SAFETY)", retryable=False)
+    assert len(gemini_server.calls) == 1

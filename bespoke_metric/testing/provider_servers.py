@@ -13,7 +13,8 @@ whole response body in its provider's shape:
 
 They search a small fixed web (`PAGES`), so what a test expects follows from its question. A model
 offered tools calls the first one with `{"query": QUESTION}` until it has a tool's answer, then answers.
-Every usage block reports cached input and reasoning tokens (`CACHED_TOKENS`, `REASONING_TOKENS`).
+Every usage block reports reasoning tokens (`REASONING_TOKENS`) and, but Perplexity's (which has no such
+field), cached input tokens (`CACHED_TOKENS`).
 
     with serve_provider(perplexity_responder()) as server:
         backend = make_backend("perplexity:sonar", base_url=root_url(server), api_key="test")
