@@ -45,7 +45,12 @@ class FakeRequestOutput:
     outputs: list[FakeCompletionOutput] = field(default_factory=list)
 
 
-def fake_vllm(structured_name: str | None = "StructuredOutputsParams", fail: Exception | None = None) -> types.ModuleType:
+def fake_vllm(structured_name: str | None = "StructuredOutputsParams", fail: Exception | None = None,
+              tokenizer: Any = None) -> types.ModuleType:
+    """A stand-in `vllm`; `tokenizer`: what `LLM.get_tokenizer()` gives (default: one whose chat template
+    renders no tools)."""
+    from bespoke_metric.testing.tiny_model import CHAT_TEMPLATE
+
     module = types.ModuleType("vllm")
     module.__version__ = "0.0-fake"
     module.engines = []
@@ -60,6 +65,9 @@ def fake_vllm(structured_name: str | None = "StructuredOutputsParams", fail: Exc
             self.kwargs = kwargs
             self.chat_calls: list[tuple[list, list, dict]] = []
             module.engines.append(self)
+
+        def get_tokenizer(self):
+            return tokenizer if tokenizer is not None else types.SimpleNamespace(chat_template=CHAT_TEMPLATE)
 
         def chat(self, messages, sampling_params, **kwargs):
             self.chat_calls.append((messages, sampling_params, kwargs))
@@ -247,3 +255,58 @@ def test_finish_reason_length_marks_the_completion_truncated():
     assert cut.truncated
     assert not whole.truncated
     assert cut.output_tokens == 4
+
+
+def test_tools_rendered_by_the_chat_template_and_calls_parsed_here(monkeypatch, tmp_path):
+    """`LLM.chat(..., tools=...)` renders the tools through the model's own template (here the real tiny
+    tools tokenizer, as vLLM's `chat` does); the answer's tool-call text is parsed on our side, not by
+    vLLM's server-side parsers. One submission per tool set."""
+    import transformers
+
+    from bespoke_metric.backends.base import ToolCall
+    from bespoke_metric.testing.tiny_model import build_tiny_model
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "tools", tools=True))
+    search = {"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+                                                                                 "properties": {"query": {"type": "string"}}}}}
+    module = fake_vllm(tokenizer=tokenizer)
+    prompts: list[str] = []
+
+    class LLM(module.LLM):
+        def chat(self, messages, sampling_params, **kwargs):
+            self.chat_calls.append((messages, sampling_params, kwargs))
+            outputs = []
+            for conversation in messages:
+                prompt = tokenizer.apply_chat_template(conversation, tools=kwargs.get("tools"), tokenize=False,
+                                                       add_generation_prompt=True)
+                prompts.append(prompt)
+                text = ('<think>look it up</think><tool_call>{"name": "search", "arguments": {"query": "'
+                        + conversation[-1]["content"] + '"}}</tool_call>') if "<tools>" in prompt else "plain answer"
+                outputs.append(FakeRequestOutput([1, 2, 3], [FakeCompletionOutput(text, [7, 7])]))
+            return outputs
+
+    module.LLM = LLM
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    backend = make_backend("vllm:m")
+    assert backend.takes_tools
+    asked = [Request(({"role": "user", "content": f"q{i}"},), max_tokens=16, tools=(search,)) for i in range(3)]
+    plain = Request(({"role": "user", "content": "no tools"},), max_tokens=16)
+    outcomes: dict[int, Any] = {}
+    asyncio.run(backend.complete([asked[0], plain, asked[1], asked[2]], outcomes.__setitem__))
+    (engine,) = module.engines
+    # one submission per tool set: the three offered the tool together, the other alone, without tools
+    submissions = sorted((len(conversations), options) for conversations, _, options in engine.chat_calls)
+    assert submissions == [(1, {"use_tqdm": False}), (3, {"use_tqdm": False, "tools": [search]})]
+    assert sum('"name": "search"' in prompt for prompt in prompts) == 3
+    for index, question in ((0, "q0"), (2, "q1"), (3, "q2")):
+        assert outcomes[index].tool_calls == (ToolCall("search", {"query": question}, ""),)
+        assert outcomes[index].text == "<think>look it up</think>"
+    assert outcomes[1] == Completion("plain answer", input_tokens=3, output_tokens=2)
+
+
+def test_a_template_without_tools_takes_none(vllm_module):
+    backend = make_backend("vllm:m")
+    assert not backend.takes_tools
+    tools = ({"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}},)
+    with pytest.raises(ValueError, match="renders no tools"):
+        asyncio.run(backend.complete([Request(({"role": "user", "content": "q"},), tools=tools)], lambda i, o: None))

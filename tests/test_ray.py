@@ -148,6 +148,39 @@ def test_hf_on_actors_answers_as_in_process(ray_cluster, tiny_model_dir):
     assert [r.error for r in got] == [r.error for r in expected] == [None] * len(requests)
 
 
+def test_api_engines_on_actors_keep_tool_calls_search_and_token_details(ray_cluster):
+    """Tool calls, search records and token details travel back in the rows: an API engine on Ray takes
+    tools and searches as in-process (`perplexity:` goes through the same actors as `openai:`)."""
+    import asyncio
+
+    from bespoke_metric.testing.provider_servers import openai_responder, perplexity_responder, root_url, serve_provider
+
+    tools = ({"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+                                                                                 "properties": {"query": {"type": "string"}}}}},)
+    requests = [Request(({"role": "user", "content": f"trails near Seoul {i}"},), tools=tools if i % 2 else (),
+                        native_search=not i % 2) for i in range(6)]
+
+    def outcomes(backend) -> list:
+        found: dict[int, Any] = {}
+        asyncio.run(backend.complete(requests, found.__setitem__))
+        return [found[i] for i in range(len(requests))]
+
+    with serve_provider(openai_responder()) as openai_server, serve_provider(perplexity_responder()) as perplexity_server:
+        for spec, base_url, takes_tools in (("openai:gpt-4.1", openai_server.base_url, True),
+                                            ("perplexity:sonar", root_url(perplexity_server), False)):
+            local = make_backend(spec, base_url=base_url, api_key="test")
+            on_ray = make_backend(spec, base_url=base_url, api_key="test", **RAY_OPTIONS)
+            assert (on_ray.takes_tools, on_ray.searches) == (takes_tools, True)
+            assert on_ray.identity() == local.identity()
+            got = outcomes(on_ray)
+            assert got == outcomes(local)
+            assert all(outcome.search["results"] for outcome in got[::2])
+            assert all(outcome.reasoning_tokens for outcome in got)
+            if takes_tools:
+                assert all(outcome.tool_calls[0].arguments == {"query": request.messages[-1]["content"]}
+                           for outcome, request in zip(got[1::2], requests[1::2]))
+
+
 def run_cli(*args: str) -> subprocess.Popen:
     command = [sys.executable, "-c", "import sys; from bespoke_cli.cli import main; sys.exit(main())", *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

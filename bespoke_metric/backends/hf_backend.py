@@ -9,6 +9,10 @@ request's outcome is reported as soon as its batch finishes.
 
 Plain `transformers` cannot constrain decoding to a JSON schema: a request's schema is written into its
 prompt instead (`messages_with_schema`).
+
+A model whose chat template renders tools takes them (`takes_tools`): a request's `tools` go through
+`apply_chat_template(..., tools=...)`, and the calls the model writes are parsed out of its answer
+(`tool_calls.parse_tool_calls`) into `Completion.tool_calls`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Sequence
 
 from .base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
 from .model_files import locate_model
+from .tool_calls import template_messages, template_takes_tools, with_tool_calls
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +93,7 @@ class HFBackend:
             self.model = str(getattr(model, "name_or_path", "") or type(model).__name__)
         self._model.to(self.device).eval()
         self._tokenizer = tokenizer
+        self.takes_tools = template_takes_tools(getattr(tokenizer, "chat_template", None))
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self._eos_ids = _eos_ids(self._model, tokenizer)
@@ -113,7 +119,7 @@ class HFBackend:
             if outcomes is None:  # out of memory: a smaller cap is set, try again from the same place
                 continue
             for index, outcome in zip(batch, outcomes):
-                on_done(index, outcome)
+                on_done(index, with_tool_calls(outcome, requests[index]) if isinstance(outcome, Completion) else outcome)
             start += len(batch)
 
     def close(self) -> None:
@@ -123,12 +129,16 @@ class HFBackend:
     # -- internals -----------------------------------------------------------------------------------
 
     def _encode(self, request: Request) -> list[int]:
-        messages = messages_with_schema(request)
+        messages = template_messages(messages_with_schema(request))
         tokenizer = self._tokenizer
+        if request.tools and not self.takes_tools:
+            raise ValueError(f"the chat template of {self.model} renders no tools: offer them in the prompt instead")
         if not getattr(tokenizer, "chat_template", None):
             text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
             return tokenizer(text, add_special_tokens=True)["input_ids"]
         options: dict[str, Any] = {"add_generation_prompt": True, "tokenize": True, "return_dict": False}
+        if request.tools:
+            options["tools"] = list(request.tools)
         if "sanitize_control_tokens" in inspect.signature(tokenizer.apply_chat_template).parameters:
             # A judged response that spells out "<|eot_id|>" must stay text, not end the turn.
             options["sanitize_control_tokens"] = True

@@ -1,17 +1,27 @@
-"""`openai:MODEL`: any OpenAI-compatible endpoint through the official `openai` SDK.
+"""`openai:MODEL`: any OpenAI-compatible endpoint, with OpenAI's web search and function calling.
 
-OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently (an asyncio semaphore
-bounds how many are in flight), each with a timeout, and failures that may pass (429, 5xx, timeouts,
-dropped connections) are retried with exponential backoff and jitter, honouring `Retry-After`. The SDK's
-own retries are off so these are the only ones, and a run-wide retry budget stops a dead endpoint from
-being hammered: once it is spent, calls that fail are not retried and calls not yet sent fail at once.
+OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently through a `retries.Caller`
+(a limit on calls in flight, a timeout per call, backoff honouring `Retry-After`, a run-wide retry budget).
 
 Reasoning models (gpt-5, the o-series) go through the Responses API with `reasoning_effort` ("high" by
 default, as in the paper) and no temperature; other models through chat completions at temperature 0.
 
-The SDK does what it is for (authentication, the base URL, its HTTP client, its error types) through
-`openai_session`, which keeps its per-call request pipeline off the hot path: each body is serialised once,
-here, and the answer is read from the raw JSON.
+- Native search (`Request.native_search`): the Responses API with the `web_search` tool (its context size,
+  approximate user location and allowed domains are this backend's settings), asking for the sources it
+  searched (`include=["web_search_call.action.sources"]`). The queries and sources come from the
+  `web_search_call` output items, the citations from the answer's `url_citation` annotations (often
+  none: the sources are kept). The chat-completions search models (`gpt-4o-search-preview`,
+  `gpt-5-search-api`) search through chat completions with `web_search_options` and cite in
+  `message.annotations`; they take no temperature.
+- Function calling (`Request.tools`): `tools=` in either API; the calls come back in
+  `Completion.tool_calls`. A server that leaves them in the answer's text instead (a `vllm serve` whose
+  tool parser failed on the model's output) still yields them: the text is read as a local model's is. A conversation continues in OpenAI's chat shape (`tool_calls.assistant_turn`,
+  `tool_calls.tool_turn`), which the Responses API gets as `function_call` / `function_call_output` items.
+
+The SDK does what it is for (authentication, the base URL, its error types) through `openai_session`, which
+keeps its per-call request pipeline off the hot path: each body is serialised once, here, and the answer is
+read from the raw JSON by `_chat_completion` / `_responses_completion`, which take a raw response body (a
+batch's output lines too).
 
 The API key is used for the `Authorization` header and nothing else: it is not part of `identity()`, and
 every error message and log line this module writes is scrubbed of it.
@@ -23,57 +33,121 @@ import asyncio
 import json
 import logging
 import os
-import random
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Literal, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
-from .base import CallError, Completion, OnDone, Outcome, Request
+from bespoke_dataset.errors import UserError
+
+from .base import CallError, Completion, OnDone, Request, ToolCall
 from .openai_session import CallFailed, Session, scrub_url, short
+from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
+from .tool_calls import decode_call, with_tool_calls
+from .web_search import SEARCH_CONTEXT_SIZES, check_choice, parse_location, search_record, split_list
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+__all__ = ["OpenAIBackend", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model"]
+
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-UNREACHABLE_RETRIES = 2
-"""Retries of a call to an endpoint that no connection was ever made to, before every call fails."""
 OPENAI_CONCURRENCY = 32
 SERVER_CONCURRENCY = 128
 PLACEHOLDER_KEY = "EMPTY"
 """Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
 SESSION_CLOSE_S = 5.0
 """How long `close` waits for a kept session to close on its loop."""
+SEARCH_SOURCES = "web_search_call.action.sources"
+"""What the Responses API must be asked to `include` for the sources of its searches."""
 
 _REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
+_SEARCH_MODEL = re.compile(r"-search-(?:preview|api)\b", re.IGNORECASE)
 
 
 def is_reasoning_model(model: str) -> bool:
     """True for OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; not gpt-5-chat)."""
-    return bool(_REASONING_MODEL.match(model))
+    return bool(_REASONING_MODEL.match(model)) and not is_search_model(model)
 
 
-@dataclass
-class _RetryBudget:
-    """Retries left for the whole run (shared by every call of one backend)."""
-
-    left: int
-
-    def take(self) -> bool:
-        if self.left <= 0:
-            return False
-        self.left -= 1
-        return True
+def is_search_model(model: str) -> bool:
+    """True for OpenAI's chat-completions search models (gpt-4o-search-preview, gpt-5-search-api, ...)."""
+    return bool(_SEARCH_MODEL.search(model))
 
 
-class OpenAIBackend:
+class MissingKeyError(UserError):
+    """An engine that needs an API key was given none."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where calls go and with which key."""
+
+    base_url: str
+    api_key: str
+    provider: bool
+    """The provider's own API (rate limits bite first, and a key is needed), not another server."""
+
+
+@dataclass(frozen=True)
+class WebSearch:
+    """How OpenAI's web search searches (`Request.native_search`)."""
+
+    context_size: str | None = None
+    """low, medium or high: how much of what it found the model reads (default: the API's, medium)."""
+    location: tuple[tuple[str, str], ...] = ()
+    """The user's approximate location: `country`, `region`, `city`, `timezone`."""
+    domains: tuple[str, ...] = ()
+    """Search only these domains (the Responses API only)."""
+
+    @classmethod
+    def from_options(cls, context_size: str | None, location: str | Mapping[str, str] | None,
+                     domains: str | Iterable[str] | None) -> "WebSearch":
+        return cls(check_choice("--search-context-size", context_size, SEARCH_CONTEXT_SIZES),
+                   tuple(parse_location(location, "--search-location").items()), split_list(domains))
+
+    def settings(self) -> dict[str, Any]:
+        """What sets this search apart from the default, for the engine's identity."""
+        settings: dict[str, Any] = {}
+        if self.context_size is not None:
+            settings["search_context_size"] = self.context_size
+        if self.location:
+            settings["user_location"] = dict(self.location)
+        if self.domains:
+            settings["allowed_domains"] = list(self.domains)
+        return settings
+
+    def responses_tool(self) -> dict[str, Any]:
+        tool: dict[str, Any] = {"type": "web_search"}
+        if self.context_size is not None:
+            tool["search_context_size"] = self.context_size
+        if self.location:
+            tool["user_location"] = {"type": "approximate", **dict(self.location)}
+        if self.domains:
+            tool["filters"] = {"allowed_domains": list(self.domains)}
+        return tool
+
+    def chat_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if self.context_size is not None:
+            options["search_context_size"] = self.context_size
+        if self.location:
+            options["user_location"] = {"type": "approximate", "approximate": dict(self.location)}
+        return options
+
+
+class OpenAIBackend(Client):
     """Concurrent calls to an OpenAI-compatible endpoint. See the module docstring."""
 
     name = "openai"
     one_batch = False
-    takes_tools = False
-    searches = False
+    takes_tools = True
+    searches = True
+    default_url = OPENAI_BASE_URL
+    url_variable: str | None = "OPENAI_BASE_URL"
+    key_variable = "OPENAI_API_KEY"
+    provider_concurrency = OPENAI_CONCURRENCY
 
     def __init__(
         self,
@@ -84,15 +158,14 @@ class OpenAIBackend:
         api: Literal["auto", "chat", "responses"] = "auto",
         concurrency: int | None = None,
         timeout: float = 600.0,
-        max_retries: int = 6,
-        retry_budget: int = 500,
-        backoff_base: float = 1.0,
-        backoff_max: float = 60.0,
-        max_retry_wait: float = 600.0,
         temperature: float | None = None,
         reasoning_effort: str | None = None,
         reasoning_max_tokens: int | None = None,
         schema_format: bool = True,
+        search_context_size: str | None = None,
+        search_location: str | Mapping[str, str] | None = None,
+        search_domains: str | Iterable[str] | None = None,
+        **retry: Any,
     ) -> None:
         """
         Args:
@@ -100,72 +173,83 @@ class OpenAIBackend:
             base_url: the endpoint, ending in `/v1`; default `OPENAI_BASE_URL`, else OpenAI.
             api_key: default `OPENAI_API_KEY`; a placeholder is sent to non-OpenAI endpoints without one.
             api: `chat` (chat completions), `responses` (Responses API), or `auto`: `responses` for
-                reasoning models, `chat` otherwise.
+                reasoning models and for native search, `chat` otherwise.
             concurrency: calls in flight at most; default `OPENAI_CONCURRENCY` (32) for OpenAI's API, whose
                 rate limits bite first, and `SERVER_CONCURRENCY` (128) for any other endpoint: a
                 `vllm serve` batches whatever is in flight, so the more the faster.
             timeout: seconds per call before it counts as failed (and is retried).
-            max_retries: retries per call.
-            retry_budget: retries for the whole life of this backend, all calls together.
-            backoff_base, backoff_max: the n-th retry waits about `backoff_base * 2**n` seconds (with
-                jitter), at most `backoff_max`, unless the server says how long with `Retry-After`.
-            max_retry_wait: a `Retry-After` longer than this fails the call instead of waiting.
-            temperature: default 0 for chat models; reasoning models take none.
+            temperature: default 0 for chat models; reasoning and search models take none.
             reasoning_effort: default "high" for reasoning models.
             reasoning_max_tokens: output cap for reasoning models, whose hidden reasoning counts against
                 it; default none (the request's `max_tokens` would starve the reasoning).
             schema_format: send a request's `json_schema` as a structured-output format.
+            search_context_size, search_location, search_domains: how native search searches (`WebSearch`):
+                `low`/`medium`/`high`; `"country=GB,city=London"`; `"a.org,b.com"` (Responses API only).
+            retry: how failed calls are retried, `retries.RetryPolicy`'s fields (`max_retries`,
+                `retry_budget`, `backoff_base`, `backoff_max`, `max_retry_wait`).
         """
         self.model = model
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-        self.base_url = base_url.rstrip("/")
-        on_openai = urlsplit(self.base_url).hostname == urlsplit(OPENAI_BASE_URL).hostname
-        if concurrency is None:
-            concurrency = OPENAI_CONCURRENCY if on_openai else SERVER_CONCURRENCY
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        endpoint = self.endpoint(base_url, api_key)
+        self.base_url = endpoint.base_url
+        self._api_key = endpoint.api_key
+        self.reasoning = is_reasoning_model(model)
+        self.api, self._api_chosen = self._resolve_api(api)
+        self.temperature, self.reasoning_effort = self._sampling(temperature, reasoning_effort)
+        self.reasoning_max_tokens = reasoning_max_tokens
+        self.schema_format = schema_format
+        self.web_search = self._web_search(search_context_size, search_location, search_domains)
+        self.timeout = timeout
+        default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
+        self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
+                              self._api_key, log)
+        self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
+
+    # -- construction, in parts ----------------------------------------------------------------------
+
+    @classmethod
+    def endpoint(cls, base_url: str | None, api_key: str | None) -> Endpoint:
+        """The endpoint and key from the arguments, else the environment, else the provider's API (which
+        needs a key: `MissingKeyError`); another server without a key gets a placeholder."""
+        url = base_url or (os.environ.get(cls.url_variable) if cls.url_variable else None) or cls.default_url
+        url = url.rstrip("/")
+        provider = urlsplit(url).hostname == urlsplit(cls.default_url).hostname
+        key = api_key or os.environ.get(cls.key_variable)
         if not key:
-            if on_openai:
-                raise ValueError(
-                    "no API key for api.openai.com: set OPENAI_API_KEY or pass api_key "
-                    "(or point base_url at an OpenAI-compatible server that needs none)"
+            if provider:
+                raise MissingKeyError(
+                    f"{cls.name}: no API key for {urlsplit(cls.default_url).hostname}: set {cls.key_variable} or "
+                    f"pass --api-key (api_key=), or point --base-url at a compatible server that needs none"
                 )
             key = PLACEHOLDER_KEY
-        self._api_key = key
-        self.reasoning = is_reasoning_model(model)
+        return Endpoint(url, key, provider)
+
+    def _resolve_api(self, api: str) -> tuple[str, bool]:
+        """(the API of a call without native search, whether the user chose it)."""
         if api == "auto":
-            api = "responses" if self.reasoning else "chat"
+            return ("responses" if self.reasoning else "chat"), False
         if api not in ("chat", "responses"):
             raise ValueError(f"api must be 'auto', 'chat' or 'responses', got {api!r}")
-        self.api = api
-        self.concurrency = concurrency
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self.max_retry_wait = max_retry_wait
-        self.schema_format = schema_format
+        return api, True
+
+    def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
+        """(temperature, reasoning effort) to send."""
         if self.reasoning:
             if temperature is not None:
-                raise ValueError(f"{model} is a reasoning model: it takes reasoning_effort, not temperature")
-            self.temperature = None
-            self.reasoning_effort = reasoning_effort or "high"
-        else:
-            self.temperature = 0.0 if temperature is None else temperature
-            self.reasoning_effort = reasoning_effort
-        self.reasoning_max_tokens = reasoning_max_tokens
-        self._budget = _RetryBudget(retry_budget)
-        self.retries_made = 0
-        self._retry_warned = False
-        self._reached = False
-        """Some call got an HTTP answer from the endpoint."""
-        self._unreachable: str | None = None
-        """Why no connection could be made, once a call gave up on it (every later call fails at once)."""
-        self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary()
-        )
+                raise ValueError(f"{self.model} is a reasoning model: it takes reasoning_effort, not temperature")
+            return None, reasoning_effort or "high"
+        if is_search_model(self.model):
+            if temperature is not None:
+                raise ValueError(f"{self.model} is a search model: it takes no temperature")
+            return None, reasoning_effort
+        return (0.0 if temperature is None else temperature), reasoning_effort
+
+    def _web_search(self, context_size: str | None, location: str | Mapping[str, str] | None,
+                    domains: str | Iterable[str] | None) -> WebSearch:
+        search = WebSearch.from_options(context_size, location, domains)
+        if search.domains and (is_search_model(self.model) or (self._api_chosen and self.api == "chat")):
+            raise UserError(f"{self.name}:{self.model}: --search-domains needs the Responses API; chat-completions "
+                            f"search takes no domain filter")
+        return search
 
     # -- Backend interface -------------------------------------------------------------------------
 
@@ -177,6 +261,7 @@ class OpenAIBackend:
             settings["reasoning_effort"] = self.reasoning_effort
         if self.reasoning:
             settings["reasoning_max_tokens"] = self.reasoning_max_tokens
+        settings.update(self.search_settings())
         return {
             "engine": self.name,
             "model": self.model,
@@ -185,25 +270,33 @@ class OpenAIBackend:
             "settings": settings,
         }
 
+    def search_settings(self) -> dict[str, Any]:
+        """How native search is set up, where it differs from the provider's default (part of the identity)."""
+        search = self.web_search.settings()
+        return {"web_search": search} if search else {}
+
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
         # new loop for every run (unless `keep_session` made one for this loop).
         kept = self._kept_sessions.get(asyncio.get_running_loop())
         session = kept or self.new_session()
-        semaphore = self._semaphore_for_loop()
 
-        async def one(index: int, request: Request) -> None:
-            async with semaphore:
-                outcome = await self._call_with_retries(session, request)
-            on_done(index, outcome)
+        def attempt_for(request: Request) -> Attempt:
+            path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
 
-        tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
+            async def attempt() -> Completion:
+                completion = await self._call(session, path, body)
+                if request.tools and not completion.tool_calls:
+                    # a server that left the calls in the text (vLLM's tool parsers, at times): read them
+                    # as a local model's are read
+                    return with_tool_calls(completion, request)
+                return completion
+
+            return attempt
+
         try:
-            await asyncio.gather(*tasks)
+            await self._run_all(requests, attempt_for, on_done)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             if session is not kept:
                 await session.close()
 
@@ -219,7 +312,7 @@ class OpenAIBackend:
         return Session(self.base_url, self._api_key, self.timeout)
 
     def close(self) -> None:
-        self._semaphores.clear()
+        self._caller.forget_loops()
         # A kept session lives on a loop running in another thread (a Ray actor's): close it there, so its
         # connections are released, not reported unclosed by aiohttp when the actor exits.
         for loop, session in list(self._kept_sessions.items()):
@@ -227,100 +320,41 @@ class OpenAIBackend:
                 asyncio.run_coroutine_threadsafe(session.close(), loop).result(timeout=SESSION_CLOSE_S)
         self._kept_sessions.clear()
 
-    # -- internals -----------------------------------------------------------------------------------
-
-    def _semaphore_for_loop(self) -> asyncio.Semaphore:
-        # Shared by every run on the same event loop, so runs started together still respect the limit.
-        loop = asyncio.get_running_loop()
-        semaphore = self._semaphores.get(loop)
-        if semaphore is None:
-            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.concurrency)
-        return semaphore
-
-    def _scrub(self, text: str) -> str:
-        # A short placeholder ("x", "EMPTY") is no secret, and replacing it would garble the text.
-        if len(self._api_key) >= 8:
-            text = text.replace(self._api_key, "***")
-        return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1***", text)
-
-    async def _call_with_retries(self, session: Session, request: Request) -> Outcome:
-        path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
-        return await self.retrying(lambda: self._call(session, path, body))
-
     async def retrying(self, attempt_once: Callable[[], Awaitable[T]]) -> T | CallError:
-        """`attempt_once()` until it passes, under this backend's retry policy (backoff, `Retry-After`,
-        the run's retry budget, an unreachable endpoint given up on); a `CallError` when it never does.
-        Every call to the endpoint goes through here: completions, and the Batch API's files and batches."""
-        attempt = 0
-        while True:
-            if self._unreachable is not None and not self._reached:
-                return CallError(f"{self._unreachable} (not sent: the endpoint is unreachable)", retryable=True)
-            if self._budget.left <= 0 and attempt == 0 and self.retries_made > 0:
-                return CallError("retry budget of the run exhausted; call not sent", retryable=True)
-            try:
-                answer = await attempt_once()
-                self._reached = True
-                return answer
-            except CallFailed as failure:
-                reason = self._scrub(failure.reason)
-                self._reached = self._reached or not failure.unreachable
-                if not failure.retryable:
-                    return CallError(reason, retryable=False)
-                if failure.unreachable and not self._reached and attempt >= UNREACHABLE_RETRIES:
-                    # nothing ever answered here: a judge that is down, or a wrong --base-url; say so in
-                    # seconds instead of backing off every call for minutes
-                    self._unreachable = reason
-                    return CallError(f"{reason} (the endpoint answered no call; gave up after {attempt} retries)",
-                                     retryable=True)
-                if attempt >= self.max_retries:
-                    return CallError(f"{reason} (gave up after {attempt} retries)", retryable=True)
-                wait = self._backoff(attempt, failure.wait)
-                if wait > self.max_retry_wait:
-                    return CallError(f"{reason} (server asks to wait {wait:.0f} s)", retryable=True)
-                if not self._budget.take():
-                    return CallError(f"{reason} (retry budget of the run exhausted)", retryable=True)
-                self.retries_made += 1
-                attempt += 1
-                self._log_retry(reason, attempt, wait, quiet=failure.unreachable and not self._reached)
-                await asyncio.sleep(wait)
+        """`attempt_once()` under this backend's limit and retry policy (backoff, `Retry-After`, the run's
+        retry budget, an unreachable endpoint given up on); a `CallError` when it never passes. For calls
+        besides completions: the Batch API's files and batches."""
+        return await self._caller.call(lambda: attempt_once)  # type: ignore[arg-type, return-value]
 
-    def _log_retry(self, reason: str, attempt: int, wait: float, *, quiet: bool) -> None:
-        # One warning per backend: a struggling judge is retried hundreds of times, and a line for each
-        # would bury the one-line reason the run ends with. The rest go to DEBUG (`bespoke -v`), as do the
-        # few retries of an endpoint that never answered (the run's reason says it all).
-        if self._retry_warned or quiet:
-            log.debug("%s; retry %d in %.1f s", reason, attempt, wait)
-            return
-        self._retry_warned = True
-        log.warning("%s; retry %d in %.1f s (further retries are logged only with -v)", reason, attempt, wait)
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        jitter = random.uniform(0.0, 0.25 * self.backoff_base)
-        if retry_after is not None:
-            return retry_after + jitter  # honour the server's wait, spread a little
-        return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
+    # -- one call ------------------------------------------------------------------------------------
 
     async def _call(self, session: Session, path: str, body: bytes) -> Completion:
         raw = await session.post(path, body)
         try:
-            return self.completion_from(json.loads(raw))
+            return self.parse(path, json.loads(raw))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
             # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
-            raise CallFailed(f"malformed response from the server: {short(f'{type(err).__name__}: {err}')}",
-                             retryable=True) from None
+            raise CallFailed(f"malformed response from {self.name}:{self.model} at {session.where}: "
+                             f"{short(f'{type(err).__name__}: {err}')}", retryable=True) from None
 
-    def completion_from(self, answer: dict[str, Any]) -> Completion:
-        """The completion in an answer's JSON body (a direct call's, or a Batch API output line's
-        `response.body`); KeyError/TypeError/... when it holds none."""
-        return _responses_completion(answer) if self.api == "responses" else _chat_completion(answer)
+    def parse(self, path: str, answer: dict[str, Any]) -> Completion:
+        """The completion in the raw answer of a call to `path` (a direct call's body, or a Batch API output
+        line's `response.body`); KeyError/TypeError/... when it holds none."""
+        return _responses_completion(answer) if path == "/responses" else _chat_completion(answer)
 
     def path_and_body(self, request: Request) -> tuple[str, bytes]:
         """The endpoint path and the JSON body of a request, ready to send."""
-        if self.api == "responses":
+        if self._api_for(request) == "responses":
             path, args = "/responses", self._responses_args(request)
         else:
             path, args = "/chat/completions", self._chat_args(request)
         return path, json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def _api_for(self, request: Request) -> str:
+        # OpenAI's web search tool lives in the Responses API; only the search models search in chat.
+        if request.native_search and not self._api_chosen and not is_search_model(self.model):
+            return "responses"
+        return self.api
 
     def _output_limit(self, request: Request) -> int | None:
         """The output token cap to send: a reasoning model spends hidden tokens first, so the request's own
@@ -328,7 +362,7 @@ class OpenAIBackend:
         return self.reasoning_max_tokens if self.reasoning else request.max_tokens
 
     def _chat_args(self, request: Request) -> dict[str, Any]:
-        args: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in request.messages]}
+        args: dict[str, Any] = {"model": self.model, "messages": chat_messages(request.messages)}
         limit = self._output_limit(request)
         if limit is not None:
             args["max_completion_tokens" if self.reasoning else "max_tokens"] = limit
@@ -337,15 +371,21 @@ class OpenAIBackend:
         if self.reasoning_effort is not None:
             args["reasoning_effort"] = self.reasoning_effort
         if self.schema_format and request.json_schema is not None:
-            args["response_format"] = {"type": "json_schema", "json_schema": _named_schema(request.json_schema)}
+            args["response_format"] = self._response_format(request.json_schema)
+        if request.tools:
+            args["tools"] = list(request.tools)
+        args.update(self._chat_search_args(request))
         return args
 
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "json_schema", "json_schema": _named_schema(schema)}
+
+    def _chat_search_args(self, request: Request) -> dict[str, Any]:
+        """What a chat-completions body adds for (or against) native search."""
+        return {"web_search_options": self.web_search.chat_options()} if request.native_search else {}
+
     def _responses_args(self, request: Request) -> dict[str, Any]:
-        args: dict[str, Any] = {
-            "model": self.model,
-            "input": [{"role": m["role"], "content": m["content"]} for m in request.messages],
-            "store": False,
-        }
+        args: dict[str, Any] = {"model": self.model, "input": responses_input(request.messages), "store": False}
         limit = self._output_limit(request)
         if limit is not None:
             args["max_output_tokens"] = limit
@@ -355,41 +395,135 @@ class OpenAIBackend:
             args["reasoning"] = {"effort": self.reasoning_effort}
         if self.schema_format and request.json_schema is not None:
             args["text"] = {"format": {"type": "json_schema", **_named_schema(request.json_schema)}}
+        tools = [responses_function(tool) for tool in request.tools]
+        if request.native_search:
+            tools.append(self.web_search.responses_tool())
+            args["include"] = [SEARCH_SOURCES]
+        if tools:
+            args["tools"] = tools
         return args
 
 
-def _chat_completion(answer: dict[str, Any]) -> Completion:
-    choice = answer["choices"][0]
-    usage = answer.get("usage") or {}
-    return Completion(
-        text=choice["message"].get("content") or "",
-        input_tokens=usage.get("prompt_tokens") or 0,
-        output_tokens=usage.get("completion_tokens") or 0,
-        truncated=choice.get("finish_reason") == "length",
-    )
+# -- request bodies ------------------------------------------------------------------------------------
 
 
-def _responses_completion(answer: dict[str, Any]) -> Completion:
-    # The text of every output_text part of every message, as the SDK's `Response.output_text` joins it.
-    text = "".join(
-        part.get("text") or ""
-        for item in answer["output"]
-        if item.get("type") == "message"
-        for part in item.get("content") or ()
-        if part.get("type") == "output_text"
-    )
-    usage = answer.get("usage") or {}
-    return Completion(
-        text=text,
-        input_tokens=usage.get("input_tokens") or 0,
-        output_tokens=usage.get("output_tokens") or 0,
-        truncated=answer.get("status") == "incomplete",
-    )
+def chat_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages for chat completions: as given, but a tool answer keeps only what the API takes."""
+    out = []
+    for message in messages:
+        message = dict(message)
+        if message.get("role") == "tool":
+            message.pop("name", None)
+        out.append(message)
+    return out
+
+
+def responses_input(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages as Responses API input: a turn's tool calls become `function_call` items, a tool
+    answer a `function_call_output` item."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("role") == "tool":
+            items.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
+                          "output": message.get("content") or ""})
+            continue
+        calls = message.get("tool_calls") or ()
+        if message.get("content") or not calls:
+            items.append({"role": message["role"], "content": message.get("content") or ""})
+        for call in calls:
+            function = call.get("function") or {}
+            arguments = function.get("arguments", "{}")
+            items.append({"type": "function_call", "call_id": call.get("id", ""), "name": function.get("name", ""),
+                          "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)})
+    return items
+
+
+def responses_function(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions function tool in the Responses API's flat shape, not strict unless it says so
+    (the Responses API's default is strict, chat completions' is not)."""
+    function = dict(tool.get("function") or {})
+    return {"type": "function", "strict": False, **function}
 
 
 def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "answer")))[:64] or "answer"
     return {"name": name, "schema": schema, "strict": True}
+
+
+# -- response bodies (raw JSON in, Completion out) --------------------------------------------------------
+
+
+def _chat_completion(answer: dict[str, Any]) -> Completion:
+    """A chat completions response body as a `Completion`: text, tokens (cached input and reasoning too),
+    tool calls, and the search record of a search model (its `url_citation` annotations)."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+    usage = answer.get("usage") or {}
+    citations = [note.get("url_citation") or {} for note in message.get("annotations") or ()
+                 if note.get("type") == "url_citation"]
+    return Completion(
+        text=message.get("content") or "",
+        input_tokens=usage.get("prompt_tokens") or 0,
+        output_tokens=usage.get("completion_tokens") or 0,
+        truncated=choice.get("finish_reason") == "length",
+        cached_input_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
+        tool_calls=_calls((call.get("function") or {}, call.get("id", "")) for call in message.get("tool_calls") or ()),
+        search=search_record((), (), citations) if citations else None,
+    )
+
+
+def _responses_completion(answer: dict[str, Any]) -> Completion:
+    """A Responses API response body as a `Completion`: the text of every `output_text` part of every
+    message (as the SDK's `Response.output_text` joins it), tokens, `function_call` items as tool calls, and
+    the search record of its `web_search_call` items and `url_citation` annotations."""
+    parts = [part for item in answer["output"] if item.get("type") == "message"
+             for part in item.get("content") or () if part.get("type") == "output_text"]
+    searches = [item.get("action") or {} for item in answer["output"] if item.get("type") == "web_search_call"]
+    citations = [note for part in parts for note in part.get("annotations") or () if note.get("type") == "url_citation"]
+    usage = answer.get("usage") or {}
+    return Completion(
+        text="".join(part.get("text") or "" for part in parts),
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
+        truncated=answer.get("status") == "incomplete",
+        cached_input_tokens=_detail(usage, "input_tokens_details", "cached_tokens"),
+        reasoning_tokens=_detail(usage, "output_tokens_details", "reasoning_tokens"),
+        tool_calls=_calls((item, item.get("call_id", "")) for item in answer["output"] if item.get("type") == "function_call"),
+        search=_responses_search(searches, citations) if searches or citations else None,
+    )
+
+
+def _responses_search(actions: list[dict[str, Any]], citations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The search record of `web_search_call` actions: `search` (its query, or queries, and the sources it
+    returned), `open_page` and `find_in_page` (a page the model read: a result marked `opened`)."""
+    queries: list[str] = []
+    results: list[dict[str, Any]] = []
+    for action in actions:
+        if action.get("type") == "search":
+            queries.extend([action["query"]] if action.get("query") else [])
+            queries.extend(query for query in action.get("queries") or () if query != action.get("query"))
+            results.extend({"url": source.get("url"), "title": source.get("title")} for source in action.get("sources") or ())
+        elif action.get("url"):
+            results.append({"url": action["url"], "title": "", "opened": True})
+    return search_record(queries, results, citations)
+
+
+def _calls(items: Iterable[tuple[Mapping[str, Any], str]]) -> tuple[ToolCall, ...]:
+    """The tool calls of (function item, id) pairs; a call whose arguments are not a JSON object is left
+    out (nothing could be called with it)."""
+    calls = []
+    for function, call_id in items:
+        call = decode_call(str(function.get("name") or ""), function.get("arguments") or "{}", str(call_id or ""))
+        if call is None or not call.name:
+            log.debug("dropped a tool call with arguments that are not a JSON object: %.200s", function.get("arguments"))
+            continue
+        calls.append(call)
+    return tuple(calls)
+
+
+def _detail(usage: Mapping[str, Any], block: str, name: str) -> int:
+    return int((usage.get(block) or {}).get(name) or 0)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

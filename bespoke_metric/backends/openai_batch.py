@@ -371,7 +371,7 @@ class _Collection:
                 continue
             taken.append(custom_id)
             try:
-                completion = self.backend.direct.completion_from(json.loads(body))
+                completion = self.backend.direct.parse(self.lines[custom_id].url.removeprefix("/v1"), json.loads(body))
             except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
                 failures[custom_id] = CallError(f"malformed answer in the batch output: {short(f'{type(err).__name__}: {err}')}",
                                                 retryable=True)

@@ -68,7 +68,7 @@ class CallFailed(Exception):
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     # Shared by every session of the process: building one reads the CA bundle, tens of ms a run.
     try:
         import certifi
@@ -90,7 +90,7 @@ class Session:
         self._plain_headers = {"authorization": f"Bearer {api_key}", "accept": "application/json",
                                "user-agent": f"bespoke-eval/{__version__}"}
         self._headers = {**self._plain_headers, "content-type": "application/json"}
-        tls = _tls_context() if urlsplit(self.base_url).scheme == "https" else False
+        tls = tls_context() if urlsplit(self.base_url).scheme == "https" else False
         # no connection limit of its own: the backend's semaphore is the one limit on calls in flight
         self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls),
                                            timeout=aiohttp.ClientTimeout(total=timeout))
@@ -134,13 +134,19 @@ class Session:
         await self._http.close()
 
     def _status_failure(self, status: int, headers: Mapping[str, str], content: bytes) -> CallFailed:
-        wait = None
-        if status == 429 or status >= 500:
-            wait = parse_retry_after(headers.get("retry-after"))
-            if wait is None and headers.get("retry-after-ms"):
-                wait = (parse_retry_after(headers.get("retry-after-ms")) or 0.0) / 1000
-        return CallFailed(f"HTTP {status} from {self.where}: {short(sdk_error(self.where, status, headers, content))}",
-                          retryable=status in _RETRYABLE_STATUS or status >= 500, wait=wait)
+        return status_failure(status, headers, f"HTTP {status} from {self.where}: "
+                                               f"{short(sdk_error(self.where, status, headers, content))}")
+
+
+def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: float | None = None) -> CallFailed:
+    """The failure of a call answered with an HTTP error `status`: retryable for 408, 409, 429 and 5xx,
+    after the wait the server asked for (`Retry-After`, `retry-after-ms`; else `wait`)."""
+    if status == 429 or status >= 500:
+        asked = parse_retry_after(headers.get("retry-after"))
+        if asked is None and headers.get("retry-after-ms"):
+            asked = (parse_retry_after(headers.get("retry-after-ms")) or 0.0) / 1000
+        wait = asked if asked is not None else wait
+    return CallFailed(reason, retryable=status in _RETRYABLE_STATUS or status >= 500, wait=wait)
 
 
 def sdk_error(url: str, status: int, headers: Mapping[str, str], content: bytes) -> str:

@@ -9,9 +9,12 @@ driver), each reported once to `on_done`.
 On the cluster:
 - `vllm:` goes through `ray.data.llm`'s vLLM processor (`vllm_processor.py`): replicas, tensor and
   pipeline parallelism, greedy sampling and the JSON schema as structured output, as in-process.
-- `hf:` and `openai:` go through `map_batches` with a fixed pool of actors (`workers.EngineWorker`), each
-  holding the in-process backend: one model per actor (with `gpus_per_replica` GPUs) for `hf:`, one
-  async client with its share of `concurrency` (retries and `Retry-After` as in-process) for `openai:`.
+- `hf:` and the API engines (`openai:`, `perplexity:`, `gemini:`) go through `map_batches` with a fixed
+  pool of actors (`workers.EngineWorker`), each holding the in-process backend: one model per actor (with
+  `gpus_per_replica` GPUs) for `hf:`, one async client with its share of `concurrency` (retries and
+  `Retry-After` as in-process) for an API engine. An API engine's tool calls, search records and token
+  details come back in the rows, so it takes tools and searches as in-process; `hf:` and `vllm:` on Ray
+  take no tools (the text protocol serves them).
 
 A worker killed mid-batch is restarted by Ray and its batch retried; an answer that arrives twice (a
 batch that finished as its worker died) is reported once. `identity()` is the in-process engine's, so the
@@ -37,6 +40,9 @@ class Plan(Protocol):
     """The in-process engine's identity: same cache keys."""
     one_batch: bool
     """As the in-process engine: schedules best seeing every request at once."""
+    takes_tools: bool
+    searches: bool
+    """What the engine can do on Ray (`Backend.takes_tools`, `Backend.searches`)."""
 
     def order(self, requests: Sequence[Request]) -> list[int]:
         """The order to put the requests in the dataset."""
@@ -103,9 +109,8 @@ class RayBackend:
 
             self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, engine_options, build)
         self.one_batch = self._plan.one_batch
-        # tool calls and native search are not carried through Ray Data rows: in-process only
-        self.takes_tools = False
-        self.searches = False
+        self.takes_tools: bool = self._plan.takes_tools
+        self.searches: bool = self._plan.searches
 
     # -- Backend interface -------------------------------------------------------------------------
 

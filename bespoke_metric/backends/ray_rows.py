@@ -10,25 +10,37 @@ from .base import CallError, Completion, Outcome, Request
 
 
 def encode_request(request: Request) -> str:
-    return json.dumps({"messages": list(request.messages), "max_tokens": request.max_tokens, "json_schema": request.json_schema})
+    data: dict[str, Any] = {"messages": list(request.messages), "max_tokens": request.max_tokens,
+                            "json_schema": request.json_schema}
+    if request.tools:
+        data["tools"] = list(request.tools)
+    if request.native_search:
+        data["native_search"] = True
+    return json.dumps(data)
 
 
 def decode_request(text: str) -> Request:
     data = json.loads(text)
-    return Request(tuple(data["messages"]), data["max_tokens"], data["json_schema"])
+    return Request(tuple(data["messages"]), data["max_tokens"], data["json_schema"], tools=tuple(data.get("tools", ())),
+                   native_search=bool(data.get("native_search")))
 
 
 def outcome_row(position: int, outcome: Outcome) -> dict[str, Any]:
-    """One output row of a worker: an outcome in columns every row shares."""
+    """One output row of a worker: an outcome in columns every row shares (`extras`: the completion's
+    other fields as JSON text, `Completion.extras()`: tool calls, search record, token details)."""
     if isinstance(outcome, CallError):
         return {"position": position, "text": None, "input_tokens": 0, "output_tokens": 0, "truncated": False,
-                "error": outcome.reason, "retryable": outcome.retryable}
+                "error": outcome.reason, "retryable": outcome.retryable, "extras": None}
+    extras = outcome.extras()
     return {"position": position, "text": outcome.text, "input_tokens": outcome.input_tokens,
-            "output_tokens": outcome.output_tokens, "truncated": outcome.truncated, "error": None, "retryable": False}
+            "output_tokens": outcome.output_tokens, "truncated": outcome.truncated, "error": None, "retryable": False,
+            "extras": json.dumps(extras) if extras else None}
 
 
 def row_outcome(row: Mapping[str, Any]) -> Outcome:
     """The outcome an output row carries (the inverse of `outcome_row`)."""
     if row.get("error") is not None:
         return CallError(str(row["error"]), retryable=bool(row.get("retryable")))
-    return Completion(str(row["text"]), int(row["input_tokens"]), int(row["output_tokens"]), bool(row["truncated"]))
+    extras = json.loads(row["extras"]) if row.get("extras") else None
+    return Completion.from_parts(str(row["text"]), int(row["input_tokens"]), int(row["output_tokens"]),
+                                 bool(row["truncated"]), extras)

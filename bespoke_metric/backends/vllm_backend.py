@@ -6,6 +6,10 @@ examples) first, so all calls of one query share a cached prefix; submitting the
 messages keeps those calls next to each other. A request's JSON schema becomes structured (guided)
 decoding, so the output always parses. Greedy decoding (temperature 0).
 
+A model whose chat template renders tools takes them (`takes_tools`): `LLM.chat(..., tools=...)` renders
+them (one submission per distinct tool set, in practice one), and the calls the model writes are parsed
+here (`tool_calls.parse_tool_calls`), not by vLLM's server-side tool parsers, which are fragile.
+
 `vllm` is an optional extra, imported only when this backend is built. Both structured-output APIs are
 supported: `StructuredOutputsParams` / `structured_outputs=` (vLLM >= 0.10.2; the old one was removed in
 0.12) and `GuidedDecodingParams` / `guided_decoding=` (older releases).
@@ -18,6 +22,7 @@ import json
 from typing import Any, Sequence
 
 from .base import CallError, Completion, OnDone, Request
+from .tool_calls import template_takes_tools, with_tool_calls
 
 
 class VLLMBackend:
@@ -73,6 +78,7 @@ class VLLMBackend:
             self.engine_args["revision"] = revision
         self._llm = llm if llm is not None else vllm.LLM(**self.engine_args)
         self._structured = _structured_output_api(vllm)
+        self.takes_tools = template_takes_tools(getattr(self._llm.get_tokenizer(), "chat_template", None))
 
     # -- Backend interface -------------------------------------------------------------------------
 
@@ -80,19 +86,26 @@ class VLLMBackend:
         return vllm_identity(self.model, self.revision, self.engine_args["dtype"])
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        if not requests:
-            return
-        # Neighbours in the submission share their prefix: vLLM reuses the cached blocks sooner.
-        order = sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages))
-        await self._generate(requests, order, on_done)
+        if any(request.tools for request in requests) and not self.takes_tools:
+            raise ValueError(f"the chat template of {self.model} renders no tools: offer them in the prompt instead")
+        # One submission per tool set (`LLM.chat` renders one for all its conversations); neighbours in a
+        # submission share their prefix: vLLM reuses the cached blocks sooner.
+        groups: dict[str, list[int]] = {}
+        for index in sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages)):
+            groups.setdefault(json.dumps(requests[index].tools), []).append(index)
+        for order in groups.values():
+            await self._generate(requests, order, on_done)
 
     async def _generate(self, requests: Sequence[Request], order: list[int], on_done: OnDone) -> None:
-        """One `LLM.chat` for `order`. vLLM rejects a whole submission for one bad prompt (say, longer
-        than `max_model_len`): then each half is tried alone, so only the bad prompts fail."""
+        """One `LLM.chat` for `order` (requests offering the same tools). vLLM rejects a whole submission
+        for one bad prompt (say, longer than `max_model_len`): then each half is tried alone, so only the
+        bad prompts fail."""
         conversations = [[dict(m) for m in requests[i].messages] for i in order]
         params = [self.sampling_params(requests[i]) for i in order]
+        tools = requests[order[0]].tools
+        options: dict[str, Any] = {"use_tqdm": False, **({"tools": list(tools)} if tools else {})}
         try:
-            outputs = await asyncio.to_thread(self._llm.chat, conversations, params, use_tqdm=False)
+            outputs = await asyncio.to_thread(self._llm.chat, conversations, params, **options)
         except Exception as err:
             if len(order) > 1:
                 middle = len(order) // 2
@@ -104,7 +117,8 @@ class VLLMBackend:
         if len(outputs) != len(order):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(order)} prompts")
         for index, output in zip(order, outputs):
-            on_done(index, _completion(output))
+            outcome = _completion(output)
+            on_done(index, with_tool_calls(outcome, requests[index]) if isinstance(outcome, Completion) else outcome)
 
     def close(self) -> None:
         self._llm = None

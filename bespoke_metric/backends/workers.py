@@ -1,8 +1,12 @@
-"""`hf:` and `openai:` on Ray: `map_batches` over a fixed pool of actors, each holding the in-process engine.
+"""`hf:` and the API engines (`openai:`, `perplexity:`, `gemini:`) on Ray: `map_batches` over a fixed pool
+of actors, each holding the in-process engine.
 
-An `hf:` actor loads the model once and runs one batch at a time on its GPUs (`gpus_per_replica`); an
-`openai:` actor is an async client with its share of `concurrency`, running several small batches at
+An `hf:` actor loads the model once and runs one batch at a time on its GPUs (`gpus_per_replica`); an API
+engine's actor is an async client with its share of `concurrency`, running several small batches at
 once (the engine's own semaphore bounds its calls in flight; retries and `Retry-After` are the engine's).
+Tool calls, search records and token details travel back in the rows (`ray_rows`), so an API engine takes
+tools and searches on Ray as in-process; an `hf:` engine on Ray takes no tools (its chat template is read
+on the actors, not here).
 The actor checks that its engine has the identity the driver keys the cache with, so an answer is never
 cached under another engine's settings.
 """
@@ -20,17 +24,15 @@ HF_ROWS_PER_TASK = 64
 free memory on a GPU); a killed actor repeats at most this many generations."""
 
 OPENAI_TASKS_PER_ACTOR = 4
-"""Batches running at once in each `openai:` actor, splitting its share of `concurrency`. A killed actor's
+"""Batches running at once in each API engine's actor, splitting its share of `concurrency`. A killed actor's
 batches are retried whole: a kill costs the calls it had in flight and the answers its unfinished
 batches held, at most about twice its share."""
 
 
 class ActorPlan:
-    """How an `hf:` or `openai:` engine runs on Ray: the actors' options, resources and batch shape."""
+    """How an `hf:` or API engine runs on Ray: the actors' options, resources and batch shape."""
 
     one_batch = False
-    takes_tools = False
-    searches = False
 
     def __init__(
         self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: dict[str, Any],
@@ -41,15 +43,17 @@ class ActorPlan:
         self.model = model
         self.replicas = replicas
         self.options = dict(options)
-        if engine == "openai":
-            from .openai_backend import OpenAIBackend
-
+        self.takes_tools = False
+        self.searches = False
+        if engine != "hf":
             if gpus_per_replica:
-                raise ValueError("gpus_per_replica is for hf and vllm: an openai actor is a client")
-            # Built here only to check the options and know the identity: it makes no call.
-            local = OpenAIBackend(model, **self.options)
+                raise ValueError(f"gpus_per_replica is for hf and vllm: a {engine} actor is a client")
+            # Built here only to check the options and know the identity and abilities: it makes no call.
+            local = build(model, self.options)
             self.identity = local.identity()
+            self.takes_tools, self.searches = local.takes_tools, local.searches
             self.options["concurrency"] = share(local.concurrency, replicas)
+            local.close()
             self.gpus = 0.0
             # Batches of a quarter of the actor's share of calls, four running at once: the share stays
             # busy, and answers travel back a few at a time (a killed actor takes few with it).
@@ -121,8 +125,9 @@ class EngineWorker:
         def on_done(index: int, outcome: Outcome) -> None:
             outcomes[index] = outcome
 
-        if self.backend.name == "openai":  # one client, and its open connections, for the actor's life
-            await self.backend.keep_session()
+        keep_session = getattr(self.backend, "keep_session", None)
+        if keep_session is not None:  # one client, and its open connections, for the actor's life
+            await keep_session()
         await self.backend.complete(requests, on_done)
         # An index the engine left unanswered is left out: the scheduler records it as a failure.
         return pa.Table.from_pylist([outcome_row(positions[i], outcomes[i]) for i in sorted(outcomes)], schema=OUTCOME_SCHEMA)
@@ -145,7 +150,7 @@ def _outcome_schema() -> Any:
 
     return pa.schema([
         ("position", pa.int64()), ("text", pa.string()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
-        ("truncated", pa.bool_()), ("error", pa.string()), ("retryable", pa.bool_()),
+        ("truncated", pa.bool_()), ("error", pa.string()), ("retryable", pa.bool_()), ("extras", pa.string()),
     ])
 
 

@@ -23,6 +23,7 @@ from bespoke_dataset.errors import UserError
 
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.batch_ledger import ledger_path
+from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, SEARCH_MODES
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.judging.protocol import RECALL_MODES
@@ -67,23 +68,64 @@ class ProtocolOptions:
 
 
 @dataclass(frozen=True)
-class OpenAIOptions:
-    """`openai:MODEL`: any OpenAI-compatible endpoint (`backends.openai_backend.OpenAIBackend`)."""
+class ClientOptions:
+    """What every hosted-API engine takes: where, with which key, how many calls at once, how to retry."""
 
-    base_url: str | None = option("--base-url", "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)")
-    api_key: str | None = option("--api-key", "API key (default: $OPENAI_API_KEY); never written anywhere")
-    concurrency: int | None = option("--concurrency", "calls in flight at most (default 32 for OpenAI, 128 for other endpoints)")
+    base_url: str | None = option("--base-url", "the engine's endpoint (default: the provider's API; for openai: "
+                                  "$OPENAI_BASE_URL, else OpenAI)")
+    api_key: str | None = option("--api-key", "API key (default: $OPENAI_API_KEY, $PERPLEXITY_API_KEY or "
+                                 "$GEMINI_API_KEY, by engine); never written anywhere")
+    concurrency: int | None = option("--concurrency", "calls in flight at most (default: 32 for OpenAI, 8 for Perplexity, "
+                                     "16 for Gemini, 128 for other endpoints)")
     timeout: float | None = option("--timeout", "seconds per call (default 600)")
-    api: str | None = option(help="auto, chat or responses")
     max_retries: int | None = option()
     retry_budget: int | None = option()
     backoff_base: float | None = option()
     backoff_max: float | None = option()
     max_retry_wait: float | None = option()
     temperature: float | None = option()
+    schema_format: bool | None = option()
+
+
+def _search_context_size() -> Any:
+    return option("--search-context-size", "native search: how much of what it found the model reads "
+                  "(openai, perplexity; default: the provider's, medium)", choices=SEARCH_CONTEXT_SIZES)
+
+
+@dataclass(frozen=True)
+class OpenAIOptions(ClientOptions):
+    """`openai:MODEL`: any OpenAI-compatible endpoint (`backends.openai_backend.OpenAIBackend`)."""
+
+    api: str | None = option(help="auto, chat or responses")
     reasoning_effort: str | None = option()
     reasoning_max_tokens: int | None = option()
-    schema_format: bool | None = option()
+    search_context_size: str | None = _search_context_size()
+    search_location: str | None = option("--search-location", "openai native search: the user's approximate location, "
+                                         "KEY=VALUE pairs of country, region, city, timezone (e.g. country=GB,city=London)")
+    search_domains: str | None = option("--search-domains", "openai native search: search only these domains, "
+                                        "comma-separated (Responses API)")
+
+
+@dataclass(frozen=True)
+class PerplexityOptions(ClientOptions):
+    """`perplexity:MODEL`: Perplexity's search API (`backends.providers.perplexity.PerplexityBackend`)."""
+
+    search_mode: str | None = option("--search-mode", "perplexity: web (default), academic or sec",
+                                     choices=SEARCH_MODES)
+    search_domain_filter: str | None = option("--search-domain-filter", "perplexity: domains to search, comma-separated; "
+                                              "-DOMAIN leaves one out")
+    search_recency_filter: str | None = option("--search-recency-filter", "perplexity: only results from the last "
+                                               "hour, day, week, month or year",
+                                               choices=RECENCY_FILTERS)
+    search_context_size: str | None = _search_context_size()
+
+
+@dataclass(frozen=True)
+class GeminiOptions(ClientOptions):
+    """`gemini:MODEL`: Google's Gemini API with Google Search (`backends.providers.gemini.GeminiBackend`;
+    pip install 'bespoke-eval[gemini]')."""
+
+    reasoning_max_tokens: int | None = option()
 
 
 @dataclass(frozen=True)
@@ -175,6 +217,18 @@ def _openai(model: str, options: dict[str, Any]) -> Backend:
     return OpenAIBackend(model, **options)
 
 
+def _perplexity(model: str, options: dict[str, Any]) -> Backend:
+    from bespoke_metric.backends.providers.perplexity import PerplexityBackend
+
+    return PerplexityBackend(model, **options)
+
+
+def _gemini(model: str, options: dict[str, Any]) -> Backend:
+    from bespoke_metric.backends.providers.gemini import GeminiBackend
+
+    return GeminiBackend(model, **options)
+
+
 def _hf(model: str, options: dict[str, Any]) -> Backend:
     from bespoke_metric.backends.hf_backend import HFBackend
 
@@ -221,6 +275,8 @@ class Engine:
 
 ENGINES: dict[str, Engine] = {
     "openai": Engine("openai", OpenAIOptions, backend=_openai, batch_api=True),
+    "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native"),
+    "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
     "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True),
     "embed": Engine("embed", EmbedOptions, judge=_embed),
@@ -274,7 +330,8 @@ def _refuse(leftover: dict[str, Any], what: str, *classes: type) -> None:
 
 
 def _any_flag(name: str) -> str:
-    for cls in (ProtocolOptions, ExecutorOptions, OpenAIOptions, BatchOptions, CostOptions, HFOptions, VLLMOptions, EmbedOptions):
+    for cls in (ProtocolOptions, ExecutorOptions, OpenAIOptions, PerplexityOptions, GeminiOptions, BatchOptions,
+                CostOptions, HFOptions, VLLMOptions, EmbedOptions):
         if name in {item.name for item in dataclasses.fields(cls)}:
             return flag_of(cls, name)
     return f"{name}="
@@ -328,7 +385,7 @@ def _local_backend(parsed: Spec, engine_options: dict[str, Any], executor_option
 
 
 def make_backend(spec: str, **options: Any) -> Backend:
-    """The LLM backend named by `spec` (`openai:`, `hf:`, `vllm:`); `options` are its engine's options and
+    """The LLM backend named by `spec` (`openai:`, `perplexity:`, `gemini:`, `hf:`, `vllm:`); `options` are its engine's options and
     the executor's (`executor="ray"`, `replicas`, ...). None means the default, so command-line flags
     pass through as they are."""
     parsed = parse_spec(spec)

@@ -2,7 +2,8 @@
 
 It speaks just enough of the API for the official `openai` SDK: `POST /v1/chat/completions`,
 `POST /v1/responses` and `GET /v1/models`. What it answers comes from a `responder(body) -> str`
-callback; how it answers can be made slow (`latency`) or faulty (a scripted queue of `Fault`s, or a
+callback (or a whole response body as a dict, sent as it is: a provider's own shape, see
+`provider_servers`; `paths` then names the routes it answers besides those two); how it answers can be made slow (`latency`) or faulty (a scripted queue of `Fault`s, or a
 `rule` consulted per call): 429 with `Retry-After`, 5xx, or hanging past the client's timeout. Every
 request is recorded with its arrival and completion times, and the peak number of calls in flight is
 tracked, so tests can assert behaviour (overlap, waits, retries) from the server's side.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 
-Responder = Callable[[dict[str, Any]], "str | Cutoff"]
+Responder = Callable[[dict[str, Any]], "str | Cutoff | dict[str, Any]"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,8 @@ class TestServer:
         self.rule = rule
         """Consulted for every completion call the queue does not script."""
         self.model_ids = model_ids
+        self.paths: tuple[str, ...] = ("/chat/completions", "/responses")
+        """POST routes answered (by how the path ends)."""
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -193,6 +196,8 @@ class TestServer:
 
     def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         answer = self.responder(body)
+        if isinstance(answer, dict):  # a whole body in the provider's own shape
+            return answer
         cut = isinstance(answer, Cutoff)
         text = answer.text if cut else answer
         prompt = " ".join(m["content"] for m in messages_of(body))
@@ -284,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.state
         if fault is not None and fault.hang:
             state._wait(fault.hang)
-        if not (self.path.endswith("/chat/completions") or self.path.endswith("/responses")):
+        if not self.path.endswith(state.paths):
             self._send(record, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         if body is None:

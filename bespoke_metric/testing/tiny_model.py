@@ -20,6 +20,23 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
+TOOLS_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% if tools %}<|system|>You may call these tools:\n<tools>\n"
+    "{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}</tools>\n"
+    'To call one, answer <tool_call>{"name": NAME, "arguments": {...}}</tool_call><|end|>{% endif %}'
+    "{% for message in messages %}"
+    "{% if message['role'] == 'tool' %}<|user|><tool_response>{{ message['content'] }}</tool_response><|end|>"
+    "{% elif message['role'] == 'assistant' and message.tool_calls %}<|assistant|>{{ message['content'] or '' }}"
+    "{% for call in message.tool_calls %}<tool_call>"
+    "{{ {'name': call['function']['name'], 'arguments': call['function']['arguments']} | tojson }}"
+    "</tool_call>{% endfor %}<|end|>"
+    "{% else %}<|{{ message['role'] }}|>{{ message['content'] }}<|end|>{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+"""A chat template that renders tools the way Hermes and Qwen templates do: the tools as JSON in a system
+turn, calls as `<tool_call>` JSON blocks, their answers as `<tool_response>` turns."""
 SPECIAL_TOKENS = ["<|pad|>", "<|bos|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>"]
 
 _TRAINING_TEXT = [
@@ -41,9 +58,11 @@ def build_tiny_model(
     hidden_size: int = 64,
     num_layers: int = 2,
     vocab_size: int = 512,
+    tools: bool = False,
 ) -> Path:
     """Write a tiny random Llama model and its tokenizer to `out_dir` (replacing what is there) and
-    return the folder. Load it with `AutoModelForCausalLM.from_pretrained(out_dir)` or `hf:<out_dir>`."""
+    return the folder. Load it with `AutoModelForCausalLM.from_pretrained(out_dir)` or `hf:<out_dir>`.
+    `tools`: a chat template that renders tools (`TOOLS_CHAT_TEMPLATE`), so the model takes them."""
     import torch
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -70,7 +89,7 @@ def build_tiny_model(
         additional_special_tokens=["<|system|>", "<|user|>", "<|assistant|>"],
         padding_side="left",
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = TOOLS_CHAT_TEMPLATE if tools else CHAT_TEMPLATE
 
     config = transformers.LlamaConfig(
         vocab_size=len(tokenizer),

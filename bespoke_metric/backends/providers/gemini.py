@@ -1,0 +1,244 @@
+"""`gemini:MODEL` (`gemini-2.5-pro`, `gemini-2.5-flash`, ...): Google's Gemini API through `google-genai`.
+
+The official SDK (`pip install 'bespoke-eval[gemini]'`, imported only when this engine is built) makes each
+call, `client.aio.models.generate_content`; what is common to every API engine is `retries.Caller`'s: a
+limit on calls in flight, retries with backoff honouring `Retry-After` (and Gemini's own `RetryInfo`
+delay), the run-wide retry budget. The SDK's own retries are off. Each run has its own client on one
+aiohttp session of its own (as `openai:` runs have), on the run's event loop, closed when the run ends.
+
+With `Request.native_search` the call carries the Google Search tool; the candidate's `groundingMetadata`
+is the search record: `webSearchQueries` the queries, `groundingChunks[].web` the results (uri and title
+together, at once: the uri is a redirect that expires), and the chunks that `groundingSupports` point at
+the citations. A request's JSON schema is sent as `response_json_schema` unless it searches (Gemini does
+not combine the two): then it is spelled out in the prompt.
+
+The key (`GEMINI_API_KEY`, else `GOOGLE_API_KEY`) goes into the SDK's header and nowhere else; every
+reason and log line is scrubbed of it. `base_url` points the SDK elsewhere (a proxy, a test server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import ssl
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from bespoke_dataset.errors import UserError
+
+from ..base import Completion, OnDone, Request, messages_with_schema
+from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
+from ..openai_session import CallFailed, scrub_url, short, status_failure, tls_context
+from ..retries import Attempt, Caller, Client, RetryPolicy
+from ..web_search import search_record
+
+log = logging.getLogger(__name__)
+
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
+GEMINI_CONCURRENCY = 16
+KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+_THINKING_MODEL = re.compile(r"gemini-(?:2\.5|[3-9])", re.IGNORECASE)
+_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
+
+
+def is_thinking_model(model: str) -> bool:
+    """Gemini 2.5 and later think before they answer, and their thinking counts against the output limit."""
+    return bool(_THINKING_MODEL.search(model))
+
+
+class GeminiBackend(Client):
+    """Concurrent calls to the Gemini API. See the module docstring."""
+
+    name = "gemini"
+    one_batch = False
+    takes_tools = False
+    searches = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int | None = None,
+        timeout: float = 600.0,
+        temperature: float | None = None,
+        reasoning_max_tokens: int | None = None,
+        schema_format: bool = True,
+        **retry: Any,
+    ) -> None:
+        """
+        Args:
+            model: the model name (`gemini-2.5-pro`).
+            base_url: another endpoint for the SDK (default: Google's API).
+            api_key: default `GEMINI_API_KEY`, else `GOOGLE_API_KEY`; a placeholder for another endpoint.
+            concurrency: calls in flight at most (default 16 on Google's API, 128 elsewhere).
+            timeout: seconds per call before it counts as failed (and is retried).
+            temperature: default 0.
+            reasoning_max_tokens: the output cap of a thinking model (2.5 and later), whose thinking counts
+                against it; default none (the request's `max_tokens` would starve the thinking).
+            schema_format: send a request's `json_schema` as `response_json_schema`.
+            retry: `retries.RetryPolicy`'s fields, as for `openai:`.
+        """
+        self._genai = _import_genai()
+        self.model = model
+        self.base_url = (base_url or GEMINI_BASE_URL).rstrip("/")
+        provider = urlsplit(self.base_url).hostname == urlsplit(GEMINI_BASE_URL).hostname
+        self._api_key = _api_key(api_key, provider)
+        self.temperature = 0.0 if temperature is None else temperature
+        self.thinking = is_thinking_model(model)
+        self.reasoning_max_tokens = reasoning_max_tokens
+        self.schema_format = schema_format
+        self.timeout = timeout
+        default_concurrency = GEMINI_CONCURRENCY if provider else SERVER_CONCURRENCY
+        self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
+                              self._api_key, log)
+
+    # -- Backend interface -------------------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {"schema_format": self.schema_format, "temperature": self.temperature}
+        if self.thinking:
+            settings["reasoning_max_tokens"] = self.reasoning_max_tokens
+        return {"engine": self.name, "model": self.model, "base_url": scrub_url(self.base_url), "settings": settings}
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        import aiohttp
+
+        # no connection limit of its own: the caller's semaphore is the one limit on calls in flight
+        tls = tls_context() if urlsplit(self.base_url).scheme == "https" else False
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls),
+                                        timeout=aiohttp.ClientTimeout(total=self.timeout))
+        client = self._client(session)
+
+        def attempt_for(request: Request) -> Attempt:
+            contents, config = self.contents_and_config(request)
+            return lambda: self._attempt(client, contents, config)
+
+        try:
+            await self._run_all(requests, attempt_for, on_done)
+        finally:
+            await session.close()
+
+    def close(self) -> None:
+        self._caller.forget_loops()
+
+    # -- requests ------------------------------------------------------------------------------------
+
+    def contents_and_config(self, request: Request) -> tuple[list[Any], Any]:
+        """The SDK's `contents` and `GenerateContentConfig` of a request."""
+        types = self._genai.types
+        structured = self.schema_format and request.json_schema is not None and not request.native_search
+        messages = [dict(m) for m in request.messages] if structured else messages_with_schema(request)
+        if any(m.get("role") == "tool" or m.get("tool_calls") for m in messages) or request.tools:
+            raise ValueError("the gemini engine takes no tools (takes_tools is False)")
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        contents = [types.Content(role="model" if m["role"] == "assistant" else "user", parts=[types.Part(text=m["content"])])
+                    for m in messages if m["role"] != "system"]
+        config: dict[str, Any] = {"temperature": self.temperature}
+        limit = self.reasoning_max_tokens if self.thinking else request.max_tokens
+        if limit is not None:
+            config["max_output_tokens"] = limit
+        if system:
+            config["system_instruction"] = system
+        if request.native_search:
+            config["tools"] = [types.Tool(google_search=types.GoogleSearch())]
+        if structured:
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = request.json_schema
+        return contents, types.GenerateContentConfig(**config)
+
+    def _client(self, session: Any) -> Any:
+        types = self._genai.types
+        options = types.HttpOptions(base_url=self.base_url, timeout=int(self.timeout * 1000), aiohttp_client=session,
+                                    retry_options=types.HttpRetryOptions(attempts=1))  # ours are the retries
+        return self._genai.Client(api_key=self._api_key, http_options=options)
+
+    async def _attempt(self, client: Any, contents: list[Any], config: Any) -> Completion:
+        import aiohttp
+
+        where = scrub_url(self.base_url)
+        try:
+            response = await client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+        except self._genai.errors.APIError as err:
+            headers = getattr(getattr(err, "response", None), "headers", None) or {}
+            reason = f"HTTP {err.code} from {where}: {err.status or 'error'}: {short(str(err.message or err.details))}"
+            raise status_failure(int(err.code or 0), headers, reason, wait=_retry_delay(err.details)) from None
+        except asyncio.TimeoutError:
+            raise CallFailed(f"timed out after {self.timeout:g} s", retryable=True) from None
+        except (aiohttp.ClientError, ssl.SSLError, OSError) as err:
+            raise CallFailed(f"connection error to {where}: {short(str(err) or type(err).__name__)}", retryable=True,
+                             unreachable=isinstance(err, aiohttp.ClientConnectorError)) from None
+        except ValueError as err:  # the SDK could not read the body as a response
+            raise CallFailed(f"malformed response from {self.name}:{self.model} at {where}: {short(str(err))}",
+                             retryable=True) from None
+        body = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+        blocked = (body.get("promptFeedback") or {}).get("blockReason")
+        if not body.get("candidates") and blocked:
+            raise CallFailed(f"{self.name}:{self.model} refused the prompt ({blocked})", retryable=False)
+        try:
+            return _gemini_completion(body)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
+            raise CallFailed(f"malformed response from {self.name}:{self.model} at {where}: "
+                             f"{short(f'{type(err).__name__}: {err}')}", retryable=True) from None
+
+
+def _gemini_completion(body: dict[str, Any]) -> Completion:
+    """A `generateContent` response body (Gemini's JSON, camelCase) as a `Completion`: the first candidate's
+    text without its thoughts, tokens (the search's prompt tokens and the thinking counted in), and the
+    search record of its `groundingMetadata`."""
+    candidate = body["candidates"][0]
+    parts = (candidate.get("content") or {}).get("parts") or ()
+    usage = body.get("usageMetadata") or {}
+    thoughts = int(usage.get("thoughtsTokenCount") or 0)
+    grounding = candidate.get("groundingMetadata")
+    return Completion(
+        text="".join(part.get("text") or "" for part in parts if not part.get("thought")),
+        input_tokens=int(usage.get("promptTokenCount") or 0) + int(usage.get("toolUsePromptTokenCount") or 0),
+        output_tokens=int(usage.get("candidatesTokenCount") or 0) + thoughts,
+        truncated=candidate.get("finishReason") == "MAX_TOKENS",
+        cached_input_tokens=int(usage.get("cachedContentTokenCount") or 0),
+        reasoning_tokens=thoughts,
+        search=_grounding_search(grounding) if grounding else None,
+    )
+
+
+def _grounding_search(grounding: Mapping[str, Any]) -> dict[str, Any]:
+    chunks = [chunk.get("web") or {} for chunk in grounding.get("groundingChunks") or ()]
+    results = [{"url": web.get("uri"), "title": web.get("title"), "domain": web.get("domain")} for web in chunks]
+    pointed = dict.fromkeys(index for support in grounding.get("groundingSupports") or ()
+                            for index in support.get("groundingChunkIndices") or ())
+    cited = [results[index] for index in pointed if isinstance(index, int) and 0 <= index < len(results)]
+    return search_record(grounding.get("webSearchQueries") or (), results, cited)
+
+
+def _retry_delay(details: Any) -> float | None:
+    """The wait in an error's `google.rpc.RetryInfo` (`"retryDelay": "17s"`), which Gemini sends with a 429."""
+    error = details.get("error", details) if isinstance(details, dict) else {}
+    for detail in error.get("details") or () if isinstance(error, dict) else ():
+        match = _DELAY.match(str(detail.get("retryDelay", ""))) if isinstance(detail, dict) else None
+        if match:
+            return float(match.group(1))
+    return None
+
+
+def _api_key(api_key: str | None, provider: bool) -> str:
+    key = api_key or next((os.environ[name] for name in KEY_VARIABLES if os.environ.get(name)), None)
+    if key:
+        return key
+    if provider:
+        raise MissingKeyError(f"gemini: no API key for {urlsplit(GEMINI_BASE_URL).hostname}: set GEMINI_API_KEY "
+                              f"(or GOOGLE_API_KEY) or pass --api-key (api_key=), or point --base-url elsewhere")
+    return PLACEHOLDER_KEY
+
+
+def _import_genai() -> Any:
+    try:
+        from google import genai
+        from google.genai import errors, types  # noqa: F401 - reached as genai.errors, genai.types
+    except ImportError as err:
+        raise UserError("the gemini engine needs google-genai: pip install 'bespoke-eval[gemini]'") from err
+    return genai

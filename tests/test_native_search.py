@@ -1,0 +1,456 @@
+"""Models that search for themselves, over real HTTP against provider-shaped fakes on 127.0.0.1: OpenAI's
+Responses API and chat search models, Perplexity, and Gemini through the real `google-genai` SDK. What each
+searched, found and cited lands in `Completion.search`, token details in every completion, and a cached
+call gives back all of it without a call and without the key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+
+from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.base import CallError, Completion, Request
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.calls.scheduler import run_requests_sync
+from bespoke_metric.scoring.engines import ENGINES, OptionError, make_backend, make_judge
+from bespoke_metric.testing.provider_servers import (
+    CACHED_TOKENS, REASONING_TOKENS, gemini_redirect, gemini_responder, openai_responder, perplexity_responder,
+    root_url, search_pages, serve_provider,
+)
+from bespoke_metric.testing.server import Fault
+
+KEY = "sk-test-SECRET-3b9d7e1f24c68a05"
+QUESTION = "hiking trails near Seoul on weekends"
+PAGES = search_pages(QUESTION)
+
+
+def ask(text: str = QUESTION, **kwargs) -> Request:
+    return Request(messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": text}), **kwargs)
+
+
+def complete(backend, requests) -> list:
+    outcomes: dict[int, object] = {}
+
+    def on_done(index, outcome):
+        assert index not in outcomes
+        outcomes[index] = outcome
+
+    asyncio.run(backend.complete(requests, on_done))
+    return [outcomes[i] for i in range(len(requests))]
+
+
+@pytest.fixture(scope="module")
+def openai_server():
+    with serve_provider(openai_responder()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def perplexity_server():
+    with serve_provider(perplexity_responder()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gemini_server():
+    with serve_provider(gemini_responder()) as server:
+        yield server
+
+
+def last_body(server) -> dict:
+    return server.calls[-1].body
+
+
+# -- OpenAI ----------------------------------------------------------------------------------------------
+
+
+def test_openai_native_search_goes_through_the_responses_api_with_its_options(openai_server):
+    backend = make_backend("openai:gpt-4.1", base_url=openai_server.base_url, api_key=KEY, search_context_size="high",
+                           search_location="country=KR,city=Seoul", search_domains="trails.example, docs.example")
+    (searched,) = complete(backend, [ask(native_search=True)])
+    call = openai_server.calls[-1]
+    assert call.path == "/v1/responses"
+    assert call.body["tools"] == [{"type": "web_search", "search_context_size": "high",
+                                   "user_location": {"type": "approximate", "country": "KR", "city": "Seoul"},
+                                   "filters": {"allowed_domains": ["trails.example", "docs.example"]}}]
+    assert call.body["include"] == ["web_search_call.action.sources"]
+    assert call.body["temperature"] == 0
+    assert searched.search == {
+        "queries": [QUESTION],
+        # the search's sources in order; the opened page marked, the cited one with its title
+        "results": [{"url": PAGES[0].url, "title": PAGES[0].title, "opened": True},
+                    {"url": PAGES[1].url, "title": ""}, {"url": PAGES[2].url, "title": ""}],
+        "cited": [PAGES[0].url],
+    }
+    assert searched.text.startswith(f"On {QUESTION!r}: {PAGES[0].snippet}")
+    assert searched.cached_input_tokens == CACHED_TOKENS
+    assert searched.reasoning_tokens == REASONING_TOKENS
+    assert backend.identity()["settings"]["web_search"] == {
+        "search_context_size": "high", "user_location": {"country": "KR", "city": "Seoul"},
+        "allowed_domains": ["trails.example", "docs.example"]}
+
+    # without native search the same model stays on chat completions, without any search field
+    (plain,) = complete(backend, [ask()])
+    call = openai_server.calls[-1]
+    assert call.path == "/v1/chat/completions"
+    assert not {"tools", "web_search_options", "include"} & call.body.keys()
+    assert plain.search is None
+    assert plain.cached_input_tokens == CACHED_TOKENS
+
+
+def test_openai_search_without_citations_keeps_its_sources():
+    with serve_provider(openai_responder(cite=False)) as server:
+        (searched,) = complete(make_backend("openai:gpt-5", base_url=server.base_url, api_key=KEY), [ask(native_search=True)])
+    assert server.calls[0].body["reasoning"] == {"effort": "high"}
+    assert searched.search["cited"] == []
+    assert [r["url"] for r in searched.search["results"]] == [page.url for page in PAGES]
+    assert searched.search["queries"] == [QUESTION]
+
+
+def test_chat_search_models_search_through_chat_completions(openai_server):
+    backend = make_backend("openai:gpt-4o-search-preview", base_url=openai_server.base_url, api_key=KEY,
+                           search_context_size="low", search_location="country=GB")
+    (searched,) = complete(backend, [ask(native_search=True)])
+    call = openai_server.calls[-1]
+    assert call.path == "/v1/chat/completions"
+    assert call.body["web_search_options"] == {"search_context_size": "low",
+                                               "user_location": {"type": "approximate", "approximate": {"country": "GB"}}}
+    assert "temperature" not in call.body  # search models take none
+    assert searched.search == {
+        "queries": [],
+        "results": [{"url": page.url, "title": page.title} for page in PAGES[:2]],
+        "cited": [page.url for page in PAGES[:2]],
+    }
+    assert searched.reasoning_tokens == REASONING_TOKENS
+
+
+def test_openai_search_options_are_checked():
+    with pytest.raises(UserError, match="--search-location takes KEY=VALUE"):
+        make_backend("openai:gpt-4.1", base_url="http://127.0.0.1:9/v1", search_location="planet=Mars")
+    with pytest.raises(UserError, match="--search-context-size must be one of low, medium, high"):
+        make_backend("openai:gpt-4.1", base_url="http://127.0.0.1:9/v1", search_context_size="huge")
+    with pytest.raises(UserError, match="--search-domains needs the Responses API"):
+        make_backend("openai:gpt-4o-search-preview", base_url="http://127.0.0.1:9/v1", search_domains="a.org")
+    with pytest.raises(OptionError, match="--search-mode does not apply to the openai engine"):
+        make_backend("openai:gpt-4.1", base_url="http://127.0.0.1:9/v1", search_mode="academic")
+
+
+def test_openai_identity_without_search_options_is_unchanged(openai_server):
+    """The cache keys of every earlier call stay the same: no search setting, no new identity field."""
+    backend = make_backend("openai:test-model", base_url=openai_server.base_url, api_key=KEY)
+    assert backend.identity() == {"engine": "openai", "model": "test-model", "base_url": openai_server.base_url,
+                                  "api": "chat", "settings": {"schema_format": True, "temperature": 0.0}}
+    assert backend.searches is True
+    assert backend.takes_tools is True
+
+
+# -- Perplexity -----------------------------------------------------------------------------------------
+
+
+def test_perplexity_records_citations_results_and_search_count(perplexity_server):
+    backend = make_backend("perplexity:sonar", base_url=root_url(perplexity_server), api_key=KEY, search_mode="academic",
+                           search_domain_filter="trails.example,-pinterest.com", search_recency_filter="month",
+                           search_context_size="medium")
+    (searched,) = complete(backend, [ask(native_search=True)])
+    call = perplexity_server.calls[-1]
+    assert call.path == "/chat/completions"
+    assert call.headers["authorization"] == f"Bearer {KEY}"
+    body = call.body
+    assert body["search_mode"] == "academic"
+    assert body["search_domain_filter"] == ["trails.example", "-pinterest.com"]
+    assert body["search_recency_filter"] == "month"
+    assert body["web_search_options"] == {"search_context_size": "medium"}
+    assert "disable_search" not in body
+    assert searched.search == {
+        "queries": [],
+        "results": [{"url": p.url, "title": p.title, "date": p.date, "last_updated": p.date, "snippet": p.snippet}
+                    for p in PAGES],
+        "cited": [PAGES[0].url, PAGES[1].url],  # the answer marks [1] and [2] of three
+        "query_count": 1,
+    }
+    assert searched.reasoning_tokens == REASONING_TOKENS
+    assert backend.identity()["engine"] == "perplexity"
+    assert backend.identity()["settings"]["search"] == {
+        "search_context_size": "medium", "search_mode": "academic",
+        "search_domain_filter": ["trails.example", "-pinterest.com"], "search_recency_filter": "month"}
+
+
+def test_perplexity_without_native_search_sends_disable_search(perplexity_server):
+    """A Perplexity judge (or `--search none`) must not search: the request says so, and nothing is recorded."""
+    backend = make_backend("perplexity:sonar-reasoning", base_url=root_url(perplexity_server), api_key=KEY)
+    (plain,) = complete(backend, [ask()])
+    assert perplexity_server.calls[-1].body["disable_search"] is True
+    assert plain.search is None
+    assert plain.text == f"answer to {QUESTION}"
+
+
+def test_perplexity_searches_by_default_and_takes_no_tools():
+    engine = ENGINES["perplexity"]
+    assert engine.search_default == "native"
+    assert ENGINES["openai"].search_default == "none"
+    assert ENGINES["gemini"].search_default == "none"
+    backend = make_backend("perplexity:sonar", base_url="http://127.0.0.1:9", api_key=KEY)
+    assert (backend.searches, backend.takes_tools) == (True, False)
+
+
+def test_perplexity_judge_never_searches(perplexity_server, synthetic_hub):
+    """The judge's calls carry no native search: every one goes out with `disable_search`."""
+    import bespoke_dataset
+    from bespoke_metric.scoring.pipeline import score
+
+    perplexity_server.reset()
+    row = bespoke_dataset.load("benchmark", source=synthetic_hub)[0]
+    judge = make_judge("perplexity:sonar", base_url=root_url(perplexity_server), api_key=KEY, recall="none", max_parse_retries=0)
+    score([{"user": row["user"], "query_id": row["query_id"], "response": row["shots"][-1]["response"]}], judge,
+          source=synthetic_hub)
+    assert perplexity_server.calls
+    assert all(call.body["disable_search"] is True for call in perplexity_server.calls)
+
+
+def test_a_missing_key_is_one_user_error_naming_the_engine(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PERPLEXITY_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for spec, variable in (("perplexity:sonar", "PERPLEXITY_API_KEY"), ("gemini:gemini-2.5-pro", "GEMINI_API_KEY"),
+                           ("openai:gpt-5", "OPENAI_API_KEY")):
+        with pytest.raises(UserError) as error:
+            make_backend(spec)
+        message = str(error.value)
+        assert message.startswith(spec.split(":")[0] + ": no API key")
+        assert variable in message
+        assert "\n" not in message
+    monkeypatch.setenv("GOOGLE_API_KEY", KEY)  # Gemini's second variable
+    assert make_backend("gemini:gemini-2.5-flash").identity()["base_url"] == "https://generativelanguage.googleapis.com"
+
+
+def test_a_body_that_is_not_the_providers_shape_is_a_call_failure_naming_the_engine(perplexity_server, gemini_server):
+    for server, spec in ((perplexity_server, "perplexity:sonar"), (gemini_server, "gemini:gemini-2.5-flash")):
+        server.rule = lambda record: Fault(status=200, body={"detail": "a proxy's idea of an answer"})
+        try:
+            (failed,) = complete(make_backend(spec, base_url=root_url(server), api_key=KEY, max_retries=1, backoff_base=0.01),
+                                 [ask(native_search=True)])
+        finally:
+            server.rule = None
+        assert isinstance(failed, CallError)
+        assert f"malformed response from {spec} at {root_url(server)}" in failed.reason
+        assert "gave up after 1 retries" in failed.reason
+
+
+# -- Gemini ----------------------------------------------------------------------------------------------
+
+
+def test_gemini_records_grounding_through_the_real_sdk(gemini_server):
+    backend = make_backend("gemini:gemini-2.5-pro", base_url=root_url(gemini_server), api_key=KEY)
+    searched, plain = complete(backend, [ask(native_search=True), ask("tell me more")])
+    calls = {json.dumps(c.body["contents"]): c for c in gemini_server.calls[-2:]}
+    search_call = next(c for c in calls.values() if "tools" in c.body)
+    assert search_call.path.endswith("/models/gemini-2.5-pro:generateContent")
+    assert search_call.headers["x-goog-api-key"] == KEY
+    assert search_call.body["tools"] == [{"googleSearch": {}}]
+    assert search_call.body["systemInstruction"]["parts"] == [{"text": "be brief"}]
+    assert search_call.body["contents"] == [{"role": "user", "parts": [{"text": QUESTION}]}]
+    assert "maxOutputTokens" not in search_call.body["generationConfig"]  # a thinking model: no cap by default
+    assert searched.search == {
+        "queries": [QUESTION, f"{QUESTION} reviews"],
+        # the redirect and its title recorded together, at once
+        "results": [{"url": gemini_redirect(p), "title": p.url.split("/")[2]} for p in PAGES],
+        "cited": [gemini_redirect(p) for p in PAGES[:2]],
+    }
+    assert searched.text.startswith(f"On {QUESTION!r}")  # the thought part is left out
+    assert "thinking it over" not in searched.text
+    assert searched.reasoning_tokens == REASONING_TOKENS
+    assert searched.cached_input_tokens == CACHED_TOKENS
+    assert searched.input_tokens > plain.input_tokens  # the search's prompt tokens are input too
+    assert plain.search is None
+
+
+def test_gemini_json_schema_is_structured_output_unless_it_searches(gemini_server):
+    schema = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
+    backend = make_backend("gemini:gemini-2.0-flash", base_url=root_url(gemini_server), api_key=KEY)
+    complete(backend, [ask("structured", json_schema=schema, max_tokens=50)])
+    config = last_body(gemini_server)["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert config["responseJsonSchema"] == schema
+    assert config["maxOutputTokens"] == 50
+    complete(backend, [ask("searched and structured", json_schema=schema, native_search=True)])
+    body = last_body(gemini_server)
+    assert "responseJsonSchema" not in body["generationConfig"]
+    assert '"verdict"' in body["contents"][-1]["parts"][0]["text"]  # the schema spelled out instead
+
+
+def test_gemini_retries_a_429_after_its_retry_info_delay(gemini_server):
+    error = {"error": {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED",
+                       "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}}
+    gemini_server.reset()
+    gemini_server.faults.append(Fault(status=429, body=error))
+    backend = make_backend("gemini:gemini-2.5-flash", base_url=root_url(gemini_server), api_key=KEY, backoff_base=0.01)
+    (answer,) = complete(backend, [ask()])
+    assert isinstance(answer, Completion)
+    first, second = gemini_server.calls
+    assert first.status == 429
+    assert second.received - first.finished >= 1.0
+    assert backend.retries_made == 1
+
+
+def test_gemini_client_errors_are_not_retried_and_hold_no_key(gemini_server, caplog):
+    gemini_server.reset()
+    gemini_server.faults.append(Fault(status=400, body={"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                                  "message": f"API key {KEY} not valid"}}))
+    caplog.set_level(logging.DEBUG)
+    (failed,) = complete(make_backend("gemini:gemini-2.5-flash", base_url=root_url(gemini_server), api_key=KEY), [ask()])
+    assert isinstance(failed, CallError)
+    assert not failed.retryable
+    assert failed.reason.startswith(f"HTTP 400 from {root_url(gemini_server)}: INVALID_ARGUMENT")
+    assert KEY not in failed.reason
+    assert "***" in failed.reason
+    assert KEY not in caplog.text
+    assert len(gemini_server.calls) == 1
+
+
+def test_an_unreachable_gemini_endpoint_fails_every_call_in_seconds():
+    import socket
+
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))
+    try:
+        backend = make_backend("gemini:gemini-2.5-flash", base_url=f"http://127.0.0.1:{refused.getsockname()[1]}",
+                               api_key=KEY, backoff_base=0.01)
+        outcomes = complete(backend, [ask(f"q{i}") for i in range(20)])
+    finally:
+        refused.close()
+    assert all(isinstance(outcome, CallError) for outcome in outcomes)
+    assert all("connection error" in outcome.reason for outcome in outcomes)
+    assert backend.retries_made <= 2 * backend.concurrency
+
+
+# -- the cache, and no key anywhere ----------------------------------------------------------------------
+
+
+TOOLS = ({"type": "function", "function": {"name": "search", "description": "search the web",
+                                            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}},)
+
+
+def test_tool_calls_and_search_records_round_trip_through_the_cache_without_the_key(openai_server, perplexity_server,
+                                                                                     gemini_server, tmp_path):
+    cases = [
+        (make_backend("openai:gpt-4.1", base_url=openai_server.base_url, api_key=KEY), openai_server,
+         [ask(native_search=True), ask(tools=TOOLS), ask("uses the responses api", tools=TOOLS, native_search=True)]),
+        (make_backend("perplexity:sonar", base_url=root_url(perplexity_server), api_key=KEY), perplexity_server,
+         [ask(native_search=True), ask()]),
+        (make_backend("gemini:gemini-2.5-pro", base_url=root_url(gemini_server), api_key=KEY), gemini_server,
+         [ask(native_search=True)]),
+    ]
+    path = tmp_path / "calls.sqlite"
+    for backend, server, requests in cases:
+        server.reset()
+        with Cache(path) as cache:
+            first = run_requests_sync(backend, requests, cache=cache)
+        assert len(server.calls) == len(requests)
+        with Cache(path) as cache:
+            again = run_requests_sync(backend, requests, cache=cache)
+            stored = [cache.get(key) for key in _keys(backend, requests)]
+        assert len(server.calls) == len(requests)  # the second run made no call
+        assert all(result.cached for result in again)
+        assert [r.text for r in again] == [r.text for r in first]
+        fresh = complete(backend, requests)
+        assert stored == fresh  # every field: tool calls, search record, token details
+    openai_outcomes = complete(cases[0][0], cases[0][2])
+    assert openai_outcomes[1].tool_calls[0].name == "search"
+    assert openai_outcomes[1].tool_calls[0].arguments == {"query": QUESTION}
+    assert openai_outcomes[2].tool_calls[0].id == "call_1"
+    assert openai_outcomes[2].search["queries"] == ["uses the responses api"]
+
+    written = b"".join(p.read_bytes() for p in tmp_path.iterdir())  # the database, its -wal and -shm
+    assert sorted(p.name for p in tmp_path.iterdir())[0] == "calls.sqlite"
+    assert b"SECRET" not in written
+    assert PAGES[0].url.encode() in written  # the scan reads what was stored
+
+
+def _keys(backend, requests):
+    from bespoke_metric.calls.cache import key_for
+
+    return [key_for(backend.identity(), request) for request in requests]
+
+
+def test_the_command_line_says_a_key_is_missing_in_one_line(monkeypatch, capsys, synthetic_hub, tmp_path):
+    import bespoke_dataset
+    from bespoke_cli.cli import main
+
+    for name in ("PERPLEXITY_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    row = bespoke_dataset.load("benchmark", source=synthetic_hub)[0]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"user": row["user"], "query_id": row["query_id"], "response": "An answer."}) + "\n")
+    for judge, variable in (("perplexity:sonar", "PERPLEXITY_API_KEY"), ("gemini:gemini-2.5-pro", "GEMINI_API_KEY")):
+        code = main(["score", "--predictions", str(predictions), "--judge", judge, "--source", str(synthetic_hub),
+                     "--output", str(tmp_path / "results.json")])
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert code == 2
+        assert line.startswith(f"error: {judge.split(':')[0]}: no API key")
+        assert variable in line
+    assert not (tmp_path / "results.json").exists()
+
+
+# -- the parsers, on raw bodies (as a batch's output lines will feed them) ---------------------------------
+
+
+def test_responses_body_with_several_queries_and_pages_read():
+    from bespoke_metric.backends.openai_backend import _responses_completion
+
+    body = {"status": "incomplete", "output": [
+        {"type": "reasoning", "summary": []},
+        {"type": "web_search_call", "action": {"type": "search", "query": "a", "queries": ["a", "a 2025"],
+                                               "sources": [{"type": "url", "url": "https://x.example"}]}},
+        {"type": "web_search_call", "action": {"type": "find_in_page", "url": "https://y.example", "pattern": "2025"}},
+        {"type": "web_search_call", "action": {"type": "search"}},  # sources not asked for: nothing to record
+        {"type": "message", "content": [{"type": "output_text", "text": "Part one. ", "annotations": []},
+                                        {"type": "output_text", "text": "Part two.", "annotations": [
+                                            {"type": "url_citation", "url": "https://z.example", "title": "Z"}]}]},
+    ], "usage": {"input_tokens": 10, "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 12}}}
+    completion = _responses_completion(body)
+    assert completion.text == "Part one. Part two."
+    assert completion.truncated
+    assert (completion.reasoning_tokens, completion.cached_input_tokens) == (12, 0)
+    assert completion.search == {
+        "queries": ["a", "a 2025"],
+        "results": [{"url": "https://x.example", "title": ""}, {"url": "https://y.example", "title": "", "opened": True},
+                    {"url": "https://z.example", "title": "Z"}],  # a cited URL is a result too
+        "cited": ["https://z.example"],
+    }
+
+
+def test_perplexity_markers_index_its_citations_from_one():
+    from bespoke_metric.backends.providers.perplexity import _perplexity_completion
+
+    def body(text, **more):
+        return {"choices": [{"message": {"content": text}, "finish_reason": "stop"}], **more}
+
+    urls = ["https://a.example", "https://b.example", "https://c.example"]
+    completion = _perplexity_completion(body("First [3][1], then [1] again, and [7] out of range.", citations=urls))
+    assert completion.search["cited"] == ["https://c.example", "https://a.example"]
+    assert [r["url"] for r in completion.search["results"]] == urls  # no search_results: the citations are the results
+    assert "query_count" not in completion.search  # not reported, not guessed
+    # newer answers may leave `citations` out: the markers then index `search_results`
+    results = [{"title": "B", "url": "https://b.example"}, {"title": "A", "url": "https://a.example"}]
+    assert _perplexity_completion(body("See [2].", search_results=results)).search["cited"] == ["https://a.example"]
+    assert _perplexity_completion(body("No search here [1].")).search is None
+
+
+def test_gemini_body_cut_off_and_without_grounding():
+    from bespoke_metric.backends.providers.gemini import _gemini_completion
+
+    body = {"candidates": [{"content": {"parts": [{"text": "half"}, {"text": " an answer"}]}, "finishReason": "MAX_TOKENS"}],
+            "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}}
+    assert _gemini_completion(body) == Completion("half an answer", 7, 3, truncated=True)
+    with pytest.raises(KeyError):
+        _gemini_completion({"promptFeedback": {}})
+
+
+def test_gemini_refused_prompt_fails_without_retry(gemini_server):
+    gemini_server.reset()
+    gemini_server.faults.append(Fault(status=200, body={"promptFeedback": {"blockReason": "SAFETY"}}))
+    (refused,) = complete(make_backend("gemini:gemini-2.5-flash", base_url=root_url(gemini_server), api_key=KEY), [ask()])
+    assert refused == CallError("gemini:gemini-2.5-flash refused the prompt (SAFETY)", retryable=False)
+    assert len(gemini_server.calls) == 1
