@@ -16,8 +16,8 @@ from datasets.builder import Key
 
 from .errors import BespokeDataWarning
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
-from .raw import RawRelease
-from .records import build_records
+from .reading.raw import RawRelease
+from .reading.records import build_records
 from .source import ResolvedSource
 from .version import __version__
 

@@ -12,7 +12,7 @@ from datasets.exceptions import DatasetGenerationError
 from .builder import SPLIT, WARNINGS_FILE, BespokeBuilder
 from .errors import BespokeDataError, BespokeDataWarning
 from .features import CONFIGS
-from .raw import RawRelease
+from .reading.raw import RawRelease
 from .rows import resolve_config_source
 from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir
 

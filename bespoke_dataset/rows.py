@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import BespokeDataError
-from .raw import RawRelease
-from .records import BUILDERS, Record, build_records
+from .reading.raw import RawRelease
+from .reading.records import BUILDERS, Record, build_records
 from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
 
 

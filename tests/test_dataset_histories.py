@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bespoke_dataset.histories import chat_turns, first_timestamp, parse_history, urls
+from bespoke_dataset.reading.histories import chat_turns, parse_history, urls
+from bespoke_dataset.reading.timestamps import first_timestamp
 
 
 def test_chat_transcript():

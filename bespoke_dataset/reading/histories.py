@@ -1,0 +1,223 @@
+"""Structure that raw history text reliably yields: a timestamp, chat turns, URLs, search queries.
+
+The release stores each session as free text whose layout nobody has documented, so every layout an export
+plausibly has is read (`FORMS`), and each session says which one it was read as:
+
+* ``json messages``: a JSON chat, ``[{"role", "content"}, ...]`` or ``{"messages": [...]}``, with or
+  without a time per message (``timestamp``, ``time``, ``create_time``, ...; ISO, written out, or Unix);
+  the role may be under ``author``/``speaker``/``sender``, the text under ``text``/``parts``.
+* ``json activity``: Google Takeout's My Activity JSON, ``[{"title": "Searched for ...", "titleUrl",
+  "time"}, ...]``.
+* ``transcript``: speaker-labelled lines (``User:`` / ``Assistant:`` and common variants).
+* ``activity text``: Google My Activity as text: ``Searched for ...`` and ``Visited ...`` lines, dates
+  such as ``Jul 5, 2025, 3:04:05 PM UTC``.
+* ``search lines``: ``Searched: ...`` / ``Search: ...`` / ``Query: ...`` lines, optionally after a
+  bracketed time.
+* ``plain text``: none of these; only URLs and a timestamp can come out of it.
+
+Only what is unambiguous is extracted; anything else is left as None or an empty list, never guessed and
+never an exception. Times are read as `timestamps` says (zones kept).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any, TypedDict
+
+from .timestamps import first_timestamp, instant, read_time
+
+FORMS: tuple[str, ...] = ("json messages", "json activity", "transcript", "activity text", "search lines",
+                          "plain text")
+"""How a session's text was read, best structured first."""
+
+_URL_CHAR = r"[^\s<>\"'()\[\]]"
+_URL = re.compile(rf"https?://(?:{_URL_CHAR}|\({_URL_CHAR}*\)|\[{_URL_CHAR}*\])+")
+"""A URL runs to whitespace, a quote or angle bracket, or a bracket it did not open itself."""
+_TRAILING = ".,;:!?"
+_CLOSERS = {")": "(", "]": "["}
+_STAMP = r"(?:\[[^\]]*\]\s*)?"
+"""An optional bracketed time before a labelled line: ``[2025-03-04 09:12] ...``."""
+_TURN = re.compile(rf"^\s*{_STAMP}(User|Human|Me|Assistant|AI|ChatGPT|Bot|Gemini|Model)\s*:\s?(.*)$", re.IGNORECASE)
+_SEARCH = re.compile(rf"^\s*{_STAMP}(?:Searched|Search|Query)\s*:\s*(.+?)\s*$", re.IGNORECASE)
+_SEARCHED_FOR = re.compile(rf"^\s*{_STAMP}Searched for\s+(.+?)\s*$")
+_VISITED = re.compile(rf"^\s*{_STAMP}Visited\s+\S")
+_USER_ROLES = frozenset(("user", "human", "me"))
+_KEEP_ROLES = frozenset(("system", "tool"))
+_ROLE_KEYS = ("role", "author", "speaker", "sender", "from")
+_CONTENT_KEYS = ("content", "text", "message", "parts")
+_TIME_KEYS = ("timestamp", "time", "create_time", "created_at", "createdAt", "date", "datetime")
+_LIST_KEYS = ("messages", "conversation", "turns")
+
+
+class Turn(TypedDict):
+    role: str
+    content: str
+
+
+class Parsed(TypedDict):
+    timestamp: str | None
+    turns: list[Turn]
+    urls: list[str]
+    search_queries: list[str]
+
+
+def clean_url(url: str) -> str:
+    """`url` without the punctuation that ends the sentence around it: trailing ``.,;:!?``, and a closing
+    ``)`` or ``]`` unless it closes a bracket opened inside the URL (``.../Foo_(bar)`` keeps its ``)``)."""
+    while url:
+        last = url[-1]
+        if last in _TRAILING or (last in _CLOSERS and url.count(last) > url.count(_CLOSERS[last])):
+            url = url[:-1]
+        else:
+            break
+    return url
+
+
+def urls(text: str) -> list[str]:
+    """The distinct http(s) URLs in the text, in order of first appearance, trailing punctuation removed."""
+    found = (clean_url(url) for url in _URL.findall(text))
+    return list(dict.fromkeys(url for url in found if not url.endswith("://")))
+
+
+# ---------------------------------------------------------------- JSON sessions
+
+def _role(message: dict[str, Any]) -> str | None:
+    for key in _ROLE_KEYS:
+        value = message.get(key)
+        if isinstance(value, dict):  # ChatGPT's export: "author": {"role": "user"}
+            value = value.get("role")
+        if isinstance(value, str) and value.strip():
+            role = value.strip().lower()
+            return "user" if role in _USER_ROLES else role if role in _KEEP_ROLES else "assistant"
+    return None
+
+
+def _content(value: Any) -> str | None:
+    """Message text: a string, a list of strings or of ``{"text": ...}`` parts, or ``{"parts": [...]}``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return _content(value.get("parts", value.get("text")))
+    if isinstance(value, list) and all(isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str))
+                                       for p in value):
+        return "\n".join(p if isinstance(p, str) else p["text"] for p in value)
+    return None
+
+
+def _time_of(item: dict[str, Any]) -> str | None:
+    return next((t for key in _TIME_KEYS if key in item and (t := read_time(item[key])) is not None), None)
+
+
+def _earliest(times: Iterable[str | None]) -> str | None:
+    readable = [t for t in times if t is not None]
+    return min(readable, key=instant) if readable else None
+
+
+def _json_messages(data: Any) -> tuple[list[Turn], str | None] | None:
+    """Turns and the earliest time of a JSON chat; None if `data` is not one."""
+    session_time = None
+    if isinstance(data, dict):
+        session_time = _time_of(data)
+        data = next((data[key] for key in _LIST_KEYS if isinstance(data.get(key), list)), None)
+    if not isinstance(data, list) or not data or not all(isinstance(m, dict) for m in data):
+        return None
+    turns: list[Turn] = []
+    times: list[str | None] = [session_time]
+    for message in data:
+        role = _role(message)
+        content = next((c for key in _CONTENT_KEYS if key in message and (c := _content(message[key])) is not None), None)
+        if role is None or content is None:
+            return None
+        turns.append(Turn(role=role, content=content))
+        times.append(_time_of(message))
+    return turns, _earliest(times)
+
+
+def _json_activity(data: Any) -> tuple[list[str], list[str], str | None] | None:
+    """Search queries, URLs and the earliest time of Takeout's My Activity JSON; None if not that."""
+    if not isinstance(data, list) or not data or not all(isinstance(a, dict) and isinstance(a.get("title"), str)
+                                                         for a in data):
+        return None
+    if not any(key in a for a in data for key in ("time", "titleUrl", "header", "products")):
+        return None
+    queries = [m.group(1) for a in data if (m := _SEARCHED_FOR.match(a["title"]))]
+    links = [a["titleUrl"] for a in data if isinstance(a.get("titleUrl"), str)]
+    return queries, links, _earliest(_time_of(a) for a in data)
+
+
+def _load_json(text: str) -> Any:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------- text sessions
+
+def chat_turns(text: str) -> list[Turn]:
+    """Turns of a JSON chat, else speaker-labelled lines (``User:`` / ``Assistant:`` and common variants,
+    optionally after a bracketed time); continuation lines join the turn above. Text without any label
+    gives no turns."""
+    messages = _json_messages(_load_json(text))
+    if messages is not None:
+        return messages[0]
+    return _labelled_turns(text)
+
+
+def _labelled_turns(text: str) -> list[Turn]:
+    turns: list[Turn] = []
+    for line in text.splitlines():
+        match = _TURN.match(line)
+        if match:
+            role = "user" if match.group(1).lower() in _USER_ROLES else "assistant"
+            turns.append(Turn(role=role, content=match.group(2).strip()))
+        elif turns and line.strip():
+            turns[-1]["content"] = f"{turns[-1]['content']}\n{line.strip()}".strip()
+    return turns
+
+
+def _search_lines(text: str) -> tuple[list[str], str]:
+    """Queries from ``Searched for ...`` and ``Searched: ...`` lines, in order, and the form they show."""
+    queries: list[str] = []
+    activity = labelled = False
+    for line in text.splitlines():
+        if match := _SEARCHED_FOR.match(line):
+            queries.append(match.group(1))
+            activity = True
+        elif match := _SEARCH.match(line):
+            queries.append(match.group(1))
+            labelled = True
+        elif _VISITED.match(line):
+            activity = True
+    return queries, "activity text" if activity else "search lines" if labelled else "plain text"
+
+
+def read_history(text: str, source: str) -> tuple[Parsed, str]:
+    """Parse one session's raw text (`source` is ``"chat"`` or ``"search"``) and say which of `FORMS` it
+    was read as."""
+    data = _load_json(text)
+    messages = _json_messages(data) if source == "chat" else None
+    if messages is not None:
+        turns, timestamp = messages
+        return Parsed(timestamp=timestamp, turns=turns, urls=urls(text), search_queries=[]), "json messages"
+    activity = _json_activity(data) if source == "search" else None
+    if activity is not None:
+        queries, links, timestamp = activity
+        return Parsed(timestamp=timestamp, turns=[], urls=list(dict.fromkeys(links + urls(text))),
+                      search_queries=queries), "json activity"
+    parsed = Parsed(timestamp=first_timestamp(text), turns=[], urls=urls(text), search_queries=[])
+    if source == "chat":
+        parsed["turns"] = _labelled_turns(text)
+        return parsed, "transcript" if parsed["turns"] else "plain text"
+    parsed["search_queries"], form = _search_lines(text)
+    return parsed, form
+
+
+def parse_history(text: str, source: str) -> Parsed:
+    """Parse one session's raw text; `source` is ``"chat"`` or ``"search"`` (see `read_history`)."""
+    return read_history(text, source)[0]
