@@ -30,6 +30,15 @@ def resolve_config_source(config: str, source: str | Path | ResolvedSource = DEF
     return resolved
 
 
+def available_configs(source: ResolvedSource) -> list[str]:
+    """The configs a source can give: all of them from the Hub layout; from the GitHub layout all but
+    `histories`, and `meta_test` only when its files are there."""
+    if source.layout == "hub":
+        return list(BUILDERS)
+    has_meta_test = RawRelease(source.path).has("meta_test")
+    return [c for c in BUILDERS if c != "histories" and (c != "meta_test" or has_meta_test)]
+
+
 def load_rows(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE,
               revision: str | None = None) -> list[Record]:
     """The rows of one config (see `features.CONFIGS`) as `load` gives them, read from the raw tables every

@@ -195,8 +195,8 @@ def judged(release: RawRelease, table: str, notes: Notes) -> dict[Key, list[Reco
                 continue
             group.append({"index": index, **record})
     for key, rows in rows_of.items():
-        layout = ("one row per query" if rows == 1 else "one row per judged response" if rows == positions.get(key, 0)
-                  else "several rows per query, some with several responses")
+        layout = ("queries in one row" if rows == 1 else "queries in one row per response" if rows == positions.get(key, 0)
+                  else "queries in several rows of several responses")
         notes.form(table, layout, query_key(*key))
     return by_key
 
