@@ -10,7 +10,8 @@ plausibly has is read (`FORMS`), and each session says which one it was read as:
   "time"}, ...]``.
 * ``transcript``: speaker-labelled lines (``User:`` / ``Assistant:`` and common variants).
 * ``activity text``: Google My Activity as text: ``Searched for ...`` and ``Visited ...`` lines, dates
-  such as ``Jul 5, 2025, 3:04:05 PM UTC``.
+  such as ``Jul 5, 2025, 3:04:05 PM UTC`` (newest first, as Google writes them: the session's time is
+  its earliest entry's).
 * ``search lines``: ``Searched: ...`` / ``Search: ...`` / ``Query: ...`` lines, optionally after a
   bracketed time.
 * ``plain text``: none of these; only URLs and a timestamp can come out of it.
@@ -38,6 +39,7 @@ _URL = re.compile(rf"https?://(?:{_URL_CHAR}|\({_URL_CHAR}*\)|\[{_URL_CHAR}*\])+
 _TRAILING = ".,;:!?"
 _CLOSERS = {")": "(", "]": "["}
 _STAMP = r"(?:\[[^\]]*\]\s*)?"
+_BRACKETED = re.compile(r"^\s*\[([^\]]*)\]")
 """An optional bracketed time before a labelled line: ``[2025-03-04 09:12] ...``."""
 _TURN = re.compile(rf"^\s*{_STAMP}(User|Human|Me|Assistant|AI|ChatGPT|Bot|Gemini|Model)\s*:\s?(.*)$", re.IGNORECASE)
 _SEARCH = re.compile(rf"^\s*{_STAMP}(?:Searched|Search|Query)\s*:\s*(.+?)\s*$", re.IGNORECASE)
@@ -135,16 +137,33 @@ def _json_messages(data: Any) -> tuple[list[Turn], str | None] | None:
     return turns, _earliest(times)
 
 
-def _json_activity(data: Any) -> tuple[list[str], list[str], str | None] | None:
-    """Search queries, URLs and the earliest time of Takeout's My Activity JSON; None if not that."""
+Entry = tuple["str | None", "str | None"]
+"""One activity entry: its search query (None for a visit) and its time (None when it has none)."""
+
+
+def _oldest_first(entries: list[Entry], google: bool) -> list[Entry]:
+    """Entries in time order. Their times decide where they can: entries whose times run down are turned
+    around, entries whose times run up are kept. Otherwise (fewer than two distinct times, or out of order)
+    Google's activity (`google`) is taken as newest first, as Google writes it, and other lines as given."""
+    times = [instant(time) for _, time in entries if time is not None]
+    pairs = list(zip(times, times[1:]))
+    if times and times[0] != times[-1] and all(a >= b for a, b in pairs):
+        return entries[::-1]
+    if times and times[0] != times[-1] and all(a <= b for a, b in pairs):
+        return entries
+    return entries[::-1] if google else entries
+
+
+def _json_activity(data: Any) -> tuple[list[Entry], list[str]] | None:
+    """The entries and URLs of Takeout's My Activity JSON; None if `data` is not that."""
     if not isinstance(data, list) or not data or not all(isinstance(a, dict) and isinstance(a.get("title"), str)
                                                          for a in data):
         return None
     if not any(key in a for a in data for key in ("time", "titleUrl", "header", "products")):
         return None
-    queries = [m.group(1) for a in data if (m := _SEARCHED_FOR.match(a["title"]))]
+    entries = [(m.group(1) if (m := _SEARCHED_FOR.match(a["title"])) else None, _time_of(a)) for a in data]
     links = [a["titleUrl"] for a in data if isinstance(a.get("titleUrl"), str)]
-    return queries, links, _earliest(_time_of(a) for a in data)
+    return entries, links
 
 
 def _load_json(text: str) -> Any:
@@ -181,41 +200,51 @@ def _labelled_turns(text: str) -> list[Turn]:
     return turns
 
 
-def _search_lines(text: str) -> tuple[list[str], str]:
-    """Queries from ``Searched for ...`` and ``Searched: ...`` lines, in order, and the form they show."""
-    queries: list[str] = []
+def _search_entries(text: str) -> tuple[list[Entry], str]:
+    """The entries of a search session's text and the form they show: ``Searched for ...`` / ``Visited ...``
+    lines, each timed by the date line under it, or ``Searched: ...`` lines, timed by a bracketed time."""
+    entries: list[list[str | None]] = []
     activity = labelled = False
     for line in text.splitlines():
+        stamp = _BRACKETED.match(line)
+        own_time = first_timestamp(stamp.group(1)) if stamp else None
         if match := _SEARCHED_FOR.match(line):
-            queries.append(match.group(1))
+            entries.append([match.group(1), own_time])
             activity = True
         elif match := _SEARCH.match(line):
-            queries.append(match.group(1))
+            entries.append([match.group(1), own_time])
             labelled = True
         elif _VISITED.match(line):
+            entries.append([None, own_time])
             activity = True
-    return queries, "activity text" if activity else "search lines" if labelled else "plain text"
+        elif activity and entries and entries[-1][1] is None:
+            entries[-1][1] = first_timestamp(line)
+    form = "activity text" if activity else "search lines" if labelled else "plain text"
+    return [(query, time) for query, time in entries], form
 
 
 def read_history(text: str, source: str) -> tuple[Parsed, str]:
     """Parse one session's raw text (`source` is ``"chat"`` or ``"search"``) and say which of `FORMS` it
-    was read as."""
+    was read as. A search session's queries come oldest first, and its time is its earliest entry's."""
     data = _load_json(text)
-    messages = _json_messages(data) if source == "chat" else None
-    if messages is not None:
-        turns, timestamp = messages
-        return Parsed(timestamp=timestamp, turns=turns, urls=urls(text), search_queries=[]), "json messages"
-    activity = _json_activity(data) if source == "search" else None
-    if activity is not None:
-        queries, links, timestamp = activity
-        return Parsed(timestamp=timestamp, turns=[], urls=list(dict.fromkeys(links + urls(text))),
-                      search_queries=queries), "json activity"
-    parsed = Parsed(timestamp=first_timestamp(text), turns=[], urls=urls(text), search_queries=[])
     if source == "chat":
-        parsed["turns"] = _labelled_turns(text)
-        return parsed, "transcript" if parsed["turns"] else "plain text"
-    parsed["search_queries"], form = _search_lines(text)
-    return parsed, form
+        messages = _json_messages(data)
+        if messages is not None:
+            turns, timestamp = messages
+            return Parsed(timestamp=timestamp, turns=turns, urls=urls(text), search_queries=[]), "json messages"
+        turns = _labelled_turns(text)
+        return (Parsed(timestamp=first_timestamp(text), turns=turns, urls=urls(text), search_queries=[]),
+                "transcript" if turns else "plain text")
+    activity = _json_activity(data)
+    if activity is not None:
+        entries, links = activity
+        found, form, fallback_time = list(dict.fromkeys(links + urls(text))), "json activity", None
+    else:
+        entries, form = _search_entries(text)
+        found, fallback_time = urls(text), first_timestamp(text)
+    entries = _oldest_first(entries, google=form != "search lines")
+    return Parsed(timestamp=_earliest(time for _, time in entries) or fallback_time, turns=[], urls=found,
+                  search_queries=[query for query, _ in entries if query is not None]), form
 
 
 def parse_history(text: str, source: str) -> Parsed:

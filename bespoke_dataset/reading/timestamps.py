@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import warnings
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Iterator
 
 from dateutil import parser as date_parser
 from dateutil.parser import ParserError, UnknownTimezoneWarning
@@ -61,20 +61,23 @@ def _parse(text: str, has_time: bool) -> str | None:
     return _iso(moment, has_time)
 
 
+def _readable(text: str) -> Iterator[tuple[str, bool]]:
+    """Every readable date in the text, in order, as ``(ISO string, has a time)``."""
+    for match in _CANDIDATE.finditer(text):
+        has_time = any(match.group(group) for group in _TIME_GROUPS)
+        parsed = _parse(match.group(0), has_time)
+        if parsed is not None:
+            yield parsed, has_time
+
+
 def first_timestamp(text: str) -> str | None:
     """The first readable date and time in free text, as an ISO string (see the module docstring); a date
     without a time is taken only when the text has no readable date and time."""
     date_only: str | None = None
-    for match in _CANDIDATE.finditer(text):
-        has_time = any(match.group(group) for group in _TIME_GROUPS)
-        if not has_time and date_only is not None:
-            continue
-        parsed = _parse(match.group(0), has_time)
-        if parsed is None:
-            continue
+    for parsed, has_time in _readable(text):
         if has_time:
             return parsed
-        date_only = parsed
+        date_only = date_only or parsed
     return date_only
 
 
