@@ -131,6 +131,12 @@ def judged_response(row: RawRow, path: str, item: Any, notes: Notes) -> Record |
 
 # ---------------------------------------------------------------- gold claims
 
+def claim_lines(text: str) -> list[str]:
+    """Claims written one a line: list markers (``-``, ``*``, ``1.``, ``2)``) and blank lines removed."""
+    lines = (_LIST_MARKER.sub("", line).strip() for line in _LINE_BREAK.split(text))
+    return [line for line in lines if line]
+
+
 def claims(row: RawRow, column: str, notes: Notes) -> list[str]:
     """The gold claims of a row, from any of the three forms (see the module docstring)."""
     text = text_field(row, column)
@@ -139,8 +145,7 @@ def claims(row: RawRow, column: str, notes: Notes) -> list[str]:
         json_field(row, column)  # raises, naming the JSON error
     if not structured:
         notes.form(row.table, "text, one claim a line", row.where)
-        lines = (_LIST_MARKER.sub("", line).strip() for line in _LINE_BREAK.split(text))
-        return [line for line in lines if line]
+        return claim_lines(text)
     if isinstance(payload, dict):
         notes.form(row.table, "JSON object", row.where)
         found = payload.get("gold_information")

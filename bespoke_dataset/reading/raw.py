@@ -23,6 +23,8 @@ Layout = Literal["hub", "github"]
 class Table:
     folder: str
     columns: tuple[str, ...]
+    hub_file: str
+    """The parquet file's name in the public Hub repo (any ``*.parquet`` in the folder is read)."""
     payload: str | None = None
     """The column holding the payload (JSON or text); GitHub-layout files fill it with the file's text."""
     github_suffix: str | None = None
@@ -32,16 +34,19 @@ class Table:
 
 
 TABLES: dict[str, Table] = {
-    "queries": Table("queries", ("user", "query-id", "query", "gold_information_need")),
-    "chat_history": Table("chat_history", ("user", "id", "history"), "history", optional=("timestamp",)),
-    "search_history": Table("search_history", ("user", "id", "history"), "history", optional=("timestamp",)),
+    "queries": Table("queries", ("user", "query-id", "query", "gold_information_need"), "query_table.parquet"),
+    "chat_history": Table("chat_history", ("user", "id", "history"), "chat_history.parquet", "history",
+                          optional=("timestamp",)),
+    "search_history": Table("search_history", ("user", "id", "history"), "search_history.parquet", "history",
+                            optional=("timestamp",)),
     "gold_information": Table("gold_information", ("user", "query-id", "gold_information_value"),
-                              "gold_information_value", ".json"),
+                              "gold_information.parquet", "gold_information_value", ".json"),
     "personalized_rubric": Table("personalized_rubric", ("user", "query-id", "personalized_rubric_value"),
-                                 "personalized_rubric_value", ".txt"),
-    "meta_test": Table("meta_test", ("user", "query-id", "meta_test_set_value"), "meta_test_set_value", ".json"),
+                                 "personalized_rubric.parquet", "personalized_rubric_value", ".txt"),
+    "meta_test": Table("meta_test", ("user", "query-id", "meta_test_set_value"), "meta_test_set.parquet",
+                       "meta_test_set_value", ".json"),
     "evaluation_shot": Table("evaluation_shot", ("user", "query-id", "evaluation_shot_value"),
-                             "evaluation_shot_value", ".json"),
+                             "evaluation_shot.parquet", "evaluation_shot_value", ".json"),
 }
 
 
