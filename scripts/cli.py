@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "info": "data.info",
     "export": "data.export",
     "synth": "data.synth",
+    "build": "data.build",
     "score": "judging.score",
     "meta-eval": "judging.meta_eval",
     "leaderboard": "analysis.leaderboard",

@@ -5,7 +5,8 @@ asked); split each query's judged responses into examples and held-out meta-test
 query); take the rubrics from `rubrics.jsonl` or have the `write_rubrics` author write them from the
 examples; take the claims from `claims.jsonl`, from a reviewed file (`accept`), or have the `extract_claims`
 author extract them from the gold responses; then write the seven tables, the card (README.md), the
-manifest (`build.json`) and, for extracted claims, the review file, all at once (`atomic_dir`): a build
+manifest (`build.json`), for extracted claims the review file, and the synthetic marker of a synthetic
+input folder, all at once (`atomic_dir`): a build
 that fails writes nothing.
 """
 
@@ -16,6 +17,7 @@ import json
 import math
 import os
 import random
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any
 
 from ..atomic import FolderOwner, atomic_dir, check_folder
 from ..errors import UserError
+from ..source import SYNTHETIC_MARKER
 from ..version import __version__
 from .authored import Author, ClaimTask, RubricTask, run_author
 from .card import release_card
@@ -122,6 +125,9 @@ def build_release(
         (tmp / "README.md").write_text(release_card(manifest, sizes), encoding="utf-8")
         if review is not None:
             (tmp / REVIEW_FILE).write_text(review_text(review), encoding="utf-8")
+        marker = Path(from_dir) / SYNTHETIC_MARKER
+        if marker.is_file():  # built from invented users: every figure from it says so (results' caveats)
+            shutil.copyfile(marker, tmp / SYNTHETIC_MARKER)
     return BuildSummary(Path(out), manifest)
 
 
