@@ -16,9 +16,10 @@ user 'user9'``), and raised together as a `BuildInputError`: nothing is built fr
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import UserError
@@ -59,18 +60,23 @@ class Line:
     data: dict[str, Any]
 
 
+_LINE_NUMBER = re.compile(r"^(.*) line (\d+)$")
+
+
 class Problems:
-    """Problems found so far, in the order found."""
+    """Problems found so far; raised in file and line order."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.found: list[tuple[str, int, str]] = []
 
     def add(self, where: str, message: str) -> None:
-        self.lines.append(f"{where}: {message}")
+        numbered = _LINE_NUMBER.match(where)
+        file, line = (numbered.group(1), int(numbered.group(2))) if numbered else (where, 0)
+        self.found.append((file, line, f"{where}: {message}"))
 
     def raise_any(self) -> None:
-        if self.lines:
-            raise BuildInputError(self.lines)
+        if self.found:
+            raise BuildInputError([text for _, _, text in sorted(self.found, key=lambda p: (p[0], p[1]))])
 
 
 def read_jsonl(path: Path, problems: Problems) -> list[Line]:
@@ -157,6 +163,8 @@ class Inputs:
     gold_responses: dict[Key, str] = field(default_factory=dict)
     rubrics: dict[Key, str] = field(default_factory=dict)
     """From `rubrics.jsonl`; empty when a model writes them."""
+    accepted: tuple[dict[Key, list[str]], dict[Key, list[bool]]] | None = None
+    """From a reviewed claims file (`--accept`): every query's claims, and which are kept."""
 
     @property
     def keys(self) -> list[Key]:
@@ -295,11 +303,11 @@ def _require_every_query(queries: dict[Key, Query], found: dict[Key, Any], probl
 
 
 def read_inputs(folder: str | Path, *, rubrics_by_model: bool, claims_by_model: bool,
-                claims_accepted: bool = False) -> Inputs:
+                accept: str | Path | None = None) -> Inputs:
     """Read and check the input folder. `rubrics_by_model`: a model writes the rubrics (so `rubrics.jsonl`
-    must not be there); `claims_by_model`: a model extracts claims from `gold_responses.jsonl`;
-    `claims_accepted`: the claims come from a reviewed file (`review.read_accepted`), and the gold responses
-    only say which queries have them. Raises BuildInputError listing every problem."""
+    must not be there); `claims_by_model`: a model extracts claims from `gold_responses.jsonl`; `accept`: a
+    reviewed claims file whose kept claims are used (`read_accepted`; the gold responses then only say which
+    queries have claims). Raises BuildInputError listing every problem."""
     folder = Path(folder)
     problems = Problems()
     if not folder.is_dir():
@@ -310,7 +318,7 @@ def read_inputs(folder: str | Path, *, rubrics_by_model: bool, claims_by_model: 
     for name in (HISTORIES, QUERIES, JUDGMENTS):
         if name not in present:
             problems.add(str(files[name]), "missing (see `bespoke build --help` for the input files)")
-    claims_from_responses = claims_by_model or claims_accepted
+    claims_from_responses = claims_by_model or accept is not None
     if CLAIMS in present and GOLD_RESPONSES in present:
         problems.add(str(folder), f"give {CLAIMS} or {GOLD_RESPONSES}, not both")
     elif CLAIMS in present and claims_from_responses:
@@ -345,6 +353,8 @@ def read_inputs(folder: str | Path, *, rubrics_by_model: bool, claims_by_model: 
     if RUBRICS in present and not rubrics_by_model:
         inputs.rubrics = read_rubrics(read[RUBRICS], problems, queries)
         _require_every_query(queries, inputs.rubrics, problems, f"rubric in {RUBRICS}")
+    if accept is not None:
+        inputs.accepted = read_accepted(accept, queries, problems)
     problems.raise_any()
     return inputs
 
@@ -374,3 +384,32 @@ def rubrics_text(rubrics: Mapping[Key, str]) -> str:
     """Rubrics as a rubrics file: one `{"user", "query_id", "rubric"}` line per query."""
     return "".join(json.dumps({"user": user, "query_id": query_id, "rubric": rubric}, ensure_ascii=False) + "\n"
                    for (user, query_id), rubric in rubrics.items())
+
+
+def read_accepted(path: str | Path, queries: Mapping[Key, object],
+                  problems: Problems) -> tuple[dict[Key, list[str]], dict[Key, list[bool]]]:
+    """Every query's claims in a reviewed file and which are kept (`keep: true`), in file order. Problems: a
+    line without a readable `claim` and boolean `keep`, an unknown query, a query of `queries` with no line
+    or with none kept."""
+    path = Path(path)
+    if not path.is_file():
+        problems.add(str(path), "no such file (--accept takes the claims_review.jsonl of an earlier build)")
+        return {}, {}
+    claims: dict[Key, list[str]] = {}
+    keep: dict[Key, list[bool]] = {}
+    for line in read_jsonl(path, problems):
+        key = known_key(line, problems, queries)
+        claim, kept = text_of(line, "claim", problems), line.data.get("keep")
+        if not isinstance(kept, bool):
+            problems.add(line.where, f"'keep' must be true or false, got {kept!r}")
+            continue
+        if key is None or claim is None:
+            continue
+        claims.setdefault(key, []).append(claim.strip())
+        keep.setdefault(key, []).append(kept)
+    for key in queries:
+        if key not in claims:
+            problems.add(str(path), f"no claims of {query_key(*key)}")
+        elif not any(keep[key]):
+            problems.add(str(path), f"no claim of {query_key(*key)} is kept")
+    return claims, keep

@@ -29,8 +29,8 @@ from ..source import SYNTHETIC_MARKER
 from ..version import __version__
 from .authored import Author, ClaimTask, RubricTask, run_author
 from .card import release_card
-from .inputs import Inputs, Judged, Key, Problems, read_inputs
-from .review import REVIEW_FILE, read_accepted, review_lines, review_text
+from .inputs import Inputs, Judged, Key, read_inputs
+from .review import REVIEW_FILE, review_lines, review_text
 from .tables import Split, table_rows, write_tables
 
 MANIFEST = "build.json"
@@ -99,16 +99,11 @@ def build_release(
     check_folder(out, BUILT_RELEASE, force=force, effect="replace it and everything in it")
     check_share(meta_test_share)
     inputs = read_inputs(from_dir, rubrics_by_model=write_rubrics is not None,
-                         claims_by_model=extract_claims is not None, claims_accepted=accept is not None)
-    accepted = None
-    if accept is not None:
-        problems = Problems()
-        accepted = read_accepted(accept, inputs.gold_responses, problems)
-        problems.raise_any()
+                         claims_by_model=extract_claims is not None, accept=accept)
     halves = split(inputs.judgments, meta_test_share, seed)
     made = {"rubrics": dict((made_by or {}).get("rubrics", {})), "claims": dict((made_by or {}).get("claims", {}))}
     rubrics = _rubrics(inputs, halves, write_rubrics, made["rubrics"])
-    claims, review = _claims(inputs, extract_claims, accepted, made["claims"])
+    claims, review = _claims(inputs, extract_claims, made["claims"])
     keys = inputs.keys
     with atomic_dir(out, BUILT_RELEASE, force=force) as tmp:
         sizes = write_tables(tmp, table_rows(inputs, halves, rubrics, claims))
@@ -142,11 +137,11 @@ def _rubrics(inputs: Inputs, halves: Split, author: Author | None, made: dict[st
     return run_author(author, tasks, "rubrics")
 
 
-def _claims(inputs: Inputs, author: Author | None, accepted: tuple[dict[Key, list[str]], dict[Key, list[bool]]] | None,
+def _claims(inputs: Inputs, author: Author | None,
             made: dict[str, Any]) -> tuple[dict[Key, list[str]], list[dict[str, Any]] | None]:
     """The claims by query, and the review lines to write (None for claims given in claims.jsonl)."""
-    if accepted is not None:
-        every, keep = accepted
+    if inputs.accepted is not None:
+        every, keep = inputs.accepted
         made.update({"from": "extracted from the gold responses and reviewed",
                      "kept": sum(sum(flags) for flags in keep.values()), "reviewed": sum(len(f) for f in keep.values())})
         ordered = {key: every[key] for key in inputs.keys}
