@@ -12,7 +12,7 @@ import json
 
 import pytest
 from dataset_helpers import copy_release, edit_table
-from layout_variants import SHOTS, VARIANTS, rewrite
+from bespoke_dataset.synthetic.layouts import SHOTS, VARIANTS, rewrite
 
 from bespoke_cli.cli import main
 from bespoke_dataset import BespokeDataWarning, check, load

@@ -238,12 +238,15 @@ def read_history(text: str, source: str) -> tuple[Parsed, str]:
     activity = _json_activity(data)
     if activity is not None:
         entries, links = activity
-        found, form, fallback_time = list(dict.fromkeys(links + urls(text))), "json activity", None
+        found, form = list(dict.fromkeys(links + urls(text))), "json activity"
     else:
         entries, form = _search_entries(text)
-        found, fallback_time = urls(text), first_timestamp(text)
+        found = urls(text)
     entries = _oldest_first(entries, google=form != "search lines")
-    return Parsed(timestamp=_earliest(time for _, time in entries) or fallback_time, turns=[], urls=found,
+    timestamp = _earliest(time for _, time in entries)
+    if timestamp is None and form != "json activity":  # no entry has a time: any date in the text
+        timestamp = first_timestamp(text)
+    return Parsed(timestamp=timestamp, turns=[], urls=found,
                   search_queries=[query for query, _ in entries if query is not None]), form
 
 

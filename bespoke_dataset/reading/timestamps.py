@@ -11,12 +11,11 @@ left out on purpose), so such a time reads without its zone.
 from __future__ import annotations
 
 import re
-import warnings
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
 
 from dateutil import parser as date_parser
-from dateutil.parser import ParserError, UnknownTimezoneWarning
+from dateutil.parser import ParserError, isoparse
 
 _HOUR = 3600
 TIME_ZONES: dict[str, int] = {
@@ -36,7 +35,8 @@ _PATTERNS = (
     rf"{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}(?P<written_time>,?\s+(?:at\s+)?{_CLOCK}{_ZONE})?",
     rf"\d{{1,2}}\s+{_MONTH},?\s+\d{{4}}(?P<day_first_time>,?\s+(?:at\s+)?{_CLOCK}{_ZONE})?",
 )
-_CANDIDATE = re.compile("|".join(f"(?:\\b{p})" for p in _PATTERNS))
+_CANDIDATE = re.compile("|".join(f"\\b(?P<{name}>{p})" for name, p in zip(("iso", "written", "day_first"), _PATTERNS)))
+_NAMED_ZONE = re.compile(rf"\s({_ZONE_NAMES})$")
 _TIME_GROUPS = ("iso_time", "written_time", "day_first_time")
 _TZINFOS = {name: timezone(timedelta(seconds=offset), name) for name, offset in TIME_ZONES.items()}
 _EPOCH_MS = 10**11
@@ -52,20 +52,30 @@ def _iso(moment: datetime, has_time: bool) -> str:
 
 
 def _parse(text: str, has_time: bool) -> str | None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnknownTimezoneWarning)
-        try:
-            moment = date_parser.parse(text, tzinfos=_TZINFOS, default=datetime(2000, 1, 1))
-        except (ParserError, ValueError, OverflowError):
-            return None
+    """A matched date (only known zone names are matched, so dateutil meets no unknown zone)."""
+    try:
+        moment = date_parser.parse(text, tzinfos=_TZINFOS, default=datetime(2000, 1, 1))
+    except (ParserError, ValueError, OverflowError):
+        return None
     return _iso(moment, has_time)
+
+
+def _parse_iso(text: str, has_time: bool) -> str | None:
+    """A matched ISO date with dateutil's ISO parser (five times faster than its general one: a release
+    has thousands), a zone name after it attached; anything else it refuses goes to `_parse`."""
+    zone = _NAMED_ZONE.search(text)
+    try:
+        moment = isoparse(text[:zone.start()] if zone else text)
+    except (ValueError, OverflowError):
+        return _parse(text, has_time)
+    return _iso(moment.replace(tzinfo=_TZINFOS[zone.group(1)]) if zone else moment, has_time)
 
 
 def _readable(text: str) -> Iterator[tuple[str, bool]]:
     """Every readable date in the text, in order, as ``(ISO string, has a time)``."""
     for match in _CANDIDATE.finditer(text):
         has_time = any(match.group(group) for group in _TIME_GROUPS)
-        parsed = _parse(match.group(0), has_time)
+        parsed = (_parse_iso if match.group("iso") else _parse)(match.group(0), has_time)
         if parsed is not None:
             yield parsed, has_time
 

@@ -5,6 +5,7 @@
 | `generator` | users, sessions, queries and judged responses, written as a release (`write_release`, `write_sample`) |
 | `topics` | the topics, personas, tones and styles the generator draws from |
 | `responses` | responses of known quality and their judgments (examples and the held-out meta-test kinds) |
+| `layouts` | a release rewritten into the other layouts the real one plausibly has (`rewrite`) |
 | `user_data` | an input folder for `bespoke build` (`write_user_data`): the raw data a team would bring |
 """
 

@@ -1,6 +1,8 @@
-"""Rewrite a Hub-layout release into the other layouts the real one plausibly has, with the same content.
+"""The same release in the other layouts the real one plausibly has: for tests, benchmarks, and for checking
+that a pipeline of your own reads them all.
 
-`rewrite(source, target, variant)` copies `source` and rewrites its tables:
+`rewrite(source, target, variant)` copies a Hub-layout release (a synthetic one: its texts are parsed back
+from the generator's formats) and rewrites its tables, keeping every record's content:
 
 * ``per_response``: shots and meta-test one row per judged response (a `response_list` of one, with the
   query and need), UUID row ids; query ids written ``query_id_N``; claims as a JSON list; rubrics as JSON
