@@ -9,6 +9,7 @@ JSON for searches, JSON chats: every config must come out as from the original.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from dataset_helpers import copy_release, edit_table
@@ -152,3 +153,15 @@ def test_a_rubric_written_as_a_json_object_reads_as_text(synthetic_hub, tmp_path
     first = load_rows("rubrics", release)[0]
     assert first["rubric"] == "Tone: warm and direct\nContent depth:\n  name the tools\n  numbers: cite them"
     assert check(release).table("personalized_rubric").forms == {"JSON object": 1, "text": 19}
+
+
+def test_info_check_names_a_config_it_cannot_read_and_checks_the_rest(synthetic_hub, tmp_path, capsys):
+    release = copy_release(synthetic_hub, tmp_path / "no-rubrics")
+    shutil.rmtree(release / "personalized_rubric")
+    report = check(release)
+    assert set(report.errors) == {"rubrics", "benchmark"}
+    assert report.configs["rj_pairs"] == 100
+    assert main(["info", "--check", "--source", str(release)]) == 1
+    captured = capsys.readouterr()
+    assert "error: rubrics: personalized_rubric/: missing table 'personalized_rubric'" in captured.out
+    assert "error: 2 config(s) could not be read: rubrics, benchmark" in captured.err

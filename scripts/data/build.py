@@ -8,6 +8,7 @@ import argparse
 import sys
 from typing import Any
 
+from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.building import DEFAULT_META_TEST_SHARE, REVIEW_FILE
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.source import default_cache_dir
@@ -46,8 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replace a non-empty folder that is not an earlier build, and everything in it")
     parser.add_argument("--rubrics-only", action="store_true",
                         help="write new rubrics for the release --source to --out (a file), with --rubric-model")
-    add_source_arguments(parser)
-    parser.set_defaults(source=None)  # only --rubrics-only reads a release: a --source given otherwise is an error
+    add_source_arguments(parser)  # read by --rubrics-only alone
     add_option_arguments(parser, OpenAIOptions)
 
 
@@ -115,7 +115,8 @@ def _build(args: argparse.Namespace) -> int:
 
     if not args.from_dir:
         raise UserError("--from DIR is required (the folder of your users' data), unless --rubrics-only")
-    _refuse(args, {"--source": args.source, "--revision": args.revision}, "to a build from --from (only to --rubrics-only)")
+    _refuse(args, {"--source": args.source != DEFAULT_SOURCE, "--revision": args.revision},
+            "to a build from --from (only to --rubrics-only)")
     authors = _Authors(args) if args.rubric_model or (args.claim_model and not args.accept) else None
     made_by = {what: {"model": spec, "prompt_version": AUTHORING_VERSION}
                for what, spec in (("rubrics", args.rubric_model), ("claims", args.claim_model)) if spec}
@@ -140,7 +141,6 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _rubrics_only(args: argparse.Namespace) -> int:
-    from bespoke_dataset import DEFAULT_SOURCE
     from bespoke_dataset.atomic import atomic_write_text
     from bespoke_dataset.building import rubric_tasks, rubrics_text
     from bespoke_dataset.building.authored import run_author
@@ -150,7 +150,7 @@ def _rubrics_only(args: argparse.Namespace) -> int:
         raise UserError("--rubrics-only needs --rubric-model ENGINE:MODEL")
     _refuse(args, {"--from": args.from_dir, "--claim-model": args.claim_model, "--accept": args.accept,
                    "--force": args.force}, "with --rubrics-only")
-    source = args.source or DEFAULT_SOURCE
+    source = args.source
     tasks = rubric_tasks(load_rows("benchmark", source, args.revision))
     authors = _Authors(args)
     try:
