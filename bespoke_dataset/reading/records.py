@@ -96,8 +96,8 @@ SESSION_TABLES: tuple[tuple[str, str], ...] = (("chat_history", "chat"), ("searc
 def _session_id(row: RawRow, notes: Notes) -> str:
     """The row's `id` as text: a UUID or other string as it is, a number without a fractional ``.0``."""
     raw = row.fields.get("id")
-    if isinstance(raw, str) and raw.strip():
-        return raw.strip()
+    if isinstance(raw, str):
+        return raw
     if isinstance(raw, (bytes, uuid.UUID)) and len(getattr(raw, "bytes", raw)) == 16:
         notes.count(row.table, "ids read from binary UUIDs", row.where)
         return str(raw if isinstance(raw, uuid.UUID) else uuid.UUID(bytes=raw))
