@@ -161,3 +161,19 @@ def test_labelled_turns_after_a_bracketed_time_and_plain_text():
     assert parsed["timestamp"] == "2025-03-05T21:03:00"
     assert read_history("some notes about bread", "chat")[1] == "plain text"
     assert read_history("some notes about bread", "search")[1] == "plain text"
+
+
+def test_activity_with_the_time_on_the_title_line():
+    text = ("Searched for running shoes \u00b7 Jul 5, 2025, 3:04:05 PM UTC\n"
+            "Searched for trail shoes \u00b7 Jul 5, 2025, 3:09:05 PM UTC")  # oldest first this time: kept so
+    parsed = read_history(text, "search")[0]
+    assert parsed["search_queries"] == ["running shoes", "trail shoes"]
+    assert parsed["timestamp"] == "2025-07-05T15:04:05+00:00"
+    assert read_history("Searched for flights 2025-07-05\nJul 5, 2025, 3:09 PM", "search")[0]["search_queries"] == [
+        "flights 2025-07-05"]  # a date without a time in a query is part of it
+
+
+def test_a_json_chat_after_a_header_line_and_a_time_in_its_text():
+    parsed, form = read_history('Conversation started: 2025-03-03 07:00\n[{"role": "User", "content": "hi"}]', "chat")
+    assert form == "json messages" and parsed["turns"] == [{"role": "user", "content": "hi"}]
+    assert parsed["timestamp"] == "2025-03-03T07:00:00"

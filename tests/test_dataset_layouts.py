@@ -165,3 +165,18 @@ def test_info_check_names_a_config_it_cannot_read_and_checks_the_rest(synthetic_
     captured = capsys.readouterr()
     assert "error: rubrics: personalized_rubric/: missing table 'personalized_rubric'" in captured.out
     assert "error: 2 config(s) could not be read: rubrics, benchmark" in captured.err
+
+
+def test_a_row_per_response_whose_text_is_under_response(synthetic_hub, original, tmp_path):
+    release = copy_release(synthetic_hub, tmp_path / "response-key")
+
+    def per_response(rows):
+        out = []
+        for row in rows:
+            for item in json.loads(row["evaluation_shot_value"])["response_list"]:
+                item["response"] = item.pop("contents")
+                out.append({**row, "evaluation_shot_value": json.dumps(item)})
+        return out
+
+    edit_table(release, SHOTS, per_response)
+    assert load_rows("rj_pairs", release) == original["rj_pairs"]

@@ -40,6 +40,9 @@ _TRAILING = ".,;:!?"
 _CLOSERS = {")": "(", "]": "["}
 _STAMP = r"(?:\[[^\]]*\]\s*)?"
 _BRACKETED = re.compile(r"^\s*\[([^\]]*)\]")
+_JSON_LINE = re.compile(r"^\s*([\[{])", re.MULTILINE)
+_TRAILING_TIME = re.compile(r"\s*(?:[\u00b7|\t,-]|\s-\s|\s\u2013\s)\s*(\S.*\d:\d\d.*)$")
+"""What follows a title's separator (``·``, ``|``, a tab, a dash, a comma) when it holds a clock time."""
 """An optional bracketed time before a labelled line: ``[2025-03-04 09:12] ...``."""
 _TURN = re.compile(rf"^\s*{_STAMP}(User|Human|Me|Assistant|AI|ChatGPT|Bot|Gemini|Model)\s*:\s?(.*)$", re.IGNORECASE)
 _SEARCH = re.compile(rf"^\s*{_STAMP}(?:Searched|Search|Query)\s*:\s*(.+?)\s*$", re.IGNORECASE)
@@ -49,7 +52,8 @@ _USER_ROLES = frozenset(("user", "human", "me"))
 _KEEP_ROLES = frozenset(("system", "tool"))
 _ROLE_KEYS = ("role", "author", "speaker", "sender", "from")
 _CONTENT_KEYS = ("content", "text", "message", "parts")
-_TIME_KEYS = ("timestamp", "time", "create_time", "created_at", "createdAt", "date", "datetime")
+_TIME_KEYS = ("timestamp", "time", "create_time", "created_at", "createdAt", "created", "date", "datetime",
+              "start_time", "started_at", "sent_at")
 _LIST_KEYS = ("messages", "conversation", "turns")
 
 
@@ -167,13 +171,17 @@ def _json_activity(data: Any) -> tuple[list[Entry], list[str]] | None:
 
 
 def _load_json(text: str) -> Any:
+    """The JSON that the text is, or that follows its header lines (``Conversation started: ...`` then a
+    JSON chat); None when there is none."""
     stripped = text.strip()
-    if not stripped or stripped[0] not in "[{":
-        return None
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        return None
+    starts = [0] if stripped[:1] in ("[", "{") else []
+    starts += [m.start(1) for m in _JSON_LINE.finditer(stripped) if m.start(1) > 0][:1]
+    for start in starts:
+        try:
+            return json.loads(stripped[start:])
+        except ValueError:
+            continue
+    return None
 
 
 # ---------------------------------------------------------------- text sessions
@@ -200,6 +208,14 @@ def _labelled_turns(text: str) -> list[Turn]:
     return turns
 
 
+def _inline_time(title: str) -> tuple[str, str | None]:
+    """A title with a date and time written after it (``running shoes · Jul 5, 2025, 3:04:05 PM UTC``): the
+    title without it, and the time; the title as it is when it ends in no date and time."""
+    match = _TRAILING_TIME.search(title)
+    time = first_timestamp(match.group(1)) if match else None
+    return (title[:match.start()].rstrip(), time) if match and time and ":" in match.group(1) else (title, None)
+
+
 def _search_entries(text: str) -> tuple[list[Entry], str]:
     """The entries of a search session's text and the form they show: ``Searched for ...`` / ``Visited ...``
     lines, each timed by the date line under it, or ``Searched: ...`` lines, timed by a bracketed time."""
@@ -209,13 +225,14 @@ def _search_entries(text: str) -> tuple[list[Entry], str]:
         stamp = _BRACKETED.match(line)
         own_time = first_timestamp(stamp.group(1)) if stamp else None
         if match := _SEARCHED_FOR.match(line):
-            entries.append([match.group(1), own_time])
+            query, inline = _inline_time(match.group(1))
+            entries.append([query, own_time or inline])
             activity = True
         elif match := _SEARCH.match(line):
             entries.append([match.group(1), own_time])
             labelled = True
         elif _VISITED.match(line):
-            entries.append([None, own_time])
+            entries.append([None, own_time or _inline_time(line)[1]])
             activity = True
         elif activity and entries and entries[-1][1] is None:
             entries[-1][1] = first_timestamp(line)
@@ -231,7 +248,8 @@ def read_history(text: str, source: str) -> tuple[Parsed, str]:
         messages = _json_messages(data)
         if messages is not None:
             turns, timestamp = messages
-            return Parsed(timestamp=timestamp, turns=turns, urls=urls(text), search_queries=[]), "json messages"
+            return (Parsed(timestamp=timestamp or first_timestamp(text), turns=turns, urls=urls(text), search_queries=[]),
+                    "json messages")
         turns = _labelled_turns(text)
         return (Parsed(timestamp=first_timestamp(text), turns=turns, urls=urls(text), search_queries=[]),
                 "transcript" if turns else "plain text")
@@ -243,9 +261,7 @@ def read_history(text: str, source: str) -> tuple[Parsed, str]:
         entries, form = _search_entries(text)
         found = urls(text)
     entries = _oldest_first(entries, google=form != "search lines")
-    timestamp = _earliest(time for _, time in entries)
-    if timestamp is None and form != "json activity":  # no entry has a time: any date in the text
-        timestamp = first_timestamp(text)
+    timestamp = _earliest(time for _, time in entries) or first_timestamp(text)  # no entry timed: any date in it
     return Parsed(timestamp=timestamp, turns=[], urls=found,
                   search_queries=[query for query, _ in entries if query is not None]), form
 

@@ -2,7 +2,7 @@
 
 * Shot and meta-test payloads: ``{"query", "gold_information_need", "response_list": [...]}`` (one row per
   query, or a `response_list` of one per row), or the response object itself (``{"contents",
-  "need_alignment": {...}, ...}``). A score is an int, a digit string or a whole float; anything else drops
+  "need_alignment": {...}, ...}``; its text may be under ``response`` instead). A score is an int, a digit string or a whole float; anything else drops
   that example (recorded as a fallback), as does a judgment that is not an object; missing or non-text
   feedback keeps the example with empty feedback (a fallback too).
 * Gold information: ``{"gold_information": [claim, ...]}``, a JSON list of claims, or text with one claim a
@@ -26,6 +26,8 @@ from .raw import RawRow
 
 Record = dict[str, Any]
 _MISSING: Any = object()
+_TEXT_KEYS = ("contents", "response")
+"""Where a judged response's text is: `contents` as released, or `response` (a row per response may say so)."""
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 
@@ -65,7 +67,7 @@ def response_items(row: RawRow, column: str, notes: Notes) -> list[Any]:
     if isinstance(payload, dict) and isinstance(payload.get("response_list"), list):
         notes.form(row.table, "response_list payload", row.where)
         return payload["response_list"]
-    if isinstance(payload, dict) and "contents" in payload and "response_list" not in payload:
+    if isinstance(payload, dict) and ("contents" in payload or "response" in payload) and "response_list" not in payload:
         notes.form(row.table, "one response object", row.where)
         return [payload]
     raise BespokeDataError(row.where, "expected a JSON object with a 'response_list' list, or one response "
@@ -103,9 +105,10 @@ def _member(judgment: dict[str, Any], name: str) -> Any:
 def judged_response(row: RawRow, path: str, item: Any, notes: Notes) -> Record | None:
     """``{"response", dim: {"score", "feedback"}, ...}`` from one response object at JSON path `path`, or
     None when the example is dropped (recorded in `notes`)."""
-    if not isinstance(item, dict) or not isinstance(item.get("contents"), str):
+    text = next((item[key] for key in _TEXT_KEYS if isinstance(item.get(key), str)), None) if isinstance(item, dict) else None
+    if text is None:
         raise BespokeDataError(row.where, "expected an object with a 'contents' string", field=f"{path}.contents")
-    record: Record = {"response": item["contents"]}
+    record: Record = {"response": text}
     for dim in DIMENSIONS:
         judgment = item.get(dim)
         if not isinstance(judgment, dict):
