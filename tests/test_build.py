@@ -20,6 +20,7 @@ from bespoke_dataset import BespokeDataWarning, check, load, resolve_source
 from bespoke_dataset.rows import load_rows
 from bespoke_dataset.synthetic import write_user_data
 from bespoke_metric.judging import prompts
+from bespoke_metric.calls.scheduler import ParseError
 from bespoke_metric.judging.authoring import parse_claims, parse_rubric
 from bespoke_metric.testing.authoring_responder import author_answer, stub_claims
 from bespoke_metric.testing.server import Fault, messages_of, serve
@@ -319,20 +320,34 @@ def test_authoring_prompts_are_versioned_apart_from_the_judge():
 @pytest.mark.parametrize("answer, claims", [
     ('["A.", " B. ", ""]', ["A.", "B."]),
     ('<think>list them</think>```json\n["A.", "B."]\n```', ["A.", "B."]),
+    ('{"claims": ["A.", "B."]}', ["A.", "B."]),
     ("- A.\n2. B.\n\n* C.", ["A.", "B.", "C."]),
+    ('{"reasoning": "x", "verdict": true}', ['{"reasoning": "x", "verdict": true}']),  # not a list: one a line
 ])
 def test_claims_are_read_as_a_json_list_or_one_a_line(answer, claims):
     assert parse_claims(answer) == claims
 
 
-@pytest.mark.parametrize("answer, reason", [('{"claims": ["A."]}', "not a list of strings"), ("[]", "lists no claim"),
-                                            ("", "lists no claim")])
-def test_unreadable_claims_are_repaired_not_kept(answer, reason):
-    with pytest.raises(Exception, match=reason):
+@pytest.mark.parametrize("answer", ["[]", "", "<think>nothing to list</think>"])
+def test_an_answer_without_claims_is_repaired_not_kept(answer):
+    with pytest.raises(ParseError, match="lists no claim"):
         parse_claims(answer)
 
 
-def test_a_rubric_must_cover_the_four_dimensions():
-    assert parse_rubric("Need alignment: a\nContent depth: b\nTone: c\nExplanation style: d").startswith("Need")
-    with pytest.raises(Exception, match="no section for Tone, Explanation Style"):
-        parse_rubric("Need Alignment: a\nContent Depth: b")
+def test_a_rubric_is_the_answer_without_its_reasoning():
+    assert parse_rubric("<think>what matters here</think>\nBe brief and cite prices.") == "Be brief and cite prices."
+    with pytest.raises(ParseError, match="empty"):
+        parse_rubric("<think>hmm</think>  ")
+
+
+def test_any_stub_model_builds_a_release(model_data, fresh, tmp_path):
+    """A model that knows nothing of the prompts (it says the same line to everything) still builds one: its
+    text is each rubric, its one line each query's one claim, to review."""
+    fresh.responder = lambda body: "Answer in short sentences."
+    out = tmp_path / "release"
+    try:
+        assert main(["build", "--from", str(model_data), "--out", str(out), *model_flags(fresh, tmp_path / "c.sqlite")]) == 0
+    finally:
+        fresh.responder = author_answer
+    assert {r["rubric"] for r in load_rows("rubrics", out)} == {"Answer in short sentences."}
+    assert {tuple(r["claims"]) for r in load_rows("gold_claims", out)} == {("Answer in short sentences.",)}

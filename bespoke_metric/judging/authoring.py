@@ -4,8 +4,8 @@ The paper's evaluator writes a query-specific rubric from the query, the user's 
 judged responses (scores and feedback), and extracts the atomic claims of a gold response, which people then
 filtered. `rubric_request` and `claims_request` build those requests from the templates in `prompts`
 (versioned on their own, `AUTHORING_VERSION`: not part of the judging protocol or its cache keys); the
-parsers read the answers strictly (a rubric must cover the four dimensions; claims come as a JSON list of
-strings or one a line), an unreadable answer is re-asked (`protocol.repair_request`), and `ModelAuthor`
+parsers read the answers (a rubric is the answer's text without its reasoning; claims come as a JSON list
+of strings, else one a line), an empty answer is re-asked (`protocol.repair_request`), and `ModelAuthor`
 runs them through the scheduler and the cache: a rerun makes only the calls that did not finish.
 """
 
@@ -56,25 +56,22 @@ def claims_request(task: ClaimTask, *, max_tokens: int = CLAIMS_MAX_TOKENS) -> R
 
 
 def parse_rubric(text: str) -> str:
-    """The rubric: the answer without its reasoning. ParseError when it is empty or does not name each
-    of the four dimensions."""
+    """The rubric: the answer's text without its reasoning block. ParseError when nothing is left."""
     rubric = strip_reasoning(text)
     if not rubric:
         raise ParseError("the answer is empty")
-    missing = [DIMENSION_LABELS[d] for d in DIMENSIONS if DIMENSION_LABELS[d].lower() not in rubric.lower()]
-    if missing:
-        raise ParseError(f"the rubric has no section for {', '.join(missing)}")
     return rubric
 
 
 def parse_claims(text: str) -> list[str]:
-    """The claims: a JSON list of strings (fenced or not), else one claim a line (list markers removed).
-    ParseError for JSON that is not a list of strings, or no claim at all."""
+    """The claims: a JSON list of strings (fenced or not; or an object holding just one such list, as
+    ``{"claims": [...]}``), else the answer one claim a line (list markers removed). ParseError when no
+    claim is left."""
     answer = strip_reasoning(text)
     found = find_json(answer)
-    if found is not None:
-        if not isinstance(found, list) or not all(isinstance(claim, str) for claim in found):
-            raise ParseError("the JSON answer is not a list of strings")
+    if isinstance(found, dict) and len(found) == 1:
+        found = next(iter(found.values()))
+    if isinstance(found, list) and all(isinstance(claim, str) for claim in found):
         claims = [claim.strip() for claim in found if claim.strip()]
     else:
         claims = claim_lines(answer)
