@@ -1,7 +1,8 @@
-"""BESPOKE's data through the `datasets` API: loading either public layout, typed configs, export.
+"""BESPOKE's data through the `datasets` API: loading a release in any layout, typed configs, export.
 
->>> from bespoke_dataset import load
+>>> from bespoke_dataset import load, check
 >>> bench = load("benchmark", source="sample")   # or "yonsei-dli/BESPOKE", or a local folder
+>>> report = check("sample")                     # what was read from each table, and what fell back
 """
 
 from .errors import BespokeDataError, BespokeDataWarning
@@ -16,13 +17,16 @@ from .vocabulary import DIMENSION_LABELS, DIMENSIONS
 _LAZY: dict[str, str] = {
     **dict.fromkeys(("export", "push_to_hub"), ".exporting"),
     **dict.fromkeys(("CONFIGS", "FEATURES"), ".features"),
-    **dict.fromkeys(("available_configs", "load"), ".loading"),
+    "load": ".loading",
+    "available_configs": ".rows",
+    **dict.fromkeys(("CheckReport", "check"), ".reading.report"),
 }
 
 __all__ = [
-    "BespokeDataError", "DIMENSION_LABELS", "BespokeDataWarning", "CONFIGS", "DEFAULT_SOURCE", "DIMENSIONS", "FEATURES", "SAMPLE",
-    "SAMPLE_DIR", "ResolvedSource", "__version__", "available_configs", "export", "fingerprint", "load",
-    "normalise_query_id", "parse_query_key", "push_to_hub", "query_key", "resolve_source",
+    "BespokeDataError", "DIMENSION_LABELS", "BespokeDataWarning", "CONFIGS", "CheckReport", "DEFAULT_SOURCE",
+    "DIMENSIONS", "FEATURES", "SAMPLE", "SAMPLE_DIR", "ResolvedSource", "__version__", "available_configs", "check",
+    "export", "fingerprint", "load", "normalise_query_id", "parse_query_key", "push_to_hub", "query_key",
+    "resolve_source",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

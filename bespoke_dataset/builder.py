@@ -16,10 +16,11 @@ from datasets.builder import Key
 
 from .errors import BespokeDataWarning
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
-from .raw import RawRelease
-from .records import build_records
+from .reading.raw import RawRelease
+from .reading.records import build_records
 from .source import ResolvedSource
 from .version import __version__
+from .vocabulary import SPLIT
 
 CITATION = """@misc{kim2025bespokebenchmarksearchaugmentedlarge,
   title={BESPOKE: Benchmark for Search-Augmented Large Language Model Personalization via Diagnostic Feedback},
@@ -31,8 +32,7 @@ CITATION = """@misc{kim2025bespokebenchmarksearchaugmentedlarge,
   url={https://arxiv.org/abs/2509.21106}
 }"""
 HOMEPAGE = "https://huggingface.co/datasets/yonsei-dli/BESPOKE"
-SPLIT = "test"
-RECORDS_VERSION = "2"
+RECORDS_VERSION = "3"
 """Bump when the way records are built changes without a package version change."""
 
 WARNINGS_FILE = "bespoke_warnings.json"

@@ -20,6 +20,7 @@ import yaml
 
 from .atomic import FolderOwner, atomic_entries
 from .builder import CITATION, SPLIT
+from .building.card import fill
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .loading import available_configs, load
 from .registration import BENCHMARK_TASKS, REGISTRATION_FILE, render_registration
@@ -96,10 +97,7 @@ def render_card(sizes: dict[str, tuple[int, int]], source: ResolvedSource, repo:
         "version": __version__, "citation": CITATION, "repo": repo,
         "tasks": "\n".join(f"| `{task.id}` | {task.description} |" for task in BENCHMARK_TASKS),
     }
-    text = CARD_TEMPLATE.read_text(encoding="utf-8")
-    for name, value in values.items():
-        text = text.replace("{{" + name + "}}", value)
-    return text
+    return fill(CARD_TEMPLATE.read_text(encoding="utf-8"), values)
 
 
 def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-export", revision: str | None = None,

@@ -11,9 +11,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from .builder import SPLIT, WARNINGS_FILE, BespokeBuilder
 from .errors import BespokeDataError, BespokeDataWarning
-from .features import CONFIGS
-from .raw import RawRelease
-from .rows import resolve_config_source
+from .rows import available_configs, resolve_config_source
 from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir
 
 DATASETS_CACHE = "datasets"
@@ -28,15 +26,6 @@ def _build_warnings(builder: BespokeBuilder) -> list[tuple[type[Warning], str]]:
         return []
     saved = json.loads(file.read_text(encoding="utf-8"))["warnings"]
     return [(_CATEGORIES.get(w["category"], BespokeDataWarning), w["message"]) for w in saved]
-
-
-def available_configs(source: ResolvedSource) -> list[str]:
-    """The configs a source can give: all of them from the Hub layout; from the GitHub layout all but
-    `histories`, and `meta_test` only when its files are there."""
-    if source.layout == "hub":
-        return list(CONFIGS)
-    has_meta_test = RawRelease(source.path).has("meta_test")
-    return [c for c in CONFIGS if c != "histories" and (c != "meta_test" or has_meta_test)]
 
 
 def load(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE, revision: str | None = None,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import BespokeDataError
-from .raw import RawRelease
-from .records import BUILDERS, Record, build_records
+from .reading.raw import RawRelease
+from .reading.records import BUILDERS, Record, build_records
 from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
 
 
@@ -28,6 +28,15 @@ def resolve_config_source(config: str, source: str | Path | ResolvedSource = DEF
         raise BespokeDataError(str(resolved.path), "the GitHub layout has no histories; load 'histories' from "
                                "the Hub repo or a local copy of it")
     return resolved
+
+
+def available_configs(source: ResolvedSource) -> list[str]:
+    """The configs a source can give: all of them from the Hub layout; from the GitHub layout all but
+    `histories`, and `meta_test` only when its files are there."""
+    if source.layout == "hub":
+        return list(BUILDERS)
+    has_meta_test = RawRelease(source.path).has("meta_test")
+    return [c for c in BUILDERS if c != "histories" and (c != "meta_test" or has_meta_test)]
 
 
 def load_rows(config: str, source: str | Path | ResolvedSource = DEFAULT_SOURCE,

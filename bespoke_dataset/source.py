@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BespokeDataError
-from .raw import TABLES, Layout, detect_layout, table_files
+from .reading.raw import TABLES, Layout, detect_layout, table_files
 
 DEFAULT_SOURCE = "yonsei-dli/BESPOKE"
 """The public release on the Hugging Face Hub."""

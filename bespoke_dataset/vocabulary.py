@@ -19,3 +19,6 @@ DIMENSION_LABELS: dict[str, str] = {
 
 SCORE_RANGE: tuple[int, int] = (1, 5)
 """Every dimension is an integer score from 1 to 5."""
+
+SPLIT = "test"
+"""The one split of every typed config (the public card's `all` is a name `datasets` refuses)."""

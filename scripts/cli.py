@@ -13,8 +13,9 @@ import logging
 import os
 import sys
 import time
+import warnings
 
-from bespoke_dataset.errors import UserError
+from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
 from bespoke_metric.calls.progress import quiet_library_bars
 
@@ -25,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "info": "data.info",
     "export": "data.export",
     "synth": "data.synth",
+    "build": "data.build",
     "score": "judging.score",
     "meta-eval": "judging.meta_eval",
     "leaderboard": "analysis.leaderboard",
@@ -68,15 +70,27 @@ class _OwnOrWarning(logging.Filter):
         return record.levelno >= logging.WARNING or record.name.split(".")[0] in OWN_LOGGERS
 
 
+def _format_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    line: str | None = None) -> str:
+    """A data warning as the user needs it, `warning: ...` (what fell back, where); any other as Python shows it."""
+    if issubclass(category, BespokeDataWarning):
+        return f"warning: {message}\n"
+    return _PYTHON_FORMAT(message, category, filename, lineno, line)
+
+
+_PYTHON_FORMAT = warnings.formatwarning
+
+
 def configure_output(verbose: bool) -> None:
     """Log lines: ours at INFO (DEBUG with -v), other libraries' at WARNING; no library loading bars
-    unless -v."""
+    unless -v; data warnings as `warning: ...` lines, without the source line Python would show."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_OwnOrWarning())
     logging.basicConfig(level=logging.WARNING, handlers=[handler])  # no-op where logging is set up already
     for name in OWN_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.INFO)
+    warnings.formatwarning = _format_warning
     if not verbose:
         quiet_library_bars()
 

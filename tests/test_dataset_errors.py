@@ -74,9 +74,11 @@ def test_wrong_payload_shape_names_the_json_path(release, tmp_path):
 @pytest.mark.parametrize("score", [7, 0, "good", 3.5, None])
 def test_invalid_score_drops_that_example_with_a_warning(release, tmp_path, score):
     edit_table(release, SHOTS, lambda rows: set_shot_score(rows, 1, 2, "tone", score))
-    with pytest.warns(BespokeDataWarning, match=rf"{SHOTS} row 1, field evaluation_shot_value.response_list\[2\]"
-                                                rf"\.tone\.score: dropped this example"):
+    with pytest.warns(BespokeDataWarning, match=rf"^evaluation_shot: 1 of 20 rows fell back\n  example dropped, score "
+                                                rf"not an integer 1-5: 1 \({SHOTS} row 1, field evaluation_shot_value"
+                                                rf"\.response_list\[2\]\.tone\.score: {re.escape(repr(score))}\)$") as caught:
         pairs = load("rj_pairs", source=release, cache_dir=tmp_path / "a")
+    assert len([w for w in caught if issubclass(w.category, BespokeDataWarning)]) == 1
     assert len(pairs) == 99
     with pytest.warns(BespokeDataWarning):
         bench = load("benchmark", source=release, cache_dir=tmp_path / "b")
@@ -101,7 +103,8 @@ def test_query_without_shots_rubric_or_claims_is_dropped_from_benchmark(release,
         return rows[1:]
 
     edit_table(release, table, drop_first)
-    with pytest.warns(BespokeDataWarning, match=rf"benchmark: dropped query '{removed['user']}/\d+': no {what}"):
+    with pytest.warns(BespokeDataWarning, match=rf"benchmark: 1 of 20 queries fell back\n  query left out, no {what}.*: 1 "
+                                                rf"\({removed['user']}/\d+\)"):
         bench = load("benchmark", source=release, cache_dir=tmp_path)
     assert len(bench) == 19
     assert len(load("queries", source=release, cache_dir=tmp_path)) == 20
@@ -237,14 +240,15 @@ def edit_judgment(row, response, dim, change):
 
 
 @pytest.mark.parametrize("change, what", [
-    (lambda j: {"score": j["score"]}, "feedback missing"),
-    (lambda j: {**j, "feedback": None}, "feedback None is not a string"),
-    (lambda j: {**j, "feedback": 3}, "feedback 3 is not a string"),
+    (lambda j: {"score": j["score"]}, "missing"),
+    (lambda j: {**j, "feedback": None}, "None"),
+    (lambda j: {**j, "feedback": 3}, "3"),
 ])
 def test_missing_or_non_text_feedback_warns_and_keeps_the_example(release, tmp_path, change, what):
     edit_table(release, SHOTS, edit_judgment(1, 2, "tone", change))
-    with pytest.warns(BespokeDataWarning, match=rf"{SHOTS} row 1, field evaluation_shot_value.response_list\[2\]"
-                                                rf"\.tone\.feedback: {what}; kept the example with empty feedback"):
+    with pytest.warns(BespokeDataWarning, match=rf"feedback missing or not text, example kept with empty feedback: 1 "
+                                                rf"\({SHOTS} row 1, field evaluation_shot_value.response_list\[2\]"
+                                                rf"\.tone\.feedback: {what}\)"):
         pairs = load("rj_pairs", source=release, cache_dir=tmp_path)
     assert len(pairs) == 100
     assert pairs[7]["tone"]["feedback"] == ""
@@ -263,11 +267,12 @@ def test_feedback_key_in_another_case_is_the_same_key(release, tmp_path):
 @pytest.mark.parametrize("judgment", ["great", None, [4, "fine"]])
 def test_judgment_that_is_not_an_object_is_named_in_the_warning(release, tmp_path, judgment):
     edit_table(release, SHOTS, edit_judgment(1, 2, "tone", lambda j: judgment))
-    with pytest.warns(BespokeDataWarning, match=rf"response_list\[2\]\.tone: dropped this example: judgment "
-                                                rf"{re.escape(repr(judgment))} is not an object") as caught:
+    with pytest.warns(BespokeDataWarning, match=rf"example dropped, judgment not an object with a score: 1 \({SHOTS} row 1, "
+                                                rf"field evaluation_shot_value.response_list\[2\]\.tone: "
+                                                rf"{re.escape(repr(judgment))}\)") as caught:
         pairs = load("rj_pairs", source=release, cache_dir=tmp_path)
     assert len(pairs) == 99
-    assert not any("score None" in str(w.message) for w in caught)
+    assert not any("score not an integer" in str(w.message) for w in caught)
 
 
 # ---------------------------------------------------------------- a local path that looks like a repo id

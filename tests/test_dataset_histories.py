@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from bespoke_dataset.histories import chat_turns, first_timestamp, parse_history, urls
+from bespoke_dataset.reading.histories import chat_turns, parse_history, urls
+from bespoke_dataset.reading.timestamps import first_timestamp
 
 
 def test_chat_transcript():
@@ -67,3 +70,110 @@ def test_json_message_lists_are_turns():
 def test_urls_lose_trailing_punctuation_and_unbalanced_brackets(text, expected):
     assert urls(text) == expected
     assert parse_history(text, "search")["urls"] == expected
+
+
+# ---------------------------------------------------------------- the layouts real exports have
+
+from bespoke_dataset.reading.histories import read_history  # noqa: E402
+from bespoke_dataset.reading.timestamps import instant, read_time  # noqa: E402
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Jul 5, 2025, 3:04:05 PM UTC", "2025-07-05T15:04:05+00:00"),
+    ("Jul 5, 2025, 3:04:05\u202fPM KST", "2025-07-05T15:04:05+09:00"),  # Google writes a narrow no-break space
+    ("September 30, 2025 at 10:00 AM PDT", "2025-09-30T10:00:00-07:00"),
+    ("5 Jul 2025, 15:04:05 BST", "2025-07-05T15:04:05+01:00"),
+    ("2025-07-05T15:04:05Z", "2025-07-05T15:04:05+00:00"),
+    ("at 2025-07-05 15:04:05+0900 then", "2025-07-05T15:04:05+09:00"),
+    ("Mar 3, 2025, 7:00:00 AM", "2025-03-03T07:00:00"),
+    ("Jul 5, 2025, 3:04 PM IST", "2025-07-05T15:04:00"),  # an ambiguous zone is not guessed
+    ("written on 2025-07-05, then at 2025-07-06 08:00", "2025-07-06T08:00:00"),  # a date and time beats a date
+    ("written on Jul 5, 2025", "2025-07-05"),
+    ("Maybe 5 of them", None),
+])
+def test_timestamps_as_exports_write_them(text, expected):
+    assert first_timestamp(text) == expected
+
+
+def test_times_given_as_values_and_their_order_across_zones():
+    assert read_time(1751727845) == "2025-07-05T15:04:05+00:00"
+    assert read_time(1751727845500) == "2025-07-05T15:04:05.500000+00:00"
+    assert read_time("Jul 5, 2025, 3:04:05 PM UTC") == "2025-07-05T15:04:05+00:00"
+    assert read_time(True) is None and read_time("soon") is None
+    assert instant("2025-07-05T15:04:05+09:00") < instant("2025-07-05T10:00:00+00:00")
+
+
+TAKEOUT_TEXT = """Searched for trail running shoes
+Jul 5, 2025, 3:09:00 PM UTC
+Search
+Visited https://shoes.example.com/trail
+Jul 5, 2025, 3:06:10 PM UTC
+Search
+Searched for running shoes
+Jul 5, 2025, 3:04:05 PM UTC
+Search"""
+
+
+def test_google_activity_text_reads_oldest_first_and_keeps_the_zone():
+    parsed, form = read_history(TAKEOUT_TEXT, "search")
+    assert form == "activity text"
+    assert parsed["search_queries"] == ["running shoes", "trail running shoes"]
+    assert parsed["timestamp"] == "2025-07-05T15:04:05+00:00"  # the session began at its earliest entry
+    assert parsed["urls"] == ["https://shoes.example.com/trail"]
+    oldest_first = "\n".join(reversed(TAKEOUT_TEXT.split("\nSearch\n")))  # an export written the other way
+    assert read_history(oldest_first, "search")[0]["search_queries"] == ["running shoes", "trail running shoes"]
+
+
+def test_takeout_activity_json():
+    text = json.dumps([
+        {"header": "Search", "title": "Searched for levain", "time": "2025-03-04T09:20:00.120Z", "products": ["Search"]},
+        {"header": "Search", "title": "Visited Levain basics", "titleUrl": "https://bread.example.org/levain",
+         "time": "2025-03-04T09:15:00Z"},
+        {"header": "Search", "title": "Searched for sourdough starter", "time": "2025-03-04T09:12:44Z"}])
+    parsed, form = read_history(text, "search")
+    assert form == "json activity"
+    assert parsed["search_queries"] == ["sourdough starter", "levain"]
+    assert parsed["timestamp"] == "2025-03-04T09:12:44+00:00"
+    assert parsed["urls"] == ["https://bread.example.org/levain"]
+
+
+@pytest.mark.parametrize("text, timestamp", [
+    (json.dumps([{"role": "user", "content": "hi", "timestamp": "2025-03-05T21:03:10+09:00"},
+                 {"role": "assistant", "content": "hello", "timestamp": "2025-03-05T21:03:12+09:00"}]),
+     "2025-03-05T21:03:10+09:00"),
+    (json.dumps([{"role": "human", "content": "hi"}, {"role": "model", "content": "hello"}]), None),
+    (json.dumps({"create_time": 1741176190, "messages": [
+        {"author": {"role": "user"}, "content": {"content_type": "text", "parts": ["hi"]}},
+        {"author": {"role": "assistant"}, "content": {"content_type": "text", "parts": ["hello"]}}]}),
+     "2025-03-05T12:03:10+00:00"),
+])
+def test_json_chats_with_and_without_times(text, timestamp):
+    parsed, form = read_history(text, "chat")
+    assert form == "json messages"
+    assert parsed["turns"] == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert parsed["timestamp"] == timestamp
+
+
+def test_labelled_turns_after_a_bracketed_time_and_plain_text():
+    parsed, form = read_history("[2025-03-05 21:03] User: hi\n[2025-03-05 21:04] Assistant: hello", "chat")
+    assert form == "transcript"
+    assert [t["role"] for t in parsed["turns"]] == ["user", "assistant"]
+    assert parsed["timestamp"] == "2025-03-05T21:03:00"
+    assert read_history("some notes about bread", "chat")[1] == "plain text"
+    assert read_history("some notes about bread", "search")[1] == "plain text"
+
+
+def test_activity_with_the_time_on_the_title_line():
+    text = ("Searched for running shoes \u00b7 Jul 5, 2025, 3:04:05 PM UTC\n"
+            "Searched for trail shoes \u00b7 Jul 5, 2025, 3:09:05 PM UTC")  # oldest first this time: kept so
+    parsed = read_history(text, "search")[0]
+    assert parsed["search_queries"] == ["running shoes", "trail shoes"]
+    assert parsed["timestamp"] == "2025-07-05T15:04:05+00:00"
+    assert read_history("Searched for flights 2025-07-05\nJul 5, 2025, 3:09 PM", "search")[0]["search_queries"] == [
+        "flights 2025-07-05"]  # a date without a time in a query is part of it
+
+
+def test_a_json_chat_after_a_header_line_and_a_time_in_its_text():
+    parsed, form = read_history('Conversation started: 2025-03-03 07:00\n[{"role": "User", "content": "hi"}]', "chat")
+    assert form == "json messages" and parsed["turns"] == [{"role": "user", "content": "hi"}]
+    assert parsed["timestamp"] == "2025-03-03T07:00:00"

@@ -23,7 +23,7 @@ from bespoke_dataset import (
     resolve_source,
 )
 from bespoke_dataset.builder import BespokeBuilder
-from bespoke_dataset.raw import RawRelease
+from bespoke_dataset.reading.raw import RawRelease
 
 SHARED = ("queries", "rj_pairs", "meta_test", "gold_claims", "rubrics")
 
@@ -234,9 +234,9 @@ def test_warnings_of_a_build_are_repeated_when_the_cache_serves_it(synthetic_hub
     release = copy_release(synthetic_hub, tmp_path / "release")
     edit_table(release, "personalized_rubric/personalized_rubric.parquet", lambda rows: rows[1:])
     counter = BuildCounter(monkeypatch)
-    with pytest.warns(BespokeDataWarning, match="benchmark: dropped query") as first:
+    with pytest.warns(BespokeDataWarning, match="benchmark: 1 of 20 queries fell back") as first:
         load("benchmark", source=release, cache_dir=tmp_path / "cache")
-    with pytest.warns(BespokeDataWarning, match="benchmark: dropped query") as second:
+    with pytest.warns(BespokeDataWarning, match="benchmark: 1 of 20 queries fell back") as second:
         load("benchmark", source=release, cache_dir=tmp_path / "cache")
     assert counter.builds == ["benchmark"]  # the second load was served from the cache
     ours = [[(w.category, str(w.message)) for w in caught if issubclass(w.category, BespokeDataWarning)]

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from bespoke_dataset.atomic import FolderOwner, atomic_dir
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_dataset.keys import query_key
-from bespoke_dataset.raw import Layout
+from bespoke_dataset.reading.raw import Layout
 from bespoke_dataset.source import SAMPLE_DIR, SYNTHETIC_MARKER
 from .responses import (META_KINDS, graded_judgment, graded_response, judgment, kind_response, kind_scores,
                                   paraphrase)

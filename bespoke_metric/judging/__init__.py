@@ -3,6 +3,7 @@
 | module | concern |
 |---|---|
 | `prompts` | every judge prompt, as whole templates with named placeholders; the protocol version |
+| `authoring` | what `bespoke build` asks a model to write: rubrics and atomic claims (versioned apart from the judge) |
 | `protocol` | building the judge's requests for a query and a response (pure) |
 | `parsing` | reading a judge's answer strictly: the final answer only, ambiguity rejected (pure) |
 | `judge` | `Judge` and `JudgeItem`: what every judge takes and returns |
@@ -17,6 +18,7 @@ from bespoke_dataset.lazy import lazy_attributes
 _LAZY: dict[str, str] = {
     "EmbedJudge": ".embed_judge",
     "GuardedJudge": ".guarded_judge",
+    "ModelAuthor": ".authoring",
     "Judge": ".judge",
     "JudgeItem": ".judge",
     "LLMJudge": ".llm_judge",

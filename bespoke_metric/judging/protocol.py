@@ -110,7 +110,7 @@ def batched_recall_schema(n_claims: int) -> dict[str, Any]:
 # --- filling the templates ------------------------------------------------------------------------
 
 
-def _delimit(tag: str, text: str) -> str:
+def delimit(tag: str, text: str) -> str:
     """`text` between `<tag>` lines, with a numbered tag when the text itself contains the closing tag,
     so that no response can end its own block early."""
     name, n = tag, 1
@@ -160,10 +160,12 @@ def _judge_system(*, personalized: bool, with_feedback: bool, has_shots: bool, s
     return prompts.JUDGE_SYSTEM.format(dimension_guide=guide, what_you_see=sees, answer_format=answer_format)
 
 
-def _example(number: int, shot: Mapping[str, Any], with_feedback: bool) -> str:
+def example_block(number: int, shot: Mapping[str, Any], with_feedback: bool = True) -> str:
+    """One judged example as the judge sees it (and as a rubric writer does): the response between tags, then
+    the human judgment in the official lines."""
     scores = {dim: shot[dim]["score"] for dim in DIMENSIONS}
     feedback = {dim: shot[dim]["feedback"] for dim in DIMENSIONS} if with_feedback else None
-    return prompts.EXAMPLE.format(number=number, response=_delimit("example_response", str(shot["response"])),
+    return prompts.EXAMPLE.format(number=number, response=delimit("example_response", str(shot["response"])),
                                   judgment=_judgment_lines(scores, feedback))
 
 
@@ -190,12 +192,12 @@ def personalization_request(
     if personalized:
         examples = ""
         if shots:
-            blocks = "\n\n".join(_example(i, shot, with_feedback) for i, shot in enumerate(shots, 1))
+            blocks = "\n\n".join(example_block(i, shot, with_feedback) for i, shot in enumerate(shots, 1))
             examples = prompts.EXAMPLES.format(shots=blocks)
         personal = prompts.PERSONAL_CONTEXT.format(need=str(row["gold_information_need"]).strip(),
                                                    rubric=str(row["rubric"]).strip(), examples=examples)
     user = prompts.JUDGE_USER.format(query=str(row["query"]).strip(), personal_context=personal,
-                                     response=_delimit("response", response),
+                                     response=delimit("response", response),
                                      closing=prompts.CLOSING_JSON if structured else prompts.CLOSING_LINES)
     system = _judge_system(personalized=personalized, with_feedback=with_feedback, has_shots=bool(shots),
                            structured=structured)
@@ -211,7 +213,7 @@ def claim_request(claim: str, response: str, *, structured: bool = False, max_to
     JSON per `CLAIM_SCHEMA`; otherwise a final line `Answer: True` or `Answer: False`."""
     answer_format = (prompts.CLAIM_AS_JSON if structured else prompts.CLAIM_AS_LINE).format()
     system = prompts.CLAIM_SYSTEM.format(claim_rule=prompts.CLAIM_RULE, answer_format=answer_format)
-    user = prompts.CLAIM_USER.format(response=_delimit("response", response), claim=_one_line(claim))
+    user = prompts.CLAIM_USER.format(response=delimit("response", response), claim=_one_line(claim))
     return Request(messages=_message(system, user), max_tokens=max_tokens,
                    json_schema=CLAIM_SCHEMA if structured else None)
 
@@ -223,7 +225,7 @@ def batched_recall_request(claims: Sequence[str], response: str, *, max_tokens: 
         raise ValueError("batched_recall_request needs at least one claim")
     numbered = "\n".join(f"{i}. {_one_line(claim)}" for i, claim in enumerate(claims, 1))
     system = prompts.CLAIMS_SYSTEM.format(claim_rule=prompts.CLAIM_RULE)
-    user = prompts.CLAIMS_USER.format(response=_delimit("response", response), count=len(claims),
+    user = prompts.CLAIMS_USER.format(response=delimit("response", response), count=len(claims),
                                       numbered_claims=numbered)
     return Request(messages=_message(system, user),
                    max_tokens=max_tokens if max_tokens is not None else 256 + 24 * len(claims),

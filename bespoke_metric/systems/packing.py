@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bespoke_dataset.reading.timestamps import instant
+
 from .prompts import SESSION_TEMPLATE
 from .tokens import TokenCounter
 
@@ -22,9 +24,10 @@ def format_session(session: Mapping[str, Any]) -> str:
 
 
 def recent_first(sessions: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Sessions newest first by ISO timestamp; undated sessions follow, in their given order."""
+    """Sessions newest first by ISO timestamp (zoned times compared as instants); undated sessions follow,
+    in their given order."""
     sessions = list(sessions)
-    dated = sorted((s for s in sessions if s.get("timestamp")), key=lambda s: str(s["timestamp"]), reverse=True)
+    dated = sorted((s for s in sessions if s.get("timestamp")), key=lambda s: instant(str(s["timestamp"])), reverse=True)
     return dated + [s for s in sessions if not s.get("timestamp")]
 
 

@@ -26,13 +26,13 @@ def _words(text: str) -> set[str]:
     return {word for word in _WORD.findall(text.lower()) if word not in _STOP and len(word) > 2}
 
 
-def _sections(prompt: str) -> dict[str, str]:
+def sections(prompt: str) -> dict[str, str]:
     """`# Heading` -> text under it, for the user message of a judge prompt."""
     parts = _SECTION.split(prompt)
     return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
 
 
-def _response(prompt: str) -> str:
+def response_text(prompt: str) -> str:
     match = re.search(r"<response[^>]*>\n?(.*?)\n?</response[^>]*>", prompt, re.DOTALL)
     return match.group(1) if match else ""
 
@@ -68,18 +68,18 @@ def _grade_feedback(section: str) -> str:
 def judge_answer(body: dict[str, Any]) -> str:
     """The answer text for one request body (chat completions or Responses API)."""
     prompt = messages_of(body)[-1]["content"]
-    sections = _sections(prompt)
-    if FEEDBACK_SECTION in sections:
-        return _grade_feedback(sections[FEEDBACK_SECTION])
-    response = _response(prompt)
-    if any(title.startswith("Claims (") for title in sections):
-        listed = next(v for t, v in sections.items() if t.startswith("Claims ("))
+    found = sections(prompt)
+    if FEEDBACK_SECTION in found:
+        return _grade_feedback(found[FEEDBACK_SECTION])
+    response = response_text(prompt)
+    if any(title.startswith("Claims (") for title in found):
+        listed = next(v for t, v in found.items() if t.startswith("Claims ("))
         claims = [match.group(1) for match in re.finditer(r"^\d+\.\s*(.+)$", listed, re.MULTILINE)]
         return json.dumps({"verdicts": [{"claim": i + 1, "verdict": conveys(c, response)} for i, c in enumerate(claims)]})
-    if "Claim" in sections:
-        verdict = conveys(sections["Claim"].split("\n\n")[0], response)
+    if "Claim" in found:
+        verdict = conveys(found["Claim"].split("\n\n")[0], response)
         return f"The answer is checked against the claim.\nAnswer: {verdict}"
-    score = score_for(sections.get("The user's information need", sections.get("The user's question", "")), response)
+    score = score_for(found.get("The user's information need", found.get("The user's question", "")), response)
     lines = ["Reasoning:", "The answer is compared with the information need.", "Final Answer:"]
     for label in ("Need Alignment", "Content Depth", "Tone", "Explanation Style"):
         lines += [f"{label} Score: {score}", f"{label} Feedback: Scored {score} from the need's words it covers."]

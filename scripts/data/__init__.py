@@ -1,1 +1,1 @@
-"""`bespoke info`, `export`, `synth`: the data commands."""
+"""`bespoke info`, `export`, `synth`, `build`: the data commands."""

@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option_arguments(parser, ProtocolOptions, only=("with_feedback", "personalized"))  # the paper's ablations
     parser.add_argument("--feedback-grader", help="ENGINE:MODEL that grades feedback accuracy (LLM judges; default: the judge's own model, same endpoint options)")
     parser.add_argument("--no-feedback-accuracy", action="store_true", help="skip feedback accuracy (one grader call per response)")
+    parser.add_argument("--rubrics", metavar="FILE", help="judge with these rubrics (JSONL of user, query_id, rubric, "
+                                                          "as `bespoke build --rubrics-only` writes) instead of the release's")
     parser.add_argument("--output", help="write the meta-evaluation results (JSON) here")
     parser.add_argument("--limit", type=int, help="judge only the first N meta-test responses")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the intervals (default 2000)")
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             options["feedback_grader"] = args.feedback_grader
         if args.no_feedback_accuracy:
             options["feedback_accuracy_check"] = False
-        results = meta_evaluate(args.judge, args.source, revision=args.revision, limit=args.limit,
+        results = meta_evaluate(args.judge, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
                                 n_resamples=args.resamples, seed=args.seed, prices=prices, **options)
     except ValueError as error:  # bad data (MetaEvalError) or a judge option the judge does not take
         print(f"error: {error}", file=sys.stderr)

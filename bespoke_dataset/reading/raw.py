@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pyarrow.parquet as pq
 
-from .errors import BespokeDataError
+from ..errors import BespokeDataError
 
 Layout = Literal["hub", "github"]
 
@@ -23,23 +23,30 @@ Layout = Literal["hub", "github"]
 class Table:
     folder: str
     columns: tuple[str, ...]
+    hub_file: str
+    """The parquet file's name in the public Hub repo (any ``*.parquet`` in the folder is read)."""
     payload: str | None = None
     """The column holding the payload (JSON or text); GitHub-layout files fill it with the file's text."""
     github_suffix: str | None = None
     """File suffix in the GitHub layout; None where the GitHub layout has no such table."""
+    optional: tuple[str, ...] = ()
+    """Columns read where a table has them (a history's own `timestamp`, which `bespoke build` writes)."""
 
 
 TABLES: dict[str, Table] = {
-    "queries": Table("queries", ("user", "query-id", "query", "gold_information_need")),
-    "chat_history": Table("chat_history", ("user", "id", "history"), "history"),
-    "search_history": Table("search_history", ("user", "id", "history"), "history"),
+    "queries": Table("queries", ("user", "query-id", "query", "gold_information_need"), "query_table.parquet"),
+    "chat_history": Table("chat_history", ("user", "id", "history"), "chat_history.parquet", "history",
+                          optional=("timestamp",)),
+    "search_history": Table("search_history", ("user", "id", "history"), "search_history.parquet", "history",
+                            optional=("timestamp",)),
     "gold_information": Table("gold_information", ("user", "query-id", "gold_information_value"),
-                              "gold_information_value", ".json"),
+                              "gold_information.parquet", "gold_information_value", ".json"),
     "personalized_rubric": Table("personalized_rubric", ("user", "query-id", "personalized_rubric_value"),
-                                 "personalized_rubric_value", ".txt"),
-    "meta_test": Table("meta_test", ("user", "query-id", "meta_test_set_value"), "meta_test_set_value", ".json"),
+                                 "personalized_rubric.parquet", "personalized_rubric_value", ".txt"),
+    "meta_test": Table("meta_test", ("user", "query-id", "meta_test_set_value"), "meta_test_set.parquet",
+                       "meta_test_set_value", ".json"),
     "evaluation_shot": Table("evaluation_shot", ("user", "query-id", "evaluation_shot_value"),
-                             "evaluation_shot_value", ".json"),
+                             "evaluation_shot.parquet", "evaluation_shot_value", ".json"),
 }
 
 
@@ -87,7 +94,8 @@ class RawRelease:
         return bool(table_files(self.path, self.layout, table))
 
     def rows(self, table: str, columns: tuple[str, ...] | None = None) -> list[RawRow]:
-        """Every row of `table` (restricted to `columns` in the Hub layout), in file and row order."""
+        """Every row of `table` (restricted to `columns` in the Hub layout; else its columns and the optional
+        ones it has), in file and row order."""
         spec = TABLES[table]
         files = table_files(self.path, self.layout, table)
         if not files:
@@ -98,15 +106,15 @@ class RawRelease:
                         else f"{spec.folder}/{{user}}/query-id_{{N}}{spec.github_suffix}")
             raise BespokeDataError(f"{spec.folder}/", f"missing table {table!r}: no files matching {expected} "
                                    f"under {self.path}")
-        wanted = columns or spec.columns
         if self.layout == "hub":
-            return [row for file in files for row in self._parquet_rows(table, file, wanted)]
+            return [row for file in files
+                    for row in self._parquet_rows(table, file, columns or spec.columns, () if columns else spec.optional)]
         return [self._github_row(table, file) for file in files]
 
     def _relative(self, file: Path) -> str:
         return file.relative_to(self.path).as_posix()
 
-    def _parquet_rows(self, table: str, file: Path, columns: tuple[str, ...]) -> list[RawRow]:
+    def _parquet_rows(self, table: str, file: Path, columns: tuple[str, ...], optional: tuple[str, ...]) -> list[RawRow]:
         name = self._relative(file)
         try:
             present = set(pq.read_schema(file).names)
@@ -115,6 +123,7 @@ class RawRelease:
         missing = [c for c in columns if c not in present]
         if missing:
             raise BespokeDataError(name, f"missing column(s) {missing} (has {sorted(present)})", field=missing[0])
+        columns += tuple(c for c in optional if c in present)
         with pq.ParquetFile(file) as parquet:  # not pq.read_table, whose dataset layer imports pandas (~0.5 s)
             records = parquet.read(columns=list(columns)).to_pylist()
         return [RawRow(table, f"{name} row {i}", record) for i, record in enumerate(records)]
