@@ -14,24 +14,15 @@ from typing import Any
 import datasets
 from datasets.builder import Key
 
+from .citation import CITATION, HOMEPAGE
 from .errors import BespokeDataWarning
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .raw import RawRelease
 from .records import build_records
 from .source import ResolvedSource
+from .typed import SPLIT
 from .version import __version__
 
-CITATION = """@misc{kim2025bespokebenchmarksearchaugmentedlarge,
-  title={BESPOKE: Benchmark for Search-Augmented Large Language Model Personalization via Diagnostic Feedback},
-  author={Hyunseo Kim and Sangam Lee and Kwangwook Seo and Dongha Lee},
-  year={2025},
-  eprint={2509.21106},
-  archivePrefix={arXiv},
-  primaryClass={cs.CL},
-  url={https://arxiv.org/abs/2509.21106}
-}"""
-HOMEPAGE = "https://huggingface.co/datasets/yonsei-dli/BESPOKE"
-SPLIT = "test"
 RECORDS_VERSION = "2"
 """Bump when the way records are built changes without a package version change."""
 

@@ -9,12 +9,13 @@ from pathlib import Path
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
-from .builder import SPLIT, WARNINGS_FILE, BespokeBuilder
+from .builder import WARNINGS_FILE, BespokeBuilder
 from .errors import BespokeDataError, BespokeDataWarning
 from .features import CONFIGS
 from .raw import RawRelease
 from .rows import resolve_config_source
 from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir
+from .typed import SPLIT, typed_configs
 
 DATASETS_CACHE = "datasets"
 """The `default_cache_dir` kind of built configs: ``$BESPOKE_CACHE/datasets`` (``~/.cache/bespoke/datasets``)."""
@@ -32,9 +33,12 @@ def _build_warnings(builder: BespokeBuilder) -> list[tuple[type[Warning], str]]:
 
 def available_configs(source: ResolvedSource) -> list[str]:
     """The configs a source can give: all of them from the Hub layout; from the GitHub layout all but
-    `histories`, and `meta_test` only when its files are there."""
+    `histories`, and `meta_test` only when its files are there; from an export, those it holds."""
     if source.layout == "hub":
         return list(CONFIGS)
+    if source.layout == "typed":
+        held = typed_configs(source.path)
+        return [c for c in CONFIGS if c in held]
     has_meta_test = RawRelease(source.path).has("meta_test")
     return [c for c in CONFIGS if c != "histories" and (c != "meta_test" or has_meta_test)]
 

@@ -3,7 +3,8 @@
 Hub layout: seven parquet tables (`queries/*.parquet`, `chat_history/*.parquet`, ...). GitHub layout:
 per-user files `evaluation_shot/{user}/query-id_{N}.json`, `personalized_rubric/{user}/query-id_{N}.txt`,
 `gold_information/{user}/query-id_{N}.json` and optionally `meta_test/{user}/query-id_{N}.json`; it has no
-histories and no query table. The layout is detected from what is in the folder.
+histories and no query table. The layout is detected from what is in the folder; a folder `bespoke
+export` wrote is the typed layout (`typed`), whose configs are read whole, not through these tables.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any, Literal
 import pyarrow.parquet as pq
 
 from .errors import BespokeDataError
+from .typed import is_typed
 
-Layout = Literal["hub", "github"]
+Layout = Literal["hub", "github", "typed"]
 
 
 @dataclass(frozen=True)
@@ -52,21 +54,28 @@ class RawRow:
 
 
 def detect_layout(path: Path) -> Layout:
-    """``"hub"`` when any table folder holds parquet files, ``"github"`` when `evaluation_shot/` holds
-    per-user folders; otherwise a BespokeDataError saying what was expected."""
+    """``"typed"`` for an export (its config folders' data files; checked first, as its `queries/` and
+    `meta_test/` folders hold parquet files too), ``"hub"`` when any table folder holds parquet files,
+    ``"github"`` when `evaluation_shot/` holds per-user folders; otherwise a BespokeDataError saying what
+    was expected."""
+    if is_typed(path):
+        return "typed"
     if any(next((path / t.folder).glob("*.parquet"), None) for t in TABLES.values()):
         return "hub"
     shots = path / "evaluation_shot"
     if shots.is_dir() and any(p.is_dir() for p in shots.iterdir()):
         return "github"
     raise BespokeDataError(str(path), "not a BESPOKE release: expected parquet tables such as "
-                           "queries/*.parquet (Hub layout) or evaluation_shot/{user}/query-id_{N}.json (GitHub layout)")
+                           "queries/*.parquet (Hub layout), evaluation_shot/{user}/query-id_{N}.json (GitHub layout) "
+                           "or benchmark/test-00000-of-00001.parquet (a `bespoke export`)")
 
 
 def table_files(path: Path, layout: Layout, table: str) -> list[Path]:
     """The files that make up `table` (empty when the table is absent)."""
     spec = TABLES[table]
     folder = path / spec.folder
+    if layout == "typed":  # an export holds configs, not the raw tables
+        return []
     if layout == "hub":
         return sorted(folder.glob("*.parquet"))
     if spec.github_suffix is None:

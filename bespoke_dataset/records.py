@@ -22,6 +22,7 @@ from .vocabulary import DIMENSIONS, SCORE_RANGE
 from .histories import parse_history
 from .keys import natural_key, normalise_query_id, query_key
 from .raw import TABLES, RawRelease, RawRow
+from .typed import typed_rows
 
 Record = dict[str, Any]
 Key = tuple[str, str]
@@ -296,5 +297,7 @@ BUILDERS: dict[str, Callable[[RawRelease], list[Record]]] = {
 
 
 def build_records(config: str, release: RawRelease) -> list[Record]:
-    """The records of `config` (one of `features.CONFIGS`) from a raw release."""
+    """The records of `config` (one of `features.CONFIGS`) from a raw release, or as an export holds them."""
+    if release.layout == "typed":
+        return typed_rows(release.path, config)
     return BUILDERS[config](release)

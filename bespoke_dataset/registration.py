@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from .builder import SPLIT
+from .typed import SPLIT
 from .vocabulary import DIMENSION_LABELS, DIMENSIONS
 
 REGISTRATION_FILE = "eval.yaml"

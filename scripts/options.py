@@ -18,6 +18,17 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--revision", help="Hub branch, tag or commit of the data (Hub sources only)")
 
 
+def positive_int(text: str) -> int:
+    """The argparse type of a count that must be at least 1 (`--limit 0` would score nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, options: type,
                          only: tuple[str, ...] | None = None) -> None:
     """One flag per option of an options class of `bespoke_metric.scoring.engines` that has one (or of those in

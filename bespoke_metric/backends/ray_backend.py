@@ -25,6 +25,8 @@ import logging
 import threading
 from typing import Any, AsyncIterator, Callable, Protocol, Sequence
 
+from bespoke_dataset.errors import MissingExtraError
+
 from .base import Backend, OnDone, Outcome, Request
 from .ray_rows import encode_request
 
@@ -82,7 +84,7 @@ class RayBackend:
         try:
             import ray.data  # noqa: F401 - fail here, before any work, if the extra is missing
         except ImportError as err:
-            raise ImportError("executor='ray' needs Ray Data: pip install 'bespoke-eval[ray]'") from err
+            raise MissingExtraError("--executor ray needs Ray Data, which is not installed: pip install 'bespoke-eval[ray]'") from err
         if replicas < 1:
             raise ValueError(f"replicas must be at least 1, got {replicas}")
         self.name = engine

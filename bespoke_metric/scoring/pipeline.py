@@ -153,6 +153,8 @@ def score_many(
     input, in order. Every system's calls go through one scheduler run, so a judge on Ray or vLLM sees
     them all at once. Every input is checked before any judge call (a `PredictionError` names the file; a
     missing file is named before the data loads)."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1 (it keeps the first N predictions), got {limit}")
     for given in predictions:
         check_readable(given)
     benchmark, data = load_benchmark(source, revision)

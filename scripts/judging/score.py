@@ -14,7 +14,7 @@ from bespoke_metric.scoring.pipeline import failure_count, score_many, write_res
 from bespoke_metric.results import Results
 
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
-from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values
+from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values, positive_int
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_judge_arguments(parser)
     parser.add_argument("--output", help="results file, for one predictions file (default results.json)")
     parser.add_argument("--output-dir", help="folder for one results file per predictions file, named after it (PREDICTIONS-STEM.json)")
-    parser.add_argument("--limit", type=int, help="score only the first N predictions of each file")
+    parser.add_argument("--limit", type=positive_int, help="score only the first N predictions of each file")
     parser.add_argument("--model-name", help="the system that wrote the predictions, recorded in the results file (system.model, model_name)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
 
