@@ -7,6 +7,9 @@ counts what they hold, as the cache itself reports it, and how much of that this
 from __future__ import annotations
 
 import argparse
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 from bespoke_metric.calls.cache import count_answers
@@ -34,3 +37,20 @@ def interrupted_line(caches: list[str] | None, before: int) -> str:
     saved = saved_answers(caches)
     return (f"interrupted: {saved} answer(s) saved in {' and '.join(caches)} ({max(saved - before, 0)} by this run); "
             "rerun the same command to resume")
+
+
+@contextmanager
+def ctrl_c_seen() -> Iterator[list[int]]:
+    """Notes a Ctrl-C that a library catches itself (a Gradio server stops quietly on one, as if closed):
+    the list yielded holds the signal afterwards if one came. Ctrl-C still raises KeyboardInterrupt."""
+    seen: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        seen.append(signum)
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)

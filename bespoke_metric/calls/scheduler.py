@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, Request, Usage
@@ -50,6 +50,9 @@ class CallResult:
     """True when every answer this request needed came from the cache."""
     attempts: int = 0
     """Answers received for it: 1, plus one per repair round."""
+    usage: Usage = field(default_factory=Usage)
+    """What this request cost: its share of the run's `usage` (a call answering several identical requests
+    is counted on the first), so a caller can say what each item, or each file, cost."""
 
     @property
     def ok(self) -> bool:
@@ -80,13 +83,20 @@ async def run_requests(
         progress: a `ProgressHook` called once per request as it ends, or True for a tqdm bar.
         usage: counters to add to: `calls` (answers from the backend), `cached` (answers from the
             cache), `failed` (requests that ended in error), tokens of the calls made. Wall time is the
-            caller's to measure (runs may overlap).
+            caller's to measure (runs may overlap). Each `CallResult.usage` holds the request's share.
     """
     own_bar = ProgressBar(len(requests)) if progress is True else None
     hook: ProgressHook | None = own_bar if own_bar is not None else (progress or None)  # type: ignore[assignment]
     usage = usage if usage is not None else Usage()
     identity = backend.identity()
     results = [CallResult() for _ in requests]
+
+    def count(index: int, **amounts: int) -> None:
+        """Add to the run's counters and to those of request `index`, as the work happens."""
+        for counters in (usage, results[index].usage):
+            for name, amount in amounts.items():
+                setattr(counters, name, getattr(counters, name) + amount)
+
     current = list(requests)  # the request each index is at: the original, then its repairs
     pending = list(range(len(requests)))
     try:
@@ -114,7 +124,7 @@ async def run_requests(
                             result.value = None
                             result.error = f"unparseable answer after {result.attempts} attempt(s): {err.reason}"
                 if result.error is not None:
-                    usage.failed += 1
+                    count(index, failed=1)
                 if hook is not None:
                     hook("failed" if result.error is not None else "cached" if result.cached else "done", 1)
 
@@ -124,7 +134,7 @@ async def run_requests(
             for index in pending:
                 hit = hits.get(keys[index])
                 if hit is not None:
-                    usage.cached += 1
+                    count(index, cached=1)
                     settle(index, hit, cached=True)
                 else:
                     misses.setdefault(keys[index], []).append(index)
@@ -138,12 +148,12 @@ async def run_requests(
                         raise RuntimeError(f"{backend.name} backend reported request {position} twice")
                     answered.add(position)
                     key = unique[position]
-                    usage.calls += 1
                     if isinstance(outcome, Completion):
-                        usage.input_tokens += outcome.input_tokens
-                        usage.output_tokens += outcome.output_tokens
+                        count(misses[key][0], calls=1, input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
                         if cache is not None:
                             cache.put(key, outcome)
+                    else:
+                        count(misses[key][0], calls=1)
                     for index in misses[key]:
                         settle(index, outcome, cached=False)
 

@@ -47,11 +47,13 @@ def run_judge(
     data: Mapping[str, Any],
     system: Mapping[str, Any] | None = None,
     guards: bool = True,
+    benchmark_queries: int | None = None,
     **judge_options: Any,
 ) -> Results:
     """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge,
     behind the response guards unless `guards=False`."""
-    [results] = run_judge_many(judge, [items], data=data, systems=[system], guards=guards, **judge_options)
+    [results] = run_judge_many(judge, [items], data=data, systems=[system], guards=guards,
+                               benchmark_queries=benchmark_queries, **judge_options)
     return results
 
 
@@ -62,11 +64,14 @@ def run_judge_many(
     data: Mapping[str, Any],
     systems: Sequence[Mapping[str, Any] | None],
     guards: bool = True,
+    benchmark_queries: int | None = None,
     **judge_options: Any,
 ) -> list[Results]:
     """Judge several systems' items in one run (one judge, one scheduler run: the backend sees every
     request at once), behind the response guards unless `guards=False`; one `Results` per group. The
-    `usage` block of each is the whole run's, with `systems` saying how many shared it."""
+    `usage` block of each is its own items' (a request several groups share is counted on the first);
+    for a judge that does not say what each item cost, the whole run's, with `systems` saying how many
+    shared it. `benchmark_queries` (the benchmark's size) goes into each summary."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
     checked = GuardedJudge(judge_object, enabled=guards)
     try:
@@ -76,17 +81,28 @@ def run_judge_many(
     finally:
         if isinstance(judge, str) and hasattr(judge_object, "close"):
             judge_object.close()
+    itemised = any(item.usage is not None for item in judged)  # guarded items cost nothing: no usage
+    run_usage: Usage = getattr(checked, "usage", None) or Usage()  # a judge of one's own may count nothing
     outputs = []
     start_index = 0
     for group, system in zip(groups, systems):
         part = judged[start_index : start_index + len(group)]
         start_index += len(group)
-        results = build_results(checked, part, data=data, wall_seconds=wall, system=system)
+        usage = _total([item.usage for item in part if item.usage is not None]) if itemised else run_usage
+        results = build_results(checked, part, data=data, usage=usage, wall_seconds=wall, system=system,
+                                benchmark_queries=benchmark_queries)
         results.guarded = guard_counts(part)
-        if len(groups) > 1:
+        if len(groups) > 1 and not itemised:
             results.usage["systems"] = len(groups)
         outputs.append(results)
     return outputs
+
+
+def _total(usages: Sequence[Usage]) -> Usage:
+    total = Usage()
+    for usage in usages:
+        total.add(usage)
+    return total
 
 
 def build_results(
@@ -94,12 +110,18 @@ def build_results(
     items: Sequence[ItemResult],
     *,
     data: Mapping[str, Any],
+    usage: Usage,
     wall_seconds: float,
     system: Mapping[str, Any] | None = None,
+    benchmark_queries: int | None = None,
 ) -> Results:
-    usage: Usage = getattr(judge, "usage", None) or Usage()  # a judge of one's own may count nothing
+    """The `Results` of judged items that cost `usage`; `benchmark_queries` (the benchmark's size, when the
+    items answer its queries) goes into the summary, so a partial run says how much of the benchmark it
+    covers."""
     usage_block = {**usage.counts(), "wall_seconds": round(wall_seconds, 3)}
-    return Results(summary=summarize(list(items)), **figure_stats(items), items=list(items), judge=judge.describe(),
+    summary = summarize(list(items))
+    summary["benchmark_queries"] = benchmark_queries
+    return Results(summary=summary, **figure_stats(items), items=list(items), judge=judge.describe(),
                    data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                    model_name=model_name(system) if system is not None else None)
 
@@ -167,7 +189,8 @@ def score_many(
         if limit is not None:
             checked = checked[:limit]
         groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
-    return run_judge_many(judge, groups, data=data, systems=systems, guards=guards, **judge_options)
+    return run_judge_many(judge, groups, data=data, systems=systems, guards=guards, benchmark_queries=len(benchmark),
+                          **judge_options)
 
 
 def failure_count(results: Results) -> int:

@@ -12,7 +12,7 @@ from bespoke_metric.scoring.pipeline import write_results
 from bespoke_metric.scoring.engines import ProtocolOptions
 
 from bespoke_cli.executor import check_executor_flags
-from bespoke_cli.options import add_option_arguments, option_values, positive_int
+from bespoke_cli.options import add_option_arguments, add_resample_arguments, option_values, positive_int
 from .score import add_judge_arguments, answer_caches, judge_options
 
 __all__ = ["HELP", "add_arguments", "answer_caches", "run"]
@@ -27,8 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-feedback-accuracy", action="store_true", help="skip feedback accuracy (one grader call per response)")
     parser.add_argument("--output", help="write the meta-evaluation results (JSON) here")
     parser.add_argument("--limit", type=positive_int, help="judge only the first N meta-test responses")
-    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the intervals (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_resample_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
