@@ -63,7 +63,13 @@ class CommandParser(argparse.ArgumentParser):
                           help=VERBOSE_HELP)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
-        parsed, extras = super().parse_known_args(args, namespace)
+        words = list(sys.argv[1:] if args is None else args)
+        if self._subparsers is None:  # a subcommand: a flag it does not know is the mistake to name first
+            unknown = [word for word in words[: words.index("--") if "--" in words else len(words)]
+                       if word.startswith("--") and word.split("=", 1)[0] not in self._option_string_actions]
+            if unknown:
+                self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        parsed, extras = super().parse_known_args(words, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras

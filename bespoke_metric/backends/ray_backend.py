@@ -29,6 +29,7 @@ from bespoke_dataset.errors import MissingExtraError
 
 from .base import Backend, OnDone, Outcome, Request
 from .ray_rows import encode_request
+from .ray_noise import quiet_ray_notices, without_false_alarms
 
 log = logging.getLogger(__name__)
 
@@ -120,12 +121,13 @@ class RayBackend:
         connect(self.ray_address)
         dataset = self._plan.run(request_dataset(requests, self._plan.order(requests)))
         reported: set[int] = set()
-        async for row in stream_rows(dataset):
-            position = int(row["position"])
-            if position in reported:  # a retried batch answering again: the first answer stands
-                continue
-            reported.add(position)
-            on_done(position, self._plan.outcome(row))
+        with without_false_alarms():  # Ray's error line for every actor pool it starts (ray_noise)
+            async for row in stream_rows(dataset):
+                position = int(row["position"])
+                if position in reported:  # a retried batch answering again: the first answer stands
+                    continue
+                reported.add(position)
+                on_done(position, self._plan.outcome(row))
 
     def close(self) -> None:
         # The Ray instance outlives the backend: other backends of this process (a judge after a system)
@@ -143,6 +145,7 @@ def connect(address: str | None) -> None:
 
     if not ray.is_initialized():
         log.info("%s Ray", f"joining the cluster at {address}:" if address else "starting a local")
+        quiet_ray_notices()
         ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)
     context = DataContext.get_current()
     context.enable_progress_bars = False  # the scheduler's own bar counts answers; Ray's would interleave
