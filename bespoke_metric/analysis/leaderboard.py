@@ -174,17 +174,17 @@ def gather_results(paths: Sequence[str | os.PathLike[str]]) -> Gathered:
         real = os.path.realpath(path)
         if real in seen:
             continue
-        with open(path, "rb") as handle:
-            digest = hashlib.sha256(handle.read()).hexdigest()
-        if digest in seen:
-            notes.append(f"note: {path} is a copy of {seen[digest]}: ranked once")
-            continue
-        seen[real] = seen[digest] = path
+        seen[real] = path
         content = _read_json(path)
         reason = not_results(content, path)
         if reason is not None:
             notes.append(f"note: skipped {path}: {reason}")
             continue
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        if digest in seen:
+            notes.append(f"note: {path} is a copy of {seen[digest]}: ranked once")
+            continue
+        seen[digest] = path
         entries.append(parse_results(content, path))
     return Gathered(entries, notes)
 
