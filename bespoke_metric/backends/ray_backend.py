@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from typing import Any, AsyncIterator, Callable, Protocol, Sequence
 
@@ -144,9 +145,12 @@ def connect(address: str | None) -> None:
     from ray.data import DataContext
 
     if not ray.is_initialized():
-        log.info("%s Ray", f"joining the cluster at {address}:" if address else "starting a local")
+        # No address means a new local instance, as --ray-address says (RAY_ADDRESS, Ray's own setting, is
+        # still honoured): Ray's None would join any cluster a `ray start` left on this machine, anyone's.
+        given = address or os.environ.get("RAY_ADDRESS")
+        log.info("%s Ray", f"joining the cluster at {given}:" if given else "starting a local")
         quiet_ray_notices()
-        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)
+        ray.init(address=given or "local", include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)
     context = DataContext.get_current()
     context.enable_progress_bars = False  # the scheduler's own bar counts answers; Ray's would interleave
     context.print_on_execution_start = False

@@ -26,9 +26,10 @@ from contextlib import contextmanager
 log = logging.getLogger(__name__)
 
 FALSE_ALARMS: tuple[re.Pattern[bytes], ...] = (
-    re.compile(rb"core_worker\.cc:\d+: Actor with class name: .* has constructor arguments in the object store"),
+    re.compile(rb"\[[^\[\]\n]*\] core_worker\.cc:\d+: Actor with class name: .* has constructor arguments in the "
+               rb"object store.*"),
 )
-"""Lines of Ray's C++ core that say nothing about the run."""
+"""Log lines of Ray's C++ core that say nothing about the run, from their `[time level pid tid]` prefix on."""
 
 TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 """The start of Ray's warning that a new local instance has token authentication, its default."""
@@ -90,7 +91,7 @@ def _forward(read_end: int, out: int) -> None:
     with os.fdopen(read_end, "rb", buffering=0) as pipe:
         while chunk := pipe.read(1 << 16):
             *lines, pending = (pending + chunk).split(b"\n")
-            kept = [line + b"\n" for line in lines if not any(alarm.search(line) for alarm in FALSE_ALARMS)]
+            kept = [line + b"\n" for line in map(_without_alarms, lines) if line is not None]
             if pending and not pending.startswith(b"["):
                 kept.append(pending)
                 pending = b""
@@ -98,3 +99,13 @@ def _forward(read_end: int, out: int) -> None:
                 os.write(out, b"".join(kept))
     if pending:
         os.write(out, pending)
+
+
+def _without_alarms(line: bytes) -> bytes | None:
+    """`line` without the false alarms in it (one may follow a progress bar's text on the same line);
+    None when nothing else was on it."""
+    for alarm in FALSE_ALARMS:
+        line, found = alarm.subn(b"", line)
+        if found and not line.strip():
+            return None
+    return line
