@@ -14,13 +14,12 @@ from typing import Any
 import datasets
 from datasets.builder import Key
 
-from .citation import CITATION, HOMEPAGE
+from .registration import CITATION, HOMEPAGE
 from .errors import BespokeDataWarning
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
-from .raw import RawRelease
+from .raw import SPLIT, RawRelease
 from .records import build_records
 from .source import ResolvedSource
-from .typed import SPLIT
 from .version import __version__
 
 RECORDS_VERSION = "2"

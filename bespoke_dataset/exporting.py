@@ -5,8 +5,9 @@ The folder holds `<config>/test-00000-of-00001.parquet` per config, a README.md 
 `datasets.load_dataset(folder_or_repo, "benchmark", split="test")` gives the typed records, and the
 benchmark registration `eval.yaml` (the leaderboards `bespoke submit` reports to). An export of a synthetic
 release keeps its `SYNTHETIC.md` marker, so every figure scored on the export is still said to be
-synthetic. The folder is itself a source (`bespoke_dataset.typed`): `--source EXPORT` reads it back. Exporting into a folder
-that holds an earlier export (a clone of the Hub repo it was pushed to, say) replaces only those entries
+synthetic. The folder is itself a source (the typed layout of `raw`): `--source EXPORT` reads it back.
+
+Exporting into a folder that holds an earlier export (a clone of the Hub repo it was pushed to, say) replaces only those entries
 and keeps the rest (``.git``, ``.gitattributes``, other files); any other non-empty folder is refused
 unless forced.
 """
@@ -21,12 +22,11 @@ from typing import Any
 import yaml
 
 from .atomic import FolderOwner, atomic_entries
-from .citation import CITATION
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .loading import available_configs, load
-from .registration import BENCHMARK_TASKS, REGISTRATION_FILE, render_registration
+from .raw import SPLIT, data_file
+from .registration import BENCHMARK_TASKS, CITATION, REGISTRATION_FILE, render_registration
 from .source import DEFAULT_SOURCE, SYNTHETIC_MARKER, ResolvedSource, resolve_source
-from .typed import SPLIT, data_file
 from .version import __version__
 
 log = logging.getLogger(__name__)

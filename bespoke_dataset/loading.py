@@ -12,10 +12,9 @@ from datasets.exceptions import DatasetGenerationError
 from .builder import WARNINGS_FILE, BespokeBuilder
 from .errors import BespokeDataError, BespokeDataWarning
 from .features import CONFIGS
-from .raw import RawRelease
+from .raw import SPLIT, RawRelease, typed_configs
 from .rows import resolve_config_source
 from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir
-from .typed import SPLIT, typed_configs
 
 DATASETS_CACHE = "datasets"
 """The `default_cache_dir` kind of built configs: ``$BESPOKE_CACHE/datasets`` (``~/.cache/bespoke/datasets``)."""

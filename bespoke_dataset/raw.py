@@ -3,8 +3,12 @@
 Hub layout: seven parquet tables (`queries/*.parquet`, `chat_history/*.parquet`, ...). GitHub layout:
 per-user files `evaluation_shot/{user}/query-id_{N}.json`, `personalized_rubric/{user}/query-id_{N}.txt`,
 `gold_information/{user}/query-id_{N}.json` and optionally `meta_test/{user}/query-id_{N}.json`; it has no
-histories and no query table. The layout is detected from what is in the folder; a folder `bespoke
-export` wrote is the typed layout (`typed`), whose configs are read whole, not through these tables.
+histories and no query table. The layout is detected from what is in the folder.
+
+A folder `bespoke export` wrote is the typed layout (`typed`): one parquet file per config,
+`<config>/test-00000-of-00001.parquet`, holding that config's records as `load` gives them (its card's YAML
+declares the same files for `datasets.load_dataset`). It is read back whole, config by config
+(`typed_rows`): the records were built, checked and typed when the export was written.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from typing import Any, Literal
 import pyarrow.parquet as pq
 
 from .errors import BespokeDataError
-from .typed import is_typed
 
 Layout = Literal["hub", "github", "typed"]
 
@@ -137,3 +140,42 @@ class RawRelease:
         except UnicodeDecodeError as error:
             raise BespokeDataError(name, f"not UTF-8 text ({error})") from error
         return RawRow(table, name, {"user": file.parent.name, "query-id": file.stem, spec.payload: text})
+
+
+# --- the typed layout: a folder `bespoke export` wrote ------------------------------------------------
+
+SPLIT = "test"
+"""The one split of every config (`datasets` refuses the raw release's `all`)."""
+
+
+def data_file(config: str) -> str:
+    """Where an export keeps `config`, relative to its folder."""
+    return f"{config}/{SPLIT}-00000-of-00001.parquet"
+
+
+def is_typed(path: Path) -> bool:
+    """Whether `path` holds an export: some config folder with its data file."""
+    return any(path.glob(data_file("*")))
+
+
+def typed_files(path: Path) -> list[Path]:
+    """Every config's data file in an export, in a fixed order."""
+    return sorted(path.glob(data_file("*")))
+
+
+def typed_configs(path: Path) -> list[str]:
+    """The configs an export holds."""
+    return [file.parent.name for file in typed_files(path)]
+
+
+def typed_rows(path: Path, config: str) -> list[dict[str, Any]]:
+    """The records of `config` in the export at `path`; a BespokeDataError names a config it does not hold."""
+    file = path / data_file(config)
+    if not file.is_file():
+        held = ", ".join(typed_configs(path)) or "none"
+        raise BespokeDataError(data_file(config), f"this export (under {path}) has no {config!r} config (it holds: {held})")
+    try:
+        with pq.ParquetFile(file) as parquet:  # not pq.read_table, whose dataset layer imports pandas
+            return parquet.read().to_pylist()
+    except Exception as error:  # pyarrow raises several types for unreadable files
+        raise BespokeDataError(data_file(config), f"not a readable parquet file ({error})") from error

@@ -21,8 +21,7 @@ from .errors import BespokeDataError, BespokeDataWarning
 from .vocabulary import DIMENSIONS, SCORE_RANGE
 from .histories import parse_history
 from .keys import natural_key, normalise_query_id, query_key
-from .raw import TABLES, RawRelease, RawRow
-from .typed import typed_rows
+from .raw import TABLES, RawRelease, RawRow, typed_rows
 
 Record = dict[str, Any]
 Key = tuple[str, str]

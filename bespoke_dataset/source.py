@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BespokeDataError
-from .raw import TABLES, Layout, detect_layout, table_files
-from .typed import data_file, typed_files
+from .raw import TABLES, Layout, data_file, detect_layout, table_files, typed_files
 
 DEFAULT_SOURCE = "yonsei-dli/BESPOKE"
 """The public release on the Hugging Face Hub."""

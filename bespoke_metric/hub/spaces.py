@@ -21,7 +21,7 @@ from typing import Mapping
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.atomic import FolderOwner, atomic_entries
-from bespoke_dataset.citation import CITATION
+from bespoke_dataset.registration import CITATION
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.source import is_repo_id
 from bespoke_dataset.version import __version__
