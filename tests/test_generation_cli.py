@@ -49,7 +49,7 @@ def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub
     results = json.loads(results_path.read_text(encoding="utf-8"))
     assert results["summary"]["items"] == 3
     assert not any(results["summary"]["failures"].values())
-    assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results.predictions.jsonl")]
+    assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results" / "predictions.jsonl")]  # in the companion folder
     assert results["judge"]["spec"] == "openai:judge-model"
     system = results["system"]
     assert system["model"]["spec"] == f"hf:{tiny_model_dir}"
