@@ -14,6 +14,7 @@ from typing import Any
 import datasets
 from datasets.builder import Key
 
+from .registration import CITATION, HOMEPAGE
 from .errors import BespokeDataWarning
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .reading.raw import RawRelease
@@ -22,17 +23,7 @@ from .source import ResolvedSource
 from .version import __version__
 from .vocabulary import SPLIT
 
-CITATION = """@misc{kim2025bespokebenchmarksearchaugmentedlarge,
-  title={BESPOKE: Benchmark for Search-Augmented Large Language Model Personalization via Diagnostic Feedback},
-  author={Hyunseo Kim and Sangam Lee and Kwangwook Seo and Dongha Lee},
-  year={2025},
-  eprint={2509.21106},
-  archivePrefix={arXiv},
-  primaryClass={cs.CL},
-  url={https://arxiv.org/abs/2509.21106}
-}"""
-HOMEPAGE = "https://huggingface.co/datasets/yonsei-dli/BESPOKE"
-RECORDS_VERSION = "3"
+RECORDS_VERSION = "4"
 """Bump when the way records are built changes without a package version change."""
 
 WARNINGS_FILE = "bespoke_warnings.json"

@@ -8,6 +8,11 @@ class UserError(ValueError):
     command line prints it as one `error:` line, without a traceback. Every such error derives from it."""
 
 
+class MissingExtraError(UserError, ImportError):
+    """An optional part that is not installed (vLLM, Ray): the message names the extra that installs it.
+    Still an ImportError, for code that tells an absent package that way."""
+
+
 class BespokeDataError(UserError):
     """The release cannot be read as BESPOKE data.
 

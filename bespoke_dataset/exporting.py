@@ -3,8 +3,11 @@
 The folder holds `<config>/test-00000-of-00001.parquet` per config, a README.md rendered from
 `hub_card.md`, whose YAML declares the configs, the `test` split and the features, so that plain
 `datasets.load_dataset(folder_or_repo, "benchmark", split="test")` gives the typed records, and the
-benchmark registration `eval.yaml` (the leaderboards `bespoke submit` reports to). Exporting into a folder
-that holds an earlier export (a clone of the Hub repo it was pushed to, say) replaces only those entries
+benchmark registration `eval.yaml` (the leaderboards `bespoke submit` reports to). An export of a synthetic
+release keeps its `SYNTHETIC.md` marker, so every figure scored on the export is still said to be
+synthetic. The folder is itself a source (the typed layout of `raw`): `--source EXPORT` reads it back.
+
+Exporting into a folder that holds an earlier export (a clone of the Hub repo it was pushed to, say) replaces only those entries
 and keeps the rest (``.git``, ``.gitattributes``, other files); any other non-empty folder is refused
 unless forced.
 """
@@ -19,12 +22,13 @@ from typing import Any
 import yaml
 
 from .atomic import FolderOwner, atomic_entries
-from .builder import CITATION, SPLIT
 from .building.card import fill
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .loading import available_configs, load
-from .registration import BENCHMARK_TASKS, REGISTRATION_FILE, render_registration
-from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
+from .reading.raw import data_file
+from .vocabulary import SPLIT
+from .registration import BENCHMARK_TASKS, CITATION, REGISTRATION_FILE, render_registration
+from .source import DEFAULT_SOURCE, SYNTHETIC_MARKER, ResolvedSource, resolve_source
 from .version import __version__
 
 log = logging.getLogger(__name__)
@@ -33,10 +37,6 @@ CARD_TEMPLATE = Path(__file__).parent / "hub_card.md"
 SYNTHETIC_NOTICE = ("> **Synthetic data.** This export was made from a synthetic release written by "
                     "`bespoke_dataset.synthetic` for tests and demos: invented users, texts and judgments in the "
                     "real format. It is not the BESPOKE benchmark.\n")
-
-
-def data_file(config: str) -> str:
-    return f"{config}/{SPLIT}-00000-of-00001.parquet"
 
 
 def holds_export(folder: Path) -> bool:
@@ -128,7 +128,11 @@ def export(source: str | Path = DEFAULT_SOURCE, out_dir: str | Path = "bespoke-e
             sizes[config] = (len(dataset), dataset.data.nbytes)
         (tmp / "README.md").write_text(render_card(sizes, resolved, repo), encoding="utf-8")
         (tmp / REGISTRATION_FILE).write_text(render_registration(), encoding="utf-8")
+        if resolved.synthetic:
+            shutil.copyfile(resolved.path / SYNTHETIC_MARKER, tmp / SYNTHETIC_MARKER)
     out = Path(out_dir)
+    if not resolved.synthetic:  # an earlier export of synthetic data, replaced by real data
+        (out / SYNTHETIC_MARKER).unlink(missing_ok=True)
     for config in skipped:  # stale data of a previous export, no longer declared by the card
         folder = out / config
         if folder.is_dir() and [p.name for p in folder.iterdir()] == [Path(data_file(config)).name]:

@@ -9,10 +9,11 @@ from pathlib import Path
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
-from .builder import SPLIT, WARNINGS_FILE, BespokeBuilder
+from .builder import WARNINGS_FILE, BespokeBuilder
 from .errors import BespokeDataError, BespokeDataWarning
 from .rows import available_configs, resolve_config_source
 from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir
+from .vocabulary import SPLIT
 
 DATASETS_CACHE = "datasets"
 """The `default_cache_dir` kind of built configs: ``$BESPOKE_CACHE/datasets`` (``~/.cache/bespoke/datasets``)."""

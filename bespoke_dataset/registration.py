@@ -1,6 +1,7 @@
-"""The benchmark registration of an exported dataset repo: `eval.yaml` at its root, as the Hub's
-documentation on eval results specifies it (`name`, `description`, `evaluation_framework`, `tasks[]` of
-`id` with optional `config` and `split`).
+"""What BESPOKE is on the Hub: how to cite it and where its release lives (for dataset cards, Space cards
+and the builder alike), and the benchmark registration of an exported dataset repo: `eval.yaml` at its
+root, as the Hub's documentation on eval results specifies it (`name`, `description`,
+`evaluation_framework`, `tasks[]` of `id` with optional `config` and `split`).
 
 Each task is one leaderboard on the dataset's page, fed by the `.eval_results/*.yaml` files of model
 repos that name it (`dataset.task_id`); `bespoke submit` writes those, one entry per task here.
@@ -12,8 +13,21 @@ from dataclasses import dataclass
 
 import yaml
 
-from .builder import SPLIT
+from .vocabulary import SPLIT
 from .vocabulary import DIMENSION_LABELS, DIMENSIONS
+
+CITATION = """@misc{kim2025bespokebenchmarksearchaugmentedlarge,
+  title={BESPOKE: Benchmark for Search-Augmented Large Language Model Personalization via Diagnostic Feedback},
+  author={Hyunseo Kim and Sangam Lee and Kwangwook Seo and Dongha Lee},
+  year={2025},
+  eprint={2509.21106},
+  archivePrefix={arXiv},
+  primaryClass={cs.CL},
+  url={https://arxiv.org/abs/2509.21106}
+}"""
+"""The paper, as every card cites it."""
+HOMEPAGE = "https://huggingface.co/datasets/yonsei-dli/BESPOKE"
+"""Where the public release lives."""
 
 REGISTRATION_FILE = "eval.yaml"
 """Where the registration lives: the dataset repo's root."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import BespokeDataError
-from .reading.raw import RawRelease
+from .reading.raw import RawRelease, typed_configs
 from .reading.records import BUILDERS, Record, build_records
 from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
 
@@ -32,9 +32,12 @@ def resolve_config_source(config: str, source: str | Path | ResolvedSource = DEF
 
 def available_configs(source: ResolvedSource) -> list[str]:
     """The configs a source can give: all of them from the Hub layout; from the GitHub layout all but
-    `histories`, and `meta_test` only when its files are there."""
+    `histories`, and `meta_test` only when its files are there; from an export, those it holds."""
     if source.layout == "hub":
         return list(BUILDERS)
+    if source.layout == "typed":
+        held = typed_configs(source.path)
+        return [c for c in BUILDERS if c in held]
     has_meta_test = RawRelease(source.path).has("meta_test")
     return [c for c in BUILDERS if c != "histories" and (c != "meta_test" or has_meta_test)]
 

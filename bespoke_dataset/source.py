@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BespokeDataError
-from .reading.raw import TABLES, Layout, detect_layout, table_files
+from .reading.raw import TABLES, Layout, data_file, detect_layout, table_files, typed_files
 
 DEFAULT_SOURCE = "yonsei-dli/BESPOKE"
 """The public release on the Hugging Face Hub."""
@@ -22,9 +22,11 @@ SAMPLE = "sample"
 SAMPLE_DIR = Path(__file__).parent / "sample"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-HUB_PATTERNS = [f"{t.folder}/*.parquet" for t in TABLES.values()] + ["README.md"]
 SYNTHETIC_MARKER = "SYNTHETIC.md"
-"""The file `bespoke_dataset.synthetic` writes into every synthetic release (and the export card looks for)."""
+"""The file `bespoke_dataset.synthetic` writes into every synthetic release (and `export` copies into an
+export of one)."""
+HUB_PATTERNS = [f"{t.folder}/*.parquet" for t in TABLES.values()] + [data_file("*"), "README.md", SYNTHETIC_MARKER]
+"""What a Hub source downloads: the raw tables, or an export's config files, and the card."""
 CACHE_ENV = "BESPOKE_CACHE"
 
 
@@ -95,15 +97,15 @@ def _download_or_explain(repo_id: str, revision: str | None, cache_dir: str | Pa
 
 
 def content_fingerprint(path: Path, layout: Layout) -> str:
-    """SHA-256 over each table file's relative path and bytes, in a fixed order."""
+    """SHA-256 over each table file's (an export's: each config file's) relative path and bytes, in a fixed order."""
     digest = hashlib.sha256(layout.encode())
-    for table in TABLES:
-        for file in table_files(path, layout, table):
-            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
-            with file.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            digest.update(b"\0")
+    files = typed_files(path) if layout == "typed" else [f for table in TABLES for f in table_files(path, layout, table)]
+    for file in files:
+        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
     return digest.hexdigest()
 
 
@@ -111,7 +113,8 @@ def resolve_source(source: str | Path = DEFAULT_SOURCE, revision: str | None = N
                    hub_cache_dir: str | Path | None = None) -> ResolvedSource:
     """Find (or download) a release and fingerprint it.
 
-    `source`: ``"sample"`` (bundled synthetic sample), a local folder (Hub or GitHub layout, detected), or a
+    `source`: ``"sample"`` (bundled synthetic sample), a local folder (Hub or GitHub layout, or an export:
+    detected), or a
     Hub dataset repo id such as ``"yonsei-dli/BESPOKE"``. `revision` (branch, tag or commit) applies to Hub
     repos only.
     """

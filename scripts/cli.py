@@ -14,6 +14,7 @@ import os
 import sys
 import time
 import warnings
+from typing import Any
 
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
@@ -43,13 +44,45 @@ EXIT_USAGE = 2
 OWN_LOGGERS = ("bespoke_dataset", "bespoke_metric", "bespoke_cli")
 
 
+VERBOSE_HELP = "log debug messages, show library progress bars and the traceback of any error"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """Every parser of the command line, the top level's and each subcommand's (and theirs): built here, so
+    a subcommand's flags, whoever adds them, parse the same way.
+
+    - Flags are never matched by prefix (`allow_abbrev=False`): `--search` is not taken for `--search-docs`.
+    - An unknown flag is reported by the parser of the subcommand it was given to, with that subcommand's
+      usage (argparse leaves it to the top level, which prints its own).
+    - `-v` is taken after the subcommand as well as before it.
+    """
+
+    def __init__(self, *args: Any, top_level: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        # A subcommand's -v leaves the attribute alone when it is not given, so a -v before the
+        # subcommand still counts.
+        self.add_argument("-v", "--verbose", action="store_true", default=False if top_level else argparse.SUPPRESS,
+                          help=VERBOSE_HELP)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        words = list(sys.argv[1:] if args is None else args)
+        if self._subparsers is None:  # a subcommand: a flag it does not know is the mistake to name first
+            unknown = [word for word in words[: words.index("--") if "--" in words else len(words)]
+                       if word.startswith("--") and word.split("=", 1)[0] not in self._option_string_actions]
+            if unknown:
+                self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        parsed, extras = super().parse_known_args(words, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand, or of the subcommand `only`: adding one imports its module, and some
     import heavy libraries (torch, datasets) that the command being run may not need."""
-    parser = argparse.ArgumentParser(prog="bespoke", description="The BESPOKE benchmark on the Hugging Face stack.")
+    parser = CommandParser(prog="bespoke", description="The BESPOKE benchmark on the Hugging Face stack.", top_level=True)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="log debug messages, show library progress bars and the traceback of any error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:

@@ -7,6 +7,9 @@ counts what they hold, as the cache itself reports it, and how much of that this
 from __future__ import annotations
 
 import argparse
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 from bespoke_metric.backends.batch_ledger import default_ledger, ledger_path, running_batches
@@ -50,3 +53,20 @@ def running(caches: list[str], started: float) -> list[str]:
     `started` to the shared ledger of runs without a cache."""
     found = [batch for cache in caches for batch in running_batches(ledger_path(cache))]
     return list(dict.fromkeys(found + running_batches(default_ledger(), since=started)))
+
+
+@contextmanager
+def ctrl_c_seen() -> Iterator[list[int]]:
+    """Notes a Ctrl-C that a library catches itself (a Gradio server stops quietly on one, as if closed):
+    the list yielded holds the signal afterwards if one came. Ctrl-C still raises KeyboardInterrupt."""
+    seen: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        seen.append(signum)
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -9,6 +9,7 @@ import typing
 from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_metric.results.stats import DEFAULT_RESAMPLES
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,6 +17,24 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default=DEFAULT_SOURCE,
                         help=f"Hub dataset repo id, local release folder (either layout), or 'sample' (default: {DEFAULT_SOURCE})")
     parser.add_argument("--revision", help="Hub branch, tag or commit of the data (Hub sources only)")
+
+
+def add_resample_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--resamples` (the one bootstrap count of every interval, `stats.DEFAULT_RESAMPLES`) and `--seed`."""
+    parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES,
+                        help=f"bootstrap resamples for the intervals (default {DEFAULT_RESAMPLES})")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+
+def positive_int(text: str) -> int:
+    """The argparse type of a count that must be at least 1 (`--limit 0` would score nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, options: type,

@@ -119,7 +119,7 @@ def test_export_into_a_repo_clone_keeps_what_is_not_the_export(synthetic_hub, sy
     meta, _ = card_yaml(out)
     assert [c["config_name"] for c in meta["configs"]] == list(CONFIGS)
     assert sorted(p.name for p in out.iterdir()) == sorted([".git", ".gitattributes", "NOTES.md", "README.md", "eval.yaml",
-                                                            *CONFIGS])
+                                                            "SYNTHETIC.md", *CONFIGS])  # the source's marker too
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
     # a source without histories: the stale histories folder of the previous export goes, the rest stays;
     # the folder now holds an export, so no force is needed

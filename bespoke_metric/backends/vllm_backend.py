@@ -21,6 +21,8 @@ import asyncio
 import json
 from typing import Any, Sequence
 
+from bespoke_dataset.errors import MissingExtraError
+
 from .base import CallError, Completion, OnDone, Request
 from .tool_calls import template_takes_tools, with_tool_calls
 
@@ -57,8 +59,8 @@ class VLLMBackend:
         try:
             import vllm
         except ImportError as err:
-            raise ImportError(
-                "the vllm backend needs vLLM on a GPU machine: pip install 'bespoke-eval[vllm]'"
+            raise MissingExtraError(
+                "the vllm engine needs vLLM, which is not installed: pip install 'bespoke-eval[vllm]' (on a GPU machine)"
             ) from err
         self._vllm = vllm
         self.model = model

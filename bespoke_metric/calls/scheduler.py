@@ -50,6 +50,9 @@ class CallResult:
     """True when every answer this request needed came from the cache."""
     attempts: int = 0
     """Answers received for it: 1, plus one per repair round."""
+    usage: Usage = field(default_factory=Usage)
+    """What this request cost: its share of the run's `usage` (a call answering several identical requests
+    is counted on the first), so a caller can say what each item, or each file, cost."""
 
     @property
     def ok(self) -> bool:
@@ -80,7 +83,7 @@ async def run_requests(
         progress: a `ProgressHook` called once per request as it ends, or True for a tqdm bar.
         usage: counters to add to: `calls` (answers from the backend), `cached` (answers from the
             cache), `failed` (requests that ended in error), tokens of the calls made. Wall time is the
-            caller's to measure (runs may overlap).
+            caller's to measure (runs may overlap). Each `CallResult.usage` holds the request's share.
     """
     own_bar = ProgressBar(len(requests)) if progress is True else None
     hook: ProgressHook | None = own_bar if own_bar is not None else (progress or None)  # type: ignore[assignment]
@@ -140,7 +143,8 @@ async def _round(run: _Run, jobs: list[_Job], pending: list[int]) -> list[int]:
         if hit is None:
             misses.setdefault(keys[index], []).append(index)
             continue
-        run.usage.cached += 1
+        for usage in (run.usage, jobs[index].result.usage):
+            usage.cached += 1
         if not _settle(run, jobs[index], index, hit, cached=True):
             repairs.append(index)
     if misses:
@@ -169,7 +173,8 @@ class _Landing:
             raise RuntimeError(f"{run.backend.name} backend reported request {position} twice")
         self.answered.add(position)
         key = self.keys[position]
-        _count(run.usage, outcome)
+        for usage in (run.usage, self.jobs[self.misses[key][0]].result.usage):  # a shared call counts on its first asker
+            _count(usage, outcome)
         if isinstance(outcome, Completion) and run.cache is not None:
             run.cache.put(key, outcome)
         self._settle_all(key, outcome)
@@ -217,7 +222,8 @@ def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool)
             result.value = None
             result.error = f"unparseable answer after {result.attempts} attempt(s): {reason}"
     if result.error is not None:
-        run.usage.failed += 1
+        for usage in (run.usage, result.usage):
+            usage.failed += 1
     if run.hook is not None:
         run.hook("failed" if result.error is not None else "cached" if result.cached else "done", 1)
     return True

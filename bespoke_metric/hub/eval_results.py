@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from bespoke_dataset.registration import BENCHMARK_CONFIG, BENCHMARK_TASKS, NAME
-from bespoke_dataset.builder import SPLIT
+from bespoke_dataset.vocabulary import SPLIT
 
 from bespoke_metric.analysis.leaderboard import LABELS, Entry
 from .submission import SubmissionError

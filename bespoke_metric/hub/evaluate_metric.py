@@ -14,7 +14,7 @@ import datasets
 import evaluate
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.builder import CITATION
+from bespoke_dataset.registration import CITATION
 from bespoke_dataset.keys import parse_query_key
 
 from bespoke_metric.results.figure_stats import HEADLINE

@@ -3,7 +3,7 @@
 It reads every results file of a folder or a Hub dataset repo, ranks the systems within groups of
 comparable results (same judge, protocol, data and query set: `leaderboard.build_leaderboard`, never
 across), and shows per group a table (rank, system, average with its 95% interval, the five figures,
-judge, context, query count) that a text filter narrows, and the per-dimension chart. Its submit tab
+judge, context, queries covered of the benchmark's, guarded responses) that a text filter narrows, and the per-dimension chart. Its submit tab
 checks an uploaded results file as `bespoke submit` does and says why one is refused, or where it would
 rank. A file the board cannot show is listed with the reason, never silently dropped.
 """
@@ -22,8 +22,6 @@ from bespoke_metric.results import stats
 from .eval_results import context
 from bespoke_metric.analysis.leaderboard import COLUMNS, LABELS, Group, Row, build_leaderboard, system_row
 from .submission import SubmissionError, read_submission
-
-DEFAULT_RESAMPLES = 1000
 
 
 @dataclass
@@ -45,12 +43,12 @@ def results_folder(results: str | os.PathLike[str], *, token: str | None = None)
     return Path(HfApi(token=token).snapshot_download(repo_id=os.fspath(results), repo_type="dataset", allow_patterns=["*.json"]))
 
 
-def read_board(folder: Path, *, allow_proxy: bool = False, n_resamples: int = DEFAULT_RESAMPLES) -> Board:
+def read_board(folder: Path, *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES) -> Board:
     """Every `*.json` under `folder`, checked as a submission, ranked in its group."""
     accepted, skipped = [], []
     for path in sorted(p for p in folder.rglob("*.json") if p.is_file()):
         try:
-            accepted.append(read_submission(path, allow_proxy=allow_proxy, name=path.relative_to(folder).as_posix()))
+            accepted.append(read_submission(path, allow_proxy=allow_proxy, allow_synthetic=True, name=path.relative_to(folder).as_posix()))
         except SubmissionError as error:
             skipped.append(str(error))
     return Board(build_leaderboard(accepted, allow_proxy=allow_proxy, n_resamples=n_resamples), skipped)
@@ -69,7 +67,7 @@ def group_table(group: Group, query: str = "") -> str:
     """One group's ranked rows as an HTML table; `query` keeps the rows whose system or context holds
     every word of it."""
     header = ["Rank", "System", f"{LABELS['average']} [95% CI]"] + [LABELS[c] for c in COLUMNS if c != "average"]
-    header += ["Judge", "Context", "Queries"]
+    header += ["Judge", "Context", "Queries", "Guarded"]
     rows = [row for row in group.rows if _matches(row, query)]
     if not rows:
         return f'<p class="empty">No system of this table matches “{html.escape(query)}”.</p>'
@@ -78,7 +76,7 @@ def group_table(group: Group, query: str = "") -> str:
         ci = row.cis["average"]
         average = _figure(row.values["average"]) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
         cells = [str(row.rank), row.system, average] + [_figure(row.values[c]) for c in COLUMNS if c != "average"]
-        cells += [str(group.judge["spec"]), context(row.entry) or "—", str(group.queries)]
+        cells += [str(group.judge["spec"]), context(row.entry) or "—", row.coverage, str(row.guarded)]
         body.append('<tr class="system-row">' + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>")
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     return f'<table class="leaderboard"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
@@ -97,13 +95,13 @@ def board_html(board: Board, query: str = "") -> str:
 
 
 def verdict(path: str | os.PathLike[str] | None, board: Board, *, allow_proxy: bool = False,
-            n_resamples: int = DEFAULT_RESAMPLES) -> str:
+            n_resamples: int = stats.DEFAULT_RESAMPLES) -> str:
     """What the submit tab says of an uploaded file: why it is refused, or where it would rank."""
     if path is None:
         return ""
     name = Path(path).name
     try:
-        results = read_submission(path, allow_proxy=allow_proxy, name=name)
+        results = read_submission(path, allow_proxy=allow_proxy, allow_synthetic=True, name=name)
     except SubmissionError as error:
         return f"**Refused.** {error}"
     row = system_row(results, n_resamples=n_resamples)
@@ -117,7 +115,7 @@ def verdict(path: str | os.PathLike[str] | None, board: Board, *, allow_proxy: b
     return f"{head} It would rank {rank} of {len(group.rows) + 1} in the table: {group.title}."
 
 
-def build_app(results: str | os.PathLike[str], *, allow_proxy: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
+def build_app(results: str | os.PathLike[str], *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES,
               token: str | None = None) -> Any:
     """The Gradio app of a leaderboard Space over `results` (a folder, or a Hub dataset repo id)."""
     import gradio as gr

@@ -21,13 +21,13 @@ from typing import Mapping
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.atomic import FolderOwner, atomic_entries
-from bespoke_dataset.builder import CITATION
+from bespoke_dataset.registration import CITATION
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.source import is_repo_id
 from bespoke_dataset.version import __version__
 
 from .eval_results import REPO_ID
-from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, load_results
+from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results
 
 SPACE_FILES = Path(__file__).parent / "space_files"
 GRADIO_SDK_VERSION = "6.31.0"
@@ -85,22 +85,25 @@ def metric_space_files(name: str, repo: str | None = None) -> dict[str, str]:
     }
 
 
-def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = False) -> dict[str, Path] | str:
-    """The results a leaderboard Space ranks: `{path under results/: file}` for a local folder (every
-    `*.json` in it, each checked as the board will read it), or the id of a Hub dataset repo of them."""
+def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = False) -> tuple[dict[str, Path] | str, list[str]]:
+    """The results a leaderboard Space ranks, and a note for each file of the folder left out: `{path under
+    results/: file}` for a local folder (its results files, each checked as the board will read it; run
+    files, a sweep's summary and copies are left out, `leaderboard.gather_results`), or the id of a Hub
+    dataset repo of them (no notes)."""
     folder = Path(source)
     if not folder.is_dir():
         if is_repo_id(os.fspath(source)):
-            return os.fspath(source)
+            return os.fspath(source), []
         raise SpaceError(f"--results {source}: neither a folder nor a Hub dataset repo id ORG/NAME")
-    files = sorted(path for path in folder.rglob("*.json") if path.is_file())
-    if not files:
-        raise SpaceError(f"--results {source}: no results file (*.json) in it")
     try:
-        build_leaderboard(load_results(files), allow_proxy=allow_proxy, n_resamples=10)
+        gathered = gather_results(sorted(path for path in folder.rglob("*.json") if path.is_file()))
+        if not gathered.entries:
+            raise SpaceError(f"--results {source}: no results file (*.json written by `bespoke score` or `bespoke run`) in it")
+        build_leaderboard(gathered.entries, allow_proxy=allow_proxy, n_resamples=10)
     except LeaderboardError as error:
         raise SpaceError(f"--results {source}: {error}") from None
-    return {path.relative_to(folder).as_posix(): path for path in files}
+    files = [Path(entry.path) for entry in gathered.entries]
+    return {path.relative_to(folder).as_posix(): path for path in files}, gathered.notes
 
 
 def leaderboard_space_files(results: dict[str, Path] | str, *, allow_proxy: bool = False) -> dict[str, str]:

@@ -2,7 +2,9 @@
 leaderboard Space (its submit tab). One check, with one reason a file is refused, for both.
 
 A file is refused when it is not JSON, is not a results file, scored no item (every judgment failed,
-or it holds none), or was judged by a proxy judge (`embed:`) unless proxies are allowed.
+or it holds none), was judged by a proxy judge (`embed:`) unless proxies are allowed, or was scored on
+synthetic data (the bundled sample, a `bespoke synth` release) unless that is allowed: a leaderboard Space
+may rank synthetic results under its SYNTHETIC heading, but the Hub's Eval Results never take them.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 from bespoke_dataset.errors import UserError
 
 from bespoke_metric.analysis.leaderboard import Entry, LeaderboardError, parse_results
+from bespoke_metric.results.caveats import is_synthetic
 
 
 class SubmissionError(UserError):
     """A results file that cannot be submitted; the message says which file and why."""
 
 
-def check_submission(content: Any, origin: str, *, allow_proxy: bool = False) -> Entry:
+def check_submission(content: Any, origin: str, *, allow_proxy: bool = False, allow_synthetic: bool = False) -> Entry:
     """The parsed results of a decoded results file, or `SubmissionError` naming `origin` and the reason
     (`parse_results` refuses what is not a results file and a file in which no item was scored)."""
     if not isinstance(content, dict):
@@ -32,10 +35,14 @@ def check_submission(content: Any, origin: str, *, allow_proxy: bool = False) ->
     if results.proxy and not allow_proxy:
         raise SubmissionError(f"{origin}: proxy-judge results ({results.judge['spec']}) are not leaderboard material: "
                               "they are for quick checks and training loops (--allow-proxy accepts them, marked as proxy)")
+    if is_synthetic(results.results.data) and not allow_synthetic:
+        raise SubmissionError(f"{origin}: scored on synthetic data ({results.results.data.get('source')}), invented users "
+                              "and judgments: its figures are not BESPOKE results and cannot be submitted as such")
     return results
 
 
-def read_submission(path: str | os.PathLike[str], *, allow_proxy: bool = False, name: str | None = None) -> Entry:
+def read_submission(path: str | os.PathLike[str], *, allow_proxy: bool = False, allow_synthetic: bool = False,
+                    name: str | None = None) -> Entry:
     """Read and check a results file; `name` is how to call it in messages (default: its path)."""
     origin = name or os.fspath(path)
     try:
@@ -47,4 +54,4 @@ def read_submission(path: str | os.PathLike[str], *, allow_proxy: bool = False, 
         raise SubmissionError(f"{origin}: not a text file, so not a results file") from None
     except FileNotFoundError:
         raise SubmissionError(f"{origin}: no such file") from None
-    return check_submission(content, origin, allow_proxy=allow_proxy)
+    return check_submission(content, origin, allow_proxy=allow_proxy, allow_synthetic=allow_synthetic)

@@ -162,16 +162,20 @@ class EmbedJudge:
         encoded) goes to `progress`, or without one to a bar on a terminal."""
         start = time.perf_counter()
         sentences = [split_sentences(item.response) for item in items]
-        texts: list[str] = []
-        for item, item_sentences in zip(items, sentences):
-            texts += [item.response] + [shot["response"] for shot in item.row["shots"][: self.max_shots]]
-            texts += list(item.row["claims"]) + item_sentences
+        per_item = [[item.response] + [shot["response"] for shot in item.row["shots"][: self.max_shots]]
+                    + list(item.row["claims"]) + item_sentences for item, item_sentences in zip(items, sentences)]
+        texts = [text for item_texts in per_item for text in item_texts]
         with ProgressBar(len(set(texts)), desc="embedding", unit="text", disable=progress is not None) as bar:
             vectors = self.embed(texts, progress or bar, stop)
         if self.calibration is None:
             rows = {query_key(item.row["user"], item.row["query_id"]): item.row for item in items}
             self._fit(list(rows.values()), vectors)
         results = [self._judge_one(item, item_sentences, vectors) for item, item_sentences in zip(items, sentences)]
+        encoded: set[str] = set()
+        for result, item_texts in zip(results, per_item):  # a text shared by items is counted on the first
+            new = set(item_texts) - encoded
+            encoded |= new
+            result.usage = Usage(extra={"texts_encoded": len(new)})
         self.usage.wall_seconds += time.perf_counter() - start
         return results
 

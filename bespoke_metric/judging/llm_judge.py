@@ -136,10 +136,11 @@ class LLMJudge:
             progress=progress if progress is not None else self.progress,
             usage=self.usage,
         )
-        results = [ItemResult(str(item.row["user"]), str(item.row["query_id"])) for item in items]
+        results = [ItemResult(str(item.row["user"]), str(item.row["query_id"]), usage=Usage()) for item in items]
         verdicts: list[list[bool | None]] = [[None] * len(item.row["claims"]) for item in items]
         for call, outcome in zip(calls, outcomes):
             _apply(results[call.item], verdicts[call.item], call, outcome)
+            results[call.item].usage.add(outcome.usage)  # type: ignore[union-attr]
         if self.recall != "none":
             for item, result, item_verdicts in zip(items, results, verdicts):
                 _finish_recall(item, result, item_verdicts)

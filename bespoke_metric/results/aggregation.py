@@ -39,19 +39,26 @@ def _failed_metrics(item: ItemResult) -> set[str]:
 def summarize(items: Sequence[ItemResult]) -> dict[str, Any]:
     """The `summary` block: `need_alignment`, `content_depth`, `tone`, `explanation_style`, `recall`
     (0-100 floats, None when no item was judged on it), `average` (mean of those five, None unless all
-    five exist), `items` (count), `scored` and `failures` (per metric: items judged / items with an
-    error on it). An item neither scored nor failed on a metric was not asked for it."""
+    five exist), `items` (count), `queries` (the distinct queries they answer), and per metric `scored`
+    (items judged), `guarded` (of those, items a response guard caught: lowest scores, no judge call) and
+    `failures` (items with an error on it). An item neither scored nor failed on a metric was not asked
+    for it."""
     summary: dict[str, Any] = {}
     scored: dict[str, int] = {}
+    guarded: dict[str, int] = {}
     for metric in METRICS:
-        values = [value for value in (metric.sample(item) for item in items) if value is not None]
-        summary[metric.name] = metric.corpus(values)
-        scored[metric.name] = len(values)
+        values = [(metric.sample(item), item.guard is not None) for item in items]
+        judged = [value for value, _ in values if value is not None]
+        summary[metric.name] = metric.corpus(judged)
+        scored[metric.name] = len(judged)
+        guarded[metric.name] = sum(1 for value, caught in values if value is not None and caught)
     numbers = [summary[metric.name] for metric in METRICS]
     summary["average"] = None if any(n is None for n in numbers) else fmean(numbers)
     failed = [_failed_metrics(item) for item in items]
     summary["items"] = len(items)
+    summary["queries"] = len({item.key for item in items})
     summary["scored"] = scored
+    summary["guarded"] = guarded
     summary["failures"] = {metric.name: sum(metric.name in f for f in failed) for metric in METRICS}
     return summary
 

@@ -1,4 +1,5 @@
-"""What must be said beside a results file's figures: a proxy judge, synthetic data, nothing scored.
+"""What must be said beside a results file's figures: a proxy judge, synthetic data, part of the benchmark,
+nothing scored.
 
 Every command that prints figures (`score`, `run`, `meta-eval`, `leaderboard`, `compare`) takes its
 notes from here, so a Pearson of 1.000 from a proxy judge on invented data never stands unexplained
@@ -35,6 +36,10 @@ def caveats(results: Results) -> list[str]:
     if is_synthetic(data):
         notes.append(f"note: the data ({data.get('source')}) is a synthetic release, invented users and judgments in "
                      "the real format: these figures say nothing about the real benchmark")
+    total, queries = results.summary.get("benchmark_queries"), results.summary.get("queries")
+    if total is not None and queries is not None and queries < total:
+        notes.append(f"note: the predictions cover {queries} of the benchmark's {total} queries: these figures are "
+                     f"over those {queries} only, and are ranked only against results on the same queries")
     return notes
 
 

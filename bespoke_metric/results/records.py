@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from bespoke_dataset.keys import query_key
+from bespoke_metric.backends.base import Usage
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 
@@ -42,6 +43,9 @@ class ItemResult:
     guard: dict[str, str] | None = None
     """Set when a response guard (`bespoke_metric.judging.guards`) caught the response before any judge call:
     `{"guard", "reason", "version"}`; its scores are then the lowest and it conveys no claim."""
+    usage: Usage | None = field(default=None, compare=False, repr=False)
+    """What judging this item cost in this run (calls, cache hits, tokens, texts encoded), when the judge
+    says; not written to the results file, whose `usage` block sums it over the file's items."""
 
     @property
     def key(self) -> str:

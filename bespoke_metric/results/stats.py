@@ -17,6 +17,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 DEFAULT_RESAMPLES = 2000
+"""Bootstrap resamples of every interval (results files, `leaderboard`, `meta-eval`, the leaderboard Space)."""
+PAIRED_RESAMPLES = 10_000
+"""Resamples (or sign flips) of a paired test between two systems (`compare`): a p-value needs more than an interval."""
 CONFIDENCE = 0.95
 
 Statistic = Callable[..., np.ndarray]
@@ -220,7 +223,7 @@ def paired_bootstrap(
     a: Sequence[float],
     b: Sequence[float],
     *,
-    n_resamples: int = 10_000,
+    n_resamples: int = PAIRED_RESAMPLES,
     seed: int = 0,
     confidence: float = CONFIDENCE,
 ) -> PairedTest:
@@ -245,7 +248,7 @@ def paired_permutation(
     a: Sequence[float],
     b: Sequence[float],
     *,
-    n_resamples: int = 10_000,
+    n_resamples: int = PAIRED_RESAMPLES,
     seed: int = 0,
     confidence: float = CONFIDENCE,
 ) -> PairedTest:

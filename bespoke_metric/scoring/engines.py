@@ -337,6 +337,16 @@ def _any_flag(name: str) -> str:
     return f"{name}="
 
 
+def _refuse_executor(options: dict[str, Any], spec: str) -> None:
+    """A judge of its own (`embed:`) has no LLM engine to place: it always runs in this process, so an
+    executor option is refused as such, not with a list of options that no command takes."""
+    given = sorted(name for name in options if name in option_names(ExecutorOptions) and options[name] is not None)
+    if given:
+        flags = ", ".join(flag_of(ExecutorOptions, name) for name in given)
+        raise OptionError(f"{flags}: the {parse_spec(spec).engine.name} judge ({spec}) runs in this process, with no LLM "
+                          "engine to place on Ray (it encodes on the CPU in seconds); leave out the executor flags")
+
+
 def _llm_option_classes(engine: Engine) -> tuple[type, ...]:
     """The option classes of an LLM engine, past its own: where it runs, the Batch API if it has one, cost."""
     return (ExecutorOptions, *((BatchOptions,) if engine.batch_api else ()), CostOptions)
@@ -412,6 +422,7 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
     options = dict(options)
     if parsed.engine.judge is not None:
         [own] = _take(options, parsed.engine.options)
+        _refuse_executor(options, spec)
         if cache is not None:
             options["cache"] = cache
         _refuse(options, f"the {parsed.engine.name} judge ({spec})", parsed.engine.options)

@@ -9,7 +9,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
@@ -50,11 +50,13 @@ def run_judge(
     data: Mapping[str, Any],
     system: Mapping[str, Any] | None = None,
     guards: bool = True,
+    benchmark_queries: int | None = None,
     **judge_options: Any,
 ) -> Results:
     """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge,
     behind the response guards unless `guards=False`."""
-    [results] = run_judge_many(judge, [items], data=data, systems=[system], guards=guards, **judge_options)
+    [results] = run_judge_many(judge, [items], data=data, systems=[system], guards=guards,
+                               benchmark_queries=benchmark_queries, **judge_options)
     return results
 
 
@@ -67,12 +69,15 @@ def run_judge_many(
     guards: bool = True,
     prices: PriceTable | None = None,
     uses: Sequence[ModelUse] = (),
+    benchmark_queries: int | None = None,
     **judge_options: Any,
 ) -> list[Results]:
     """Judge several systems' items in one run (one judge, one scheduler run: the backend sees every
     request at once), behind the response guards unless `guards=False`; one `Results` per group. The
-    `usage` block of each is the whole run's, with `systems` saying how many shared it; its `models`
-    are the judge's and those of `uses` (the calls of the run's other models), priced by `prices`."""
+    `usage` block of each is its own items' (a request several groups share is counted on the first);
+    for a judge that does not say what each item cost, the whole run's, with `systems` saying how many
+    shared it. Its `models` are the judge's and those of `uses` (the calls of the run's other models),
+    priced by `prices`; `benchmark_queries` (the benchmark's size) goes into each summary."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
     checked = GuardedJudge(judge_object, enabled=guards)
     try:
@@ -82,17 +87,28 @@ def run_judge_many(
     finally:
         if isinstance(judge, str) and hasattr(judge_object, "close"):
             judge_object.close()
+    itemised = any(item.usage is not None for item in judged)  # guarded items cost nothing: no usage
+    run_usage: Usage = getattr(checked, "usage", None) or Usage()  # a judge of one's own may count nothing
     outputs = []
     start_index = 0
     for group, system in zip(groups, systems):
         part = judged[start_index : start_index + len(group)]
         start_index += len(group)
-        results = build_results(checked, part, data=data, wall_seconds=wall, system=system, prices=prices, uses=uses)
+        usage = _total([item.usage for item in part if item.usage is not None]) if itemised else run_usage
+        results = build_results(checked, part, data=data, usage=usage, wall_seconds=wall, system=system,
+                                prices=prices, uses=uses, benchmark_queries=benchmark_queries)
         results.guarded = guard_counts(part)
-        if len(groups) > 1:
+        if len(groups) > 1 and not itemised:
             results.usage["systems"] = len(groups)
         outputs.append(results)
     return outputs
+
+
+def _total(usages: Sequence[Usage]) -> Usage:
+    total = Usage()
+    for usage in usages:
+        total.add(usage)
+    return total
 
 
 def build_results(
@@ -100,24 +116,31 @@ def build_results(
     items: Sequence[ItemResult],
     *,
     data: Mapping[str, Any],
+    usage: Usage,
     wall_seconds: float,
     system: Mapping[str, Any] | None = None,
     prices: PriceTable | None = None,
     uses: Sequence[ModelUse] = (),
+    benchmark_queries: int | None = None,
 ) -> Results:
-    usage: Usage = getattr(judge, "usage", None) or Usage()  # a judge of one's own may count nothing
+    """The `Results` of judged items that cost `usage` (the judge's calls for them), its models priced by
+    `prices`; `benchmark_queries` (the benchmark's size, when the items answer its queries) goes into the
+    summary, so a partial run says how much of the benchmark it covers."""
     usage_block = {**usage.counts(), "wall_seconds": round(wall_seconds, 3),
-                   **usage_models([*judge_uses(judge), *uses], prices or PriceTable())}
-    return Results(summary=summarize(list(items)), **figure_stats(items), items=list(items), judge=judge.describe(),
+                   **usage_models([*judge_uses(judge, own=usage), *uses], prices or PriceTable())}
+    summary = summarize(list(items))
+    summary["benchmark_queries"] = benchmark_queries
+    return Results(summary=summary, **figure_stats(items), items=list(items), judge=judge.describe(),
                    data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                    model_name=model_name(system) if system is not None else None)
 
 
-def judge_uses(judge: Judge, *more: Usage) -> list[ModelUse]:
-    """The calls of an LLM judge's backend (its own and `more` made through the same backend, such as
-    feedback grading's) for the `models` of a usage block; none for a judge without an LLM."""
+def judge_uses(judge: Judge, *more: Usage, own: Usage | None = None) -> list[ModelUse]:
+    """The calls of an LLM judge's backend (its own, or `own` where only part of them count, and `more` made
+    through the same backend, such as feedback grading's) for the `models` of a usage block; none for a
+    judge without an LLM."""
     backend = getattr(judge, "backend", None)
-    usage = getattr(judge, "usage", None)
+    usage = own if own is not None and getattr(judge, "usage", None) is not None else getattr(judge, "usage", None)
     if backend is None or usage is None:
         return []
     roles = ["judge", *(["grader"] if more else [])]
@@ -179,11 +202,14 @@ def score_many(
     input, in order. Every system's calls go through one scheduler run, so a judge on Ray or vLLM sees
     them all at once. Every input is checked before any judge call (a `PredictionError` names the file; a
     missing file is named before the data loads)."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1 (it keeps the first N predictions), got {limit}")
     systems = list(systems) if systems is not None else [None] * len(predictions)
     if len(systems) != len(predictions):
         raise ValueError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
-    groups, data = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
-    return run_judge_many(judge, groups, data=data, systems=systems, guards=guards, prices=prices, uses=uses, **judge_options)
+    judging = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
+    return run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
+                          uses=uses, benchmark_queries=judging.benchmark_queries, **judge_options)
 
 
 def judge_groups(
@@ -193,9 +219,9 @@ def judge_groups(
     revision: str | None = None,
     limit: int | None = None,
     allow_repeats: bool = False,
-) -> tuple[list[list[JudgeItem]], dict[str, Any]]:
+) -> "JudgeGroups":
     """The judge items of each predictions input (checked against the benchmark, the first `limit` of
-    each), and the `data` block. Every input is checked readable before the data loads."""
+    each), the `data` block and the benchmark's size. Every input is checked readable before the data loads."""
     for given in predictions:
         check_readable(given)
     benchmark, data = load_benchmark(source, revision)
@@ -205,7 +231,15 @@ def judge_groups(
         if limit is not None:
             checked = checked[:limit]
         groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
-    return groups, data
+    return JudgeGroups(groups, data, len(benchmark))
+
+
+class JudgeGroups(NamedTuple):
+    """What `judge_groups` reads: each input's judge items, the `data` block, the benchmark's query count."""
+
+    groups: list[list[JudgeItem]]
+    data: dict[str, Any]
+    benchmark_queries: int
 
 
 def plan_judging(

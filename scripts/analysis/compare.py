@@ -8,7 +8,9 @@ import sys
 
 from bespoke_metric.results.caveats import caveats
 from bespoke_metric.analysis.leaderboard import LeaderboardError, compare, format_comparison, load_results
-from bespoke_metric.results.stats import PAIRED_TESTS
+from bespoke_metric.results.stats import PAIRED_RESAMPLES, PAIRED_TESTS
+
+from bespoke_cli.options import positive_int
 
 HELP = "compare two results files: per-metric difference, 95% CI and p-value on the shared queries"
 
@@ -17,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="results file of system A")
     parser.add_argument("b", help="results file of system B")
     parser.add_argument("--method", choices=tuple(PAIRED_TESTS), default="permutation", help="paired test (default permutation)")
-    parser.add_argument("--resamples", type=int, default=10_000, help="resamples / sign flips (default 10000)")
+    parser.add_argument("--resamples", type=positive_int, default=PAIRED_RESAMPLES,
+                        help=f"resamples / sign flips (default {PAIRED_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level marked in the table (default 0.05)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")

@@ -4,36 +4,58 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.results.caveats import caveats
-from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, load_results, push_to_hub
+from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results, push_to_hub
 from bespoke_metric.analysis.report import render
+
+from bespoke_cli.options import add_resample_arguments
 
 HELP = "rank results files (one table per judge and data revision) with 95% bootstrap intervals"
 
 
+FORMATS: tuple[str, ...] = ("markdown", "csv", "html")
+_SUFFIXES: dict[str, str] = {".md": "markdown", ".csv": "csv", ".html": "html", ".htm": "html"}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", nargs="+", help="results files written by `bespoke score` / `bespoke run`")
-    parser.add_argument("--format", choices=("markdown", "csv", "html"), default="markdown", help="output format (default markdown)")
+    parser.add_argument("results", nargs="+", help="results files written by `bespoke score` / `bespoke run` (other "
+                        "JSON files among them, such as run files or a sweep's summary, are skipped with a note)")
+    parser.add_argument("--format", choices=FORMATS, help="output format (default: from the --output suffix, .html, .csv "
+                        "or .md; else markdown)")
     parser.add_argument("--output", help="write here instead of printing")
     parser.add_argument("--allow-proxy", action="store_true", help="also show results of proxy judges (embed:); never for publication")
-    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the intervals (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_resample_arguments(parser)
     parser.add_argument("--push-to-hub", metavar="REPO", help="also upload each results file to this Hub dataset repo, as results/{system}/{date}.json")
+
+
+def output_format(given: str | None, output: str | None) -> str:
+    """`--format`, else the one the `--output` suffix names (`board.html` is an HTML page), else markdown."""
+    if given:
+        return given
+    return _SUFFIXES.get(Path(output).suffix.lower(), "markdown") if output else "markdown"
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        results = load_results(args.results)
+        gathered = gather_results(args.results)
+        for note in gathered.notes:  # what was left out, before any error or table
+            print(note, file=sys.stderr)
+        results = gathered.entries
+        if not results:
+            raise LeaderboardError(f"no results file among the {len(args.results)} file(s) given")
         groups = build_leaderboard(results, allow_proxy=args.allow_proxy, n_resamples=args.resamples, seed=args.seed)
     except (LeaderboardError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    text = render(groups, args.format)
+    fmt = output_format(args.format, args.output)
+    text = render(groups, fmt)
     if args.output:
         atomic_write_text(args.output, text)
-        print(f"{sum(len(g.rows) for g in groups)} systems in {len(groups)} group(s) written to {args.output}")
+        print(f"{fmt} leaderboard of {sum(len(g.rows) for g in groups)} system(s) in {len(groups)} group(s) "
+              f"written to {args.output}")
     else:
         sys.stdout.write(text)
     for note in dict.fromkeys(note for result in results for note in caveats(result.results)):

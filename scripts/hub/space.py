@@ -7,6 +7,7 @@ import os
 import runpy
 import sys
 
+from bespoke_cli.interrupt import EXIT_INTERRUPTED, ctrl_c_seen
 from bespoke_metric.hub.spaces import (
     SpaceError, leaderboard_results, leaderboard_space_files, metric_space_files, push_space, space_name, write_space,
 )
@@ -37,7 +38,10 @@ def run(args: argparse.Namespace) -> int:
         if args.kind == "metric":
             files = metric_space_files(space_name(args.out, args.push_to_hub), args.push_to_hub)
         else:
-            files = leaderboard_space_files(leaderboard_results(args.results, allow_proxy=args.allow_proxy), allow_proxy=args.allow_proxy)
+            results, notes = leaderboard_results(args.results, allow_proxy=args.allow_proxy)
+            for note in notes:
+                print(note, file=sys.stderr)
+            files = leaderboard_space_files(results, allow_proxy=args.allow_proxy)
         out = write_space(files, args.out, force=args.force)
     except (SpaceError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -50,5 +54,9 @@ def run(args: argparse.Namespace) -> int:
         os.environ["GRADIO_SERVER_NAME"] = "127.0.0.1"
         os.environ["GRADIO_SERVER_PORT"] = str(args.port)
         print(f"serving on http://127.0.0.1:{args.port}/ (Ctrl-C stops it)")
-        runpy.run_path(str(out / "app.py"), run_name="__main__")
+        with ctrl_c_seen() as stopped:
+            runpy.run_path(str(out / "app.py"), run_name="__main__")
+        if stopped:  # Gradio ends its server on Ctrl-C and returns: the command was still interrupted
+            print(f"interrupted: stopped serving; the Space is written in {out}", file=sys.stderr)
+            return EXIT_INTERRUPTED
     return 0

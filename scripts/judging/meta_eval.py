@@ -13,7 +13,7 @@ from bespoke_metric.scoring.engines import ProtocolOptions
 
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
-from bespoke_cli.options import add_option_arguments, option_values
+from bespoke_cli.options import add_option_arguments, add_resample_arguments, option_values, positive_int
 from .score import add_judge_arguments, answer_caches, judge_options
 
 __all__ = ["HELP", "add_arguments", "answer_caches", "run"]
@@ -29,9 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rubrics", metavar="FILE", help="judge with these rubrics (JSONL of user, query_id, rubric, "
                                                           "as `bespoke build --rubrics-only` writes) instead of the release's")
     parser.add_argument("--output", help="write the meta-evaluation results (JSON) here")
-    parser.add_argument("--limit", type=int, help="judge only the first N meta-test responses")
-    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the intervals (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--limit", type=positive_int, help="judge only the first N meta-test responses")
+    add_resample_arguments(parser)
     add_cost_arguments(parser, dry_run=False)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Mapping, TextIO
@@ -16,7 +17,7 @@ from bespoke_metric.results import Results
 
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, cost_options, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
-from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values
+from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values, positive_int
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
@@ -55,43 +56,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_judge_arguments(parser)
     parser.add_argument("--output", help="results file, for one predictions file (default results.json)")
     parser.add_argument("--output-dir", help="folder for one results file per predictions file, named after it (PREDICTIONS-STEM.json)")
-    parser.add_argument("--limit", type=int, help="score only the first N predictions of each file")
+    parser.add_argument("--limit", type=positive_int, help="score only the first N predictions of each file")
     parser.add_argument("--model-name", help="the system that wrote the predictions, recorded in the results file (system.model, model_name)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
     add_cost_arguments(parser)
 
 
 def output_paths(predictions: list[str], output: str | None, output_dir: str | None) -> list[str]:
-    """Where each predictions file's results go; ValueError for flags that do not say it unambiguously."""
+    """Where each predictions file's results go, decided before any judge call; ValueError for flags that do
+    not say it unambiguously. An `--output` that is a folder (or ends with a slash) is taken as
+    `--output-dir`: `results/PREDICTIONS-STEM.json`."""
+    if output is not None and (Path(output).is_dir() or output.endswith(("/", os.sep))):
+        if output_dir is not None:
+            raise ValueError("give --output or --output-dir, not both")
+        output, output_dir = None, output
     if output_dir is None:
         if len(predictions) > 1:
             raise ValueError(f"{len(predictions)} predictions files need --output-dir (one results file each), not --output")
         return [output or "results.json"]
     if output is not None:
         raise ValueError("give --output or --output-dir, not both")
+    if Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise ValueError(f"--output-dir {output_dir} is a file, not a folder")
     paths = [str(Path(output_dir) / f"{Path(given).stem}.json") for given in predictions]
     clashes = sorted({path for path in paths if paths.count(path) > 1})
     if clashes:
         raise ValueError(f"predictions files with the same name would share a results file: {', '.join(clashes)}")
+    taken = [path for path in paths if Path(path).is_dir()]
+    if taken:
+        raise ValueError(f"{taken[0]} is a folder, so the results file cannot be written there")
     return paths
 
 
 def print_summary(results: Results, out: TextIO | None = None) -> None:
+    """The figures with their standard errors, and per metric the items scored, guarded (lowest scores, no
+    judge call) and failed; then what the items cover of the benchmark, and what judging them cost."""
     out = out or sys.stdout
     summary = results.summary
-    print(f"{'metric':<20}{'score':>8}{'scored':>8}{'failed':>8}", file=out)
+    stderr = results.stderr or {}
+    print(f"{'metric':<20}{'score':>8}{'± se':>8}{'scored':>8}{'guarded':>9}{'failed':>8}", file=out)
     for metric in METRICS + ("average",):
-        value = summary[metric]
+        value, error = summary[metric], stderr.get(metric)
         shown = "n/a" if value is None else f"{value:.2f}"
-        scored = summary["scored"].get(metric, "")
-        failed = summary["failures"].get(metric, "")
-        print(f"{metric:<20}{shown:>8}{scored!s:>8}{failed!s:>8}", file=out)
+        spread = "" if error is None else f"{error:.2f}"
+        counts = [summary.get(name, {}).get(metric, "") for name in ("scored", "guarded", "failures")]
+        print(f"{metric:<20}{shown:>8}{spread:>8}{counts[0]!s:>8}{counts[1]!s:>9}{counts[2]!s:>8}", file=out)
     usage = results.usage
     if "texts_encoded" in usage:  # a judge that makes no calls (embed:) says what it did instead
         work = f"{usage['texts_encoded']} texts encoded"
     else:
         work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed"
-    print(f"{summary['items']} items; {work}, {usage['wall_seconds']:.1f}s", file=out)
+    print(f"{coverage(summary)}; {work}, {usage['wall_seconds']:.1f}s", file=out)
+    if results.guarded:
+        caught = ", ".join(f"{name} {count}" for name, count in sorted(results.guarded.items()))
+        print(f"{sum(results.guarded.values())} of {summary['items']} responses caught by a guard ({caught}): lowest "
+              "scores, no judge call (--no-guards sends them to the judge)", file=out)
     cost = cost_line(usage)
     if cost:
         print(cost, file=out)
@@ -113,6 +132,13 @@ def cost_line(usage: Mapping[str, Any]) -> str | None:
     return f"tokens {'; '.join(parts)}; total cost {total}"
 
 
+def coverage(summary: Mapping[str, Any]) -> str:
+    """`15 items` and, when the results file says, how many of the benchmark's queries they answer."""
+    items = f"{summary['items']} items"
+    total, queries = summary.get("benchmark_queries"), summary.get("queries")
+    return items if total is None or queries is None else f"{items}, {queries} of the benchmark's {total} queries"
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         outputs = output_paths(args.predictions, args.output, args.output_dir)
@@ -120,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         check_cost_flags(args, [args.judge])
         prices = price_table(args)
         if args.dry_run:
-            groups, _ = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit)
+            groups = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit).groups
             print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
             return 0
         spending = spending_limit(args, prices, [args.cache])

@@ -18,7 +18,7 @@ from bespoke_metric.calls.spending import SpendingLimit
 
 from bespoke_cli.cost import cost_options
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
-from bespoke_cli.options import add_source_arguments
+from bespoke_cli.options import add_source_arguments, positive_int
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
@@ -44,7 +44,7 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
     parser.add_argument(key_flag, dest="model_api_key", help="its API key (default: $OPENAI_API_KEY); never written anywhere")
     parser.add_argument("--batch-size", type=int, help="prompts per batch (hf: models; default: adapted to memory)")
     parser.add_argument("--generation-cache", help="SQLite cache of generation calls (default: beside the predictions)")
-    parser.add_argument("--limit", type=int, help="only the first N queries")
+    parser.add_argument("--limit", type=positive_int, help="only the first N queries")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -23,8 +23,10 @@ HELP = "generate with a system model and score with a judge: one results file re
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_generation_arguments(parser, endpoint_flags=("--model-base-url", "--model-api-key"))
     add_judge_arguments(parser)
-    parser.add_argument("--output", default="results.json", help="results file (default results.json)")
-    parser.add_argument("--predictions", help="predictions JSONL, resumed if it exists (default: OUTPUT with .predictions.jsonl)")
+    parser.add_argument("--output", default="results.json", help="results file (default results.json); what else the "
+                        "run keeps (predictions, run file, caches) goes into a folder named after it, results/NAME.json -> results/NAME/")
+    parser.add_argument("--predictions", help="predictions JSONL, resumed if it exists (default: OUTPUT's folder, "
+                        "results/NAME/predictions.jsonl)")
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
     add_cost_arguments(parser)
 
@@ -32,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def dry_run(args: argparse.Namespace, predictions: str, prices: PriceTable) -> int:
     """Print the calls the run would make (generation, then judging what it would write), make none."""
     plan = plan_generation(args.model, predictions, settings_from(args), source=args.source, revision=args.revision)
-    groups, _ = judge_groups([plan.predictions], source=args.source, revision=args.revision, limit=args.limit)
+    groups = judge_groups([plan.predictions], source=args.source, revision=args.revision, limit=args.limit).groups
     options = judge_options(args)
     if plan.stand_ins:  # a stand-in response would trip the guards: count every response as judged
         options["guards"] = False
@@ -40,10 +42,23 @@ def dry_run(args: argparse.Namespace, predictions: str, prices: PriceTable) -> i
     return 0
 
 
+def companion_folder(output: str) -> Path:
+    """Where a run keeps what is not its results file: `results/tiny.json` -> `results/tiny/`, beside the
+    results and never among them, so `bespoke leaderboard results/*.json` reads results files only."""
+    path = Path(output)
+    return path.with_name(path.stem if path.suffix else f"{path.name}-files")
+
+
 def predictions_path(args: argparse.Namespace) -> str:
-    """`--predictions`, else `OUTPUT` with `.predictions.jsonl`."""
+    """`--predictions`, else `predictions.jsonl` in the companion folder (beside it, the run file and the
+    generation cache). Predictions an earlier version kept beside the results (`results/tiny.predictions.jsonl`)
+    are still found, so the same command resumes them."""
+    if args.predictions:
+        return args.predictions
     output = Path(args.output)
-    return args.predictions or str(output.with_name(output.stem + ".predictions.jsonl"))
+    earlier = output.with_name(output.stem + ".predictions.jsonl")
+    current = companion_folder(args.output) / "predictions.jsonl"
+    return str(earlier if earlier.exists() and not current.exists() else current)
 
 
 def answer_caches(args: argparse.Namespace) -> list[str]:
@@ -54,6 +69,8 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     predictions = predictions_path(args)
     try:
+        if Path(args.output).is_dir():  # before any work: a folder cannot take the results file
+            raise ValueError(f"--output {args.output} is a folder; name the results file, e.g. {Path(args.output) / 'NAME.json'}")
         check_executor_flags(args, [args.model, args.profiler, args.judge])
         check_cost_flags(args, [args.model, args.profiler, args.judge])
         prices = price_table(args)

