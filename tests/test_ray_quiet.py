@@ -68,10 +68,18 @@ def test_a_run_on_a_new_local_ray_instance_prints_none_of_rays_notices(predictio
 @pytest.mark.parametrize("debug", [False, True])
 def test_rays_token_notice_is_left_out_unless_debugging(debug, caplog):
     token_logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
-    with caplog.at_level(logging.DEBUG if debug else logging.INFO, logger="bespoke_metric"):
-        quiet_ray_notices()
-        token_logger.warning(f"{TOKEN_NOTICE}. Set RAY_AUTH_MODE=disabled to opt out.")
-        token_logger.warning("Token authentication is disabled for this Ray cluster.")  # a warning that matters
+    # caught at the logger itself (where the filter sits): once Ray has run in this process, its loggers
+    # no longer propagate to the root, where caplog listens
+    propagates, token_logger.propagate = token_logger.propagate, False
+    token_logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.DEBUG if debug else logging.INFO, logger="bespoke_metric"):
+            quiet_ray_notices()
+            token_logger.warning(f"{TOKEN_NOTICE}. Set RAY_AUTH_MODE=disabled to opt out.")
+            token_logger.warning("Token authentication is disabled for this Ray cluster.")  # a warning that matters
+    finally:
+        token_logger.removeHandler(caplog.handler)
+        token_logger.propagate = propagates
     shown = [record.getMessage() for record in caplog.records if record.name == token_logger.name]
     assert len(shown) == (2 if debug else 1)
     assert shown[-1].startswith("Token authentication is disabled")
