@@ -11,8 +11,10 @@ blocks in this process, so a model loaded once (the `embed:` judge's MiniLM) ser
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -165,3 +167,124 @@ def test_the_block_reader_reads_fences_notes_and_indented_blocks(tmp_path: Path)
         ("json", '{"a": "```"}\n', None, 20),
     ]
 
+
+
+# --- what the examples claim, checked against real runs -------------------------------------------------
+
+def command_lines(block: Block) -> list[str]:
+    """The `bespoke ...` command lines of a bash block: continuation lines joined, comments dropped,
+    and each command of a `&&`, `||` or `;` chain."""
+    joined = re.sub(r"\\\n\s*", " ", block.code)
+    commands = []
+    for line in joined.splitlines():
+        for part in re.split(r"&&|\|\||;|\|", line.split(" # ", 1)[0]):
+            words = part.strip()
+            if words.startswith("bespoke ") and "..." not in words:
+                commands.append(words)
+    return commands
+
+
+def test_every_documented_command_line_parses() -> None:
+    """Every `bespoke` command written in README.md and docs/, run or not, names flags that exist."""
+    from bespoke_cli.cli import build_parser
+
+    checked = 0
+    for page in PAGES:
+        for block in read_blocks(page):
+            if RUN.get(block.language) != "bash":
+                continue
+            for command in command_lines(block):
+                argv = shlex.split(command)[1:]
+                name = next(word for word in argv if not word.startswith("-"))
+                try:
+                    build_parser(name).parse_args(argv)
+                except SystemExit:
+                    pytest.fail(f"{block.where}: `{command}` is not a valid bespoke command line", pytrace=False)
+                checked += 1
+    assert checked >= 60, checked
+
+
+def test_the_readme_quickstart_scores_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """The Quickstart's scoring command, as written, from the top of a checkout."""
+    from bespoke_cli.cli import main
+    from test_readme import quickstart_score_command
+
+    (tmp_path / "bespoke_dataset").symlink_to(ROOT / "bespoke_dataset")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    command = quickstart_score_command()
+    assert main(command[1:]) == 0
+    results = json.loads((tmp_path / "results" / "sample.json").read_text(encoding="utf-8"))
+    assert results["summary"]["items"] == 15 and results["judge"]["proxy"] is True
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    assert "average" in printed and "proxy" in printed and "synthetic" in printed
+
+
+def documented_results() -> dict:
+    text = (ROOT / "docs" / "results-format.md").read_text(encoding="utf-8")
+    [example] = [block for block in read_blocks(ROOT / "docs" / "results-format.md") if block.language == "json"]
+    assert text
+    return json.loads(example.code)
+
+
+ELIDED = "..."
+COMPLETE = ("", ".summary", ".judge", ".usage", ".n_samples", ".items[0]")
+"""Where the example shows every field a run writes (elsewhere it may show a part)."""
+
+
+def differences(shown: object, real: object, where: str = "") -> list[str]:
+    """How the documented example departs from a real results file: a field a run does not write, a
+    value of another kind, or (where the example is complete) a field left out."""
+    if shown == ELIDED:
+        return []
+    if isinstance(shown, dict):
+        if not isinstance(real, dict):
+            return [f"{where or 'the file'}: an object in the example, {type(real).__name__} in a run"]
+        found = [f"{where}.{key}: not written by a run" for key in shown if key != ELIDED and key not in real]
+        if where in COMPLETE and ELIDED not in shown:
+            found += [f"{where}.{key}: written by a run, missing from the example" for key in real if key not in shown]
+        return found + [problem for key, value in shown.items() if key in real for problem in differences(value, real[key], f"{where}.{key}")]
+    if isinstance(shown, list):
+        if not isinstance(real, list):
+            return [f"{where}: a list in the example, {type(real).__name__} in a run"]
+        pairs = zip([value for value in shown if value != ELIDED], real)
+        return [problem for index, (value, actual) in enumerate(pairs) for problem in differences(value, actual, f"{where}[{index}]")]
+    if shown is None or real is None:
+        return []  # optional fields: null in one file, set in another
+    kinds = (bool, (int, float), str)
+    if not any(isinstance(shown, kind) and isinstance(real, kind) for kind in kinds) or isinstance(shown, bool) != isinstance(real, bool):
+        return [f"{where}: {shown!r} in the example, {real!r} in a run"]
+    return []
+
+
+def test_the_results_example_is_what_a_run_writes(endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bespoke_cli.cli import main
+
+    from bespoke_metric.judging import PROTOCOL_VERSION
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_BASE_URL", endpoint.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-placeholder")
+    assert main(["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "selected-profile", "--retriever", "bm25",
+                 "--judge", "openai:gpt-5", "--output", "run.json"]) == 0
+    real = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    shown = documented_results()
+    assert differences(shown, real) == [], f"docs/results-format.md departs from what `bespoke run` writes:\n{json.dumps(real, indent=1)[:4000]}"
+    # the protocol version as runs record it: major.hash
+    major, _, digest = shown["judge"]["protocol_version"].partition(".")
+    assert major == PROTOCOL_VERSION.split(".")[0] and len(digest) == len(PROTOCOL_VERSION.split(".")[1])
+    assert int(digest, 16) >= 0
+
+
+def test_the_results_comparison_finds_what_departs() -> None:
+    real = {"summary": {"average": 1.0, "items": 3}, "judge": {"protocol_version": "2.abc"}, "items": [{"guard": None, "recall": 0.5}]}
+    assert differences({"summary": {"average": 2.0, "items": 3}, "judge": {"protocol_version": "2.x"}, "items": [{"guard": None, "recall": 1}]}, real) == []
+    assert differences({"summary": {"average": "high", "items": 3, "extra": 1}, "judge": {ELIDED: ELIDED}, "items": []}, real) == [
+        ".summary.extra: not written by a run", ".summary.average: 'high' in the example, 1.0 in a run"]
+    assert differences({"summary": {"average": 1.0}, "judge": {}, "items": [{"guard": None}]}, real) == [
+        ".summary.items: written by a run, missing from the example",
+        ".judge.protocol_version: written by a run, missing from the example",
+        ".items[0].recall: written by a run, missing from the example"]
