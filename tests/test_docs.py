@@ -290,3 +290,47 @@ def test_the_results_comparison_finds_what_departs() -> None:
         ".summary.items: written by a run, missing from the example",
         ".judge.protocol_version: written by a run, missing from the example",
         ".items[0].recall: written by a run, missing from the example"]
+
+
+def test_the_stand_in_system_answers_systems_and_leaves_judges_to_the_judge() -> None:
+    """The docs' server answers a system's request from what the system was told, and a judge's as
+    `judge_responder` does: a richer context earns a higher score."""
+    import bespoke_dataset
+
+    from bespoke_metric.judging.protocol import personalization_request
+    from bespoke_metric.systems.prompts import answer_request, expansion_request, notes_request
+    from bespoke_metric.testing.judge_responder import judge_answer
+    from bespoke_metric.testing.system_responder import system_answer
+
+    row = bespoke_dataset.load("benchmark", source="sample")[0]
+
+    def body(request) -> dict:
+        return {"model": "m", "messages": list(request.messages)}
+
+    plain = system_answer(body(answer_request(row["query"], "", "", 64)))
+    oracle = system_answer(body(answer_request(row["query"], f"What the user wants:\n{row['gold_information_need']}", "", 64)))
+    assert row["query"] in plain and " ".join(row["gold_information_need"].split()[:10]) in oracle
+    profile = system_answer(body(notes_request(["[search] Searched: used EV battery warranty"], 0, None, 64)))
+    assert profile.endswith("Searched: used EV battery warranty")
+    assert "Search terms:" in system_answer(body(expansion_request(row["query"], "cot", 64)))
+    judged = body(personalization_request(row, plain))
+    assert system_answer(judged) is None  # a judge's request: judge_answer's to answer
+
+    def score(answer: str) -> int:
+        return int(judge_answer(body(personalization_request(row, answer))).split("Need Alignment Score: ")[1][0])
+
+    assert score(oracle) > score(plain)
+
+
+def test_every_module_is_in_the_api_reference() -> None:
+    """A module added to a wing shows in the reference once a `::: module` line names it."""
+    documented: set[str] = set()
+    for page in (ROOT / "docs" / "api").glob("*.md"):
+        documented |= set(re.findall(r"^::: ([\w.]+)", page.read_text(encoding="utf-8"), flags=re.MULTILINE))
+    modules = set()
+    for package in ("bespoke_dataset", "bespoke_metric"):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            modules.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    assert sorted(modules - documented) == [], "add these to a page of docs/api/"
+    assert sorted(documented - modules) == []
