@@ -31,15 +31,20 @@ instead. Failures are also logged.
 A completion is judged without its reasoning block (`<think>...</think>`, a gpt-oss analysis channel).
 A completion whose reasoning never closes has no answer: it is not judged and gets `failure_value` too
 (with the default None and no other reward function, TRL then gives it 0, the lowest reward).
+
+`prompt_dataset(source=..., context=...)` builds the trainer's dataset: one row per benchmark query, its
+`prompt` the chat messages `bespoke generate` sends a system under that user-context configuration, beside
+the `user` and `query_id` columns the reward reads.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence
 
-from bespoke_dataset import DEFAULT_SOURCE, query_key
+from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
+from bespoke_dataset.rows import load_rows
 
 from bespoke_metric.scoring.engines import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
@@ -50,6 +55,13 @@ from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 from bespoke_metric.scoring.pipeline import load_benchmark
 from .results import ItemResult
 from bespoke_metric.calls.scheduler import run_sync
+from bespoke_metric.systems.context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, Profiler, build_contexts
+from bespoke_metric.systems.prompts import answer_request
+from bespoke_metric.systems.retrieval import Retriever, make_retriever
+from bespoke_metric.systems.tokens import TokenCounter, token_counter
+
+if TYPE_CHECKING:
+    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +71,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {metric: 1.0 for metric in METRICS}
 RewardFn = Callable[..., list[float | None]]
 Scale = Literal["paper", "minmax"]
 SCALES: tuple[str, ...] = ("paper", "minmax")
+PROMPT_COLUMNS: tuple[str, ...] = ("prompt", "user", "query_id")
+"""The columns of `prompt_dataset`: the chat messages, and the query they ask (what the reward reads)."""
 
 
 def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
@@ -182,3 +196,44 @@ def _log_step(columns: Mapping[str, Any], rewards: Sequence[float | None], guard
             log_metric("bespoke/reward_mean", sum(scored) / len(scored))
     if callable(log_extra):
         log_extra("bespoke_guard", list(guards_fired))
+
+
+def prompt_dataset(
+    source: str | os.PathLike[str] = DEFAULT_SOURCE,
+    *,
+    revision: str | None = None,
+    context: str = "none",
+    model: str | None = None,
+    settings: ContextSettings | None = None,
+    retriever: str | Retriever = "bm25",
+    profiler: Profiler | None = None,
+) -> "datasets.Dataset":
+    """The benchmark's queries as the prompt dataset of an RL trainer (TRL's `GRPOTrainer`): one row per
+    `benchmark` query with `prompt`, the chat messages `bespoke generate` sends the system under test
+    (its system prompt, then the user-context block and the question), and the `user` and `query_id`
+    columns that the reward of `make_reward_fn` reads to find each completion's query.
+
+    `context` is one of the user-context configurations (`bespoke_metric.systems.context.CONTEXTS`).
+    Those that show history fit it to `settings.budget` tokens, counted by the tokenizer of `model` (the
+    policy's spec, e.g. `hf:Qwen/Qwen3-0.6B`; default: a conservative estimate of 3 characters a token);
+    the `selected-*` ones retrieve with `retriever` (`bm25`, `dense`, `hybrid`, or a `Retriever`); the
+    profile ones need `profiler`, any `Profiler` callable."""
+    import datasets  # heavy: imported only when a dataset is built
+
+    if context not in CONTEXTS:
+        raise ValueError(f"unknown context {context!r}; choose one of {', '.join(CONTEXTS)}")
+    resolved = resolve_source(source, revision)
+    rows = list(load_benchmark(resolved)[0].values())
+    sessions = load_rows("histories", resolved) if context not in ("none", "oracle") else []
+    counter = token_counter(model) if model else TokenCounter.approximate()
+    if isinstance(retriever, str) and context in RETRIEVAL_CONTEXTS:
+        retriever = make_retriever(retriever)
+    contexts = build_contexts(rows, context, sessions, counter, settings=settings,
+                              retriever=retriever if context in RETRIEVAL_CONTEXTS else None, profiler=profiler)
+    records = [
+        # only the messages are used: the trainer sets its own generation length
+        {"prompt": [dict(message) for message in answer_request(str(row["query"]), user_context.text, "", max_tokens=1).messages],
+         "user": user_context.user, "query_id": user_context.query_id}
+        for row, user_context in zip(rows, contexts)
+    ]
+    return datasets.Dataset.from_list(records)

@@ -201,3 +201,60 @@ def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, openai_se
     metrics.clear()
     assert failing(prompts, completions, user=users, query_id=query_ids, log_metric=log_metric) == [0.0, None, 0.0, None]
     assert dict(metrics) == {"bespoke/guarded": 0.5, "bespoke/failed": 0.5, "bespoke/reward_mean": 0.0}
+
+
+# --- the prompt dataset ----------------------------------------------------------------------------------
+
+def test_the_prompt_dataset_asks_what_generate_asks_and_feeds_the_reward(sample, openai_server, tmp_path, monkeypatch):
+    from bespoke_metric.reward import PROMPT_COLUMNS, prompt_dataset
+    from bespoke_metric.systems import GenerationSettings, generate
+
+    rows, quality = sample
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    for context in ("none", "oracle"):
+        dataset = prompt_dataset(source="sample", context=context)
+        assert dataset.column_names == list(PROMPT_COLUMNS)
+        assert [(r["user"], r["query_id"]) for r in dataset] == [(r["user"], r["query_id"]) for r in rows]
+        # the messages are exactly those `bespoke generate` sends a system model under that context
+        openai_server.reset()
+        report = generate("openai:gpt-4o-mini", tmp_path / f"{context}.jsonl",
+                          GenerationSettings(context=context, model_options={"base_url": openai_server.base_url, "api_key": "sk-test"}),
+                          source="sample", progress=False)
+        assert report.generated == len(rows)
+        sent = sorted(json.dumps(call.body["messages"]) for call in openai_server.calls)
+        assert sorted(json.dumps(prompt) for prompt in dataset["prompt"]) == sent
+    assert all(row["gold_information_need"] in prompt[1]["content"] for row, prompt in zip(rows, dataset["prompt"]))
+
+    # what the trainer passes the reward: the dataset's own columns beside the completions
+    reward = make_reward_fn(SPEC, source="sample")
+    completions = [row["shots"][0]["response"] for row in rows]
+    rewards = reward(prompts=dataset["prompt"], completions=completions, user=dataset["user"], query_id=dataset["query_id"])
+    assert len(rewards) == len(rows) and all(0.16 <= r <= 1.0 for r in rewards)
+
+
+def test_the_prompt_dataset_under_the_history_contexts(sample):
+    from bespoke_metric.reward import prompt_dataset
+    from bespoke_metric.systems.context import ContextSettings
+    from bespoke_metric.systems.prompts import HEADINGS
+    from bespoke_metric.systems.tokens import TokenCounter
+
+    rows, _ = sample
+    sessions = list(bespoke_dataset.load("histories", source="sample"))
+    selected = prompt_dataset(source="sample", context="selected-history", settings=ContextSettings(budget=300, top_k=2))
+    counter = TokenCounter.approximate()
+    for row, prompt in zip(rows, selected["prompt"]):
+        user_message = prompt[1]["content"]
+        context = user_message.rpartition("Question: ")[0].strip()
+        assert context.startswith(HEADINGS["selected-history"])
+        assert counter.count(context) <= 300
+        others = [s["text"].splitlines()[0] for s in sessions if s["user"] != row["user"]]
+        assert not any(line in context for line in others)  # only the asking user's own sessions
+    history = prompt_dataset(source="sample", context="history")
+    assert all(p[1]["content"].startswith(HEADINGS["history"]) for p in history["prompt"])
+
+    with pytest.raises(ValueError, match="needs a profiler"):
+        prompt_dataset(source="sample", context="profile")
+    profiles = prompt_dataset(source="sample", context="profile", profiler=lambda tasks: [f"Profile of {t.user}." for t in tasks])
+    assert all(f"Profile of {row['user']}." in p[1]["content"] for row, p in zip(rows, profiles["prompt"]))
+    with pytest.raises(ValueError, match="unknown context"):
+        prompt_dataset(source="sample", context="everything")

@@ -1,0 +1,336 @@
+"""Every example in README.md and docs/ runs: each page's ```python and ```bash blocks, in order, in a
+fresh folder, offline, with one namespace for the page's python blocks.
+
+A block preceded on the line above by `<!-- not run: REASON -->` is not run (it needs an API key, a
+GPU, the Hub, or a package that is not installed). The others see, in their environment, a local
+OpenAI-compatible server (`OPENAI_BASE_URL`, a placeholder `OPENAI_API_KEY`) that answers as a system
+model and as a judge would (`bespoke_metric.testing.system_responder.answer_any`), so `openai:` systems
+and judges work as written; the Hub is offline. Bash blocks run with `bash -e -o pipefail`; python
+blocks in this process, so a model loaded once (the `embed:` judge's MiniLM) serves every page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bespoke_metric.testing.server import serve
+from bespoke_metric.testing.system_responder import answer_any
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+NOT_RUN = re.compile(r"<!-- not run: (?P<reason>\S.*?) -->")
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+RUN = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
+"""Fence languages that run, and how."""
+BLOCK_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int
+    """1-based line of the opening fence."""
+    language: str
+    code: str
+    not_run: str | None
+    """The reason given in `<!-- not run: REASON -->` on the line above, if any."""
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def read_blocks(page: Path) -> list[Block]:
+    """The fenced code blocks of a Markdown page, indented ones (in lists, admonitions) included."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        indent, fence = opening["indent"], opening["fence"]
+        language = opening["info"].strip().split(" ", 1)[0].lower()
+        end = index + 1
+        while end < len(lines) and not (lines[end].startswith(indent) and lines[end].strip().startswith(fence) and lines[end].strip().strip(fence[0]) == ""):
+            end += 1
+        if end == len(lines):
+            raise AssertionError(f"{page.relative_to(ROOT)}:{index + 1}: a code block that never closes")
+        code = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines[index + 1:end]) + "\n"
+        above = NOT_RUN.fullmatch(lines[index - 1].strip()) if index > 0 else None
+        blocks.append(Block(page, index + 1, language, code, above["reason"] if above else None))
+        index = end + 1
+    return blocks
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    """One server for every page: a system model and a judge at `OPENAI_BASE_URL`."""
+    with serve(answer_any, model_ids=("gpt-5", "gpt-4o-mini")) as server:
+        yield server
+
+
+@pytest.fixture
+def page_env(endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment a page's blocks see (set in this process too, for its python blocks)."""
+    settings = {
+        "OPENAI_BASE_URL": endpoint.base_url,
+        "OPENAI_API_KEY": "sk-docs-placeholder",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "BESPOKE_CACHE": str(tmp_path / "bespoke-cache"),
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        # a fresh local Ray instance, never another test's cluster that happens to run on this machine
+        "RAY_ADDRESS": "local",
+        "NO_COLOR": "1",
+    }
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    # the `bespoke` and `python` a user's shell would find: this interpreter's
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return dict(os.environ)
+
+
+def run_bash(block: Block, env: dict[str, str]) -> None:
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", block.code], cwd=os.getcwd(), env=env, capture_output=True,
+        text=True, timeout=BLOCK_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"{block.where}: the bash block exited {done.returncode}\n{block.code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}", pytrace=False)
+
+
+def run_python(block: Block, namespace: dict[str, object]) -> None:
+    # line numbers in a traceback are the page's
+    code = compile("\n" * block.line + block.code, str(block.page.relative_to(ROOT)), "exec")
+    exec(code, namespace)  # noqa: S102 - running the documentation's own examples is the point
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_example_of_the_page_runs(page: Path, page_env: dict[str, str]) -> None:
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    for block in read_blocks(page):
+        if block.language not in RUN or block.not_run:
+            continue
+        if RUN[block.language] == "bash":
+            run_bash(block, page_env)
+        else:
+            run_python(block, namespace)
+
+
+def test_every_block_says_its_language_and_why_it_is_not_run() -> None:
+    """An untagged block would be skipped silently, and a `not run` note must name its reason."""
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        blocks = read_blocks(page)
+        for block in blocks:
+            assert block.language, f"{block.where}: a code block without a language"
+        noted = {block.line - 1 for block in blocks if block.not_run}
+        for number, line in enumerate(text.splitlines(), start=1):
+            if "not run" in line and line.strip().startswith("<!--"):
+                assert NOT_RUN.fullmatch(line.strip()), f"{page.relative_to(ROOT)}:{number}: write `<!-- not run: REASON -->`"
+                assert number in noted, f"{page.relative_to(ROOT)}:{number}: a `not run` note not on the line above a code block"
+
+
+def test_most_examples_run() -> None:
+    """The docs are mostly runnable: a page of examples all marked `not run` would test nothing."""
+    blocks = [block for page in PAGES for block in read_blocks(page) if block.language in RUN]
+    ran = [block for block in blocks if not block.not_run]
+    assert len(ran) >= 40 and 2 * len(ran) >= len(blocks), (len(ran), len(blocks))
+
+
+def test_the_block_reader_reads_fences_notes_and_indented_blocks(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Text\n\n```bash\necho one\n```\n\n<!-- not run: needs a GPU -->\n```python\nimport vllm\n```\n\n"
+        "- a list item:\n\n    ```python\n    x = 1\n\n    y = x + 1\n    ```\n\n````json\n{\"a\": \"```\"}\n````\n",
+        encoding="utf-8",
+    )
+    found = [(b.language, b.code, b.not_run, b.line) for b in read_blocks(page)]
+    assert found == [
+        ("bash", "echo one\n", None, 3),
+        ("python", "import vllm\n", "needs a GPU", 8),
+        ("python", "x = 1\n\ny = x + 1\n", None, 14),
+        ("json", '{"a": "```"}\n', None, 20),
+    ]
+
+
+
+# --- what the examples claim, checked against real runs -------------------------------------------------
+
+def command_lines(block: Block) -> list[str]:
+    """The `bespoke ...` command lines of a bash block: continuation lines joined, comments dropped,
+    and each command of a `&&`, `||` or `;` chain."""
+    joined = re.sub(r"\\\n\s*", " ", block.code)
+    commands = []
+    for line in joined.splitlines():
+        for part in re.split(r"&&|\|\||;|\|", line.split(" # ", 1)[0]):
+            words = part.strip()
+            if words.startswith("bespoke ") and "..." not in words:
+                commands.append(words)
+    return commands
+
+
+def test_every_documented_command_line_parses() -> None:
+    """Every `bespoke` command written in README.md and docs/, run or not, names flags that exist."""
+    from bespoke_cli.cli import build_parser
+
+    checked = 0
+    for page in PAGES:
+        for block in read_blocks(page):
+            if RUN.get(block.language) != "bash":
+                continue
+            for command in command_lines(block):
+                argv = shlex.split(command)[1:]
+                name = next(word for word in argv if not word.startswith("-"))
+                try:
+                    build_parser(name).parse_args(argv)
+                except SystemExit:
+                    pytest.fail(f"{block.where}: `{command}` is not a valid bespoke command line", pytrace=False)
+                checked += 1
+    assert checked >= 60, checked
+
+
+def test_the_readme_quickstart_scores_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """The Quickstart's scoring command, as written, from the top of a checkout."""
+    from bespoke_cli.cli import main
+    from test_readme import quickstart_score_command
+
+    (tmp_path / "bespoke_dataset").symlink_to(ROOT / "bespoke_dataset")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    command = quickstart_score_command()
+    assert main(command[1:]) == 0
+    results = json.loads((tmp_path / "results" / "sample.json").read_text(encoding="utf-8"))
+    assert results["summary"]["items"] == 15 and results["judge"]["proxy"] is True
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    assert "average" in printed and "proxy" in printed and "synthetic" in printed
+
+
+def documented_results() -> dict:
+    text = (ROOT / "docs" / "results-format.md").read_text(encoding="utf-8")
+    [example] = [block for block in read_blocks(ROOT / "docs" / "results-format.md") if block.language == "json"]
+    assert text
+    return json.loads(example.code)
+
+
+ELIDED = "..."
+COMPLETE = ("", ".summary", ".judge", ".usage", ".n_samples", ".items[0]")
+"""Where the example shows every field a run writes (elsewhere it may show a part)."""
+
+
+def differences(shown: object, real: object, where: str = "") -> list[str]:
+    """How the documented example departs from a real results file: a field a run does not write, a
+    value of another kind, or (where the example is complete) a field left out."""
+    if shown == ELIDED:
+        return []
+    if isinstance(shown, dict):
+        if not isinstance(real, dict):
+            return [f"{where or 'the file'}: an object in the example, {type(real).__name__} in a run"]
+        found = [f"{where}.{key}: not written by a run" for key in shown if key != ELIDED and key not in real]
+        if where in COMPLETE and ELIDED not in shown:
+            found += [f"{where}.{key}: written by a run, missing from the example" for key in real if key not in shown]
+        return found + [problem for key, value in shown.items() if key in real for problem in differences(value, real[key], f"{where}.{key}")]
+    if isinstance(shown, list):
+        if not isinstance(real, list):
+            return [f"{where}: a list in the example, {type(real).__name__} in a run"]
+        pairs = zip([value for value in shown if value != ELIDED], real)
+        return [problem for index, (value, actual) in enumerate(pairs) for problem in differences(value, actual, f"{where}[{index}]")]
+    if shown is None or real is None:
+        return []  # optional fields: null in one file, set in another
+    kinds = (bool, (int, float), str)
+    if not any(isinstance(shown, kind) and isinstance(real, kind) for kind in kinds) or isinstance(shown, bool) != isinstance(real, bool):
+        return [f"{where}: {shown!r} in the example, {real!r} in a run"]
+    return []
+
+
+def test_the_results_example_is_what_a_run_writes(endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bespoke_cli.cli import main
+
+    from bespoke_metric.judging import PROTOCOL_VERSION
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_BASE_URL", endpoint.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-placeholder")
+    assert main(["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "selected-profile", "--retriever", "bm25",
+                 "--judge", "openai:gpt-5", "--output", "run.json"]) == 0
+    real = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    shown = documented_results()
+    assert differences(shown, real) == [], f"docs/results-format.md departs from what `bespoke run` writes:\n{json.dumps(real, indent=1)[:4000]}"
+    # the protocol version as runs record it: major.hash
+    major, _, digest = shown["judge"]["protocol_version"].partition(".")
+    assert major == PROTOCOL_VERSION.split(".")[0] and len(digest) == len(PROTOCOL_VERSION.split(".")[1])
+    assert int(digest, 16) >= 0
+
+
+def test_the_results_comparison_finds_what_departs() -> None:
+    real = {"summary": {"average": 1.0, "items": 3}, "judge": {"protocol_version": "2.abc"}, "items": [{"guard": None, "recall": 0.5}]}
+    assert differences({"summary": {"average": 2.0, "items": 3}, "judge": {"protocol_version": "2.x"}, "items": [{"guard": None, "recall": 1}]}, real) == []
+    assert differences({"summary": {"average": "high", "items": 3, "extra": 1}, "judge": {ELIDED: ELIDED}, "items": []}, real) == [
+        ".summary.extra: not written by a run", ".summary.average: 'high' in the example, 1.0 in a run"]
+    assert differences({"summary": {"average": 1.0}, "judge": {}, "items": [{"guard": None}]}, real) == [
+        ".summary.items: written by a run, missing from the example",
+        ".judge.protocol_version: written by a run, missing from the example",
+        ".items[0].recall: written by a run, missing from the example"]
+
+
+def test_the_stand_in_system_answers_systems_and_leaves_judges_to_the_judge() -> None:
+    """The docs' server answers a system's request from what the system was told, and a judge's as
+    `judge_responder` does: a richer context earns a higher score."""
+    import bespoke_dataset
+
+    from bespoke_metric.judging.protocol import personalization_request
+    from bespoke_metric.systems.prompts import answer_request, expansion_request, notes_request
+    from bespoke_metric.testing.judge_responder import judge_answer
+    from bespoke_metric.testing.system_responder import system_answer
+
+    row = bespoke_dataset.load("benchmark", source="sample")[0]
+
+    def body(request) -> dict:
+        return {"model": "m", "messages": list(request.messages)}
+
+    plain = system_answer(body(answer_request(row["query"], "", "", 64)))
+    oracle = system_answer(body(answer_request(row["query"], f"What the user wants:\n{row['gold_information_need']}", "", 64)))
+    assert row["query"] in plain and " ".join(row["gold_information_need"].split()[:10]) in oracle
+    profile = system_answer(body(notes_request(["[search] Searched: used EV battery warranty"], 0, None, 64)))
+    assert profile.endswith("Searched: used EV battery warranty")
+    assert "Search terms:" in system_answer(body(expansion_request(row["query"], "cot", 64)))
+    judged = body(personalization_request(row, plain))
+    assert system_answer(judged) is None  # a judge's request: judge_answer's to answer
+
+    def score(answer: str) -> int:
+        return int(judge_answer(body(personalization_request(row, answer))).split("Need Alignment Score: ")[1][0])
+
+    assert score(oracle) > score(plain)
+
+
+def test_every_module_is_in_the_api_reference() -> None:
+    """A module added to a wing shows in the reference once a `::: module` line names it."""
+    documented: set[str] = set()
+    for page in (ROOT / "docs" / "api").glob("*.md"):
+        documented |= set(re.findall(r"^::: ([\w.]+)", page.read_text(encoding="utf-8"), flags=re.MULTILINE))
+    modules = set()
+    for package in ("bespoke_dataset", "bespoke_metric"):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            modules.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    assert sorted(modules - documented) == [], "add these to a page of docs/api/"
+    assert sorted(documented - modules) == []
