@@ -1,8 +1,9 @@
 """`bespoke SUBCOMMAND ...`: each subcommand is a module of this package with `HELP`,
 `add_arguments(parser)` and `run(args) -> int` (and `answer_caches(args)` if it keeps answers in caches).
 
-How every command ends is decided here: a user's mistake is one `error: ...` line and exit 2, Ctrl-C one
-line and exit 130 (`interrupt`), and only a bug shows a traceback (or `-v`, which shows them all).
+How every command ends is decided here: a user's mistake is one `error: ...` line and exit 2, an engine
+that failed (`EngineError`: a CUDA error, a dead engine) one line and exit 1, Ctrl-C one line and exit
+130 (`interrupt`), and only a bug shows a traceback (or `-v`, which shows them all).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import sys
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.version import __version__
+from bespoke_metric.backends.base import EngineError
 from bespoke_metric.calls.progress import quiet_library_bars
 
-from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
+from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, kept_answers, saved_answers
 
 # subcommand name -> its module in this package, one folder per wing of the library
 COMMANDS: dict[str, str] = {
@@ -36,6 +38,8 @@ COMMANDS: dict[str, str] = {
 
 EXIT_USAGE = 2
 """Exit code of a user's mistake, as argparse uses for a bad flag."""
+EXIT_FAILED = 1
+"""Exit code of a run that could not do its work."""
 
 OWN_LOGGERS = ("bespoke_dataset", "bespoke_metric", "bespoke_cli")
 
@@ -97,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except EngineError as error:
+        if args.verbose:
+            raise
+        print(f"error: {error}; {kept_answers(caches, before)}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print(interrupted_line(caches, before), file=sys.stderr)
         return EXIT_INTERRUPTED

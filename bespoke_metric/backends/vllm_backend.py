@@ -6,6 +6,11 @@ examples) first, so all calls of one query share a cached prefix; submitting the
 messages keeps those calls next to each other. A request's JSON schema becomes structured (guided)
 decoding, so the output always parses. Greedy decoding (temperature 0).
 
+vLLM refuses a whole submission for one request it cannot take (`REQUEST_ERRORS`: a prompt longer than
+`max_model_len`, a schema it cannot compile): the submission is then halved until only that request
+fails. Any other exception is the engine's own (a CUDA error, `EngineDeadError`): no request could
+succeed after it, so it stops the run as one `EngineError` line instead of failing every call.
+
 `vllm` is an optional extra, imported only when this backend is built. Both structured-output APIs are
 supported: `StructuredOutputsParams` / `structured_outputs=` (vLLM >= 0.10.2; the old one was removed in
 0.12) and `GuidedDecodingParams` / `guided_decoding=` (older releases).
@@ -17,7 +22,11 @@ import asyncio
 import json
 from typing import Any, Sequence
 
-from .base import CallError, Completion, OnDone, Request
+from .base import CallError, Completion, EngineError, OnDone, Request
+
+REQUEST_ERRORS: tuple[type[Exception], ...] = (ValueError,)
+"""What vLLM raises for a request it refuses (input validation, sampling and structured-output
+parameters); anything else comes from the engine."""
 
 
 class VLLMBackend:
@@ -88,19 +97,22 @@ class VLLMBackend:
 
     async def _generate(self, requests: Sequence[Request], order: list[int], on_done: OnDone) -> None:
         """One `LLM.chat` for `order`. vLLM rejects a whole submission for one bad prompt (say, longer
-        than `max_model_len`): then each half is tried alone, so only the bad prompts fail."""
+        than `max_model_len`): then each half is tried alone, so only the bad prompts fail. An engine
+        failure raises `EngineError`."""
         conversations = [[dict(m) for m in requests[i].messages] for i in order]
         params = [self.sampling_params(requests[i]) for i in order]
         try:
             outputs = await asyncio.to_thread(self._llm.chat, conversations, params, use_tqdm=False)
-        except Exception as err:
+        except REQUEST_ERRORS as err:
             if len(order) > 1:
                 middle = len(order) // 2
                 await self._generate(requests, order[:middle], on_done)
                 await self._generate(requests, order[middle:], on_done)
                 return
-            on_done(order[0], CallError(f"vLLM generation failed: {type(err).__name__}: {err}"))
+            on_done(order[0], CallError(f"vLLM generation failed: {_one_line(err)}"))
             return
+        except Exception as err:
+            raise EngineError(f"the vLLM engine failed, so the run stops: {_one_line(err)}") from err
         if len(outputs) != len(order):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(order)} prompts")
         for index, output in zip(order, outputs):
@@ -143,6 +155,12 @@ def _structured_output_api(vllm: Any) -> tuple[str, Any]:
     if hasattr(module, "GuidedDecodingParams"):
         return "guided_decoding", module.GuidedDecodingParams
     raise ImportError(f"this vLLM ({getattr(vllm, '__version__', '?')}) has no structured-output API")
+
+
+def _one_line(err: BaseException) -> str:
+    """`Type: first line of the message` (CUDA errors add lines of debugging advice)."""
+    message = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {message[0]}" if message else type(err).__name__
 
 
 def _completion(output: Any) -> Completion | CallError:
