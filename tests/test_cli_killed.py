@@ -14,16 +14,10 @@ import time
 import bespoke_dataset
 from bespoke_metric.calls.cache import count_answers
 from bespoke_metric.testing.judge_responder import judge_answer
-from key_scan import stored_bytes
+from key_scan import calls_with_key, stored_bytes
 
 CONCURRENCY = 4
 KEY = "sk-killed-run-0123456789"
-
-
-def calls_with_key(server, key: str) -> int:
-    """The completion calls made with `key`: which process made them."""
-    return sum({n.lower(): v for n, v in call.headers.items()}.get("authorization") == f"Bearer {key}"
-               for call in server.calls)
 
 
 def test_sigkill_mid_run_then_rerun_pays_at_most_the_calls_in_flight(openai_server, synthetic_hub, tmp_path):

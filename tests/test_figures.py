@@ -1,55 +1,35 @@
 """Every measured figure the README and the docs quote is its results file's, at the quoted rounding.
 
-A quoted figure stands right after a marker naming its results file (`benchmarks/results/<script>.json`)
-and the figure's dotted path in it; a goal's verdict stands after a `goal:` marker:
-
-    <!-- figure: judge_throughput.speedup.median -->12.7× faster (goal 20×: <!-- goal: judge_throughput.speedup.median -->missed)
-
-The quoted number's decimals are its rounding (`12.7` quotes 12.66..12.75); thousands separators are
-allowed (`1,235`). A path is looked up in the file's `figures` first, then in the file itself (so
-`machine.cores` or `machine.load_at_start.0` name the conditions). Measured figures without a marker
-(a ratio like `17.2×`, a rate in calls/prompts/tokens per second, a wall or CPU time, an nDCG) are
-refused: they would drift unseen. Every script in `benchmarks/` writes its results file through
-`benchmarks/record.py`, and every results file comes from one.
+A quoted figure stands right after a marker naming its results file and the figure's dotted path in it
+(`<!-- figure: judge_throughput.speedup.median -->12.7`), a goal's verdict after `<!-- goal: ... -->met`;
+a number that can only be a measurement must carry one (`benchmarks/quote.py` says how). Every script in
+`benchmarks/` writes its results file through `benchmarks/record.py`, and every results file comes from one.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import re
-from dataclasses import dataclass
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
-RESULTS = BENCHMARKS / "results"
-HELPERS = {"record.py"}
+HELPERS = {"record.py", "quote.py"}
 """Modules of `benchmarks/` that are not benchmarks."""
 
-MARKER = re.compile(r"<!--\s*(?P<kind>figure|goal):\s*(?P<script>\w+)\.(?P<path>[\w.]+)\s*-->")
-NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
-VERDICT = re.compile(r"met|missed")
-MEASURED = re.compile(
-    r"(?<![\w.,@-])(?P<number>\d[\d,]*(?:\.\d+)?)(?=×|\s?x faster|\s(?:calls|prompts|requests|tokens|texts)/s|"
-    r"\s?CPU-seconds|\s?s wall)"
-    r"|nDCG@10\D{0,30}?(?P<ndcg>\d\.\d+)")
-"""Numbers that can only be measurements: a ratio (`17.2×`), a rate per second, a wall or CPU time, an nDCG."""
-CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(f"bespoke_benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
-@dataclass(frozen=True)
-class Quote:
-    file: str
-    line: int
-    kind: str
-    script: str
-    path: str
-    text: str
-    """What follows the marker: the number (figure) or the verdict (goal), as written."""
+quote = _module("quote")
 
 
 def documents() -> dict[str, str]:
@@ -58,129 +38,47 @@ def documents() -> dict[str, str]:
     return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in files if p.is_file()}
 
 
-def _blank_code(text: str) -> str:
-    """The text with code blocks and inline code blanked out (same length, so positions and lines hold)."""
-    return CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-
-
-def quotes(name: str, text: str) -> tuple[list[Quote], list[str]]:
-    """The figures and verdicts quoted behind markers, and a problem for each marker not followed by one."""
-    found, problems = [], []
-    for marker in MARKER.finditer(text):
-        line = text.count("\n", 0, marker.start()) + 1
-        pattern = NUMBER if marker["kind"] == "figure" else VERDICT
-        value = pattern.match(text, marker.end())
-        if value is None:
-            problems.append(f"{name}:{line}: {marker.group(0)} is not followed by a "
-                            f"{'number' if marker['kind'] == 'figure' else 'met/missed'}")
-            continue
-        found.append(Quote(name, line, marker["kind"], marker["script"], marker["path"], value.group(0)))
-    return found, problems
-
-
-def lookup(record: dict[str, Any], path: str) -> Any:
-    for root in (record["figures"], record):
-        value: Any = root
-        for part in path.split("."):
-            if isinstance(value, list) and part.isdigit() and int(part) < len(value):
-                value = value[int(part)]
-            elif isinstance(value, dict) and part in value:
-                value = value[part]
-            else:
-                break
-        else:
-            return value
-    raise KeyError(path)
-
-
-def check(quoted: list[Quote], results: dict[str, dict[str, Any]]) -> list[str]:
-    """A line per quote that does not match its results file."""
-    problems = []
-    for quote in quoted:
-        where = f"{quote.file}:{quote.line}: {quote.kind} {quote.script}.{quote.path}"
-        record = results.get(quote.script)
-        if record is None:
-            problems.append(f"{where}: no results file benchmarks/results/{quote.script}.json")
-            continue
-        if quote.kind == "goal":
-            goal = record["goals"].get(quote.path)
-            if goal is None:
-                problems.append(f"{where}: the results file has no goal for {quote.path}")
-            elif quote.text != ("met" if goal["met"] else "missed"):
-                problems.append(f"{where}: says {quote.text!r}, the file says {'met' if goal['met'] else 'missed'}")
-            continue
-        try:
-            value = lookup(record, quote.path)
-        except KeyError:
-            problems.append(f"{where}: the results file has no such figure")
-            continue
-        written = quote.text.replace(",", "")
-        decimals = len(written.partition(".")[2])
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            problems.append(f"{where}: the figure is {value!r}, not a number")
-        elif f"{value:.{decimals}f}" != written:
-            problems.append(f"{where}: quoted {quote.text}, the file has {value} ({value:.{decimals}f} at that rounding)")
-    return problems
-
-
-def unmarked(name: str, text: str) -> list[str]:
-    """A line per measured-looking number that no marker vouches for."""
-    plain = _blank_code(text)
-    vouched = {m.end() for m in MARKER.finditer(plain)}
-    problems = []
-    for match in MEASURED.finditer(plain):
-        group = "number" if match["number"] is not None else "ndcg"
-        start = match.start(group)
-        if start not in vouched:
-            line = plain.count("\n", 0, start) + 1
-            problems.append(f"{name}:{line}: {match.group(group)} looks measured but has no <!-- figure: ... --> marker")
-    return problems
-
-
-def load_results() -> dict[str, dict[str, Any]]:
-    return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(RESULTS.glob("*.json"))}
-
-
 @pytest.mark.parametrize("name", sorted(documents()))
 def test_every_quoted_figure_is_its_results_files(name):
-    text = documents()[name]
-    found, bad = quotes(name, _blank_code(text))
-    assert bad + check(found, load_results()) + unmarked(name, text) == []
+    assert quote.problems_in(name, documents()[name], quote.load_results()) == []
 
 
-def test_docs_performance_quotes_its_figures():
-    """The performance page exists and quotes figures from more than half of the results files."""
-    text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
-    found, _ = quotes("docs/performance.md", _blank_code(text))
+def test_the_performance_page_quotes_most_results_files():
+    found, _ = quote.quotes("docs/performance.md", (ROOT / "docs" / "performance.md").read_text(encoding="utf-8"))
     assert len(found) >= 40
-    assert len({quote.script for quote in found}) > len(load_results()) / 2
+    assert len({q.script for q in found}) > len(quote.load_results()) / 2
 
 
-def test_a_drifted_figure_or_verdict_is_caught():
-    record = {"figures": {"speedup": {"median": 12.66}, "calls": 1235}, "goals": {"speedup.median": {"met": False}},
-              "machine": {"cores": 2, "load_at_start": [3.1, 2.0, 1.0]}}
-    good = ("<!-- figure: bench.speedup.median -->12.7× (goal missed: <!-- goal: bench.speedup.median -->missed), "
-            "<!-- figure: bench.calls -->1,235 calls on <!-- figure: bench.machine.cores -->2 cores at load "
-            "<!-- figure: bench.machine.load_at_start.0 -->3.1")
-    found, bad = quotes("page.md", good)
-    assert bad == [] and len(found) == 5
-    assert check(found, {"bench": record}) == []
-    assert unmarked("page.md", good) == []
-    drifted = good.replace("-->12.7×", "-->17.2×").replace("-->missed", "-->met").replace("-->1,235", "-->1,234")
-    problems = check(quotes("page.md", drifted)[0], {"bench": record})
-    assert [p.split(": ", 2)[1] for p in problems] == ["figure bench.speedup.median", "goal bench.speedup.median",
-                                                        "figure bench.calls"]
-    assert "quoted 17.2, the file has 12.66 (12.7 at that rounding)" in problems[0]
-    assert check(quotes("page.md", "<!-- figure: bench.nothing -->1")[0], {"bench": record}) == [
-        "page.md:1: figure bench.nothing: the results file has no such figure"]
-    assert check(quotes("page.md", "<!-- figure: other.calls -->1")[0], {"bench": record}) == [
+RECORD = {"figures": {"speedup": {"median": 12.66}, "calls": 1235}, "goals": {"speedup.median": {"met": False}},
+          "machine": {"cores": 2, "load_at_start": [3.1, 2.0, 1.0]}}
+PAGE = ("<!-- figure: bench.speedup.median -->12.7× (goal 20×: <!-- goal: bench.speedup.median -->missed), "
+        "<!-- figure: bench.calls -->1,235 calls on <!-- figure: bench.machine.cores -->2 cores at load "
+        "<!-- figure: bench.machine.load_at_start.0 -->3.1")
+
+
+def test_a_drifted_figure_or_verdict_is_caught_and_refreshed():
+    results = {"bench": RECORD}
+    found, bad = quote.quotes("page.md", PAGE)
+    assert bad == [] and [q.text for q in found] == ["12.7", "missed", "1,235", "2", "3.1"]
+    assert quote.problems_in("page.md", PAGE, results) == []
+    drifted = PAGE.replace("-->12.7×", "-->17.2×").replace("-->missed", "-->met").replace("-->1,235", "-->1,234")
+    problems = quote.problems_in("page.md", drifted, results)
+    assert problems == ["page.md:1: figure bench.speedup.median: quoted 17.2, the file says 12.7",
+                        "page.md:1: goal bench.speedup.median: quoted met, the file says missed",
+                        "page.md:1: figure bench.calls: quoted 1,234, the file says 1,235"]
+    assert quote.refreshed("page.md", drifted, results) == PAGE
+    assert quote.problems_in("page.md", "<!-- figure: bench.nothing -->1 and <!-- figure: other.calls -->1", results) == [
+        "page.md:1: figure bench.nothing: the results file has no such figure",
         "page.md:1: figure other.calls: no results file benchmarks/results/other.json"]
+    assert quote.problems_in("page.md", "<!-- figure: bench.calls --> 1,235", results) == [
+        "page.md:1: <!-- figure: bench.calls --> is not followed by a number"]
 
 
 def test_unmarked_measurements_are_refused_and_code_is_not_read():
     text = ("17.2× faster, 513 calls/s, 13.8 CPU-seconds, 40 s wall, nDCG@10 0.91 (dense); a scale of 5 × 100, "
-            "8 × 80 GB GPUs, `python bench.py --ratio 2×`\n```\n1,235 calls/s\n```\n<!-- figure: b.x -->1.5× marked")
-    found = [p.split(": ", 1)[1].split(" looks")[0] for p in unmarked("page.md", text)]
+            "8 × 80 GB GPUs, `python bench.py --ratio 2×`\n```\n1,235 calls/s\n```\n<!-- figure: b.x -->1.5× marked, "
+            "goal ≥ 20×, within 1.3× (goal: 1.5×)")
+    found = [p.split(": ", 1)[1].split(" looks")[0] for p in quote.unmarked("page.md", text)]
     assert found == ["17.2", "513", "13.8", "40", "0.91"]
 
 
@@ -190,7 +88,7 @@ def test_every_benchmark_writes_its_results_file_and_every_file_has_its_benchmar
         source = (BENCHMARKS / f"{stem}.py").read_text(encoding="utf-8")
         assert "write_results(__file__" in source, f"benchmarks/{stem}.py writes no results file"
         assert f"benchmarks/results/{stem}.json" in source, f"benchmarks/{stem}.py does not say where its results go"
-    results = load_results()
+    results = quote.load_results()
     assert set(results) <= scripts, "a results file without its script"
     for stem, record in results.items():
         assert record["script"] == f"benchmarks/{stem}.py"
@@ -198,15 +96,8 @@ def test_every_benchmark_writes_its_results_file_and_every_file_has_its_benchmar
         assert record["machine"]["cores"] >= 1 and len(record["machine"]["load_at_start"]) == 3
 
 
-def _record_module():
-    spec = importlib.util.spec_from_file_location("bespoke_benchmark_record", BENCHMARKS / "record.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_record_writes_figures_goals_and_conditions(tmp_path):
-    record = _record_module()
+    record = _module("record")
     timing = record.over_runs([3.0, 1.0, 2.0])
     assert timing == {"median": 2.0, "min": 1.0, "max": 3.0, "runs": 3}
     path = record.write_results("benchmarks/bench.py", {"speedup": timing, "calls": 300},
