@@ -19,7 +19,7 @@ from bespoke_dataset.version import __version__
 from bespoke_metric.backends.base import EngineError
 from bespoke_metric.calls.progress import quiet_library_bars
 
-from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, kept_answers, saved_answers
+from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
 
 # subcommand name -> its module in this package, one folder per wing of the library
 COMMANDS: dict[str, str] = {
@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as error:
         if args.verbose:
             raise
-        print(f"error: {error}; {kept_answers(caches, before)}", file=sys.stderr)
+        kept = interrupted_line(caches, before).removeprefix("interrupted: ")  # what is kept, how to go on
+        print(f"error: {error}; {kept}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(interrupted_line(caches, before), file=sys.stderr)

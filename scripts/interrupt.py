@@ -1,5 +1,4 @@
-"""What a user sees after Ctrl-C (or an engine failure): one line saying what is kept and how to go on,
-never a traceback.
+"""What a user sees after Ctrl-C: one line saying what is kept and how to go on, never a traceback.
 
 A command that keeps answers in SQLite caches names them (`answer_caches(args)` in its module); the line
 counts what they hold, as the cache itself reports it, and how much of that this run added.
@@ -28,15 +27,10 @@ def saved_answers(caches: list[str] | None) -> int:
 
 def interrupted_line(caches: list[str] | None, before: int) -> str:
     """The line printed when the command was interrupted; `before` is `saved_answers` at its start."""
-    return f"interrupted: {kept_answers(caches, before)}"
-
-
-def kept_answers(caches: list[str] | None, before: int) -> str:
-    """What a stopped command kept and how to go on (after Ctrl-C, or when its engine failed)."""
     if caches is None:
-        return "nothing was written; rerun the same command to start again"
+        return "interrupted: nothing was written; rerun the same command to start again"
     if not caches:
-        return "no answer was saved (no --cache was given); rerun the same command to start again"
+        return "interrupted: no answer was saved (no --cache was given); rerun the same command to start again"
     saved = saved_answers(caches)
-    return (f"{saved} answer(s) saved in {' and '.join(caches)} ({max(saved - before, 0)} by this run); "
+    return (f"interrupted: {saved} answer(s) saved in {' and '.join(caches)} ({max(saved - before, 0)} by this run); "
             "rerun the same command to resume")

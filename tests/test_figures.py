@@ -87,13 +87,14 @@ def test_every_benchmark_writes_its_results_file_and_every_file_has_its_benchmar
     for stem in scripts:
         source = (BENCHMARKS / f"{stem}.py").read_text(encoding="utf-8")
         assert "write_results(__file__" in source, f"benchmarks/{stem}.py writes no results file"
-        assert f"benchmarks/results/{stem}.json" in source, f"benchmarks/{stem}.py does not say where its results go"
     results = quote.load_results()
     assert set(results) <= scripts, "a results file without its script"
     for stem, record in results.items():
         assert record["script"] == f"benchmarks/{stem}.py"
-        assert {"command", "date", "bespoke_eval_version", "machine", "figures", "goals", "script_seconds"} <= set(record)
-        assert record["machine"]["cores"] >= 1 and len(record["machine"]["load_at_start"]) == 3
+        assert {"command", "date", "bespoke_eval_version", "machine", "figures", "goals"} <= set(record)
+        machine = record["machine"]
+        # the load the figures were measured under (files written before record.py noted it at the start: at the end)
+        assert machine["cores"] >= 1 and len(machine.get("load_at_start", machine.get("load_1m_5m_15m", []))) == 3
 
 
 def test_record_writes_figures_goals_and_conditions(tmp_path):

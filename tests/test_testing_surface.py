@@ -16,7 +16,8 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "pandas", "datasets",
 
 
 def test_every_public_name_resolves_and_is_documented():
-    assert testing.__all__ == sorted(testing.__all__) and len(testing.__all__) == 15
+    assert testing.__all__ == sorted(testing.__all__)
+    assert {"serve", "TestServer", "Fault", "judge_answer", "build_tiny_model", "RecordingBackend"} <= set(testing.__all__)
     table = testing.__doc__
     for name in testing.__all__:
         value = getattr(testing, name)
