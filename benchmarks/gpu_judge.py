@@ -5,7 +5,7 @@ through the real `hf:` judge (per-claim recall: 1 + claims prompts per query), o
 batching and once with batch size 1 on the first `--sequential-queries` queries, and prints prompts/s,
 generated tokens/s and the ratio. The model is random, so its answers do not parse: the judge records
 them as failures (with `--max-parse-retries 0`, each prompt is generated exactly once); this measures
-the engine, not the judgments.
+the engine, not the judgments. Writes `benchmarks/results/gpu_judge.json`.
 
     python benchmarks/gpu_judge.py                      # on the GPU machine, about a minute
     python benchmarks/gpu_judge.py --device cpu --queries 4 --sequential-queries 1 --hidden-size 64 --layers 2
@@ -13,8 +13,9 @@ the engine, not the judgments.
 
 from __future__ import annotations
 
+from record import write_results  # first: it notes the load the run starts under
+
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -67,8 +68,12 @@ def main() -> None:
     for label, (prompts_s, tokens_s, prompts) in (("batched", batched), ("one at a time", single)):
         print(f"{label:>14}: {prompts:5d} prompts  {prompts_s:8.2f} prompts/s  {tokens_s:9.1f} generated tokens/s")
     print(f"batched / one at a time: {batched[0] / single[0]:.1f}x prompts/s, {batched[1] / single[1]:.1f}x tokens/s")
-    print(json.dumps({"device": name, "batched_prompts_per_s": batched[0], "single_prompts_per_s": single[0],
-                      "batched_tokens_per_s": batched[1], "single_tokens_per_s": single[1]}))
+    write_results(__file__, {
+        "device": name, "layers": args.layers, "hidden_size": args.hidden_size, "max_tokens": args.max_tokens,
+        "batched": {"prompts": batched[2], "prompts_per_s": round(batched[0], 2), "tokens_per_s": round(batched[1], 1)},
+        "one_at_a_time": {"prompts": single[2], "prompts_per_s": round(single[0], 2), "tokens_per_s": round(single[1], 1)},
+        "batched_over_one_at_a_time": round(batched[0] / single[0], 2),
+    }, notes={"model": "random weights: the answers do not parse; this measures the engine, not judgments"})
 
 
 if __name__ == "__main__":

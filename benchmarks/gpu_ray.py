@@ -5,13 +5,16 @@ folder: by default a small random model built in place (no network: answers do n
 measures the engine and the plumbing, with `--max-parse-retries 0` each prompt is generated once); pass
 `--model` with a real checkpoint folder to judge for real. Scores the full-size synthetic release
 (1 + claims prompts per query) on Ray and, in the same run, in-process with `vllm.LLM`, and prints
-prompts/s for each, their ratio, whether the two runs' items are identical, and a warm rerun's calls.
+prompts/s for each, their ratio, whether the two runs' items are identical, and a warm rerun's calls;
+writes `benchmarks/results/gpu_ray.json`.
 
     python benchmarks/gpu_ray.py                                   # one GPU, tiny model
     python benchmarks/gpu_ray.py --model /models/gpt-oss-120b --replicas 4 --tensor-parallel-size 2
 """
 
 from __future__ import annotations
+
+from record import write_results  # first: it notes the load the run starts under
 
 import argparse
 import json
@@ -56,6 +59,10 @@ def main() -> None:
     prompts = runs["ray"]["usage"]["calls"]
     print(f"Ray ({args.replicas} replica(s), TP {args.tensor_parallel_size}, PP {args.pipeline_parallel_size}): "
           f"{prompts} prompts in {ray_s:.1f} s, {prompts / ray_s:.1f} prompts/s; warm rerun calls: {warm['usage']['calls']}")
+    figures = {"model": "tiny random" if args.model is None else args.model, "replicas": args.replicas,
+               "tensor_parallel_size": args.tensor_parallel_size, "pipeline_parallel_size": args.pipeline_parallel_size,
+               "prompts": prompts, "ray_s": round(ray_s, 2), "ray_prompts_per_s": round(prompts / ray_s, 2),
+               "warm_rerun_calls": warm["usage"]["calls"]}
     if not args.skip_in_process:
         start = time.perf_counter()
         runs["local"] = score(work / "preds.jsonl", judge, cache=str(work / "local.sqlite"),
@@ -65,6 +72,9 @@ def main() -> None:
         print(f"Ray / in-process wall time: {ray_s / local_s:.2f}x")
         same = runs["ray"]["items"] == runs["local"]["items"]
         print(f"items identical: {same}")
+        figures.update({"in_process_s": round(local_s, 2), "in_process_prompts_per_s": round(prompts / local_s, 2),
+                        "ray_over_in_process": round(ray_s / local_s, 2), "items_identical": same})
+    write_results(__file__, figures, goals={"warm_rerun_calls": ("<=", 0)})
 
 
 if __name__ == "__main__":

@@ -11,12 +11,15 @@ one call per gold claim each), with the server in its own process, measures:
    `bespoke score` command as a whole process: start-up, data, calls, results file (goal: 20x faster).
 
 Client CPU time per call is printed beside the walls: on a shared machine the walls move with the load,
-the CPU a call costs much less.
+the CPU a call costs much less. Writes `benchmarks/results/judge_throughput.json` (medians and ranges over
+the rounds; the load when the run started and ended).
 
     python benchmarks/judge_throughput.py [--latency 0.05] [--concurrency 128] [--queries 60] [--repeats 3]
 """
 
 from __future__ import annotations
+
+from record import over_runs, write_results  # first: it notes the load the run starts under
 
 import argparse
 import asyncio
@@ -179,6 +182,27 @@ def main() -> None:
           f"and results file {command - command_judge:.2f} s), CPU {command_cpu:.2f} s")
     print(f"  official pattern / bespoke score command: {official / command:.1f}x (goal: at least 20x); "
           f"/ its judging alone: {official / command_judge:.1f}x")
+    write_results(__file__, {
+        "queries": len(rows), "calls": calls, "latency_ms": round(args.latency * 1000), "concurrency": args.concurrency,
+        "rounds": args.repeats,
+        "bespoke_calls_per_s": over_runs(calls / w for w in walls["bespoke"]),
+        "bare_calls_per_s": over_runs(calls / w for w in walls["bare"]),
+        "bespoke_over_bare": over_runs(b / a for b, a in zip(walls["bespoke"], walls["bare"])),
+        "ideal_s": round(ideal, 3),
+        "bespoke_over_ideal": over_runs(w / ideal for w in walls["bespoke"]),
+        "bare_over_ideal": over_runs(w / ideal for w in walls["bare"]),
+        "client_cpu_ms_per_call": {name: round(value, 3) for name, value in cpu_ms.items()},
+        "official_s": round(official, 2),
+        "command_s": over_runs(seconds for seconds, _, _ in commands),
+        "command_cpu_s": over_runs(cpu for _, cpu, _ in commands),
+        "command_judging_s": over_runs(results["usage"]["wall_seconds"] for _, _, results in commands),
+        "speedup": over_runs(official / seconds for seconds, _, _ in commands),
+        "speedup_judging": over_runs(official / results["usage"]["wall_seconds"] for _, _, results in commands),
+    }, goals={"bespoke_over_bare.median": ("<=", 1.5), "bespoke_over_ideal.median": ("<=", 1.3),
+              "speedup.median": (">=", 20.0)},
+       notes={"official_s": "one sequential openai SDK call per response and per claim, the same bodies, measured once",
+              "command_s": "`bespoke score` as a fresh process: start-up, data, guards, calls, results file",
+              "speedup": "official_s / command_s, per command run"})
 
 
 if __name__ == "__main__":

@@ -9,12 +9,15 @@
    run's actors start inside its measured time, as they do for a user; the start of Ray itself (once per
    process) is printed apart.
 
-All numbers come from one run on one machine; only the ratios mean anything elsewhere.
+All numbers come from one run on one machine; only the ratios mean anything elsewhere. Writes
+`benchmarks/results/ray_scaling.json` with the load the run started and ended under.
 
     RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 python benchmarks/ray_scaling.py [--calls 8000] [--latency 0.05]
 """
 
 from __future__ import annotations
+
+from record import write_results  # first: it notes the load the run starts under
 
 import argparse
 import multiprocessing
@@ -63,7 +66,8 @@ def main() -> None:
 
     start = time.perf_counter()
     ray.init(include_dashboard=False, logging_level="WARNING")
-    print(f"Ray local instance started in {time.perf_counter() - start:.1f} s (once per process; not in the runs below)")
+    ray_start_s = time.perf_counter() - start
+    print(f"Ray local instance started in {ray_start_s:.1f} s (once per process; not in the runs below)")
 
     work = Path(tempfile.mkdtemp(prefix="bespoke-ray-scaling-"))
     model = build_tiny_model(work / "tiny", hidden_size=args.hf_hidden_size, num_layers=4)
@@ -97,6 +101,21 @@ def main() -> None:
     print(f"  Ray / in-process wall time: {ray_s / local_s:.2f}x (goal <= 1.3x)")
     print(f"  of which Ray's first answer (actors starting) {ray_first:.1f} s; steady calls/s in-process {local_rate:.0f},"
           f" Ray {ray_rate:.0f}: {local_rate / ray_rate:.2f}x")
+    figures = {
+        "ray_start_s": round(ray_start_s, 1),
+        "openai": {"calls": args.calls, "latency_ms": round(args.latency * 1000), "concurrency": args.concurrency,
+                   "ideal_s": round(ideal, 2), "in_process_s": round(local_s, 2), "ray_s": round(ray_s, 2),
+                   "ok": {"in_process": local_ok, "ray": ray_ok}, "ray_over_in_process": round(ray_s / local_s, 3),
+                   "ray_first_answer_s": round(ray_first, 2), "steady_calls_per_s": {"in_process": round(local_rate), "ray": round(ray_rate)}},
+    }
+    if hf:
+        figures["hf"] = {"prompts": args.hf_requests, "max_tokens": args.hf_max_tokens, "hidden_size": args.hf_hidden_size,
+                         "wall_s": {str(n): round(hf[n][0], 2) for n in hf},
+                         "steady_requests_per_s": {str(n): round(hf[n][2], 2) for n in hf},
+                         "two_over_one_wall": round(hf[1][0] / hf[2][0], 3), "two_over_one_steady": round(hf[2][2] / hf[1][2], 3)}
+    write_results(__file__, figures, goals={"openai.ray_over_in_process": ("<=", 1.3)},
+                  notes={"ray_s": "actors start inside the measured time, as for a user; Ray itself started before",
+                         "two_over_one_wall": "hf wall time with 1 actor / with 2 (>1: 2 actors are faster)"})
 
 
 if __name__ == "__main__":

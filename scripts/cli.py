@@ -1,8 +1,9 @@
 """`bespoke SUBCOMMAND ...`: each subcommand is a module of this package with `HELP`,
 `add_arguments(parser)` and `run(args) -> int` (and `answer_caches(args)` if it keeps answers in caches).
 
-How every command ends is decided here: a user's mistake is one `error: ...` line and exit 2, Ctrl-C one
-line and exit 130 (`interrupt`), and only a bug shows a traceback (or `-v`, which shows them all).
+How every command ends is decided here: a user's mistake is one `error: ...` line and exit 2, an engine
+that failed (`EngineError`: a CUDA error, a dead engine) one line and exit 1, Ctrl-C one line and exit
+130 (`interrupt`), and only a bug shows a traceback (or `-v`, which shows them all).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
+from bespoke_metric.backends.base import EngineError
 from bespoke_metric.calls.progress import quiet_library_bars
 
 from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
@@ -40,6 +42,8 @@ COMMANDS: dict[str, str] = {
 
 EXIT_USAGE = 2
 """Exit code of a user's mistake, as argparse uses for a bad flag."""
+EXIT_FAILED = 1
+"""Exit code of a run that could not do its work."""
 
 OWN_LOGGERS = ("bespoke_dataset", "bespoke_metric", "bespoke_cli")
 
@@ -145,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except EngineError as error:
+        if args.verbose:
+            raise
+        kept = interrupted_line(caches, before).removeprefix("interrupted: ")  # what is kept, how to go on
+        print(f"error: {error}; {kept}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print(interrupted_line(caches, before, started), file=sys.stderr)
         return EXIT_INTERRUPTED

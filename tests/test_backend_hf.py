@@ -43,11 +43,33 @@ def complete(backend, reqs) -> dict[int, Completion]:
     return outcomes
 
 
+def greedy_reference(model_dir, request: Request) -> Completion:
+    """What transformers itself generates for one request: its chat template, greedy, no batch or padding,
+    the request's own token limit, cut at the end-of-turn token."""
+    import inspect
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir)
+    options = {"add_generation_prompt": True, "tokenize": True, "return_dict": False}
+    if "sanitize_control_tokens" in inspect.signature(tokenizer.apply_chat_template).parameters:
+        options["sanitize_control_tokens"] = True  # text that spells a control token stays text
+    prompt = list(tokenizer.apply_chat_template(list(messages_with_schema(request)), **options))
+    with torch.inference_mode():
+        output = model.generate(input_ids=torch.tensor([prompt]), max_new_tokens=request.max_tokens, do_sample=False,
+                                pad_token_id=tokenizer.pad_token_id)
+    new = output[0, len(prompt):].tolist()
+    stop = new.index(tokenizer.eos_token_id) if tokenizer.eos_token_id in new else len(new)
+    return Completion(tokenizer.decode(new[:stop], skip_special_tokens=True), input_tokens=len(prompt),
+                      output_tokens=min(stop + 1, len(new)), truncated=stop == len(new))
+
+
 def test_generates_end_to_end_through_the_scheduler(tiny_model_dir):
     backend = make_backend(f"hf:{tiny_model_dir}")
     results = run_requests_sync(backend, requests())
-    assert all(r.ok and isinstance(r.text, str) for r in results)
-    assert any(r.text for r in results)
+    expected = [greedy_reference(tiny_model_dir, request) for request in requests()]
+    assert [r.error for r in results] == [None] * len(PROMPTS)
+    assert [r.text for r in results] == [e.text for e in expected]
+    assert any(e.text for e in expected)
     identity = backend.identity()
     assert identity["engine"] == "hf"
     assert identity["model"] == str(tiny_model_dir)
@@ -142,7 +164,7 @@ def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
     outcomes = complete(backend, requests())
     assert sizes[:3] == [7, 4, 2]
     assert set(sizes[3:]) <= {1, 2}
-    assert all(isinstance(o, Completion) for o in outcomes.values())
+    assert outcomes == complete(HFBackend(str(tiny_model_dir), batch_size=1), requests())  # nothing lost or changed
 
 
 def test_preloaded_model_and_tokenizer(tiny_model_dir):

@@ -19,6 +19,7 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.parsing import ParseError
 from bespoke_metric.calls.scheduler import run_requests_sync
 from bespoke_metric.testing.server import Fault, messages_of
+from key_scan import stored_bytes
 
 KEY = "sk-test-SECRET-7f3a9c21e5b4d680"
 SCHEMA = {
@@ -349,10 +350,13 @@ def test_api_key_never_leaks(openai_server, tmp_path, caplog):
         assert results[0].text == "echo: fine"
         assert results[1].error is not None
         assert "HTTP 500" in results[1].error
+        # while the cache is open its latest writes sit in the -wal file: scanned too
+        assert cache_path.with_name(cache_path.name + "-wal").is_file()
+        assert KEY.encode() not in stored_bytes(cache_path)
     # The server did receive the key: the scan below is meaningful.
     assert any(KEY in c.headers.get("authorization", "") for c in openai_server.calls)
 
-    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    stored = stored_bytes(cache_path)
     assert KEY.encode() not in stored
     assert b"SECRET" not in stored
     assert KEY not in json.dumps(backend.identity())

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bespoke_metric.scoring.engines import make_backend
-from bespoke_metric.backends.base import CallError, Completion, Request
+from bespoke_metric.backends.base import CallError, Completion, EngineError, Request
 from bespoke_metric.calls.scheduler import run_requests_sync
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
@@ -164,10 +164,51 @@ def test_vllm_not_installed(monkeypatch):
         make_backend("vllm:m")
 
 
-def test_through_the_scheduler_with_an_engine_failure(monkeypatch):
-    monkeypatch.setitem(sys.modules, "vllm", fake_vllm(fail=RuntimeError("CUDA error: device-side assert")))
-    results = run_requests_sync(make_backend("vllm:m"), requests())
-    assert [r.error for r in results] == ["vLLM generation failed: RuntimeError: CUDA error: device-side assert"] * 3
+class EngineDeadError(Exception):
+    """As `vllm.v1.engine.exceptions.EngineDeadError`: the engine process is gone."""
+
+
+CUDA_ERROR = RuntimeError("CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be "
+                          "asynchronously reported at some other API call.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+
+
+@pytest.mark.parametrize("failure, line", [
+    (CUDA_ERROR, "RuntimeError: CUDA error: an illegal memory access was encountered"),
+    (EngineDeadError("EngineCore encountered an issue. See stack trace (above) for the root cause."),
+     "EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."),
+])
+def test_an_engine_failure_stops_the_run_in_one_line(monkeypatch, failure, line):
+    """Not bisected into 2n doomed calls each recorded as failed: one `chat`, one `EngineError`."""
+    module = fake_vllm(fail=failure)
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    with pytest.raises(EngineError) as raised:
+        run_requests_sync(make_backend("vllm:m"), requests())
+    assert str(raised.value) == f"the vLLM engine failed, so the run stops: {line}"
+    assert raised.value.__cause__ is failure
+    (engine,) = module.engines
+    assert len(engine.chat_calls) == 1
+
+
+def test_cli_engine_failure_is_one_line_and_exit_1(monkeypatch, synthetic_hub, tmp_path, capsys):
+    import json
+
+    import bespoke_dataset
+    from bespoke_cli import cli
+
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm(fail=CUDA_ERROR))
+    rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[:2]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps({"user": r["user"], "query_id": r["query_id"],
+                                               "response": r["shots"][0]["response"]}) + "\n" for r in rows))
+    cache, output = tmp_path / "judge.sqlite", tmp_path / "results.json"
+    code = cli.main(["score", "--predictions", str(predictions), "--judge", "vllm:m", "--source", str(synthetic_hub),
+                     "--cache", str(cache), "--output", str(output)])
+    printed = capsys.readouterr()
+    assert code == 1
+    assert printed.err.strip().splitlines() == [
+        "error: the vLLM engine failed, so the run stops: RuntimeError: CUDA error: an illegal memory access was "
+        f"encountered; 0 answer(s) saved in {cache} (0 by this run); rerun the same command to resume"]
+    assert not output.exists()  # nothing half-written
 
 
 def test_one_rejected_prompt_fails_alone(monkeypatch):
@@ -185,6 +226,9 @@ def test_one_rejected_prompt_fails_alone(monkeypatch):
     results = run_requests_sync(make_backend("vllm:m"), requests())
     assert [r.text for r in results] == ["reply to z claim", None, "reply to a claim"]
     assert results[1].error == "vLLM generation failed: ValueError: prompt is longer than the maximum model length"
+    (engine,) = module.engines
+    # [a, b, z] and [b, z] are refused (unrecorded), [a] and [z] answered: each good prompt generated once
+    assert [[c[-1]["content"] for c in call[0]] for call in engine.chat_calls] == [["a claim"], ["z claim"]]
 
 
 def test_through_the_scheduler(vllm_module):
@@ -195,7 +239,7 @@ def test_through_the_scheduler(vllm_module):
 def test_a_prompt_without_output_is_a_call_error(vllm_module):
     from bespoke_metric.backends.vllm_backend import _completion
 
-    assert isinstance(_completion(FakeRequestOutput([1, 2], [])), CallError)
+    assert _completion(FakeRequestOutput([1, 2], [])) == CallError("vLLM returned no completion for this prompt")
 
 
 def test_vllm_judge_uses_guided_json_for_every_call(monkeypatch, synthetic_hub):

@@ -1,71 +1,29 @@
 """Response guards: each check fires on what it is for and lets real answers through (both sides of every
-threshold), and every judging path (score, the CLI, the evaluate metric, meta-eval) applies them before the
-judge: a guarded response costs no judge call and its item says which guard fired and why."""
+threshold; the real answers are `guard_corpus`'s, written by hand, not by this project's generator), and
+every judging path (score, the CLI, the evaluate metric, meta-eval) applies them before the judge: a
+guarded response costs no judge call and its item says which guard fired and why."""
 
 from __future__ import annotations
 
+import collections
 import json
-import random
-import string
+import re
 
 import pytest
 
 import bespoke_dataset
 from bespoke_cli import cli
 from bespoke_metric.judging import guards
-from bespoke_metric.judging.guards import check_response
+from bespoke_metric.judging.guards import check_response, readable
 from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer
+from bespoke_metric.testing.server import messages_of
+from bespoke_metric.analysis.meta_eval import meta_evaluate
+from dataset_helpers import edit_table
+from guard_corpus import DEGENERATE, DEGENERATE_QUERY, REAL
 
-QUERY = "Why is my sourdough starter not rising and how should I change the dough hydration?"
+QUERY = DEGENERATE_QUERY
 SENTENCE = "A sluggish sourdough starter usually needs more frequent feedings at a warmer temperature."
-GERMAN = ("Dein Sauerteig braucht häufigere Fütterungen bei wärmerer Temperatur. Beginne mit etwa siebzig "
-          "Prozent Hydratation und achte auf das Volumen.")
-
-_RNG = random.Random(0)
-DEGENERATE = {
-    "empty": ("", "empty"),
-    "ok": ("ok", "empty"),
-    "punctuation": ("!?.,;:-*" * 10, "empty"),
-    "random letters": ("".join(_RNG.choice(string.ascii_letters) for _ in range(300)), "no_words"),
-    "random words": (" ".join("".join(_RNG.choice(string.ascii_lowercase) for _ in range(2 + i % 6))
-                               for i in range(60)), "no_words"),
-    "query echoed": (QUERY, "echo"),
-    "query echoed twice": (f"{QUERY} {QUERY.lower()}", "echo"),
-    "sentence x40": (" ".join([SENTENCE] * 40), "repetition"),
-    "characters repeated": ("ab" * 400, "repetition"),
-    "another language": (GERMAN, "language"),
-    "ok ok ok": ("ok ok ok", "empty"),
-    "random numbers": (" ".join(str(_RNG.randint(0, 9999)) for _ in range(60)), "no_words"),
-    "random printable": ("".join(_RNG.choice(string.ascii_letters + string.digits + string.punctuation)
-                                 for _ in range(300)), "no_words"),
-}
-
-REAL = {
-    "terse": (QUERY, "Feed it twice a day and keep it warm."),
-    "list": (QUERY, "1. Feed the starter twice daily.\n2. Use some whole grain flour.\n3. Keep it near 26 C.\n"
-                    "4. Start the dough at 70% hydration."),
-    "table": (QUERY, "| Step | What | When |\n|---|---|---|\n| 1 | Feed with whole grain flour | twice a day |\n"
-                     "| 2 | Keep warm | 24-26 C |\n| 3 | Hydration | start at 70% |"),
-    "code": (QUERY, "```python\nimport numpy as np\nhydration = np.linspace(0.65, 0.8, 4)\nfor h in hydration:\n"
-                    "    print(f'{h:.0%}')\n```\nStart with the lowest value and go up as the dough gets stronger."),
-    "jargon": (QUERY, "Do an autolyse, then bulk ferment in a banneton; a levain at 100% hydration gives an open "
-                      "crumb in the Dutch oven."),
-    "restates the question": (QUERY, "Why is your sourdough starter not rising? It is too cold: feed it twice a "
-                                     "day somewhere warm, and keep the dough hydration near 70 percent."),
-    "German query, German answer": ("Warum geht mein Sauerteig nicht auf und wie sollte ich die Teighydratation "
-                                    "ändern?", GERMAN),
-    "French query, French answer": ("Pourquoi mon levain ne monte-t-il pas et comment changer l'hydratation de la "
-                                    "pâte ?", "Il faut nourrir le levain deux fois par jour avec de la farine "
-                                              "complète, au chaud. Commence la pâte à environ 70 % d'hydratation."),
-    "Chinese query, Chinese answer": ("为什么我的酸面团发酵剂不起来？我应该如何调整面团的含水量？",
-                                      "你的发酵剂需要更频繁地喂养，并放在更温暖的地方。初学者可以从百分之七十的含水量开始。"),
-    "numbers in prose": (QUERY, "Feed 50 g flour and 50 g water at 8:00, 14:00 and 20:00; at 24-26 C it doubles "
-                                "in 4-6 h. Mix 500 g flour, 350 g water, 100 g starter, 10 g salt."),
-    "long real list": (QUERY, "\n".join(f"{i}. Step {i}: feed the starter with {w} flour and wait {i + 2} hours."
-                                        for i, w in enumerate(["rye", "spelt", "whole wheat", "bread", "einkorn",
-                                                               "white", "emmer", "durum"], 1))),
-}
 
 
 @pytest.mark.parametrize("name", DEGENERATE)
@@ -79,25 +37,58 @@ def test_degenerate_responses_are_caught_by_the_right_guard(name):
 
 
 @pytest.mark.parametrize("name", REAL)
-def test_real_answers_pass(name):
-    query, response = REAL[name]
+def test_answers_nobody_here_generated_pass(name):
+    _, query, response = REAL[name]
     assert check_response(response, query) is None
+
+
+def test_the_corpus_keeps_its_variety():
+    kinds = collections.Counter(kind for kind, _, _ in REAL.values())
+    assert len(REAL) >= 60
+    assert all(kinds[kind] >= 5 for kind in ("table", "code", "list", "one-line", "long", "sources"))
+    languages = {kind for kind in kinds if len(kind) == 2}
+    assert len(languages) >= 8  # besides English
+    twenty = REAL["twenty source URLs of one site"][2]
+    assert twenty.count("https://www.theperfectloaf.com/") == 20
+
+
+def test_guards_read_an_answer_without_its_links_and_citation_markers():
+    text = "Feed it [1][2] twice a day [^3] 【4†source】 [5, 6].\n[1] https://example.org/a?b=c"
+    assert readable(text).split() == ["Feed", "it", "twice", "a", "day", "."]
+    assert readable("See [the guide](https://example.org/guide) first.") == "See the guide first."
+    assert "example.org" not in readable("Sources: www.example.org/x/y")
 
 
 def test_thresholds_on_both_sides():
     # echo: 4 of 5 words from the query (80%) is an echo, 3 of 5 is not
     assert check_response("sourdough starter dough hydration banana", QUERY).guard == "echo"
     assert check_response("sourdough starter dough banana bread", QUERY) is None
-    # repetition needs enough words to judge: 3 sentences said twice pass, the same one 10 times does not
+    # repetition: a four-word phrase said four times repeats 62% of its words, five times 70%
+    assert check_response("feed the starter daily " * 4, QUERY) is None
+    assert check_response("feed the starter daily " * 5, QUERY).guard == "repetition"
+    # varied sentences said twice pass, one sentence said 10 times does not
     varied = " ".join(f"Feed the starter with {w} flour at {t} degrees every morning." for w, t in
                       [("rye", 24), ("spelt", 26), ("wheat", 25)])
     assert check_response(f"{varied} {varied}", QUERY) is None
     assert check_response(" ".join([SENTENCE] * 10), QUERY).guard == "repetition"
-    # near-empty: two words are too few, three are enough
+    # lines are records: twelve rows that differ in the week number pass, the same row twelve times does not
+    rows = [f"| Week {week} | Easy run 30 min | Intervals 6 x 400 m | Rest | Long run 60 min |" for week in range(1, 13)]
+    assert check_response("\n".join(rows), QUERY) is None
+    assert check_response("\n".join([rows[0]] * 12), QUERY).guard == "repetition"
+    # near-empty: two words are too few, three are enough; one word said 25 times is one word
     assert check_response("Feed more.", QUERY).guard == "empty"
     assert check_response("Feed it more.", QUERY) is None
+    assert check_response("ok " * 25, QUERY).guard == "empty"
     # language: a short aside in another language is not a different-language answer
     assert check_response("Feed it twice a day, as bakers say: Übung macht den Meister.", QUERY) is None
+
+
+def judged_responses(server) -> list[str]:
+    """The responses the judge was asked about, one per call, read from the prompts the server received."""
+    found = [re.search(r"<response[^>]*>\n?(.*?)\n?</response", messages_of(call.body)[-1]["content"], re.DOTALL)
+             for call in server.calls]
+    assert all(found)
+    return [match.group(1) for match in found]
 
 
 def _predictions(rows):
@@ -125,12 +116,13 @@ def test_score_guards_before_the_judge_and_records_why(openai_server):
     assert results["judge"]["guards"] == guards.GUARDS_VERSION
     # no judge call for the guarded ones: 2 real items x (1 personalization + 1 batched recall) calls
     assert results["usage"]["calls"] == 4 == len(openai_server.requests)
-    assert not any("<response>\nok\n</response>" in json.dumps(r.body) for r in openai_server.requests)
+    assert judged_responses(openai_server).count("ok") == 0
     off = score(_predictions(rows), "openai:judge", source="sample", guards=False, **options)
     assert off.judge["guards"] is None
     assert off.guarded == {}
     assert all(item.guard is None for item in off.items)
     assert off.usage["calls"] == 8
+    assert judged_responses(openai_server).count("ok") == 4  # now judged: 2 items x 2 calls
 
 
 def test_cli_no_guards(tmp_path, capsys):
@@ -166,3 +158,59 @@ def test_no_answer_of_a_full_synthetic_release_is_guarded(synthetic_full, tmp_pa
     assert len(answers) == 150 * 7
     caught = [(response[:60], hit) for query, response in answers if (hit := check_response(response, query))]
     assert caught == []
+
+
+@pytest.fixture(scope="module")
+def meta_release(tmp_path_factory):
+    """A small release whose first held-out response is "ok ok ok" (its human scores unchanged)."""
+    from bespoke_dataset.synthetic import write_release
+
+    release = write_release(tmp_path_factory.mktemp("guarded-meta") / "release", users=2, queries_per_user=2,
+                            sessions=12, seed=5)
+
+    def plant(rows):
+        payload = json.loads(rows[0]["meta_test_set_value"])
+        payload["response_list"][0]["contents"] = "ok ok ok"
+        rows[0]["meta_test_set_value"] = json.dumps(payload)
+        return rows
+
+    edit_table(release, "meta_test/meta_test_set.parquet", plant)
+    return release
+
+
+def meta_release_first_key(release):
+    first = next(iter(bespoke_dataset.load("meta_test", source=str(release))))
+    assert first["response"] == "ok ok ok"
+    return first["user"], first["index"]
+
+
+def test_meta_eval_guards_on_and_off(meta_release, openai_server, tmp_path, capsys):
+    openai_server.responder = judge_answer
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False}
+    on = meta_evaluate("openai:judge", str(meta_release), n_resamples=50, **options)
+    assert (on.items[0].user, on.items[0].index) == (meta_release_first_key(meta_release))
+    assert on.items[0].guard["guard"] == "empty"
+    assert on.items[0].scores == {d: 1 for d in on.items[0].scores}  # the lowest scores, compared with the humans'
+    assert [item.guard for item in on.items[1:]] == [None] * (len(on.items) - 1)
+    assert on.guarded == {"empty": 1}
+    assert on.judge["guards"] == guards.GUARDS_VERSION
+    assert on.meta_eval["pooled"]["n"] == 4 * len(on.items)  # the guarded response is in the agreement
+    calls_on = len(openai_server.calls)
+    assert calls_on == len(on.items) - 1  # one call per judged response (recall off), none for "ok ok ok"
+    assert "ok ok ok" not in judged_responses(openai_server)
+
+    openai_server.reset()
+    off = meta_evaluate("openai:judge", str(meta_release), n_resamples=50, guards=False, **options)
+    assert off.judge["guards"] is None and off.guarded == {}
+    assert all(item.guard is None for item in off.items)
+    assert len(openai_server.calls) == len(off.items)
+    assert judged_responses(openai_server).count("ok ok ok") == 1
+
+    # the command line: `--no-guards` switches them off there too
+    for flags, expected in (([], {"empty": 1}), (["--no-guards"], {})):
+        out = tmp_path / "meta.json"
+        assert cli.main(["meta-eval", "--judge", "openai:judge", "--source", str(meta_release), "--base-url",
+                         openai_server.base_url, "--api-key", "sk-test", "--no-feedback-accuracy", "--resamples", "50",
+                         "--output", str(out), *flags]) == 0
+        assert json.loads(out.read_text())["guarded"] == expected
+    capsys.readouterr()

@@ -196,10 +196,42 @@ def test_filter_narrows_the_rows(board_page):
     board_page.wait_for_function("[...document.querySelectorAll('table.leaderboard tbody tr')].length === 4")
 
 
-def test_chart_per_table(board_page):
+BAR_COLOURS = [(0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E), (0x2C, 0xA0, 0x2C)]
+"""Matplotlib's first three cycle colours: the bars of the first, second and third system of a chart."""
+
+
+def bar_colours(image: bytes) -> list[bool]:
+    """Which of `BAR_COLOURS` the chart shows in more than 2,000 pixels (bars, not a legend swatch), within
+    the shift of Gradio's lossy WebP encoding."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(image)).convert("RGB"), dtype=int).reshape(-1, 3)
+    return [int((np.abs(pixels - colour).max(axis=1) <= 24).sum()) > 2000 for colour in BAR_COLOURS]
+
+
+def test_chart_per_table(board_page, results_dir):
+    import base64
+
+    tables = shown_tables(board_page)
     board_page.get_by_role("tab", name="Chart").click()
-    board_page.wait_for_function("document.querySelectorAll('img').length >= 2")
+    board_page.wait_for_function("document.querySelectorAll('img[alt$=\"plot visualising provided data\"]').length >= 2")
+    charts = board_page.eval_on_selector_all('img[alt$="plot visualising provided data"]', "images => images.map(i => i.src)")
+    headings = board_page.eval_on_selector_all("h3", "hs => hs.filter(h => h.offsetParent !== null).map(h => h.innerText)")
     board_page.get_by_role("tab", name="Leaderboard").click()
+    # one chart per table, under its table's title, in the tables' order
+    assert len(charts) == len(tables) == 2
+    judges = [rows[0]["Judge"] for rows in tables]
+    assert len(headings) == 2 and [heading.split()[1] for heading in headings] == judges
+    assert all(heading.endswith("20 queries") for heading in headings)
+    # one bar colour per system of the table: judge-a ranks three systems, judge-b one
+    assert all(src.startswith("data:image/") for src in charts)
+    images = [base64.b64decode(src.split(",", 1)[1]) for src in charts]
+    systems = {"openai:judge-a": 3, "openai:judge-b": 1}
+    for judge, image in zip(judges, images):
+        assert bar_colours(image) == [n < systems[judge] for n in range(3)], judge
 
 
 def upload(page, path: Path) -> str:

@@ -56,11 +56,15 @@ def test_corpus_output(name: str):
 
 
 def test_corpus_quotes_of_the_response_never_leak_into_scores():
-    # In each of these the judged response claims 5s; none of the judges agreed.
+    # In each of these the judged response claims 5s; none of the judges agreed: the judge's own scores
+    # are read, each of them, never the response's.
     for name in ("quote_marker.txt", "quote_think.txt", "r1_close_tag_only.txt", "gpt_oss_decoded.txt",
                  "harmony_tokens.txt", "json_structured.txt", "blockquote_no_separator.txt"):
-        judgment = parse_personalization((CORPUS / name).read_text())
-        assert judgment.scores["need_alignment"] != 5, name
+        text = (CORPUS / name).read_text()
+        assert "Need Alignment Score: 5" in text, name  # the response's own claim, quoted in the answer
+        judgment = parse_personalization(text)
+        assert [judgment.scores[d] for d in DIMENSIONS] == EXPECTED[name]["scores"], name
+        assert judgment.scores["need_alignment"] == EXPECTED[name]["scores"][0] != 5, name
 
 
 # --- targeted personalization cases -----------------------------------------------------------------

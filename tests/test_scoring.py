@@ -12,7 +12,8 @@ from bespoke_cli.cli import main
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.scoring.predictions import PredictionError, read_predictions
 from bespoke_metric.scoring.pipeline import score
-from bespoke_metric.testing.judge_responder import judge_answer, score_for
+from bespoke_metric.testing.judge_responder import conveys, judge_answer, score_for
+from key_scan import stored_bytes
 from bespoke_metric.testing.server import Fault
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
@@ -46,7 +47,7 @@ def test_score_over_http_matches_hand_arithmetic(judge_server, predictions, synt
 
     results = score(predictions, "openai:judge-model", source=synthetic_hub, base_url=judge_server.base_url, api_key=SECRET).to_json()
     rows = {f"{r['user']}/{r['query_id']}": r for r in bespoke_dataset.load("benchmark", source=synthetic_hub)}
-    expected_scores, expected_recalls = [], []
+    expected_scores, expected_recalls, all_verdicts = [], [], []
     for item in results["items"]:
         row = rows[f"{item['user']}/{item['query_id']}"]
         response = row["shots"][-1]["response"]
@@ -54,11 +55,14 @@ def test_score_over_http_matches_hand_arithmetic(judge_server, predictions, synt
         assert item["scores"] == {d: expected for d in DIMENSIONS}
         assert all(item["feedback"][d] for d in DIMENSIONS)
         expected_scores.append(expected)
-        verdicts = item["claim_verdicts"]
-        assert len(verdicts) == len(row["claims"])
+        # the stand-in judge's rule, not the item's own verdicts, says which claims the response conveys
+        verdicts = [conveys(claim, response) for claim in row["claims"]]
+        assert item["claim_verdicts"] == verdicts
         assert item["matched_claims"] == [c for c, v in zip(row["claims"], verdicts) if v]
         expected_recalls.append(sum(verdicts) / len(verdicts))
         assert item["recall"] == pytest.approx(expected_recalls[-1])
+        all_verdicts += verdicts
+    assert True in all_verdicts and False in all_verdicts  # both verdicts occur: a reversed one would show
     summary = results["summary"]
     assert summary["items"] == len(rows) == 20
     assert summary["need_alignment"] == pytest.approx(sum(expected_scores) / len(expected_scores) / 5 * 100)
@@ -129,7 +133,7 @@ def test_warm_cache_makes_no_calls_and_resumes(judge_server, predictions, synthe
     assert len(judge_server.calls) == made + full["usage"]["calls"]
     assert again["summary"] == full["summary"]
     assert first["items"] == full["items"][:5]
-    assert SECRET.encode() not in cache.read_bytes()
+    assert SECRET.encode() not in stored_bytes(cache)
 
 
 def test_secret_never_written_or_logged(judge_server, predictions, synthetic_hub, tmp_path, caplog, capsys):
@@ -144,7 +148,7 @@ def test_secret_never_written_or_logged(judge_server, predictions, synthetic_hub
     assert headers["authorization"] == f"Bearer {SECRET}"  # it was really sent
     for text in (output.read_text(), caplog.text, captured.out, captured.err):
         assert SECRET not in text
-    assert SECRET.encode() not in cache.read_bytes()
+    assert SECRET.encode() not in stored_bytes(cache, output)
 
 
 @pytest.mark.parametrize(

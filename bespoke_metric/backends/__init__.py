@@ -3,6 +3,6 @@
 `openai:` engine with `batch=True` sends its calls through the Batch API (`openai_batch`, its batches
 kept in a `batch_ledger`)."""
 
-from .base import Backend, CallError, Completion, Request, Usage
+from .base import Backend, CallError, Completion, EngineError, Request, Usage
 
-__all__ = ["Backend", "CallError", "Completion", "Request", "Usage"]
+__all__ = ["Backend", "CallError", "Completion", "EngineError", "Request", "Usage"]

@@ -96,6 +96,12 @@ class CallError:
     retryable: bool = False
 
 
+class EngineError(RuntimeError):
+    """The engine itself failed (a CUDA error, a dead engine), not one request: every request after it
+    would fail the same way, so the run stops here. The message is one line and holds no secret; the
+    answers that landed before it are in the cache."""
+
+
 Outcome = Union[Completion, CallError]
 OnDone = Callable[[int, Outcome], None]
 """Called once per request index as soon as its outcome is known, so results can be cached as they land."""

@@ -10,6 +10,11 @@ A model whose chat template renders tools takes them (`takes_tools`): `LLM.chat(
 them (one submission per distinct tool set, in practice one), and the calls the model writes are parsed
 here (`tool_calls.parse_tool_calls`), not by vLLM's server-side tool parsers, which are fragile.
 
+vLLM refuses a whole submission for one request it cannot take (`REQUEST_ERRORS`: a prompt longer than
+`max_model_len`, a schema it cannot compile): the submission is then halved until only that request
+fails. Any other exception is the engine's own (a CUDA error, `EngineDeadError`): no request could
+succeed after it, so it stops the run as one `EngineError` line instead of failing every call.
+
 `vllm` is an optional extra, imported only when this backend is built. Both structured-output APIs are
 supported: `StructuredOutputsParams` / `structured_outputs=` (vLLM >= 0.10.2; the old one was removed in
 0.12) and `GuidedDecodingParams` / `guided_decoding=` (older releases).
@@ -23,8 +28,12 @@ from typing import Any, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
 
-from .base import CallError, Completion, OnDone, Request
+from .base import CallError, Completion, EngineError, OnDone, Request
 from .tool_calls import template_takes_tools, with_tool_calls
+
+REQUEST_ERRORS: tuple[type[Exception], ...] = (ValueError,)
+"""What vLLM raises for a request it refuses (input validation, sampling and structured-output
+parameters); anything else comes from the engine."""
 
 
 class VLLMBackend:
@@ -101,21 +110,23 @@ class VLLMBackend:
     async def _generate(self, requests: Sequence[Request], order: list[int], on_done: OnDone) -> None:
         """One `LLM.chat` for `order` (requests offering the same tools). vLLM rejects a whole submission
         for one bad prompt (say, longer than `max_model_len`): then each half is tried alone, so only the
-        bad prompts fail."""
+        bad prompts fail. An engine failure raises `EngineError`."""
         conversations = [[dict(m) for m in requests[i].messages] for i in order]
         params = [self.sampling_params(requests[i]) for i in order]
         tools = requests[order[0]].tools
         options: dict[str, Any] = {"use_tqdm": False, **({"tools": list(tools)} if tools else {})}
         try:
             outputs = await asyncio.to_thread(self._llm.chat, conversations, params, **options)
-        except Exception as err:
+        except REQUEST_ERRORS as err:
             if len(order) > 1:
                 middle = len(order) // 2
                 await self._generate(requests, order[:middle], on_done)
                 await self._generate(requests, order[middle:], on_done)
                 return
-            on_done(order[0], CallError(f"vLLM generation failed: {type(err).__name__}: {err}"))
+            on_done(order[0], CallError(f"vLLM generation failed: {_one_line(err)}"))
             return
+        except Exception as err:
+            raise EngineError(f"the vLLM engine failed, so the run stops: {_one_line(err)}") from err
         if len(outputs) != len(order):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(order)} prompts")
         for index, output in zip(order, outputs):
@@ -159,6 +170,12 @@ def _structured_output_api(vllm: Any) -> tuple[str, Any]:
     if hasattr(module, "GuidedDecodingParams"):
         return "guided_decoding", module.GuidedDecodingParams
     raise ImportError(f"this vLLM ({getattr(vllm, '__version__', '?')}) has no structured-output API")
+
+
+def _one_line(err: BaseException) -> str:
+    """`Type: first line of the message` (CUDA errors add lines of debugging advice)."""
+    message = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {message[0]}" if message else type(err).__name__
 
 
 def _completion(output: Any) -> Completion | CallError:

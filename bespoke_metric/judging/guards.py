@@ -5,17 +5,22 @@ LLM can overrate an empty answer, a string of random letters or the query echoed
 before every judge (see `guarded_judge`), so scoring, the `evaluate` metric and the training reward agree
 on them. `check_response(response, query)` is pure: it returns the first guard that fires, or None.
 
-The guards, in the order they are tried, and their thresholds:
+The guards read the response as a reader would: URLs, citation markers (`[1]`, `[^2]`, `【3†source】`) and
+link targets left out (`readable`), so an answer that ends with its sources is judged by its words. In the
+order they are tried, with their thresholds:
 
 - `empty`: fewer than `MIN_TOKENS` (3) distinct word tokens (letter or digit runs; in scripts written
-  without spaces, each character counts as one) holding fewer than `MIN_LANGUAGE_LETTERS` (40) characters.
-  "ok", "ok ok ok", "", a line of punctuation.
+  without spaces, each character counts as one), and those distinct tokens hold fewer than
+  `MIN_LANGUAGE_LETTERS` (40) letters. "ok", "ok ok ok", `"ok " * 25`, "", a line of punctuation;
+  "Feed it more." has three and passes.
 - `echo`: at least `ECHO_SHARE` (80%) of the response's word tokens occur in the query: the query, or
   most of it, handed back.
-- `repetition`: with at least `MIN_REPETITION_TOKENS` (30) tokens, fewer than `MIN_DISTINCT_TRIGRAMS`
-  (30%) of the word trigrams are distinct; or, from `MIN_COMPRESSION_CHARS` (300) characters on, zlib
-  compresses the text below `MIN_COMPRESSION_RATIO` (12%) of its size. One sentence said 40 times has
-  ~3% distinct trigrams; ordinary prose, lists and tables have over 80%.
+- `repetition`: from `MIN_REPETITION_TOKENS` (12) word tokens on, at least `MAX_REPEATED_SHARE` (70%) of
+  them repeat what the response said before: a line said again (its list marker aside), or a word
+  trigram said again within its line; or a line of `MIN_COMPRESSION_CHARS` (300) characters or more that
+  zlib compresses below `MIN_COMPRESSION_RATIO` (12%) of its size. Lines are a response's records: the
+  rows of a schedule that differ only in the week number are each said once, while one sentence said 40
+  times (on one line or forty) repeats 97% of its words.
 - `no_words`: no word at all (only digits and symbols); or fewer than `MIN_KNOWN_LETTER_SHARE` (50%) of
   the letters in runs of two or more (single letters tell nothing) belong to words of the `wordfreq`
   word list of the query's language or English (English for code and technical terms), a word of two or
@@ -42,13 +47,13 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-GUARDS_VERSION = "guards-2"
+GUARDS_VERSION = "guards-3"
 """Version of the checks and thresholds; recorded with every judge block that used them."""
 
 MIN_TOKENS = 3
 ECHO_SHARE = 0.8
-MIN_REPETITION_TOKENS = 30
-MIN_DISTINCT_TRIGRAMS = 0.3
+MIN_REPETITION_TOKENS = 12
+MAX_REPEATED_SHARE = 0.7
 MIN_COMPRESSION_CHARS = 300
 MIN_COMPRESSION_RATIO = 0.12
 MIN_KNOWN_LETTER_SHARE = 0.5
@@ -73,6 +78,9 @@ _CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _URL = re.compile(r"https?://\S+|www\.\S+")
 _TABLE_RULE = re.compile(r"^[\s|:+-]*$", re.MULTILINE)
+_MARKDOWN_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*(?:https?://|www\.)[^)\s]*\s*\)")
+_CITATION = re.compile(r"\[\^?\d+(?:\s*[,\u2013-]\s*\d+)*(?:†[^\]\n]*)?\]|【[^】\n]*】")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\[[ xX]\])\s+")
 
 
 @dataclass(frozen=True)
@@ -91,22 +99,31 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+def readable(response: str) -> str:
+    """The response as the guards read it: link targets, URLs and citation markers left out (a link's
+    text kept), since a list of sources says nothing about the answer's own words."""
+    text = _MARKDOWN_LINK.sub(r"\1", response)
+    return _URL.sub(" ", _CITATION.sub(" ", text))
+
+
 def check_response(response: str, query: str) -> GuardHit | None:
     """The first guard that fires for `response` to `query`, or None when the response may be judged."""
-    words = tokens(response)
+    text = readable(response)
+    words = tokens(text)
     for check in (_empty, _echo, _repetition, _no_words, _language):
-        hit = check(response, words, query)
+        hit = check(text, words, query)
         if hit is not None:
             return hit
     return None
 
 
 def _empty(response: str, words: list[str], query: str) -> GuardHit | None:
-    # a long run of letters without spaces is not empty: the word-list check names it better
-    distinct = len(set(words))
-    if distinct >= MIN_TOKENS or sum(map(len, words)) >= MIN_LANGUAGE_LETTERS:
+    # A long run of letters without spaces is not empty (the word-list check names it better), but one
+    # short word said 25 times is: the letters that count are those of the distinct words.
+    distinct = set(words)
+    if len(distinct) >= MIN_TOKENS or sum(map(len, distinct)) >= MIN_LANGUAGE_LETTERS:
         return None
-    shown = "nothing" if not response.strip() else f"{distinct} distinct word token(s)"
+    shown = "nothing but whitespace, URLs or citation markers" if not response.strip() else f"{len(distinct)} distinct word token(s)"
     return GuardHit("empty", f"the response has {shown}; at least {MIN_TOKENS} are needed")
 
 
@@ -119,17 +136,30 @@ def _echo(response: str, words: list[str], query: str) -> GuardHit | None:
 
 
 def _repetition(response: str, words: list[str], query: str) -> GuardHit | None:
-    if len(words) >= MIN_REPETITION_TOKENS:
-        trigrams = list(zip(words, words[1:], words[2:]))
-        distinct = len(set(trigrams)) / len(trigrams)
-        if distinct < MIN_DISTINCT_TRIGRAMS:
-            return GuardHit("repetition", f"only {distinct:.0%} of its word trigrams are distinct "
-                                          f"(threshold {MIN_DISTINCT_TRIGRAMS:.0%})")
-    raw = response.encode("utf-8")
-    if len(raw) >= MIN_COMPRESSION_CHARS:
-        ratio = len(zlib.compress(raw, 9)) / len(raw)
-        if ratio < MIN_COMPRESSION_RATIO:
-            return GuardHit("repetition", f"it compresses to {ratio:.0%} of its size (threshold {MIN_COMPRESSION_RATIO:.0%})")
+    said = repeated = 0
+    lines: set[tuple[str, ...]] = set()
+    compressed = 1.0  # the smallest compression ratio of a long line
+    for line in response.splitlines():
+        line_words = tokens(_LIST_MARKER.sub("", line))
+        if not line_words:
+            continue
+        said += len(line_words)
+        if tuple(line_words) in lines:  # the whole line said before
+            repeated += len(line_words)
+            continue
+        lines.add(tuple(line_words))
+        # within a line only: rows of a table share most of their trigrams with each other by design
+        trigrams = list(zip(line_words, line_words[1:], line_words[2:]))
+        repeated += len(trigrams) - len(set(trigrams))
+        raw = line.encode("utf-8")
+        if len(raw) >= MIN_COMPRESSION_CHARS:
+            compressed = min(compressed, len(zlib.compress(raw, 9)) / len(raw))
+    if said >= MIN_REPETITION_TOKENS and repeated / said >= MAX_REPEATED_SHARE:
+        return GuardHit("repetition", f"{repeated / said:.0%} of its words repeat what it said before, as lines said "
+                                      f"again or trigrams said again within a line (threshold {MAX_REPEATED_SHARE:.0%})")
+    if compressed < MIN_COMPRESSION_RATIO:
+        return GuardHit("repetition", f"a line of it compresses to {compressed:.0%} of its size "
+                                      f"(threshold {MIN_COMPRESSION_RATIO:.0%})")
     return None
 
 

@@ -14,8 +14,8 @@ FILLER_SENTENCE = "This is a really helpful and detailed answer to your question
 
 def degenerate_completions(query: str, rng: random.Random) -> dict[str, str]:
     """Degenerate completions for one query, by name: the issue's six (empty, "ok", 300 random letters, the
-    query echoed, one sentence repeated 40 times, a line of punctuation) and three more a policy finds next
-    ("ok ok ok", 300 random printable characters, 60 random numbers)."""
+    query echoed, one sentence repeated 40 times, a line of punctuation) and four more a policy finds next
+    ("ok ok ok", "ok" said 25 times, 300 random printable characters, 60 random numbers)."""
     printable = string.ascii_letters + string.digits + string.punctuation
     return {
         "empty": "",
@@ -25,6 +25,7 @@ def degenerate_completions(query: str, rng: random.Random) -> dict[str, str]:
         "sentence x40": " ".join([FILLER_SENTENCE] * 40),
         "punctuation": "!?.,;:-*" * 10,
         "ok ok ok": "ok ok ok",
+        "ok x25": "ok " * 25,
         "random printable": "".join(rng.choice(printable) for _ in range(300)),
         "random numbers": " ".join(str(rng.randint(0, 9999)) for _ in range(60)),
     }

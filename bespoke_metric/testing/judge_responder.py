@@ -38,6 +38,7 @@ def response_text(prompt: str) -> str:
 
 
 def conveys(claim: str, response: str) -> bool:
+    """The stand-in judge's claim verdict: at least 60% of the claim's content words are in the response."""
     words = _words(claim)
     return bool(words) and len(words & _words(response)) / len(words) >= 0.6
 

@@ -58,6 +58,8 @@ class Fault:
 
 @dataclass
 class RecordedRequest:
+    """One request the server received, as it arrived, with when and how it was answered."""
+
     method: str
     path: str
     headers: dict[str, str]
