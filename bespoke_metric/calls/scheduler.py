@@ -50,6 +50,8 @@ class CallResult:
     """True when every answer this request needed came from the cache."""
     attempts: int = 0
     """Answers received for it: 1, plus one per repair round."""
+    completion: Completion | None = None
+    """The last answer received, whole (its tool calls, its native search), None if the call failed."""
 
     @property
     def ok(self) -> bool:
@@ -98,9 +100,9 @@ async def run_requests(
                 result.cached = cached if result.attempts == 0 else (result.cached and cached)
                 result.attempts += 1
                 if isinstance(outcome, CallError):
-                    result.text, result.value, result.error = None, None, outcome.reason
+                    result.text, result.value, result.error, result.completion = None, None, outcome.reason, None
                 else:
-                    result.text, result.error = outcome.text, None
+                    result.text, result.error, result.completion = outcome.text, None, outcome
                     if parse is not None:
                         try:
                             if outcome.truncated:

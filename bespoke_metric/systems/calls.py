@@ -28,6 +28,24 @@ def final_text(result: CallResult) -> Answer:
         return None, error.reason
 
 
+def ask_results(
+    backend: Backend,
+    requests: Sequence[Request],
+    *,
+    purpose: str,
+    cache: Cache | None,
+    usage: Usage,
+    progress: ProgressHook | None,
+) -> list[CallResult]:
+    """One `CallResult` per request, in order, the answer as it came. `purpose` (answer, profile,
+    expansion, rewrite, agent) and the prompt version are part of every cache key, so a changed prompt
+    never reuses an old answer."""
+    if not requests:
+        return []
+    key_extra = {"purpose": purpose, "generation_prompt_version": GENERATION_PROMPT_VERSION}
+    return run_requests_sync(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
+
+
 def ask(
     backend: Backend,
     requests: Sequence[Request],
@@ -37,10 +55,6 @@ def ask(
     usage: Usage,
     progress: ProgressHook | None,
 ) -> list[Answer]:
-    """One `final_text` per request, in order. `purpose` (answer, profile, expansion) and the prompt
-    version are part of every cache key, so a changed prompt never reuses an old answer."""
-    if not requests:
-        return []
-    key_extra = {"purpose": purpose, "generation_prompt_version": GENERATION_PROMPT_VERSION}
-    results = run_requests_sync(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
+    """One `final_text` per request, in order (see `ask_results`)."""
+    results = ask_results(backend, requests, purpose=purpose, cache=cache, usage=usage, progress=progress)
     return [final_text(result) for result in results]

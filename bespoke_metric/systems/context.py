@@ -26,7 +26,7 @@ from typing import Any
 from bespoke_dataset.keys import query_key
 
 from .packing import chunk_sessions, pack_sessions, recent_first
-from .prompts import HEADINGS, SEARCH_RESULT_TEMPLATE, SEARCH_RESULT_WITHOUT_URL_TEMPLATE, SEARCH_RESULTS_HEADING, UNTITLED
+from .prompts import HEADINGS
 from .retrieval import Retriever
 from .tokens import TokenCounter
 
@@ -102,18 +102,6 @@ def render(kind: str, body: str, budget: int, counter: TokenCounter) -> tuple[st
     body = counter.truncate(body.strip(), budget - counter.count(heading))
     text = counter.truncate(heading + body, budget)
     return text, counter.count(text)
-
-
-def render_search_results(results: Sequence[Mapping[str, str]], budget: int, counter: TokenCounter) -> str:
-    """Search results as a numbered list of `title (url)` + text, cut to `budget` tokens."""
-    if not results:
-        return ""
-    lines = [SEARCH_RESULTS_HEADING]
-    for number, result in enumerate(results, start=1):
-        template = SEARCH_RESULT_TEMPLATE if result.get("url") else SEARCH_RESULT_WITHOUT_URL_TEMPLATE
-        title = result.get("title") or UNTITLED
-        lines.append(template.format(number=number, title=title, url=result.get("url"), text=str(result.get("text") or "").strip()))
-    return counter.truncate("\n\n".join(lines), budget)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,81 @@
+"""What the judge scores of a search-augmented answer: its text without reasoning, citations or URLs.
+
+A system's answer as it comes (`response_raw`) may open with a reasoning block and is strewn with what
+search left in it: `[3]` markers, `[text](https://...)` links, bare URLs, `(https://a, https://b)` link
+groups, and a closing list of sources. The official inference removes these before judging, and so does
+`clean_response`: the judge (and the response guards) read prose, never a list of URLs. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .parsing import strip_reasoning
+
+_URL = r"(?:https?://|www\.)[^\s<>()\[\]{}\"']+(?:\([^\s()]*\)[^\s<>()\[\]{}\"']*)*"
+_MARKER = r"(?:\[\^?\d+(?:\s*[,;–-]\s*\d+)*\]|【\d+(?:[†:][^】]*)?】)"
+_LINK = re.compile(r"\[([^\[\]\n]*)\]\((?:<[^>\n]*>|[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\)")
+_LINK_LABEL_DROPPED = re.compile(rf"^\s*(?:\^?\d+|{_URL}|source|link|here)?\s*$", re.I)
+_GROUP = re.compile(rf"\(\s*(?:(?:sources?|see|via|from|cf\.)\s*:?\s*)?(?:{_URL}|{_MARKER})(?:\s*[,;]?\s*(?:and\s+)?(?:{_URL}|{_MARKER}))*\s*\)", re.I)
+_BARE = re.compile(rf"<?{_URL}>?")
+_MARKERS = re.compile(_MARKER)
+_TRAILING_PUNCTUATION = ".,;:!?"
+_CODE_SPAN = re.compile(r"(`[^`\n]*`)")
+_LEFT_EMPTY = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#+)?\s*[-–:,;.|]*\s*$")
+_SOURCES_HEADING = re.compile(r"^\s*(?:#+\s*)?[*_]*(?:sources?|references?|citations?|links?|further reading)[*_]*\s*:?\s*[*_]*\s*$", re.I)
+
+
+def _link(match: re.Match[str]) -> str:
+    label = match.group(1)
+    return "" if _LINK_LABEL_DROPPED.match(label) else label
+
+
+def _bare(match: re.Match[str]) -> str:
+    # a URL ending a sentence keeps the sentence's full stop
+    url = match.group(0)
+    kept = len(url.rstrip(_TRAILING_PUNCTUATION + ">"))
+    return url[kept:].lstrip(">")
+
+
+def _clean_prose(text: str) -> str:
+    text = _LINK.sub(_link, text)
+    text = _GROUP.sub("", text)
+    text = _BARE.sub(_bare, text)
+    return _MARKERS.sub("", text)
+
+
+def _clean_line(line: str) -> str:
+    """The line cleaned outside its inline code spans (`x = [1, 2]` is code, not a citation)."""
+    parts = _CODE_SPAN.split(line)
+    return "".join(part if index % 2 else _clean_prose(part) for index, part in enumerate(parts))
+
+
+def strip_citations(text: str) -> str:
+    """`text` without citation markers (`[1]`, `[2, 3]`, `[^4]`, `【5†source】`), link groups, URLs
+    (a Markdown link keeps its words), the lines left empty by that, and a sources heading left with
+    nothing under it. Code (fenced blocks, inline spans) is left as it is."""
+    lines = []
+    in_code = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        if in_code or line.lstrip().startswith("```"):
+            lines.append(line)
+            continue
+        cleaned = _clean_line(line)
+        if cleaned != line:
+            cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", cleaned)
+            cleaned = re.sub(r"(?<=\S)[ \t]{2,}", " ", cleaned).rstrip()
+            if _LEFT_EMPTY.match(cleaned):
+                continue  # a line that held only sources
+        lines.append(cleaned)
+    while lines and (not lines[-1].strip() or _SOURCES_HEADING.match(lines[-1])):
+        lines.pop()  # a sources heading whose list is gone
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def clean_response(raw: str) -> str:
+    """The answer the judge scores: `raw` without its reasoning block and without citations and URLs.
+
+    Raises `ParseError` when a reasoning block opens and never closes (there is no answer)."""
+    return strip_citations(strip_reasoning(raw))

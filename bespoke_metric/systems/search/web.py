@@ -1,0 +1,128 @@
+"""A web search API as an engine: a batch of queries searched concurrently over one aiohttp session.
+
+The client is the judge's (`backends.http`): a concurrency limit, a timeout per call, backoff honouring
+`Retry-After`, a retry budget for the whole run, and an endpoint that never answered given up on in
+seconds. What no retry can mend stops the run with one `SearchEngineError` naming the engine: a key
+refused (401/403; for SearXNG, JSON output not enabled), a path that does not exist (404), an answer
+that is not the provider's documented JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from bespoke_metric.backends.base import CallError
+from bespoke_metric.backends.http import CallFailed, HttpSession, Retrier, RetryPolicy, scrub_url
+from bespoke_metric.calls.scheduler import run_sync
+
+from .engines import SearchEngineError, SearchOptions, key_from_env, DEFAULT_K
+from .providers import Provider, SearchResult, ShapeError, decode
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONCURRENCY = 16
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_POLICY = RetryPolicy(max_retries=4, retry_budget=200, backoff_base=1.0, backoff_max=30.0, max_retry_wait=120.0)
+
+_FATAL_STATUS = {401: "refused", 403: "refused", 404: "not found"}
+
+
+class WebEngine:
+    """Searches through one provider's API. See the module docstring."""
+
+    def __init__(self, provider: Provider, base_url: str, key: str | None, *, k: int, concurrency: int,
+                 timeout: float, policy: RetryPolicy) -> None:
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self.spec = f"searxng:{scrub_url(base_url)}" if provider.base_url is None else provider.name
+        self.k = k
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self._key = key
+        self._retrier = Retrier(policy, log)
+
+    @classmethod
+    def build(cls, provider: Provider, base_url: str | None, options: SearchOptions, *, need_key: bool) -> "WebEngine":
+        """The engine for `provider` at `base_url` (default: its public endpoint), its key from the
+        environment (only when `need_key`: a replayed run never calls it)."""
+        url = base_url or provider.base_url
+        assert url is not None  # SearXNG's URL is its spec's target
+        if not re.match(r"^https?://", url):
+            raise SearchEngineError(f"search engine {provider.name}: {url!r} is not an http(s) URL")
+        key = None
+        if provider.key_env is not None and need_key:
+            key = key_from_env(provider.key_env, provider.name)
+        defaults = DEFAULT_POLICY
+        policy = RetryPolicy(
+            max_retries=defaults.max_retries if options.max_retries is None else options.max_retries,
+            retry_budget=defaults.retry_budget if options.retry_budget is None else options.retry_budget,
+            backoff_base=options.backoff_base or defaults.backoff_base,
+            backoff_max=defaults.backoff_max,
+            max_retry_wait=options.max_retry_wait or defaults.max_retry_wait,
+        )
+        return cls(provider, url, key, k=options.k or DEFAULT_K, concurrency=options.concurrency or DEFAULT_CONCURRENCY,
+                   timeout=options.timeout or DEFAULT_TIMEOUT, policy=policy)
+
+    def identity(self) -> dict[str, Any]:
+        return {"engine": self.provider.name, "url": scrub_url(self.base_url), "k": self.k}
+
+    def describe(self) -> dict[str, Any]:
+        return {"url": scrub_url(self.base_url), "k": self.k}
+
+    @property
+    def retries_made(self) -> int:
+        return self._retrier.retries_made
+
+    def search(self, queries: Sequence[str]) -> list[list[SearchResult] | CallError]:
+        if self._key is None and self.provider.key_env is not None:
+            raise SearchEngineError(f"search engine {self.spec} needs an API key: set {self.provider.key_env}")
+        return run_sync(self._search_all(list(queries)))
+
+    def close(self) -> None:
+        pass  # a session lives for one batch, on that batch's event loop
+
+    async def _search_all(self, queries: list[str]) -> list[list[SearchResult] | CallError]:
+        session = HttpSession(self.base_url, self.provider.headers(self._key), self.timeout)
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def one(query: str) -> list[SearchResult] | CallError:
+            async with limit:
+                return await self._retrier.run(lambda: self._call(session, query), scrub=self._scrub)
+
+        tasks = [asyncio.create_task(one(query)) for query in queries]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:  # a fatal error in one: the others are not left running
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await session.close()
+
+    async def _call(self, session: HttpSession, query: str) -> list[SearchResult]:
+        call = self.provider.call(query, self.k)
+        body = None if call.body is None else json.dumps(call.body, ensure_ascii=False).encode("utf-8")
+        try:
+            content = await session.request(call.method, call.path, params=call.params, body=body)
+        except CallFailed as failure:
+            if failure.status in _FATAL_STATUS:
+                raise SearchEngineError(self._fatal(failure.status, call.path)) from None
+            raise
+        try:
+            return self.provider.read(decode(content), self.k)
+        except ShapeError as error:
+            raise SearchEngineError(f"search engine {self.spec} {error} at {session.where}{call.path}: "
+                                    f"is that the {self.provider.name} search API?") from None
+
+    def _fatal(self, status: int, path: str) -> str:
+        where = f"{scrub_url(self.base_url)}{path}"
+        if _FATAL_STATUS[status] == "not found":
+            return f"search engine {self.spec}: {where} does not exist (HTTP 404); check its URL"
+        return f"search engine {self.spec} refused the search (HTTP {status} from {where}): {self.provider.refused_hint}"
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key and len(self._key) >= 4 else text
