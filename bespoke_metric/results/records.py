@@ -15,7 +15,7 @@ from bespoke_dataset.keys import query_key
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-_OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human")
+_OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human", "search")
 
 
 @dataclass
@@ -42,6 +42,9 @@ class ItemResult:
     guard: dict[str, str] | None = None
     """Set when a response guard (`bespoke_metric.judging.guards`) caught the response before any judge call:
     `{"guard", "reason", "version"}`; its scores are then the lowest and it conveys no claim."""
+    search: dict[str, Any] | None = None
+    """What the system searched for this response, as its prediction recorded it (engine, policy, queries,
+    results, cited URLs): where a system scored low, what it found. None when it did not search."""
 
     @property
     def key(self) -> str:

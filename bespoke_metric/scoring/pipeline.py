@@ -126,7 +126,8 @@ def score(
     guards: bool = True,
     **judge_options: Any,
 ) -> Results:
-    """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
+    """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`, as `bespoke generate`
+    writes them: a `search` block is kept in its results item) with a judge.
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`,
@@ -159,13 +160,16 @@ def score_many(
     systems = list(systems) if systems is not None else [None] * len(predictions)
     if len(systems) != len(predictions):
         raise ValueError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
-    groups = []
+    checked = []
     for given in predictions:
-        checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
-        if limit is not None:
-            checked = checked[:limit]
-        groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
-    return run_judge_many(judge, groups, data=data, systems=systems, guards=guards, **judge_options)
+        read = read_predictions(given, benchmark, allow_repeats=allow_repeats)
+        checked.append(read[:limit] if limit is not None else read)
+    groups = [[JudgeItem(benchmark[prediction.key], prediction.response) for prediction in group] for group in checked]
+    outputs = run_judge_many(judge, groups, data=data, systems=systems, guards=guards, **judge_options)
+    for results, group in zip(outputs, checked):  # each item keeps what its system searched
+        for item, prediction in zip(results.items, group):
+            item.search = prediction.search
+    return outputs
 
 
 def failure_count(results: Results) -> int:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from bespoke_dataset.errors import UserError
+
 from bespoke_metric.calls.cache import Cache
 
 from .providers import SearchResult
@@ -31,6 +33,10 @@ CREATE TABLE IF NOT EXISTS searches (
     created REAL NOT NULL
 )
 """
+
+
+class SearchCacheError(UserError):
+    """A search cache file that cannot be read as one."""
 
 
 def search_key(identity: Mapping[str, Any], query: str) -> str:
@@ -70,7 +76,7 @@ def cached_searches(path: str | os.PathLike[str]) -> Iterator[tuple[str, str, li
     """`(engine, query, results)` of every search in the cache file at `path`, oldest first, read without
     writing. A file that is not a cache, or holds no searches, yields nothing."""
     if not Path(path).is_file():
-        raise FileNotFoundError(f"search cache {path} does not exist")
+        raise SearchCacheError(f"search cache {path} does not exist")
     db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
     try:
         rows = db.execute("SELECT engine, query, results FROM searches ORDER BY created, key").fetchall()

@@ -16,7 +16,7 @@ import numpy as np
 from bespoke_dataset.atomic import atomic_write_text
 
 from ..retrieval import BM25
-from .cache import cached_searches
+from .cache import SearchCacheError, cached_searches
 from .noise import result_id
 from .providers import SearchResult
 
@@ -81,7 +81,7 @@ def freeze(cache: str | os.PathLike[str], out: str | os.PathLike[str]) -> tuple[
         for result in results:
             documents.setdefault(result_id(result), {name: str(result[name]) for name in ("title", "url", "text", "date") if result.get(name)})
     if not documents:
-        raise ValueError(f"search cache {cache} holds no search results to freeze")
+        raise SearchCacheError(f"search cache {cache} holds no search results to freeze")
     path = Path(out) / FROZEN_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "".join(json.dumps({"text": "", **doc}, ensure_ascii=False) + "\n" for doc in documents.values()))
