@@ -22,6 +22,7 @@ _MARKERS = re.compile(_MARKER)
 _TRAILING_PUNCTUATION = ".,;:!?"
 _CODE_SPAN = re.compile(r"(`[^`\n]*`)")
 _LEFT_EMPTY = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#+)?\s*[-–:,;.|]*\s*$")
+_DANGLING_LABEL = re.compile(r"[ \t]*\b(?:sources?|references?|citations?|see|via)[ \t]*:[ \t]*$", re.I)
 _SOURCES_HEADING = re.compile(r"^\s*(?:#+\s*)?[*_]*(?:sources?|references?|citations?|links?|further reading)[*_]*\s*:?\s*[*_]*\s*$", re.I)
 
 
@@ -66,6 +67,7 @@ def strip_citations(text: str) -> str:
         if cleaned != line:
             cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", cleaned)
             cleaned = re.sub(r"(?<=\S)[ \t]{2,}", " ", cleaned).rstrip()
+            cleaned = _DANGLING_LABEL.sub("", cleaned)  # "Source:" whose URL is gone
             if _LEFT_EMPTY.match(cleaned):
                 continue  # a line that held only sources
         lines.append(cleaned)
