@@ -33,7 +33,7 @@ from bespoke_metric.systems.tokens import TokenCounter
 
 SEARCH_TOOL_NAME = "search"
 
-_SEARCH_LINE = re.compile(rf"^[ \t>*_-]*{re.escape(AGENT_SEARCH_LINE.rstrip(':'))}[*_]*[ \t]*:[ \t]*(.+?)[ \t*_]*$", re.I | re.M)
+_SEARCH_LINE = re.compile(rf"^[ \t>*_-]*{re.escape(AGENT_SEARCH_LINE.rstrip(':'))}[*_]*[ \t]*:[ \t*_]*(.+?)[ \t*_]*$", re.I | re.M)
 _LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|q\d+[:.)])\s*", re.I)
 
 
