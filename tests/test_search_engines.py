@@ -5,6 +5,7 @@ missing or refused key, SearXNG without JSON, an endpoint that is not the provid
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import pytest
@@ -19,6 +20,17 @@ KEY = "search-secret-key-0123456789"
 QUERIES = ["sourdough starter hydration", "rye bread at altitude"]
 FAST = SearchOptions(backoff_base=0.01)
 """Retries back off in hundredths of a second here."""
+
+
+def search(engine, queries: list[str]):
+    """The engine's answers to one batch, as a run asks them: on an event loop, released after."""
+    async def batch():
+        try:
+            return await engine.search(queries)
+        finally:
+            await engine.release()
+
+    return asyncio.run(batch())
 
 
 def expected(query: str, k: int) -> list[dict[str, str]]:
@@ -38,7 +50,7 @@ def engine_for(provider: str, server, monkeypatch: pytest.MonkeyPatch, **options
 def test_every_engine_asks_the_documented_way_and_reads_raw_results(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with serve_search(provider, key=None if provider == "searxng" else KEY) as server:
         engine = engine_for(provider, server, monkeypatch, k=3)
-        found = engine.search(QUERIES)
+        found = search(engine, QUERIES)
         assert found == [expected(query, 3) for query in QUERIES]  # title, url, text, date; never an LLM answer
         assert sorted(server.queries()) == sorted(QUERIES)
         call = server.calls[0]
@@ -60,20 +72,20 @@ def test_every_engine_asks_the_documented_way_and_reads_raw_results(provider: st
 
 def test_tavilys_own_answer_is_never_a_result(monkeypatch: pytest.MonkeyPatch) -> None:
     with serve_search("tavily", key=KEY) as server:
-        found = engine_for("tavily", server, monkeypatch).search(["what to bake"])
+        found = search(engine_for("tavily", server, monkeypatch), ["what to bake"])
     assert found[0] and not any("NEVER USE THIS" in value for result in found[0] for value in result.values())
 
 
 def test_a_search_with_no_hits_is_an_empty_result_list(monkeypatch: pytest.MonkeyPatch) -> None:
     for provider in ("brave", "serper", "searxng"):
         with serve_search(provider, results=lambda query: []) as server:
-            assert engine_for(provider, server, monkeypatch).search(["nothing at all"]) == [[]], provider
+            assert search(engine_for(provider, server, monkeypatch), ["nothing at all"]) == [[]], provider
 
 
 def test_429_waits_as_long_as_retry_after_says_and_5xx_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     with serve_search("searxng", faults=[Fault(status=429, retry_after="0.3"), Fault(status=503)]) as server:
         engine = engine_for("searxng", server, monkeypatch)
-        assert engine.search(["one query"]) == [expected("one query", 5)]
+        assert search(engine, ["one query"]) == [expected("one query", 5)]
         first, second, third = server.calls
     assert [call.status for call in (first, second, third)] == [429, 503, 200]
     assert second.received - first.finished >= 0.3  # the server's wait, honoured
@@ -84,7 +96,7 @@ def test_a_search_that_keeps_failing_fails_alone_with_its_reason(monkeypatch: py
     broken = lambda call: Fault(status=500) if "broken" in call.path else None  # noqa: E731
     with serve_search("searxng", rule=broken) as server:
         engine = engine_for("searxng", server, monkeypatch, max_retries=2)
-        good, bad = engine.search(["fine query", "broken query"])
+        good, bad = search(engine, ["fine query", "broken query"])
     assert good == expected("fine query", 5)
     assert isinstance(bad, CallError) and "HTTP 500" in bad.reason and "gave up after 2 retries" in bad.reason
 
@@ -92,7 +104,7 @@ def test_a_search_that_keeps_failing_fails_alone_with_its_reason(monkeypatch: py
 def test_a_call_past_the_timeout_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     with serve_search("searxng", faults=[Fault(hang=2.0)]) as server:
         engine = engine_for("searxng", server, monkeypatch, timeout=0.3)
-        assert engine.search(["slow query"]) == [expected("slow query", 5)]
+        assert search(engine, ["slow query"]) == [expected("slow query", 5)]
     assert engine.retries_made == 1
 
 
@@ -101,7 +113,7 @@ def test_an_unreachable_searxng_fails_every_query_in_seconds() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     engine = make_search_engine(f"searxng:http://127.0.0.1:{port}", FAST)
-    found = engine.search(QUERIES * 5)
+    found = search(engine, QUERIES * 5)
     assert all(isinstance(answer, CallError) for answer in found)
     assert "answered no call" in found[0].reason or "unreachable" in found[0].reason
     assert engine.retries_made <= 2 * len(found)
@@ -110,7 +122,7 @@ def test_an_unreachable_searxng_fails_every_query_in_seconds() -> None:
 def test_searxng_without_json_output_is_one_line_saying_how_to_enable_it(monkeypatch: pytest.MonkeyPatch) -> None:
     with serve_search("searxng", json_enabled=False) as server:
         with pytest.raises(SearchEngineError) as caught:
-            engine_for("searxng", server, monkeypatch).search(QUERIES)
+            search(engine_for("searxng", server, monkeypatch), QUERIES)
     message = str(caught.value)
     assert message.startswith(f"search engine searxng:{server.base_url} refused the search (HTTP 403")
     assert "settings.yml" in message and "\n" not in message
@@ -119,7 +131,7 @@ def test_searxng_without_json_output_is_one_line_saying_how_to_enable_it(monkeyp
 def test_a_refused_key_names_the_engine_and_never_shows_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     with serve_search("brave", key="the-right-key-000") as server:
         with pytest.raises(SearchEngineError, match=r"search engine brave refused the search \(HTTP 401") as caught:
-            engine_for("brave", server, monkeypatch).search(QUERIES)
+            search(engine_for("brave", server, monkeypatch), QUERIES)
     assert KEY not in str(caught.value)
 
 
@@ -127,7 +139,7 @@ def test_a_refused_key_names_the_engine_and_never_shows_the_key(monkeypatch: pyt
 def test_an_answer_that_is_not_the_documented_json_names_the_engine(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with serve_search("exa", shape=shape) as server:
         with pytest.raises(SearchEngineError, match=r"^search engine exa answered .* is that the exa search API\?$"):
-            engine_for("exa", server, monkeypatch).search(QUERIES)
+            search(engine_for("exa", server, monkeypatch), QUERIES)
 
 
 def test_a_wrong_path_is_a_404_named_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,7 +147,7 @@ def test_a_wrong_path_is_a_404_named_as_such(monkeypatch: pytest.MonkeyPatch) ->
         monkeypatch.setenv("SERPER_API_KEY", KEY)
         engine = make_search_engine("serper", SearchOptions(base_url=server.base_url + "/v2"))
         with pytest.raises(SearchEngineError, match=r"serper: .*/v2/search does not exist \(HTTP 404\)"):
-            engine.search(QUERIES)
+            search(engine, QUERIES)
 
 
 def test_mistakes_in_a_spec_or_its_options_are_one_line_each(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

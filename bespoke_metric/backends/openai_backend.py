@@ -187,6 +187,12 @@ class OpenAIBackend:
         if loop not in self._kept_sessions:
             self._kept_sessions[loop] = Session(self.base_url, self._api_key, self.timeout)
 
+    async def release_session(self) -> None:
+        """Close the session `keep_session` kept for the running event loop, before the loop ends."""
+        session = self._kept_sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
+            await session.close()
+
     def close(self) -> None:
         self._semaphores.clear()
         # A kept session lives on a loop running in another thread (a Ray actor's): close it there, so its

@@ -8,7 +8,7 @@ from bespoke_metric.backends.base import Backend, Request, Usage
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 from bespoke_metric.calls.progress import ProgressHook
-from bespoke_metric.calls.scheduler import CallResult, run_requests_sync
+from bespoke_metric.calls.scheduler import CallResult, run_requests, run_sync
 
 from .prompts import GENERATION_PROMPT_VERSION
 
@@ -28,7 +28,7 @@ def final_text(result: CallResult) -> Answer:
         return None, error.reason
 
 
-def ask_results(
+async def ask_results(
     backend: Backend,
     requests: Sequence[Request],
     *,
@@ -43,7 +43,7 @@ def ask_results(
     if not requests:
         return []
     key_extra = {"purpose": purpose, "generation_prompt_version": GENERATION_PROMPT_VERSION}
-    return run_requests_sync(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
+    return await run_requests(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
 
 
 def ask(
@@ -55,6 +55,6 @@ def ask(
     usage: Usage,
     progress: ProgressHook | None,
 ) -> list[Answer]:
-    """One `final_text` per request, in order (see `ask_results`)."""
-    results = ask_results(backend, requests, purpose=purpose, cache=cache, usage=usage, progress=progress)
+    """One `final_text` per request, in order (see `ask_results`), from synchronous code."""
+    results = run_sync(ask_results(backend, requests, purpose=purpose, cache=cache, usage=usage, progress=progress))
     return [final_text(result) for result in results]

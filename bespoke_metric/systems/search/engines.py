@@ -81,8 +81,12 @@ class SearchEngine(Protocol):
         """Its part of the run file's `search` block."""
         ...
 
-    def search(self, queries: Sequence[str]) -> list[list[SearchResult] | CallError]:
+    async def search(self, queries: Sequence[str]) -> list[list[SearchResult] | CallError]:
         """Every query's results, in order, or the `CallError` it failed with after its retries."""
+        ...
+
+    async def release(self) -> None:
+        """Let go of what it holds on the running event loop (its connections): the run is over."""
         ...
 
     def close(self) -> None:
@@ -105,7 +109,7 @@ class HookEngine:
         describe = getattr(self.hook, "describe", None)
         return {**(describe() if callable(describe) else {}), "k": self.k}
 
-    def search(self, queries: Sequence[str]) -> list[list[SearchResult] | CallError]:
+    async def search(self, queries: Sequence[str]) -> list[list[SearchResult] | CallError]:
         return [self._one(query) for query in queries]
 
     def _one(self, query: str) -> list[SearchResult] | CallError:
@@ -113,6 +117,9 @@ class HookEngine:
             return [dict(result) for result in self.hook(query)][: self.k]
         except Exception as error:  # the hook is the user's code: its failure fails this query only
             return CallError(f"{type(error).__name__}: {error}")
+
+    async def release(self) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -10,6 +10,7 @@ model's own search (`native`), or none.
 Every step is batched across the questions: all rewrite requests go to the model together, all searches
 of a round go to the engine together, every agent's round-k turn goes to the model with the others'.
 A search that fails after its retries fails its question: it is never answered without its search.
+All of it runs on one event loop, so the model's and the engine's connections serve every round.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from bespoke_metric.backends.base import Backend, CallError, Request, Usage
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressHook
-from bespoke_metric.calls.scheduler import CallResult, ParseError
+from bespoke_metric.calls.scheduler import CallResult, ParseError, run_sync
 from bespoke_metric.judging.parsing import strip_reasoning
 from bespoke_metric.systems.calls import ask_results
 from bespoke_metric.systems.prompts import agent_messages, answer_request, rewrite_request
@@ -76,13 +77,7 @@ def answer_all(jobs: Sequence[Job], plan: SearchPlan, backend: Backend, *, count
                usage: Usage, max_tokens: int, progress: ProgressHook | None) -> list[Answered]:
     """Answer every question of `jobs` as `plan` says, one `Answered` each, in order. `progress` hears of
     each question as it ends."""
-    run = _Run(plan, backend, counter, cache, usage, max_tokens, progress)
-    if plan.searcher is None:
-        requests = [answer_request(query, context, "", max_tokens, native_search=plan.native) for query, context in jobs]
-        return [run.final(result, None) for result in run.ask(requests, "answer", report=True)]
-    if plan.policy == "agent":
-        return run.agent(jobs)
-    return run.search_then_answer(jobs)
+    return run_sync(_Run(plan, backend, counter, cache, usage, max_tokens, progress).answer(jobs))
 
 
 class _Run:
@@ -96,10 +91,29 @@ class _Run:
         self.max_tokens = max_tokens
         self.progress = progress
 
-    def ask(self, requests: Sequence[Request], purpose: str, *, report: bool = False) -> list[CallResult]:
+    async def answer(self, jobs: Sequence[Job]) -> list[Answered]:
+        # A backend that can keep its connections for the loop (OpenAI's) keeps them for every round.
+        keep, release = getattr(self.backend, "keep_session", None), getattr(self.backend, "release_session", None)
+        if keep is not None and release is not None:
+            await keep()
+        try:
+            if self.plan.searcher is None:
+                requests = [answer_request(query, context, "", self.max_tokens, native_search=self.plan.native)
+                            for query, context in jobs]
+                return [self.final(result, None) for result in await self.ask(requests, "answer", report=True)]
+            if self.plan.policy == "agent":
+                return await self.agent(jobs)
+            return await self.search_then_answer(jobs)
+        finally:
+            if keep is not None and release is not None:
+                await release()
+            if self.plan.searcher is not None:
+                await self.plan.searcher.engine.release()
+
+    async def ask(self, requests: Sequence[Request], purpose: str, *, report: bool = False) -> list[CallResult]:
         """The model's answers; `report`: each request is a question's last call, told to `progress`."""
-        return ask_results(self.backend, requests, purpose=purpose, cache=self.cache, usage=self.usage,
-                           progress=self.progress if report else None)
+        return await ask_results(self.backend, requests, purpose=purpose, cache=self.cache, usage=self.usage,
+                                 progress=self.progress if report else None)
 
     def failed(self, reason: str) -> Answered:
         if self.progress is not None:
@@ -123,12 +137,12 @@ class _Run:
             search = trace.block(answer) if trace is not None else None
         return Answered(raw, search)
 
-    def search_round(self, traces: Sequence[SearchTrace], queries: Sequence[Sequence[str]],
+    async def search_round(self, traces: Sequence[SearchTrace], queries: Sequence[Sequence[str]],
                      round_: int) -> list[list[tuple[str, list[SearchResult]]] | CallError]:
         """Every question's searches of one round, in one batch: per question, each query with its
         results, or the first failure among its searches (each is recorded in its trace)."""
         assert self.plan.searcher is not None
-        answers = iter(self.plan.searcher.search([query for asked in queries for query in asked]))
+        answers = iter(await self.plan.searcher.search([query for asked in queries for query in asked]))
         out: list[list[tuple[str, list[SearchResult]]] | CallError] = []
         for trace, asked in zip(traces, queries):
             found: list[tuple[str, list[SearchResult]]] = []
@@ -145,13 +159,13 @@ class _Run:
 
     # -- query and rewrite: search first, then answer once ------------------------------------------
 
-    def search_then_answer(self, jobs: Sequence[Job]) -> list[Answered]:
+    async def search_then_answer(self, jobs: Sequence[Job]) -> list[Answered]:
         plan = self.plan
         traces = [SearchTrace(plan.engine, plan.policy) for _ in jobs]
         out: list[Answered | None] = [None] * len(jobs)
         queries: list[list[str]] = [[query] for query, _ in jobs]
         if plan.policy == "rewrite":
-            written = self.ask([rewrite_request(query, context, plan.queries, self.max_tokens) for query, context in jobs], "rewrite")
+            written = await self.ask([rewrite_request(query, context, plan.queries, self.max_tokens) for query, context in jobs], "rewrite")
             for index, ((query, _), result) in enumerate(zip(jobs, written)):
                 reason = result.error
                 if result.ok:
@@ -162,7 +176,7 @@ class _Run:
                     except ParseError as error:
                         reason = error.reason
                 out[index], queries[index] = self.failed(f"rewriting the question failed: {reason}"), []
-        found = self.search_round(traces, queries, 1)
+        found = await self.search_round(traces, queries, 1)
         asking: list[int] = []
         requests: list[Request] = []
         for index, ((query, context), answer) in enumerate(zip(jobs, found)):
@@ -176,13 +190,13 @@ class _Run:
             rendered = render_search_results(shown, plan.budget, self.counter, first=first)
             asking.append(index)
             requests.append(answer_request(query, context, rendered, self.max_tokens))
-        for index, result in zip(asking, self.ask(requests, "answer", report=True)):
+        for index, result in zip(asking, await self.ask(requests, "answer", report=True)):
             out[index] = self.final(result, traces[index])
         return _complete(out)
 
     # -- agent: rounds of turns and searches, every question's round k at once ----------------------
 
-    def agent(self, jobs: Sequence[Job]) -> list[Answered]:
+    async def agent(self, jobs: Sequence[Job]) -> list[Answered]:
         plan = self.plan
         tools = bool(getattr(self.backend, "takes_tools", False))
         offered = (search_tool(),) if tools else ()
@@ -193,7 +207,7 @@ class _Run:
         active = list(range(len(jobs)))
         for round_ in range(1, plan.rounds + 2):
             last = round_ > plan.rounds
-            results = self.ask([Request(tuple(conversations[i]), self.max_tokens, tools=offered) for i in active], "agent")
+            results = await self.ask([Request(tuple(conversations[i]), self.max_tokens, tools=offered) for i in active], "agent")
             searching: list[tuple[int, str, list[tuple[str, str]]]] = []
             for index, result in zip(active, results):
                 calls, answer = self._turn(result, tools)
@@ -205,7 +219,7 @@ class _Run:
                     out[index] = self.final(result, traces[index], reported=False)
             if not searching:
                 break
-            found = self.search_round([traces[i] for i, _, _ in searching], [[q for _, q in calls] for _, _, calls in searching], round_)
+            found = await self.search_round([traces[i] for i, _, _ in searching], [[q for _, q in calls] for _, _, calls in searching], round_)
             active = []
             for (index, answer, calls), searched in zip(searching, found):
                 if isinstance(searched, CallError):

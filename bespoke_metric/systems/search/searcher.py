@@ -43,7 +43,7 @@ class Searcher:
         """Result id -> (the first query that returned it, the result)."""
         self._short_warned = False
 
-    def search(self, queries: Sequence[str]) -> list[list[Marked] | CallError]:
+    async def search(self, queries: Sequence[str]) -> list[list[Marked] | CallError]:
         """Each query's results (marked noise or not), in order, or the `CallError` its search failed with."""
         identity = self.engine.identity()
         keys = {query: search_key(identity, query) for query in queries}
@@ -55,7 +55,7 @@ class Searcher:
             raise SearchReplayMiss(f"--search-replay: {self.cache.path} holds no {self.engine.spec} search for "
                                    f"{missing[0]!r} ({len(missing)} search(es) missing); run without --search-replay to make them")
         if missing:
-            for query, answer in zip(missing, self.engine.search(missing)):
+            for query, answer in zip(missing, await self.engine.search(missing)):
                 found[query] = answer
                 if self.cache is not None and not isinstance(answer, CallError):
                     self.cache.put_results(keys[query], self.engine.spec, query, answer)

@@ -1,4 +1,5 @@
-"""A web search API as an engine: a batch of queries searched concurrently over one aiohttp session.
+"""A web search API as an engine: a batch of queries searched concurrently over one aiohttp session,
+kept for every batch of a run on its event loop (a run's rounds reuse their connections).
 
 The client is the judge's (`backends.http`): a concurrency limit, a timeout per call, backoff honouring
 `Retry-After`, a retry budget for the whole run, and an endpoint that never answered given up on in
@@ -13,13 +14,12 @@ import asyncio
 import json
 import logging
 import re
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.backends.http import CallFailed, HttpSession, Retrier, RetryPolicy, scrub_url
-from bespoke_metric.calls.scheduler import run_sync
-
 from .engines import SearchEngineError, SearchOptions, key_from_env, DEFAULT_K
 from .providers import Provider, SearchResult, ShapeError, decode
 
@@ -45,6 +45,7 @@ class WebEngine:
         self.timeout = timeout
         self._key = key
         self._retrier = Retrier(policy, log)
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HttpSession] = weakref.WeakKeyDictionary()
 
     @classmethod
     def build(cls, provider: Provider, base_url: str | None, options: SearchOptions, *, need_key: bool) -> "WebEngine":
@@ -78,16 +79,13 @@ class WebEngine:
     def retries_made(self) -> int:
         return self._retrier.retries_made
 
-    def search(self, queries: Sequence[str]) -> list[list[SearchResult] | CallError]:
+    async def search(self, queries: Sequence[str]) -> list[list[SearchResult] | CallError]:
         if self._key is None and self.provider.key_env is not None:
             raise SearchEngineError(f"search engine {self.spec} needs an API key: set {self.provider.key_env}")
-        return run_sync(self._search_all(list(queries)))
-
-    def close(self) -> None:
-        pass  # a session lives for one batch, on that batch's event loop
-
-    async def _search_all(self, queries: list[str]) -> list[list[SearchResult] | CallError]:
-        session = HttpSession(self.base_url, self.provider.headers(self._key), self.timeout)
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
+        if session is None:
+            session = self._sessions[loop] = HttpSession(self.base_url, self.provider.headers(self._key), self.timeout)
         limit = asyncio.Semaphore(self.concurrency)
 
         async def one(query: str) -> list[SearchResult] | CallError:
@@ -101,7 +99,14 @@ class WebEngine:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def release(self) -> None:
+        session = self._sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
             await session.close()
+
+    def close(self) -> None:
+        self._sessions.clear()  # each was released on its own loop
 
     async def _call(self, session: HttpSession, query: str) -> list[SearchResult]:
         call = self.provider.call(query, self.k)
