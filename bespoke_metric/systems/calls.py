@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from bespoke_metric.backends.base import Backend, Request, Usage
 from bespoke_metric.calls.cache import Cache
@@ -46,15 +47,6 @@ async def ask_results(
     return await run_requests(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
 
 
-def ask(
-    backend: Backend,
-    requests: Sequence[Request],
-    *,
-    purpose: str,
-    cache: Cache | None,
-    usage: Usage,
-    progress: ProgressHook | None,
-) -> list[Answer]:
-    """One `final_text` per request, in order (see `ask_results`), from synchronous code."""
-    results = run_sync(ask_results(backend, requests, purpose=purpose, cache=cache, usage=usage, progress=progress))
-    return [final_text(result) for result in results]
+def ask(backend: Backend, requests: Sequence[Request], **options: Any) -> list[Answer]:
+    """One `final_text` per request, in order, from synchronous code; `options` are `ask_results`'s."""
+    return [final_text(result) for result in run_sync(ask_results(backend, requests, **options))]

@@ -18,19 +18,17 @@ Every request is recorded, and the peak of calls in flight is tracked.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import re
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .server import MAX_HANG_S, Fault, RecordedRequest
+from . import server as server_module
+from .server import Fault, RecordedRequest, TestServer
 
 Document = dict[str, str]
 """`{"title", "url", "text", "date"}` (date optional)."""
@@ -53,8 +51,11 @@ def made_up_results(query: str, count: int = SEARXNG_RESULTS) -> list[Document]:
             for rank in range(1, count + 1)]
 
 
-class SearchServer:
-    """A running fake search API; configure it by assigning its attributes between calls."""
+class SearchServer(TestServer):
+    """A running fake search API (the OpenAI-compatible `TestServer`'s lifecycle, faults and records,
+    another API); configure it by assigning its attributes between calls."""
+
+    url_path = ""
 
     def __init__(self, provider: str, *, key: str | None = None, results: Callable[[str], list[Document]] = made_up_results,
                  latency: float = 0.0, faults: list[Fault | None] | None = None,
@@ -62,79 +63,23 @@ class SearchServer:
                  shape: str = "documented") -> None:
         if provider not in PROVIDERS:
             raise ValueError(f"unknown search provider {provider!r}; known: {', '.join(PROVIDERS)}")
+        super().__init__(latency=latency, faults=faults, rule=rule)
         self.provider = provider
         self.key = key
         """The key a call must carry (None: any, or none)."""
         self.results = results
-        self.latency = latency
-        self.faults: collections.deque[Fault | None] = collections.deque(faults or [])
-        self.rule = rule
         self.json_enabled = json_enabled
         self.shape = shape
-        self.requests: list[RecordedRequest] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.base_url = ""
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def calls(self) -> list[RecordedRequest]:
-        """The search calls received, in arrival order."""
-        with self._lock:
-            return list(self.requests)
+    def counts(self, record: RecordedRequest) -> bool:
+        return True  # every request is a search call (a wrong one is answered as the API would)
+
+    def handler(self) -> type:
+        return _Handler
 
     def queries(self) -> list[str]:
         """The query of every search call, in arrival order."""
         return [_query_of(self.provider, call) for call in self.calls]
-
-    def reset(self) -> None:
-        with self._lock:
-            self.requests.clear()
-            self.max_in_flight = self.in_flight
-
-    def start(self) -> "SearchServer":
-        server = self
-
-        class Handler(_Handler):
-            state = server
-
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    # -- handling (handler threads) -------------------------------------------------------------
-
-    def _begin(self, record: RecordedRequest) -> Fault | None:
-        with self._lock:
-            self.requests.append(record)
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            fault = self.faults.popleft() if self.faults else None
-        return fault if fault is not None or self.rule is None else self.rule(record)
-
-    def _end(self, record: RecordedRequest, status: int) -> None:
-        with self._lock:
-            if record.finished is None:
-                record.finished = time.monotonic()
-                record.status = status
-                self.in_flight -= 1
-
-    def _wait(self, seconds: float) -> None:
-        if seconds > 0:
-            self._stopping.wait(min(seconds, MAX_HANG_S))
 
     def answer(self, record: RecordedRequest) -> tuple[int, Any]:
         """`(status, JSON payload or page text)` for one call."""
@@ -210,60 +155,44 @@ def _payload(provider: str, query: str, found: list[Document], count: int) -> di
                         for rank, d in enumerate(docs, start=1)]}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512  # a whole round of searches may connect at once
+class _Handler(server_module._Handler):
+    """The OpenAI-compatible server's handler (reading bodies, recording, faults, sending JSON), answering
+    as a search API."""
 
-
-class _Handler(BaseHTTPRequestHandler):
     state: SearchServer
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._handle(None)
-
-    def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        record = RecordedRequest("GET", self.path, dict(self.headers.items()), None, time.monotonic())
+        fault = self.state._begin(record)
         try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            body = None
-        self._handle(body)
-
-    def _handle(self, body: Any) -> None:
-        state = self.state
-        record = RecordedRequest(self.command, self.path, dict(self.headers.items()), body, time.monotonic())
-        fault = state._begin(record)
-        try:
-            if fault is not None and fault.hang:
-                state._wait(fault.hang)
-            if fault is not None and fault.status:
-                headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
-                headers.update(fault.headers)
-                self._send(record, fault.status, fault.body or {"error": f"scripted failure {fault.status}"}, headers)
-                return
-            if self.command == "POST" and body is None:
-                self._send(record, 400, {"error": "body is not JSON"})
-                return
-            state._wait(state.latency)
-            status, payload = state.answer(record)
-            self._send(record, status, payload)
+            self._handle(record, None, fault)
         except (BrokenPipeError, ConnectionResetError):
-            state._end(record, 499)
+            self.state._end(record, 499)
 
-    def _send(self, record: RecordedRequest, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        page = isinstance(payload, str)
-        data = (payload if page else json.dumps(payload)).encode("utf-8")
+    def _handle(self, record: RecordedRequest, body: Any, fault: Fault | None) -> None:
+        state = self.state
+        if fault is not None and fault.hang:
+            state._wait(fault.hang)
+        if fault is not None and fault.status:
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            headers.update(fault.headers)
+            self._send(record, fault.status, fault.body or {"error": f"scripted failure {fault.status}"}, headers)
+            return
+        if record.method == "POST" and body is None:
+            self._send(record, 400, {"error": "body is not JSON"})
+            return
+        state._wait(state.latency)
+        status, payload = state.answer(record)
+        if isinstance(payload, str):  # a web page, where a JSON API was expected
+            self._page(record, status, payload)
+        else:
+            self._send(record, status, payload)
+
+    def _page(self, record: RecordedRequest, status: int, page: str) -> None:
+        data = page.encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8" if page else "application/json")
+        self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
         self.end_headers()
         self.state._end(record, status)
         self.wfile.write(data)

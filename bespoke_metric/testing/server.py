@@ -127,11 +127,18 @@ class TestServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
+    url_path = "/v1"
+    """Where the API lives under the server's address (`base_url`)."""
+
+    def counts(self, record: RecordedRequest) -> bool:
+        """Whether a request is a call of the API (faults and the in-flight count apply to it)."""
+        return record.method == "POST"
+
     @property
     def calls(self) -> list[RecordedRequest]:
         """The completion calls received (chat and responses), in arrival order."""
         with self._lock:
-            return [r for r in self.requests if r.method == "POST"]
+            return [r for r in self.requests if self.counts(r)]
 
     def reset(self) -> None:
         """Forget recorded requests and the in-flight peak (not the configuration)."""
@@ -141,15 +148,19 @@ class TestServer:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
+    def handler(self) -> type:
+        """The request handler class (its `state` is set to the server)."""
+        return _Handler
+
     def start(self) -> "TestServer":
         server = self
 
-        class Handler(_Handler):
+        class Handler(self.handler()):  # type: ignore[misc]
             state = server
 
         httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd = httpd
-        self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}{self.url_path}"
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -167,7 +178,7 @@ class TestServer:
     def _begin(self, record: RecordedRequest) -> Fault | None:
         with self._lock:
             self.requests.append(record)
-            if record.method != "POST":
+            if not self.counts(record):
                 return None
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -182,7 +193,7 @@ class TestServer:
                 return
             record.finished = time.monotonic()
             record.status = status
-            if record.method == "POST":
+            if self.counts(record):
                 self.in_flight -= 1
 
     def _wait(self, seconds: float) -> None:

@@ -80,16 +80,17 @@ def answer_all(jobs: Sequence[Job], plan: SearchPlan, backend: Backend, *, count
     return run_sync(_Run(plan, backend, counter, cache, usage, max_tokens, progress).answer(jobs))
 
 
+@dataclass(frozen=True)
 class _Run:
-    def __init__(self, plan: SearchPlan, backend: Backend, counter: TokenCounter, cache: Cache | None, usage: Usage,
-                 max_tokens: int, progress: ProgressHook | None) -> None:
-        self.plan = plan
-        self.backend = backend
-        self.counter = counter
-        self.cache = cache
-        self.usage = usage
-        self.max_tokens = max_tokens
-        self.progress = progress
+    """One `answer_all`: what every step of it needs."""
+
+    plan: SearchPlan
+    backend: Backend
+    counter: TokenCounter
+    cache: Cache | None
+    usage: Usage
+    max_tokens: int
+    progress: ProgressHook | None
 
     async def answer(self, jobs: Sequence[Job]) -> list[Answered]:
         # A backend that can keep its connections for the loop (OpenAI's) keeps them for every round.
