@@ -11,7 +11,8 @@ import socket
 import pytest
 
 from bespoke_metric.backends.base import CallError
-from bespoke_metric.systems.search.engines import SearchEngineError, SearchOptions, make_search_engine, parse_search_spec
+from bespoke_metric.systems.search.base import SearchEngineError, SearchOptions
+from bespoke_metric.systems.search.engines import make_search_engine, parse_search_spec
 from bespoke_metric.systems.search.providers import PROVIDERS
 from bespoke_metric.testing.search_servers import made_up_results, serve_search
 from bespoke_metric.testing.server import Fault

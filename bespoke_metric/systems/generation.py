@@ -37,7 +37,7 @@ from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import Retriever, make_retriever
 from .runfiles import GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
 from .search.cache import SearchCache
-from .search.engines import NATIVE, NONE, SearchEngine
+from .search.base import NATIVE, NONE, SearchEngine
 from .search.plan import describe_search, make_plan, open_engine
 from .search.policies import Answered, SearchPlan, answer_all
 from .settings import GenerationSettings

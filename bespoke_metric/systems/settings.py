@@ -13,8 +13,8 @@ from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 
 from .context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, check_positive
 from .retrieval import RETRIEVERS, Retriever
-from .search.engines import SearchHook, SearchOptions, parse_search_spec
-from .search.plan import check_search_use, is_folder
+from .search.base import NATIVE, NONE, SearchEngineError, SearchHook, SearchOptions
+from .search.engines import parse_search_spec
 from .search.policies import DEFAULT_QUERIES, DEFAULT_ROUNDS, POLICIES
 
 EXPANSIONS = ("none", "cot", "pseudo-history")
@@ -116,8 +116,23 @@ class GenerationSettings(ContextSettings):
             raise ValueError(f"unknown search policy {self.search_policy!r}; choose one of {', '.join(POLICIES)}")
         if isinstance(self.search_noise, bool) or not 0.0 <= self.search_noise <= 1.0:
             raise ValueError(f"search_noise must be a share between 0 and 1, got {self.search_noise!r}")
-        if isinstance(self.search, str) and not is_folder(self.search):
-            check_search_use(parse_search_spec(self.search).name, self)  # None: the model's default, checked when known
+        if isinstance(self.search, (str, os.PathLike)):
+            self.check_search(parse_search_spec(self.search).name)  # None: the model's default, checked when known
+
+    def check_search(self, name: str) -> None:
+        """A `SearchEngineError` when these settings would use search `name` (`native`, `none` or an
+        engine) in a way it cannot be used: noise on a model's own search, a policy or a replay with no
+        engine to search."""
+        if name not in (NATIVE, NONE):
+            return
+        if self.search_noise:
+            raise SearchEngineError("--search-noise does not apply to native search: the provider's results cannot be "
+                                    "changed" if name == NATIVE else "--search-noise needs a search engine (--search)")
+        if self.search_policy != "query":
+            raise SearchEngineError(f"--search-policy {self.search_policy} needs a search engine; --search {name} is none")
+        if self.search_replay:
+            raise SearchEngineError(f"--search-replay replays a search engine's calls; --search {name} makes none "
+                                    "(a model's own search replays from the generation cache)")
 
     def record(self) -> dict[str, Any]:
         """The settings that determine the predictions, as written to the `settings` of a run."""

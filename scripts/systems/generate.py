@@ -13,7 +13,7 @@ from bespoke_metric.calls.progress import on_terminal
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
 from bespoke_metric.systems.runfiles import sidecar
-from bespoke_metric.systems.search.engines import SearchOptions
+from bespoke_metric.systems.search.base import SearchOptions
 from bespoke_metric.systems.search.policies import DEFAULT_QUERIES, DEFAULT_ROUNDS, POLICIES
 
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options

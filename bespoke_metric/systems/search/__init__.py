@@ -4,7 +4,8 @@
 
 | module | concern |
 |---|---|
-| `engines` | the `--search` registry (`docs:`, `searxng:`, `tavily`, `brave`, `exa`, `serper`, `native`, `none`), `SearchOptions` |
+| `base` | what every engine shares: its interface, `SearchOptions`, `SearchEngineError` |
+| `engines` | the `--search` registry (`docs:`, `searxng:`, `tavily`, `brave`, `exa`, `serper`, `native`, `none`) |
 | `providers` | each search API's documented request and answer shapes (pure) |
 | `web` | a search API as an engine: the judge's HTTP client (concurrency, timeouts, retries) |
 | `collection` | `DocumentCollection`: a local folder searched with BM25, and frozen corpora written as one |
@@ -26,10 +27,10 @@ _LAZY: dict[str, str] = {
     "PROVIDERS": ".providers",
     "SEARCH_ENGINES": ".engines",
     "SearchCache": ".cache",
-    "SearchEngine": ".engines",
-    "SearchEngineError": ".engines",
-    "SearchHook": ".engines",
-    "SearchOptions": ".engines",
+    "SearchEngine": ".base",
+    "SearchEngineError": ".base",
+    "SearchHook": ".base",
+    "SearchOptions": ".base",
     "SearchReplayMiss": ".searcher",
     "SearchResult": ".providers",
     "Searcher": ".searcher",

@@ -1,12 +1,12 @@
 """A run's search, from its settings: the engine (or the model's own search, or none), checked against
-how the run would use it, and what the run file records of it."""
+how the run would use it (`GenerationSettings.check_search`), and what the run file records of it."""
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
-from .engines import NATIVE, NONE, SearchEngine, SearchEngineError, hook_engine, make_search_engine, parse_search_spec
+from .base import NATIVE, NONE, SearchEngine
+from .engines import hook_engine, make_search_engine, parse_search_spec
 from .policies import SearchPlan
 from .searcher import Searcher
 
@@ -16,26 +16,6 @@ if TYPE_CHECKING:
     from .cache import SearchCache
 
 
-def check_search_use(name: str, settings: "GenerationSettings") -> None:
-    """A `SearchEngineError` when the settings use search `name` (`native`, `none` or an engine) in a way
-    it cannot be used: noise on a model's own search, a policy or a replay without an engine."""
-    if name not in (NATIVE, NONE):
-        return
-    if settings.search_noise:
-        raise SearchEngineError("--search-noise does not apply to native search: the provider's results cannot be "
-                                "changed" if name == NATIVE else "--search-noise needs a search engine (--search)")
-    if settings.search_policy != "query":
-        raise SearchEngineError(f"--search-policy {settings.search_policy} needs a search engine; --search {name} is none")
-    if settings.search_replay:
-        raise SearchEngineError(f"--search-replay replays a search engine's calls; --search {name} makes none "
-                                "(a model's own search replays from the generation cache)")
-
-
-def is_folder(search: object) -> bool:
-    """A folder given as `search`: a `docs:` collection (the spelling from before engine specs)."""
-    return isinstance(search, os.PathLike) or (isinstance(search, str) and os.path.isdir(search))
-
-
 def open_engine(settings: "GenerationSettings", default: str) -> tuple[str, SearchEngine | None]:
     """`(name, engine)` of the run's search: `native` or `none` with no engine, or the engine's spec and
     the engine. `default` is the model's engine's own (`Engine.search_default`), for `search=None`."""
@@ -43,8 +23,8 @@ def open_engine(settings: "GenerationSettings", default: str) -> tuple[str, Sear
     if callable(search):
         engine = hook_engine(search, settings.search_options.k or 5)
         return engine.spec, engine
-    spec = parse_search_spec(f"docs:{os.fspath(search)}" if is_folder(search) else search or default)
-    check_search_use(spec.name, settings)
+    spec = parse_search_spec(search or default)
+    settings.check_search(spec.name)
     if spec.name in (NATIVE, NONE):
         return spec.name, None
     engine = make_search_engine(spec, settings.search_options, replay=settings.search_replay)

@@ -28,7 +28,7 @@ from bespoke_metric.systems.calls import ask_results
 from bespoke_metric.systems.prompts import agent_messages, answer_request, rewrite_request
 from bespoke_metric.systems.tokens import TokenCounter
 
-from .engines import NATIVE
+from .base import NATIVE
 from .noise import result_id
 from .protocol import render_search_results, results_for, rewrite_queries, search_calls, search_tool, turn_messages, without_search_lines
 from .providers import SearchResult

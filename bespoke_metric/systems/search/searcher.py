@@ -18,7 +18,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError
 
 from .cache import SearchCache, search_key
-from .engines import SearchEngine
+from .base import SearchEngine
 from .noise import Marked, add_noise, noise_rng, result_id
 from .providers import SearchResult
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.backends.http import CallFailed, HttpSession, Retrier, RetryPolicy, scrub_url
-from .engines import SearchEngineError, SearchOptions, key_from_env, DEFAULT_K
+from .base import DEFAULT_K, SearchEngineError, SearchOptions, key_from_env
 from .providers import Provider, SearchResult, ShapeError, decode
 
 log = logging.getLogger(__name__)
