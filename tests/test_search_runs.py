@@ -185,6 +185,7 @@ def test_bespoke_run_scores_search_predictions_and_keeps_no_key_anywhere(model, 
     assert all(item["search"]["engine"] == "tavily" and item["search"]["calls"] == 1 for item in results["items"])
     assert all("https://" not in p["response"] and "[1]" not in p["response"] and "[1]" in p["response_raw"] for p in made)
     assert results["system"]["search"]["engine"] == "tavily"
+    assert results["system"]["name"] == "openai:gpt-4o (none, tavily agent)"  # a system is model, context and search
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert any(path.name.endswith("-wal") for path in written) or any(path.suffix == ".sqlite" for path in written)
     for path in written:  # results, predictions, run file, caches with their -wal and -shm
