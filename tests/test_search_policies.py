@@ -177,19 +177,28 @@ def test_agent_with_the_tiny_hf_model_speaks_the_plain_text_protocol(tiny_model_
         assert record["response_raw"] and record["response"]
 
 
-def test_agent_through_an_openai_compatible_server_with_the_plain_text_protocol(openai_server, searxng, tmp_path: Path) -> None:
+def test_agent_through_an_openai_compatible_server(openai_server, searxng, tmp_path: Path) -> None:
+    """Tool calls where the backend takes tools (written in the content, as a `vllm serve` whose parser
+    failed leaves them: the backend reads them there), else the plain-text protocol."""
+    offered: list[bool] = []
+
     def responder(body: dict[str, Any]) -> str:
         messages = messages_of(body)
-        assert body.get("tools") is None  # the openai backend takes no tools (yet): the plain-text protocol
-        searched = sum(1 for m in messages if m["role"] == "assistant")
-        return "SEARCH: kitchen temperature for sourdough" if searched == 0 else "Keep it near 24 C [2]."
+        offered.append(bool(body.get("tools")))
+        if any(m["role"] == "assistant" for m in messages):
+            return "Keep it near 24 C [2]."
+        if body.get("tools"):
+            return '<tool_call>{"name": "search", "arguments": {"query": "kitchen temperature for sourdough"}}</tool_call>'
+        return "SEARCH: kitchen temperature for sourdough"
 
     openai_server.responder = responder
     backend = make_backend("openai:gpt-4o", base_url=openai_server.base_url, api_key="sk-model-key-123456")
     report = generate(backend, tmp_path / "p.jsonl", settings(searxng, search_policy="agent"), queries=ROWS[:2], progress=False)
     assert report.failed == [] and len(openai_server.calls) == 4
+    assert offered == [backend.takes_tools] * 4
     record = predictions(tmp_path / "p.jsonl")[0]
     assert record["response"] == "Keep it near 24 C."
+    assert record["search"]["queries"] == [{"round": 1, "query": "kitchen temperature for sourdough"}]
     assert record["search"]["cited"] == [made_up_results("kitchen temperature for sourdough")[1]["url"]]
     second_turn = messages_of(openai_server.calls[-1].body)
     assert second_turn[-1]["content"].startswith('Search results for "kitchen temperature for sourdough":\n\n[1] ')

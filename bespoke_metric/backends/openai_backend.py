@@ -23,18 +23,21 @@ import asyncio
 import json
 import logging
 import os
+import random
 import re
 import weakref
+from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 from urllib.parse import urlsplit
 
-from .base import Completion, OnDone, Outcome, Request
-from .http import UNREACHABLE_RETRIES, Retrier, RetryPolicy  # noqa: F401 (UNREACHABLE_RETRIES: its old home)
+from .base import CallError, Completion, OnDone, Outcome, Request
 from .openai_session import CallFailed, Session, scrub_url, short
 
 log = logging.getLogger(__name__)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+UNREACHABLE_RETRIES = 2
+"""Retries of a call to an endpoint that no connection was ever made to, before every call fails."""
 OPENAI_CONCURRENCY = 32
 SERVER_CONCURRENCY = 128
 PLACEHOLDER_KEY = "EMPTY"
@@ -48,6 +51,19 @@ _REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.I
 def is_reasoning_model(model: str) -> bool:
     """True for OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; not gpt-5-chat)."""
     return bool(_REASONING_MODEL.match(model))
+
+
+@dataclass
+class _RetryBudget:
+    """Retries left for the whole run (shared by every call of one backend)."""
+
+    left: int
+
+    def take(self) -> bool:
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
 
 
 class OpenAIBackend:
@@ -124,6 +140,10 @@ class OpenAIBackend:
         self.api = api
         self.concurrency = concurrency
         self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.max_retry_wait = max_retry_wait
         self.schema_format = schema_format
         if self.reasoning:
             if temperature is not None:
@@ -134,7 +154,13 @@ class OpenAIBackend:
             self.temperature = 0.0 if temperature is None else temperature
             self.reasoning_effort = reasoning_effort
         self.reasoning_max_tokens = reasoning_max_tokens
-        self._retrier = Retrier(RetryPolicy(max_retries, retry_budget, backoff_base, backoff_max, max_retry_wait), log)
+        self._budget = _RetryBudget(retry_budget)
+        self.retries_made = 0
+        self._retry_warned = False
+        self._reached = False
+        """Some call got an HTTP answer from the endpoint."""
+        self._unreachable: str | None = None
+        """Why no connection could be made, once a call gave up on it (every later call fails at once)."""
         self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -218,13 +244,56 @@ class OpenAIBackend:
             text = text.replace(self._api_key, "***")
         return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1***", text)
 
-    @property
-    def retries_made(self) -> int:
-        return self._retrier.retries_made
-
     async def _call_with_retries(self, session: Session, request: Request) -> Outcome:
         path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
-        return await self._retrier.run(lambda: self._call(session, path, body), scrub=self._scrub)
+        attempt = 0
+        while True:
+            if self._unreachable is not None and not self._reached:
+                return CallError(f"{self._unreachable} (not sent: the endpoint is unreachable)", retryable=True)
+            if self._budget.left <= 0 and attempt == 0 and self.retries_made > 0:
+                return CallError("retry budget of the run exhausted; call not sent", retryable=True)
+            try:
+                completion = await self._call(session, path, body)
+                self._reached = True
+                return completion
+            except CallFailed as failure:
+                reason = self._scrub(failure.reason)
+                self._reached = self._reached or not failure.unreachable
+                if not failure.retryable:
+                    return CallError(reason, retryable=False)
+                if failure.unreachable and not self._reached and attempt >= UNREACHABLE_RETRIES:
+                    # nothing ever answered here: a judge that is down, or a wrong --base-url; say so in
+                    # seconds instead of backing off every call for minutes
+                    self._unreachable = reason
+                    return CallError(f"{reason} (the endpoint answered no call; gave up after {attempt} retries)",
+                                     retryable=True)
+                if attempt >= self.max_retries:
+                    return CallError(f"{reason} (gave up after {attempt} retries)", retryable=True)
+                wait = self._backoff(attempt, failure.wait)
+                if wait > self.max_retry_wait:
+                    return CallError(f"{reason} (server asks to wait {wait:.0f} s)", retryable=True)
+                if not self._budget.take():
+                    return CallError(f"{reason} (retry budget of the run exhausted)", retryable=True)
+                self.retries_made += 1
+                attempt += 1
+                self._log_retry(reason, attempt, wait, quiet=failure.unreachable and not self._reached)
+                await asyncio.sleep(wait)
+
+    def _log_retry(self, reason: str, attempt: int, wait: float, *, quiet: bool) -> None:
+        # One warning per backend: a struggling judge is retried hundreds of times, and a line for each
+        # would bury the one-line reason the run ends with. The rest go to DEBUG (`bespoke -v`), as do the
+        # few retries of an endpoint that never answered (the run's reason says it all).
+        if self._retry_warned or quiet:
+            log.debug("%s; retry %d in %.1f s", reason, attempt, wait)
+            return
+        self._retry_warned = True
+        log.warning("%s; retry %d in %.1f s (further retries are logged only with -v)", reason, attempt, wait)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        jitter = random.uniform(0.0, 0.25 * self.backoff_base)
+        if retry_after is not None:
+            return retry_after + jitter  # honour the server's wait, spread a little
+        return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
 
     async def _call(self, session: Session, path: str, body: bytes) -> Completion:
         raw = await session.post(path, body)

@@ -26,9 +26,8 @@ class ShapeError(ValueError):
 
 @dataclass(frozen=True)
 class Call:
-    """One HTTP call: `method` `path` (under the base URL), query `params`, JSON `body`."""
+    """One HTTP call to `path` (under the base URL): a GET with the query `params`, or a POST of `body`."""
 
-    method: str
     path: str
     params: Mapping[str, str] | None = None
     body: Mapping[str, Any] | None = None
@@ -121,30 +120,30 @@ def _serper_read(answer: Any, k: int) -> list[SearchResult]:
 PROVIDERS: dict[str, Provider] = {
     "searxng": Provider(
         "searxng", None, None, None,
-        call=lambda query, k: Call("GET", "/search", params={"q": query, "format": "json"}),
+        call=lambda query, k: Call("/search", params={"q": query, "format": "json"}),
         read=_searxng_read,
         refused_hint="is JSON output enabled? add 'json' to search.formats in its settings.yml",
     ),
     "tavily": Provider(
         "tavily", "https://api.tavily.com", "TAVILY_API_KEY", "authorization",
-        call=lambda query, k: Call("POST", "/search", body={"query": query, "max_results": k, "include_answer": False,
-                                                           "search_depth": "basic"}),
+        call=lambda query, k: Call("/search", body={"query": query, "max_results": k, "include_answer": False,
+                                                   "search_depth": "basic"}),
         read=_tavily_read,
     ),
     "brave": Provider(
         "brave", "https://api.search.brave.com", "BRAVE_API_KEY", "x-subscription-token",
-        call=lambda query, k: Call("GET", "/res/v1/web/search", params={"q": query, "count": str(k)}),
+        call=lambda query, k: Call("/res/v1/web/search", params={"q": query, "count": str(k)}),
         read=_brave_read,
     ),
     "exa": Provider(
         "exa", "https://api.exa.ai", "EXA_API_KEY", "x-api-key",
-        call=lambda query, k: Call("POST", "/search", body={"query": query, "numResults": k,
-                                                           "contents": {"text": {"maxCharacters": EXA_TEXT_CHARACTERS}}}),
+        call=lambda query, k: Call("/search", body={"query": query, "numResults": k,
+                                                   "contents": {"text": {"maxCharacters": EXA_TEXT_CHARACTERS}}}),
         read=_exa_read,
     ),
     "serper": Provider(
         "serper", "https://google.serper.dev", "SERPER_API_KEY", "x-api-key",
-        call=lambda query, k: Call("POST", "/search", body={"q": query, "num": k}),
+        call=lambda query, k: Call("/search", body={"q": query, "num": k}),
         read=_serper_read,
     ),
 }
