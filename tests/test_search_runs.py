@@ -211,3 +211,27 @@ def test_results_items_of_older_versions_load_without_a_search_block() -> None:
     assert item.search is None and "search" not in item.to_json()
     searched = ItemResult.from_json({**old, "search": {"engine": "tavily", "calls": 1}})
     assert searched.to_json()["search"] == {"engine": "tavily", "calls": 1}
+
+
+def test_search_mistakes_on_the_command_line_are_one_error_line_each(model, synthetic_hub: Path, tiny_model_dir: Path, tmp_path: Path,
+                                                                     capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    output = tmp_path / "p.jsonl"
+    cases = {
+        ("--search", "bing"): "error: unknown search engine 'bing'; known: docs:DIR, searxng:URL, tavily, brave, exa, serper, native, none",
+        ("--search", "brave"): "error: search engine brave needs an API key: set BRAVE_API_KEY",
+        ("--search", "tavily", "--search-docs", str(tmp_path)): f"error: --search-docs is --search docs:{tmp_path}; give one of --search and --search-docs",
+        ("--search", "native", "--search-noise", "0.7"): "error: --search-noise does not apply to native search: the provider's results cannot be changed",
+        ("--search-policy", "agent"): "error: --search-policy agent needs a search engine; --search none is none",
+        ("--search", "searxng:http://127.0.0.1:9", "--search-k", "0"): "error: --search-k must be a positive integer, got 0",
+    }
+    for flags, line in cases.items():
+        assert main(generate_args(model, synthetic_hub, output, *flags)) == 2, flags
+        assert capsys.readouterr().err.splitlines() == [line]
+    assert not output.exists() and len(model.calls) == 0
+    local = ["generate", "--model", f"hf:{tiny_model_dir}", "--search", "native", "--source", str(synthetic_hub), "--output", str(output)]
+    assert main(local) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: --search native: hf:{tiny_model_dir} cannot search by itself (its hf engine has no web search); "
+        "give it a search engine instead (--search searxng:URL, tavily, ...)"]
+    assert not output.exists()

@@ -47,7 +47,8 @@ class GenerationSettings(ContextSettings):
     profile_max_tokens: int = 512
     expansion_max_tokens: int = 256
     search_budget: int = 1024
-    """Tokens of search results added to the prompt when a search hook is given."""
+    """Tokens of search results in the prompt (`query`, `rewrite`), or in each search's results an agent
+    is shown."""
 
     profiler: str | Backend | None = None
     """The model writing profiles and query expansions (a spec or a backend); default: the system model."""
