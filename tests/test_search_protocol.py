@@ -65,6 +65,8 @@ def test_a_native_search_block_keeps_what_the_provider_reported_in_order() -> No
                      "results": [{"round": 1, "rank": 1, "url": "https://x.example", "title": "", "noise": False}],
                      "cited": ["https://x.example"]}
     assert native_block(None)["calls"] == 0  # a model that chose not to search
+    counted = native_block({"queries": [], "query_count": 3, "results": [], "cited": []})  # Perplexity's way
+    assert (counted["calls"], counted["queries"]) == (3, [])
 
 
 def test_rewrite_queries_are_read_one_a_line_without_list_marks() -> None:
