@@ -16,7 +16,7 @@ import pytest
 from bespoke_metric.backends.base import Completion, Request, ToolCall
 from bespoke_metric.scoring.engines import ENGINES, Engine, OpenAIOptions, make_backend
 from bespoke_metric.systems import GenerationError, GenerationSettings, SearchOptions, generate
-from bespoke_metric.systems.prompts import AGENT_LAST_CALL, AGENT_TEXT_INSTRUCTIONS, HEADINGS, SYSTEM_PROMPT
+from bespoke_metric.systems.prompts import AGENT_LAST_CALL, AGENT_TEXT_INSTRUCTIONS, HEADINGS
 from bespoke_metric.systems.search.base import SearchEngineError
 from bespoke_metric.testing.doubles import ScriptedBackend
 from bespoke_metric.testing.search_servers import made_up_results, serve_search

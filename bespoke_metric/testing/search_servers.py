@@ -19,7 +19,6 @@ Every request is recorded, and the peak of calls in flight is tracked.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import time
 import zlib
