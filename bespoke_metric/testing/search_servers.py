@@ -73,9 +73,6 @@ class SearchServer(TestServer):
     def counts(self, record: RecordedRequest) -> bool:
         return True  # every request is a search call (a wrong one is answered as the API would)
 
-    def handler(self) -> type:
-        return _Handler
-
     def queries(self) -> list[str]:
         """The query of every search call, in arrival order."""
         return [_query_of(self.provider, call) for call in self.calls]
@@ -195,6 +192,9 @@ class _Handler(server_module._Handler):
         self.end_headers()
         self.state._end(record, status)
         self.wfile.write(data)
+
+
+SearchServer.handler = _Handler
 
 
 @contextlib.contextmanager

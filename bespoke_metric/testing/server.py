@@ -100,6 +100,10 @@ class TestServer:
     """The running server's state; configure it by assigning its attributes between calls."""
 
     __test__ = False  # not a pytest test class
+    handler: type["_Handler"]
+    """The request handler class (`_Handler`, set below; a server offering more routes subclasses it)."""
+    url_path = "/v1"
+    """Where the API lives under the server's address (`base_url`)."""
 
     def __init__(
         self,
@@ -127,9 +131,6 @@ class TestServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    url_path = "/v1"
-    """Where the API lives under the server's address (`base_url`)."""
-
     def counts(self, record: RecordedRequest) -> bool:
         """Whether a request is a call of the API (faults and the in-flight count apply to it)."""
         return record.method == "POST"
@@ -148,14 +149,10 @@ class TestServer:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def handler(self) -> type:
-        """The request handler class (its `state` is set to the server)."""
-        return _Handler
-
     def start(self) -> "TestServer":
         server = self
 
-        class Handler(self.handler()):  # type: ignore[misc]
+        class Handler(self.handler):  # type: ignore[name-defined]
             state = server
 
         httpd = _Server(("127.0.0.1", 0), Handler)
@@ -325,6 +322,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.state._end(record, status)  # before the body: a client holding its answer finds the call recorded
         self.wfile.write(data)
+
+
+TestServer.handler = _Handler
 
 
 @contextlib.contextmanager
