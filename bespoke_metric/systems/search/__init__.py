@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "PROVIDERS": ".providers",
     "SEARCH_ENGINES": ".engines",
     "SearchCache": ".cache",
+    "SearchCollectionError": ".collection",
     "SearchEngine": ".base",
     "SearchEngineError": ".base",
     "SearchHook": ".base",

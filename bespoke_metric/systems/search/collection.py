@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
 
 from ..retrieval import BM25
 from .cache import SearchCacheError, cached_searches
@@ -22,6 +23,10 @@ from .providers import SearchResult
 
 FROZEN_FILE = "frozen.jsonl"
 """The collection file `freeze` writes."""
+
+
+class SearchCollectionError(UserError):
+    """A search collection that cannot be read (`--search-docs`): no such folder, no document, a bad line."""
 
 
 class DocumentCollection:
@@ -36,10 +41,10 @@ class DocumentCollection:
         self.folder = Path(folder)
         self.k = k
         if not self.folder.is_dir():
-            raise FileNotFoundError(f"search collection {self.folder} is not a folder")
+            raise SearchCollectionError(f"search collection {self.folder} (--search-docs) is not a folder")
         self.documents = self._read(self.folder)
         if not self.documents:
-            raise ValueError(f"search collection {self.folder} holds no .txt or .jsonl documents")
+            raise SearchCollectionError(f"search collection {self.folder} holds no .txt or .jsonl documents")
         self._index = BM25([f"{doc['title']}\n{doc['text']}" for doc in self.documents])
 
     @staticmethod
@@ -56,9 +61,9 @@ class DocumentCollection:
                         try:
                             record = json.loads(line)
                         except json.JSONDecodeError as error:
-                            raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
+                            raise SearchCollectionError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
                         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-                            raise ValueError(f"{path}, line {number}: expected an object with a string 'text'")
+                            raise SearchCollectionError(f"{path}, line {number}: expected an object with a string 'text'")
                         document = {"title": str(record.get("title", "")), "url": str(record.get("url", "")), "text": record["text"]}
                         if record.get("date"):
                             document["date"] = str(record["date"])

@@ -52,10 +52,7 @@ def _docs(target: str | None, options: SearchOptions, replay: bool) -> SearchEng
 
     assert target is not None
     folder = Path(target)
-    try:
-        collection = DocumentCollection(folder, k=options.k or DEFAULT_K)
-    except (FileNotFoundError, ValueError) as error:
-        raise SearchEngineError(f"search engine docs:{target}: {error}") from None
+    collection = DocumentCollection(folder, k=options.k or DEFAULT_K)  # a SearchCollectionError names the folder
     return HookEngine(collection, f"docs:{folder.resolve()}", collection.k)
 
 
