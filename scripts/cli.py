@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "compare": "analysis.compare",
     "generate": "systems.generate",
     "run": "systems.run",
+    "search": "systems.search",
     "submit": "hub.submit",
     "space": "hub.space",
 }

@@ -38,11 +38,12 @@ def positive_int(text: str) -> int:
 
 
 def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, options: type,
-                         only: tuple[str, ...] | None = None) -> None:
+                         only: tuple[str, ...] | None = None, prefix: str = "") -> None:
     """One flag per option of an options class of `bespoke_metric.scoring.engines` that has one (or of those in
     `only`): its spelling, help and choices come from the class, so a flag is defined in one place. A
     `--no-...` flag sets its boolean option to False, another boolean flag sets it to True; unset flags
-    stay None (the engine's default)."""
+    stay None (the engine's default). `prefix` goes before each option's name in the parsed arguments,
+    to keep apart two classes' options of one name (the judge's `base_url` and the search engine's)."""
     hints = typing.get_type_hints(options)
     for item in dataclasses.fields(options):
         flag = item.metadata.get("flag")
@@ -50,14 +51,15 @@ def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGro
             continue
         kinds = [kind for kind in typing.get_args(hints[item.name]) if kind is not type(None)] or [hints[item.name]]
         if kinds[0] is bool:
-            parser.add_argument(flag, dest=item.name, action="store_const", const=not flag.startswith("--no-"),
+            parser.add_argument(flag, dest=prefix + item.name, action="store_const", const=not flag.startswith("--no-"),
                                 default=None, help=item.metadata["help"])
         else:
-            parser.add_argument(flag, dest=item.name, type=kinds[0], choices=item.metadata.get("choices"),
+            parser.add_argument(flag, dest=prefix + item.name, type=kinds[0], choices=item.metadata.get("choices"),
                                 default=None, help=item.metadata["help"])
 
 
-def option_values(args: argparse.Namespace, *classes: type) -> dict[str, Any]:
-    """The options of `classes` that the command line set (flags left unset are left out)."""
+def option_values(args: argparse.Namespace, *classes: type, prefix: str = "") -> dict[str, Any]:
+    """The options of `classes` that the command line set (flags left unset are left out), by option name
+    (`prefix` as given to `add_option_arguments`)."""
     names = {item.name for cls in classes for item in dataclasses.fields(cls) if item.metadata.get("flag")}
-    return {name: getattr(args, name) for name in sorted(names) if getattr(args, name, None) is not None}
+    return {name: getattr(args, prefix + name) for name in sorted(names) if getattr(args, prefix + name, None) is not None}

@@ -248,12 +248,15 @@ def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCou
     recorder = RecordingBackend(system)
     output = tmp_path / "preds.jsonl"
     report = generate(recorder, output, small("none", search_budget=60, limit=2, search=docs), source=synthetic_hub, progress=False)
-    assert report.system["search"] == {"collection": str(docs), "documents": 2, "k": 3}
+    assert report.system["search"] == {"engine": f"docs:{docs.resolve()}", "collection": str(docs), "documents": 2, "k": 5,
+                                       "policy": "query", "rounds": 1, "queries": 1, "noise": 0.0, "seed": 0}
     prompt = next(r for r in answers(recorder) if r.messages[1]["content"].endswith(first["query"]))
     block = context_block(prompt)
     assert block.startswith("Search results:\n\n[1] matching (file://")
     assert counter.count(block) <= 60
-    assert read_jsonl(output)[0]["search_urls"][0].endswith("matching.txt")
+    searched = read_jsonl(output)[0]["search"]
+    assert searched["queries"] == [{"round": 1, "query": first["query"]}]
+    assert searched["results"][0]["url"].endswith("matching.txt") and searched["results"][0]["rank"] == 1
 
     asked: list[str] = []
 
@@ -291,7 +294,7 @@ class Scripted:
         pass
 
 
-def test_reasoning_is_never_stored_and_unclosed_reasoning_fails_the_query(tiny_model_dir: Path, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
+def test_reasoning_is_never_in_the_response_and_unclosed_reasoning_fails_the_query(tiny_model_dir: Path, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
     q0, q1, q2, q3 = (row["query"] for row in data["queries"][:4])
     harmony = "<|channel|>analysis<|message|>They bake.<|end|><|start|>assistant<|channel|>final<|message|>"
 
@@ -310,6 +313,7 @@ def test_reasoning_is_never_stored_and_unclosed_reasoning_fails_the_query(tiny_m
     predictions = read_jsonl(output)
     assert [p["query_id"] for p in predictions] == [data["queries"][0]["query_id"]]
     assert predictions[0]["response"] == "The answer."
+    assert predictions[0]["response_raw"] == "<think>\nShort plan.\n</think>\n\nThe answer."  # kept as it came, beside it
     reasons = {f["query_id"]: f["reason"] for f in report.failed}
     assert sorted(reasons) == sorted(row["query_id"] for row in data["queries"][1:4])
     assert "never closed" in reasons[data["queries"][1]["query_id"]]  # its answer

@@ -81,7 +81,7 @@ class Entry:
 
 
 def system_label(system: Mapping[str, Any]) -> str | None:
-    """A `system` block's display name: `name`, else the model's spec (+ context), else None.
+    """A `system` block's display name: `name`, else the model's spec (+ context and search), else None.
 
     `bespoke run` writes `name` (`hf:/path/to/model (history)`); results written before it did record the
     model as a dict (`{"spec": ..., "backend": ...}`), whose spec is used."""
@@ -92,8 +92,17 @@ def system_label(system: Mapping[str, Any]) -> str | None:
         model = model.get("spec") or model.get("model")
     if not model:
         return None
-    context = system.get("context")
-    return f"{model} ({context})" if context else str(model)
+    details = [str(system["context"])] if system.get("context") else []
+    if isinstance(system.get("search"), Mapping):
+        details.append(search_label(system["search"]))
+    return f"{model} ({', '.join(details)})" if details else str(model)
+
+
+def search_label(search: Mapping[str, Any]) -> str:
+    """A run's search in a few words: `native`, `searxng agent`, `tavily, noise 0.7` (engine by name only)."""
+    engine = str(search.get("engine") or "search").partition(":")[0]
+    words = engine if search.get("policy") in (None, "query", "native") else f"{engine} {search['policy']}"
+    return f"{words}, noise {search['noise']:g}" if search.get("noise") else words
 
 
 def system_name(results: Mapping[str, Any], path: str) -> str:

@@ -311,6 +311,12 @@ class OpenAIBackend(Client):
         """A session to this endpoint with this backend's key, for the running event loop; the caller closes it."""
         return Session(self.base_url, self._api_key, self.timeout)
 
+    async def release_session(self) -> None:
+        """Close the session `keep_session` kept for the running event loop, before the loop ends."""
+        session = self._kept_sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
+            await session.close()
+
     def close(self) -> None:
         self._caller.forget_loops()
         # A kept session lives on a loop running in another thread (a Ray actor's): close it there, so its

@@ -53,6 +53,8 @@ class CallResult:
     usage: Usage = field(default_factory=Usage)
     """What this request cost: its share of the run's `usage` (a call answering several identical requests
     is counted on the first), so a caller can say what each item, or each file, cost."""
+    completion: Completion | None = None
+    """The last answer received, whole (its tool calls, its native search), None if the call failed."""
 
     @property
     def ok(self) -> bool:
@@ -210,9 +212,9 @@ def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool)
     result.cached = cached if result.attempts == 0 else (result.cached and cached)
     result.attempts += 1
     if isinstance(outcome, CallError):
-        result.text, result.value, result.error = None, None, outcome.reason
+        result.text, result.value, result.error, result.completion = None, None, outcome.reason, None
     else:
-        result.text, result.error = outcome.text, None
+        result.text, result.error, result.completion = outcome.text, None, outcome
         reason = _read(run.reading, result, index, outcome)
         if reason is not None:
             reading = run.reading

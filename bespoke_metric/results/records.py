@@ -16,7 +16,7 @@ from bespoke_metric.backends.base import Usage
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-_OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human")
+_OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human", "search")
 
 
 @dataclass
@@ -46,6 +46,9 @@ class ItemResult:
     usage: Usage | None = field(default=None, compare=False, repr=False)
     """What judging this item cost in this run (calls, cache hits, tokens, texts encoded), when the judge
     says; not written to the results file, whose `usage` block sums it over the file's items."""
+    search: dict[str, Any] | None = None
+    """What the system searched for this response, as its prediction recorded it (engine, policy, queries,
+    results, cited URLs): where a system scored low, what it found. None when it did not search."""
 
     @property
     def key(self) -> str:

@@ -171,7 +171,8 @@ def score(
     uses: Sequence[ModelUse] = (),
     **judge_options: Any,
 ) -> Results:
-    """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`) with a judge.
+    """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`, as `bespoke generate`
+    writes them: a `search` block is kept in its results item) with a judge.
 
     `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
     ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`,
@@ -208,8 +209,12 @@ def score_many(
     if len(systems) != len(predictions):
         raise ValueError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
     judging = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
-    return run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
-                          uses=uses, benchmark_queries=judging.benchmark_queries, **judge_options)
+    outputs = run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
+                             uses=uses, benchmark_queries=judging.benchmark_queries, **judge_options)
+    for results, searches in zip(outputs, judging.searches):  # each item keeps what its system searched
+        for item, search in zip(results.items, searches):
+            item.search = search
+    return outputs
 
 
 def judge_groups(
@@ -225,21 +230,24 @@ def judge_groups(
     for given in predictions:
         check_readable(given)
     benchmark, data = load_benchmark(source, revision)
-    groups = []
+    groups, searches = [], []
     for given in predictions:
         checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
         if limit is not None:
             checked = checked[:limit]
         groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
-    return JudgeGroups(groups, data, len(benchmark))
+        searches.append([prediction.search for prediction in checked])
+    return JudgeGroups(groups, data, len(benchmark), searches)
 
 
 class JudgeGroups(NamedTuple):
-    """What `judge_groups` reads: each input's judge items, the `data` block, the benchmark's query count."""
+    """What `judge_groups` reads: each input's judge items, the `data` block, the benchmark's query count,
+    and each item's `search` block as its prediction recorded it."""
 
     groups: list[list[JudgeItem]]
     data: dict[str, Any]
     benchmark_queries: int
+    searches: list[list[dict[str, Any] | None]]
 
 
 def plan_judging(

@@ -23,6 +23,8 @@ class Prediction:
     response: str
     line: int
     """1-based line in the file, or 1-based position in a list."""
+    search: dict[str, Any] | None = None
+    """What the system searched for it (`bespoke generate` records it), kept in its results item."""
 
     @property
     def key(self) -> str:
@@ -121,7 +123,11 @@ def read_predictions(
         except (TypeError, ValueError) as error:
             problems.append(f"line {number}: bad query_id {record['query_id']!r} ({error})")
             continue
-        prediction = Prediction(str(record["user"]), query_id, response, number)
+        search = record.get("search")
+        if search is not None and not isinstance(search, Mapping):
+            problems.append(f"line {number}: 'search' must be an object, got {type(search).__name__}")
+            continue
+        prediction = Prediction(str(record["user"]), query_id, response, number, dict(search) if search is not None else None)
         if prediction.key not in known:
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
         elif prediction.key in seen and not allow_repeats:

@@ -10,7 +10,7 @@
 | `context` | `build_contexts`: what the system is given besides the query, per configuration |
 | `packing` | history sessions packed into token budgets and profiler chunks |
 | `retrieval`, `embeddings` | history selection (dense, BM25, hybrid) and cached sentence embeddings |
-| `search` | search hooks and the offline `DocumentCollection` |
+| `search` | search engines (`--search`), how a model uses them (`--search-policy`), noise, cache and replay |
 | `profiler`, `calls` | the profiler model's profiles and query expansions; asking a model |
 | `prompts` | every text a model is sent, and the version derived from them |
 | `tokens` | token counters for budgets |
@@ -23,13 +23,13 @@ from .generation import GenerationReport, generate
 from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import RETRIEVERS, BM25Retriever, DenseRetriever, HybridRetriever, Retriever, make_retriever
 from .runfiles import GenerationError
-from .search import DocumentCollection, SearchHook
+from .search import DocumentCollection, SearchHook, SearchOptions
 from .settings import EXPANSIONS, GenerationSettings
 from .tokens import TokenCounter, token_counter
 
 __all__ = [
     "BM25Retriever", "CONTEXTS", "ContextSettings", "DenseRetriever", "DocumentCollection", "EXPANSIONS", "Embedder",
     "GENERATION_PROMPT_VERSION", "GenerationError", "GenerationReport", "GenerationSettings", "HybridRetriever",
-    "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SearchHook", "TokenCounter", "UserContext",
+    "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SearchHook", "SearchOptions", "TokenCounter", "UserContext",
     "build_contexts", "generate", "make_retriever", "token_counter",
 ]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from bespoke_metric.backends.base import Backend, Request, Usage
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 from bespoke_metric.calls.progress import ProgressHook
-from bespoke_metric.calls.scheduler import CallResult, run_requests_sync
+from bespoke_metric.calls.scheduler import CallResult, run_requests, run_sync
 
 from .prompts import GENERATION_PROMPT_VERSION
 
@@ -28,7 +29,7 @@ def final_text(result: CallResult) -> Answer:
         return None, error.reason
 
 
-def ask(
+async def ask_results(
     backend: Backend,
     requests: Sequence[Request],
     *,
@@ -36,11 +37,16 @@ def ask(
     cache: Cache | None,
     usage: Usage,
     progress: ProgressHook | None,
-) -> list[Answer]:
-    """One `final_text` per request, in order. `purpose` (answer, profile, expansion) and the prompt
-    version are part of every cache key, so a changed prompt never reuses an old answer."""
+) -> list[CallResult]:
+    """One `CallResult` per request, in order, the answer as it came. `purpose` (answer, profile,
+    expansion, rewrite, agent) and the prompt version are part of every cache key, so a changed prompt
+    never reuses an old answer."""
     if not requests:
         return []
     key_extra = {"purpose": purpose, "generation_prompt_version": GENERATION_PROMPT_VERSION}
-    results = run_requests_sync(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
-    return [final_text(result) for result in results]
+    return await run_requests(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
+
+
+def ask(backend: Backend, requests: Sequence[Request], **options: Any) -> list[Answer]:
+    """One `final_text` per request, in order, from synchronous code; `options` are `ask_results`'s."""
+    return [final_text(result) for result in run_sync(ask_results(backend, requests, **options))]

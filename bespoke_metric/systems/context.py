@@ -26,7 +26,7 @@ from typing import Any
 from bespoke_dataset.keys import query_key
 
 from .packing import chunk_sessions, pack_sessions, recent_first
-from .prompts import HEADINGS, SEARCH_RESULT_TEMPLATE, SEARCH_RESULT_WITHOUT_URL_TEMPLATE, SEARCH_RESULTS_HEADING, UNTITLED
+from .prompts import HEADINGS
 from .retrieval import Retriever
 from .tokens import TokenCounter
 
@@ -104,18 +104,6 @@ def render(kind: str, body: str, budget: int, counter: TokenCounter) -> tuple[st
     return text, counter.count(text)
 
 
-def render_search_results(results: Sequence[Mapping[str, str]], budget: int, counter: TokenCounter) -> str:
-    """Search results as a numbered list of `title (url)` + text, cut to `budget` tokens."""
-    if not results:
-        return ""
-    lines = [SEARCH_RESULTS_HEADING]
-    for number, result in enumerate(results, start=1):
-        template = SEARCH_RESULT_TEMPLATE if result.get("url") else SEARCH_RESULT_WITHOUT_URL_TEMPLATE
-        title = result.get("title") or UNTITLED
-        lines.append(template.format(number=number, title=title, url=result.get("url"), text=str(result.get("text") or "").strip()))
-    return counter.truncate("\n\n".join(lines), budget)
-
-
 @dataclass(frozen=True, kw_only=True)
 class ContextSettings:
     """How a user context is built, whatever its kind. `GenerationSettings` extends it."""
@@ -177,49 +165,92 @@ def build_contexts(
     if kind not in CONTEXTS:
         raise ValueError(f"unknown context {kind!r}; choose one of {', '.join(CONTEXTS)}")
     settings = settings or ContextSettings()
-    by_user: dict[str, list[Mapping[str, Any]]] = {}
-    for session in sessions:
-        by_user.setdefault(str(session["user"]), []).append(session)
-    users_without_history = sorted({str(row["user"]) for row in rows} - set(by_user))
-    if kind not in ("none", "oracle") and users_without_history:
-        raise ValueError(f"context {kind!r} needs history, but these users have none: {', '.join(users_without_history)}")
-
-    def context(row: Mapping[str, Any], body: str, ids: Sequence[str] = (), profile: str | None = None, query: str | None = None) -> UserContext:
-        text, tokens = render(kind, body, settings.budget, counter)
-        return UserContext(str(row["user"]), str(row["query_id"]), kind, text, tokens, tuple(ids), profile, query)
-
+    by_user = _sessions_by_user(sessions)
+    _check_history(rows, kind, by_user)
+    block = _Block(kind, settings.budget, counter)
     if kind == "none":
-        return [context(row, "") for row in rows]
+        return [block.context(row, "") for row in rows]
     if kind == "oracle":
-        return [context(row, str(row["gold_information_need"])) for row in rows]
+        return [block.context(row, str(row["gold_information_need"])) for row in rows]
     if kind == "history":
-        heading = counter.count(HEADINGS[kind] + "\n")
-        packs = {user: pack_sessions(recent_first(items), settings.budget - heading, counter) for user, items in by_user.items()}
-        return [context(row, packs[str(row["user"])].text, packs[str(row["user"])].included) for row in rows]
-
+        return _history_contexts(rows, by_user, block)
     selected: dict[str, list[Mapping[str, Any]]] = {}
     if kind in RETRIEVAL_CONTEXTS:
         if retriever is None:
             raise ValueError(f"context {kind!r} needs a retriever")
-        # Only the users asked about: a limited run embeds only their sessions.
-        retriever.fit([session for user in sorted({str(row["user"]) for row in rows}) for session in by_user[user]])
-        # Keyed by user too: a release may number each user's sessions from 1.
-        sessions_by_id = {(str(session["user"]), str(session["id"])): session for session in sessions}
-        selected = select_sessions(rows, sessions_by_id, retriever, settings.top_k, retrieval_queries)
-    query_used = {row_key(row): (retrieval_queries or {}).get(row_key(row), row["query"]) for row in rows} if selected else {}
-
+        selected = _select(rows, by_user, sessions, retriever, settings.top_k, retrieval_queries)
+    used = {row_key(row): (retrieval_queries or {}).get(row_key(row), row["query"]) for row in rows} if selected else {}
     if kind == "selected-history":
-        heading = counter.count(HEADINGS[kind] + "\n")
-        contexts = []
-        for row in rows:
-            packed = pack_sessions(selected[row_key(row)], settings.budget - heading, counter)
-            contexts.append(context(row, packed.text, packed.included, query=query_used[row_key(row)]))
-        return contexts
-
-    # The profile kinds.
+        return [_packed(block, row, selected[row_key(row)], used[row_key(row)]) for row in rows]
     if profiler is None:
         raise ValueError(f"context {kind!r} needs a profiler")
-    reader = profile_counter or counter
+    tasks, task_of_row = _profile_tasks(rows, kind, by_user, selected, settings, profile_counter or counter)
+    profiles = _write_profiles(profiler, tasks)
+    return [block.context(row, profiles[key], tasks[key].session_ids, profiles[key], used.get(row_key(row)))
+            for row, key in zip(rows, task_of_row)]
+
+
+@dataclass(frozen=True)
+class _Block:
+    """How one configuration's context blocks are written: its heading, within its budget."""
+
+    kind: str
+    budget: int
+    counter: TokenCounter
+
+    @property
+    def body_budget(self) -> int:
+        return self.budget - self.counter.count(HEADINGS[self.kind] + "\n")
+
+    def context(self, row: Mapping[str, Any], body: str, ids: Sequence[str] = (), profile: str | None = None,
+                query: str | None = None) -> UserContext:
+        text, tokens = render(self.kind, body, self.budget, self.counter)
+        return UserContext(str(row["user"]), str(row["query_id"]), self.kind, text, tokens, tuple(ids), profile, query)
+
+
+def _sessions_by_user(sessions: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    by_user: dict[str, list[Mapping[str, Any]]] = {}
+    for session in sessions:
+        by_user.setdefault(str(session["user"]), []).append(session)
+    return by_user
+
+
+def _check_history(rows: Sequence[Mapping[str, Any]], kind: str, by_user: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    without = sorted({str(row["user"]) for row in rows} - set(by_user))
+    if kind not in ("none", "oracle") and without:
+        raise ValueError(f"context {kind!r} needs history, but these users have none: {', '.join(without)}")
+
+
+def _history_contexts(rows: Sequence[Mapping[str, Any]], by_user: Mapping[str, Sequence[Mapping[str, Any]]],
+                      block: _Block) -> list[UserContext]:
+    """`history`: each user's sessions, most recent first, packed once and given to all their queries."""
+    packs = {user: pack_sessions(recent_first(items), block.body_budget, block.counter) for user, items in by_user.items()}
+    return [block.context(row, packs[str(row["user"])].text, packs[str(row["user"])].included) for row in rows]
+
+
+def _select(rows: Sequence[Mapping[str, Any]], by_user: Mapping[str, Sequence[Mapping[str, Any]]],
+            sessions: Sequence[Mapping[str, Any]], retriever: Retriever, top_k: int,
+            retrieval_queries: Mapping[str, str] | None) -> dict[str, list[Mapping[str, Any]]]:
+    """The `selected-*` sessions of each row, with the retriever fitted on the users asked about only (a
+    limited run embeds only their sessions)."""
+    retriever.fit([session for user in sorted({str(row["user"]) for row in rows}) for session in by_user[user]])
+    # Keyed by user too: a release may number each user's sessions from 1.
+    sessions_by_id = {(str(session["user"]), str(session["id"])): session for session in sessions}
+    return select_sessions(rows, sessions_by_id, retriever, top_k, retrieval_queries)
+
+
+def _packed(block: _Block, row: Mapping[str, Any], sessions: Sequence[Mapping[str, Any]], query: str) -> UserContext:
+    """`selected-history`: the retrieved sessions, best first, within the budget."""
+    packed = pack_sessions(sessions, block.body_budget, block.counter)
+    return block.context(row, packed.text, packed.included, query=query)
+
+
+def _profile_tasks(
+    rows: Sequence[Mapping[str, Any]], kind: str, by_user: Mapping[str, Sequence[Mapping[str, Any]]],
+    selected: Mapping[str, Sequence[Mapping[str, Any]]], settings: ContextSettings, reader: TokenCounter,
+) -> tuple[dict[str, ProfileTask], list[str]]:
+    """The profiles a profile kind needs (one per user for `profile`, one per query otherwise), and the
+    task key of each row."""
     tasks: dict[str, ProfileTask] = {}
     task_of_row: list[str] = []
     for row in rows:
@@ -229,19 +260,20 @@ def build_contexts(
         elif kind == "query-profile":
             key, query, source = row_key(row), str(row["query"]), recent_first(by_user[user])
         else:  # selected-profile: the retrieved sessions, best first, in one chunk
-            key, query, source = row_key(row), str(row["query"]), selected[row_key(row)]
+            key, query, source = row_key(row), str(row["query"]), list(selected[row_key(row)])
         if key not in tasks:
             max_chunks = 1 if kind == "selected-profile" else settings.max_profile_chunks
             chunks = chunk_sessions(source, settings.profile_chunk_tokens, reader, max_chunks=max_chunks)
             ids = tuple(i for chunk in chunks for i in chunk.included)
             tasks[key] = ProfileTask(key, kind, user, query, tuple(chunk.text for chunk in chunks), ids)
         task_of_row.append(key)
+    return tasks, task_of_row
+
+
+def _write_profiles(profiler: Profiler, tasks: Mapping[str, ProfileTask]) -> dict[str, str]:
+    """Every task's profile, by task key, written in one batch."""
     ordered = list(tasks.values())
     written = list(profiler(ordered))
     if len(written) != len(ordered):
         raise ValueError(f"the profiler returned {len(written)} profiles for {len(ordered)} tasks")
-    profiles = {task.key: text for task, text in zip(ordered, written)}
-    return [
-        context(row, profiles[key], tasks[key].session_ids, profiles[key], query_used.get(row_key(row)))
-        for row, key in zip(rows, task_of_row)
-    ]
+    return {task.key: text for task, text in zip(ordered, written)}

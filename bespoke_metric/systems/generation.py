@@ -3,9 +3,12 @@
     generate("hf:Qwen/Qwen3-8B", "preds.jsonl", GenerationSettings(context="selected-profile"))
 
 For each query it assembles what the system is given (`context.build_contexts`: nothing, raw history,
-retrieved sessions, a profile written by the profiler model, or the gold need), optionally adds search
-results from a search hook, and asks the system model through the scheduler. Everything a run produces
-sits beside the predictions (`runfiles`), and a killed run resumes where it stopped.
+retrieved sessions, a profile written by the profiler model, or the gold need) and asks the system model
+through the scheduler, searching as the settings say (`search`: an engine under a policy, the model's
+own search, or none). Each prediction keeps the answer as it came (`response_raw`), the answer the judge
+scores (`response`: without reasoning, citation markers and URLs) and what was searched (`search`).
+Everything a run produces sits beside the predictions (`runfiles`), and a killed run resumes where it
+stopped.
 """
 
 from __future__ import annotations
@@ -22,20 +25,23 @@ from typing import Any
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.scoring.engines import ENGINES, make_backend
 from bespoke_metric.backends.base import Backend, Usage
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
+from bespoke_metric.judging.cleaning import clean_response
 
-from .calls import ask
-from .context import PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, render_search_results, row_key
+from .context import PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
 from .profiler import LLMProfiler, expand_queries
-from .prompts import GENERATION_PROMPT_VERSION, answer_request
+from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import Retriever, make_retriever
-from .runfiles import ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
-from .search import DocumentCollection, SearchHook
+from .runfiles import GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
+from .search.cache import SearchCache
+from .search.base import NATIVE, NONE, SearchEngine
+from .search.plan import describe_search, make_plan, open_engine
+from .search.policies import Answered, SearchPlan, answer_all
 from .settings import GenerationSettings
 from .tokens import TokenCounter, token_counter
 
@@ -78,14 +84,16 @@ def generate(
 
     Args:
         model: the system under test, a spec (`hf:MODEL`, `vllm:MODEL`, `openai:MODEL`) or a backend.
-        settings: context configuration, profiler, retriever, budgets and limits (`GenerationSettings`).
+        settings: context configuration, profiler, retriever, search, budgets and limits (`GenerationSettings`).
         source, revision: the data (`queries` and `histories` configs); or pass `queries` (rows with
             user, query_id, query, gold_information_need) and `histories` directly.
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
-    retriever's embedding model is not available. Every answer, profile and expansion is stored without
-    the model's reasoning block; one whose reasoning never closed counts as failed. Queries that could
+    retriever's embedding model is not available. Every profile and expansion is stored without the
+    model's reasoning block, and every answer both as it came (`response_raw`) and as the judge scores it
+    (`response`: without reasoning, citation markers and URLs); one whose reasoning never closed counts
+    as failed. Queries that could
     not be answered are listed in the report's `failed`; a rerun retries them.
     """
     started = time.perf_counter()
@@ -100,7 +108,7 @@ def generate(
             "context": settings.context,
             "profiler": _describe_backend(parts.profiler_spec, parts.profiler_backend) if parts.profiler_backend is not None else None,
             "retriever": parts.retriever.describe() if parts.retriever is not None else None,
-            "search": _describe_search(parts.search),
+            "search": describe_search(parts.search, parts.search_engine, settings),
             "settings": {**settings.record(), "token_counter": parts.counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
             "data": data,
         }
@@ -115,7 +123,11 @@ def generate(
             cache = stack.enter_context(Cache(_cache_path(settings, output))) if _names_a_file(settings.cache) else settings.cache
             # Covers models, settings and data: profiles of another configuration or other data are not reused.
             store = ProfileStore(sidecar(output, ".profiles.jsonl"), canonical_sha256(system)[:16])
-            _generate_pending(pending, histories, parts, settings, cache, store, report, progress)
+            searches = None
+            if parts.search_engine is not None:  # by default in the generation cache's file: one file replays a run
+                searches = stack.enter_context(SearchCache(settings.search_cache or _cache_path(settings, output)))
+            plan = make_plan(settings, parts.search, parts.search_engine, searches)
+            _generate_pending(pending, histories, parts, plan, settings, cache, store, report, progress)
         report.uses = _uses(parts, report)
     report.wall_seconds = time.perf_counter() - started
     return report
@@ -133,14 +145,17 @@ class _Parts:
     """None when the context configuration needs no profiler."""
     profile_counter: TokenCounter
     retriever: Retriever | None
-    search: SearchHook | None
+    search: str
+    """`none`, `native`, or the spec of `search_engine`."""
+    search_engine: SearchEngine | None
     system_backend: Backend = field(init=False)
     profiler_backend: Backend | None = field(init=False, default=None)
 
 
 def _find_parts(model: str | Backend, settings: GenerationSettings, progress: bool) -> _Parts:
-    """The run's counters, retriever and search hook. What can be missing (a tokenizer, an embedding
-    model, a search folder) is a one-sentence error here, before the data or any model is loaded."""
+    """The run's counters, retriever and search engine. What can be missing (a tokenizer, an embedding
+    model, a search folder, a search API's key) is a one-sentence error here, before the data or any
+    model is loaded."""
     spec = _spec(model)
     uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
     profiler = settings.profiler if uses_profiler and settings.profiler not in (None, spec, model) else None
@@ -148,8 +163,15 @@ def _find_parts(model: str | Backend, settings: GenerationSettings, progress: bo
     counter = token_counter(spec, tokenizer=settings.tokenizer)
     profile_counter = token_counter(profiler_spec) if profiler is not None else counter
     retriever = _retriever(settings, progress) if settings.context in RETRIEVAL_CONTEXTS else None
-    search = DocumentCollection(settings.search) if isinstance(settings.search, (str, os.PathLike)) else settings.search
-    return _Parts(spec, counter, profiler, profiler_spec, profile_counter, retriever, search)
+    search, engine = open_engine(settings, _search_default(spec))
+    return _Parts(spec, counter, profiler, profiler_spec, profile_counter, retriever, search, engine)
+
+
+def _search_default(spec: str) -> str:
+    """The search of a model whose run names none: its engine's own (`native` for an engine that always
+    searches)."""
+    engine = ENGINES.get(spec.partition(":")[0])
+    return engine.search_default if engine is not None else NONE
 
 
 def _names_a_file(cache: Any) -> bool:
@@ -165,7 +187,12 @@ def _cache_path(settings: GenerationSettings, output: Path) -> Path:
 
 
 def _open_models(parts: _Parts, model: str | Backend, settings: GenerationSettings, cache: Path, stack: contextlib.ExitStack) -> None:
+    if parts.search_engine is not None:
+        stack.callback(parts.search_engine.close)
     parts.system_backend = _open_backend(model, _beside(settings.model_options, cache), stack)
+    if parts.search == NATIVE and not parts.system_backend.searches:
+        raise GenerationError(f"--search native: {parts.spec} cannot search by itself (its {parts.system_backend.name} "
+                              "engine has no web search); give it a search engine instead (--search searxng:URL, tavily, ...)")
     if parts.profiler_spec is not None:
         parts.profiler_backend = parts.system_backend if parts.profiler is None else _open_backend(
             parts.profiler, _beside(settings.profiler_options, cache), stack)
@@ -180,8 +207,8 @@ def _beside(options: Mapping[str, Any], cache: Path) -> dict[str, Any]:
 
 
 def _generate_pending(
-    pending: Rows, histories: Rows, parts: _Parts, settings: GenerationSettings, cache: Cache, store: ProfileStore,
-    report: GenerationReport, progress: bool,
+    pending: Rows, histories: Rows, parts: _Parts, plan: SearchPlan, settings: GenerationSettings, cache: Cache,
+    store: ProfileStore, report: GenerationReport, progress: bool,
 ) -> None:
     """Expand, select, profile and answer the queries not yet predicted; failures go to `report.failed`."""
     failures: dict[str, str] = {}
@@ -208,7 +235,7 @@ def _generate_pending(
                 failures[context.key] = llm_profiler.failed[task_key]
     report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
     jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
-    _answer(jobs, parts.system_backend, parts.search, parts.counter, settings, cache, report, progress)
+    _answer(jobs, parts.system_backend, plan, parts.counter, settings, cache, report, progress)
 
 
 def _uses(parts: _Parts, report: GenerationReport) -> list[ModelUse]:
@@ -244,13 +271,6 @@ def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
     return {"spec": spec, "backend": backend.identity()}
 
 
-def _describe_search(hook: SearchHook | None) -> dict[str, Any] | None:
-    if hook is None:
-        return None
-    describe = getattr(hook, "describe", None)
-    return describe() if callable(describe) else {"hook": getattr(hook, "__qualname__", type(hook).__name__)}
-
-
 def _load_data(
     settings: GenerationSettings, source: str | os.PathLike[str], revision: str | None, queries: Rows | None, histories: Rows | None,
 ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], dict[str, Any]]:
@@ -279,48 +299,61 @@ def _load_data(
     return list(queries[: settings.limit]), list(histories), data
 
 
-def _group_size(settings: GenerationSettings, backend: Backend, jobs: int) -> int:
+def _group_size(settings: GenerationSettings, backend: Backend, plan: SearchPlan, jobs: int) -> int:
     if settings.write_every is not None:
         return settings.write_every
-    # an engine that schedules best seeing every prompt at once (vLLM) gets them; others write as they go
-    return max(1, jobs) if backend.one_batch else DEFAULT_WRITE_EVERY
+    # An engine that schedules best seeing every prompt at once (vLLM) gets them, and so does a policy of
+    # dependent rounds (each round is one batch, whatever its size); others write as they go.
+    rounds = plan.searcher is not None and plan.policy != "query"
+    return max(1, jobs) if backend.one_batch or rounds else DEFAULT_WRITE_EVERY
 
 
 def _answer(
     jobs: Sequence[tuple[Mapping[str, Any], UserContext]],
     backend: Backend,
-    search: SearchHook | None,
+    plan: SearchPlan,
     counter: TokenCounter,
     settings: GenerationSettings,
     cache: Cache,
     report: GenerationReport,
     progress: bool,
 ) -> None:
-    """Ask the system model, a group of queries at a time, appending each group's predictions."""
-    size = _group_size(settings, backend, len(jobs))
+    """Ask the system model, searching as `plan` says, a group of queries at a time, appending each
+    group's predictions."""
+    size = _group_size(settings, backend, plan, len(jobs))
     append_predictions(report.output, [])  # the file exists even when no query could be asked
     with ProgressBar(len(jobs), desc=f"generating ({settings.context})", disable=not progress) as bar:
         for start in range(0, len(jobs), size):
             group = jobs[start : start + size]
-            found = [search(str(row["query"])) if search is not None else [] for row, _ in group]
-            requests = [
-                answer_request(str(row["query"]), context.text, render_search_results(results, settings.search_budget, counter), settings.max_new_tokens)
-                for (row, context), results in zip(group, found)
-            ]
-            answers = ask(backend, requests, purpose="answer", cache=cache, usage=report.usage, progress=bar)
+            answered = answer_all([(str(row["query"]), context.text) for row, context in group], plan, backend, counter=counter,
+                                  cache=cache, usage=report.usage, max_tokens=settings.max_new_tokens, progress=bar)
             records = []
-            for (_, context), results, (text, error) in zip(group, found, answers):
-                if error is not None or not text:
-                    report.failed.append({"user": context.user, "query_id": context.query_id, "reason": error or "the model returned an empty answer"})
-                    continue
-                records.append({
-                    "user": context.user,
-                    "query_id": context.query_id,
-                    "response": text,
-                    "context": context.kind,
-                    "context_tokens": context.tokens,
-                    "session_ids": list(context.session_ids),
-                    "search_urls": [r.get("url", "") for r in results],
-                })
+            for (_, context), outcome in zip(group, answered):
+                record = _prediction(context, outcome, plan)
+                if isinstance(record, str):
+                    report.failed.append({"user": context.user, "query_id": context.query_id, "reason": record})
+                else:
+                    records.append(record)
             append_predictions(report.output, records)
             report.generated += len(records)
+
+
+def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan) -> dict[str, Any] | str:
+    """The prediction record of one answered query, or why it has none."""
+    if outcome.error is not None or not outcome.raw:
+        return outcome.error or "the model returned an empty answer"
+    response = clean_response(outcome.raw)
+    if not response:
+        return "the answer is empty once its reasoning, citations and URLs are left out"
+    record: dict[str, Any] = {
+        "user": context.user,
+        "query_id": context.query_id,
+        "response": response,
+        "response_raw": outcome.raw,
+        "context": context.kind,
+        "context_tokens": context.tokens,
+        "session_ids": list(context.session_ids),
+    }
+    if plan.engine != NONE:
+        record["search"] = outcome.search
+    return record

@@ -2,7 +2,9 @@
 
 The system model gets `SYSTEM_PROMPT` and a user message made from `ANSWER_TEMPLATE`: the user-context
 block (a heading from `HEADINGS`, then history sessions written with `SESSION_TEMPLATE`, a profile, or the
-gold need), the search results, and the question. The profiler model gets `PROFILER_SYSTEM_PROMPT` and
+gold need), the search results, and the question. A system that searches may first write its search
+queries (`REWRITE_TEMPLATE`) or search as it goes (`AGENT_TEMPLATE`, with the `search` tool or the
+plain-text protocol of `AGENT_TEXT_INSTRUCTIONS`). The profiler model gets `PROFILER_SYSTEM_PROMPT` and
 one of the profile, merge or expansion templates.
 
 `GENERATION_PROMPT_VERSION` is a hash of all of them: it goes into every cache key and the `settings` of
@@ -42,9 +44,52 @@ SESSION_TEMPLATE = "[{tags}] {text}"
 """One history session; `tags` is its source and timestamp, comma-separated."""
 
 SEARCH_RESULTS_HEADING = "Search results:"
+SEARCH_RESULTS_FOR_HEADING = 'Search results for "{query}":'
+"""The heading of one search's results, where several searches are shown (rewrite, agent)."""
 SEARCH_RESULT_TEMPLATE = "[{number}] {title} ({url})\n{text}"
 SEARCH_RESULT_WITHOUT_URL_TEMPLATE = "[{number}] {title}\n{text}"
+NO_SEARCH_RESULTS = "(nothing found)"
 UNTITLED = "(untitled)"
+
+REWRITE_TEMPLATE = (
+    "{context}"
+    'This person asks: "{query}"\n'
+    "The web will be searched before the question is answered. Write up to {count} search queries that would "
+    "find what this person in particular needs to know, given what you know about them. Write one query per "
+    "line and nothing else."
+)
+"""`rewrite`: the system model writes the queries searched for a question, from the question and the context."""
+
+AGENT_TEMPLATE = "{context}{instructions}\n\nQuestion: {query}"
+"""`agent`: the first message; `instructions` is `AGENT_TOOL_INSTRUCTIONS` or `AGENT_TEXT_INSTRUCTIONS`."""
+
+AGENT_TOOL_INSTRUCTIONS = (
+    "Before you answer, you may search the web with the search tool, in up to {rounds} rounds of at most "
+    "{queries} searches each. Search for what you need to answer this person well; once you know enough, "
+    "write your answer."
+)
+"""For a model that takes tools (`Backend.takes_tools`)."""
+
+AGENT_TEXT_INSTRUCTIONS = (
+    "Before you answer, you may search the web, in up to {rounds} rounds of at most {queries} searches each. "
+    "To search, reply with nothing but one line per search, written as\n"
+    "SEARCH: what to search for\n"
+    "and the results will come back in the next message. Once you know enough, reply with your answer "
+    "alone, without any SEARCH line."
+)
+"""The plain-text protocol, for a model whose chat template takes no tools."""
+
+AGENT_SEARCH_LINE = "SEARCH:"
+"""How a line of the plain-text protocol asking for a search starts."""
+
+AGENT_CONTINUE = "You may search again ({left} round(s) left) or write your answer."
+AGENT_LAST_CALL = "You have no searches left. Write your answer now."
+
+SEARCH_TOOL_DESCRIPTION = (
+    "Search the web. Returns the best results for the query, each with its title, URL and text, numbered so "
+    "that they can be cited as [n]."
+)
+SEARCH_QUERY_DESCRIPTION = "What to search for, as you would type it into a search engine."
 
 PROFILER_SYSTEM_PROMPT = (
     "You read a person's activity log (their web searches and their conversations with a chatbot) and "
@@ -107,9 +152,20 @@ TEMPLATES: Mapping[str, str | Mapping[str, str]] = {
     "HEADINGS": HEADINGS,
     "SESSION_TEMPLATE": SESSION_TEMPLATE,
     "SEARCH_RESULTS_HEADING": SEARCH_RESULTS_HEADING,
+    "SEARCH_RESULTS_FOR_HEADING": SEARCH_RESULTS_FOR_HEADING,
     "SEARCH_RESULT_TEMPLATE": SEARCH_RESULT_TEMPLATE,
     "SEARCH_RESULT_WITHOUT_URL_TEMPLATE": SEARCH_RESULT_WITHOUT_URL_TEMPLATE,
+    "NO_SEARCH_RESULTS": NO_SEARCH_RESULTS,
     "UNTITLED": UNTITLED,
+    "REWRITE_TEMPLATE": REWRITE_TEMPLATE,
+    "AGENT_TEMPLATE": AGENT_TEMPLATE,
+    "AGENT_TOOL_INSTRUCTIONS": AGENT_TOOL_INSTRUCTIONS,
+    "AGENT_TEXT_INSTRUCTIONS": AGENT_TEXT_INSTRUCTIONS,
+    "AGENT_SEARCH_LINE": AGENT_SEARCH_LINE,
+    "AGENT_CONTINUE": AGENT_CONTINUE,
+    "AGENT_LAST_CALL": AGENT_LAST_CALL,
+    "SEARCH_TOOL_DESCRIPTION": SEARCH_TOOL_DESCRIPTION,
+    "SEARCH_QUERY_DESCRIPTION": SEARCH_QUERY_DESCRIPTION,
     "PROFILER_SYSTEM_PROMPT": PROFILER_SYSTEM_PROMPT,
     "LOG_PART": LOG_PART,
     "STATIC_PROFILE_TEMPLATE": STATIC_PROFILE_TEMPLATE,
@@ -135,10 +191,27 @@ def _block(text: str) -> str:
     return f"{text}\n\n" if text else ""
 
 
-def answer_request(query: str, context: str, search_results: str, max_tokens: int) -> Request:
-    """The system under test's request: instructions, then the context block, search results and question."""
+def answer_request(query: str, context: str, search_results: str, max_tokens: int, *, native_search: bool = False) -> Request:
+    """The system under test's request: instructions, then the context block, search results and question.
+    `native_search`: the model searches by itself (its engine's own web search)."""
     user = ANSWER_TEMPLATE.format(context=_block(context), search_results=_block(search_results), query=query)
-    return Request(({"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}), max_tokens=max_tokens)
+    return Request(_system_and_user(user), max_tokens=max_tokens, native_search=native_search)
+
+
+def _system_and_user(user: str) -> tuple[dict[str, str], ...]:
+    return ({"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user})
+
+
+def rewrite_request(query: str, context: str, count: int, max_tokens: int) -> Request:
+    """`rewrite`: ask the system model for up to `count` search queries for `query`, given the context."""
+    return Request(_system_and_user(REWRITE_TEMPLATE.format(context=_block(context), query=query, count=count)),
+                   max_tokens=max_tokens)
+
+
+def agent_messages(query: str, context: str, *, tools: bool, rounds: int, queries: int) -> tuple[dict[str, str], ...]:
+    """`agent`: the conversation's first messages, for the tool (`tools`) or the plain-text protocol."""
+    instructions = (AGENT_TOOL_INSTRUCTIONS if tools else AGENT_TEXT_INSTRUCTIONS).format(rounds=rounds, queries=queries)
+    return _system_and_user(AGENT_TEMPLATE.format(context=_block(context), instructions=instructions, query=query))
 
 
 def _profiler_request(user: str, max_tokens: int) -> Request:

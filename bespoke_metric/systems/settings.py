@@ -13,7 +13,9 @@ from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 
 from .context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, check_positive
 from .retrieval import RETRIEVERS, Retriever
-from .search import SearchHook
+from .search.base import NATIVE, NONE, SearchEngineError, SearchHook, SearchOptions
+from .search.engines import parse_search_spec
+from .search.policies import DEFAULT_QUERIES, DEFAULT_ROUNDS, POLICIES
 
 EXPANSIONS = ("none", "cot", "pseudo-history")
 """Query expansion before retrieval: none, the profiler's reasoning with search terms, or pseudo-history."""
@@ -45,7 +47,8 @@ class GenerationSettings(ContextSettings):
     profile_max_tokens: int = 512
     expansion_max_tokens: int = 256
     search_budget: int = 1024
-    """Tokens of search results added to the prompt when a search hook is given."""
+    """Tokens of search results in the prompt (`query`, `rewrite`), or in each search's results an agent
+    is shown."""
 
     profiler: str | Backend | None = None
     """The model writing profiles and query expansions (a spec or a backend); default: the system model."""
@@ -56,8 +59,27 @@ class GenerationSettings(ContextSettings):
     embedding_cache_dir: str | os.PathLike[str] | None = None
     """Where embedding vectors are cached (default: `bespoke_dataset.source.default_cache_dir()`)."""
     search: SearchHook | str | os.PathLike[str] | None = None
-    """A search hook `search(query) -> [{"title", "url", "text"}]`, or a folder of documents searched
-    with BM25 (`DocumentCollection`); its results go into every prompt."""
+    """How the system searches (`--search`): an engine spec (`docs:DIR`, `searxng:URL`, `tavily`, `brave`,
+    `exa`, `serper`), `native` (the model's own search), `none`; a folder of documents (as `docs:`); or a
+    search callable `search(query) -> [{"title", "url", "text"}]`. None: the model's engine's default
+    (`Engine.search_default`: `native` for an engine that always searches, else `none`)."""
+    search_options: SearchOptions = field(default_factory=SearchOptions)
+    """How the engine is called: results per search (`k`), endpoint, concurrency, timeout, retries."""
+    search_policy: str = "query"
+    """How the system uses the engine, one of `POLICIES`: search the question, rewrite it into queries
+    first, or search as an agent."""
+    search_queries: int = DEFAULT_QUERIES
+    """Queries a `rewrite` writes; searches an `agent` may make per round."""
+    search_rounds: int = DEFAULT_ROUNDS
+    """Rounds of search an `agent` may make before it must answer."""
+    search_noise: float = 0.0
+    """Share (0-1) of each search's results replaced by results of other queries' searches."""
+    seed: int = 0
+    """Seeds the search noise."""
+    search_cache: str | os.PathLike[str] | None = None
+    """The SQLite file of every search call; default: the generation cache's file."""
+    search_replay: bool = False
+    """Answer searches only from the search cache: a search it lacks stops the run; no search is sent."""
     tokenizer: str | None = None
     """The tokenizer budgets are counted with, when the model spec does not name one (a Hub id or folder,
     for an `openai:` endpoint serving an open model)."""
@@ -86,8 +108,34 @@ class GenerationSettings(ContextSettings):
             raise ValueError(f"query expansion feeds retrieval: it applies to {' and '.join(sorted(RETRIEVAL_CONTEXTS))}, not {self.context!r}")
         if isinstance(self.retriever, str) and self.retriever not in RETRIEVERS:
             raise ValueError(f"unknown retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
-        check_positive(self, ("max_new_tokens", "profile_max_tokens", "expansion_max_tokens", "search_budget", "limit", "write_every"))
+        check_positive(self, ("max_new_tokens", "profile_max_tokens", "expansion_max_tokens", "search_budget", "limit",
+                              "write_every", "search_queries", "search_rounds"))
+        self._check_search()
+
+    def _check_search(self) -> None:
+        if self.search_policy not in POLICIES:
+            raise ValueError(f"unknown search policy {self.search_policy!r}; choose one of {', '.join(POLICIES)}")
+        if isinstance(self.search_noise, bool) or not 0.0 <= self.search_noise <= 1.0:
+            raise ValueError(f"search_noise must be a share between 0 and 1, got {self.search_noise!r}")
+        if isinstance(self.search, (str, os.PathLike)):
+            self.check_search(parse_search_spec(self.search).name)  # None: the model's default, checked when known
+
+    def check_search(self, name: str) -> None:
+        """A `SearchEngineError` when these settings would use search `name` (`native`, `none` or an
+        engine) in a way it cannot be used: noise on a model's own search, a policy or a replay with no
+        engine to search."""
+        if name not in (NATIVE, NONE):
+            return
+        if self.search_noise:
+            raise SearchEngineError("--search-noise does not apply to native search: the provider's results cannot be "
+                                    "changed" if name == NATIVE else "--search-noise needs a search engine (--search)")
+        if self.search_policy != "query":
+            raise SearchEngineError(f"--search-policy {self.search_policy} needs a search engine; --search {name} is none")
+        if self.search_replay:
+            raise SearchEngineError(f"--search-replay replays a search engine's calls; --search {name} makes none "
+                                    "(a model's own search replays from the generation cache)")
 
     def record(self) -> dict[str, Any]:
         """The settings that determine the predictions, as written to the `settings` of a run."""
         return {name: getattr(self, name) for name in RECORDED}
+

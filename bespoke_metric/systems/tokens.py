@@ -7,6 +7,7 @@ fetched is a `ModelNotFoundError` in seconds, not a minute of retries.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import re
@@ -75,6 +76,7 @@ class TokenCounter:
         return ""
 
 
+@functools.lru_cache(maxsize=None)  # building an encoding's rank tables takes tens of ms; every run of a process shares it
 def openai_token_counter(model: str) -> TokenCounter:
     """The token counter of an OpenAI model.
 

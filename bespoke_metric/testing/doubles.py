@@ -1,7 +1,10 @@
-"""Test doubles around real parts: they record what passes through and can die part-way, like a killed run.
+"""Test doubles: around real parts, recording what passes through (and dying part-way, like a killed
+run), and one in-process backend for what no local engine does yet.
 
-They wrap a real backend or judge (never replace it), so a test sees the real code path plus what it
-needs to assert on.
+`RecordingBackend` and `RecordingJudge` wrap a real backend or judge (never replace it), so a test sees
+the real code path plus what it needs to assert on. `ScriptedBackend` answers from a function and
+implements the whole backend contract, tool calls and native search included: the code that offers a
+model tools or asks it to search by itself runs for real up to the backend's boundary.
 """
 
 from __future__ import annotations
@@ -9,9 +12,9 @@ from __future__ import annotations
 import gc
 import logging
 import signal
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from bespoke_metric.backends.base import Backend, BackendWrapper, OnDone, Outcome, Request
+from bespoke_metric.backends.base import Backend, BackendWrapper, Completion, OnDone, Outcome, Request
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.results import ItemResult
@@ -51,6 +54,43 @@ class RecordingBackend(BackendWrapper):
 
     def close(self) -> None:
         """The wrapped backend belongs to the test, which closes it."""
+
+
+class ScriptedBackend:
+    """An in-process backend whose answer to each request is `answer(request)`: a `Completion` (with tool
+    calls, with a native search record) or a text. It implements the whole backend contract, tools and
+    native search included (`takes_tools`, `searches`), so a system's use of them runs its real code
+    path; it records every request and the size of every batch it is given.
+
+    `name`/`model` are what a run counts tokens with: the default `openai:gpt-4o` is counted offline in
+    OpenAI's encoding."""
+
+    one_batch = False
+
+    def __init__(self, answer: Callable[[Request], Completion | str], *, takes_tools: bool = False, searches: bool = False,
+                 name: str = "openai", model: str = "gpt-4o") -> None:
+        self.answer = answer
+        self.takes_tools = takes_tools
+        self.searches = searches
+        self.name = name
+        self.model = model
+        self.requests: list[Request] = []
+        self.batches: list[int] = []
+
+    def identity(self) -> dict[str, Any]:
+        return {"engine": "scripted", "model": self.model, "takes_tools": self.takes_tools, "searches": self.searches}
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        self.batches.append(len(requests))
+        for index, request in enumerate(requests):
+            if request.native_search and not self.searches:
+                raise ValueError("native search was asked of a backend that cannot search")
+            self.requests.append(request)
+            answer = self.answer(request)
+            on_done(index, answer if isinstance(answer, Completion) else Completion(answer))
+
+    def close(self) -> None:
+        pass
 
 
 class RecordingJudge:

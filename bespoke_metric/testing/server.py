@@ -105,6 +105,8 @@ class TestServer:
     __test__ = False  # not a pytest test class
     handler: type["_Handler"]
     """The request handler class (`_Handler`, set below; a server offering more routes subclasses it)."""
+    url_path = "/v1"
+    """Where the API lives under the server's address (`base_url`)."""
 
     def __init__(
         self,
@@ -134,11 +136,15 @@ class TestServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
+    def counts(self, record: RecordedRequest) -> bool:
+        """Whether a request is a call of the API (faults and the in-flight count apply to it)."""
+        return record.method == "POST"
+
     @property
     def calls(self) -> list[RecordedRequest]:
         """The completion calls received (chat and responses), in arrival order."""
         with self._lock:
-            return [r for r in self.requests if r.method == "POST"]
+            return [r for r in self.requests if self.counts(r)]
 
     def reset(self) -> None:
         """Forget recorded requests and the in-flight peak (not the configuration)."""
@@ -156,7 +162,7 @@ class TestServer:
 
         httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd = httpd
-        self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}{self.url_path}"
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -174,7 +180,7 @@ class TestServer:
     def _begin(self, record: RecordedRequest) -> Fault | None:
         with self._lock:
             self.requests.append(record)
-            if record.method != "POST":
+            if not self.counts(record):
                 return None
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -189,7 +195,7 @@ class TestServer:
                 return
             record.finished = time.monotonic()
             record.status = status
-            if record.method == "POST":
+            if self.counts(record):
                 self.in_flight -= 1
 
     def _wait(self, seconds: float) -> None:

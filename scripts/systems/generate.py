@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from bespoke_metric.backends.encoders import DEFAULT_ENCODER
-from bespoke_metric.scoring.engines import option_names, parse_spec
+from bespoke_metric.scoring.engines import ENGINES, option_names, parse_spec
 from bespoke_metric.calls.progress import on_terminal
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
 from bespoke_metric.systems.runfiles import sidecar
+from bespoke_metric.systems.search.base import SearchOptions
+from bespoke_metric.systems.search.policies import DEFAULT_QUERIES, DEFAULT_ROUNDS, POLICIES
 
 from bespoke_metric.calls.spending import SpendingLimit
 
 from bespoke_cli.cost import cost_options
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
-from bespoke_cli.options import add_source_arguments, positive_int
+from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values, positive_int
+
+SEARCH_PREFIX = "search_"
+"""Before the `SearchOptions` names in the parsed arguments (`search_base_url` is not the judge's `base_url`)."""
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
@@ -34,7 +40,6 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
     parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"sessions retrieved per query (default: {DEFAULT_TOP_K})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"tokens of user context, in the system model's tokens (default: {DEFAULT_BUDGET})")
     parser.add_argument("--expand", choices=EXPANSIONS, default="none", help="query expansion before retrieval (default: none)")
-    parser.add_argument("--search-docs", help="folder of .txt/.jsonl documents searched with BM25; results go into each prompt")
     parser.add_argument("--max-new-tokens", type=int, default=1024, help="answer length limit (default: 1024)")
     parser.add_argument("--profile-chunk-tokens", type=int, default=DEFAULT_PROFILE_CHUNK_TOKENS, help=f"history tokens per profiler call (default: {DEFAULT_PROFILE_CHUNK_TOKENS})")
     parser.add_argument("--max-profile-chunks", type=int, default=DEFAULT_MAX_PROFILE_CHUNKS, help=f"chunks of history read per whole-history profile, newest first (default: {DEFAULT_MAX_PROFILE_CHUNKS})")
@@ -45,6 +50,31 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
     parser.add_argument("--batch-size", type=int, help="prompts per batch (hf: models; default: adapted to memory)")
     parser.add_argument("--generation-cache", help="SQLite cache of generation calls (default: beside the predictions)")
     parser.add_argument("--limit", type=positive_int, help="only the first N queries")
+    add_search_arguments(parser.add_argument_group("search"))
+
+
+def add_search_arguments(group: argparse._ArgumentGroup) -> None:
+    """How the system under test searches (`bespoke_metric.systems.search`)."""
+    group.add_argument("--search", help="docs:DIR (local documents, BM25), searxng:URL, tavily, brave, exa, serper (keys "
+                       "from TAVILY_API_KEY, BRAVE_API_KEY, EXA_API_KEY, SERPER_API_KEY), native (the model's own "
+                       "search) or none (default: the model's engine's own; none for hf:, vllm:, openai:)")
+    group.add_argument("--search-docs", metavar="DIR", help="the same as --search docs:DIR")
+    add_option_arguments(group, SearchOptions, prefix=SEARCH_PREFIX)
+    group.add_argument("--search-policy", choices=POLICIES, default="query", help="query: search the question; rewrite: "
+                       "the model writes queries from the question and the user context first; agent: the model searches "
+                       "with a search tool as it goes (default: query)")
+    group.add_argument("--search-queries", type=int, default=DEFAULT_QUERIES, help="queries a rewrite writes, searches an "
+                       f"agent may make per round (default: {DEFAULT_QUERIES})")
+    group.add_argument("--search-rounds", type=int, default=DEFAULT_ROUNDS, help="rounds of search an agent may make "
+                       f"before it must answer (default: {DEFAULT_ROUNDS})")
+    for options, names in native_search_options():
+        add_option_arguments(group, options, only=names)
+    group.add_argument("--search-noise", type=float, default=0.0, metavar="R", help="share (0-1) of each search's results "
+                       "replaced by other queries' results, as in the paper's robustness experiment (default: 0)")
+    group.add_argument("--seed", type=int, default=0, help="seed of the search noise (default: 0)")
+    group.add_argument("--search-cache", metavar="FILE", help="SQLite file of every search call (default: the generation cache)")
+    group.add_argument("--search-replay", action="store_true", help="answer every search from the search cache: a search "
+                       "it lacks stops the run; nothing is sent to the search engine")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,9 +95,26 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
     return [generation_cache(args, args.output)]
 
 
+def native_search_options() -> list[tuple[type, tuple[str, ...]]]:
+    """The options of the engines' own search (`--search-context-size`, `--search-domains`, ...): the
+    `search_` fields of the LLM engines' option classes, each flag once (two engines share one spelling)."""
+    seen: set[str] = set()
+    found = []
+    for engine in ENGINES.values():
+        if engine.llm:
+            names = tuple(item.name for item in dataclasses.fields(engine.options)
+                          if item.name.startswith(SEARCH_PREFIX) and item.metadata.get("flag") and item.name not in seen)
+            seen.update(names)
+            if names:
+                found.append((engine.options, names))
+    return found
+
+
 def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The system-model engine flags that were given."""
-    flags = {"base_url": args.model_base_url, "api_key": args.model_api_key, "batch_size": args.batch_size}
+    """The system-model engine flags that were given: its endpoint, batch size and own search options (an
+    engine that does not take one refuses it by name)."""
+    flags = {"base_url": args.model_base_url, "api_key": args.model_api_key, "batch_size": args.batch_size,
+             **{name: getattr(args, name) for _, names in native_search_options() for name in names}}
     return {name: value for name, value in flags.items() if value is not None}
 
 
@@ -88,6 +135,15 @@ def _profiler_options(spec: str, args: argparse.Namespace, spending: SpendingLim
     return {**engine_flags, **executor_options(args, spec), **cost_options(args, spec, spending)}
 
 
+def search_spec(args: argparse.Namespace) -> str | None:
+    """`--search`, or `--search-docs DIR` as `docs:DIR` (giving both is a mistake)."""
+    if args.search_docs is None:
+        return args.search
+    if args.search is not None:
+        raise GenerationError(f"--search-docs is --search docs:{args.search_docs}; give one of --search and --search-docs")
+    return f"docs:{args.search_docs}"
+
+
 def settings_from(args: argparse.Namespace, spending: SpendingLimit | None = None) -> GenerationSettings:
     return GenerationSettings(
         context=args.context,
@@ -100,7 +156,15 @@ def settings_from(args: argparse.Namespace, spending: SpendingLimit | None = Non
         profiler=args.profiler,
         retriever=args.retriever,
         embedding_model=args.embedding_model,
-        search=args.search_docs,
+        search=search_spec(args),
+        search_options=SearchOptions(**option_values(args, SearchOptions, prefix=SEARCH_PREFIX)),
+        search_policy=args.search_policy,
+        search_queries=args.search_queries,
+        search_rounds=args.search_rounds,
+        search_noise=args.search_noise,
+        seed=args.seed,
+        search_cache=args.search_cache,
+        search_replay=args.search_replay,
         tokenizer=args.tokenizer,
         model_options=_backend_options(args.model, args, spending),
         profiler_options=_profiler_options(args.profiler, args, spending) if args.profiler else {},
@@ -125,10 +189,15 @@ def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
         f"profiler calls {report.profiler_usage.calls} ({report.profiler_usage.cached} cached), {report.wall_seconds:.1f}s",
         file=out,
     )
-    for failure in report.failed[:10]:
-        print(f"  failed {failure['user']}/{failure['query_id']}: {failure['reason']}", file=out)
-    if len(report.failed) > 10:
-        print(f"  ... and {len(report.failed) - 10} more", file=out)
+    # One line per reason: a dead search engine fails every query the same way.
+    by_reason: dict[str, list[str]] = {}
+    for failure in report.failed:
+        by_reason.setdefault(failure["reason"], []).append(f"{failure['user']}/{failure['query_id']}")
+    for reason, keys in list(by_reason.items())[:10]:
+        shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+        print(f"  failed {shown}: {reason}", file=out)
+    if len(by_reason) > 10:
+        print(f"  ... and {len(by_reason) - 10} more reasons", file=out)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,28 +1,28 @@
-"""Search augmentation: a hook that returns documents for a query, and an offline one over local files.
+"""A local document collection searched with BM25 (`docs:DIR`), and frozen corpora written as one.
 
-A search hook is any callable `search(query) -> [{"title", "url", "text"}]`; its results go into every
-prompt of the system under test. `DocumentCollection` is the offline stand-in for a web search engine: a
-folder of `.txt` / `.jsonl` documents searched with BM25.
+The offline stand-in for a web search engine: a folder of `.txt` / `.jsonl` documents. `freeze` writes
+every result a search cache holds into such a folder, so every system can search one frozen corpus.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
 
-from .retrieval import BM25
+from ..retrieval import BM25
+from .cache import SearchCacheError, cached_searches
+from .noise import result_id
+from .providers import SearchResult
 
-SearchResult = dict[str, str]
-"""`{"title", "url", "text"}`."""
-SearchHook = Callable[[str], list[SearchResult]]
-"""What search augmentation calls: a query in, a few documents out."""
+FROZEN_FILE = "frozen.jsonl"
+"""The collection file `freeze` writes."""
 
 
 class SearchCollectionError(UserError):
@@ -34,9 +34,10 @@ class DocumentCollection:
 
     The folder holds `.txt` files (title: the file name, url: the file's `file://` URI, text: the
     contents) and `.jsonl` files (one `{"title", "url", "text"}` object a line), searched recursively in
-    sorted order. Calling the collection with a query returns its best `k` documents."""
+    sorted order (a `.jsonl` line may also carry a `date`). Calling the collection with a query returns
+    its best `k` documents."""
 
-    def __init__(self, folder: str | os.PathLike[str], k: int = 3):
+    def __init__(self, folder: str | os.PathLike[str], k: int = 5):
         self.folder = Path(folder)
         self.k = k
         if not self.folder.is_dir():
@@ -63,9 +64,10 @@ class DocumentCollection:
                             raise SearchCollectionError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
                         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
                             raise SearchCollectionError(f"{path}, line {number}: expected an object with a string 'text'")
-                        documents.append(
-                            {"title": str(record.get("title", "")), "url": str(record.get("url", "")), "text": record["text"]}
-                        )
+                        document = {"title": str(record.get("title", "")), "url": str(record.get("url", "")), "text": record["text"]}
+                        if record.get("date"):
+                            document["date"] = str(record["date"])
+                        documents.append(document)
         return documents
 
     def __call__(self, query: str) -> list[SearchResult]:
@@ -74,3 +76,18 @@ class DocumentCollection:
 
     def describe(self) -> dict[str, Any]:
         return {"collection": str(self.folder), "documents": len(self.documents), "k": self.k}
+
+
+def freeze(cache: str | os.PathLike[str], out: str | os.PathLike[str]) -> tuple[Path, int]:
+    """Write every result the search cache file `cache` holds, each document once, into the folder
+    `out` as `frozen.jsonl` (a `docs:` collection); the file and the number of documents."""
+    documents: dict[str, SearchResult] = {}
+    for _, _, results in cached_searches(cache):
+        for result in results:
+            documents.setdefault(result_id(result), {name: str(result[name]) for name in ("title", "url", "text", "date") if result.get(name)})
+    if not documents:
+        raise SearchCacheError(f"search cache {cache} holds no search results to freeze")
+    path = Path(out) / FROZEN_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "".join(json.dumps({"text": "", **doc}, ensure_ascii=False) + "\n" for doc in documents.values()))
+    return path, len(documents)
