@@ -35,7 +35,7 @@ def all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
 
 def test_no_parser_matches_a_flag_by_its_prefix():
     parsers = all_parsers(build_parser())
-    assert len(parsers) == 1 + len(COMMANDS) + 2  # the top level, each command, `space metric|leaderboard`
+    assert len(parsers) == 1 + len(COMMANDS) + 3  # the top level, each command, `space metric|leaderboard`, `search freeze`
     assert [p.prog for p in parsers if p.allow_abbrev] == []
 
 

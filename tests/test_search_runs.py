@@ -30,14 +30,21 @@ SEARCH_KEY = "tvly-search-secret-7d3b5a"
 LIMIT = 4
 
 
-def system_or_judge(body: dict[str, Any]) -> str:
+def system_or_judge(body: dict[str, Any]) -> str | dict[str, Any]:
     """The system under test (an agent speaking the plain-text protocol) or, for judge prompts, the judge."""
     messages = messages_of(body)
     if messages[0]["content"] != SYSTEM_PROMPT:
         return judge_answer(body)
     question = re.search(r"Question: (.+)$", messages[1]["content"], re.S).group(1).strip()
-    if not any(m["role"] == "assistant" for m in messages) and "search" in messages[1]["content"].lower():
-        return f"SEARCH: {question} guide"
+    if not any(m["role"] == "assistant" for m in messages) and ("tools" in body or "search" in messages[1]["content"].lower()):
+        query = f"{question} guide"
+        if "tools" in body:  # offered the search tool (an openai: model takes tools): call it, as the API does
+            call = {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": json.dumps({"query": query})}}
+            return {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                                 "finish_reason": "tool_calls"}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+        return f"SEARCH: {query}"
     return (f"For {question.rstrip('?')}, start with the basics and adjust to your situation [1]. "
             "Most people find the second method easier to keep up week after week [2].\n\nSources:\n"
             "- https://example.org/a\n- https://example.org/b")
@@ -179,7 +186,7 @@ def test_bespoke_run_scores_search_predictions_and_keeps_no_key_anywhere(model, 
         assert main(args) == 0
         assert len(tavily.calls) == LIMIT
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
-    made = read_jsonl(tmp_path / "results.predictions.jsonl")
+    made = read_jsonl(tmp_path / "results" / "predictions.jsonl")
     assert results["summary"]["items"] == LIMIT and not any(results["summary"]["failures"].values())
     assert [item["search"] for item in results["items"]] == [p["search"] for p in made]
     assert all(item["search"]["engine"] == "tavily" and item["search"]["calls"] == 1 for item in results["items"])
@@ -194,7 +201,7 @@ def test_bespoke_run_scores_search_predictions_and_keeps_no_key_anywhere(model, 
             assert secret.encode() not in data, (secret, path.name)
 
     # `bespoke score` and the metric take the predictions as they are
-    again = score(tmp_path / "results.predictions.jsonl", "openai:judge-model", source=synthetic_hub, base_url=model.base_url,
+    again = score(tmp_path / "results" / "predictions.jsonl", "openai:judge-model", source=synthetic_hub, base_url=model.base_url,
                   api_key="sk-judge-secret-99", cache=str(tmp_path / "judge.sqlite"))
     assert again.summary == results["summary"] and [i.search for i in again.items] == [p["search"] for p in made]
     from bespoke_metric.hub.evaluate_metric import Bespoke

@@ -34,12 +34,12 @@ def test_the_system_models_key_never_lands_on_disk(openai_server, synthetic_hub,
     assert judge_calls > 0
     results = json.loads(output.read_text())
     assert results["summary"]["items"] == 3
-    written = {p.name for p in tmp_path.iterdir()}
-    assert {"results.json", "results.predictions.jsonl", "results.predictions.run.json",
-            "results.predictions.cache.sqlite", "judge.sqlite"} <= written
-    stored = stored_bytes(tmp_path / "results.predictions.cache.sqlite", tmp_path / "results.predictions.run.json",
+    companions = tmp_path / "results"  # `run --output results.json` keeps its companion files in results/
+    assert {"results.json", "judge.sqlite"} <= {p.name for p in tmp_path.iterdir()}
+    assert {"predictions.jsonl", "predictions.run.json", "predictions.cache.sqlite"} <= {p.name for p in companions.iterdir()}
+    stored = stored_bytes(companions / "predictions.cache.sqlite", companions / "predictions.run.json",
                           tmp_path)  # the named files with their side files, then everything the run wrote
     for key in (SYSTEM_KEY, JUDGE_KEY):
         assert key.encode() not in stored
         assert key not in printed.out + printed.err
-    assert json.loads((tmp_path / "results.predictions.run.json").read_text())["model"]["spec"] == "openai:system-model"
+    assert json.loads((companions / "predictions.run.json").read_text())["model"]["spec"] == "openai:system-model"
