@@ -28,8 +28,10 @@ COMMANDS: dict[str, str] = {
     "meta-eval": "judging.meta_eval",
     "leaderboard": "analysis.leaderboard",
     "compare": "analysis.compare",
+    "report": "analysis.report",
     "generate": "systems.generate",
     "run": "systems.run",
+    "sweep": "systems.sweep",
     "submit": "hub.submit",
     "space": "hub.space",
 }
