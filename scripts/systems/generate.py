@@ -62,9 +62,13 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
     return [generation_cache(args, args.output)]
 
 
-def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
+MODEL_ENGINE_FLAGS: dict[str, str] = {"base_url": "model_base_url", "api_key": "model_api_key", "batch_size": "batch_size"}
+"""The system model's engine options -> the flags (destinations) that set them."""
+
+
+def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The system-model engine flags that were given."""
-    flags = {"base_url": args.model_base_url, "api_key": args.model_api_key, "batch_size": args.batch_size}
+    flags = {name: getattr(args, dest) for name, dest in MODEL_ENGINE_FLAGS.items()}
     return {name: value for name, value in flags.items() if value is not None}
 
 
@@ -72,16 +76,16 @@ def _backend_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     """Every engine flag given, for the system model: `make_backend` rejects (ValueError) a flag its
     engine does not take, so `--batch-size` with a `vllm:` model is an error, not silently ignored.
     The executor flags that apply to its engine come along (`--executor ray` runs it on Ray)."""
-    return {**_engine_flags(args), **executor_options(args, spec)}
+    return {**engine_flags(args), **executor_options(args, spec)}
 
 
-def _profiler_options(spec: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The engine flags name the system model's endpoint and batch size; a `--profiler` of another
-    engine cannot use them, so it gets only those its engine takes (the same endpoint for an `openai:`
-    profiler, the same batch size for an `hf:` one)."""
+def options_taken_by(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The engine flags its engine takes, for a model beside others (a `--profiler` of another engine,
+    the models of a sweep): the same endpoint for an `openai:` one, the same batch size for an `hf:` one.
+    The executor flags that apply to its engine come along."""
     takes = option_names(parse_spec(spec).engine.options)
-    engine_flags = {name: value for name, value in _engine_flags(args).items() if name in takes}
-    return {**engine_flags, **executor_options(args, spec)}
+    engine = {name: value for name, value in engine_flags(args).items() if name in takes}
+    return {**engine, **executor_options(args, spec)}
 
 
 def settings_from(args: argparse.Namespace) -> GenerationSettings:
@@ -99,7 +103,7 @@ def settings_from(args: argparse.Namespace) -> GenerationSettings:
         search=args.search_docs,
         tokenizer=args.tokenizer,
         model_options=_backend_options(args.model, args),
-        profiler_options=_profiler_options(args.profiler, args) if args.profiler else {},
+        profiler_options=options_taken_by(args.profiler, args) if args.profiler else {},
         limit=args.limit,
         cache=args.generation_cache,
     )

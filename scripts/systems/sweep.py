@@ -13,6 +13,7 @@ as a YAML mapping; flags on the command line override it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import inspect
 import sys
@@ -28,7 +29,7 @@ from bespoke_metric.systems.runfiles import canonical_sha256
 from bespoke_cli.executor import check_executor_flags
 from bespoke_cli.judging.score import add_judge_arguments, judge_options
 from . import run as run_command
-from .generate import settings_from
+from .generate import MODEL_ENGINE_FLAGS, engine_flags, options_taken_by, settings_from
 
 HELP = "run a grid of systems (models x user contexts x any run setting given several values), judged in one run, into one table"
 
@@ -153,16 +154,24 @@ def plan_from(values: dict[str, Any]) -> SweepPlan:
     single = {flag.dest: values[flag.dest][0] if flag.axis and isinstance(values[flag.dest], list) else values[flag.dest]
               for flag in run_flags()}
     plans = []
+    taken: set[str] = set()
     for cell in grid:
         cell_args = argparse.Namespace(**{**single, **cell.values})
         try:
             check_executor_flags(cell_args, [cell_args.model, cell_args.profiler, cell_args.judge])
-            settings = settings_from(cell_args)
+            # each model takes the engine flags its engine has (--model-base-url the openai: ones, --batch-size hf:)
+            settings = dataclasses.replace(settings_from(cell_args), model_options=options_taken_by(cell_args.model, cell_args))
         except ValueError as error:
             where = f"cell {cell.name}: " if len(grid) > 1 else ""
             raise SweepConfigError(f"{where}{error}") from None
+        taken.update(settings.model_options)
         plans.append(CellPlan(cell, cell_args.model, settings, _fingerprint(cell_args)))
     first = argparse.Namespace(**single)
+    unused = [MODEL_ENGINE_FLAGS[name] for name in engine_flags(first) if name not in taken]
+    if unused:
+        options = {flag.dest: flag.options[0] for flag in run_flags()}
+        models = ", ".join(dict.fromkeys(cp.model for cp in plans))
+        raise SweepConfigError(f"{', '.join(options[dest] for dest in unused)} applies to none of the sweep's models ({models})")
     return SweepPlan(axes, tuple(plans), first.judge, judge_options(first), Path(values["out"]), first.source, first.revision)
 
 
@@ -207,9 +216,10 @@ def run(args: argparse.Namespace) -> int:
     print(plan.folder.table_md.read_text(encoding="utf-8"))
     print(f"sweep written to {plan.out}: sweep.json, table.md, table.csv, and each cell's files in cells/")
     if outcome.failed:
-        reasons = "; ".join(f"{name}: {outcome.cells[name].reason}" for name in outcome.failed)
-        print(f"error: {len(outcome.failed)} of {len(plan.cells)} cells failed ({reasons}); rerun the same command to retry them",
-              file=sys.stderr)
+        first = outcome.failed[0]
+        more = f" and {len(outcome.failed) - 1} more (reasons above and in sweep.json)" if len(outcome.failed) > 1 else ""
+        print(f"error: {len(outcome.failed)} of {len(plan.cells)} cells failed: {first} ({outcome.cells[first].reason}){more}; "
+              "rerun the same command to retry them", file=sys.stderr)
         return 1
     failures = sum(row.failures for row in outcome.rows)
     if failures and values.get("strict"):
