@@ -83,12 +83,10 @@ def cell_names(combos: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> lis
 def _model_names(specs: Sequence[str]) -> dict[str, str]:
     """`hf:Qwen/Qwen3-8B` -> `hf-Qwen--Qwen3-8B`; a local folder by its last part (`hf:/tmp/m/tiny` ->
     `hf-tiny`); specs whose names would collide get the first 6 hex digits of the spec's SHA-256."""
-    unique = list(dict.fromkeys(specs))
-    names = {spec: _model_name(spec) for spec in unique}
-    for spec in unique:
-        if sum(1 for other in unique if names[other] == names[spec]) > 1:
-            names[spec] = f"{_model_name(spec)}-{hashlib.sha256(spec.encode()).hexdigest()[:6]}"
-    return names
+    short = {spec: _model_name(spec) for spec in dict.fromkeys(specs)}
+    taken = list(short.values())
+    return {spec: name if taken.count(name) == 1 else f"{name}-{hashlib.sha256(spec.encode()).hexdigest()[:6]}"
+            for spec, name in short.items()}
 
 
 def _model_name(spec: str) -> str:

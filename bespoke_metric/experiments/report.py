@@ -82,7 +82,9 @@ def noise_figure(rows: Sequence[TableRow], axes: Sequence[Axis]) -> plt.Figure |
         return None
     labels = [f"{system_of(row.cell, axes)} ({row.cell.values[CONTEXT]})" for row in dropped]
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(dropped) + 1.5))
-    ax.barh(range(len(dropped)), [row.noise_drop for row in dropped], color=["#c0392b" if row.noise_drop < 0 else "#27ae60" for row in dropped])
+    bars = ax.barh(range(len(dropped)), [row.noise_drop for row in dropped],
+                   color=["#c0392b" if row.noise_drop < 0 else "#27ae60" for row in dropped])
+    ax.bar_label(bars, fmt="%+.2f%%", fontsize=8, padding=3)
     ax.set_yticks(range(len(dropped)), labels, fontsize=8)
     ax.axvline(0, color="#333", linewidth=0.8)
     ax.set_xlabel("relative change of the average from the lowest noise (%)")
