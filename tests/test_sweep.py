@@ -302,3 +302,29 @@ def test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it(tmp_
     assert [axis.name for axis in overridden.axes] == ["model", "context"]
     assert {cp.settings.top_k for cp in overridden.cells} == {5}
     assert overridden.out == Path("sweeps/y")
+
+
+def test_on_ray_the_system_model_and_the_judge_run_on_the_cluster_with_the_same_figures(
+        ray_cluster, model_server, judge_server, env, tiny_model_dir, tmp_path, monkeypatch):
+    from bespoke_metric.backends import ray_backend
+
+    made: list[str] = []
+    real_init = ray_backend.RayBackend.__init__
+
+    def counted(self, engine, model, **options):
+        made.append(f"{engine}:{model}")
+        real_init(self, engine, model, **options)
+
+    monkeypatch.setattr(ray_backend.RayBackend, "__init__", counted)
+    args = ["sweep", "--models", "openai:reader-30", "--contexts", "none", "oracle", *common_flags(model_server, judge_server, tiny_model_dir)]
+    assert main([*args, "--out", str(tmp_path / "local")]) == 0
+    assert made == []
+    assert main([*args, "--out", str(tmp_path / "ray"), "--executor", "ray", "--replicas", "2"]) == 0
+    assert made == ["openai:reader-30", "openai:judge"]
+    for name in ("openai-reader-30__none", "openai-reader-30__oracle"):
+        local, on_ray = (json.loads((tmp_path / where / "cells" / f"{name}.json").read_text()) for where in ("local", "ray"))
+        assert on_ray["summary"] == local["summary"]
+        assert [item["scores"] for item in on_ray["items"]] == [item["scores"] for item in local["items"]]
+        responses = [[json.loads(line)["response"] for line in (tmp_path / where / "cells" / f"{name}.predictions.jsonl").open()]
+                     for where in ("local", "ray")]
+        assert sorted(responses[0]) == sorted(responses[1]) and len(responses[0]) == LIMIT
