@@ -75,13 +75,29 @@ def run_flags() -> tuple[RunFlag, ...]:
     return tuple(sorted(flags, key=lambda flag: order.index(flag.dest) if flag.dest in order else len(order)))
 
 
+GIVEN = "_given"
+"""Where a parsed namespace keeps the flags given (destinations): a config file's values stand under them."""
+
+
+@functools.cache
+def _noting(action_class: type[argparse.Action]) -> type[argparse.Action]:
+    """`action_class` that also notes, in the namespace, that its flag was given; its default stays `run`'s."""
+
+    class Noted(action_class):  # type: ignore[valid-type, misc]
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+            super().__call__(parser, namespace, values, option_string)
+            setattr(namespace, GIVEN, getattr(namespace, GIVEN, frozenset()) | {self.dest})
+
+    return Noted
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    # Every default is SUPPRESS: what is absent was not given, so a config file's value can stand under it.
     own = parser.add_argument_group("the sweep")
     own.add_argument("--config", help="YAML file of the same flags (keys without the dashes: models, contexts, top-k or top_k, ...); "
                                       "flags given on the command line override it")
-    own.add_argument("--out", default=argparse.SUPPRESS, help="the sweep's folder: each cell's files, sweep.json, table.md, table.csv (required)")
-    own.add_argument("--dry-run", action="store_true", default=argparse.SUPPRESS,
+    own.add_argument("--out", action=_noting(argparse._StoreAction),
+                     help="the sweep's folder: each cell's files, sweep.json, table.md, table.csv (required)")
+    own.add_argument("--dry-run", action=_noting(argparse._StoreTrueAction),
                      help="print the cells, the model and judge calls each needs and what the caches hold; call nothing")
     cell_flags = parser.add_argument_group("every cell (bespoke run's flags; several values make an axis)")
     shared_flags = parser.add_argument_group("the judge, the data and where engines run (one for the whole sweep)")
@@ -93,16 +109,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _copy(group: argparse._ArgumentGroup, flag: RunFlag) -> None:
-    """`flag` as `run` defines it (its action, type, choices, help), taking one or more values if an axis."""
+    """`flag` as `run` defines it (its action, type, choices, default, help), taking one or more values if an axis."""
     action = flag.action
     accepted = inspect.signature(type(action)).parameters
-    kwargs = {name: getattr(action, name) for name in ("type", "choices", "const", "help", "metavar", "nargs") if name in accepted}
+    kwargs = {name: getattr(action, name) for name in ("type", "choices", "const", "default", "help", "metavar", "nargs")
+              if name in accepted}
     if flag.axis:
         kwargs["nargs"] = "+"
         if action.choices and action.metavar is None:  # the usage line would repeat every choice per value
             kwargs["metavar"] = action.dest.upper()
             kwargs["help"] = f"{action.help}; one or more of {', '.join(map(str, action.choices))}"
-    group.add_argument(*flag.options, action=type(action), dest=action.dest, default=argparse.SUPPRESS, **kwargs)
+    group.add_argument(*flag.options, action=_noting(type(action)), dest=action.dest, **kwargs)
 
 
 class _ConfigParser(argparse.ArgumentParser):
@@ -132,12 +149,12 @@ def _config_keys() -> dict[str, tuple[str, bool]]:
 def sweep_values(args: argparse.Namespace) -> dict[str, Any]:
     """Every setting of the sweep: `run`'s defaults, under the config file's values, under the flags given."""
     dests = [flag.dest for flag in run_flags()] + list(OWN)
-    given = {dest: getattr(args, dest) for dest in dests if getattr(args, dest, None) is not None}
+    defaults = {**{flag.dest: flag.action.default for flag in run_flags()}, "out": None, "dry_run": False}
     from_config: dict[str, Any] = {}
     if getattr(args, "config", None):
-        words = config_words(args.config, _config_keys())
-        from_config = {dest: value for dest, value in vars(_ConfigParser(args.config).parse_args(words)).items() if dest in dests}
-    defaults = {**{flag.dest: flag.action.default for flag in run_flags()}, "out": None, "dry_run": False}
+        parsed = _ConfigParser(args.config).parse_args(config_words(args.config, _config_keys()))
+        from_config = {dest: getattr(parsed, dest) for dest in getattr(parsed, GIVEN, ())}
+    given = {dest: getattr(args, dest) for dest in getattr(args, GIVEN, ()) if dest in dests}
     return {**defaults, **from_config, **given}
 
 
