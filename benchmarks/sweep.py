@@ -3,7 +3,7 @@
 The grid: 2 system models x 3 user contexts (`none`, `selected-profile` with dense retrieval by the
 offline MiniLM, `oracle`), on the first `--limit` queries of a full-size synthetic release, the system
 models and the judge behind local OpenAI-compatible servers (their own process) answering after
-`--latency` seconds per call (`system_responder`, `judge_responder`). Measured, each as a fresh process
+`--latency` seconds per call (`reader_models`, `judge_responder`). Measured, each as a fresh process
 with fresh output folders and caches, after one untimed warm-up run that builds the data's Arrow cache and
 the sessions' embedding cache for both sides:
 
@@ -45,9 +45,9 @@ CONTEXTS = ("none", "selected-profile", "oracle")
 def _serve(latency: float, queue: "multiprocessing.Queue[tuple[str, str]]", stop: Any) -> None:
     from bespoke_metric.testing.judge_responder import judge_answer
     from bespoke_metric.testing.server import serve
-    from bespoke_metric.testing.system_responder import system_answer
+    from bespoke_metric.testing.reader_models import reader_answer
 
-    with serve(responder=system_answer, latency=latency) as models, serve(responder=judge_answer, latency=latency) as judge:
+    with serve(responder=reader_answer, latency=latency) as models, serve(responder=judge_answer, latency=latency) as judge:
         queue.put((models.base_url, judge.base_url))
         stop.wait(3600)
 

@@ -1,5 +1,5 @@
 """`bespoke sweep` end to end over real HTTP: two system models behind a local OpenAI-compatible server
-(`system_responder`), the judge behind another (`judge_responder`), the bundled sample. A sweep killed with
+(`reader_models`), the judge behind another (`judge_responder`), the bundled sample. A sweep killed with
 SIGKILL while it generates and again while it judges, then rerun, ends with every cell's figures equal to
 a separate `bespoke run` of that cell, asks nothing that was answered, and the dry run in between counts
 exactly the calls the rest of the sweep then makes, making none itself."""
@@ -24,7 +24,7 @@ from bespoke_cli.cli import main
 from bespoke_metric.calls.cache import count_answers
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import Fault, RecordedRequest, TestServer, serve
-from bespoke_metric.testing.system_responder import system_answer
+from bespoke_metric.testing.reader_models import reader_answer
 
 MODELS = ("openai:reader-8", "openai:reader-30")
 CONTEXTS = ("none", "profile", "oracle")
@@ -35,7 +35,7 @@ TOTAL = re.compile(r"^total: (\d+) model call\(s\) and (\d+) judge call\(s\) to 
 
 @pytest.fixture(scope="module")
 def model_server() -> Iterator[TestServer]:
-    with serve(responder=system_answer) as server:
+    with serve(responder=reader_answer) as server:
         yield server
 
 

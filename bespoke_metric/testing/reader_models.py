@@ -1,11 +1,11 @@
-"""A deterministic stand-in for a system under test (and its profiler), to put behind the test server.
+"""Stand-in system models that differ by name, to put behind the test server when a sweep compares several.
 
-It answers from what its prompt holds: a profile request with notes made of the activity log's words, a
-question with a sentence of its own and the first content words of the prompt (the user context, then
-the question). How many words it repeats is set by the model's name (`reader-12` repeats 12; 24 when the
-name ends in no number), so two "models" score differently, and a context that carries the user's need
-(`oracle`) scores higher than none under `judge_responder`. A function of the request alone: the same
-request always gets the same answer, as the cache assumes.
+A "reader" answers from what its prompt holds: a profile request with notes made of the activity log's
+words, a question with a sentence of its own and the first content words of the prompt (the user
+context, then the question). How many words it repeats is set by the model's name (`reader-12` repeats
+12; 24 when the name ends in no number), so two models of one server score differently, and a context
+that carries the user's need (`oracle`) scores higher than none under `judge_responder`. A function of
+the request alone: the same request always gets the same answer, as the cache assumes.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def words_of(model: str) -> int:
     return int(match.group(1)) if match else DEFAULT_WORDS
 
 
-def system_answer(body: dict[str, Any]) -> str:
+def reader_answer(body: dict[str, Any]) -> str:
     """The answer text for one chat-completions or Responses API request body."""
     messages = messages_of(body)
     prompt = messages[-1]["content"]
