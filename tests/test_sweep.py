@@ -328,3 +328,16 @@ def test_on_ray_the_system_model_and_the_judge_run_on_the_cluster_with_the_same_
         responses = [[json.loads(line)["response"] for line in (tmp_path / where / "cells" / f"{name}.predictions.jsonl").open()]
                      for where in ("local", "ray")]
         assert sorted(responses[0]) == sorted(responses[1]) and len(responses[0]) == LIMIT
+
+
+def test_the_dry_run_counts_a_call_two_cells_share_once(model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    # --top-k does not change a `none` cell: both cells ask the same calls
+    args = ["sweep", "--models", "openai:reader-8", "--contexts", "none", "--top-k", "2", "4",
+            *common_flags(model_server, judge_server, tiny_model_dir), "--out", str(out)]
+    assert main([*args, "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[1:] for line in lines[2:4]] == [["5", "0", "5", "(0)", "25", "(0)"], ["5", "0", "0", "(5)", "0", "(0)"]]
+    model_calls, judge_calls = len(model_server.calls), len(judge_server.calls)
+    assert main(args) == 0
+    assert (len(model_server.calls) - model_calls, len(judge_server.calls) - judge_calls) == (5, 25)

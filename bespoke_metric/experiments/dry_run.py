@@ -6,13 +6,14 @@ with stand-in engines (`ProbeBackend`) that carry the real engines' cache identi
 call the cache answers is counted as cached, any other is counted as a call to make. A system-model call
 the cache does not hold is answered with a placeholder, so that what depends on it (a profile's merge,
 the answer written from a profile, the judge calls of that answer) is counted too; those dependents are
-counted as calls (their prompts are not known yet). No local model is loaded: their identities are
-named from their options, as they name themselves.
+counted as calls (their prompts are not known yet). As in the sweep itself, a system-model call an
+earlier cell makes is cached for a later one (cells are generated one after another), and a judge call
+two cells share is made once (all are judged in one run). No local model is loaded: their identities
+are named from their options, as they name themselves.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import shutil
 import sqlite3
@@ -24,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
-from bespoke_metric.calls.cache import Cache
+from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.engines import ProtocolOptions, make_backend, option_names, parse_spec
 from bespoke_metric.scoring.pipeline import score_many
@@ -60,12 +61,13 @@ class CellEstimate:
 
 class ReadOnlyCache(Cache):
     """A cache file read and never written (none when it does not exist yet); what is put in it stays in
-    memory, so stand-in answers never reach the file."""
+    memory, so stand-in answers never reach the file. `missed` holds every key looked up and not found."""
 
     def __init__(self, path: str) -> None:  # the parent's set-up writes to the file: not here
         self.path = Path(path)
         self._lock = threading.Lock()
         self._memory: dict[str, Completion] = {}
+        self.missed: set[str] = set()
         self._db = (sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
                     if self.path.is_file() else None)
 
@@ -78,6 +80,7 @@ class ReadOnlyCache(Cache):
                 found.update(super().get_many(rest))
             except sqlite3.OperationalError:  # a file that is not a cache yet (no table): nothing in it
                 pass
+        self.missed.update(key for key in wanted if key not in found)
         return found
 
     def put(self, key: str, completion: Completion) -> None:
@@ -91,7 +94,8 @@ class ReadOnlyCache(Cache):
 
 class ProbeBackend:
     """An engine that answers nothing for real: it has the identity (so the cache keys) of the engine it
-    stands for, and answers each call it gets with `answer`, or fails it when `answer` is None."""
+    stands for, and answers each call it gets with `answer` marked with the request's digest, or fails
+    it when `answer` is None."""
 
     one_batch = True
     takes_tools = False
@@ -107,8 +111,11 @@ class ProbeBackend:
         return self._identity
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for index in range(len(requests)):
-            on_done(index, CallError("dry run") if self._answer is None else Completion(self._answer))
+        for index, request in enumerate(requests):
+            if self._answer is None:
+                on_done(index, CallError("dry run"))
+            else:  # one placeholder per request, as answers differ: what depends on two of them differs too
+                on_done(index, Completion(f"{self._answer} ({key_for(self._identity, request)[:12]})"))
 
     def close(self) -> None:
         pass
@@ -177,10 +184,13 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
                           data=data, progress=False)
         judge_calls = judge_cached = 0
         if judge is not None and (report.generated or report.already_done):
-            before = dataclasses.replace(judge.usage)
+            cache = judge.cache
+            assert isinstance(cache, ReadOnlyCache)
+            missed, cached = set(cache.missed), judge.usage.cached
             guards = plan.judge_options.get("guards", True)
             score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit, guards=guards)
-            judge_calls, judge_cached = judge.usage.calls - before.calls, judge.usage.cached - before.cached
+            # every cell is judged in one run, where a call two cells share is made once: counted for the first
+            judge_calls, judge_cached = len(cache.missed - missed), judge.usage.cached - cached
     except (UserError, ValueError, OSError) as error:
         return CellEstimate(name, False, problem=str(error))
     return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
