@@ -234,6 +234,12 @@ def test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1(model_serve
     out = tmp_path / "sweep"
     args = ["sweep", "--models", "hf:/nowhere/model", "openai:reader-8", "--contexts", "none", "oracle",
             *common_flags(model_server, judge_server, tiny_model_dir), "--out", str(out)]
+    calls_before = len(model_server.calls), len(judge_server.calls)
+    assert main([*args, "--dry-run"]) == 1
+    printed = capsys.readouterr()
+    assert "\nhf-model__none           would fail: model folder /nowhere/model does not exist\n" in printed.out
+    assert printed.err == "error: 2 of 4 cells would fail: hf-model__none (model folder /nowhere/model does not exist)\n"
+    assert (len(model_server.calls), len(judge_server.calls)) == calls_before
     assert main(args) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: 2 of 4 cells failed: hf-model__none (model folder /nowhere/model does not exist) and 1 more "

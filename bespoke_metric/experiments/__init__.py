@@ -8,7 +8,7 @@
 | `grid` | axes, their product (the cells) and the cells' names |
 | `config` | a sweep written as YAML, read into the command's own flags |
 | `runner` | `run_sweep`: every cell generated, then all judged in one run; models, data and caches shared |
-| `dry_run` | what a sweep would call and what its caches already hold, without a call |
+| `estimates` | what a sweep would call and what its caches already hold, without a call |
 | `outputs` | the sweep's folder: each cell's files, `sweep.json`, which cells are finished |
 | `table` | the paper's table: intervals, paired differences to `none`, the noise drop |
 | `report` | `bespoke report`: the sweep drawn as HTML, with the figures as PNG |
@@ -20,6 +20,7 @@ from bespoke_dataset.lazy import lazy_attributes
 _LAZY: dict[str, str] = {
     "Axis": ".grid",
     "Cell": ".grid",
+    "CellEstimate": ".estimates",
     "CellPlan": ".runner",
     "SweepConfigError": ".config",
     "SweepFolder": ".outputs",
@@ -28,7 +29,7 @@ _LAZY: dict[str, str] = {
     "build_table": ".table",
     "cells": ".grid",
     "config_words": ".config",
-    "dry_run": ".dry_run",
+    "dry_run": ".estimates",
     "flag_keys": ".config",
     "read_sweep": ".outputs",
     "relative_drops": ".table",

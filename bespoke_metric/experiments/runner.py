@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.analysis.leaderboard import Entry, system_label
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.calls.cache import Cache
@@ -120,8 +121,8 @@ def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line
     entries = load_entries(folder, [cp.cell for cp in plan.cells])
     rows = build_table([cp.cell for cp in plan.cells], entries, {name: o.status for name, o in outcomes.items()})
     sweep = _record(plan, outcomes, entries, rows)
-    folder.table_md.write_text(to_markdown(rows, plan.axes, title=_title(sweep)), encoding="utf-8")
-    folder.table_csv.write_text(to_csv(rows, plan.axes), encoding="utf-8")
+    atomic_write_text(folder.table_md, to_markdown(rows, plan.axes, title=_title(sweep)))
+    atomic_write_text(folder.table_csv, to_csv(rows, plan.axes))
     return SweepOutcome(outcomes, rows, sweep)
 
 

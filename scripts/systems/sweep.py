@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bespoke_metric.calls.progress import on_terminal
-from bespoke_metric.experiments import Axis, CellPlan, SweepConfigError, SweepPlan, cells, config_words, dry_run, flag_keys, run_sweep
+from bespoke_metric.experiments import Axis, CellEstimate, CellPlan, SweepConfigError, SweepPlan, cells, config_words, dry_run, flag_keys, run_sweep
 from bespoke_metric.experiments.outputs import SweepFolder
 from bespoke_metric.systems.runfiles import canonical_sha256
 
@@ -226,8 +226,11 @@ def run(args: argparse.Namespace) -> int:
     values = sweep_values(args)
     plan = plan_from(values)
     if values["dry_run"]:
-        print_estimates(plan)
-        return 0
+        problems = [estimate for estimate in print_estimates(plan) if estimate.problem]
+        if problems:
+            print(f"error: {len(problems)} of {len(plan.cells)} cells would fail: {problems[0].name} ({problems[0].problem})",
+                  file=sys.stderr)
+        return 1 if problems else 0
     outcome = run_sweep(plan, progress=on_terminal(), say=print)
     print()
     print(plan.folder.table_md.read_text(encoding="utf-8"))
@@ -245,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_estimates(plan: SweepPlan) -> None:
+def print_estimates(plan: SweepPlan) -> list[CellEstimate]:
     """The dry run's table: per cell what is predicted, and the calls to make beside those the caches hold."""
     estimates = dry_run(plan)
     finished = sum(estimate.finished for estimate in estimates)
@@ -264,6 +267,7 @@ def print_estimates(plan: SweepPlan) -> None:
     model = sum(e.model_calls for e in estimates), sum(e.model_cached for e in estimates)
     judge = sum(e.judge_calls for e in estimates), sum(e.judge_cached for e in estimates)
     print(f"total: {model[0]} model call(s) and {judge[0]} judge call(s) to make; the caches answer {model[1]} and {judge[1]}")
+    return estimates
 
 
 def _calls(calls: int, cached: int) -> str:

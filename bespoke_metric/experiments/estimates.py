@@ -123,13 +123,16 @@ class ProbeBackend:
 
 def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The cache identity of the engine `spec` with `options`, without loading a model: a local `hf:` or
-    `vllm:` engine is named from its options as it names itself; other engines (API clients, Ray plans,
-    which load nothing until called) are built and asked."""
+    `vllm:` engine is named from its options as it names itself (an `hf:` model's folder is found first,
+    as loading it would: `ModelNotFoundError` when there is none; of a Hub model only its config is
+    fetched); other engines (API clients, Ray plans, which load nothing until called) are built and asked."""
     parsed = parse_spec(spec)
     local = options.get("executor", "local") == "local"
     if local and parsed.engine.name == "hf":
         from bespoke_metric.backends.hf_backend import default_device, default_dtype, hf_identity
+        from bespoke_metric.backends.model_files import locate_model
 
+        locate_model(parsed.model, options.get("revision"), allow_patterns=["config.json"])
         dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
         return hf_identity(parsed.model, options.get("revision"), dtype)
     if local and parsed.engine.name == "vllm":
