@@ -1,4 +1,4 @@
-"""`bespoke sweep` against the same grid run as one `bespoke run` per cell: wall time and engines built.
+"""`bespoke sweep` against the same grid run as one `bespoke run` per cell: wall time and model loads.
 
 The grid: 2 system models x 3 user contexts (`none`, `selected-profile` with dense retrieval by the
 offline MiniLM, `oracle`), on the first `--limit` queries of a full-size synthetic release, the system
@@ -10,7 +10,7 @@ the sessions' embedding cache for both sides:
 1. the sweep, one `bespoke sweep` process;
 2. the six cells as six `bespoke run` processes, one after the other (their total).
 
-Goal: the sweep's wall time at most 0.6x the six runs' total. "Engines built" counts every engine made
+Goal: the sweep's wall time at most 0.6x the six runs' total. "Model loads" counts every engine built
 (system models, profilers, the judge's client) in each process, read from the engine registry; the
 figures of every cell are checked equal between the two sides. `--repeats N` alternates the two sides N
 times and reports medians.
@@ -132,10 +132,10 @@ def main() -> None:
         "six_runs_total_wall_s": round(runs_wall, 2),
         "run_wall_s_median": round(statistics.median(per_run), 2),
         "sweep_over_runs": round(sweep_wall / runs_wall, 3),
-        "sweep_engines_built": sum(sweep_loads.values()),
-        "runs_engines_built": sum(run_loads.values()),
-        "sweep_engines": dict(sweep_loads),
-        "runs_engines": dict(run_loads),
+        "sweep_model_loads": sum(sweep_loads.values()),
+        "runs_model_loads": sum(run_loads.values()),
+        "sweep_model_loads_by_spec": dict(sweep_loads),
+        "runs_model_loads_by_spec": dict(run_loads),
         "cells": len(MODELS) * len(CONTEXTS),
         "queries_per_cell": args.limit,
         "latency_s": args.latency,
@@ -147,7 +147,7 @@ def main() -> None:
         print(f"{name:<24}{value}")
     write_results(__file__, figures, goals={"sweep_over_runs": ("<=", 0.6)},
                   notes={"six_runs_total_wall_s": "six `bespoke run` processes one after the other, summed",
-                         "sweep_engines_built": "engines made in the sweep's process: each system model once, the judge's client once",
+                         "sweep_model_loads": "engines built (system models, profilers, the judge's client), read from the engine registry",
                          "figures_equal": "every cell's summary in the sweep equals its own `bespoke run`'s"})
 
 
