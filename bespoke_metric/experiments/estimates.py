@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.judging.llm_judge import LLMJudge
@@ -167,15 +166,15 @@ def dry_run(plan: SweepPlan) -> list[CellEstimate]:
         try:
             with tempfile.TemporaryDirectory(prefix="bespoke-dry-run-") as scratch:
                 for cp in todo:
-                    estimates[cp.cell.name] = _estimate(cp, plan, models, judge, data, Path(scratch))
+                    estimates[cp.cell.name] = _estimate(cp, plan, models, judge, judge_cache, data, Path(scratch))
         finally:
             models.close()
             judge_cache.close()
     return [estimates[cp.cell.name] for cp in plan.cells]
 
 
-def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | None, data: SystemData,
-              scratch: Path) -> CellEstimate:
+def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | None, judge_cache: ReadOnlyCache,
+              data: SystemData, scratch: Path) -> CellEstimate:
     name = cp.cell.name
     predictions = scratch / f"{name}.predictions.jsonl"
     for suffix in (".jsonl", ".run.json", ".profiles.jsonl"):  # the cell's files as they are, to resume from
@@ -187,14 +186,12 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
                           data=data, progress=False)
         judge_calls = judge_cached = 0
         if judge is not None and (report.generated or report.already_done):
-            cache = judge.cache
-            assert isinstance(cache, ReadOnlyCache)
-            missed, cached = set(cache.missed), judge.usage.cached
+            missed, cached = set(judge_cache.missed), judge.usage.cached
             guards = plan.judge_options.get("guards", True)
             score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit, guards=guards)
             # every cell is judged in one run, where a call two cells share is made once: counted for the first
-            judge_calls, judge_cached = len(cache.missed - missed), judge.usage.cached - cached
-    except (UserError, ValueError, OSError) as error:
+            judge_calls, judge_cached = len(judge_cache.missed - missed), judge.usage.cached - cached
+    except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
         return CellEstimate(name, False, problem=str(error))
     return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
                         predicted=report.already_done,
