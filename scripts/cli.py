@@ -34,9 +34,11 @@ COMMANDS: dict[str, str] = {
     "meta-eval": "judging.meta_eval",
     "leaderboard": "analysis.leaderboard",
     "compare": "analysis.compare",
+    "report": "analysis.report",
     "generate": "systems.generate",
     "run": "systems.run",
     "search": "systems.search",
+    "sweep": "systems.sweep",
     "submit": "hub.submit",
     "space": "hub.space",
 }

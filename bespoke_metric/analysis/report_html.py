@@ -13,7 +13,7 @@ import datetime as _dt
 import html
 import io
 from collections import defaultdict
-from typing import Sequence
+from typing import Mapping, Protocol, Sequence
 
 import matplotlib
 import matplotlib.ticker
@@ -29,7 +29,7 @@ from bespoke_metric.results.metrics import METRIC_NAMES as METRICS  # noqa: E402
 from bespoke_metric.results.figure_stats import figure_matrix  # noqa: E402
 from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row  # noqa: E402
 
-_STYLE = """
+STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }
@@ -40,18 +40,32 @@ img { max-width: 100%; display: block; margin: 1em 0; }
 """
 
 
-def _png(fig: plt.Figure) -> str:
+def png_bytes(fig: plt.Figure) -> bytes:
+    """The figure as a PNG file's bytes (the figure is closed)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return buffer.getvalue()
+
+
+def img_tag(png: bytes, alt: str) -> str:
+    """An `<img>` holding the PNG itself, so the page needs no other file."""
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
 
 
 def _img(fig: plt.Figure, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{_png(fig)}">'
+    return img_tag(png_bytes(fig), alt)
 
 
-def bars_figure(rows: Sequence[Row]) -> plt.Figure:
+class Scored(Protocol):
+    """What a bar chart draws: a label, and each column's value and 95% interval (a leaderboard `Row`)."""
+
+    system: str
+    values: Mapping[str, float | None]
+    cis: Mapping[str, tuple[float, float] | None]
+
+
+def bars_figure(rows: Sequence[Scored]) -> plt.Figure:
     """Grouped bars: one group per metric, one bar per system, whiskers at the 95% CI."""
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.8 / max(len(rows), 1)
@@ -144,6 +158,6 @@ def render_html(groups: Sequence[Group], title: str = "BESPOKE leaderboard") -> 
             parts.append(_img(failures_figure(group.rows), "failures per metric"))
         sections.append("\n".join(parts))
     return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
             f"<p>Generated {created}. Cells show the score on the 0-100 scale and its 95% bootstrap interval over queries.</p>"
             + "\n".join(sections) + "</body></html>\n")

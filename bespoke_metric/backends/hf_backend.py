@@ -70,7 +70,7 @@ class HFBackend:
         import torch
         import transformers
 
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = device or default_device()
         on_gpu = self.device.startswith("cuda")
         self.dtype = dtype or default_dtype(self.device)
         self.batch_size = batch_size
@@ -195,6 +195,13 @@ class HFBackend:
             outcomes.append(Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row)),
                                        truncated=stop == len(row)))
         return outcomes
+
+
+def default_device() -> str:
+    """Where a model runs unless told: the GPU when there is one."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def default_dtype(device: str) -> str:

@@ -19,7 +19,7 @@
 
 from .context import CONTEXTS, ContextSettings, Profiler, ProfileTask, UserContext, build_contexts
 from .embeddings import Embedder
-from .generation import GenerationReport, generate
+from .generation import GenerationReport, SystemData, generate, load_system_data
 from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import RETRIEVERS, BM25Retriever, DenseRetriever, HybridRetriever, Retriever, make_retriever
 from .runfiles import GenerationError
@@ -30,6 +30,6 @@ from .tokens import TokenCounter, token_counter
 __all__ = [
     "BM25Retriever", "CONTEXTS", "ContextSettings", "DenseRetriever", "DocumentCollection", "EXPANSIONS", "Embedder",
     "GENERATION_PROMPT_VERSION", "GenerationError", "GenerationReport", "GenerationSettings", "HybridRetriever",
-    "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SearchHook", "SearchOptions", "TokenCounter", "UserContext",
-    "build_contexts", "generate", "make_retriever", "token_counter",
+    "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SearchHook", "SearchOptions", "SystemData", "TokenCounter",
+    "UserContext", "build_contexts", "generate", "load_system_data", "make_retriever", "token_counter",
 ]

@@ -33,7 +33,7 @@ from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
 from bespoke_metric.judging.cleaning import clean_response
 
-from .context import PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
+from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
 from .profiler import LLMProfiler, expand_queries
 from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import Retriever, make_retriever
@@ -78,6 +78,7 @@ def generate(
     revision: str | None = None,
     queries: Rows | None = None,
     histories: Rows | None = None,
+    data: SystemData | None = None,
     progress: bool = True,
 ) -> GenerationReport:
     """Generate predictions for every query into the JSONL file `output`, resuming what is there.
@@ -86,7 +87,8 @@ def generate(
         model: the system under test, a spec (`hf:MODEL`, `vllm:MODEL`, `openai:MODEL`) or a backend.
         settings: context configuration, profiler, retriever, search, budgets and limits (`GenerationSettings`).
         source, revision: the data (`queries` and `histories` configs); or pass `queries` (rows with
-            user, query_id, query, gold_information_need) and `histories` directly.
+            user, query_id, query, gold_information_need) and `histories` directly, or `data` loaded
+            once for several runs (`load_system_data`, as a sweep does): the run records the same.
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
@@ -100,7 +102,7 @@ def generate(
     settings = settings or GenerationSettings()
     output = Path(output)
     parts = _find_parts(model, settings, progress)
-    rows, histories, data = _load_data(settings, source, revision, queries, histories)
+    rows, histories, data = _load_data(settings, source, revision, queries, histories, data)
     with contextlib.ExitStack() as stack:
         _open_models(parts, model, settings, _cache_path(settings, output), stack)
         system = {
@@ -271,15 +273,43 @@ def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
     return {"spec": spec, "backend": backend.identity()}
 
 
+@dataclass(frozen=True)
+class SystemData:
+    """What systems answer from, loaded once for several runs: the query rows, the history sessions
+    (empty when not loaded) and the source's record (`source`, `revision`, content `fingerprint`)."""
+
+    queries: list[Mapping[str, Any]]
+    histories: list[Mapping[str, Any]]
+    record: dict[str, Any]
+
+
+def load_system_data(source: str | os.PathLike[str] = DEFAULT_SOURCE, revision: str | None = None, *,
+                     contexts: Sequence[str] = CONTEXTS) -> SystemData:
+    """The `queries` config of a source and, if any of `contexts` reads history, its `histories`
+    config, resolved and fingerprinted once."""
+    resolved = resolve_source(source, revision)
+    return SystemData(list(bespoke_dataset.load("queries", source=resolved)),
+                      list(bespoke_dataset.load("histories", source=resolved)) if any(map(_needs_history, contexts)) else [],
+                      resolved.record())
+
+
+def _needs_history(context: str) -> bool:
+    return context not in ("none", "oracle")
+
+
 def _load_data(
-    settings: GenerationSettings, source: str | os.PathLike[str], revision: str | None, queries: Rows | None, histories: Rows | None,
+    settings: GenerationSettings, source: str | os.PathLike[str], revision: str | None, queries: Rows | None,
+    histories: Rows | None, loaded: SystemData | None = None,
 ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], dict[str, Any]]:
-    """(query rows, history sessions, the `data` block), loaded from `source` where not given.
+    """(query rows, history sessions, the `data` block), from `loaded`, else loaded from `source` where
+    not given.
 
     The `data` block records what the predictions are made from: the source's record (`source`,
     `revision`, content `fingerprint`) when anything is loaded from it, and the SHA-256 of the rows given
     directly (`queries_sha256`, `histories_sha256`). History given but not used is not recorded."""
-    needs_history = settings.context not in ("none", "oracle")
+    needs_history = _needs_history(settings.context)
+    if loaded is not None:
+        return list(loaded.queries[: settings.limit]), list(loaded.histories) if needs_history else [], dict(loaded.record)
     data: dict[str, Any] = {}
     if queries is None or (histories is None and needs_history):
         resolved = resolve_source(source, revision)  # resolved and fingerprinted once, for every load

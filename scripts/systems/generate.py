@@ -95,6 +95,10 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
     return [generation_cache(args, args.output)]
 
 
+MODEL_ENGINE_FLAGS: dict[str, str] = {"base_url": "model_base_url", "api_key": "model_api_key", "batch_size": "batch_size"}
+"""The system model's engine options -> the flags (destinations) that set them; and its own search options."""
+
+
 def native_search_options() -> list[tuple[type, tuple[str, ...]]]:
     """The options of the engines' own search (`--search-context-size`, `--search-domains`, ...): the
     `search_` fields of the LLM engines' option classes, each flag once (two engines share one spelling)."""
@@ -110,11 +114,11 @@ def native_search_options() -> list[tuple[type, tuple[str, ...]]]:
     return found
 
 
-def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
+def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The system-model engine flags that were given: its endpoint, batch size and own search options (an
     engine that does not take one refuses it by name)."""
-    flags = {"base_url": args.model_base_url, "api_key": args.model_api_key, "batch_size": args.batch_size,
-             **{name: getattr(args, name) for _, names in native_search_options() for name in names}}
+    flags = {name: getattr(args, dest) for name, dest in MODEL_ENGINE_FLAGS.items()}
+    flags.update({name: getattr(args, name) for _, names in native_search_options() for name in names})
     return {name: value for name, value in flags.items() if value is not None}
 
 
@@ -123,16 +127,16 @@ def _backend_options(spec: str, args: argparse.Namespace, spending: SpendingLimi
     engine does not take, so `--batch-size` with a `vllm:` model is an error, not silently ignored.
     The executor and cost flags that apply to its engine come along (`--executor ray` runs it on Ray,
     `--batch` through the Batch API), and the command's spending limit."""
-    return {**_engine_flags(args), **executor_options(args, spec), **cost_options(args, spec, spending)}
+    return {**engine_flags(args), **executor_options(args, spec), **cost_options(args, spec, spending)}
 
 
-def _profiler_options(spec: str, args: argparse.Namespace, spending: SpendingLimit | None) -> dict[str, Any]:
-    """The engine flags name the system model's endpoint and batch size; a `--profiler` of another
-    engine cannot use them, so it gets only those its engine takes (the same endpoint for an `openai:`
-    profiler, the same batch size for an `hf:` one)."""
+def options_taken_by(spec: str, args: argparse.Namespace, spending: SpendingLimit | None = None) -> dict[str, Any]:
+    """The engine flags its engine takes, for a model beside others (a `--profiler` of another engine,
+    the models of a sweep): the same endpoint for an `openai:` one, the same batch size for an `hf:` one.
+    The executor and cost flags that apply to its engine come along, and the command's spending limit."""
     takes = option_names(parse_spec(spec).engine.options)
-    engine_flags = {name: value for name, value in _engine_flags(args).items() if name in takes}
-    return {**engine_flags, **executor_options(args, spec), **cost_options(args, spec, spending)}
+    engine = {name: value for name, value in engine_flags(args).items() if name in takes}
+    return {**engine, **executor_options(args, spec), **cost_options(args, spec, spending)}
 
 
 def search_spec(args: argparse.Namespace) -> str | None:
@@ -167,7 +171,7 @@ def settings_from(args: argparse.Namespace, spending: SpendingLimit | None = Non
         search_replay=args.search_replay,
         tokenizer=args.tokenizer,
         model_options=_backend_options(args.model, args, spending),
-        profiler_options=_profiler_options(args.profiler, args, spending) if args.profiler else {},
+        profiler_options=options_taken_by(args.profiler, args, spending) if args.profiler else {},
         limit=args.limit,
         cache=args.generation_cache,
     )

@@ -11,7 +11,7 @@ from bespoke_cli.executor import check_executor_flags
 from .generate import add_generation_arguments, generate_from, generation_cache, print_report, settings_from
 from bespoke_cli.judging.score import add_judge_arguments, judge_options, publish
 
-from bespoke_metric.analysis.leaderboard import system_label
+from bespoke_metric.experiments.runner import results_system
 from bespoke_metric.systems import GenerationError
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score
@@ -84,11 +84,10 @@ def run(args: argparse.Namespace) -> int:
     print_report(report)
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
-    system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
-    system["name"] = system_label(system)  # a string for tables and legends: "hf:/path/to/model (history)"
     try:
-        results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit, system=system,
-                        prices=prices, uses=report.uses, **judge_options(args, spending))
+        results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
+                        system=results_system(report, predictions), prices=prices, uses=report.uses,
+                        **judge_options(args, spending))
     except ValueError as error:  # bad predictions or judge options: a message, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 2

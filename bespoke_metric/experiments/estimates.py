@@ -1,0 +1,215 @@
+"""What a sweep would do, told before it does anything: per cell, the queries already predicted, the model
+and judge calls it still needs, and how many of those the caches already answer. Nothing is called.
+
+Each unfinished cell runs through the real generation and judging code, in a scratch copy of its files,
+with stand-in engines (`ProbeBackend`) that carry the real engines' cache identities but never call: a
+call the cache answers is counted as cached, any other is counted as a call to make. A system-model call
+the cache does not hold is answered with a placeholder, so that what depends on it (a profile's merge,
+the answer written from a profile, the judge calls of that answer) is counted too; those dependents are
+counted as calls (their prompts are not known yet). As in the sweep itself, a system-model call an
+earlier cell makes is cached for a later one (cells are generated one after another), and a judge call
+two cells share is made once (all are judged in one run). No local model is loaded: their identities
+are named from their options, as they name themselves.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+import sqlite3
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
+from bespoke_metric.calls.cache import Cache, key_for
+from bespoke_metric.judging.llm_judge import LLMJudge
+from bespoke_metric.scoring.engines import ProtocolOptions, make_backend, option_names, parse_spec
+from bespoke_metric.scoring.pipeline import score_many
+from bespoke_metric.systems import SystemData, generate, load_system_data
+from bespoke_metric.systems.runfiles import sidecar
+
+from .outputs import is_finished, previous_cells
+from .runner import CellPlan, Models, SweepPlan
+
+PLACEHOLDER = ("This text stands in for an answer the system model has not written yet, so that the calls which "
+               "depend on it can be counted before any of them is made.")
+
+
+@dataclass(frozen=True)
+class CellEstimate:
+    """What one cell still needs."""
+
+    name: str
+    finished: bool
+    """Finished by an earlier sweep with the same settings: nothing of it runs."""
+    queries: int = 0
+    predicted: int = 0
+    """Queries already in its predictions file."""
+    model_calls: int = 0
+    """System-model and profiler calls to make (the caches do not hold them)."""
+    model_cached: int = 0
+    judge_calls: int = 0
+    judge_cached: int = 0
+    problem: str | None = None
+    """Why the cell would fail before or while it runs (settings that differ from its earlier run, a
+    model that is not there), instead of counts."""
+
+
+class ReadOnlyCache(Cache):
+    """A cache file read and never written (none when it does not exist yet); what is put in it stays in
+    memory, so stand-in answers never reach the file. `missed` holds every key looked up and not found."""
+
+    def __init__(self, path: str) -> None:  # the parent's set-up writes to the file: not here
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._memory: dict[str, Completion] = {}
+        self.missed: set[str] = set()
+        self._db = (sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+                    if self.path.is_file() else None)
+
+    def get_many(self, keys: Any) -> dict[str, Completion]:
+        wanted = list(dict.fromkeys(keys))
+        found = {key: self._memory[key] for key in wanted if key in self._memory}
+        rest = [key for key in wanted if key not in found]
+        if self._db is not None and rest:
+            try:
+                found.update(super().get_many(rest))
+            except sqlite3.OperationalError:  # a file that is not a cache yet (no table): nothing in it
+                pass
+        self.missed.update(key for key in wanted if key not in found)
+        return found
+
+    def put(self, key: str, completion: Completion) -> None:
+        self._memory[key] = completion
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+class ProbeBackend:
+    """An engine that answers nothing for real: it has the identity (so the cache keys) of the engine it
+    stands for, and answers each call it gets with `answer` marked with the request's digest, or fails
+    it when `answer` is None."""
+
+    one_batch = True
+    takes_tools = False
+    searches = False
+
+    def __init__(self, spec: str, identity: dict[str, Any], answer: str | None) -> None:
+        parsed = parse_spec(spec)
+        self.name, self.model = parsed.engine.name, parsed.model
+        self._identity = identity
+        self._answer = answer
+
+    def identity(self) -> dict[str, Any]:
+        return self._identity
+
+    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        for index, request in enumerate(requests):
+            if self._answer is None:
+                on_done(index, CallError("dry run"))
+            else:  # one placeholder per request, as answers differ: what depends on two of them differs too
+                on_done(index, Completion(f"{self._answer} ({key_for(self._identity, request)[:12]})"))
+
+    def close(self) -> None:
+        pass
+
+
+def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The cache identity of the engine `spec` with `options`, without loading a model: a local `hf:` or
+    `vllm:` engine is named from its options as it names itself (an `hf:` model's folder is found first,
+    as loading it would: `ModelNotFoundError` when there is none; of a Hub model only its config is
+    fetched); other engines (API clients, Ray plans, which load nothing until called) are built and asked."""
+    parsed = parse_spec(spec)
+    local = options.get("executor", "local") == "local"
+    if local and parsed.engine.name == "hf":
+        from bespoke_metric.backends.hf_backend import default_device, default_dtype, hf_identity
+        from bespoke_metric.backends.model_files import locate_model
+
+        locate_model(parsed.model, options.get("revision"), allow_patterns=["config.json"])
+        dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
+        return hf_identity(parsed.model, options.get("revision"), dtype)
+    if local and parsed.engine.name == "vllm":
+        from bespoke_metric.backends.vllm_backend import VLLMBackend, vllm_identity
+
+        dtype = options.get("dtype") or inspect.signature(VLLMBackend).parameters["dtype"].default
+        return vllm_identity(parsed.model, options.get("revision"), dtype)
+    backend = make_backend(spec, **dict(options))
+    try:
+        return backend.identity()
+    finally:
+        backend.close()
+
+
+def probe(spec: str, **options: Any) -> ProbeBackend:
+    """The stand-in of a system or profiler model: a placeholder for each call the cache does not answer."""
+    return ProbeBackend(spec, engine_identity(spec, options), PLACEHOLDER)
+
+
+def dry_run(plan: SweepPlan) -> list[CellEstimate]:
+    """One estimate per cell of `plan`; nothing is called and nothing in the sweep's folder changes."""
+    plan = plan.with_cache_defaults()
+    folder = plan.folder
+    previous = previous_cells(folder.root)
+    todo = [cp for cp in plan.cells if not is_finished(folder, cp.cell.name, cp.fingerprint, previous)]
+    estimates = {cp.cell.name: CellEstimate(cp.cell.name, True) for cp in plan.cells if cp not in todo}
+    if todo:
+        data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
+        judge_cache = ReadOnlyCache(str(plan.judge_options["cache"]))
+        judge = _probe_judge(plan, judge_cache)
+        models = Models(todo, progress=False, make=probe, open_cache=ReadOnlyCache)
+        try:
+            with tempfile.TemporaryDirectory(prefix="bespoke-dry-run-") as scratch:
+                for cp in todo:
+                    estimates[cp.cell.name] = _estimate(cp, plan, models, judge, judge_cache, data, Path(scratch))
+        finally:
+            models.close()
+            judge_cache.close()
+    return [estimates[cp.cell.name] for cp in plan.cells]
+
+
+def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | None, judge_cache: ReadOnlyCache,
+              data: SystemData, scratch: Path) -> CellEstimate:
+    name = cp.cell.name
+    predictions = scratch / f"{name}.predictions.jsonl"
+    for suffix in (".jsonl", ".run.json", ".profiles.jsonl"):  # the cell's files as they are, to resume from
+        source = sidecar(plan.folder.predictions(name), suffix)
+        if source.is_file():
+            shutil.copyfile(source, sidecar(predictions, suffix))
+    try:
+        report = generate(models.backend(cp.model, cp.settings.model_options), predictions, models.settings_for(cp),
+                          data=data, progress=False)
+        judge_calls = judge_cached = 0
+        if judge is not None and (report.generated or report.already_done):
+            missed, cached = set(judge_cache.missed), judge.usage.cached
+            guards = plan.judge_options.get("guards", True)
+            score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit, guards=guards)
+            # every cell is judged in one run, where a call two cells share is made once: counted for the first
+            judge_calls, judge_cached = len(judge_cache.missed - missed), judge.usage.cached - cached
+    except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
+        return CellEstimate(name, False, problem=str(error))
+    return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
+                        predicted=report.already_done,
+                        model_calls=report.usage.calls + report.profiler_usage.calls,
+                        model_cached=report.usage.cached + report.profiler_usage.cached,
+                        judge_calls=judge_calls, judge_cached=judge_cached)
+
+
+def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
+    """The sweep's judge with a stand-in engine that fails every call the cache does not answer; None
+    for a judge of its own (`embed:`), which makes no calls."""
+    parsed = parse_spec(plan.judge)
+    if not parsed.engine.llm:
+        return None
+    protocol_names = option_names(ProtocolOptions)
+    options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards") and value is not None}
+    protocol = {name: value for name, value in options.items() if name in protocol_names}
+    protocol.setdefault("structured", parsed.engine.guided_decoding)  # as `make_judge` sets it
+    engine = {name: value for name, value in options.items() if name not in protocol_names}
+    backend = ProbeBackend(plan.judge, engine_identity(plan.judge, engine), None)
+    return LLMJudge(backend, spec=plan.judge, cache=cache, **{**protocol, "progress": False})

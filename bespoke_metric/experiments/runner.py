@@ -1,0 +1,323 @@
+"""Running a sweep: every cell generated, then every cell's predictions judged in one run, in one process.
+
+The data is loaded once; each model is opened once, used for all its cells and closed after the last;
+retrievers are shared; one generation cache and one judge cache serve every cell, so a killed sweep,
+run again, asks nothing that was answered and skips the cells it finished. A cell that fails is recorded
+with its reason and the others go on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from bespoke_dataset.atomic import atomic_write_text
+from bespoke_metric.analysis.leaderboard import Entry, system_label
+from bespoke_metric.backends.base import Backend
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.results import Results
+from bespoke_metric.results.caveats import nothing_scored
+from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.calls.pricing import PriceTable
+from bespoke_metric.scoring.pipeline import score_many, write_results
+from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
+from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
+
+from .grid import Axis, Cell
+from .outputs import DONE, FAILED, PENDING, SweepFolder, is_finished, load_entries, previous_cells, write_sweep
+from .table import TableRow, build_table, to_csv, to_markdown
+
+log = logging.getLogger(__name__)
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """One cell as it will run: its system model and generation settings (as `bespoke run` makes them
+    from its flags), and a fingerprint of every setting of the cell and its judge (no key in it), so
+    that a cell finished under other settings is not taken for finished."""
+
+    cell: Cell
+    model: str
+    settings: GenerationSettings
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A whole sweep: the grid, the judge (spec and the options `score_many` takes), the data, the folder."""
+
+    axes: tuple[Axis, ...]
+    cells: tuple[CellPlan, ...]
+    judge: str
+    judge_options: Mapping[str, Any] = field(repr=False)
+    """May hold a key: never written anywhere."""
+    out: Path
+    source: str
+    revision: str | None = None
+    prices: PriceTable | None = None
+    """What the calls cost (`--prices` over the built-in table), for each cell's usage block."""
+
+    @property
+    def folder(self) -> SweepFolder:
+        return SweepFolder(self.out)
+
+    def with_cache_defaults(self) -> "SweepPlan":
+        """Every cell's generation calls in one cache, the judge's in another, in the folder unless given."""
+        options = {**self.judge_options}
+        options.setdefault("cache", str(self.folder.judge_cache))
+        cells = tuple(dataclasses.replace(plan, settings=dataclasses.replace(plan.settings, cache=plan.settings.cache or str(self.folder.generation_cache)))
+                      for plan in self.cells)
+        return dataclasses.replace(self, cells=cells, judge_options=options)
+
+
+@dataclass
+class CellOutcome:
+    status: str = PENDING
+    reason: str | None = None
+    generation: dict[str, Any] = field(default_factory=dict)
+    """The cell's generation counts this run: generated, already there, failed, system and profiler calls."""
+
+
+@dataclass
+class SweepOutcome:
+    cells: dict[str, CellOutcome]
+    rows: list[TableRow]
+    sweep: dict[str, Any]
+    """The content of `sweep.json`."""
+
+    @property
+    def failed(self) -> list[str]:
+        return [name for name, outcome in self.cells.items() if outcome.status != DONE]
+
+
+def results_system(report: GenerationReport, predictions: str) -> dict[str, Any]:
+    """The `system` block of a results file of generated predictions (`bespoke run`'s): the run's record,
+    where the predictions are, which queries have none, and a display name."""
+    system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
+    system["name"] = system_label(system)  # a string for tables and legends: "hf:/path/to/model (history)"
+    return system
+
+
+def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
+    """Run every cell of `plan` not finished before, write each cell's files, `sweep.json` and the tables."""
+    plan = plan.with_cache_defaults()
+    folder = plan.folder
+    previous = previous_cells(folder.root)
+    outcomes = {cp.cell.name: CellOutcome() for cp in plan.cells}
+    for cp in plan.cells:
+        if is_finished(folder, cp.cell.name, cp.fingerprint, previous):
+            outcomes[cp.cell.name] = CellOutcome(DONE, generation=dict(previous[cp.cell.name].get("generation") or {}))
+    todo = [cp for cp in plan.cells if outcomes[cp.cell.name].status != DONE]
+    say(f"{len(plan.cells)} cells, {len(plan.cells) - len(todo)} finished before; running {len(todo)}")
+    _record(plan, outcomes, {}, [])
+    systems: dict[str, dict[str, Any]] = {}
+    if todo:
+        data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
+        systems = _generate_all(todo, folder, data, outcomes, progress, say, lambda: _record(plan, outcomes, {}, []))
+        _score_all([cp for cp in todo if cp.cell.name in systems], systems, plan, outcomes, say)
+    entries = load_entries(folder, [cp.cell for cp in plan.cells])
+    rows = build_table([cp.cell for cp in plan.cells], entries, {name: o.status for name, o in outcomes.items()})
+    sweep = _record(plan, outcomes, entries, rows)
+    atomic_write_text(folder.table_md, to_markdown(rows, plan.axes, title=_title(sweep)))
+    atomic_write_text(folder.table_csv, to_csv(rows, plan.axes))
+    return SweepOutcome(outcomes, rows, sweep)
+
+
+# ------------------------------------------------------------------------------------------ generation
+
+class Models:
+    """What the sweep's cells share: each model (spec and options) made on first use (`make`) and closed
+    after the last cell that needs it, as system model or as profiler; each retriever; each cache file,
+    opened once (`open_cache`)."""
+
+    def __init__(self, plans: Sequence[CellPlan], *, progress: bool, make: Callable[..., Backend] = make_backend,
+                 open_cache: Callable[[str], Cache] = Cache):
+        self._make = make
+        self._open_cache = open_cache
+        self._progress = progress
+        self._open: dict[str, Backend] = {}
+        self._retrievers: dict[str, Retriever] = {}
+        self._caches: dict[str, Cache] = {}
+        self._last = {key: index for index, cp in enumerate(plans) for key in self._keys(cp)}
+
+    @staticmethod
+    def _key(spec: str, options: Mapping[str, Any]) -> str:
+        return json.dumps([spec, dict(options)], sort_keys=True, default=str)
+
+    def _keys(self, cp: CellPlan) -> list[str]:
+        keys = [self._key(cp.model, cp.settings.model_options)]
+        if isinstance(cp.settings.profiler, str) and cp.settings.profiler != cp.model:
+            keys.append(self._key(cp.settings.profiler, cp.settings.profiler_options))
+        return keys
+
+    def backend(self, spec: str, options: Mapping[str, Any]) -> Backend:
+        key = self._key(spec, options)
+        if key not in self._open:
+            self._open[key] = self._make(spec, **dict(options))
+        return self._open[key]
+
+    def cache(self, path: str) -> Cache:
+        if path not in self._caches:
+            self._caches[path] = self._open_cache(path)
+        return self._caches[path]
+
+    def settings_for(self, cp: CellPlan) -> GenerationSettings:
+        """The cell's settings with the shared profiler, retriever and cache in place of their names."""
+        settings = dataclasses.replace(cp.settings, cache=self.cache(str(cp.settings.cache)))
+        if isinstance(settings.profiler, str) and settings.profiler != cp.model:
+            settings = dataclasses.replace(settings, profiler=self.backend(settings.profiler, settings.profiler_options))
+        if isinstance(settings.retriever, str) and settings.context in RETRIEVAL_CONTEXTS:
+            key = json.dumps([settings.retriever, str(settings.embedding_model), str(settings.embedding_cache_dir)])
+            if key not in self._retrievers:
+                self._retrievers[key] = make_retriever(settings.retriever, embedding_model=settings.embedding_model,
+                                                       cache_dir=settings.embedding_cache_dir, progress=self._progress)
+            settings = dataclasses.replace(settings, retriever=self._retrievers[key])
+        return settings
+
+    def release(self, index: int) -> None:
+        """Close the models no cell after `index` needs (their memory goes to the next model, or the judge)."""
+        for key, last in self._last.items():
+            if last == index and key in self._open:
+                self._open.pop(key).close()
+
+    def close(self) -> None:
+        for backend in self._open.values():
+            backend.close()
+        for cache in self._caches.values():
+            cache.close()
+        self._open.clear()
+        self._caches.clear()
+
+
+def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemData, outcomes: dict[str, CellOutcome],
+                  progress: bool, say: Say, checkpoint: Callable[[], Any]) -> dict[str, dict[str, Any]]:
+    """Generate every cell's predictions (`checkpoint` after each); the `system` block of each cell that
+    produced predictions."""
+    systems: dict[str, dict[str, Any]] = {}
+    models = Models(plans, progress=progress)
+    try:
+        for index, cp in enumerate(plans):
+            name = cp.cell.name
+            outcome = outcomes[name]
+            predictions = folder.predictions(name)
+            try:
+                report = generate(models.backend(cp.model, cp.settings.model_options), predictions, models.settings_for(cp),
+                                  data=data, progress=progress)
+            except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
+                outcome.status, outcome.reason = FAILED, str(error)
+            except Exception as error:  # a bug in one cell: the others still run, and its traceback is logged
+                log.exception("cell %s failed", name)
+                outcome.status, outcome.reason = FAILED, f"{type(error).__name__}: {error}"
+            else:
+                outcome.generation = generation_counts(report)
+                systems[name] = results_system(report, str(predictions))
+                if report.failed:
+                    outcome.status = FAILED
+                    outcome.reason = (f"{len(report.failed)} quer(ies) have no prediction (first: {report.failed[0]['reason']}); "
+                                      "rerun to retry them")
+            finally:
+                models.release(index)
+            say(_generation_line(name, outcome))
+            checkpoint()
+    finally:
+        models.close()
+    return systems
+
+
+def generation_counts(report: GenerationReport) -> dict[str, Any]:
+    """What a cell's generation did, as `sweep.json` records it."""
+    return {"generated": report.generated, "already_there": report.already_done, "failed": len(report.failed),
+            "system_calls": report.usage.calls, "system_cached": report.usage.cached,
+            "profiler_calls": report.profiler_usage.calls, "profiler_cached": report.profiler_usage.cached,
+            "wall_seconds": round(report.wall_seconds, 3)}
+
+
+def _generation_line(name: str, outcome: CellOutcome) -> str:
+    counts = outcome.generation
+    if not counts:
+        return f"cell {name}: failed: {outcome.reason}"
+    return (f"cell {name}: {counts['generated']} generated, {counts['already_there']} already there, {counts['failed']} failed; "
+            f"system calls {counts['system_calls']} ({counts['system_cached']} cached), "
+            f"profiler calls {counts['profiler_calls']} ({counts['profiler_cached']} cached), {counts['wall_seconds']:.1f}s")
+
+
+# ------------------------------------------------------------------------------------------- scoring
+
+def _score_all(plans: Sequence[CellPlan], systems: Mapping[str, dict[str, Any]], plan: SweepPlan,
+               outcomes: dict[str, CellOutcome], say: Say) -> None:
+    """Judge every generated cell in one judge run and write each cell's results file."""
+    if not plans:
+        return
+    limits = {cp.settings.limit for cp in plans}
+    # each predictions file holds only its cell's first `limit` queries; one limit is passed on as `run` does
+    limit = limits.pop() if len(limits) == 1 else None
+    say(f"judging {len(plans)} cell(s) with {plan.judge}")
+    try:
+        all_results = score_many([systems[cp.cell.name]["predictions"] for cp in plans], plan.judge, source=plan.source,
+                                 revision=plan.revision, limit=limit, systems=[systems[cp.cell.name] for cp in plans],
+                                 prices=plan.prices, **plan.judge_options)
+    except ValueError as error:  # bad predictions, data or judge options (UserError among them)
+        for cp in plans:
+            outcomes[cp.cell.name].status, outcomes[cp.cell.name].reason = FAILED, f"scoring failed: {error}"
+        say(f"scoring failed: {error}")
+        return
+    for cp, results in zip(plans, all_results):
+        outcome = outcomes[cp.cell.name]
+        write_results(results, plan.folder.results(cp.cell.name))
+        unscored = nothing_scored(results)
+        if unscored:
+            outcome.status, outcome.reason = FAILED, unscored
+        elif outcome.status != FAILED:
+            outcome.status = DONE
+
+
+# ------------------------------------------------------------------------------------------ sweep.json
+
+def _record(plan: SweepPlan, outcomes: Mapping[str, CellOutcome], entries: Mapping[str, Entry],
+            rows: Sequence[TableRow]) -> dict[str, Any]:
+    """Write `sweep.json` as things stand (before the table exists, without figures) and return it."""
+    by_name = {row.cell.name: row for row in rows}
+    first = next(iter(entries.values()), None)
+    statuses = {outcome.status for outcome in outcomes.values()}
+    sweep = {
+        "status": "running" if not rows else DONE if statuses == {DONE} else FAILED,
+        "grid": {"axes": [{"name": axis.name, "flag": axis.flag, "values": list(axis.values)} for axis in plan.axes],
+                 "cells": len(plan.cells)},
+        "judge": dict(first.judge) if first is not None else {"spec": plan.judge},
+        "data": dict(first.results.data) if first is not None else {"source": plan.source, "revision": plan.revision},
+        "cells": [_cell_record(plan, cp, outcomes[cp.cell.name], entries.get(cp.cell.name), by_name.get(cp.cell.name))
+                  for cp in plan.cells],
+    }
+    write_sweep(plan.folder, sweep)
+    return sweep
+
+
+def _cell_record(plan: SweepPlan, cp: CellPlan, outcome: CellOutcome, entry: Entry | None, row: TableRow | None) -> dict[str, Any]:
+    record: dict[str, Any] = {"name": cp.cell.name, "values": cp.cell.values, "status": outcome.status}
+    if outcome.reason:
+        record["reason"] = outcome.reason
+    record.update({"fingerprint": cp.fingerprint, "files": plan.folder.cell_files(cp.cell.name), "generation": outcome.generation})
+    if row is not None and entry is not None:
+        results: Results = entry.results
+        record.update({
+            "figures": dict(row.values),
+            "stderr": results.stderr,
+            "ci95": {name: list(ci) if ci else None for name, ci in row.cis.items()},
+            "versus_none": row.versus_none,
+            "noise_drop_percent": row.noise_drop,
+            "items": row.items,
+            "failures": row.failures,
+        })
+    return record
+
+
+def _title(sweep: Mapping[str, Any]) -> str:
+    data = sweep["data"]
+    return (f"judge {sweep['judge'].get('spec')} · data {data.get('source')}@{data.get('revision') or 'local'} "
+            f"{(data.get('fingerprint') or '')[:12]} · {sweep['grid']['cells']} cells")

@@ -1,0 +1,351 @@
+"""`bespoke sweep` end to end over real HTTP: two system models behind a local OpenAI-compatible server
+(`reader_models`), the judge behind another (`judge_responder`), the bundled sample. A sweep killed with
+SIGKILL while it generates and again while it judges, then rerun, ends with every cell's figures equal to
+a separate `bespoke run` of that cell, asks nothing that was answered, and the dry run in between counts
+exactly the calls the rest of the sweep then makes, making none itself."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from bespoke_metric.scoring.engines import ENGINES
+
+from bespoke_cli.cli import main
+from bespoke_metric.calls.cache import count_answers
+from bespoke_metric.testing.judge_responder import judge_answer
+from bespoke_metric.testing.server import Fault, RecordedRequest, TestServer, serve
+from bespoke_metric.testing.reader_models import reader_answer
+
+MODELS = ("openai:reader-8", "openai:reader-30")
+CONTEXTS = ("none", "profile", "oracle")
+LIMIT = 5
+KEYS = ("sk-model-secret-1", "sk-judge-secret-2")
+TOTAL = re.compile(r"^total: (\d+) model call\(s\) and (\d+) judge call\(s\) to make; the caches answer (\d+) and (\d+)$", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[TestServer]:
+    with serve(responder=reader_answer) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def judge_server() -> Iterator[TestServer]:
+    with serve(responder=judge_answer) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of every sweep: the data's cache shared by the module's runs, no key in it."""
+    cache = tmp_path_factory.mktemp("bespoke-cache")
+    os.environ["BESPOKE_CACHE"] = str(cache)  # the in-process runs too
+    return {**os.environ, "BESPOKE_CACHE": str(cache)}
+
+
+def common_flags(model_server: TestServer, judge_server: TestServer, tiny_model_dir: Path) -> list[str]:
+    """What every cell takes, for `sweep` and `run` alike."""
+    return ["--model-base-url", model_server.base_url, "--model-api-key", KEYS[0], "--tokenizer", str(tiny_model_dir),
+            "--judge", "openai:judge", "--base-url", judge_server.base_url, "--api-key", KEYS[1],
+            "--source", "sample", "--limit", str(LIMIT), "--profile-chunk-tokens", "300"]
+
+
+def bodies(requests: list[RecordedRequest]) -> list[str]:
+    return [json.dumps(request.body, sort_keys=True) for request in requests]
+
+
+def answered(server: TestServer) -> set[str]:
+    return set(bodies([r for r in server.calls if r.status == 200]))
+
+
+def gate(server: TestServer, answers: int) -> None:
+    """Answer the next `answers` calls; every later one hangs (until the test kills the caller)."""
+    arrivals = itertools.count(1)
+    server.rule = lambda record: Fault(hang=30.0) if next(arrivals) > answers else None
+
+
+def kill_once_cached(args: list[str], cache: Path, answers: int, env: dict[str, str], cwd: Path) -> None:
+    """Run `bespoke ARGS` as a process; SIGKILL it once `cache` holds `answers` answers (all that its
+    servers will give it)."""
+    process = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    deadline = time.monotonic() + 240
+    while count_answers(cache) < answers and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()
+    assert count_answers(cache) == answers
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file's bytes, but SQLite's shared-memory index (`-shm`), which any reader of a cache rebuilds."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file() and not path.name.endswith("-shm")}
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_sweep_killed_twice_and_rerun_equals_separate_runs_and_repeats_no_call(
+        model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    common = common_flags(model_server, judge_server, tiny_model_dir)
+    args = ["sweep", "--models", *MODELS, "--contexts", *CONTEXTS, *common, "--out", str(out)]
+    model_server.reset(), judge_server.reset()
+
+    # 1. killed while generating: 13 system-model and profiler calls answered
+    gate(model_server, 13)
+    kill_once_cached(args, out / "generation.cache.sqlite", 13, env, tmp_path)
+    model_server.rule = None
+    before_dry = len(model_server.calls), len(judge_server.calls)
+    answered_1 = answered(model_server)
+    assert len(answered_1) == 13
+
+    # the dry run: no call, nothing written, and counts that the rest of the sweep then bears out exactly
+    files = snapshot(out)
+    assert main([*args, "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert (len(model_server.calls), len(judge_server.calls)) == before_dry
+    assert snapshot(out) == files
+    model_calls, judge_calls, model_cached, judge_cached = map(int, TOTAL.search(printed).groups())
+    assert judge_cached == 0
+
+    # 2. killed while judging: generation completes, 40 judge calls answered
+    start_model = len(model_server.calls)
+    gate(judge_server, 40)
+    kill_once_cached(args, out / "judge.cache.sqlite", 40, env, tmp_path)
+    judge_server.rule = None
+    run_2_models = bodies(model_server.calls[start_model:])
+    answered_2 = answered(judge_server)
+    assert len(answered_2) == 40
+    assert len(set(run_2_models)) == len(run_2_models) == model_calls
+    assert not set(run_2_models) & answered_1
+    generated = [cell["generation"] for cell in json.loads((out / "sweep.json").read_text(encoding="utf-8"))["cells"]]
+    assert sum(g["system_calls"] + g["profiler_calls"] for g in generated) == model_calls
+    assert sum(g["system_cached"] + g["profiler_cached"] for g in generated) == model_cached > 0  # answered, not yet written
+    assert sum(g["profiler_calls"] + g["profiler_cached"] for g in generated) > 2  # profiles of several chunks, merged
+
+    # 3. the rerun finishes, asking only what was never answered
+    start_model, start_judge = len(model_server.calls), len(judge_server.calls)
+    assert main(args) == 0
+    run_3_judge = bodies(judge_server.calls[start_judge:])
+    assert len(model_server.calls) == start_model
+    assert not set(run_3_judge) & answered_2
+    assert len(set(run_3_judge) | answered_2) == judge_calls
+
+    sweep = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    assert sweep["status"] == "done"
+    assert [cell["status"] for cell in sweep["cells"]] == ["done"] * 6
+    assert [(cell["values"]["model"], cell["values"]["context"]) for cell in sweep["cells"]] == [(m, c) for m in MODELS for c in CONTEXTS]
+
+    # every cell equals a separate `bespoke run` of it, with its own fresh caches
+    for cell in sweep["cells"]:
+        alone = tmp_path / "alone" / f"{cell['name']}.json"
+        assert main(["run", "--model", cell["values"]["model"], "--context", cell["values"]["context"], *common,
+                     "--output", str(alone)]) == 0
+        mine = json.loads((out / cell["files"]["results"]).read_text(encoding="utf-8"))
+        theirs = json.loads(alone.read_text(encoding="utf-8"))
+        assert mine["summary"] == theirs["summary"]
+        assert mine["stderr"] == theirs["stderr"] == cell["stderr"]
+        assert cell["figures"]["average"] == mine["summary"]["average"]
+        assert json.loads((out / cell["files"]["run"]).read_text()) == json.loads((alone.parent / alone.stem / "predictions.run.json").read_text())
+    capsys.readouterr()
+
+    rows = read_csv(out / "table.csv")
+    assert [row["cell"] for row in rows] == [cell["name"] for cell in sweep["cells"]]
+    for row, cell in zip(rows, sweep["cells"]):
+        for column in ("need_alignment", "content_depth", "tone", "explanation_style", "recall", "average"):
+            assert float(row[f"{column}_low"]) <= float(row[column]) <= float(row[f"{column}_high"])
+        if cell["values"]["context"] == "none":
+            assert row["average_vs_none"] == row["average_vs_none_p"] == ""
+        else:
+            none_row = next(r for r in rows if r["model"] == row["model"] and r["context"] == "none")
+            assert float(row["average_vs_none"]) == pytest.approx(float(row["average"]) - float(none_row["average"]))
+            assert 0 < float(row["average_vs_none_p"]) <= 1
+    # the oracle context hands the need to the model: the stand-in judge scores it higher than none
+    assert float(rows[5]["average_vs_none"]) > 0
+
+    # a finished sweep, run again, runs nothing; no key in any file it wrote
+    calls = len(model_server.calls), len(judge_server.calls)
+    assert main(args) == 0
+    assert (len(model_server.calls), len(judge_server.calls)) == calls
+    for path in out.rglob("*"):
+        if path.is_file():
+            content = path.read_bytes()
+            assert not any(key.encode() in content for key in KEYS), path
+
+
+def test_each_model_the_judge_and_the_data_are_loaded_once_for_all_their_cells(
+        model_server, judge_server, env, tiny_model_dir, tmp_path, monkeypatch):
+    import dataclasses
+    from collections import Counter
+
+    import bespoke_dataset
+    from bespoke_metric.scoring import engines, pipeline
+
+    built: Counter[str] = Counter()
+    for name in ("hf", "openai"):
+        engine = engines.ENGINES[name]
+
+        def counted(model, options, _build=engine.backend, _name=name):
+            built[_name] += 1
+            return _build(model, options)
+
+        monkeypatch.setitem(engines.ENGINES, name, dataclasses.replace(engine, backend=counted))
+    loaded: Counter[str] = Counter()
+    real_load, real_rows = bespoke_dataset.load, pipeline.load_rows
+    monkeypatch.setattr(bespoke_dataset, "load", lambda config, *a, **k: loaded.update([config]) or real_load(config, *a, **k))
+    monkeypatch.setattr(pipeline, "load_rows", lambda config, *a, **k: loaded.update([config]) or real_rows(config, *a, **k))
+
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", f"hf:{tiny_model_dir}", "openai:reader-8", "--contexts", "none", "history",
+            "--max-new-tokens", "4", "8", *common_flags(model_server, judge_server, tiny_model_dir), "--out", str(out),
+            "--budget", "120", "--no-guards"]  # the tiny model writes gibberish
+    assert main(args) == 0
+    assert built == {"hf": 1, "openai": 2}  # the hf model, the openai system model, the judge's client
+    assert loaded == {"queries": 1, "histories": 1, "benchmark": 1}
+    sweep = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    assert [cell["name"] for cell in sweep["cells"]] == [
+        f"{model}__{context}__max-new-tokens-{tokens}" for model in ("hf-model", "openai-reader-8")
+        for context in ("none", "history") for tokens in (4, 8)]
+    for cell in sweep["cells"]:
+        run_file = json.loads((out / cell["files"]["run"]).read_text(encoding="utf-8"))
+        assert run_file["settings"]["max_new_tokens"] == cell["values"]["max_new_tokens"]
+        assert run_file["context"] == cell["values"]["context"]
+        assert cell["status"] == "done"
+    assert len(read_csv(out / "table.csv")) == 8
+
+
+def test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1(model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", "hf:/nowhere/model", "openai:reader-8", "--contexts", "none", "oracle",
+            *common_flags(model_server, judge_server, tiny_model_dir), "--out", str(out)]
+    calls_before = len(model_server.calls), len(judge_server.calls)
+    assert main([*args, "--dry-run"]) == 1
+    printed = capsys.readouterr()
+    assert "\nhf-model__none           would fail: model folder /nowhere/model does not exist\n" in printed.out
+    assert printed.err == "error: 2 of 4 cells would fail: hf-model__none (model folder /nowhere/model does not exist)\n"
+    assert (len(model_server.calls), len(judge_server.calls)) == calls_before
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: 2 of 4 cells failed: hf-model__none (model folder /nowhere/model does not exist) and 1 more "
+                   "(reasons above and in sweep.json); rerun the same command to retry them"]
+    sweep = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    assert sweep["status"] == "failed"
+    assert {cell["name"]: cell["status"] for cell in sweep["cells"]} == {
+        "hf-model__none": "failed", "hf-model__oracle": "failed", "openai-reader-8__none": "done", "openai-reader-8__oracle": "done"}
+    assert "/nowhere/model" in sweep["cells"][0]["reason"]
+    rows = read_csv(out / "table.csv")
+    assert [(row["cell"], row["status"], row["average"] != "") for row in rows] == [
+        ("hf-model__none", "failed", False), ("hf-model__oracle", "failed", False),
+        ("openai-reader-8__none", "done", True), ("openai-reader-8__oracle", "done", True)]
+    # rerun: the failed cells are tried again, the finished ones neither generated nor judged again
+    calls = len(model_server.calls), len(judge_server.calls)
+    assert main(args) == 1
+    assert (len(model_server.calls), len(judge_server.calls)) == calls
+
+
+@pytest.mark.parametrize(("config", "error"), [
+    ("models: [openai:reader-8]\ncontexts: none\njudge: openai:judge\nout: OUT\ntop_kk: 3\n",
+     "error: CONFIG: unknown key 'top_kk' (did you mean top_k?); the keys are the flags of bespoke sweep, without the dashes"),
+    ("models: [openai:reader-8]\ncontexts: [none, nowhere]\njudge: openai:judge\nout: OUT\n",
+     "error: CONFIG: argument --contexts/--context: invalid choice: 'nowhere' (choose from 'none', 'history', 'profile', "
+     "'query-profile', 'selected-history', 'selected-profile', 'oracle')"),
+    ("models: [openai:reader-8]\ntop-k: [3, three]\njudge: openai:judge\nout: OUT\n",
+     "error: CONFIG: argument --top-k: invalid int value: 'three'"),
+    ("models: [openai:reader-8]\nno-guards: 1\njudge: openai:judge\nout: OUT\n",
+     "error: CONFIG: no-guards is a flag without a value: write no-guards: true or no-guards: false"),
+    ("models: [openai:reader-8, nowhere:x]\njudge: openai:judge\nout: OUT\n",
+     "error: cell nowhere-x__none: unknown engine 'nowhere' in 'nowhere:x'; known: " + ", ".join(sorted(ENGINES))),
+    ("models: [openai:reader-8]\nout: OUT\n", "error: --judge is required (on the command line or in --config)"),
+])
+def test_a_config_mistake_is_one_line_before_anything_runs(config, error, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    path = tmp_path / "sweep.yaml"
+    path.write_text(config.replace("OUT", str(out)), encoding="utf-8")
+    assert main(["sweep", "--config", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [error.replace("CONFIG", str(path))]
+    assert not out.exists()
+
+
+def test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it(tmp_path):
+    import argparse
+
+    from bespoke_cli.systems import sweep
+
+    def plan(*words: str):
+        parser = argparse.ArgumentParser()
+        sweep.add_arguments(parser)
+        return sweep.plan_from(sweep.sweep_values(parser.parse_args(list(words))))
+
+    config = tmp_path / "sweep.yaml"
+    config.write_text("models: [openai:a, openai:b]\ncontexts: [none, selected-history]\ntop_k: [2, 3]\nretriever: bm25\n"
+                      "judge: openai:judge\nno-guards: true\nout: sweeps/x\n", encoding="utf-8")
+    flags = ["--models", "openai:a", "openai:b", "--contexts", "none", "selected-history", "--top-k", "2", "3",
+             "--retriever", "bm25", "--judge", "openai:judge", "--no-guards", "--out", "sweeps/x"]
+    from_config, from_flags = plan("--config", str(config)), plan(*flags)
+    assert [cp.cell for cp in from_config.cells] == [cp.cell for cp in from_flags.cells]
+    assert [cp.fingerprint for cp in from_config.cells] == [cp.fingerprint for cp in from_flags.cells]
+    assert len(from_flags.cells) == 8
+    assert [axis.name for axis in from_flags.axes] == ["model", "context", "top_k"]
+    assert {cp.settings.top_k for cp in from_flags.cells} == {2, 3}
+    assert from_flags.judge_options["guards"] is False
+    overridden = plan("--config", str(config), "--top-k", "5", "--out", "sweeps/y")
+    assert [axis.name for axis in overridden.axes] == ["model", "context"]
+    assert {cp.settings.top_k for cp in overridden.cells} == {5}
+    assert overridden.out == Path("sweeps/y")
+
+
+def test_on_ray_the_system_model_and_the_judge_run_on_the_cluster_with_the_same_figures(
+        ray_cluster, model_server, judge_server, env, tiny_model_dir, tmp_path, monkeypatch):
+    from bespoke_metric.backends import ray_backend
+
+    made: list[str] = []
+    real_init = ray_backend.RayBackend.__init__
+
+    def counted(self, engine, model, **options):
+        made.append(f"{engine}:{model}")
+        real_init(self, engine, model, **options)
+
+    monkeypatch.setattr(ray_backend.RayBackend, "__init__", counted)
+    args = ["sweep", "--models", "openai:reader-30", "--contexts", "none", "oracle", *common_flags(model_server, judge_server, tiny_model_dir)]
+    assert main([*args, "--out", str(tmp_path / "local")]) == 0
+    assert made == []
+    assert main([*args, "--out", str(tmp_path / "ray"), "--executor", "ray", "--replicas", "2"]) == 0
+    assert made == ["openai:reader-30", "openai:judge"]
+    for name in ("openai-reader-30__none", "openai-reader-30__oracle"):
+        local, on_ray = (json.loads((tmp_path / where / "cells" / f"{name}.json").read_text()) for where in ("local", "ray"))
+        assert on_ray["summary"] == local["summary"]
+        assert [item["scores"] for item in on_ray["items"]] == [item["scores"] for item in local["items"]]
+        responses = [[json.loads(line)["response"] for line in (tmp_path / where / "cells" / f"{name}.predictions.jsonl").open()]
+                     for where in ("local", "ray")]
+        assert sorted(responses[0]) == sorted(responses[1]) and len(responses[0]) == LIMIT
+
+
+def test_the_dry_run_counts_a_call_two_cells_share_once(model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    # --top-k does not change a `none` cell: both cells ask the same calls
+    args = ["sweep", "--models", "openai:reader-8", "--contexts", "none", "--top-k", "2", "4",
+            *common_flags(model_server, judge_server, tiny_model_dir), "--out", str(out)]
+    assert main([*args, "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[1:] for line in lines[2:4]] == [["5", "0", "5", "(0)", "25", "(0)"], ["5", "0", "0", "(5)", "0", "(0)"]]
+    model_calls, judge_calls = len(model_server.calls), len(judge_server.calls)
+    assert main(args) == 0
+    assert (len(model_server.calls) - model_calls, len(judge_server.calls) - judge_calls) == (5, 25)

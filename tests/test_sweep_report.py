@@ -1,0 +1,65 @@
+"""`bespoke report DIR`: a sweep's folder drawn as one HTML page and its figures as PNG files. The folder
+is written here as a sweep writes it (its results files from synthetic figures), with a `search_noise`
+axis, so the noise drop is drawn too."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+
+from bespoke_cli.cli import main
+from bespoke_metric.experiments import Axis, cells
+from bespoke_metric.experiments.grid import NOISE
+from bespoke_metric.experiments.outputs import SweepFolder, write_sweep
+
+AXES = [Axis("model", "--models", ("openai:gpt-4o", "perplexity:sonar")), Axis("context", "--contexts", ("none", "oracle")),
+        Axis(NOISE, "--search-noise", (0.0, 0.7))]
+
+
+def write_folder(root: Path, make_results) -> list[dict]:
+    rng = np.random.default_rng(5)
+    folder = SweepFolder(root)
+    records = []
+    for cell in cells(AXES):
+        lift = (cell.values["context"] == "oracle") - (cell.values[NOISE] > 0)
+        values = np.column_stack([np.clip(rng.integers(2, 4, size=(10, 4)) + lift, 1, 5), rng.random(10)])
+        folder.results(cell.name).parent.mkdir(parents=True, exist_ok=True)
+        folder.results(cell.name).write_text(json.dumps(make_results(values, system=cell.name)), encoding="utf-8")
+        records.append({"name": cell.name, "values": cell.values, "status": "done", "files": folder.cell_files(cell.name)})
+    write_sweep(folder, {"status": "done", "grid": {"axes": [vars(axis) for axis in AXES], "cells": len(records)},
+                         "judge": {"spec": "openai:gpt-5", "protocol_version": "1"}, "data": {"source": "synthetic"},
+                         "cells": records})
+    return records
+
+
+def test_the_report_draws_the_table_the_heatmap_the_bars_and_the_noise_drop(tmp_path, make_results, capsys):
+    root = tmp_path / "sweep"
+    records = write_folder(root, make_results)
+    assert main(["report", str(root)]) == 0
+    assert capsys.readouterr().out.strip() == f"report written to {root / 'report.html'}, its figures to {root / 'figures'}"
+    page = (root / "report.html").read_text(encoding="utf-8")
+    titles = re.findall(r"<h2>(.*?)</h2>", page)
+    assert titles[0] == "Average by system and context"
+    systems = [f"{model} · search-noise {noise}" for model in AXES[0].values for noise in AXES[2].values]
+    assert titles[1:-1] == [html.escape(f"{system}: scores by context with 95% intervals") for system in systems]
+    assert titles[-1] == "relative drop of the average under search noise"
+    assert page.count("<img ") == len(titles) == 6
+    assert all(f"<td>{html.escape(record['values']['model'])}</td>" in page for record in records)
+    assert "Noise drop" in page and "Δ Average vs none (p)" in page
+    pngs = sorted(path.name for path in (root / "figures").glob("*.png"))
+    assert pngs == ["bars-1.png", "bars-2.png", "bars-3.png", "bars-4.png", "heatmap.png", "noise.png"]
+    for name in pngs:
+        image = matplotlib.image.imread(root / "figures" / name)
+        assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+        assert image.std() > 0  # something is drawn
+
+
+def test_a_folder_without_a_sweep_is_one_line(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {tmp_path / 'sweep.json'}: no such file; is {tmp_path} the --out folder of a bespoke sweep?"]
