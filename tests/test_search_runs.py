@@ -23,7 +23,7 @@ from bespoke_metric.systems.search.cache import cached_searches
 from bespoke_metric.testing.doubles import ScriptedBackend
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.search_servers import made_up_results, serve_search
-from bespoke_metric.testing.server import Fault, messages_of
+from bespoke_metric.testing.server import Fault, messages_of, tool_call
 
 MODEL_KEY = "sk-model-secret-4f9a1c2e"
 SEARCH_KEY = "tvly-search-secret-7d3b5a"
@@ -39,11 +39,7 @@ def system_or_judge(body: dict[str, Any]) -> str | dict[str, Any]:
     if not any(m["role"] == "assistant" for m in messages) and ("tools" in body or "search" in messages[1]["content"].lower()):
         query = f"{question} guide"
         if "tools" in body:  # offered the search tool (an openai: model takes tools): call it, as the API does
-            call = {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": json.dumps({"query": query})}}
-            return {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                                 "finish_reason": "tool_calls"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+            return tool_call(body, "search", {"query": query})
         return f"SEARCH: {query}"
     return (f"For {question.rstrip('?')}, start with the basics and adjust to your situation [1]. "
             "Most people find the second method easier to keep up week after week [2].\n\nSources:\n"

@@ -22,6 +22,7 @@ and transformers, the rest only the standard library and this package.
 | `Fault(status, retry_after, hang, body, headers)` | what to do instead of answering one call: an HTTP error (429 with `Retry-After`, 5xx) or a hang |
 | `Cutoff(text)` | a responder's answer sent as cut off by the output limit (`finish_reason: "length"`) |
 | `RecordedRequest` | one request the server received: method, path, headers, JSON body, arrival and end times, status |
+| `tool_call(body, name, arguments)` | a whole chat-completions answer calling one function, for a responder to return |
 | `messages_of(body)` | the chat messages of a chat-completions or Responses API request body |
 | `judge_answer(body)` | a deterministic stand-in judge for `serve(responder=...)`: answers the protocol's prompts in the official formats |
 | `score_for(need, response)`, `conveys(claim, response)` | the stand-in judge's rules: a 1-5 score from the share of the need's words the response repeats; a claim conveyed when 60% of its content words appear |
@@ -56,6 +57,7 @@ _LAZY: dict[str, str] = {
     "serve_batches": ".batch_server",
     "serve_provider": ".provider_servers",
     "system_answer": ".system_responder",
+    "tool_call": ".server",
     "build_tiny_model": ".tiny_model",
     "conveys": ".judge_responder",
     "degenerate_completions": ".degenerate",

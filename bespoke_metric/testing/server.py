@@ -70,6 +70,16 @@ class RecordedRequest:
     status: int | None = None
 
 
+def tool_call(body: dict[str, Any], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A whole chat-completions answer (for a responder to return) in which the model calls the function
+    `name` with `arguments`, as OpenAI's API sends a tool call."""
+    call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {"id": "chatcmpl-tool", "object": "chat.completion", "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                         "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
 def messages_of(body: dict[str, Any]) -> list[dict[str, str]]:
     """The chat messages of a chat-completions or Responses API request body, as role/content dicts."""
     if "messages" in body:
