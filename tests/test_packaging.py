@@ -1,0 +1,22 @@
+"""The wheel ships every package of the source tree: setup.cfg lists packages by hand (the CLI's folder is
+installed under another name), so a sub-package added without its line would be left out of a wheel
+while an editable install hides it."""
+
+from __future__ import annotations
+
+import configparser
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_setup_cfg_lists_every_package_of_the_tree() -> None:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    listed = set(config["options"]["packages"].split())
+    found = set()
+    for top, name in (("bespoke_dataset", "bespoke_dataset"), ("bespoke_metric", "bespoke_metric"), ("scripts", "bespoke_cli")):
+        for init in (ROOT / top).rglob("__init__.py"):
+            found.add(".".join([name, *init.parent.relative_to(ROOT / top).parts]))
+    assert sorted(found - listed) == []
+    assert sorted(listed - found) == []
