@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from bespoke_dataset.rows import load_rows
-from bespoke_metric.backends.ray_noise import TOKEN_NOTICE, quiet_ray_notices, without_false_alarms
+from bespoke_metric.backends.ray.noise import TOKEN_NOTICE, quiet_ray_notices, without_false_alarms
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
 
@@ -62,7 +62,7 @@ def test_a_run_on_a_new_local_ray_instance_prints_none_of_rays_notices(predictio
         child = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert child.returncode == 0, child.stderr
     assert "results written to" in child.stdout
-    assert child.stderr.splitlines() == ["INFO bespoke_metric.backends.ray_backend: starting a local Ray"]
+    assert child.stderr.splitlines() == ["INFO bespoke_metric.backends.ray.backend: starting a local Ray"]
 
 
 @pytest.mark.parametrize("debug", [False, True])

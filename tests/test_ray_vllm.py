@@ -15,9 +15,9 @@ import pytest
 
 from bespoke_metric.scoring.engines import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request
-from bespoke_metric.backends.ray_rows import encode_request
+from bespoke_metric.backends.ray.rows import encode_request
 from bespoke_metric.backends.vllm_backend import vllm_identity
-from bespoke_metric.backends.vllm_processor import INFERENCE_ERROR, postprocess, preprocess
+from bespoke_metric.backends.ray.vllm_processor import INFERENCE_ERROR, postprocess, preprocess
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
 

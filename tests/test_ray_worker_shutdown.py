@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 
 from bespoke_metric.backends.base import Request
-from bespoke_metric.backends.ray_rows import encode_request
-from bespoke_metric.backends.workers import EngineWorker
+from bespoke_metric.backends.ray.rows import encode_request
+from bespoke_metric.backends.ray.workers import EngineWorker
 from bespoke_metric.scoring.engines import make_backend, parse_spec
 from bespoke_metric.testing.server import serve
 

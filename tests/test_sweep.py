@@ -314,7 +314,7 @@ def test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it(tmp_
 
 def test_on_ray_the_system_model_and_the_judge_run_on_the_cluster_with_the_same_figures(
         ray_cluster, model_server, judge_server, env, tiny_model_dir, tmp_path, monkeypatch):
-    from bespoke_metric.backends import ray_backend
+    from bespoke_metric.backends.ray import backend as ray_backend
 
     made: list[str] = []
     real_init = ray_backend.RayBackend.__init__

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from bespoke_metric.backends.base import Completion, Request, ToolCall
-from bespoke_metric.backends.ray_rows import decode_request, encode_request, outcome_row, row_outcome
+from bespoke_metric.backends.ray.rows import decode_request, encode_request, outcome_row, row_outcome
 from bespoke_metric.backends.tool_calls import (
     assistant_turn, parse_tool_calls, template_messages, template_takes_tools, tool_turn, with_tool_calls,
 )

@@ -185,7 +185,7 @@ EXECUTORS: tuple[str, ...] = ("local", "ray")
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """Where an LLM engine runs: in this process, or on a Ray cluster (`backends.ray_backend.RayBackend`)."""
+    """Where an LLM engine runs: in this process, or on a Ray cluster (`backends.ray.backend.RayBackend`)."""
 
     executor: str | None = option("--executor", "local: in this process (default); ray: on a Ray cluster "
                                   "(pip install 'bespoke-eval[ray]')", choices=EXECUTORS)
@@ -383,7 +383,7 @@ def _local_backend(parsed: Spec, engine_options: dict[str, Any], executor_option
     if executor not in EXECUTORS:
         raise OptionError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     if executor == "ray":
-        from bespoke_metric.backends.ray_backend import RayBackend
+        from bespoke_metric.backends.ray.backend import RayBackend
 
         assert parsed.engine.backend is not None
         return RayBackend(parsed.engine.name, parsed.model, build=parsed.engine.backend, **executor_options, **engine_options)

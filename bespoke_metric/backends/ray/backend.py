@@ -31,9 +31,9 @@ from typing import Any, AsyncIterator, Callable, Protocol, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
 
-from .base import Backend, OnDone, Outcome, Request
-from .ray_rows import encode_request
-from .ray_noise import quiet_ray_notices, without_false_alarms
+from ..base import Backend, OnDone, Outcome, Request
+from .rows import encode_request
+from .noise import quiet_ray_notices, without_false_alarms
 
 log = logging.getLogger(__name__)
 

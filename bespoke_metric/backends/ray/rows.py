@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from .base import CallError, Completion, Outcome, Request
+from ..base import CallError, Completion, Outcome, Request
 
 
 def encode_request(request: Request) -> str:

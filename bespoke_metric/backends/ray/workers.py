@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-from .base import Backend, Outcome, Request
-from .ray_rows import decode_request, outcome_row, row_outcome
+from ..base import Backend, Outcome, Request
+from .rows import decode_request, outcome_row, row_outcome
 
 HF_ROWS_PER_TASK = 64
 """Requests per Ray task for `hf:` actors unless `batch_size` is set: the engine batches within it (by
@@ -60,7 +60,7 @@ class ActorPlan:
             self.rows_per_task = share(self.options["concurrency"], OPENAI_TASKS_PER_ACTOR)
             self.tasks_per_actor = OPENAI_TASKS_PER_ACTOR
         else:
-            from .hf_backend import default_dtype, hf_identity
+            from ..hf_backend import default_dtype, hf_identity
 
             self.gpus = float(_driver_gpus() if gpus_per_replica is None else gpus_per_replica)
             # Fixed here, not left to each actor: the identity (and so the cache key) names the dtype.
