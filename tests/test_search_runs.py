@@ -238,3 +238,27 @@ def test_search_mistakes_on_the_command_line_are_one_error_line_each(model, synt
         f"error: --search native: hf:{tiny_model_dir} cannot search by itself (its hf engine has no web search); "
         "give it a search engine instead (--search searxng:URL, tavily, ...)"]
     assert not output.exists()
+
+
+def test_a_dry_run_plans_searches_only_from_the_cache_and_writes_nothing(model, synthetic_hub: Path, tmp_path: Path, capsys) -> None:
+    """A search is a call: `run --dry-run` with a web engine is refused unless it replays from the search
+    cache; with `--search-replay` (or a local collection) it plans, and no file of the run is written."""
+    cache = tmp_path / "searches.sqlite"
+    with serve_search("searxng") as searxng:
+        spec = f"searxng:{searxng.base_url}"
+        assert main(generate_args(model, synthetic_hub, tmp_path / "live.jsonl", "--search", spec, "--search-cache", str(cache))) == 0
+        searched, calls = len(searxng.calls), len(model.calls)
+        run = ["run", "--model", "openai:gpt-4o", "--model-base-url", model.base_url, "--model-api-key", MODEL_KEY,
+               "--judge", "openai:judge-model", "--base-url", model.base_url, "--api-key", "sk-judge",
+               "--source", str(synthetic_hub), "--limit", str(LIMIT), "--search", spec, "--search-cache", str(cache),
+               "--output", str(tmp_path / "out" / "run.json"), "--dry-run"]
+        capsys.readouterr()
+        assert main(run) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [
+            f"error: --dry-run makes no call, and every search of {spec} is one: plan from the searches cached with "
+            "--search-replay, or leave out --search"]
+        before = {path: path.stat().st_mtime_ns for path in tmp_path.glob("searches.sqlite*")}
+        assert main([*run, "--search-replay"]) == 0
+        assert (len(searxng.calls), len(model.calls)) == (searched, calls)  # nothing searched, nothing asked
+    assert not (tmp_path / "out").exists()
+    assert {path: path.stat().st_mtime_ns for path in tmp_path.glob("searches.sqlite*")} == before

@@ -83,6 +83,18 @@ class Cache:
                     raise
                 time.sleep(0.05)
 
+    @classmethod
+    def read_only(cls, path: str | os.PathLike[str]) -> "Cache | None":
+        """The cache at `path` opened for reading only, with nothing written to it (not even the set-up a
+        writer does), or None when there is no such file: what a dry run reads."""
+        path = Path(path)
+        if not path.is_file():
+            return None
+        cache = cls.__new__(cls)
+        cache.path, cache._lock = path, threading.Lock()
+        cache._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        return cache
+
     def _add_extras_column(self) -> None:
         """A cache written before `extras` existed gains the column; its rows keep NULL (no extras)."""
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(completions)")}

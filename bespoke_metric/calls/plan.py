@@ -10,7 +10,9 @@ unreadable answer would need are not known before it comes).
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Request
@@ -41,21 +43,40 @@ def filler(tokens: int) -> str:
 
 
 class ReadOnlyCache:
-    """A cache read but never written: answers it holds are served (and counted), new ones dropped."""
+    """A cache read but never written: the answers its file holds are served (and counted); an answer put
+    in it stays in memory for the rest of the dry run (a later step finds it, as it would in the real run)
+    and never reaches the file. `missed` holds every key looked up and found in neither."""
 
-    def __init__(self, cache: Cache | None) -> None:
+    def __init__(self, cache: Cache | None, path: str | os.PathLike[str] | None = None) -> None:
         self.cache = cache
+        self.path = Path(path) if path is not None else cache.path if cache is not None else None
+        """The file the run would write to (it may not exist yet)."""
         self.served = 0
         self.served_output_tokens = 0
+        self.missed: set[str] = set()
+        self._memory: dict[str, Completion] = {}
+
+    @classmethod
+    def of_file(cls, path: str | os.PathLike[str]) -> "ReadOnlyCache":
+        """The cache file at `path` (none yet is an empty cache), opened read-only."""
+        return cls(Cache.read_only(path), path)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
-        found = self.cache.get_many(keys) if self.cache is not None else {}
-        self.served += len(found)
-        self.served_output_tokens += sum(completion.output_tokens for completion in found.values())
+        wanted = list(dict.fromkeys(keys))
+        found = {key: self._memory[key] for key in wanted if key in self._memory}
+        rest = [key for key in wanted if key not in found]
+        try:
+            stored = self.cache.get_many(rest) if self.cache is not None and rest else {}
+        except sqlite3.OperationalError:  # a file that holds no cache table yet: nothing in it
+            stored = {}
+        self.served += len(stored)
+        self.served_output_tokens += sum(completion.output_tokens for completion in stored.values())
+        found.update(stored)
+        self.missed.update(key for key in wanted if key not in found)
         return found
 
     def put(self, key: str, completion: Completion) -> None:
-        """Nothing is written by a dry run."""
+        self._memory[key] = completion
 
     def close(self) -> None:
         if self.cache is not None:

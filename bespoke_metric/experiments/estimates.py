@@ -16,20 +16,20 @@ from __future__ import annotations
 
 import inspect
 import shutil
-import sqlite3
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
-from bespoke_metric.calls.cache import Cache, key_for
+from bespoke_metric.calls.cache import key_for
+from bespoke_metric.calls.plan import ReadOnlyCache
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.engines import ProtocolOptions, make_backend, option_names, parse_spec
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
 from bespoke_metric.systems.runfiles import sidecar
+from bespoke_metric.systems.search.plan import dry_run_search
 
 from .outputs import is_finished, previous_cells
 from .runner import CellPlan, Models, SweepPlan
@@ -56,39 +56,6 @@ class CellEstimate:
     problem: str | None = None
     """Why the cell would fail before or while it runs (settings that differ from its earlier run, a
     model that is not there), instead of counts."""
-
-
-class ReadOnlyCache(Cache):
-    """A cache file read and never written (none when it does not exist yet); what is put in it stays in
-    memory, so stand-in answers never reach the file. `missed` holds every key looked up and not found."""
-
-    def __init__(self, path: str) -> None:  # the parent's set-up writes to the file: not here
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._memory: dict[str, Completion] = {}
-        self.missed: set[str] = set()
-        self._db = (sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-                    if self.path.is_file() else None)
-
-    def get_many(self, keys: Any) -> dict[str, Completion]:
-        wanted = list(dict.fromkeys(keys))
-        found = {key: self._memory[key] for key in wanted if key in self._memory}
-        rest = [key for key in wanted if key not in found]
-        if self._db is not None and rest:
-            try:
-                found.update(super().get_many(rest))
-            except sqlite3.OperationalError:  # a file that is not a cache yet (no table): nothing in it
-                pass
-        self.missed.update(key for key in wanted if key not in found)
-        return found
-
-    def put(self, key: str, completion: Completion) -> None:
-        self._memory[key] = completion
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
 
 
 class ProbeBackend:
@@ -160,9 +127,9 @@ def dry_run(plan: SweepPlan) -> list[CellEstimate]:
     estimates = {cp.cell.name: CellEstimate(cp.cell.name, True) for cp in plan.cells if cp not in todo}
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
-        judge_cache = ReadOnlyCache(str(plan.judge_options["cache"]))
+        judge_cache = ReadOnlyCache.of_file(str(plan.judge_options["cache"]))
         judge = _probe_judge(plan, judge_cache)
-        models = Models(todo, progress=False, make=probe, open_cache=ReadOnlyCache)
+        models = Models(todo, progress=False, make=probe, open_cache=ReadOnlyCache.of_file)
         try:
             with tempfile.TemporaryDirectory(prefix="bespoke-dry-run-") as scratch:
                 for cp in todo:
@@ -182,8 +149,8 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
         if source.is_file():
             shutil.copyfile(source, sidecar(predictions, suffix))
     try:
-        report = generate(models.backend(cp.model, cp.settings.model_options), predictions, models.settings_for(cp),
-                          data=data, progress=False)
+        settings = dry_run_search(models.settings_for(cp), str(cp.settings.cache), scratch)
+        report = generate(models.backend(cp.model, cp.settings.model_options), predictions, settings, data=data, progress=False)
         judge_calls = judge_cached = 0
         if judge is not None and (report.generated or report.already_done):
             missed, cached = set(judge_cache.missed), judge.usage.cached

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 from bespoke_metric.scoring.engines import make_backend
 
 from .generation import generate
 from .runfiles import read_done, sidecar
+from .search.plan import dry_run_search
 from .settings import GenerationSettings
 
 RUN_FILES = (".run.json", ".profiles.jsonl")
@@ -54,7 +54,7 @@ def plan_generation(
     anything (see the module docstring)."""
     output = Path(output)
     cache_file = Path(settings.cache) if isinstance(settings.cache, (str, os.PathLike)) else sidecar(output, ".cache.sqlite")
-    cache = ReadOnlyCache(_read_cache(cache_file))
+    cache = ReadOnlyCache.of_file(cache_file)
     system = PlanningBackend(make_backend(model, **keyless(model, settings.model_options)), fill=True)
     profiler = None
     if isinstance(settings.profiler, str) and settings.profiler != model:
@@ -65,7 +65,8 @@ def plan_generation(
             for path, target in [(output, copy), *((sidecar(output, s), sidecar(copy, s)) for s in RUN_FILES)]:
                 if path.is_file():
                     shutil.copyfile(path, target)
-            planned_settings = dataclasses.replace(settings, cache=cache, profiler=profiler or settings.profiler)
+            planned_settings = dataclasses.replace(dry_run_search(settings, cache_file, Path(work)), cache=cache,
+                                                   profiler=profiler or settings.profiler)
             report = generate(system, copy, planned_settings, source=source, revision=revision, progress=False)
             predictions = list(read_done(copy).values())
     finally:
@@ -83,8 +84,3 @@ def plan_generation(
         planned.append(Planned(str(settings.profiler), "profiler", profiler.requests, report.profiler_usage.cached,
                                batch=profiler.batch))
     return GenerationPlan(planned, predictions, report.usage.calls)  # every answer call got a stand-in
-
-
-def _read_cache(path: Path) -> Cache | None:
-    """The run's cache, opened only when it exists (a dry run creates no file)."""
-    return Cache(path) if path.is_file() else None

@@ -3,9 +3,13 @@ how the run would use it (`GenerationSettings.check_search`), and what the run f
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import NATIVE, NONE, SearchEngine
+from .base import NATIVE, NONE, SearchEngine, SearchEngineError
 from .engines import hook_engine, make_search_engine, parse_search_spec
 from .policies import SearchPlan
 from .searcher import Searcher
@@ -53,3 +57,26 @@ def describe_search(name: str, engine: SearchEngine | None, settings: "Generatio
         "queries": 1 if policy == "query" else settings.search_queries,
         "noise": settings.search_noise, "seed": settings.seed,
     }
+
+
+def dry_run_search(settings: "GenerationSettings", cache_file: str | os.PathLike[str], scratch: Path) -> "GenerationSettings":
+    """`settings` for a dry run in the folder `scratch` (`bespoke run --dry-run`, a sweep's): a search of
+    a web engine would be a call, so it is planned only from what the search cache holds
+    (`--search-replay`), and the cache (`search_cache`, else the run's `cache_file`) is read from a copy
+    in `scratch`, so nothing is written to it. A local collection (`docs:`), the model's own search and
+    no search need nothing."""
+    search = settings.search
+    if search is None or callable(search):
+        return settings
+    spec = parse_search_spec(search)
+    if spec.kind.build is None:
+        return settings
+    if spec.name != "docs" and not settings.search_replay:
+        raise SearchEngineError(f"--dry-run makes no call, and every search of {spec} is one: plan from the searches "
+                                "cached with --search-replay, or leave out --search")
+    source = Path(settings.search_cache or cache_file)
+    copy = scratch / "search.sqlite"
+    for suffix in ("", "-wal"):  # what a writer has not checkpointed yet is in its -wal file
+        if Path(f"{source}{suffix}").is_file():
+            shutil.copyfile(f"{source}{suffix}", f"{copy}{suffix}")
+    return dataclasses.replace(settings, search_cache=copy)
