@@ -164,6 +164,10 @@ def test_a_sweep_killed_twice_and_rerun_equals_separate_runs_and_repeats_no_call
         assert mine["summary"] == theirs["summary"]
         assert mine["stderr"] == theirs["stderr"] == cell["stderr"]
         assert cell["figures"]["average"] == mine["summary"]["average"]
+        # tokens per model, as the separate run records them: the judge's, and the system model's of this cell
+        assert cell["usage"] == mine["usage"]
+        assert {spec: model["roles"] for spec, model in theirs["usage"]["models"].items()} == \
+               {spec: model["roles"] for spec, model in cell["usage"]["models"].items()}
         assert json.loads((out / cell["files"]["run"]).read_text()) == json.loads((alone.parent / alone.stem / "predictions.run.json").read_text())
     capsys.readouterr()
 

@@ -22,7 +22,7 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.engines import make_backend
-from bespoke_metric.calls.pricing import PriceTable
+from bespoke_metric.calls.pricing import ModelUse, PriceTable
 from bespoke_metric.scoring.pipeline import score_many, write_results
 from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
 from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
@@ -82,6 +82,8 @@ class CellOutcome:
     reason: str | None = None
     generation: dict[str, Any] = field(default_factory=dict)
     """The cell's generation counts this run: generated, already there, failed, system and profiler calls."""
+    uses: list[ModelUse] = field(default_factory=list)
+    """What its system model and profiler called, for the cell's usage block (tokens and cost per model)."""
 
 
 @dataclass
@@ -216,6 +218,7 @@ def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemDa
                 outcome.status, outcome.reason = FAILED, f"{type(error).__name__}: {error}"
             else:
                 outcome.generation = generation_counts(report)
+                outcome.uses = report.uses
                 systems[name] = results_system(report, str(predictions))
                 if report.failed:
                     outcome.status = FAILED
@@ -261,7 +264,8 @@ def _score_all(plans: Sequence[CellPlan], systems: Mapping[str, dict[str, Any]],
     try:
         all_results = score_many([systems[cp.cell.name]["predictions"] for cp in plans], plan.judge, source=plan.source,
                                  revision=plan.revision, limit=limit, systems=[systems[cp.cell.name] for cp in plans],
-                                 prices=plan.prices, **plan.judge_options)
+                                 prices=plan.prices, group_uses=[outcomes[cp.cell.name].uses for cp in plans],
+                                 **plan.judge_options)
     except ValueError as error:  # bad predictions, data or judge options (UserError among them)
         for cp in plans:
             outcomes[cp.cell.name].status, outcomes[cp.cell.name].reason = FAILED, f"scoring failed: {error}"
@@ -313,6 +317,7 @@ def _cell_record(plan: SweepPlan, cp: CellPlan, outcome: CellOutcome, entry: Ent
             "noise_drop_percent": row.noise_drop,
             "items": row.items,
             "failures": row.failures,
+            "usage": results.usage,
         })
     return record
 

@@ -69,6 +69,7 @@ def run_judge_many(
     guards: bool = True,
     prices: PriceTable | None = None,
     uses: Sequence[ModelUse] = (),
+    group_uses: Sequence[Sequence[ModelUse]] | None = None,
     benchmark_queries: int | None = None,
     **judge_options: Any,
 ) -> list[Results]:
@@ -77,7 +78,8 @@ def run_judge_many(
     `usage` block of each is its own items' (a request several groups share is counted on the first);
     for a judge that does not say what each item cost, the whole run's, with `systems` saying how many
     shared it. Its `models` are the judge's and those of `uses` (the calls of the run's other models),
-    priced by `prices`; `benchmark_queries` (the benchmark's size) goes into each summary."""
+    priced by `prices`, with `group_uses[i]` those of group `i` alone (the model that wrote its
+    responses); `benchmark_queries` (the benchmark's size) goes into each summary."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
     checked = GuardedJudge(judge_object, enabled=guards)
     try:
@@ -91,12 +93,13 @@ def run_judge_many(
     run_usage: Usage = getattr(checked, "usage", None) or Usage()  # a judge of one's own may count nothing
     outputs = []
     start_index = 0
-    for group, system in zip(groups, systems):
+    for index, (group, system) in enumerate(zip(groups, systems)):
         part = judged[start_index : start_index + len(group)]
         start_index += len(group)
         usage = _total([item.usage for item in part if item.usage is not None]) if itemised else run_usage
         results = build_results(checked, part, data=data, usage=usage, wall_seconds=wall, system=system,
-                                prices=prices, uses=uses, benchmark_queries=benchmark_queries)
+                                prices=prices, uses=[*uses, *(group_uses[index] if group_uses else ())],
+                                benchmark_queries=benchmark_queries)
         results.guarded = guard_counts(part)
         if len(groups) > 1 and not itemised:
             results.usage["systems"] = len(groups)
@@ -197,6 +200,7 @@ def score_many(
     guards: bool = True,
     prices: PriceTable | None = None,
     uses: Sequence[ModelUse] = (),
+    group_uses: Sequence[Sequence[ModelUse]] | None = None,
     **judge_options: Any,
 ) -> list[Results]:
     """Score several systems' predictions with one judge, loaded once; one `Results` per predictions
@@ -210,7 +214,7 @@ def score_many(
         raise ValueError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
     judging = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
     outputs = run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
-                             uses=uses, benchmark_queries=judging.benchmark_queries, **judge_options)
+                             uses=uses, group_uses=group_uses, benchmark_queries=judging.benchmark_queries, **judge_options)
     for results, searches in zip(outputs, judging.searches):  # each item keeps what its system searched
         for item, search in zip(results.items, searches):
             item.search = search
