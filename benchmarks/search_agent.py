@@ -34,14 +34,17 @@ MODEL = "openai:gpt-4o"  # counted offline in OpenAI's encoding
 
 
 def _agent(rounds: int):
-    def respond(body: dict[str, Any]) -> str:
-        from bespoke_metric.testing.server import messages_of
+    """The system model: it searches once a round (calling the `search` tool it is offered, as an `openai:`
+    model does; writing `SEARCH:` lines to a client that offers none), then answers."""
+    def respond(body: dict[str, Any]) -> str | dict[str, Any]:
+        from bespoke_metric.testing.server import messages_of, tool_call
 
         messages = messages_of(body)
         turns = sum(1 for m in messages if m["role"] == "assistant")
         question = re.search(r"Question: (.+)$", messages[1]["content"], re.S).group(1).strip()
         if turns < rounds:
-            return f"SEARCH: {question} (part {turns + 1})"
+            query = f"{question} (part {turns + 1})"
+            return tool_call(body, "search", {"query": query}) if body.get("tools") else f"SEARCH: {query}"
         return f"Here is what the searches found about {question} [1], with one more detail [4]."
     return respond
 
@@ -144,6 +147,9 @@ def main() -> None:
             cpus.append(cpu)
             folders.append(folder)
             print(f"agent run: {wall:.3f} s ({cpu:.3f} CPU-s) for {report.usage.calls} model calls")
+            if report.usage.calls != len(rows) * (args.rounds + 1):  # else it timed fewer dependent steps than the ideal's
+                raise SystemExit(f"the agent made {report.usage.calls} model calls, not {len(rows)} x {args.rounds + 1}: "
+                                 "it did not search every round")
         bare = statistics.median(asyncio.run(_bare_rounds(model_url, search_url, rows, args.rounds)) for _ in range(args.repeats))
         print(f"bare client, the same steps: {bare:.3f} s")
     finally:
