@@ -350,6 +350,14 @@ def test_the_dry_run_counts_a_call_two_cells_share_once(model_server, judge_serv
     assert main([*args, "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[1:] for line in lines[2:4]] == [["5", "0", "5", "(0)", "25", "(0)"], ["5", "0", "0", "(5)", "0", "(0)"]]
+    [tokens_line] = [line for line in lines if " input tokens " in line]
+    planned_tokens = int(re.search(r"at most (\d+) input tokens", tokens_line).group(1))
+    assert tokens_line.endswith("estimated cost unknown (no price for openai:judge, openai:reader-8: --prices FILE)")
     model_calls, judge_calls = len(model_server.calls), len(judge_server.calls)
     assert main(args) == 0
     assert (len(model_server.calls) - model_calls, len(judge_server.calls) - judge_calls) == (5, 25)
+    # the input the calls really carried (the servers count it as OpenAI does) stays within the plan's bound
+    used = [json.loads((out / "cells" / f"{name}.json").read_text())["usage"]["models"] for name in
+            ("openai-reader-8__none__top-k-2", "openai-reader-8__none__top-k-4")]
+    real = sum(model["input_tokens"] for usage in used for model in usage.values())
+    assert 0 < real <= planned_tokens

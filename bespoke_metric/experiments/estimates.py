@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
 from bespoke_metric.calls.cache import key_for
-from bespoke_metric.calls.plan import ReadOnlyCache
+from bespoke_metric.calls.plan import Planned, ReadOnlyCache
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.engines import ProtocolOptions, make_backend, option_names, parse_spec
 from bespoke_metric.scoring.pipeline import score_many
@@ -53,6 +53,10 @@ class CellEstimate:
     model_cached: int = 0
     judge_calls: int = 0
     judge_cached: int = 0
+    planned: tuple[Planned, ...] = ()
+    """The calls themselves, per model, for their input tokens and cost (`calls.plan.estimate`): the
+    system model's and a profiler's (their prompts exact where built from the data, a bound where built on
+    a profile not written yet), the judge's (a bound: the responses are not written yet)."""
     problem: str | None = None
     """Why the cell would fail before or while it runs (settings that differ from its earlier run, a
     model that is not there), instead of counts."""
@@ -69,14 +73,18 @@ class ProbeBackend:
 
     def __init__(self, spec: str, identity: dict[str, Any], answer: str | None) -> None:
         parsed = parse_spec(spec)
+        self.spec = spec
         self.name, self.model = parsed.engine.name, parsed.model
         self._identity = identity
         self._answer = answer
+        self.requests: list[Request] = []
+        """Every call it was given (the caches' misses), in order."""
 
     def identity(self) -> dict[str, Any]:
         return self._identity
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        self.requests.extend(requests)
         for index, request in enumerate(requests):
             if self._answer is None:
                 on_done(index, CallError("dry run"))
@@ -150,21 +158,27 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
             shutil.copyfile(source, sidecar(predictions, suffix))
     try:
         settings = dry_run_search(models.settings_for(cp), str(cp.settings.cache), scratch)
-        report = generate(models.backend(cp.model, cp.settings.model_options), predictions, settings, data=data, progress=False)
+        system = models.backend(cp.model, cp.settings.model_options)
+        probes = [backend for backend in dict.fromkeys((system, settings.profiler)) if isinstance(backend, ProbeBackend)]
+        asked = {id(probe): len(probe.requests) for probe in probes}
+        report = generate(system, predictions, settings, data=data, progress=False)
+        planned = [Planned(probe.spec, "system" if probe is system else "profiler", probe.requests[asked[id(probe)]:], 0,
+                           response_bound=report.profiler_usage.calls > 0) for probe in probes]
         judge_calls = judge_cached = 0
         if judge is not None and (report.generated or report.already_done):
-            missed, cached = set(judge_cache.missed), judge.usage.cached
+            missed, cached, judged = set(judge_cache.missed), judge.usage.cached, len(judge.backend.requests)
             guards = plan.judge_options.get("guards", True)
             score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit, guards=guards)
             # every cell is judged in one run, where a call two cells share is made once: counted for the first
             judge_calls, judge_cached = len(judge_cache.missed - missed), judge.usage.cached - cached
+            planned.append(Planned(plan.judge, "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
     except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
         return CellEstimate(name, False, problem=str(error))
     return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
                         predicted=report.already_done,
                         model_calls=report.usage.calls + report.profiler_usage.calls,
                         model_cached=report.usage.cached + report.profiler_usage.cached,
-                        judge_calls=judge_calls, judge_cached=judge_cached)
+                        judge_calls=judge_calls, judge_cached=judge_cached, planned=tuple(planned))
 
 
 def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:

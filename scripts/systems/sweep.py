@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bespoke_metric.calls.plan import estimate as estimate_calls
+from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.progress import on_terminal
 from bespoke_metric.experiments import Axis, CellEstimate, CellPlan, SweepConfigError, SweepPlan, cells, config_words, dry_run, flag_keys, run_sweep
 from bespoke_metric.experiments.outputs import SweepFolder
 from bespoke_metric.systems.runfiles import canonical_sha256
 
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, spending_limit, stopped_by_limit
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, counted_prompt_tokens, price_table, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
 from bespoke_cli.judging.score import add_judge_arguments, judge_options
 from . import run as run_command
@@ -282,6 +284,12 @@ def print_estimates(plan: SweepPlan) -> list[CellEstimate]:
     model = sum(e.model_calls for e in estimates), sum(e.model_cached for e in estimates)
     judge = sum(e.judge_calls for e in estimates), sum(e.judge_cached for e in estimates)
     print(f"total: {model[0]} model call(s) and {judge[0]} judge call(s) to make; the caches answer {model[1]} and {judge[1]}")
+    parts = [part for e in estimates for part in e.planned]
+    found = [estimate_calls(part, counted_prompt_tokens, plan.prices or PriceTable()) for part in parts]
+    unknown = sorted({part.spec for part, figures in zip(parts, found) if figures.cost is None})
+    cost = "unknown (no price for " + ", ".join(unknown) + ": --prices FILE)" if unknown else f"${sum(f.cost or 0.0 for f in found):.4f}"
+    print(f"at most {sum(f.input_tokens for f in found)} input tokens (prompts built on answers not written yet are counted at "
+          f"those answers' caps), ~{sum(f.output_tokens for f in found)} output tokens; estimated cost {cost}")
     return estimates
 
 
