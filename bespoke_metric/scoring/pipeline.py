@@ -142,12 +142,11 @@ def judge_uses(judge: Judge, *more: Usage, own: Usage | None = None) -> list[Mod
     """The calls of an LLM judge's backend (its own, or `own` where only part of them count, and `more` made
     through the same backend, such as feedback grading's) for the `models` of a usage block; none for a
     judge without an LLM."""
-    backend = getattr(judge, "backend", None)
-    usage = own if own is not None and getattr(judge, "usage", None) is not None else getattr(judge, "usage", None)
-    if backend is None or usage is None:
+    backend, total = getattr(judge, "backend", None), getattr(judge, "usage", None)
+    if backend is None or total is None:
         return []
     roles = ["judge", *(["grader"] if more else [])]
-    return [backend_use(backend, judge.spec, roles, [usage, *more])]
+    return [backend_use(backend, judge.spec, roles, [own if own is not None else total, *more])]
 
 
 def model_name(system: Mapping[str, Any]) -> str | None:
