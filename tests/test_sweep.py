@@ -361,3 +361,20 @@ def test_the_dry_run_counts_a_call_two_cells_share_once(model_server, judge_serv
             ("openai-reader-8__none__top-k-2", "openai-reader-8__none__top-k-4")]
     real = sum(model["input_tokens"] for usage in used for model in usage.values())
     assert 0 < real <= planned_tokens
+
+
+def test_max_cost_stops_a_sweep_whose_judge_is_local_at_its_system_models_spending(model_server, env, tiny_model_dir, tmp_path, capsys):
+    """The limit is the sweep's: with a local judge (no price, no limit of its own) the API system model's
+    spending still stops the sweep, with the spending line and exit 1."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"reader-8": {"input": 1000.0, "output": 1000.0}}))  # a call costs more than the limit
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", "openai:reader-8", "--contexts", "none", "--model-base-url", model_server.base_url,
+            "--model-api-key", KEYS[0], "--tokenizer", str(tiny_model_dir), "--judge", f"hf:{tiny_model_dir}",
+            "--source", "sample", "--limit", str(LIMIT), "--prices", str(prices), "--max-cost", "0.01", "--out", str(out)]
+    capsys.readouterr()
+    before = len(model_server.calls)
+    assert main(args) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("error: stopped at the spending limit: $0.0000 spent of --max-cost 0.01, ")
+    assert len(model_server.calls) == before  # not one call fitted under the limit

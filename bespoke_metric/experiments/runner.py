@@ -23,6 +23,7 @@ from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.engines import make_backend
 from bespoke_metric.calls.pricing import ModelUse, PriceTable
+from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.scoring.pipeline import score_many, write_results
 from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
 from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
@@ -62,6 +63,8 @@ class SweepPlan:
     revision: str | None = None
     prices: PriceTable | None = None
     """What the calls cost (`--prices` over the built-in table), for each cell's usage block."""
+    spending: SpendingLimit | None = field(default=None, repr=False)
+    """The sweep's one spending limit (`--max-cost`), shared by every model of every cell."""
 
     @property
     def folder(self) -> SweepFolder:

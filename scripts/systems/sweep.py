@@ -203,7 +203,7 @@ def plan_from(values: dict[str, Any]) -> SweepPlan:
         models = ", ".join(dict.fromkeys(cp.model for cp in plans))
         raise SweepConfigError(f"{', '.join(options[dest] for dest in unused)} applies to none of the sweep's models ({models})")
     return SweepPlan(axes, tuple(plans), first.judge, judge_options(first, spending), Path(values["out"]), first.source,
-                     first.revision, prices=prices)
+                     first.revision, prices=prices, spending=spending)
 
 
 def _axes(values: dict[str, Any]) -> list[Axis]:
@@ -246,8 +246,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return 1 if problems else 0
     outcome = run_sweep(plan, progress=on_terminal(), say=print)
-    spending = plan.judge_options.get("spending")
-    if stopped_by_limit(spending, answer_caches(args)):
+    if stopped_by_limit(plan.spending, answer_caches(args)):  # the sweep's limit: a local judge holds none
         return 1
     print()
     print(plan.folder.table_md.read_text(encoding="utf-8"))
