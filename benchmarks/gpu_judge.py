@@ -35,7 +35,7 @@ def main() -> None:
 
     from bespoke_dataset.rows import load_rows
     from bespoke_dataset.synthetic import write_release
-    from bespoke_metric.scoring.engines import make_judge
+    from bespoke_metric.judging.factory import make_judge
     from bespoke_metric.judging.judge import JudgeItem
     from bespoke_metric.calls.scheduler import run_sync
     from bespoke_metric.testing.tiny_model import build_tiny_model

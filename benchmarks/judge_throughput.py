@@ -111,7 +111,7 @@ def main() -> None:
 
     from bespoke_dataset.rows import load_rows
     from bespoke_dataset.synthetic import write_release
-    from bespoke_metric.scoring.engines import make_judge
+    from bespoke_metric.judging.factory import make_judge
     from bespoke_metric.judging.judge import JudgeItem
     from bespoke_metric.scoring.pipeline import score
 

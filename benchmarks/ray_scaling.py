@@ -60,7 +60,7 @@ def main() -> None:
 
     import ray
 
-    from bespoke_metric.scoring.engines import make_backend
+    from bespoke_metric.backends.registry import make_backend
     from bespoke_metric.backends.base import Request
     from bespoke_metric.testing.tiny_model import build_tiny_model
 

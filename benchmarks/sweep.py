@@ -54,7 +54,7 @@ def _serve(latency: float, queue: "multiprocessing.Queue[tuple[str, str]]", stop
 
 def child(loads: str, argv: list[str]) -> int:
     """Run `bespoke ARGV` in this process, writing how many engines of each spec it built to `loads`."""
-    from bespoke_metric.scoring import engines
+    from bespoke_metric.backends import registry as engines
 
     built: Counter[str] = Counter()
     for name, engine in list(engines.ENGINES.items()):

@@ -7,11 +7,11 @@ The package is laid out in wings, each a folder with a curated `__init__`, impor
 
 | wing | what it holds |
 |---|---|
-| `backends/` | one model call: the engines' backends (OpenAI-compatible, transformers, vLLM, Ray), model files |
+| `backends/` | one model call: the engine registry, the engines' backends (OpenAI-compatible, transformers, vLLM, Ray), model files |
 | `calls/` | many calls: the scheduler (concurrency, cache, repairs), the answer cache, progress, prices, spending limits, dry runs |
 | `results/` | the results format, the metric registry, the figures and their statistics |
 | `judging/` | the protocol, its prompts and parser, the LLM judge, the `embed:` proxy, the response guards |
-| `scoring/` | the engine registry, predictions, `score` / `score_many` |
+| `scoring/` | predictions, `score` / `score_many` |
 | `systems/` | the systems under test: generation, user contexts, retrieval, search |
 | `analysis/` | meta-evaluation, feedback accuracy, the leaderboard, reports |
 | `hub/` | the `evaluate` metric, the Spaces, Eval Results and submissions |
@@ -26,17 +26,14 @@ from bespoke_dataset.lazy import lazy_attributes
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-from . import moved
 from .results.metrics import METRIC_NAMES, METRICS
-
-moved.install()  # the flat 0.1 import paths, for one release
 
 # The rest is imported on first use, so `import bespoke_metric` (and `bespoke score` with an API judge)
 # loads no torch, transformers, pandas or matplotlib: name -> the module that defines it.
 _LAZY: dict[str, str] = {
     "Bespoke": ".hub.evaluate_metric",  # needs `evaluate`, an optional dependency
-    "ENGINES": ".scoring.engines",
-    "Engine": ".scoring.engines",
+    "ENGINES": ".backends.registry",
+    "Engine": ".backends.registry",
     "GenerationSettings": ".systems",
     "ItemResult": ".results.records",
     "Judge": ".judging.judge",
@@ -47,11 +44,11 @@ _LAZY: dict[str, str] = {
     "compare": ".analysis.leaderboard",
     "generate": ".systems",
     "load_results": ".analysis.leaderboard",
-    "make_backend": ".scoring.engines",
-    "make_judge": ".scoring.engines",
+    "make_backend": ".backends.registry",
+    "make_judge": ".judging.factory",
     "make_reward_fn": ".reward",
     "meta_evaluate": ".analysis.meta_eval",
-    "register_engine": ".scoring.engines",
+    "register_engine": ".backends.registry",
     "score": ".scoring.pipeline",
     "score_many": ".scoring.pipeline",
     "write_results": ".scoring.pipeline",

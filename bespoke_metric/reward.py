@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence
 from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 from bespoke_dataset.rows import load_rows
 
-from bespoke_metric.scoring.engines import make_judge
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results.metrics import METRIC_NAMES as METRICS

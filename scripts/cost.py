@@ -16,7 +16,8 @@ from typing import Any, Mapping, Sequence, TextIO
 from bespoke_metric.calls.plan import Planned, estimate
 from bespoke_metric.calls.pricing import PriceTable, prompt_tokens
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.scoring.engines import BatchOptions, parse_spec
+from bespoke_metric.backends.options import BatchOptions
+from bespoke_metric.backends.registry import parse_spec
 
 from .options import add_option_arguments, option_values
 

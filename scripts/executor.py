@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
-from bespoke_metric.scoring.engines import ENGINES, Engine, ExecutorOptions, VLLMOptions, parse_spec
+from bespoke_metric.backends.registry import ENGINES, Engine, parse_spec
+from bespoke_metric.backends.options import ExecutorOptions, VLLMOptions
 
 from .options import add_option_arguments
 

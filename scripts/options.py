@@ -1,5 +1,5 @@
 """Options several subcommands share, defined once: where the data comes from, and the engines' options
-(whose flags are read off `bespoke_metric.scoring.engines`)."""
+(whose flags are read off `bespoke_metric.backends.options`)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def positive_int(text: str) -> int:
 
 def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, options: type,
                          only: tuple[str, ...] | None = None, prefix: str = "") -> None:
-    """One flag per option of an options class of `bespoke_metric.scoring.engines` that has one (or of those in
+    """One flag per option of an options class of `bespoke_metric.backends.options` that has one (or of those in
     `only`): its spelling, help and choices come from the class, so a flag is defined in one place. A
     `--no-...` flag sets its boolean option to False, another boolean flag sets it to True; unset flags
     stay None (the engine's default). `prefix` goes before each option's name in the parsed arguments,

@@ -11,7 +11,7 @@ import time
 import openai
 import pytest
 
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
 from bespoke_metric.backends.openai_backend import UNREACHABLE_RETRIES, is_reasoning_model
 from bespoke_metric.backends.openai_session import parse_retry_after, scrub_url

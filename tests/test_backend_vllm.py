@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import CallError, Completion, EngineError, Request
 from bespoke_metric.calls.scheduler import run_requests_sync
 

@@ -122,7 +122,7 @@ def test_the_embed_judge_on_ray_is_refused_in_words_that_fit_score(flags, tmp_pa
                  "--output", str(tmp_path / "r.json")])
     assert code == 2
     line = one_error_line(capsys.readouterr().err)
-    from bespoke_metric.scoring.engines import ENGINES
+    from bespoke_metric.backends.registry import ENGINES
 
     llm = ", ".join(f"{name}:" for name, engine in ENGINES.items() if engine.llm)
     assert line.startswith(f"error: --executor places LLM engines ({llm}), and this command has none")
@@ -133,7 +133,8 @@ def test_the_embed_judge_on_ray_is_refused_in_words_that_fit_score(flags, tmp_pa
 
 
 def test_make_judge_refuses_an_executor_for_the_embed_judge_plainly():
-    from bespoke_metric.scoring.engines import OptionError, make_judge
+    from bespoke_metric.backends.options import OptionError
+    from bespoke_metric.judging.factory import make_judge
 
     with pytest.raises(OptionError) as refused:
         make_judge(EMBED, executor="ray")

@@ -20,7 +20,7 @@ from bespoke_metric.judging.embed_calibration import Pair, QuantileMap, fit_maps
 from bespoke_metric.judging.embed_judge import EmbedJudge, split_sentences
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.judging.judge import JudgeItem
-from bespoke_metric.scoring.engines import make_judge
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.scoring.pipeline import load_benchmark, score

@@ -15,7 +15,7 @@ import pytest
 from transformers import AutoTokenizer
 
 import bespoke_dataset
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.testing.doubles import RecordingBackend, unretrieved_task_errors
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
 from bespoke_metric.systems import CONTEXTS, GENERATION_PROMPT_VERSION, GenerationError, GenerationSettings, TokenCounter, generate

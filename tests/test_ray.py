@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 import bespoke_dataset
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import Request
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.scoring.pipeline import score

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request
 from bespoke_metric.backends.ray.rows import encode_request
 from bespoke_metric.backends.vllm_backend import vllm_identity

@@ -20,7 +20,7 @@ import pytest
 from bespoke_metric.backends.base import Request
 from bespoke_metric.backends.ray.rows import encode_request
 from bespoke_metric.backends.ray.workers import EngineWorker
-from bespoke_metric.scoring.engines import make_backend, parse_spec
+from bespoke_metric.backends.registry import make_backend, parse_spec
 from bespoke_metric.testing.server import serve
 
 

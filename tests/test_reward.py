@@ -10,7 +10,7 @@ import pytest
 
 import bespoke_dataset
 from bespoke_dataset.synthetic import TRUTH_FILE
-from bespoke_metric.scoring.engines import make_judge
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.parsing import ParseError
 from bespoke_metric.reward import completion_text, make_reward_fn
 from bespoke_metric.testing.doubles import RecordingJudge

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import CallError, Request, Usage
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.parsing import ParseError

@@ -243,7 +243,7 @@ def test_query_without_claims_is_an_error_in_both_recall_modes(judge_server, syn
 
     import bespoke_dataset
     from bespoke_metric.judging.judge import JudgeItem
-    from bespoke_metric.scoring.engines import make_judge
+    from bespoke_metric.judging.factory import make_judge
 
     row = dict(bespoke_dataset.load("benchmark", source=synthetic_hub)[0], claims=[])
     for mode in ("per-claim", "batched"):

@@ -20,7 +20,7 @@ from typing import Iterator
 
 import pytest
 
-from bespoke_metric.scoring.engines import ENGINES
+from bespoke_metric.backends.registry import ENGINES
 
 from bespoke_cli.cli import main
 from bespoke_metric.calls.cache import count_answers
@@ -201,7 +201,8 @@ def test_each_model_the_judge_and_the_data_are_loaded_once_for_all_their_cells(
     from collections import Counter
 
     import bespoke_dataset
-    from bespoke_metric.scoring import engines, pipeline
+    from bespoke_metric.backends import registry as engines
+    from bespoke_metric.scoring import pipeline
 
     built: Counter[str] = Counter()
     for name in ("hf", "openai"):

@@ -25,7 +25,9 @@ from bespoke_dataset.vocabulary import DIMENSIONS
 
 from bespoke_metric.results import stats
 from bespoke_metric.results.caveats import caveats
-from bespoke_metric.scoring.engines import ProtocolOptions, make_judge, option_names, parse_spec
+from bespoke_metric.judging.factory import ProtocolOptions, make_judge
+from bespoke_metric.backends.options import option_names
+from bespoke_metric.backends.registry import parse_spec
 from .feedback_accuracy import feedback_accuracy
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.backends.base import Usage

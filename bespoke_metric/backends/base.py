@@ -59,8 +59,20 @@ class Completion:
     tool_calls: tuple[ToolCall, ...] = ()
     """The function calls the model asked for (`Request.tools`), in order."""
     search: dict[str, Any] | None = None
-    """What the engine's own search did (`Request.native_search`): `{"queries": [str], "results": [{"url",
-    "title", ...}], "cited": [url]}` as the provider reported it; None when it did not search."""
+    """What the engine's own search did (`Request.native_search`), as the provider reported it; None when
+    it did not search. Keys: `queries` [str], `results` [{"url", "title", ...}], `cited` [url] (from the
+    answer only), and where known `calls` (searches made, not distinct strings), `failed` (searches that
+    failed), `failures` [reason], `opened` [url] (pages the model opened or searched in)."""
+    served_model: str = ""
+    """The model the provider says served the call (the response's `model`, Gemini's `modelVersion`, a
+    preset's resolved model); empty where the engine does not say (a local model is the one loaded)."""
+    system_fingerprint: str = ""
+    """The provider's `system_fingerprint`, where given."""
+    service_tier: str = ""
+    """The provider's service tier for the call, where given."""
+    truncation_reason: str = ""
+    """Why the answer was cut off (`truncated`), in the provider's words: `length`, `max_output_tokens`,
+    `MAX_TOKENS`, ..."""
 
     def extras(self) -> dict[str, Any]:
         """The fields beyond text, tokens and truncation that are set, as JSON (what the cache stores)."""
@@ -73,6 +85,9 @@ class Completion:
             out["tool_calls"] = [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls]
         if self.search is not None:
             out["search"] = self.search
+        for name in ("served_model", "system_fingerprint", "service_tier", "truncation_reason"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
         return out
 
     @classmethod
@@ -85,7 +100,11 @@ class Completion:
                    reasoning_tokens=int(extras.get("reasoning_tokens", 0)),
                    tool_calls=tuple(ToolCall(c["name"], dict(c["arguments"]), c.get("id", ""))
                                     for c in extras.get("tool_calls", ())),
-                   search=extras.get("search"))
+                   search=extras.get("search"),
+                   served_model=str(extras.get("served_model", "")),
+                   system_fingerprint=str(extras.get("system_fingerprint", "")),
+                   service_tier=str(extras.get("service_tier", "")),
+                   truncation_reason=str(extras.get("truncation_reason", "")))
 
 
 @dataclass(frozen=True)
@@ -100,6 +119,18 @@ class EngineError(RuntimeError):
     """The engine itself failed (a CUDA error, a dead engine), not one request: every request after it
     would fail the same way, so the run stops here. The message is one line and holds no secret; the
     answers that landed before it are in the cache."""
+
+
+class ModelUnavailableError(EngineError):
+    """The provider no longer serves the model asked for (retired, shut down, deprecated or unknown: a 404
+    `model_not_found`, Gemini's "not found for API version"). Every call would fail the same way, so the
+    run stops before anything is written; the message names the model and quotes the provider's words."""
+
+    def __init__(self, model: str, provider_words: str) -> None:
+        self.model = model
+        self.provider_words = provider_words
+        super().__init__(f"the model {model!r} is not served: {provider_words} (it may be retired; "
+                         "docs/choosing-a-judge.md compares successors against the human labels)")
 
 
 Outcome = Union[Completion, CallError]

@@ -25,7 +25,9 @@ from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
 from bespoke_metric.calls.cache import key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
 from bespoke_metric.judging.llm_judge import LLMJudge
-from bespoke_metric.scoring.engines import ProtocolOptions, make_backend, option_names, parse_spec
+from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.backends.registry import make_backend, parse_spec
+from bespoke_metric.backends.options import option_names
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
 from bespoke_metric.systems.runfiles import sidecar

@@ -21,7 +21,7 @@ from bespoke_metric.backends.base import Backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.pricing import ModelUse, PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.scoring.pipeline import score_many, write_results

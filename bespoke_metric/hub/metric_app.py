@@ -15,7 +15,8 @@ from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.keys import natural_key
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS, SCORE_RANGE
 
-from bespoke_metric.scoring.engines import option_names, parse_spec
+from bespoke_metric.backends.options import option_names
+from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.scoring.pipeline import load_benchmark, run_judge
 from bespoke_metric.results import ItemResult

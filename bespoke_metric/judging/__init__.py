@@ -7,6 +7,7 @@
 | `protocol` | building the judge's requests for a query and a response (pure) |
 | `parsing` | reading a judge's answer strictly: the final answer only, ambiguity rejected (pure) |
 | `judge` | `Judge` and `JudgeItem`: what every judge takes and returns |
+| `factory` | `make_judge` and `ProtocolOptions`: a judge from its spec, through the engine registry |
 | `llm_judge` | `LLMJudge`: the protocol over any LLM backend |
 | `embed_judge`, `embed_calibration` | the `embed:` proxy judge and its quantile calibration |
 | `guards`, `guarded_judge` | cheap checks for degenerate responses, applied in front of any judge |
@@ -22,6 +23,8 @@ _LAZY: dict[str, str] = {
     "Judge": ".judge",
     "JudgeItem": ".judge",
     "LLMJudge": ".llm_judge",
+    "ProtocolOptions": ".factory",
+    "make_judge": ".factory",
     "PROTOCOL_VERSION": ".prompts",
     "RECALL_MODES": ".protocol",
     "check_response": ".guards",

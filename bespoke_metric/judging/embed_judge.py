@@ -227,3 +227,7 @@ class EmbedJudge:
         result.matched_claims = [m["claim"] for m in result.claim_matches if m["conveyed"]]
         result.recall = len(result.matched_claims) / len(claims)
 
+
+def build_embed_judge(spec: str, model: str, options: dict[str, Any]) -> EmbedJudge:
+    """The `embed:` engine's judge (its registration in `bespoke_metric.backends.registry`)."""
+    return EmbedJudge(model or DEFAULT_ENCODER, spec=spec, **options)

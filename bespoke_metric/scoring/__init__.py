@@ -1,8 +1,7 @@
-"""Scoring a system: predictions in, a results file out, through the engine registry.
+"""Scoring a system: predictions in, a results file out, through the engine registry (`bespoke_metric.backends.registry`).
 
 | module | concern |
 |---|---|
-| `engines` | the registry: every `ENGINE:MODEL` spec parsed and its typed options, `make_judge`, `make_backend` |
 | `predictions` | reading and checking a predictions file, by line, before any call |
 | `pipeline` | `score`, `score_many`, `write_results` |
 """
@@ -11,15 +10,15 @@ from bespoke_dataset.lazy import lazy_attributes
 
 # name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
 _LAZY: dict[str, str] = {
-    "ENGINES": ".engines",
-    "Engine": ".engines",
+    "ENGINES": "..backends.registry",
+    "Engine": "..backends.registry",
     "PredictionError": ".predictions",
     "load_benchmark": ".pipeline",
-    "make_backend": ".engines",
-    "make_judge": ".engines",
-    "parse_spec": ".engines",
+    "make_backend": "..backends.registry",
+    "make_judge": "..judging.factory",
+    "parse_spec": "..backends.registry",
     "read_predictions": ".predictions",
-    "register_engine": ".engines",
+    "register_engine": "..backends.registry",
     "score": ".pipeline",
     "score_many": ".pipeline",
     "write_results": ".pipeline",

@@ -20,7 +20,7 @@ from bespoke_metric.backends.base import Usage
 from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
-from .engines import make_judge
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge, guard_counts
 from .predictions import PredictionsInput, check_readable, read_predictions
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless

@@ -21,7 +21,7 @@ from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
-from bespoke_metric.scoring.engines import make_backend
+from bespoke_metric.backends.registry import make_backend
 
 from .generation import generate
 from .runfiles import read_done, sidecar

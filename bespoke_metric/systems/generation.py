@@ -25,7 +25,7 @@ from typing import Any
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.scoring.engines import ENGINES, make_backend
+from bespoke_metric.backends.registry import ENGINES, make_backend
 from bespoke_metric.backends.base import Backend, Usage
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache

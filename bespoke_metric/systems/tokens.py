@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bespoke_metric.scoring.engines import parse_spec
+from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.backends.model_files import ModelNotFoundError, locate_model
 
 log = logging.getLogger(__name__)

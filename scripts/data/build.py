@@ -12,7 +12,7 @@ from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.building import DEFAULT_META_TEST_SHARE, REVIEW_FILE
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.source import default_cache_dir
-from bespoke_metric.scoring.engines import OpenAIOptions
+from bespoke_metric.backends.options import OpenAIOptions
 
 from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values
 
@@ -72,7 +72,7 @@ class _Authors:
 
     def author(self, spec: str, purpose: str) -> Any:
         from bespoke_metric.judging.authoring import ModelAuthor
-        from bespoke_metric.scoring.engines import make_backend
+        from bespoke_metric.backends.registry import make_backend
 
         author = ModelAuthor(make_backend(spec, **self.options), purpose, cache=self.cache)
         self.made.append(author)

@@ -9,7 +9,7 @@ from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate
 from bespoke_metric.scoring.pipeline import write_results
 
-from bespoke_metric.scoring.engines import ProtocolOptions
+from bespoke_metric.judging.factory import ProtocolOptions
 
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags

@@ -10,7 +10,8 @@ from typing import Any, Mapping, TextIO
 
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
-from bespoke_metric.scoring.engines import ClientOptions, ProtocolOptions
+from bespoke_metric.backends.options import ClientOptions
+from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
 from bespoke_metric.results import Results

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bespoke_metric.backends.encoders import DEFAULT_ENCODER
-from bespoke_metric.scoring.engines import ENGINES, option_names, parse_spec
+from bespoke_metric.backends.registry import ENGINES, parse_spec
+from bespoke_metric.backends.options import option_names
 from bespoke_metric.calls.progress import on_terminal
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K

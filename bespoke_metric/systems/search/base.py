@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from bespoke_dataset.errors import UserError
 
 from bespoke_metric.backends.base import CallError
-from bespoke_metric.scoring.engines import option
+from bespoke_metric.backends.options import option
 
 from .providers import SearchResult
 

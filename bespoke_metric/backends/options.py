@@ -1,0 +1,184 @@
+"""Engine options: typed dataclasses whose fields carry the command-line flag that sets them.
+
+Every option's default (None) means: the engine's own default. The command line is built from these
+classes (`scripts/options.py`), so an option an engine does not take is refused in the user's own words
+(`--no-feedback does not apply to the embed judge`), never silently dropped. Importing this module is
+cheap: it names no engine library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from bespoke_dataset.errors import UserError
+
+from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, SEARCH_MODES
+
+
+class OptionError(UserError):
+    """An option the chosen engine does not take, or a malformed engine spec."""
+
+
+def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | None = None) -> Any:
+    """A typed option whose default (None) means: the engine's own default. `flag` is how the command
+    line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these."""
+    return field(default=None, metadata={"flag": flag, "help": help, "choices": choices})
+
+
+def option_names(options: type) -> frozenset[str]:
+    """The option names of an options class."""
+    return frozenset(item.name for item in dataclasses.fields(options))
+
+
+def flag_of(options: type, name: str) -> str:
+    """How a user names option `name` of an options class: its command-line flag, else its keyword."""
+    for item in dataclasses.fields(options):
+        if item.name == name and item.metadata.get("flag"):
+            return str(item.metadata["flag"])
+    return f"{name}="
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """What every hosted-API engine takes: where, with which key, how many calls at once, how to retry."""
+
+    base_url: str | None = option("--base-url", "the engine's endpoint (default: the provider's API; for openai: "
+                                  "$OPENAI_BASE_URL, else OpenAI)")
+    api_key: str | None = option("--api-key", "API key (default: $OPENAI_API_KEY, $PERPLEXITY_API_KEY or "
+                                 "$GEMINI_API_KEY, by engine); never written anywhere")
+    concurrency: int | None = option("--concurrency", "calls in flight at most (default: 32 for OpenAI, 8 for Perplexity, "
+                                     "16 for Gemini, 128 for other endpoints)")
+    timeout: float | None = option("--timeout", "seconds per call (default 600)")
+    max_retries: int | None = option()
+    retry_budget: int | None = option()
+    backoff_base: float | None = option()
+    backoff_max: float | None = option()
+    max_retry_wait: float | None = option()
+    temperature: float | None = option()
+    schema_format: bool | None = option()
+
+
+def _search_context_size() -> Any:
+    return option("--search-context-size", "native search: how much of what it found the model reads "
+                  "(openai, perplexity; default: the provider's, medium)", choices=SEARCH_CONTEXT_SIZES)
+
+
+@dataclass(frozen=True)
+class OpenAIOptions(ClientOptions):
+    """`openai:MODEL`: any OpenAI-compatible endpoint (`backends.openai_backend.OpenAIBackend`)."""
+
+    api: str | None = option(help="auto, chat or responses")
+    reasoning_effort: str | None = option()
+    reasoning_max_tokens: int | None = option()
+    search_context_size: str | None = _search_context_size()
+    search_location: str | None = option("--search-location", "openai native search: the user's approximate location, "
+                                         "KEY=VALUE pairs of country, region, city, timezone (e.g. country=GB,city=London)")
+    search_domains: str | None = option("--search-domains", "openai native search: search only these domains, "
+                                        "comma-separated (Responses API)")
+
+
+@dataclass(frozen=True)
+class PerplexityOptions(ClientOptions):
+    """`perplexity:MODEL`: Perplexity's search API (`backends.providers.perplexity.PerplexityBackend`)."""
+
+    search_mode: str | None = option("--search-mode", "perplexity: web (default), academic or sec",
+                                     choices=SEARCH_MODES)
+    search_domain_filter: str | None = option("--search-domain-filter", "perplexity: domains to search, comma-separated; "
+                                              "-DOMAIN leaves one out")
+    search_recency_filter: str | None = option("--search-recency-filter", "perplexity: only results from the last "
+                                               "hour, day, week, month or year",
+                                               choices=RECENCY_FILTERS)
+    search_context_size: str | None = _search_context_size()
+
+
+@dataclass(frozen=True)
+class GeminiOptions(ClientOptions):
+    """`gemini:MODEL`: Google's Gemini API with Google Search (`backends.providers.gemini.GeminiBackend`;
+    pip install 'bespoke-eval[gemini]')."""
+
+    reasoning_max_tokens: int | None = option()
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """The provider's Batch API, for engines that offer it (`backends.openai_batch.OpenAIBatchBackend`)."""
+
+    batch: bool | None = option("--batch", "send the calls of openai: models through the provider's Batch API "
+                                "(about half price; answers within 24 h; a rerun collects batches already submitted)")
+    batch_max_requests: int | None = option("--batch-max-requests", "requests per batch at most (default 50000, OpenAI's limit)")
+    batch_max_bytes: int | None = option("--batch-max-bytes", "bytes of a batch's input file at most (default 200 MiB, OpenAI's limit)")
+    batch_poll: float | None = option("--batch-poll", "seconds before the first poll of a batch, growing by half each "
+                                      "poll up to 60 (default 5)")
+    batch_poll_max: float | None = option(help="the longest wait between polls (default 60)")
+    batch_retries: int | None = option(help="rounds of resubmitting what a batch failed, before it goes direct (default 1)")
+    batch_ledger: str | None = option(help="SQLite file keeping the submitted batches (default: beside the cache)")
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    """What a run may spend (`bespoke_metric.calls.spending`), for any LLM engine."""
+
+    spending: Any = option(help="a SpendingLimit shared by every model of the run (--max-cost)")
+
+
+@dataclass(frozen=True)
+class HFOptions:
+    """`hf:MODEL`: batched local generation with transformers (`backends.hf_backend.HFBackend`)."""
+
+    batch_size: int | None = option("--batch-size", "prompts per batch (default: adapted to memory)")
+    tokenizer: Any = option(help="a loaded tokenizer, for a preloaded model")
+    device: str | None = option()
+    dtype: str | None = option()
+    max_batch_size: int | None = option()
+    revision: str | None = option()
+    trust_remote_code: bool | None = option()
+
+
+@dataclass(frozen=True)
+class VLLMOptions:
+    """`vllm:MODEL`: offline vLLM, every prompt of a run at once (`backends.vllm_backend.VLLMBackend`)."""
+
+    tensor_parallel_size: int | None = option("--tensor-parallel-size", "vllm: GPUs each model replica is sharded "
+                                              "over (default 1)")
+    max_model_len: int | None = option()
+    gpu_memory_utilization: float | None = option()
+    dtype: str | None = option()
+    enable_prefix_caching: bool | None = option()
+    seed: int | None = option()
+    revision: str | None = option()
+    trust_remote_code: bool | None = option()
+    llm: Any = option(help="an already built vllm.LLM to reuse")
+
+
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+"""Where an engine runs: in this process, or on a Ray cluster."""
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Where an LLM engine runs: in this process, or on a Ray cluster (`backends.ray.backend.RayBackend`)."""
+
+    executor: str | None = option("--executor", "local: in this process (default); ray: on a Ray cluster "
+                                  "(pip install 'bespoke-eval[ray]')", choices=EXECUTORS)
+    ray_address: str | None = option("--ray-address", "Ray cluster to join, e.g. auto or HEAD_IP:6379 (default: "
+                                     "start a local instance)")
+    replicas: int | None = option("--replicas", "engines running at once on Ray: actors, or vLLM replicas (default 1)")
+    gpus_per_replica: float | None = option("--gpus-per-replica", "hf on Ray: GPUs per actor (default 1 if this "
+                                            "machine has a GPU, else 0)")
+    pipeline_parallel_size: int | None = option("--pipeline-parallel-size", "vllm on Ray: pipeline stages per "
+                                                "replica, on as many GPUs or nodes (default 1)")
+
+
+
+@dataclass(frozen=True)
+class EmbedOptions:
+    """`embed:MODEL`: the sentence-embedding proxy judge (`bespoke_metric.judging.embed_judge.EmbedJudge`)."""
+
+    max_shots: int | None = option("--max-shots", "R-J examples compared with (default 5)")
+    batch_size: int | None = option("--batch-size", "texts per encoding batch (default 64)")
+    k: int | None = option(help="nearest examples that vote (default 3)")
+    temperature: float | None = option(help="softmax temperature of the votes")
+    threshold: float | None = option(help="cosine similarity at which a claim counts as conveyed")
+    device: str | None = option()

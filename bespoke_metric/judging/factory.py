@@ -1,0 +1,66 @@
+"""Judges from their specs: `make_judge("openai:gpt-5", base_url=..., concurrency=32, cache="judge.sqlite")`.
+
+An LLM engine of the registry (`bespoke_metric.backends.registry`) is judged through the BESPOKE protocol
+(`ProtocolOptions`); an engine that is a judge of its own (the `embed:` proxy) is built as it is.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from bespoke_metric.backends.batch_ledger import ledger_path
+from bespoke_metric.backends.options import ExecutorOptions, OptionError, option
+from bespoke_metric.backends.registry import build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.judging.judge import Judge
+from bespoke_metric.judging.protocol import RECALL_MODES
+
+
+@dataclass(frozen=True)
+class ProtocolOptions:
+    """How an LLM judge applies the BESPOKE protocol (`bespoke_metric.judging.llm_judge.LLMJudge`)."""
+
+    max_shots: int | None = option("--max-shots", "R-J examples shown to the judge (default 5)")
+    recall: str | None = option("--recall", "per-claim: one call per gold claim (the paper's protocol, default); "
+                                "batched: one call per query; none: skip recall", choices=RECALL_MODES)
+    with_feedback: bool | None = option("--no-feedback", "ablation: show the R-J examples without their feedback")
+    personalized: bool | None = option("--no-personalization", "ablation: no rubric, gold need or examples")
+    structured: bool | None = option("--structured", "ask for JSON output (guided decoding where the engine has it)")
+    max_parse_retries: int | None = option(help="repair turns for an unreadable answer (default 2)")
+    max_tokens: int | None = option(help="output token cap of every judge call (default: per kind of call)")
+    progress: bool | None = option(help="show a progress bar (default True)")
+
+
+def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> Judge:
+    """A judge from its spec, e.g. `make_judge("openai:gpt-5", base_url=..., concurrency=32, cache="judge.sqlite")`.
+
+    `options` are the fields of `ProtocolOptions` (LLM engines) and of the engine's options class; None
+    means the default. A ready judge object is returned as it is (no options allowed then)."""
+    if not isinstance(spec, str):
+        given = sorted(name for name, value in options.items() if value is not None)
+        if given or cache is not None:
+            raise OptionError(f"options {', '.join(given) or 'cache'} given with a ready judge object")
+        return spec
+    parsed = parse_spec(spec)
+    options = dict(options)
+    if parsed.engine.judge is not None:
+        [own] = take(options, parsed.engine.options)
+        refuse_executor(options, spec)
+        if cache is not None:
+            options["cache"] = cache
+        refuse(options, f"the {parsed.engine.name} judge ({spec})", parsed.engine.options, known=(ProtocolOptions,))
+        return parsed.engine.build_judge(spec, parsed.model, own)
+    from bespoke_metric.judging.llm_judge import LLMJudge
+
+    classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
+    protocol, engine_options, *more = take(options, *classes)
+    refuse(options, f"the {parsed.engine.name} judge ({spec})", *classes, known=(ProtocolOptions,))
+    protocol.setdefault("structured", parsed.engine.guided_decoding)
+    if cache is not None and not isinstance(cache, Cache):
+        cache = Cache(cache)
+    if parsed.engine.batch_api and more[1].get("batch") and cache is not None:
+        more[1].setdefault("batch_ledger", str(ledger_path(cache.path)))  # the batches kept beside the answers
+    backend = build_backend(parsed, engine_options, *more)
+    return LLMJudge(backend, spec=spec, cache=cache, **protocol)
