@@ -179,6 +179,10 @@ class Usage:
     wall_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
+    served_models: dict[str, int] = field(default_factory=dict)
+    """`{model: answers}`: the model the provider said served each answer (`Completion.served_model`), from
+    the cache too; answers of an engine that does not say are not counted. Not part of `counts()`: results
+    files carry it as `judge.served_models` and `system.served_models`."""
 
     def counts(self) -> dict[str, Any]:
         """The counters for a usage block: calls, cached, failed, tokens, and the engine's own. Wall time
@@ -190,10 +194,12 @@ class Usage:
     def add(self, other: "Usage") -> None:
         """Add `other`'s counters (and engine counters) to these: an item's calls to its file's, say."""
         for counter in dataclasses.fields(self):
-            if counter.name != "extra":
+            if counter.name not in ("extra", "served_models"):
                 setattr(self, counter.name, getattr(self, counter.name) + getattr(other, counter.name))
         for name, value in other.extra.items():
             self.extra[name] = self.extra.get(name, 0) + value
+        for name, count in other.served_models.items():
+            self.served_models[name] = self.served_models.get(name, 0) + count
 
 
 def messages_with_schema(request: Request) -> list[dict[str, str]]:

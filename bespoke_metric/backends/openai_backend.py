@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
 
-from .base import CallError, Completion, OnDone, Request, ToolCall
+from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall
 from .openai_session import CallFailed, Session, scrub_url, short
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
 from .tool_calls import decode_call, with_tool_calls
@@ -335,7 +335,12 @@ class OpenAIBackend(Client):
     # -- one call ------------------------------------------------------------------------------------
 
     async def _call(self, session: Session, path: str, body: bytes) -> Completion:
-        raw = await session.post(path, body)
+        try:
+            raw = await session.post(path, body)
+        except CallFailed as failure:
+            if failure.unavailable:  # a 404 saying the model is retired or unknown: every call would fail so
+                raise ModelUnavailableError(self.model, self._caller.scrub(failure.unavailable)) from None
+            raise
         try:
             return self.parse(path, json.loads(raw))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
@@ -476,6 +481,7 @@ def _chat_completion(answer: dict[str, Any]) -> Completion:
         reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
         tool_calls=_calls((call.get("function") or {}, call.get("id", "")) for call in message.get("tool_calls") or ()),
         search=search_record((), (), citations) if citations else None,
+        served_model=str(answer.get("model") or ""),
     )
 
 
@@ -497,6 +503,7 @@ def _responses_completion(answer: dict[str, Any]) -> Completion:
         reasoning_tokens=_detail(usage, "output_tokens_details", "reasoning_tokens"),
         tool_calls=_calls((item, item.get("call_id", "")) for item in answer["output"] if item.get("type") == "function_call"),
         search=_responses_search(searches, citations) if searches or citations else None,
+        served_model=str(answer.get("model") or ""),
     )
 
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import functools
+import json
 import math
+import re
 import ssl
 import time
 from typing import Mapping
@@ -57,14 +59,17 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 class CallFailed(Exception):
     """A call that brought no answer. `retryable`: another try may pass; `wait`: the seconds the server
     asked to wait (`Retry-After`), if it did; `unreachable`: no connection could be made at all (refused,
-    unknown host), as opposed to one that broke or timed out."""
+    unknown host), as opposed to one that broke or timed out; `unavailable`: the provider's words where it
+    said the model is not served (retired, unknown: `model_unavailable`)."""
 
-    def __init__(self, reason: str, retryable: bool, wait: float | None = None, unreachable: bool = False) -> None:
+    def __init__(self, reason: str, retryable: bool, wait: float | None = None, unreachable: bool = False,
+                 unavailable: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
         self.wait = wait
         self.unreachable = unreachable
+        self.unavailable = unavailable
 
 
 @functools.cache
@@ -134,8 +139,33 @@ class Session:
         await self._http.close()
 
     def _status_failure(self, status: int, headers: Mapping[str, str], content: bytes) -> CallFailed:
-        return status_failure(status, headers, f"HTTP {status} from {self.where}: "
-                                               f"{short(sdk_error(self.where, status, headers, content))}")
+        failure = status_failure(status, headers, f"HTTP {status} from {self.where}: "
+                                                  f"{short(sdk_error(self.where, status, headers, content))}")
+        failure.unavailable = model_unavailable(status, content)
+        return failure
+
+
+_RETIRED_WORDS = re.compile(r"deprecated|shut ?down|retired|does not exist|not found|no longer (?:available|supported)",
+                            re.IGNORECASE)
+
+
+def model_unavailable(status: int, content: bytes) -> str:
+    """The provider's words when an error answer says the model is not served, else "": a 404 in OpenAI's
+    error shape (`{"error": {"message", "type", "param", "code"}}`, openai-python's `ErrorObject`) whose
+    `code` is `model_not_found`, or whose message says the model is deprecated, shut down or unknown. A
+    404 that says nothing of a model (a wrong `--base-url`) is not one."""
+    if status != 404:
+        return ""
+    try:
+        error = json.loads(content).get("error")
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(error, dict):
+        return ""
+    message = short(str(error.get("message") or ""))
+    if error.get("code") == "model_not_found" or ("model" in message.lower() and _RETIRED_WORDS.search(message)):
+        return message or "model_not_found"
+    return ""
 
 
 def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: float | None = None) -> CallFailed:

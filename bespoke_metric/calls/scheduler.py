@@ -147,6 +147,7 @@ async def _round(run: _Run, jobs: list[_Job], pending: list[int]) -> list[int]:
             continue
         for usage in (run.usage, jobs[index].result.usage):
             usage.cached += 1
+            _count_served(usage, hit)
         if not _settle(run, jobs[index], index, hit, cached=True):
             repairs.append(index)
     if misses:
@@ -203,6 +204,13 @@ def _count(usage: Usage, outcome: Outcome) -> None:
         usage.output_tokens += outcome.output_tokens
         usage.cached_input_tokens += outcome.cached_input_tokens
         usage.reasoning_tokens += outcome.reasoning_tokens
+        _count_served(usage, outcome)
+
+
+def _count_served(usage: Usage, completion: Completion) -> None:
+    """Count the model that served an answer, where the engine said."""
+    if completion.served_model:
+        usage.served_models[completion.served_model] = usage.served_models.get(completion.served_model, 0) + 1
 
 
 def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool) -> bool:

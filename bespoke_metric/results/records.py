@@ -16,7 +16,7 @@ from bespoke_metric.backends.base import Usage
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-_OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human", "search")
+_OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human", "search", "truncated", "truncation_reason")
 
 
 @dataclass
@@ -49,6 +49,10 @@ class ItemResult:
     search: dict[str, Any] | None = None
     """What the system searched for this response, as its prediction recorded it (engine, policy, queries,
     results, cited URLs): where a system scored low, what it found. None when it did not search."""
+    truncated: bool | None = None
+    """True when the output limit cut the response off (its prediction says so): judged as given."""
+    truncation_reason: str | None = None
+    """Why, in the engine's words (`length`, `max_output_tokens`, `MAX_TOKENS`)."""
 
     @property
     def key(self) -> str:
@@ -86,7 +90,7 @@ class ItemResult:
         )
 
 
-_KNOWN = ("summary", "stderr", "n_samples", "higher_is_better", "guarded", "items", "judge", "data", "usage",
+_KNOWN = ("summary", "served_mismatch", "stderr", "n_samples", "higher_is_better", "guarded", "items", "judge", "data", "usage",
           "created", "bespoke_eval_version", "system", "model_name", "meta_eval")
 
 
@@ -118,6 +122,9 @@ class Results:
     """The system under test as lm-eval names it: its model spec, or the name given (`score --model-name`)."""
     meta_eval: dict[str, Any] | None = None
     """Agreement with the human scores, for a meta-evaluation run."""
+    served_mismatch: bool | None = None
+    """Whether a call of the judge or of the system was served by another model than the one asked for
+    (`judge.served_models`, `system.served_models`; `bespoke_metric.results.served`); None in old files."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Top-level fields this version does not know (a newer writer's), kept as they are."""
 
@@ -132,6 +139,8 @@ class Results:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"summary": self.summary}
+        if self.served_mismatch is not None:
+            out["served_mismatch"] = self.served_mismatch
         for name in ("stderr", "n_samples", "higher_is_better", "guarded"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
@@ -170,5 +179,6 @@ class Results:
             system=dict(raw["system"]) if raw.get("system") is not None else None,
             model_name=raw.get("model_name"),
             meta_eval=dict(raw["meta_eval"]) if raw.get("meta_eval") is not None else None,
+            served_mismatch=raw.get("served_mismatch"),
             extra={key: value for key, value in raw.items() if key not in _KNOWN},
         )

@@ -22,7 +22,8 @@ from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge, guard_counts
-from .predictions import PredictionsInput, check_readable, read_predictions
+from bespoke_metric.results.served import asked_model, count_served, mismatch_warning, mismatched
+from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
@@ -133,9 +134,30 @@ def build_results(
                    **usage_models([*judge_uses(judge, own=usage), *uses], prices or PriceTable())}
     summary = summarize(list(items))
     summary["benchmark_queries"] = benchmark_queries
-    return Results(summary=summary, **figure_stats(items), items=list(items), judge=judge.describe(),
-                   data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
-                   model_name=model_name(system) if system is not None else None)
+    summary["truncated"] = sum(1 for item in items if item.truncated)
+    results = Results(summary=summary, **figure_stats(items), items=list(items),
+                      judge={**judge.describe(), "served_models": dict(usage.served_models)},
+                      data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
+                      model_name=model_name(system) if system is not None else None)
+    mark_served(results)
+    return results
+
+
+def mark_served(results: Results, system_served: Mapping[str, int] | None = None) -> None:
+    """Record `system_served` (`{model: predictions}`, as the predictions say) as `system.served_models`,
+    and mark the results `served_mismatch` when a call of the judge or the system was served by another
+    model than the one asked for (`bespoke_metric.results.served`)."""
+    if system_served is not None:
+        results.system = {**(results.system or {}), "served_models": dict(system_served)}
+    other = [mismatched(asked_model(block), (block or {}).get("served_models") or {}) for block in (results.judge, results.system)]
+    results.served_mismatch = any(other)
+
+
+def served_warnings(results: Results) -> list[str]:
+    """One `warning:` line for the judge and one for the system, where its calls were served by another model."""
+    lines = [mismatch_warning(role, asked_model(block) or "", (block or {}).get("served_models") or {})
+             for role, block in (("judge", results.judge), ("system", results.system)) if asked_model(block)]
+    return [line for line in lines if line]
 
 
 def judge_uses(judge: Judge, *more: Usage, own: Usage | None = None) -> list[ModelUse]:
@@ -214,9 +236,13 @@ def score_many(
     judging = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
     outputs = run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
                              uses=uses, group_uses=group_uses, benchmark_queries=judging.benchmark_queries, **judge_options)
-    for results, searches in zip(outputs, judging.searches):  # each item keeps what its system searched
-        for item, search in zip(results.items, searches):
-            item.search = search
+    for results, checked in zip(outputs, judging.predictions):
+        for item, prediction in zip(results.items, checked):  # each item keeps what its system searched
+            item.search = prediction.search
+            if prediction.truncated:  # and whether its answer was cut off (scored as given)
+                item.truncated, item.truncation_reason = True, prediction.truncation_reason or None
+        results.summary["truncated"] = sum(1 for item in results.items if item.truncated)
+        mark_served(results, count_served(prediction.served_model for prediction in checked))
     return outputs
 
 
@@ -233,24 +259,24 @@ def judge_groups(
     for given in predictions:
         check_readable(given)
     benchmark, data = load_benchmark(source, revision)
-    groups, searches = [], []
+    groups, read = [], []
     for given in predictions:
         checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
         if limit is not None:
             checked = checked[:limit]
         groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
-        searches.append([prediction.search for prediction in checked])
-    return JudgeGroups(groups, data, len(benchmark), searches)
+        read.append(checked)
+    return JudgeGroups(groups, data, len(benchmark), read)
 
 
 class JudgeGroups(NamedTuple):
     """What `judge_groups` reads: each input's judge items, the `data` block, the benchmark's query count,
-    and each item's `search` block as its prediction recorded it."""
+    and each item's prediction (its `search` block, served model and truncation, as generation recorded them)."""
 
     groups: list[list[JudgeItem]]
     data: dict[str, Any]
     benchmark_queries: int
-    searches: list[list[dict[str, Any] | None]]
+    predictions: list[list[Prediction]]
 
 
 def plan_judging(

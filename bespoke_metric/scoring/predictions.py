@@ -25,6 +25,11 @@ class Prediction:
     """1-based line in the file, or 1-based position in a list."""
     search: dict[str, Any] | None = None
     """What the system searched for it (`bespoke generate` records it), kept in its results item."""
+    served_model: str = ""
+    """The model the provider said wrote it (`bespoke generate` records it), counted in `system.served_models`."""
+    truncated: bool = False
+    """The output limit cut the answer off (`bespoke generate` records it): scored as given, and counted."""
+    truncation_reason: str = ""
 
     @property
     def key(self) -> str:
@@ -127,7 +132,12 @@ def read_predictions(
         if search is not None and not isinstance(search, Mapping):
             problems.append(f"line {number}: 'search' must be an object, got {type(search).__name__}")
             continue
-        prediction = Prediction(str(record["user"]), query_id, response, number, dict(search) if search is not None else None)
+        if not isinstance(record.get("truncated", False), bool):
+            problems.append(f"line {number}: 'truncated' must be true or false, got {record['truncated']!r}")
+            continue
+        prediction = Prediction(str(record["user"]), query_id, response, number, dict(search) if search is not None else None,
+                                served_model=str(record.get("served_model") or ""), truncated=record.get("truncated", False),
+                                truncation_reason=str(record.get("truncation_reason") or ""))
         if prediction.key not in known:
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
         elif prediction.key in seen and not allow_repeats:

@@ -32,6 +32,7 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
 from bespoke_metric.judging.cleaning import clean_response
+from bespoke_metric.results.served import StrictError, asked_model, mismatch_warning
 
 from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
 from .profiler import LLMProfiler, expand_queries
@@ -46,6 +47,9 @@ from .settings import GenerationSettings
 from .tokens import TokenCounter, token_counter
 
 DEFAULT_WRITE_EVERY = 64
+TRUNCATION_REASON = "length"
+"""A cut-off answer's `truncation_reason` where the engine gives none (a local model that reached
+`--max-new-tokens`): the word OpenAI-compatible servers use."""
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -66,7 +70,15 @@ class GenerationReport:
     uses: list[ModelUse] = field(default_factory=list)
     """The calls of each model backend (the system model, a profiler of its own), for a results file's
     `usage.models`."""
+    truncated: int = 0
+    """Predictions of this run whose answer the output limit cut off (`truncated: true` in them)."""
     wall_seconds: float = 0.0
+
+    @property
+    def served_warning(self) -> str | None:
+        """The `warning:` line when the system model's calls were served by another model than asked for."""
+        asked = asked_model(self.system)
+        return mismatch_warning("system", asked, self.usage.served_models) if asked else None
 
 
 def generate(
@@ -80,6 +92,7 @@ def generate(
     histories: Rows | None = None,
     data: SystemData | None = None,
     progress: bool = True,
+    strict: bool = False,
 ) -> GenerationReport:
     """Generate predictions for every query into the JSONL file `output`, resuming what is there.
 
@@ -89,10 +102,14 @@ def generate(
         source, revision: the data (`queries` and `histories` configs); or pass `queries` (rows with
             user, query_id, query, gold_information_need) and `histories` directly, or `data` loaded
             once for several runs (`load_system_data`, as a sweep does): the run records the same.
+        strict: raise `StrictError` before writing a prediction whose answer was cut off or whose calls
+            were served by another model than asked for (`bespoke_metric.results.served`).
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
-    retriever's embedding model is not available. Every profile and expansion is stored without the
+    retriever's embedding model is not available. The predictions file and its run file are written with
+    the first predictions, so a run that stops before any (`ModelUnavailableError`: a retired model;
+    `strict`) leaves none behind. Every profile and expansion is stored without the
     model's reasoning block, and every answer both as it came (`response_raw`) and as the judge scores it
     (`response`: without reasoning, citation markers and URLs); one whose reasoning never closed counts
     as failed. Queries that could
@@ -117,7 +134,7 @@ def generate(
         manifest = sidecar(output, ".run.json")
         check_resume(output, manifest, system)
         done = read_done(output)
-        atomic_write_text(manifest, json.dumps(system, indent=2, ensure_ascii=False) + "\n")
+        writer = _Writer(output, manifest, system, strict)
         report = GenerationReport(output, system, already_done=sum(row_key(row) in done for row in rows))
         pending = [row for row in rows if row_key(row) not in done]
         if pending:
@@ -129,7 +146,8 @@ def generate(
             if parts.search_engine is not None:  # by default in the generation cache's file: one file replays a run
                 searches = stack.enter_context(SearchCache(settings.search_cache or _cache_path(settings, output)))
             plan = make_plan(settings, parts.search, parts.search_engine, searches)
-            _generate_pending(pending, histories, parts, plan, settings, cache, store, report, progress)
+            _generate_pending(pending, histories, parts, plan, settings, cache, store, report, writer, progress)
+        writer.write(report, [])  # the files exist even when no query could be asked
         report.uses = _uses(parts, report)
     report.wall_seconds = time.perf_counter() - started
     return report
@@ -210,7 +228,7 @@ def _beside(options: Mapping[str, Any], cache: Path) -> dict[str, Any]:
 
 def _generate_pending(
     pending: Rows, histories: Rows, parts: _Parts, plan: SearchPlan, settings: GenerationSettings, cache: Cache,
-    store: ProfileStore, report: GenerationReport, progress: bool,
+    store: ProfileStore, report: GenerationReport, writer: "_Writer", progress: bool,
 ) -> None:
     """Expand, select, profile and answer the queries not yet predicted; failures go to `report.failed`."""
     failures: dict[str, str] = {}
@@ -237,7 +255,7 @@ def _generate_pending(
                 failures[context.key] = llm_profiler.failed[task_key]
     report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
     jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
-    _answer(jobs, parts.system_backend, plan, parts.counter, settings, cache, report, progress)
+    _answer(jobs, parts.system_backend, plan, parts.counter, settings, cache, report, writer, progress)
 
 
 def _uses(parts: _Parts, report: GenerationReport) -> list[ModelUse]:
@@ -346,12 +364,12 @@ def _answer(
     settings: GenerationSettings,
     cache: Cache,
     report: GenerationReport,
+    writer: "_Writer",
     progress: bool,
 ) -> None:
     """Ask the system model, searching as `plan` says, a group of queries at a time, appending each
     group's predictions."""
     size = _group_size(settings, backend, plan, len(jobs))
-    append_predictions(report.output, [])  # the file exists even when no query could be asked
     with ProgressBar(len(jobs), desc=f"generating ({settings.context})", disable=not progress) as bar:
         for start in range(0, len(jobs), size):
             group = jobs[start : start + size]
@@ -364,8 +382,36 @@ def _answer(
                     report.failed.append({"user": context.user, "query_id": context.query_id, "reason": record})
                 else:
                     records.append(record)
-            append_predictions(report.output, records)
+            writer.write(report, records)
             report.generated += len(records)
+            report.truncated += sum(1 for record in records if record.get("truncated"))
+
+
+@dataclass
+class _Writer:
+    """Appends a run's predictions, writing its run file with the first ones; under `strict`, refuses
+    (`StrictError`) a group holding an answer cut off, or written while the system model's calls were
+    served by another model, before any of it is written."""
+
+    output: Path
+    manifest: Path
+    system: dict[str, Any]
+    strict: bool
+    begun: bool = False
+
+    def write(self, report: GenerationReport, records: Sequence[Mapping[str, Any]]) -> None:
+        if self.strict:
+            cut = sum(1 for record in records if record.get("truncated"))
+            if cut:
+                raise StrictError(f"{cut} of {len(records)} answers were cut off at the output limit (--strict; raise "
+                                  f"--max-new-tokens); {len(records)} predictions not written to {self.output}")
+            if report.served_warning:
+                raise StrictError(f"{report.served_warning.removeprefix('warning: ')}; predictions not written to "
+                                  f"{self.output}")
+        if not self.begun:
+            atomic_write_text(self.manifest, json.dumps(self.system, indent=2, ensure_ascii=False) + "\n")
+            self.begun = True
+        append_predictions(self.output, records)
 
 
 def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan) -> dict[str, Any] | str:
@@ -386,4 +432,10 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan) -> di
     }
     if plan.engine != NONE:
         record["search"] = outcome.search
+    completion = outcome.completion
+    if completion is not None and completion.served_model:
+        record["served_model"] = completion.served_model
+    if completion is not None and completion.truncated:
+        record["truncated"] = True
+        record["truncation_reason"] = completion.truncation_reason or TRUNCATION_REASON
     return record

@@ -134,6 +134,9 @@ class TestServer:
         self.rule = rule
         """Consulted for every completion call the queue does not script."""
         self.model_ids = model_ids
+        self.served_as: Callable[[str], str] | None = None
+        """The model an answer names (its `model`) for the one asked: a provider that routes a retired model
+        to another, or answers with a dated snapshot; None names the model asked for."""
         self.paths: tuple[str, ...] = ("/chat/completions", "/responses")
         """POST routes answered (by how the path ends)."""
         self.requests: list[RecordedRequest] = []
@@ -222,6 +225,8 @@ class TestServer:
         input_tokens, output_tokens = _count_tokens(prompt), _count_tokens(text)
         number = next(self._ids)
         model = body.get("model", self.model_ids[0])
+        if self.served_as is not None:
+            model = self.served_as(model)
         if path.endswith("/responses"):
             return {
                 "id": f"resp_{number}",

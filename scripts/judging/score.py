@@ -13,7 +13,8 @@ from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.backends.options import ClientOptions
 from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
+from bespoke_metric.results.served import truncated_line
+from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, served_warnings, write_results
 from bespoke_metric.results import Results
 
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, cost_options, price_table, print_plan, spending_limit, stopped_by_limit
@@ -21,6 +22,8 @@ from bespoke_cli.executor import add_executor_arguments, check_executor_flags, e
 from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values, positive_int
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
+STRICT_HELP = ("exit 1 if any judgment failed; and, writing nothing, if an answer was cut off at the output limit or "
+               "a call was served by another model than the one asked for")
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", help="folder for one results file per predictions file, named after it (PREDICTIONS-STEM.json)")
     parser.add_argument("--limit", type=positive_int, help="score only the first N predictions of each file")
     parser.add_argument("--model-name", help="the system that wrote the predictions, recorded in the results file (system.model, model_name)")
-    parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+    parser.add_argument("--strict", action="store_true", help=STRICT_HELP)
     add_cost_arguments(parser)
 
 
@@ -108,6 +111,9 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
     else:
         work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed"
     print(f"{coverage(summary)}; {work}, {usage['wall_seconds']:.1f}s", file=out)
+    cut = truncated_line(summary.get("truncated") or 0, summary["items"])
+    if cut:
+        print(cut, file=out)
     if results.guarded:
         caught = ", ".join(f"{name} {count}" for name, count in sorted(results.guarded.items()))
         print(f"{sum(results.guarded.values())} of {summary['items']} responses caught by a guard ({caught}): lowest "
@@ -131,6 +137,18 @@ def cost_line(usage: Mapping[str, Any]) -> str | None:
                      f"{record['output_tokens']} out ({record['reasoning_tokens']} reasoning){batch}, {cost}")
     total = "unknown (no price for " + ", ".join(usage.get("cost_unknown", [])) + ": --prices FILE)" if usage.get("cost") is None else f"${usage['cost']:.4f}"
     return f"tokens {'; '.join(parts)}; total cost {total}"
+
+
+def strict_refusal(results: Results) -> str | None:
+    """What `--strict` refuses in `results` before it is written: answers cut off, calls served by another
+    model; None when there is neither."""
+    reasons = []
+    truncated = results.summary.get("truncated") or 0
+    if truncated:
+        reasons.append(f"{truncated} of {results.summary['items']} answers were cut off at the output limit")
+    if results.served_mismatch:
+        reasons.append("a call was served by another model than the one asked for (served_mismatch)")
+    return "; ".join(reasons) or None
 
 
 def coverage(summary: Mapping[str, Any]) -> str:
@@ -171,7 +189,15 @@ def run(args: argparse.Namespace) -> int:
 
 def publish(results: Results, output: str, *, strict: bool) -> int:
     """Write the results file and print its summary and caveats (shared with `bespoke run`); 1 if no item
-    was scored at all, or if `strict` and any judgment failed."""
+    was scored at all, or if `strict` and any judgment failed. A call served by another model than asked
+    for is one `warning:` line; under `strict` it, or an answer cut off, is an `error:` line and exit 1
+    with nothing written."""
+    for warning in served_warnings(results):
+        print(warning, file=sys.stderr)
+    refused = strict_refusal(results) if strict else None
+    if refused:
+        print(f"error: {refused} (--strict); {output} not written", file=sys.stderr)
+        return 1
     write_results(results, output)
     print_summary(results)
     print(f"results written to {output}")

@@ -12,6 +12,7 @@ from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 from bespoke_metric.backends.registry import ENGINES, parse_spec
 from bespoke_metric.backends.options import option_names
 from bespoke_metric.calls.progress import on_terminal
+from bespoke_metric.results.served import StrictError, truncated_line
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
 from bespoke_metric.systems.runfiles import sidecar
@@ -81,6 +82,8 @@ def add_search_arguments(group: argparse._ArgumentGroup) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_generation_arguments(parser, endpoint_flags=("--base-url", "--api-key"))
     parser.add_argument("--output", required=True, help="predictions JSONL; an existing file is resumed")
+    parser.add_argument("--strict", action="store_true", help="exit 1, writing none of them, at predictions whose "
+                        "answer was cut off at the output limit or whose calls were served by another model than asked for")
     add_source_arguments(parser)
     add_executor_arguments(parser)
 
@@ -180,10 +183,10 @@ def settings_from(args: argparse.Namespace, spending: SpendingLimit | None = Non
 
 def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit | None = None) -> GenerationReport:
     """Run generation as the parsed arguments say (shared with `bespoke run`), within the command's
-    spending limit if it has one."""
+    spending limit if it has one; `--strict` refuses cut-off answers and calls served by another model."""
     # progress bars (the retriever's embedding bars too) only on a terminal, never into a pipe or a log
     return generate(args.model, output, settings_from(args, spending), source=args.source, revision=args.revision,
-                    progress=on_terminal())
+                    progress=on_terminal(), strict=args.strict)
 
 
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
@@ -194,6 +197,9 @@ def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
         f"profiler calls {report.profiler_usage.calls} ({report.profiler_usage.cached} cached), {report.wall_seconds:.1f}s",
         file=out,
     )
+    cut = truncated_line(report.truncated, report.generated)
+    if cut:
+        print(cut, file=out)
     # One line per reason: a dead search engine fails every query the same way.
     by_reason: dict[str, list[str]] = {}
     for failure in report.failed:
@@ -212,6 +218,11 @@ def run(args: argparse.Namespace) -> int:
     except (GenerationError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except StrictError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if report.served_warning:
+        print(report.served_warning, file=sys.stderr)
     print_report(report)
     print(f"predictions in {args.output}")
     return 1 if report.failed else 0

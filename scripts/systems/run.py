@@ -9,10 +9,11 @@ from pathlib import Path
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
 from .generate import add_generation_arguments, generate_from, generation_cache, print_report, settings_from
-from bespoke_cli.judging.score import add_judge_arguments, judge_options, publish
+from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, judge_options, publish
 
 from bespoke_metric.experiments.runner import results_system
 from bespoke_metric.systems import GenerationError
+from bespoke_metric.results.served import StrictError
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score
 from bespoke_metric.systems.dry_run import plan_generation
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "run keeps (predictions, run file, caches) goes into a folder named after it, results/NAME.json -> results/NAME/")
     parser.add_argument("--predictions", help="predictions JSONL, resumed if it exists (default: OUTPUT's folder, "
                         "results/NAME/predictions.jsonl)")
-    parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+    parser.add_argument("--strict", action="store_true", help=STRICT_HELP)
     add_cost_arguments(parser)
 
 
@@ -81,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
     except (GenerationError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except StrictError as error:  # nothing written: not the predictions, not the results
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     print_report(report)
     if stopped_by_limit(spending, answer_caches(args)):
         return 1

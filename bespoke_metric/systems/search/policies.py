@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bespoke_metric.backends.base import Backend, CallError, Request, Usage
+from bespoke_metric.backends.base import Backend, CallError, Completion, Request, Usage
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, ParseError, run_sync
@@ -71,6 +71,8 @@ class Answered:
     raw: str | None = None
     search: dict[str, Any] | None = None
     error: str | None = None
+    completion: Completion | None = None
+    """The model's last call, whole: which model served it, whether the output limit cut it off."""
 
 
 def answer_all(jobs: Sequence[Job], plan: SearchPlan, backend: Backend, *, counter: TokenCounter, cache: Cache | None,
@@ -136,7 +138,7 @@ class _Run:
             search = native_block(result.completion.search if result.completion is not None else None)
         else:
             search = trace.block(answer) if trace is not None else None
-        return Answered(raw, search)
+        return Answered(raw, search, completion=result.completion)
 
     async def search_round(self, traces: Sequence[SearchTrace], queries: Sequence[Sequence[str]],
                      round_: int) -> list[list[tuple[str, list[SearchResult]]] | CallError]:

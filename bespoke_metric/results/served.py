@@ -1,0 +1,99 @@
+"""Which model really answered, and which answers were cut off: what a run must never let pass silently.
+
+Providers say in every response which model served it (`Completion.served_model`). A served model that is
+the one asked for, or a dated snapshot of it (`gpt-5` -> `gpt-5-2025-08-07`), is the model asked for; any
+other (`gemini-2.5-pro` -> `gemini-3.8-flash`, `gpt-5` -> `gpt-5-mini`) means the provider routed the call
+elsewhere: a `warning:` line, `served_mismatch: true` in the results, a leaderboard row of its own, and
+`--strict` refuses it. An answer the output limit cut off is kept and scored as given (as the official
+evaluator would) but counted wherever figures are shown, and `--strict` refuses it too.
+
+Pure functions: the commands print and refuse.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Iterable, Mapping
+
+SNAPSHOT_WORDS = frozenset({"preview", "latest", "exp", "experimental"})
+"""Words that may follow a model's name in one of its snapshots' names (`gemini-2.5-pro-preview-06-05`),
+besides numbers (dates, versions: `-2025-08-07`, `-001`, `-0613`)."""
+
+_NUMBER = re.compile(r"\d{2,}")
+
+
+class StrictError(RuntimeError):
+    """What `--strict` refuses: an answer cut off at the output limit, or calls served by another model
+    than asked for. Raised before the file that would hold them is written; the commands exit 1."""
+
+
+def model_name(name: str) -> str:
+    """A model's name without its provider's prefix (`openai/gpt-5`, `models/gemini-2.5-pro`), lower case."""
+    return name.strip().rpartition("/")[2].lower()
+
+
+def is_same_model(asked: str, served: str) -> bool:
+    """Whether `served` is the model `asked` for: the same name, or a dated snapshot or version of it.
+
+    `gpt-5` -> `gpt-5-2025-08-07`, `gpt-4o` -> `gpt-4o-2024-08-06`, `models/gemini-2.5-pro` ->
+    `gemini-2.5-pro-001` or `-preview-06-05` are; `gemini-2.5-pro` -> `gemini-3.8-flash`, `gpt-5` ->
+    `gpt-5-mini` are not. An empty `served` (the engine did not say) is taken as the model asked for."""
+    if not served.strip():
+        return True
+    asked, served = model_name(asked), model_name(served)
+    if served == asked:
+        return True
+    if not served.startswith(asked + "-"):
+        return False
+    return all(_NUMBER.fullmatch(word) or word in SNAPSHOT_WORDS for word in served[len(asked) + 1 :].split("-"))
+
+
+def count_served(names: Iterable[str]) -> dict[str, int]:
+    """`{served model: count}` of the names given, those the engine did not say (empty) left out."""
+    return dict(Counter(name for name in names if name))
+
+
+def mismatched(asked: str | None, served_models: Mapping[str, int]) -> dict[str, int]:
+    """The served models (with their counts) that are not the model `asked` for; none when it is unknown."""
+    if not asked:
+        return {}
+    return {name: count for name, count in served_models.items() if not is_same_model(asked, name)}
+
+
+def mismatch_warning(role: str, asked: str, served_models: Mapping[str, int]) -> str | None:
+    """The one `warning:` line of a `role` (`judge`, `system`) whose calls were served by another model
+    than `asked`, naming both and the count; None when every call was served by it."""
+    other = mismatched(asked, served_models)
+    if not other:
+        return None
+    total = sum(served_models.values())
+    named = ", ".join(f"{name} ({count} of {total} calls)" for name, count in sorted(other.items()))
+    return (f"warning: the {role} asked for {asked} was served by {named}: the provider routed the calls to "
+            "another model (retired or rerouted?); the results are marked served_mismatch (--strict refuses them)")
+
+
+def asked_model(block: Mapping[str, Any] | None) -> str | None:
+    """The model asked for, from a results file's `judge` block or `system` block: the backend's `model`
+    (`bespoke run` records the system model as `{"spec", "backend"}`), else the model of a spec
+    (`openai:gpt-5` -> `gpt-5`); None where the block names none (`score` without `--model-name`, or with a
+    name that is not a spec: `--model-name "my system"` names a system, not a model)."""
+    if not block:
+        return None
+    model = block.get("model")
+    if isinstance(model, Mapping):  # `bespoke run`'s system block
+        return str((model.get("backend") or {}).get("model") or "") or None
+    if not model:
+        return None
+    if "engine" in block:  # a judge block: engine and model apart
+        return str(model)
+    engine, colon, rest = str(model).partition(":")
+    return rest if colon and rest and re.fullmatch(r"[a-z][a-z0-9_-]*", engine) else None
+
+
+def truncated_line(truncated: int, answers: int) -> str | None:
+    """`3 of 150 answers were cut off ...`, or None when none was."""
+    if not truncated:
+        return None
+    return (f"{truncated} of {answers} answers were cut off at the output limit (truncated: true in their "
+            "predictions); scored as given (--strict refuses them)")
