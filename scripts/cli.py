@@ -2,8 +2,9 @@
 `add_arguments(parser)` and `run(args) -> int` (and `answer_caches(args)` if it keeps answers in caches).
 
 How every command ends is decided here: a user's mistake is one `error: ...` line and exit 2, an engine
-that failed (`EngineError`: a CUDA error, a dead engine) one line and exit 1, Ctrl-C one line and exit
-130 (`interrupt`), and only a bug shows a traceback (or `-v`, which shows them all).
+that failed (`EngineError`: a CUDA error, a dead engine; `ModelUnavailableError`: a retired model) one line
+and exit 1, Ctrl-C one line and exit 130 (`interrupt`), and only a bug shows a traceback (or `-v`, which
+shows them all).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
-from bespoke_metric.backends.base import EngineError
+from bespoke_metric.backends.base import EngineError, ModelUnavailableError
 from bespoke_metric.calls.progress import quiet_library_bars
 
 from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
@@ -152,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except ModelUnavailableError as error:  # retired or unknown: a rerun would fail the same way
+        if args.verbose:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_FAILED
     except EngineError as error:
         if args.verbose:
             raise

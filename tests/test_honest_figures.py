@@ -86,11 +86,11 @@ def test_every_leaderboard_shows_coverage_and_guarded_counts(scored, rows):
     assert f"· 5 of {len(rows)} queries" in groups[0].title
     markdown = to_markdown(groups)
     header, _, line = markdown.splitlines()[4:7]
-    assert header.endswith("| Items | Queries | Guarded | Failures |")
-    assert line.endswith(f"| 5 | 5 of {len(rows)} | 2 | 0 |")
+    assert header.endswith("| Items | Queries | Guarded | Failures | Cut off | Served by |")
+    assert line.endswith(f"| 5 | 5 of {len(rows)} | 2 | 0 | 0 | not said |")
     [written] = csv.DictReader(io.StringIO(to_csv(groups)))
     assert (written["queries"], written["benchmark_queries"], written["guarded"]) == ("5", str(len(rows)), "2")
-    assert f"<td>5 of {len(rows)}</td><td>2</td><td>0</td></tr>" in render_html(groups)
+    assert f"<td>5 of {len(rows)}</td><td>2</td><td>0</td><td>0</td><td>not said</td></tr>" in render_html(groups)
     space = leaderboard_app.group_table(groups[0])
     assert "<th>Queries</th><th>Guarded</th>" in space
     assert f"<td>5 of {len(rows)}</td><td>2</td></tr>" in space

@@ -1,8 +1,12 @@
 """Ranking systems from results files, honestly.
 
 - Results are grouped by everything that makes scores comparable: the judge block (spec, protocol
-  version, engine settings, ablation flags) and the data (fingerprint, else source and revision).
-  Systems are ranked only within a group, never across.
+  version, engine settings, ablation flags), the model that served the judge when it was not the one
+  asked for, and the data (fingerprint, else source and revision). Systems are ranked only within a
+  group, never across.
+- Each row shows the model that served the system (`system.served_models`); a system served by another
+  model than the one asked for is labelled with it, so it is never ranked as the model it replaced. Answers
+  cut off at the output limit are counted per row.
 - Proxy-judge results (`embed:`) are refused unless explicitly allowed.
 - Every number carries a bootstrap 95% interval over queries; `compare` tests two systems per metric on
   the queries they share (paired bootstrap or permutation).
@@ -31,6 +35,7 @@ from bespoke_metric.results.caveats import is_synthetic, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
 from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.results import Results
+from bespoke_metric.results.served import asked_model, mismatched
 
 COLUMNS: tuple[str, ...] = METRICS + ("average",)
 """The five benchmark numbers and their mean, the columns of every leaderboard."""
@@ -68,16 +73,24 @@ class Entry:
 
     @property
     def judge_key(self) -> str:
-        """Canonical JSON of what must be equal for two results to be compared: the judge and the data."""
+        """Canonical JSON of what must be equal for two results to be compared: the judge (and the other
+        models that served it in place of the one asked for) and the data."""
         data = self.results.data
         data_id = {"fingerprint": data["fingerprint"]} if data.get("fingerprint") else {"source": data.get("source"), "revision": data.get("revision")}
-        return json.dumps({"judge": self.judge, "data": data_id}, sort_keys=True, default=str)
+        judge = {key: value for key, value in self.judge.items() if key != "served_models"}
+        return json.dumps({"judge": judge, "served_instead": judge_served_instead(self.judge), "data": data_id},
+                          sort_keys=True, default=str)
 
     @property
     def group_key(self) -> str:
         """What must be equal for two results to be ranked together: judge, data, and the set of queries
         scored (a `--limit` run is not ranked against a full one; `compare` pairs shared queries instead)."""
         return self.judge_key + hashlib.sha256("\n".join(self.queries).encode()).hexdigest()
+
+
+def judge_served_instead(judge: Mapping[str, Any]) -> list[str]:
+    """The models that served a judge's calls in place of the one asked for (sorted), none when all were it."""
+    return sorted(mismatched(asked_model(judge), judge.get("served_models") or {}))
 
 
 def system_label(system: Mapping[str, Any]) -> str | None:
@@ -223,7 +236,9 @@ class Row:
 
     @property
     def system(self) -> str:
-        return self.entry.system
+        """The system's name; marked with the model that served it when that is not the one asked for."""
+        instead = self.served_instead
+        return f"{self.entry.system} [served by {', '.join(sorted(instead))}]" if instead else self.entry.system
 
     @property
     def items(self) -> int:
@@ -243,6 +258,27 @@ class Row:
         return len(set(self.entry.queries))
 
     @property
+    def truncated(self) -> int:
+        """Responses cut off at the output limit (scored as given)."""
+        return sum(1 for item in self.entry.results.items if item.truncated)
+
+    @property
+    def served_models(self) -> dict[str, int]:
+        """`{model: predictions}` as the provider named the model that wrote them (empty where not said)."""
+        return dict((self.entry.results.system or {}).get("served_models") or {})
+
+    @property
+    def served_instead(self) -> dict[str, int]:
+        """The served models that are not the system's model asked for."""
+        return mismatched(asked_model(self.entry.results.system), self.served_models)
+
+    @property
+    def served(self) -> str:
+        """The models that served the system, most answers first (`gpt-5-2025-08-07`), or `not said`."""
+        ranked = sorted(self.served_models.items(), key=lambda pair: (-pair[1], pair[0]))
+        return ", ".join(name if len(ranked) == 1 else f"{name} ({count})" for name, count in ranked) or "not said"
+
+    @property
     def benchmark_queries(self) -> int | None:
         """The benchmark's number of queries, as the results file records it (None in older files)."""
         return self.entry.results.summary.get("benchmark_queries")
@@ -256,12 +292,12 @@ class Row:
     def counts(self) -> dict[str, str]:
         """The count columns every rendering of a row shows (`COUNTS`)."""
         return {"Items": str(self.items), "Queries": self.coverage, "Guarded": str(self.guarded),
-                "Failures": str(self.failures)}
+                "Failures": str(self.failures), "Cut off": str(self.truncated), "Served by": self.served}
 
 
-COUNTS: tuple[str, ...] = ("Items", "Queries", "Guarded", "Failures")
+COUNTS: tuple[str, ...] = ("Items", "Queries", "Guarded", "Failures", "Cut off", "Served by")
 """The count columns of a leaderboard row: items scored, queries covered of the benchmark's, responses a
-guard caught, failed judgments."""
+guard caught, failed judgments, responses cut off at the output limit, and the model(s) that served the system."""
 
 
 def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> Row:
@@ -294,15 +330,17 @@ class Group:
         revision = self.data.get("revision") or "local"
         fingerprint = (self.data.get("fingerprint") or "")[:12]
         proxy = " · PROXY judge" if self.judge.get("proxy") else ""
+        instead = judge_served_instead(self.judge)
+        served = f" · judge SERVED BY {', '.join(instead)}" if instead else ""
         synthetic = " · SYNTHETIC data" if is_synthetic(self.data) else ""
         covered = self.rows[0].coverage if self.rows else str(self.queries)  # rows of a group share their queries
-        return (f"judge {self.judge['spec']} (protocol {protocol}){proxy} · data {self.data.get('source')}@{revision} "
+        return (f"judge {self.judge['spec']} (protocol {protocol}){proxy}{served} · data {self.data.get('source')}@{revision} "
                 f"{fingerprint}{synthetic} · {covered} queries")
 
     @property
     def settings(self) -> str:
         """The judge's settings besides spec and protocol, as `k=v` pairs."""
-        skip = {"spec", "protocol_version", "proxy"}
+        skip = {"spec", "protocol_version", "proxy", "served_models"}
         return ", ".join(f"{k}={v}" for k, v in sorted(self.judge.items()) if k not in skip)
 
 

@@ -37,7 +37,7 @@ def to_csv(groups: Sequence[Group]) -> str:
     writer = csv.writer(out)
     writer.writerow(["judge", "protocol_version", "data_source", "data_revision", "data_fingerprint", "rank", "system", "file"]
                     + [f"{c}{suffix}" for c in COLUMNS for suffix in ("", "_low", "_high")]
-                    + ["items", "queries", "benchmark_queries", "guarded", "failures"])
+                    + ["items", "queries", "benchmark_queries", "guarded", "failures", "truncated", "served_by"])
     for group in groups:
         for row in group.rows:
             numbers: list[Any] = []
@@ -47,7 +47,8 @@ def to_csv(groups: Sequence[Group]) -> str:
             writer.writerow([group.judge["spec"], group.judge.get("protocol_version", ""), group.data.get("source", ""),
                              group.data.get("revision") or "", group.data.get("fingerprint") or "", row.rank, row.system,
                              row.entry.path] + numbers
-                            + [row.items, row.queries, row.benchmark_queries or "", row.guarded, row.failures])
+                            + [row.items, row.queries, row.benchmark_queries or "", row.guarded, row.failures,
+                               row.truncated, row.served])
     return out.getvalue()
 
 

@@ -12,7 +12,7 @@ from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 from bespoke_metric.backends.registry import ENGINES, parse_spec
 from bespoke_metric.backends.options import option_names
 from bespoke_metric.calls.progress import on_terminal
-from bespoke_metric.results.served import StrictError, truncated_line
+from bespoke_metric.results.served import StrictError
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
 from bespoke_metric.systems.runfiles import sidecar
@@ -192,14 +192,11 @@ def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
     out = out or sys.stdout  # looked up per call: sys.stdout may have been replaced since import
     print(
-        f"{report.generated} generated, {report.already_done} already there, {len(report.failed)} failed; "
+        f"{report.generated} generated{cut_off(report)}, {report.already_done} already there, {len(report.failed)} failed; "
         f"system calls {report.usage.calls} ({report.usage.cached} cached), "
         f"profiler calls {report.profiler_usage.calls} ({report.profiler_usage.cached} cached), {report.wall_seconds:.1f}s",
         file=out,
     )
-    cut = truncated_line(report.truncated, report.generated)
-    if cut:
-        print(cut, file=out)
     # One line per reason: a dead search engine fails every query the same way.
     by_reason: dict[str, list[str]] = {}
     for failure in report.failed:
@@ -209,6 +206,11 @@ def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
         print(f"  failed {shown}: {reason}", file=out)
     if len(by_reason) > 10:
         print(f"  ... and {len(by_reason) - 10} more reasons", file=out)
+
+
+def cut_off(report: GenerationReport) -> str:
+    """` (3 cut off at the output limit)` when answers were, to follow the count of those generated."""
+    return f" ({report.truncated} cut off at the output limit: truncated in their predictions)" if report.truncated else ""
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,204 @@
+"""Which model really answered: every call's served model is counted, a provider that routes a model to another
+is one `warning:` line, a mark in the results and a leaderboard row of its own, `--strict` writes nothing, and
+a retired model (404 `model_not_found`) is one `error:` line, exit 1, nothing half-written.
+
+Over real HTTP against the test server on 127.0.0.1, answering in OpenAI's shapes: a chat completion or
+Responses body names the model that served it in `model` (openai-python `ChatCompletion.model`,
+`Response.model`); an error is `{"error": {"message", "type", "param", "code"}}` (openai-python
+`openai.types.shared.ErrorObject`; a 404 is the SDK's `NotFoundError`), as OpenAI answers for a retired model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bespoke_cli.cli import main
+
+from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
+from bespoke_metric.analysis.report import to_markdown
+from bespoke_metric.results.served import asked_model, is_same_model, mismatch_warning
+from bespoke_metric.testing.server import Fault, serve
+from bespoke_metric.testing.system_responder import answer_any
+
+
+@pytest.mark.parametrize("asked, served", [
+    ("gpt-5", "gpt-5"), ("gpt-5", "gpt-5-2025-08-07"), ("gpt-4o", "gpt-4o-2024-08-06"), ("gpt-4", "gpt-4-0613"),
+    ("models/gemini-2.5-pro", "gemini-2.5-pro-001"), ("gemini-2.5-pro", "models/gemini-2.5-pro-preview-06-05"),
+    ("openai/gpt-5", "gpt-5-2025-08-07"), ("perplexity/sonar", "sonar"), ("GPT-5", "gpt-5"), ("gpt-5", ""),
+])
+def test_the_model_asked_for_or_a_dated_snapshot_of_it_is_the_same_model(asked: str, served: str) -> None:
+    assert is_same_model(asked, served)
+
+
+@pytest.mark.parametrize("asked, served", [
+    ("gemini-2.5-pro", "gemini-3.8-flash"), ("gpt-5", "gpt-5-mini"), ("gpt-5", "gpt-5.1"), ("gpt-4o", "gpt-4o-mini-2024-07-18"),
+    ("gemini-2.5-flash", "gemini-2.5-flash-lite"), ("gpt-4o-2024-08-06", "gpt-4o-2024-11-20"), ("o3", "o3-pro"),
+])
+def test_another_model_is_not_the_model_asked_for(asked: str, served: str) -> None:
+    assert not is_same_model(asked, served)
+
+
+def test_the_warning_names_both_models_and_the_count() -> None:
+    line = mismatch_warning("judge", "gemini-2.5-pro", {"gemini-3.8-flash": 12, "gemini-2.5-pro-001": 3})
+    assert line is not None and line.startswith("warning: ")
+    assert "gemini-2.5-pro" in line and "gemini-3.8-flash (12 of 15 calls)" in line and "001" not in line
+    assert mismatch_warning("judge", "gpt-5", {"gpt-5-2025-08-07": 15}) is None
+
+
+def test_the_model_asked_for_is_read_from_a_judge_or_system_block() -> None:
+    assert asked_model({"spec": "openai:gpt-5", "engine": "openai", "model": "gpt-5"}) == "gpt-5"
+    assert asked_model({"model": {"spec": "openai:gpt-4o-mini", "backend": {"model": "gpt-4o-mini"}}}) == "gpt-4o-mini"
+    assert asked_model({"model": "openai:gpt-4o"}) == "gpt-4o"  # score --model-name SPEC
+    assert asked_model({"model": "my system (v2)"}) is None  # a name, not a model: nothing to compare
+    assert asked_model(None) is None
+
+
+# -- end to end ----------------------------------------------------------------------------------------------
+
+
+def served_by(routes: dict[str, str]):
+    """A provider that answers some models as others (`served_as`), by the model asked for."""
+    return lambda model: routes.get(model, model)
+
+
+@pytest.fixture
+def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """One server answering the system (`openai:gpt-4o-mini`) and the judge (`openai:gpt-5`) on the sample."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    with serve(answer_any) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-served-test-key")
+        yield server
+
+
+RUN = ["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--judge", "openai:gpt-5", "--limit", "4"]
+
+
+def read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def warnings_in(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("warning:")]
+
+
+def test_dated_snapshots_pass_without_a_warning_and_are_counted(provider, tmp_path: Path, capsys) -> None:
+    provider.served_as = served_by({"gpt-5": "gpt-5-2025-08-07", "gpt-4o-mini": "gpt-4o-mini-2024-07-18"})
+    assert main([*RUN, "--output", "run.json"]) == 0
+    results = read(tmp_path / "run.json")
+    assert warnings_in(capsys.readouterr().err) == []
+    assert results["served_mismatch"] is False
+    judge_calls = results["usage"]["calls"] + results["usage"]["cached"]
+    assert results["judge"]["served_models"] == {"gpt-5-2025-08-07": judge_calls}
+    assert results["system"]["served_models"] == {"gpt-4o-mini-2024-07-18": 4}
+    predictions = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert [p["served_model"] for p in predictions] == ["gpt-4o-mini-2024-07-18"] * 4
+
+
+def test_a_judge_routed_to_another_model_is_warned_marked_and_grouped_apart(provider, tmp_path: Path, capsys) -> None:
+    assert main([*RUN, "--output", "real.json"]) == 0
+    capsys.readouterr()
+    provider.served_as = served_by({"gpt-5": "gemini-3.8-flash"})
+    assert main([*RUN, "--output", "routed.json", "--cache", str(tmp_path / "routed.sqlite")]) == 0
+    err = capsys.readouterr().err
+    [warning] = warnings_in(err)
+    routed = read(tmp_path / "routed.json")
+    calls = routed["usage"]["calls"]
+    assert "gpt-5" in warning and f"gemini-3.8-flash ({calls} of {calls} calls)" in warning and "judge" in warning
+    assert routed["served_mismatch"] is True and read(tmp_path / "real.json")["served_mismatch"] is False
+    assert routed["judge"]["served_models"] == {"gemini-3.8-flash": calls}
+
+    groups = build_leaderboard(load_results([tmp_path / "real.json", tmp_path / "routed.json"]), n_resamples=50)
+    assert len(groups) == 2  # never ranked beside the real judge's results
+    titles = [group.title for group in groups]
+    assert sum("SERVED BY gemini-3.8-flash" in title for title in titles) == 1
+
+    # a warm cache replays the routed answers: still counted, still warned
+    assert main([*RUN, "--output", "again.json", "--cache", str(tmp_path / "routed.sqlite")]) == 0
+    assert len(warnings_in(capsys.readouterr().err)) == 1
+    again = read(tmp_path / "again.json")
+    assert again["usage"]["calls"] == 0 and again["judge"]["served_models"] == {"gemini-3.8-flash": again["usage"]["cached"]}
+
+
+def test_a_system_routed_to_another_model_is_its_own_marked_row(provider, tmp_path: Path, capsys) -> None:
+    assert main([*RUN, "--output", "real.json"]) == 0
+    provider.served_as = served_by({"gpt-4o-mini": "gemini-3.8-flash"})
+    assert main([*RUN, "--output", "routed.json"]) == 0
+    [warning] = warnings_in(capsys.readouterr().err)
+    assert "system asked for gpt-4o-mini" in warning and "gemini-3.8-flash (4 of 4 calls)" in warning
+    routed = read(tmp_path / "routed.json")
+    assert routed["served_mismatch"] is True and routed["system"]["served_models"] == {"gemini-3.8-flash": 4}
+
+    [group] = build_leaderboard(load_results([tmp_path / "real.json", tmp_path / "routed.json"]), n_resamples=50)
+    systems = sorted(row.system for row in group.rows)
+    assert systems == ["openai:gpt-4o-mini (none)", "openai:gpt-4o-mini (none) [served by gemini-3.8-flash]"]
+    table = to_markdown([group])
+    assert "| Served by |" in table and "| gemini-3.8-flash |" in table and "| gpt-4o-mini |" in table
+
+
+def test_strict_refuses_a_routed_model_before_anything_is_written(provider, tmp_path: Path, capsys) -> None:
+    provider.served_as = served_by({"gpt-4o-mini": "gemini-3.8-flash"})
+    assert main([*RUN, "--output", "routed.json", "--strict"]) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "gemini-3.8-flash" in errors[0] and "gpt-4o-mini" in errors[0]
+    assert not (tmp_path / "routed.json").exists()
+    assert not (tmp_path / "routed" / "predictions.jsonl").exists() and not (tmp_path / "routed" / "predictions.run.json").exists()
+
+    assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "4", "--output", "p.jsonl", "--strict"]) == 1
+    assert "gemini-3.8-flash" in capsys.readouterr().err and not (tmp_path / "p.jsonl").exists()
+
+    # a judge routed elsewhere: score --strict writes no results file
+    provider.served_as = served_by({"gpt-5": "gemini-3.8-flash"})
+    assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "4", "--output", "p.jsonl"]) == 0
+    capsys.readouterr()
+    assert main(["score", "--predictions", "p.jsonl", "--judge", "openai:gpt-5", "--source", "sample", "--output", "s.json", "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert len(warnings_in(err)) == 1 and "served_mismatch" in err and not (tmp_path / "s.json").exists()
+
+
+RETIRED = {"error": {"message": "The model `gpt-5` has been deprecated, learn more here: https://platform.openai.com/docs/deprecations",
+                     "type": "invalid_request_error", "param": None, "code": "model_not_found"}}
+"""OpenAI's answer for a retired model: HTTP 404, the error shape of openai-python's `ErrorObject`."""
+
+
+def retired(model: str):
+    """404 `model_not_found` for every call asking for `model`."""
+    return lambda record: Fault(status=404, body=RETIRED) if (record.body or {}).get("model") == model else None
+
+
+@pytest.mark.parametrize("command", ["score", "run", "generate"])
+def test_a_retired_model_is_one_error_line_and_nothing_half_written(provider, tmp_path: Path, capsys, command: str) -> None:
+    if command == "score":
+        assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "4", "--output", "p.jsonl"]) == 0
+        capsys.readouterr()
+        argv, model, written = ["score", "--predictions", "p.jsonl", "--judge", "openai:gpt-5", "--source", "sample",
+                                "--output", "out.json"], "gpt-5", ["out.json"]
+    elif command == "run":
+        argv, model, written = [*RUN, "--output", "out.json"], "gpt-5", ["out.json"]
+    else:
+        argv, model, written = ["generate", "--model", "openai:gpt-5", "--source", "sample", "--limit", "4",
+                                "--output", "out.jsonl"], "gpt-5", ["out.jsonl", "out.run.json"]
+    provider.rule = retired(model)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, err
+    assert "'gpt-5'" in errors[0] and "has been deprecated" in errors[0] and "choosing-a-judge" in errors[0]
+    assert "Traceback" not in err and "sk-served-test-key" not in err
+    assert [name for name in written if (tmp_path / name).exists()] == []
+    # one call per request in flight, no retries: a retired model fails the same way every time
+    assert all(call.status == 404 for call in provider.calls if (call.body or {}).get("model") == model)
+
+
+def test_a_404_that_names_no_model_is_not_a_retired_model(provider, tmp_path: Path, capsys) -> None:
+    """A wrong path or proxy answers 404 too: each call fails with its reason, the run is not stopped as if
+    the model were retired."""
+    provider.rule = lambda record: Fault(status=404, body={"error": {"message": "no route here", "type": "not_found"}})
+    assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "2", "--output", "p.jsonl"]) == 1
+    out = capsys.readouterr()
+    assert "not served" not in out.err and "failed" in out.out and "no route here" in out.out

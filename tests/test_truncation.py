@@ -1,0 +1,117 @@
+"""Cut-off answers: a prediction whose answer the output limit ended carries `truncated: true` and
+`truncation_reason`, is scored as given, counted in every summary (`summary.truncated`, "3 of 3 answers were
+cut off") and in the leaderboard, and refused by `--strict` (exit 1, nothing written).
+
+Two real cases: the transformers backend running the tiny model at a small `--max-new-tokens`, and an
+OpenAI-compatible server answering `finish_reason: "length"` (openai-python `Choice.finish_reason`, the
+value a llama.cpp or vLLM server sends when `max_tokens` ends the answer).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bespoke_cli.cli import main
+
+from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
+from bespoke_metric.analysis.report import to_csv, to_markdown
+from bespoke_metric.results import ItemResult
+from bespoke_metric.scoring.predictions import PredictionError, read_predictions
+from bespoke_metric.testing.judge_responder import judge_answer
+from bespoke_metric.testing.server import Cutoff
+from bespoke_metric.testing.system_responder import answer_any, system_answer
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return tmp_path
+
+
+def test_the_tiny_model_cut_off_by_max_new_tokens_is_marked_scored_and_counted(tiny_model_dir: Path, openai_server, here: Path, capsys) -> None:
+    generate = ["generate", "--model", f"hf:{tiny_model_dir}", "--source", "sample", "--limit", "3", "--max-new-tokens", "4"]
+    assert main([*generate, "--output", "p.jsonl"]) == 0
+    predictions = read_jsonl(here / "p.jsonl")
+    assert [(p["truncated"], p["truncation_reason"]) for p in predictions] == [(True, "length")] * 3
+    assert "served_model" not in predictions[0]  # a local model says nothing: it is the one loaded
+    assert "3 generated (3 cut off at the output limit" in capsys.readouterr().out
+
+    openai_server.responder = judge_answer
+    score = ["score", "--predictions", "p.jsonl", "--judge", "openai:judge-model", "--base-url", openai_server.base_url,
+             "--source", "sample", "--no-guards"]  # the tiny model's gibberish would be guarded
+    assert main([*score, "--output", "s.json"]) == 0
+    printed = capsys.readouterr().out
+    assert "3 of 3 answers were cut off at the output limit" in printed
+    results = json.loads((here / "s.json").read_text(encoding="utf-8"))
+    assert results["summary"]["truncated"] == 3
+    assert all(item["truncated"] is True and item["truncation_reason"] == "length" for item in results["items"])
+    assert all(item["scores"]["tone"] is not None for item in results["items"])  # scored as given
+    assert results["system"]["served_models"] == {}
+
+    [group] = build_leaderboard(load_results([here / "s.json"]), n_resamples=50)
+    assert group.rows[0].truncated == 3
+    assert "| Cut off |" in to_markdown([group]) and "| 3 | not said |" in to_markdown([group])
+    [row] = csv.DictReader(io.StringIO(to_csv([group])))
+    assert row["truncated"] == "3"
+
+    assert main([*score, "--output", "strict.json", "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        "error: 3 of 3 answers were cut off at the output limit (--strict); strict.json not written"]
+    assert not (here / "strict.json").exists()
+
+    assert main([*generate, "--output", "strict.jsonl", "--strict"]) == 1
+    assert "cut off" in capsys.readouterr().err
+    assert not (here / "strict.jsonl").exists() and not (here / "strict.run.json").exists()
+
+
+def cut_system_answers(body: dict[str, Any]):
+    """The system's answers cut off (`finish_reason: length`), the judge's whole."""
+    answer = system_answer(body)
+    return answer_any(body) if answer is None else Cutoff(answer)
+
+
+def test_finish_reason_length_from_an_openai_compatible_server_is_marked(openai_server, here: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-truncation-test")
+    openai_server.responder = cut_system_answers
+    run = ["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--judge", "openai:gpt-5", "--limit", "3"]
+    assert main([*run, "--output", "run.json"]) == 0
+    predictions = read_jsonl(here / "run" / "predictions.jsonl")
+    assert [(p["truncated"], p["truncation_reason"]) for p in predictions] == [(True, "length")] * 3
+    results = json.loads((here / "run.json").read_text(encoding="utf-8"))
+    assert results["summary"]["truncated"] == 3
+    assert capsys.readouterr().out.count("3 of 3 answers were cut off") == 1
+
+    assert main([*run, "--output", "strict.json", "--strict"]) == 1
+    assert not (here / "strict.json").exists() and not (here / "strict" / "predictions.jsonl").exists()
+
+    openai_server.responder = answer_any  # whole answers: nothing marked, nothing refused
+    assert main([*run, "--output", "whole.json", "--strict"]) == 0
+    whole = json.loads((here / "whole.json").read_text(encoding="utf-8"))
+    assert whole["summary"]["truncated"] == 0 and not any("truncated" in item for item in whole["items"])
+
+
+def test_a_prediction_marked_truncated_must_say_true_or_false() -> None:
+    rows = [{"user": "user1", "query_id": "1", "response": "an answer", "truncated": "yes"}]
+    with pytest.raises(PredictionError, match="line 1: 'truncated' must be true or false"):
+        read_predictions(rows, ["user1/1"])
+    [prediction] = read_predictions([{**rows[0], "truncated": True, "truncation_reason": "MAX_TOKENS"}], ["user1/1"])
+    assert (prediction.truncated, prediction.truncation_reason) == (True, "MAX_TOKENS")
+
+
+def test_an_item_keeps_its_truncation_through_a_results_file() -> None:
+    item = ItemResult("user1", "1", truncated=True, truncation_reason="max_output_tokens")
+    assert ItemResult.from_json(json.loads(json.dumps(item.to_json()))) == item
+    assert "truncated" not in ItemResult("user1", "1").to_json()
