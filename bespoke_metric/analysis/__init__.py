@@ -5,6 +5,7 @@
 | `meta_eval` | `meta_evaluate`: a judge against the human meta-test scores |
 | `feedback_accuracy` | whether the judge's feedback agrees with the user's |
 | `leaderboard` | `build_leaderboard`, `compare`, `load_results`: ranking results that may be ranked together |
+| `bridge` | `bridge`: how a leaderboard's ranking moved under a new judge (Kendall's tau, shifts, flips) |
 | `report`, `report_html` | the leaderboard as text, Markdown or HTML with charts |
 """
 
@@ -12,6 +13,7 @@ from bespoke_dataset.lazy import lazy_attributes
 
 # name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
 _LAZY: dict[str, str] = {
+    "bridge": ".bridge",
     "build_leaderboard": ".leaderboard",
     "compare": ".leaderboard",
     "load_results": ".leaderboard",
