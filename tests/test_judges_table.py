@@ -5,10 +5,7 @@ and flag the third's length bias only. Also: repeats keyed apart in the cache, a
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import statistics
 
 import pytest
 
@@ -16,7 +13,7 @@ import bespoke_dataset
 from bespoke_cli import cli
 from bespoke_dataset.synthetic import write_release
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.analysis.judges_table import PUBLISHED, compare_judges, words
+from bespoke_metric.analysis.judges_table import PUBLISHED, compare_judges
 from bespoke_metric.backends.options import OptionError
 from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.calls.cache import Cache, key_for
@@ -25,48 +22,16 @@ from bespoke_metric.judging import protocol
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.scoring.pipeline import load_benchmark
-
-LABELS = {"need_alignment": "Need Alignment", "content_depth": "Content Depth", "tone": "Tone",
-          "explanation_style": "Explanation Style"}
-
+from bespoke_metric.testing.judge_responder import known_quality_judges
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     return str(write_release(tmp_path_factory.mktemp("judges") / "release", users=4, queries_per_user=5, sessions=10, seed=3))
 
 
-def _draw(*parts: object) -> float:
-    """A number in [0, 1) fixed by `parts`: the stand-ins' noise, the same on every run of the test."""
-    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16) / 2**32
-
-
 def stand_in_judges(release):
-    """A responder answering the judge prompt per model asked: `close` gives the human score (one point off
-    on a twentieth of them), `noisy` the human score moved by up to two points on every call anew (a seen
-    count in its noise, so its repeats differ), `long` the human score plus one for a response longer than
-    the median. The answer is in the protocol's lines (`Need Alignment Score: n` ...), as a judge writes it."""
-    humans = {row["response"].strip(): row for row in bespoke_dataset.load("meta_test", source=release)}
-    median = statistics.median(words(text) for text in humans)
-    seen: dict[tuple[str, str], int] = {}
-
-    def respond(body):
-        text = "\n".join(m["content"] for m in body["messages"])
-        response = re.search(r"<response>\n(.*)\n</response>", text, re.S).group(1).strip()
-        row, model = humans[response], body["model"]
-        count = seen[model, response] = seen.get((model, response), 0) + 1
-        lines = ["Reasoning: compared with the examples.", "Final Answer:"]
-        for dimension in DIMENSIONS:
-            score = row[dimension]["score"]
-            if model == "close" and _draw(response, dimension) < 0.05:
-                score += 1 if score < 5 else -1
-            elif model == "noisy":
-                score += round(4 * _draw(response, dimension, count) - 2)
-            elif model == "long" and words(response) > median:
-                score += 1
-            lines += [f"{LABELS[dimension]} Score: {min(5, max(1, score))}", f"{LABELS[dimension]} Feedback: fine."]
-        return "\n".join(lines)
-
-    return respond
+    """`close`, `noisy` and `long` (see `known_quality_judges`) over this release's meta-test responses."""
+    return known_quality_judges(list(bespoke_dataset.load("meta_test", source=release)))
 
 
 def test_the_table_ranks_stand_ins_of_known_quality(release, openai_server, tmp_path, capsys):
