@@ -3,6 +3,7 @@
 | module | concern |
 |---|---|
 | `meta_eval` | `meta_evaluate`: a judge against the human meta-test scores |
+| `judges_table` | `compare_judges`: several judges in one table (length bias, self-consistency, paired difference) |
 | `feedback_accuracy` | whether the judge's feedback agrees with the user's |
 | `leaderboard` | `build_leaderboard`, `compare`, `load_results`: ranking results that may be ranked together |
 | `report`, `report_html` | the leaderboard as text, Markdown or HTML with charts |
@@ -14,6 +15,7 @@ from bespoke_dataset.lazy import lazy_attributes
 _LAZY: dict[str, str] = {
     "build_leaderboard": ".leaderboard",
     "compare": ".leaderboard",
+    "compare_judges": ".judges_table",
     "load_results": ".leaderboard",
     "meta_evaluate": ".meta_eval",
 }
