@@ -8,7 +8,8 @@ On the synthetic release's meta-test responses (`--users` users):
 2. `bespoke meta-eval --judge A --judge B --judge C --out DIR` with a fresh cache: its calls (goal: no more
    than the three single runs together, ratio <= 1) and its wall, as a ratio to the three single runs';
 3. the table again over the caches the single runs filled (one file, shared): goal 0 calls;
-4. the table is written into `docs/choosing-a-judge.md` between its markers (the synthetic release's table).
+4. the table is written into `docs/choosing-a-judge.md` between its markers (the synthetic release's table),
+   and the page's quoted figures are refreshed.
 
     python benchmarks/judges_table.py [--users 10]
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import quote  # noqa: E402
 from record import write_results  # noqa: E402
 
 import bespoke_dataset  # noqa: E402
@@ -94,7 +96,8 @@ def main() -> None:
     write_results(__file__, figures, goals={"calls_ratio": ("<=", 1.0), "table_calls_over_shared_cache": ("<=", 0)})
     page = DOCS_PAGE.read_text()
     block = f"{MARKERS[0]}\n{markdown.replace('# Judges', '#### Judges', 1)}{MARKERS[1]}"
-    DOCS_PAGE.write_text(re.sub(re.escape(MARKERS[0]) + ".*?" + re.escape(MARKERS[1]), lambda _: block, page, flags=re.S))
+    page = re.sub(re.escape(MARKERS[0]) + ".*?" + re.escape(MARKERS[1]), lambda _: block, page, flags=re.S)
+    DOCS_PAGE.write_text(quote.refreshed("docs/choosing-a-judge.md", page, quote.load_results()))  # its quoted figures too
     print(json.dumps(figures, indent=2))
 
 
