@@ -91,7 +91,6 @@ def run(args: argparse.Namespace) -> int:
             found, judges = compare_judges(specs, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
                                            reference=args.reference, repeats=args.repeats, n_resamples=args.resamples,
                                            seed=args.seed, prices=prices, options_for=judge_flags)
-            results = judges[0].runs[0]
     except ValueError as error:  # bad data (MetaEvalError) or a judge option the judge does not take
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -104,8 +103,7 @@ def run(args: argparse.Namespace) -> int:
     write_table(found, [judge.runs[0] for judge in judges], Path(args.out))
     print(format_judges_md(found))
     print(f"table written to {Path(args.out) / 'judges.json'} and {Path(args.out) / 'judges.md'}")
-    statuses = [publish_status(judge.runs[0]) for judge in judges]
-    return max(statuses)
+    return max(publish_status(judge.runs[0], named=True) for judge in judges)
 
 
 def publish(results: Any, output: str | None) -> int:
@@ -117,10 +115,11 @@ def publish(results: Any, output: str | None) -> int:
     return publish_status(results)
 
 
-def publish_status(results: Any) -> int:
+def publish_status(results: Any, *, named: bool = False) -> int:
+    """1, with one `error:` line (naming the judge when `named`), when the judge scored nothing."""
     unscored = nothing_scored(results)
     if unscored:
-        print(f"error: {results.judge['spec']}: {unscored}", file=sys.stderr)
+        print(f"error: {results.judge['spec'] + ': ' if named else ''}{unscored}", file=sys.stderr)
         return 1
     return 0
 
