@@ -51,7 +51,8 @@ def _source_key(result: Mapping[str, Any]) -> str:
 
 
 def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], cited: Iterable[Mapping[str, Any]], *,
-                  calls: int | None = None, failures: Sequence[str] = (), opened: Iterable[str] = ()) -> dict[str, Any]:
+                  calls: int | None = None, failed: int | None = None, failures: Sequence[str] = (),
+                  opened: Iterable[str] = ()) -> dict[str, Any]:
     """The search record from what a provider reported.
 
     Args:
@@ -62,7 +63,8 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
             `title`.
         calls: the searches made, where the provider says (two searches for one string are two); left
             out when it does not: `systems.search.record.native_block` then counts them.
-        failures: why each failed search failed, one reason per search (`failed` is their number).
+        failed: the searches that failed (default: one per reason in `failures`).
+        failures: why the failed searches failed, one reason each.
         opened: the URLs of the pages the model opened or searched in (OpenAI's `open_page`,
             `find_in_page`), each page once.
     """
@@ -80,8 +82,9 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
     record: dict[str, Any] = {"queries": [str(q) for q in queries if q], "results": list(by_key.values()), "cited": cited_urls}
     if calls is not None:
         record["calls"] = int(calls)
-    if failures:
-        record["failed"], record["failures"] = len(failures), [str(reason) for reason in failures]
+    failed = len(failures) if failed is None else int(failed)
+    if failed or failures:
+        record["failed"], record["failures"] = failed, [str(reason) for reason in failures]
     pages = distinct_pages(opened)
     if pages:
         record["opened"] = pages
