@@ -224,3 +224,8 @@ def test_html_in_titles_and_snippets_is_plain_text_before_any_prompt(monkeypatch
             [[result]] = search(engine_for(provider, server, monkeypatch), ["sourdough"])
         assert (result["title"], result["text"]) == ("Rye & sourdough", "Feed a sourdough starter daily \u2013 keep it <25 C"), provider
     assert plain_text("5 < 6, AT&T, <p>one</p><p>two</p>") == "5 < 6, AT&T, one two"
+    # Tavily, Exa and Serper send text: a `<` there is a `<`, never markup to drop
+    code = lambda query: [{"title": "Java", "url": "https://j.example", "text": "a List<String> & x<y"}]  # noqa: E731
+    with serve_search("tavily", results=code) as server:
+        [[result]] = search(engine_for("tavily", server, monkeypatch), ["generics"])
+    assert result["text"] == "a List<String> & x<y"

@@ -2,8 +2,9 @@
 
 Pure functions, one `Provider` per API. Every provider's answer is read into the same raw results,
 `{"title", "url", "text"}` plus `"date"` where the provider gives one, titles and text as plain text
-(`plain_text`: Brave marks the query's words with `<strong>`, SearXNG passes on its engines' markup and
-entities), and never a provider-side LLM answer (Tavily is asked for none; Exa's `/answer` is not used). An answer that is not the provider's
+(`plain_text` for the APIs that send HTML: Brave marks the query's words with `<strong>`, SearXNG passes
+on its engines' markup and entities; the others send text, where a `<` is a `<`), and never a
+provider-side LLM answer (Tavily is asked for none; Exa's `/answer` is not used). An answer that is not the provider's
 documented JSON is a `ShapeError`: the endpoint is not that provider's search API.
 """
 
@@ -120,14 +121,16 @@ def _items(answer: Any, path: tuple[str, ...]) -> list[Mapping[str, Any]]:
     return value
 
 
-def _results(items: list[Mapping[str, Any]], k: int, *, url: str, text: str, date: str | None) -> list[SearchResult]:
-    """The first `k` items with a URL, read into raw results (a field the provider left out is empty)."""
+def _results(items: list[Mapping[str, Any]], k: int, *, url: str, text: str, date: str | None,
+             html: bool = False) -> list[SearchResult]:
+    """The first `k` items with a URL, read into raw results (a field the provider left out is empty);
+    `html`: their titles and texts are HTML, read as plain text."""
+    read = plain_text if html else str
     out: list[SearchResult] = []
     for item in items:
         if not isinstance(item.get(url), str) or not item[url]:
             continue
-        result = {"title": plain_text(str(item.get("title") or "")), "url": item[url],
-                  "text": plain_text(str(item.get(text) or ""))}
+        result = {"title": read(str(item.get("title") or "")), "url": item[url], "text": read(str(item.get(text) or ""))}
         if date is not None and item.get(date):
             result["date"] = str(item[date])
         out.append(result)
@@ -137,7 +140,7 @@ def _results(items: list[Mapping[str, Any]], k: int, *, url: str, text: str, dat
 
 
 def _searxng_read(answer: Any, k: int) -> list[SearchResult]:
-    found = _results(_items(answer, ("results",)), k, url="url", text="content", date="publishedDate")
+    found = _results(_items(answer, ("results",)), k, url="url", text="content", date="publishedDate", html=True)
     # SearXNG's JSON lists the engines that failed as `unresponsive_engines: [[name, reason], ...]`
     # (searx/webapp.py, `__get_translated_errors`): no result and engines down is no search at all
     down = answer.get("unresponsive_engines") or ()
@@ -157,7 +160,7 @@ def _brave_read(answer: Any, k: int) -> list[SearchResult]:
     # A search with no web hits answers without a `web` section.
     if isinstance(answer, Mapping) and answer.get("type") == "search" and "web" not in answer:
         return []
-    return _results(_items(answer, ("web", "results")), k, url="url", text="description", date="page_age")
+    return _results(_items(answer, ("web", "results")), k, url="url", text="description", date="page_age", html=True)
 
 
 def _exa_read(answer: Any, k: int) -> list[SearchResult]:
