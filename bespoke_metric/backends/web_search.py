@@ -51,8 +51,8 @@ def _source_key(result: Mapping[str, Any]) -> str:
 
 
 def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], cited: Iterable[Mapping[str, Any]], *,
-                  calls: int | None = None, failed: int | None = None, failures: Sequence[str] = (),
-                  opened: Iterable[str] = ()) -> dict[str, Any]:
+                  calls: int | None = None, failed: int | None = None, failures: Sequence[str] | None = None,
+                  opened: Iterable[str] | None = None) -> dict[str, Any]:
     """The search record from what a provider reported.
 
     Args:
@@ -61,12 +61,14 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
             wins, later ones only fill in what it lacks (a title).
         cited: the citations of the answer (never of its reasoning), each with `url` and, where known,
             `title`.
-        calls: the searches made, where the provider says (two searches for one string are two); left
-            out when it does not: `systems.search.record.native_block` then counts them.
+        calls: the searches made, where the provider says (two searches for one string are two).
         failed: the searches that failed (default: one per reason in `failures`).
         failures: why the failed searches failed, one reason each.
         opened: the URLs of the pages the model opened or searched in (OpenAI's `open_page`,
             `find_in_page`), each page once.
+
+    What the provider does not say (an argument left None) is left out of the record, never guessed:
+    `systems.search.record.native_block` counts the searches of a record without `calls`.
     """
     by_key: dict[str, dict[str, Any]] = {}
     cited = list(cited)
@@ -82,12 +84,11 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
     record: dict[str, Any] = {"queries": [str(q) for q in queries if q], "results": list(by_key.values()), "cited": cited_urls}
     if calls is not None:
         record["calls"] = int(calls)
-    failed = len(failures) if failed is None else int(failed)
-    if failed or failures:
-        record["failed"], record["failures"] = failed, [str(reason) for reason in failures]
-    pages = distinct_pages(opened)
-    if pages:
-        record["opened"] = pages
+    if failed is not None or failures is not None:
+        reasons = [str(reason) for reason in failures or ()]
+        record["failed"], record["failures"] = len(reasons) if failed is None else int(failed), reasons
+    if opened is not None:
+        record["opened"] = distinct_pages(opened)
     return record
 
 
