@@ -217,7 +217,7 @@ def test_search_k_above_an_engines_documented_maximum_is_refused_before_any_call
 def test_html_in_titles_and_snippets_is_plain_text_before_any_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
     # Brave's `description` marks the query's words: "... <strong>sourdough</strong> ..." (its API
     # reference's example response); SearXNG passes on its engines' markup and entities
-    marked = lambda query: [{"title": "Rye &amp; <b>sourdough</b>", "url": "https://a.example/r",  # noqa: E731
+    marked = lambda query: [{"title": "Rye &amp; <b>sourdough</b>", "url": "https://a.example/r",
                              "text": "Feed a <strong>sourdough</strong> starter<br>daily &#8211; keep it &lt;25&nbsp;C"}]
     for provider in ("brave", "searxng"):
         with serve_search(provider, results=marked) as server:
@@ -225,7 +225,7 @@ def test_html_in_titles_and_snippets_is_plain_text_before_any_prompt(monkeypatch
         assert (result["title"], result["text"]) == ("Rye & sourdough", "Feed a sourdough starter daily \u2013 keep it <25 C"), provider
     assert plain_text("5 < 6, AT&T, <p>one</p><p>two</p>") == "5 < 6, AT&T, one two"
     # Tavily, Exa and Serper send text: a `<` there is a `<`, never markup to drop
-    code = lambda query: [{"title": "Java", "url": "https://j.example", "text": "a List<String> & x<y"}]  # noqa: E731
+    code = lambda query: [{"title": "Java", "url": "https://j.example", "text": "a List<String> & x<y"}]
     with serve_search("tavily", results=code) as server:
         [[result]] = search(engine_for("tavily", server, monkeypatch), ["generics"])
     assert result["text"] == "a List<String> & x<y"

@@ -11,7 +11,8 @@ the tracking parameters a provider adds (`?utm_source=openai`), and the URL firs
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 TRACKING_PARAMETERS = frozenset({"gclid", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "igshid",
