@@ -44,7 +44,7 @@ def test_the_tiny_model_cut_off_by_max_new_tokens_is_marked_scored_and_counted(t
     assert main([*generate, "--output", "p.jsonl"]) == 0
     predictions = read_jsonl(here / "p.jsonl")
     assert [(p["truncated"], p["truncation_reason"]) for p in predictions] == [(True, "length")] * 3
-    assert "served_model" not in predictions[0]  # a local model says nothing: it is the one loaded
+    assert {p["served_model"] for p in predictions} == {str(tiny_model_dir)}  # a local model is the one loaded
     assert "3 generated (3 cut off at the output limit" in capsys.readouterr().out
 
     openai_server.responder = judge_answer
@@ -57,11 +57,11 @@ def test_the_tiny_model_cut_off_by_max_new_tokens_is_marked_scored_and_counted(t
     assert results["summary"]["truncated"] == 3
     assert all(item["truncated"] is True and item["truncation_reason"] == "length" for item in results["items"])
     assert all(item["scores"]["tone"] is not None for item in results["items"])  # scored as given
-    assert results["system"]["served_models"] == {}
+    assert results["system"]["served_models"] == {str(tiny_model_dir): 3} and results["served_mismatch"] is False
 
     [group] = build_leaderboard(load_results([here / "s.json"]), n_resamples=50)
     assert group.rows[0].truncated == 3
-    assert "| Cut off |" in to_markdown([group]) and "| 3 | not said |" in to_markdown([group])
+    assert "| Cut off |" in to_markdown([group]) and f"| 3 | {tiny_model_dir} |" in to_markdown([group])
     [row] = csv.DictReader(io.StringIO(to_csv([group])))
     assert row["truncated"] == "3"
 

@@ -147,7 +147,7 @@ def meta_evaluate(
     `failures` per dimension, `variant`, `reference`, and `feedback_accuracy` (LLM judges) or
     `calibration_check` (the `embed:` proxy). `loaded`: what `meta_items` read, for several judges of
     the same responses (`source`, `revision` and `rubrics` are then not read). `judge.served_models` counts
-    the answers used per model that served them (where the judge says).
+    the answers per model that served them (`Usage.served_models`).
     """
     items, rows, data = loaded if loaded is not None else meta_items(source, revision, rubrics)
     if limit is not None:
@@ -159,9 +159,6 @@ def meta_evaluate(
     judge_object = make_judge(judge, **options)
     try:
         results = run_judge(judge_object, items, data=data, guards=guards, prices=prices)
-        served = getattr(judge_object, "served_models", None)
-        if served is not None:
-            results.judge.setdefault("served_models", dict(served))
         for item, row in zip(results.items, rows):
             item.index = row["index"]
             item.human = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}

@@ -180,9 +180,9 @@ class Usage:
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
     served_models: dict[str, int] = field(default_factory=dict)
-    """`{model: answers}`: the model the provider said served each answer (`Completion.served_model`), from
-    the cache too; answers of an engine that does not say are not counted. Not part of `counts()`: results
-    files carry it as `judge.served_models` and `system.served_models`."""
+    """`{model: answers}`: the model that served each answer received, from the cache too: the provider's
+    `Completion.served_model`, else the model asked for (a local model is the one loaded). Not part of
+    `counts()`: results files carry it as `judge.served_models` and `system.served_models`."""
 
     def counts(self) -> dict[str, Any]:
         """The counters for a usage block: calls, cached, failed, tokens, and the engine's own. Wall time

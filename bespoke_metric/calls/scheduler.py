@@ -147,7 +147,7 @@ async def _round(run: _Run, jobs: list[_Job], pending: list[int]) -> list[int]:
             continue
         for usage in (run.usage, jobs[index].result.usage):
             usage.cached += 1
-            _count_served(usage, hit)
+            _count_served(usage, hit, run.backend.model)
         if not _settle(run, jobs[index], index, hit, cached=True):
             repairs.append(index)
     if misses:
@@ -177,7 +177,7 @@ class _Landing:
         self.answered.add(position)
         key = self.keys[position]
         for usage in (run.usage, self.jobs[self.misses[key][0]].result.usage):  # a shared call counts on its first asker
-            _count(usage, outcome)
+            _count(usage, outcome, run.backend.model)
         if isinstance(outcome, Completion) and run.cache is not None:
             run.cache.put(key, outcome)
         self._settle_all(key, outcome)
@@ -196,7 +196,7 @@ class _Landing:
                 self.repairs.append(index)
 
 
-def _count(usage: Usage, outcome: Outcome) -> None:
+def _count(usage: Usage, outcome: Outcome, model: str) -> None:
     """Add a call the backend made to the usage counters."""
     usage.calls += 1
     if isinstance(outcome, Completion):
@@ -204,13 +204,14 @@ def _count(usage: Usage, outcome: Outcome) -> None:
         usage.output_tokens += outcome.output_tokens
         usage.cached_input_tokens += outcome.cached_input_tokens
         usage.reasoning_tokens += outcome.reasoning_tokens
-        _count_served(usage, outcome)
+        _count_served(usage, outcome, model)
 
 
-def _count_served(usage: Usage, completion: Completion) -> None:
-    """Count the model that served an answer, where the engine said."""
-    if completion.served_model:
-        usage.served_models[completion.served_model] = usage.served_models.get(completion.served_model, 0) + 1
+def _count_served(usage: Usage, completion: Completion, model: str) -> None:
+    """Count the model that served an answer: the one the provider names, else `model`, the one asked for (a
+    local model is the one loaded)."""
+    served = completion.served_model or model
+    usage.served_models[served] = usage.served_models.get(served, 0) + 1
 
 
 def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool) -> bool:

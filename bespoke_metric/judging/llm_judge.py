@@ -7,7 +7,6 @@ scheduler at once, so the backend decides how to overlap them.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
@@ -73,9 +72,6 @@ class LLMJudge:
         self.progress = progress
         self.repeat = repeat
         self.usage = Usage()
-        self.served_models: Counter[str] = Counter()
-        """Answers used per model that served them (`Completion.served_model`, else the model asked for:
-        a local model is the one loaded), cached answers included."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -149,9 +145,6 @@ class LLMJudge:
                 progress=progress if progress is not None else bar,
                 usage=self.usage,
             )
-        for outcome in outcomes:
-            if outcome.completion is not None:
-                self.served_models[outcome.completion.served_model or self.backend.model] += 1
         results = [ItemResult(str(item.row["user"]), str(item.row["query_id"]), usage=Usage()) for item in items]
         verdicts: list[list[bool | None]] = [[None] * len(item.row["claims"]) for item in items]
         for call, outcome in zip(calls, outcomes):

@@ -26,7 +26,7 @@ class Prediction:
     search: dict[str, Any] | None = None
     """What the system searched for it (`bespoke generate` records it), kept in its results item."""
     served_model: str = ""
-    """The model the provider said wrote it (`bespoke generate` records it), counted in `system.served_models`."""
+    """The model that wrote it (`bespoke generate` records it), counted in `system.served_models`."""
     truncated: bool = False
     """The output limit cut the answer off (`bespoke generate` records it): scored as given, and counted."""
     truncation_reason: str = ""

@@ -377,7 +377,7 @@ def _answer(
                                   cache=cache, usage=report.usage, max_tokens=settings.max_new_tokens, progress=bar)
             records = []
             for (_, context), outcome in zip(group, answered):
-                record = _prediction(context, outcome, plan)
+                record = _prediction(context, outcome, plan, backend.model)
                 if isinstance(record, str):
                     report.failed.append({"user": context.user, "query_id": context.query_id, "reason": record})
                 else:
@@ -414,8 +414,10 @@ class _Writer:
         append_predictions(self.output, records)
 
 
-def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan) -> dict[str, Any] | str:
-    """The prediction record of one answered query, or why it has none."""
+def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model: str) -> dict[str, Any] | str:
+    """The prediction record of one answered query, or why it has none: with the model that served its
+    answer (the provider's word for it, else `model`, the one asked for: a local model is the one loaded)
+    and, where the output limit cut it off, `truncated` and why."""
     if outcome.error is not None or not outcome.raw:
         return outcome.error or "the model returned an empty answer"
     response = clean_response(outcome.raw)
@@ -433,8 +435,7 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan) -> di
     if plan.engine != NONE:
         record["search"] = outcome.search
     completion = outcome.completion
-    if completion is not None and completion.served_model:
-        record["served_model"] = completion.served_model
+    record["served_model"] = (completion.served_model if completion is not None else "") or model
     if completion is not None and completion.truncated:
         record["truncated"] = True
         record["truncation_reason"] = completion.truncation_reason or TRUNCATION_REASON
