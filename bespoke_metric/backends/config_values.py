@@ -65,7 +65,7 @@ def read_values(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def given_values(args: Any) -> dict[str, Any]:
-    """The values a command line gave, by key (its parsed arguments' destinations): a flag left out is None,
-    a flag without a value left out is False."""
+    """The values a command line gave, by key (its parsed arguments' destinations, or a mapping of them): a
+    flag left out is None."""
     values = vars(args) if not isinstance(args, Mapping) else args
-    return {key: value for key, value in values.items() if value is not None and value is not False}
+    return {key: value for key, value in values.items() if value is not None}

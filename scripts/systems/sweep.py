@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_judge_arguments(parser, required=False)
     add_cost_arguments(parser, dry_run=False)  # one batch mode, price table and spending limit per sweep
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
-    parser.set_defaults(source=None)  # a flag left out leaves the config file's value, else the config's default
+    # a flag left out leaves the config file's value, else the config's default
+    parser.set_defaults(source=None, no_guards=None, strict=None)
 
 
 def sweep_config(args: argparse.Namespace) -> SweepConfig:
