@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bespoke_metric.analysis.leaderboard import compare, parse_results, system_row
-from bespoke_metric.experiments import Axis, Cell, SweepConfig, SweepConfigError, baselines, build_table, cells, relative_drops
+from bespoke_metric.experiments import Axis, Cell, SweepConfig, baselines, build_table, cells, relative_drops
 from bespoke_metric.experiments.grid import NOISE
 from bespoke_metric.experiments.table import to_csv, to_markdown
 

@@ -29,6 +29,7 @@ from .generate import add_generation_arguments
 
 HELP = "run a grid of systems (models x user contexts x any run setting given several values), judged in one run, into one table"
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The sweep's own flags, `run`'s system flags each taking one or more values (an axis), and the judge's,
     the data's and the cost's flags, one for the whole sweep: generated from the same configs."""
