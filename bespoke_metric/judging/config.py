@@ -7,7 +7,6 @@ it, without building anything.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -52,9 +51,6 @@ class JudgeConfig:
         options = self.judge_options(spending)
         options.pop("guards", None)
         return judge_parts(self.spec, **options)
-
-    def with_cache(self, cache: str | os.PathLike[str] | None) -> "JudgeConfig":
-        return dataclasses.replace(self, cache=cache)
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], *, where: str = "") -> "JudgeConfig":

@@ -124,9 +124,11 @@ class SystemConfig:
                 **fields, "search": search_spec(values), "search_options": SearchOptions(**search),
                 "model_options": model_options(model, values, spending, every=every_engine_option),
                 "profiler_options": model_options(str(profiler), values, spending) if isinstance(profiler, str) else {}})
-        except ValueError as error:
-            if isinstance(error, UserError) and not where:
-                raise
+        except UserError as error:  # a search spec's, a choice's: named as it is, and by the file if there is one
+            if where:
+                raise ConfigError(f"{where}{error}") from None
+            raise
+        except ValueError as error:  # a field's value: the settings name the field
             raise ConfigError(f"{where}{error}") from None
         return cls(model=model, settings=settings)
 
