@@ -59,7 +59,8 @@ class SweepConfig:
     judge: JudgeConfig
     contexts: Sequence[str] = ("none",)
     settings: Mapping[str, Any] = field(default_factory=dict)
-    """Every other setting of the cells, by its key (`systems.config`): one value, or a list of values."""
+    """Every other setting of the cells, by its key (`systems.config`): one value, or a list of values. Those
+    of where the engines run and the Batch API (`executor`, `batch`, ...) take one value and reach the judge too."""
     source: str = DEFAULT_SOURCE
     revision: str | None = None
     prices: str | os.PathLike[str] | None = None
@@ -73,6 +74,14 @@ class SweepConfig:
         unknown = [key for key in self.settings if key not in system_keys() or key in ("model", "context")]
         if unknown:
             raise SweepConfigError(f"settings: {unknown[0]!r} is not a setting of a cell (models and contexts have their own fields)")
+        several = [key for key in SHARED_KEYS if isinstance(self.settings.get(key), (list, tuple))]
+        if several:
+            raise SweepConfigError(f"settings: {several[0]} is one for the whole sweep (its engines and its judge), not an axis")
+
+    @property
+    def shared(self) -> dict[str, Any]:
+        """Where the engines run and the Batch API, given once for every engine of the sweep (its judge's too)."""
+        return {key: value for key, value in self.settings.items() if key in SHARED_KEYS and value is not None}
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], *, where: str = "") -> "SweepConfig":

@@ -24,6 +24,7 @@ from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.pricing import ModelUse, PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import judge_parts, keeps_answers
 from bespoke_metric.scoring.pipeline import score_many, write_results
 from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
@@ -359,39 +360,40 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
         grid = cells(axes)
     except ValueError as error:
         raise SweepConfigError(str(error)) from None
+    judge = dataclasses.replace(config.judge, options={**config.shared, **config.judge.options})
     prices = PriceTable.load(config.prices)
     spending = SpendingLimit(config.max_cost, prices, count_prompt=counted_prompt_tokens) if config.max_cost is not None else None
     plans = []
     taken: set[str] = set()
     for cell in grid:
         values = {**one, **cell.values}
-        specs = [values[MODEL], values.get("profiler"), config.judge.spec]
+        specs = [values[MODEL], values.get("profiler"), judge.spec]
         try:
-            check_executor_options({**values, **config.judge.options}, specs)
-            check_cost_options({**values, **config.judge.options}, specs)
+            check_executor_options(values, specs)
+            check_cost_options(values, specs)
             # each model takes the engine options its engine has (--model-base-url the openai: ones, --batch-size hf:)
             system = SystemConfig.from_values(values, spending=spending, every_engine_option=False)
         except ValueError as error:
             where = f"cell {cell.name}: " if len(grid) > 1 else ""
             raise SweepConfigError(f"{where}{error}") from None
         taken.update(system.settings.model_options)
-        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(values, config)))
+        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(values, judge, config)))
     unused = [key for key, name in MODEL_ENGINE_KEYS.items() if one.get(key) is not None and name not in taken]
     unused += [name for name in engine_values(one) if name not in MODEL_ENGINE_KEYS.values() and name not in taken]
     if unused:
         models = ", ".join(dict.fromkeys(cp.model for cp in plans))
         raise SweepConfigError(f"{', '.join(flag_for(key) for key in unused)} applies to none of the sweep's models ({models})")
-    return SweepPlan(tuple(axes), tuple(plans), config.judge.spec, config.judge.judge_options(spending), Path(config.out),
+    return SweepPlan(tuple(axes), tuple(plans), judge.spec, judge.judge_options(spending), Path(config.out),
                      config.source, config.revision, prices=prices, spending=spending)
 
 
-def _fingerprint(values: Mapping[str, Any], config: SweepConfig) -> str:
+def _fingerprint(values: Mapping[str, Any], judge: JudgeConfig, config: SweepConfig) -> str:
     """Every setting of a cell and its judge; keys left out (never written, not even hashed; a new key
     gives the same answers)."""
-    judge = {name: value for name, value in config.judge.options.items() if "api_key" not in name}
+    options = {name: value for name, value in judge.options.items() if "api_key" not in name}
     settings = {key: value for key, value in values.items() if "api_key" not in key}
-    return canonical_sha256({"cell": settings, "judge": config.judge.spec, "judge_options": judge, "judge_cache": config.judge.cache,
-                             "guards": config.judge.guards, "source": config.source, "revision": config.revision})
+    return canonical_sha256({"cell": settings, "judge": judge.spec, "judge_options": options, "judge_cache": judge.cache,
+                             "guards": judge.guards, "source": config.source, "revision": config.revision})
 
 
 def sweep(config: SweepConfig, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
