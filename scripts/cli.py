@@ -68,23 +68,49 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, top_level: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        self.flags: set[str] = set()
+        """Every flag spelling this parser takes, its groups' included (recorded as they are added)."""
         super().__init__(*args, **kwargs)
         # A subcommand's -v leaves the attribute alone when it is not given, so a -v before the
         # subcommand still counts.
         self.add_argument("-v", "--verbose", action="store_true", default=False if top_level else argparse.SUPPRESS,
                           help=VERBOSE_HELP)
 
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.flags.update(action.option_strings)
+        return action
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return _RecordedGroup(super().add_argument_group(*args, **kwargs), self.flags)
+
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
         words = list(sys.argv[1:] if args is None else args)
         if self._subparsers is None:  # a subcommand: a flag it does not know is the mistake to name first
             unknown = [word for word in words[: words.index("--") if "--" in words else len(words)]
-                       if word.startswith("--") and word.split("=", 1)[0] not in self._option_string_actions]
+                       if word.startswith("--") and word.split("=", 1)[0] not in self.flags]
             if unknown:
                 self.error(f"unrecognized arguments: {' '.join(unknown)}")
         parsed, extras = super().parse_known_args(words, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+class _RecordedGroup:
+    """An argument group of a `CommandParser` that records the flags added to it in the parser's `flags`."""
+
+    def __init__(self, group: argparse._ArgumentGroup, flags: set[str]) -> None:
+        self._group = group
+        self._flags = flags
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = self._group.add_argument(*args, **kwargs)
+        self._flags.update(action.option_strings)
+        return action
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._group, name)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

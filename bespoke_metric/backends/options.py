@@ -9,6 +9,7 @@ cheap: it names no engine library.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,33 @@ def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | N
     """A typed option whose default (None) means: the engine's own default. `flag` is how the command
     line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these."""
     return field(default=None, metadata={"flag": flag, "help": help, "choices": choices})
+
+
+def setting(default: Any, flag: str | None = None, help: str = "", *, choices: tuple[str, ...] | None = None,
+            positive: bool = False, dest: str | None = None, metavar: str | None = None) -> Any:
+    """A setting with a real default (a system's: `systems.settings.GenerationSettings`), its flag beside it
+    as for `option()`; the flag's help says the default, read from here, so each default is written once.
+    `positive`: a count of at least 1 (checked when the settings are made, and by the flag); `dest`: its
+    name in the parsed arguments when that differs (`--generation-cache` sets `cache`)."""
+    return field(default=default, metadata={"flag": flag, "help": help, "choices": choices, "positive": positive,
+                                             "dest": dest, "metavar": metavar})
+
+
+def dest_of(item: dataclasses.Field[Any]) -> str:
+    """The name a field's flag sets in the parsed arguments (and a config's key): its own, unless its
+    metadata names another."""
+    return str(item.metadata.get("dest") or item.name)
+
+
+def flag_type(hint: Any) -> type:
+    """The type a flag's words are read as: the first of bool, int, float and str in the field's type."""
+    kinds = typing.get_args(hint) or (hint,)
+    return next(kind for kind in (bool, int, float, str) if kind in kinds)
+
+
+def positive_fields(settings: type) -> tuple[str, ...]:
+    """The fields of a settings class marked `positive`."""
+    return tuple(item.name for item in dataclasses.fields(settings) if item.metadata.get("positive"))
 
 
 def option_names(options: type) -> frozenset[str]:
