@@ -41,16 +41,17 @@ from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
 
-from .base import CallError, Completion, OnDone, Request, ToolCall
+from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld
 from .openai_session import CallFailed, Session, scrub_url, short
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
 from .tool_calls import decode_call, with_tool_calls
-from .web_search import SEARCH_CONTEXT_SIZES, check_choice, parse_location, search_record, split_list
+from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-__all__ = ["OpenAIBackend", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model"]
+__all__ = ["OpenAIBackend", "REASONING_EFFORTS", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model",
+           "token_parameter"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_CONCURRENCY = 32
@@ -64,6 +65,18 @@ SEARCH_SOURCES = "web_search_call.action.sources"
 
 _REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
 _SEARCH_MODEL = re.compile(r"-search-(?:preview|api)\b", re.IGNORECASE)
+_COMPLETION_TOKENS_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
+"""The families that refuse `max_tokens` on chat completions: the o-series and every GPT-5 model (gpt-5-chat,
+gpt-5-search-api and gpt-5.1 too)."""
+
+
+def token_parameter(model: str, path: str) -> str:
+    """The name of the output-token cap a call to `path` of `model` takes: `max_output_tokens` on the
+    Responses API; on chat completions `max_completion_tokens` for the o-series and the GPT-5 family (which
+    answer `max_tokens` with a 400), `max_tokens` for every other model (what other servers read)."""
+    if path == "/responses":
+        return "max_output_tokens"
+    return "max_completion_tokens" if _COMPLETION_TOKENS_MODEL.match(model) else "max_tokens"
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -335,9 +348,16 @@ class OpenAIBackend(Client):
     # -- one call ------------------------------------------------------------------------------------
 
     async def _call(self, session: Session, path: str, body: bytes) -> Completion:
-        raw = await session.post(path, body)
+        try:
+            raw = await session.post(path, body)
+        except CallFailed as failure:
+            if failure.unavailable:  # every call would fail so: the run stops here
+                raise ModelUnavailableError(f"{self.name}:{self.model}", failure.unavailable) from None
+            raise
         try:
             return self.parse(path, json.loads(raw))
+        except Withheld as withheld:
+            raise CallFailed(f"{self.name}:{self.model} {withheld.reason}", retryable=False) from None
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
             # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
             raise CallFailed(f"malformed response from {self.name}:{self.model} at {session.where}: "
@@ -345,7 +365,7 @@ class OpenAIBackend(Client):
 
     def parse(self, path: str, answer: dict[str, Any]) -> Completion:
         """The completion in the raw answer of a call to `path` (a direct call's body, or a Batch API output
-        line's `response.body`); KeyError/TypeError/... when it holds none."""
+        line's `response.body`); KeyError/TypeError/... when it holds none, `Withheld` when the model refused."""
         return _responses_completion(answer) if path == "/responses" else _chat_completion(answer)
 
     def path_and_body(self, request: Request) -> tuple[str, bytes]:
@@ -371,7 +391,7 @@ class OpenAIBackend(Client):
         args: dict[str, Any] = {"model": self.model, "messages": chat_messages(request.messages)}
         limit = self._output_limit(request)
         if limit is not None:
-            args["max_completion_tokens" if self.reasoning else "max_tokens"] = limit
+            args[token_parameter(self.model, "/chat/completions")] = limit
         if self.temperature is not None:
             args["temperature"] = self.temperature
         if self.reasoning_effort is not None:
@@ -394,7 +414,7 @@ class OpenAIBackend(Client):
         args: dict[str, Any] = {"model": self.model, "input": responses_input(request.messages), "store": False}
         limit = self._output_limit(request)
         if limit is not None:
-            args["max_output_tokens"] = limit
+            args[token_parameter(self.model, "/responses")] = limit
         if self.temperature is not None:
             args["temperature"] = self.temperature
         if self.reasoning_effort is not None:
@@ -461,58 +481,103 @@ def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _chat_completion(answer: dict[str, Any]) -> Completion:
     """A chat completions response body as a `Completion`: text, tokens (cached input and reasoning too),
-    tool calls, and the search record of a search model (its `url_citation` annotations)."""
+    tool calls, the model that served, and the search record of a search model (its `url_citation`
+    annotations in the answer). `Withheld` for a refusal (`message.refusal`)."""
     choice = answer["choices"][0]
     message = choice["message"]
+    if message.get("refusal"):
+        raise Withheld(f"refused to answer: {short(str(message['refusal']))}")
+    text = message.get("content") or ""
     usage = answer.get("usage") or {}
     citations = [note.get("url_citation") or {} for note in message.get("annotations") or ()
                  if note.get("type") == "url_citation"]
+    cut = choice.get("finish_reason") == "length"
     return Completion(
-        text=message.get("content") or "",
+        text=text,
         input_tokens=usage.get("prompt_tokens") or 0,
         output_tokens=usage.get("completion_tokens") or 0,
-        truncated=choice.get("finish_reason") == "length",
+        truncated=cut,
         cached_input_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
         reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
         tool_calls=_calls((call.get("function") or {}, call.get("id", "")) for call in message.get("tool_calls") or ()),
-        search=search_record((), (), citations) if citations else None,
+        search=_chat_search(text, citations) if citations else None,
+        truncation_reason="length" if cut else "",
+        **_served(answer),
     )
+
+
+def _chat_search(text: str, citations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The search record of a chat search model: its citations are its results; those in the answer are cited."""
+    found = [{"url": note.get("url"), "title": note.get("title")} for note in citations]
+    return search_record((), found, in_answer(text, citations))
 
 
 def _responses_completion(answer: dict[str, Any]) -> Completion:
     """A Responses API response body as a `Completion`: the text of every `output_text` part of every
-    message (as the SDK's `Response.output_text` joins it), tokens, `function_call` items as tool calls, and
-    the search record of its `web_search_call` items and `url_citation` annotations."""
-    parts = [part for item in answer["output"] if item.get("type") == "message"
-             for part in item.get("content") or () if part.get("type") == "output_text"]
-    searches = [item.get("action") or {} for item in answer["output"] if item.get("type") == "web_search_call"]
-    citations = [note for part in parts for note in part.get("annotations") or () if note.get("type") == "url_citation"]
+    message (as the SDK's `Response.output_text` joins it), tokens, `function_call` items as tool calls, the
+    model that served, and the search record of its `web_search_call` items and `url_citation` annotations.
+    `Withheld` for a refusal (a `refusal` content part and no text)."""
+    contents = [part for item in answer["output"] if item.get("type") == "message" for part in item.get("content") or ()]
+    parts = [part for part in contents if part.get("type") == "output_text"]
+    text = "".join(part.get("text") or "" for part in parts)
+    refusals = [str(part.get("refusal") or "") for part in contents if part.get("type") == "refusal"]
+    if refusals and not text.strip():
+        raise Withheld(f"refused to answer: {short(' '.join(refusals))}")
+    calls = [item for item in answer["output"] if item.get("type") == "web_search_call"]
+    citations = [note for part in parts for note in in_answer(part.get("text") or "", part.get("annotations") or ())
+                 if note.get("type") == "url_citation"]
     usage = answer.get("usage") or {}
+    cut = answer.get("status") == "incomplete"
     return Completion(
-        text="".join(part.get("text") or "" for part in parts),
+        text=text,
         input_tokens=usage.get("input_tokens") or 0,
         output_tokens=usage.get("output_tokens") or 0,
-        truncated=answer.get("status") == "incomplete",
+        truncated=cut,
         cached_input_tokens=_detail(usage, "input_tokens_details", "cached_tokens"),
         reasoning_tokens=_detail(usage, "output_tokens_details", "reasoning_tokens"),
         tool_calls=_calls((item, item.get("call_id", "")) for item in answer["output"] if item.get("type") == "function_call"),
-        search=_responses_search(searches, citations) if searches or citations else None,
+        search=_responses_search(calls, citations) if calls or citations else None,
+        truncation_reason=str((answer.get("incomplete_details") or {}).get("reason") or "incomplete") if cut else "",
+        **_served(answer),
     )
 
 
-def _responses_search(actions: list[dict[str, Any]], citations: list[dict[str, Any]]) -> dict[str, Any]:
-    """The search record of `web_search_call` actions: `search` (its query, or queries, and the sources it
-    returned), `open_page` and `find_in_page` (a page the model read: a result marked `opened`)."""
+def _served(answer: Mapping[str, Any]) -> dict[str, str]:
+    """Which model served a call, its `system_fingerprint` and service tier, as the response body says."""
+    return {"served_model": str(answer.get("model") or ""), "system_fingerprint": str(answer.get("system_fingerprint") or ""),
+            "service_tier": str(answer.get("service_tier") or "")}
+
+
+def _responses_search(calls: list[dict[str, Any]], citations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The search record of `web_search_call` items (`ResponseFunctionWebSearch`): each with a `search`
+    action is one search (`calls`), its query or queries and its sources the results (a `url` source by its
+    URL, an `api` source, a data feed such as `oai-weather`, by its `name`); one whose status is `failed`
+    is counted in `failed`, with why in `failures`; `open_page` and `find_in_page` name a page the model
+    read (`opened`)."""
     queries: list[str] = []
     results: list[dict[str, Any]] = []
-    for action in actions:
+    opened: list[str] = []
+    failures: list[str] = []
+    searches = 0
+    for call in calls:
+        action = call.get("action") or {}
+        asked = [action["query"]] if action.get("query") else []
+        asked += [query for query in action.get("queries") or () if query != action.get("query")]
         if action.get("type") == "search":
-            queries.extend([action["query"]] if action.get("query") else [])
-            queries.extend(query for query in action.get("queries") or () if query != action.get("query"))
-            results.extend({"url": source.get("url"), "title": source.get("title")} for source in action.get("sources") or ())
+            searches += 1
+            queries.extend(asked)
+            for source in action.get("sources") or ():
+                if source.get("type") == "api":
+                    results.append({"url": "", "title": source.get("name") or "", "name": source.get("name"), "type": "api"})
+                else:
+                    results.append({"url": source.get("url"), "title": source.get("title")})
         elif action.get("url"):
-            results.append({"url": action["url"], "title": "", "opened": True})
-    return search_record(queries, results, citations)
+            opened.append(str(action["url"]))
+        if call.get("status") == "failed":
+            what = f"{action.get('type') or 'web search'} {', '.join(map(repr, asked)) or action.get('url') or ''}".strip()
+            failures.append(f"the web_search_call {call.get('id') or ''} ({what}) failed".replace("  ", " "))
+    return search_record(queries, results, citations, calls=searches, failed=len(failures), failures=failures,
+                         opened=list(dict.fromkeys(opened)))
 
 
 def _calls(items: Iterable[tuple[Mapping[str, Any], str]]) -> tuple[ToolCall, ...]:

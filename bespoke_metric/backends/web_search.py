@@ -2,9 +2,11 @@
 
 `{"queries": [str], "results": [{"url", "title", ...}], "cited": [url]}`: what it searched for, what the
 searches returned (each URL once, in the order the provider gave them, with whatever else it said of a
-result: a snippet, a date), and the URLs its answer cites. Every cited URL is also a result, with its
-title, even where the provider listed no sources. A provider that reports how many searches it ran but
-not their text (Perplexity) adds `query_count`.
+result: a snippet, a date; a source that is no web page, such as OpenAI's `oai-weather` feed, once by its
+`name`, with an empty `url`), and the URLs its answer cites (only its final answer: a citation inside a
+reasoning block is not one, `in_answer`). Every cited URL is also a result, with its title, even where
+the provider listed no sources. The other keys (`calls`, `failed`, `failures`, `opened`, ...) are the
+provider's to add, as `Completion.search` documents them.
 """
 
 from __future__ import annotations
@@ -27,14 +29,29 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
     cited = list(cited)
     for result in (*results, *({"url": c.get("url"), "title": c.get("title")} for c in cited)):
         url = str(result.get("url") or "")
-        if not url:
+        key = url or (f"name:{result['name']}" if result.get("name") else "")
+        if not key:
             continue
-        entry = by_url.setdefault(url, {"url": url, "title": ""})
+        entry = by_url.setdefault(key, {"url": url, "title": ""})
         for name, value in result.items():
             if value not in (None, "") and not entry.get(name):
                 entry[name] = value
     cited_urls = list(dict.fromkeys(str(c["url"]) for c in cited if c.get("url")))
     return {"queries": [str(q) for q in queries if q], "results": list(by_url.values()), "cited": cited_urls, **more}
+
+
+def in_answer(text: str, citations: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The citations (each with `start_index` into `text`, where known) that point into the final answer,
+    not into a reasoning block before it; none when the reasoning never closes (there is no answer)."""
+    from bespoke_metric.judging.parsing import ParseError, answer_start, strip_reasoning
+
+    try:
+        strip_reasoning(text)
+    except ParseError:
+        return []
+    start = answer_start(text)
+    return [note for note in citations
+            if not isinstance(note.get("start_index"), int) or note["start_index"] >= start]
 
 
 # -- options of native search, as the command line gives them ---------------------------------------------
