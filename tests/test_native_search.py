@@ -446,7 +446,7 @@ def test_gemini_body_cut_off_and_without_grounding():
 
     body = {"candidates": [{"content": {"parts": [{"text": "half"}, {"text": " an answer"}]}, "finishReason": "MAX_TOKENS"}],
             "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}}
-    assert _gemini_completion(body) == Completion("half an answer", 7, 3, truncated=True)
+    assert _gemini_completion(body) == Completion("half an answer", 7, 3, truncated=True, truncation_reason="MAX_TOKENS")
     with pytest.raises(KeyError):
         _gemini_completion({"promptFeedback": {}})
 

@@ -242,5 +242,15 @@ class BackendWrapper:
     def identity(self) -> dict[str, Any]:
         return self.backend.identity()
 
+    def describe(self) -> dict[str, Any]:
+        return backend_description(self.backend)
+
     def close(self) -> None:
         self.backend.close()
+
+
+def backend_description(backend: Backend) -> dict[str, Any]:
+    """What a results file records of a backend: its `identity()`, and what a backend knows of its model
+    besides (an API model's published shutdown date), from its `describe()` where it has one."""
+    describe = getattr(backend, "describe", None)
+    return describe() if callable(describe) else backend.identity()

@@ -30,10 +30,12 @@ every error message and log line this module writes is scrubbed of it.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import logging
 import os
 import re
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequence, TypeVar
@@ -42,7 +44,9 @@ from urllib.parse import urlsplit
 from bespoke_dataset.errors import UserError
 
 from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld
-from .openai_session import CallFailed, Session, scrub_url, short
+from .openai_session import CallFailed, Session, model_shutdown_date, scrub_url, short
+from .options import REASONING_EFFORTS
+from .retirement import ModelNotice, shutdown_notice
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
 from .tool_calls import decode_call, with_tool_calls
 from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
@@ -50,7 +54,7 @@ from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_loc
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-__all__ = ["OpenAIBackend", "REASONING_EFFORTS", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model",
+__all__ = ["OpenAIBackend", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model",
            "token_parameter"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -62,6 +66,11 @@ SESSION_CLOSE_S = 5.0
 """How long `close` waits for a kept session to close on its loop."""
 SEARCH_SOURCES = "web_search_call.action.sources"
 """What the Responses API must be asked to `include` for the sources of its searches."""
+SHUTDOWN_LOOKUP_S = 5.0
+"""How long the one look-up of a model's shutdown date may take before it is given up (silently)."""
+
+_shutdown_dates: dict[tuple[str, str], str | None] = {}
+"""(endpoint, model) -> the shutdown date its provider published (None: none), looked up once a process."""
 
 _REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
 _SEARCH_MODEL = re.compile(r"-search-(?:preview|api)\b", re.IGNORECASE)
@@ -178,6 +187,7 @@ class OpenAIBackend(Client):
         search_context_size: str | None = None,
         search_location: str | Mapping[str, str] | None = None,
         search_domains: str | Iterable[str] | None = None,
+        shutdown_lookup: bool | None = None,
         **retry: Any,
     ) -> None:
         """
@@ -192,12 +202,14 @@ class OpenAIBackend(Client):
                 `vllm serve` batches whatever is in flight, so the more the faster.
             timeout: seconds per call before it counts as failed (and is retried).
             temperature: default 0 for chat models; reasoning and search models take none.
-            reasoning_effort: default "high" for reasoning models.
+            reasoning_effort: one of `REASONING_EFFORTS`; default "high" for reasoning models.
             reasoning_max_tokens: output cap for reasoning models, whose hidden reasoning counts against
                 it; default none (the request's `max_tokens` would starve the reasoning).
             schema_format: send a request's `json_schema` as a structured-output format.
             search_context_size, search_location, search_domains: how native search searches (`WebSearch`):
                 `low`/`medium`/`high`; `"country=GB,city=London"`; `"a.org,b.com"` (Responses API only).
+            shutdown_lookup: ask the endpoint once for the model's published shutdown date (`describe()`
+                records it; a `ModelNotice` when it is near); default: on OpenAI's API only.
             retry: how failed calls are retried, `retries.RetryPolicy`'s fields (`max_retries`,
                 `retry_budget`, `backoff_base`, `backoff_max`, `max_retry_wait`).
         """
@@ -211,6 +223,9 @@ class OpenAIBackend(Client):
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
         self.web_search = self._web_search(search_context_size, search_location, search_domains)
+        # OpenAI's own models endpoint is the one known to publish shutdown dates (a subclass's provider may not)
+        published = endpoint.provider and self.default_url == OPENAI_BASE_URL
+        self.shutdown_lookup = published if shutdown_lookup is None else shutdown_lookup
         self.timeout = timeout
         default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
         self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
@@ -246,6 +261,7 @@ class OpenAIBackend(Client):
 
     def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
         """(temperature, reasoning effort) to send."""
+        check_choice("--reasoning-effort", reasoning_effort, REASONING_EFFORTS)
         if self.reasoning:
             if temperature is not None:
                 raise ValueError(f"{self.model} is a reasoning model: it takes reasoning_effort, not temperature")
@@ -282,6 +298,29 @@ class OpenAIBackend(Client):
             "api": self.api,
             "settings": settings,
         }
+
+    def describe(self) -> dict[str, Any]:
+        """The identity, with the model's shutdown date where its provider publishes one (`shutdown_date`; not
+        part of the identity: it does not change an answer)."""
+        described = self.identity()
+        date = self.shutdown_date()
+        if date:
+            described["shutdown_date"] = date
+        return described
+
+    def shutdown_date(self) -> str | None:
+        """The model's published shutdown date (OpenAI's `GET /v1/models/{model}`), looked up once a process
+        (`shutdown_lookup`), with one `ModelNotice` when it is within `retirement.NOTICE_DAYS`; None when
+        none is published or the look-up failed."""
+        if not self.shutdown_lookup:
+            return None
+        key = (self.base_url, self.model)
+        if key not in _shutdown_dates:
+            _shutdown_dates[key] = model_shutdown_date(self.base_url, self._api_key, self.model, SHUTDOWN_LOOKUP_S)
+            notice = shutdown_notice(f"{self.name}:{self.model}", _shutdown_dates[key], datetime.date.today())
+            if notice:
+                warnings.warn(notice, ModelNotice, stacklevel=2)
+        return _shutdown_dates[key]
 
     def search_settings(self) -> dict[str, Any]:
         """How native search is set up, where it differs from the provider's default (part of the identity)."""

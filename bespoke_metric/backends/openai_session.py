@@ -145,6 +145,25 @@ class Session:
         return failure
 
 
+def model_shutdown_date(base_url: str, api_key: str, model: str, timeout: float) -> str | None:
+    """The `shutdown_date` the endpoint's `GET /models/{model}` gives (OpenAI's `Model` object: an ISO date, or
+    null when none is announced); None when it gives none, or the lookup fails in any way (it is a courtesy:
+    silent). One blocking call: made once per model, not per request."""
+    import urllib.parse
+    import urllib.request
+
+    url = f"{base_url.rstrip('/')}/models/{urllib.parse.quote(model, safe='')}"
+    request = urllib.request.Request(url, headers={"authorization": f"Bearer {api_key}", "accept": "application/json",
+                                                   "user-agent": f"bespoke-eval/{__version__}"})
+    tls = tls_context() if urlsplit(url).scheme == "https" else None
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=tls) as answer:
+            date = json.loads(answer.read()).get("shutdown_date")
+    except Exception:  # noqa: BLE001 - any failure (HTTP, network, body) means: no date known
+        return None
+    return str(date) if date else None
+
+
 def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: float | None = None) -> CallFailed:
     """The failure of a call answered with an HTTP error `status`: retryable for 408, 409, 429 and 5xx,
     after the wait the server asked for (`Retry-After`, `retry-after-ms`; else `wait`)."""

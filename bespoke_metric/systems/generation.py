@@ -26,7 +26,7 @@ import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.backends.registry import ENGINES, make_backend
-from bespoke_metric.backends.base import Backend, Usage
+from bespoke_metric.backends.base import Backend, Usage, backend_description
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
@@ -270,7 +270,7 @@ def _open_backend(model: str | Backend, options: Mapping[str, Any], stack: conte
 
 
 def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
-    return {"spec": spec, "backend": backend.identity()}
+    return {"spec": spec, "backend": backend_description(backend)}
 
 
 @dataclass(frozen=True)
