@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 from bespoke_metric.backends.registry import ENGINES, parse_spec
-from bespoke_metric.backends.options import option_names
+from bespoke_metric.backends.options import GeminiOptions, OpenAIOptions, option_names
 from bespoke_metric.calls.progress import on_terminal
 from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
@@ -49,6 +49,8 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
     parser.add_argument(url_flag, dest="model_base_url", help="the system model's OpenAI-compatible endpoint (openai: models)")
     parser.add_argument(key_flag, dest="model_api_key", help="its API key (default: $OPENAI_API_KEY); never written anywhere")
     parser.add_argument("--batch-size", type=int, help="prompts per batch (hf: models; default: adapted to memory)")
+    for options, names in MODEL_THINKING_OPTIONS:
+        add_option_arguments(parser, options, only=names)
     parser.add_argument("--generation-cache", help="SQLite cache of generation calls (default: beside the predictions)")
     parser.add_argument("--limit", type=positive_int, help="only the first N queries")
     add_search_arguments(parser.add_argument_group("search"))
@@ -96,7 +98,11 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
     return [generation_cache(args, args.output)]
 
 
-MODEL_ENGINE_FLAGS: dict[str, str] = {"base_url": "model_base_url", "api_key": "model_api_key", "batch_size": "batch_size"}
+MODEL_THINKING_OPTIONS: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (OpenAIOptions, ("reasoning_effort",)), (GeminiOptions, ("thinking_level", "thinking_budget")))
+"""How much the system model thinks, as its engine names it (`--reasoning-effort`, `--thinking-level`, ...)."""
+MODEL_ENGINE_FLAGS: dict[str, str] = {"base_url": "model_base_url", "api_key": "model_api_key", "batch_size": "batch_size",
+                                      **{name: name for _, names in MODEL_THINKING_OPTIONS for name in names}}
 """The system model's engine options -> the flags (destinations) that set them; and its own search options."""
 
 

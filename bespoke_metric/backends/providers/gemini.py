@@ -10,8 +10,8 @@ With `Request.native_search` the call carries the Google Search tool; the candid
 is the search record: `webSearchQueries` the queries, `groundingChunks[].web` the results (uri and title
 together, at once: the uri is a redirect that expires), and the chunks that `groundingSupports` point at
 the citations (a support inside a thought part is not one). A request's JSON schema is sent as
-`response_json_schema` unless it searches on a model before 3.x (which does not combine the two): then it
-is spelled out in the prompt.
+`response_json_schema` unless it searches (Gemini does not combine the two): then it is spelled out in
+the prompt.
 
 How much a model thinks is set as the SDK names it (`types.ThinkingConfig`): `thinking_level` on 3.x
 (minimal to xhigh), `thinking_budget` (tokens; 0 off, -1 automatic) on 2.5. Thought parts never reach
@@ -65,8 +65,7 @@ def is_thinking_model(model: str) -> bool:
 
 
 def takes_thinking_level(model: str) -> bool:
-    """Gemini 3.x and later set their thinking by `thinking_level` (2.5 by `thinking_budget`), and combine
-    structured output with Google Search."""
+    """Gemini 3.x and later set their thinking by `thinking_level` (2.5 by `thinking_budget`)."""
     return bool(_LEVEL_MODEL.search(model))
 
 
@@ -159,8 +158,7 @@ class GeminiBackend(Client):
     def contents_and_config(self, request: Request) -> tuple[list[Any], Any]:
         """The SDK's `contents` and `GenerateContentConfig` of a request."""
         types = self._genai.types
-        structured = (self.schema_format and request.json_schema is not None
-                      and (not request.native_search or takes_thinking_level(self.model)))
+        structured = self.schema_format and request.json_schema is not None and not request.native_search
         messages = [dict(m) for m in request.messages] if structured else messages_with_schema(request)
         if any(m.get("role") == "tool" or m.get("tool_calls") for m in messages) or request.tools:
             raise ValueError("the gemini engine takes no tools (takes_tools is False)")
