@@ -136,6 +136,9 @@ class TestServer:
         self.rule = rule
         """Consulted for every completion call the queue does not script."""
         self.model_ids = model_ids
+        self.answer_fields: dict[str, Any] = {}
+        """Top-level fields every answer made from a responder's text carries besides, or instead: OpenAI's
+        `system_fingerprint` and `service_tier`, or a `model` other than the one asked for (a rerouted call)."""
         self.shutdown_dates: dict[str, str] = {}
         """Model id -> the `shutdown_date` `GET /v1/models/{id}` gives (such a model is served, too)."""
         self.paths: tuple[str, ...] = ("/chat/completions", "/responses")
@@ -227,7 +230,7 @@ class TestServer:
         number = next(self._ids)
         model = body.get("model", self.model_ids[0])
         if path.endswith("/responses"):
-            return {
+            return {**{
                 "id": f"resp_{number}",
                 "object": "response",
                 "created_at": int(time.time()),
@@ -250,8 +253,8 @@ class TestServer:
                     "input_tokens_details": {"cached_tokens": 0},
                     "output_tokens_details": {"reasoning_tokens": 0},
                 },
-            }
-        return {
+            }, **self.answer_fields}
+        return {**{
             "id": f"chatcmpl-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -268,7 +271,7 @@ class TestServer:
                 "completion_tokens": output_tokens,
                 "total_tokens": input_tokens + output_tokens,
             },
-        }
+        }, **self.answer_fields}
 
 
 class _Server(ThreadingHTTPServer):
