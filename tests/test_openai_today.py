@@ -196,6 +196,16 @@ def test_a_refusal_fails_naming_it_without_a_retry(openai_server, model, body):
     assert len(openai_server.calls) == 1
 
 
+def test_a_response_that_failed_is_named_not_read_as_an_empty_answer(openai_server):
+    # Response.status "failed" with `error: ResponseError {code, message}` (openai-python types/responses/response.py)
+    openai_server.responder = lambda body: {"id": "resp_3", "object": "response", "model": "gpt-5-2025-08-07", "status": "failed",
+                                            "error": {"code": "server_error", "message": "The model failed to generate a response."},
+                                            "output": [], "usage": None}
+    (failed,) = complete(backend_for(openai_server, "gpt-5"), [ask()])
+    assert failed == CallError("openai:gpt-5 answered with status failed (server_error: The model failed to generate a response.)",
+                               retryable=False)
+
+
 # -- the model that served ----------------------------------------------------------------------------------
 
 

@@ -555,7 +555,12 @@ def _responses_completion(answer: dict[str, Any]) -> Completion:
     """A Responses API response body as a `Completion`: the text of every `output_text` part of every
     message (as the SDK's `Response.output_text` joins it), tokens, `function_call` items as tool calls, the
     model that served, and the search record of its `web_search_call` items and `url_citation` annotations.
-    `Withheld` for a refusal (a `refusal` content part and no text)."""
+    `Withheld` for a refusal (a `refusal` content part and no text) and for a response whose status is
+    `failed` or `cancelled`."""
+    if answer.get("status") in ("failed", "cancelled"):  # a 200 whose response failed (ResponseError: code, message)
+        error = answer.get("error") or {}
+        said = ": ".join(str(error[name]) for name in ("code", "message") if error.get(name))
+        raise Withheld(f"answered with status {answer['status']}" + (f" ({short(said)})" if said else ""))
     contents = [part for item in answer["output"] if item.get("type") == "message" for part in item.get("content") or ()]
     parts = [part for part in contents if part.get("type") == "output_text"]
     text = "".join(part.get("text") or "" for part in parts)
