@@ -172,7 +172,7 @@ def test_perplexity_records_citations_results_and_search_count(perplexity_server
         "results": [{"url": p.url, "title": p.title, "date": p.date, "last_updated": p.date, "snippet": p.snippet}
                     for p in PAGES],
         "cited": [PAGES[0].url, PAGES[1].url],  # the answer marks [1] and [2] of three
-        "query_count": 1,
+        "calls": 1,
     }
     assert searched.reasoning_tokens == REASONING_TOKENS
     assert backend.identity()["engine"] == "perplexity"
@@ -434,7 +434,7 @@ def test_perplexity_markers_index_its_citations_from_one():
     completion = _perplexity_completion(body("First [3][1], then [1] again, and [7] out of range.", citations=urls))
     assert completion.search["cited"] == ["https://c.example", "https://a.example"]
     assert [r["url"] for r in completion.search["results"]] == urls  # no search_results: the citations are the results
-    assert "query_count" not in completion.search  # not reported, not guessed
+    assert "calls" not in completion.search  # not reported, not guessed
     # newer answers may leave `citations` out: the markers then index `search_results`
     results = [{"title": "B", "url": "https://b.example"}, {"title": "A", "url": "https://a.example"}]
     assert _perplexity_completion(body("See [2].", search_results=results)).search["cited"] == ["https://a.example"]

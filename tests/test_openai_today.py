@@ -129,7 +129,7 @@ def test_searches_are_counted_as_searches_with_failures_opened_pages_and_api_sou
     assert completion.search == {
         "queries": ["seoul weather saturday", "seoul weather saturday", "bukhansan closures"],
         "results": [{"url": "https://weather.example/seoul", "title": "Seoul weather"},
-                    {"url": "", "title": "oai-weather", "name": "oai-weather", "type": "api"}],  # kept, by name
+                    {"url": "", "title": "", "type": "api", "name": "oai-weather"}],  # kept, by name
         "cited": ["https://weather.example/seoul"],
         "calls": 3,  # three searches, two of one string
         "failed": 1,

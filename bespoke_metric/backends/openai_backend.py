@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
 
-from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld
+from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
 from .openai_session import CallFailed, Session, model_shutdown_date, scrub_url, short
 from .options import REASONING_EFFORTS
 from .retirement import ModelNotice, shutdown_notice
@@ -526,7 +526,7 @@ def _chat_completion(answer: dict[str, Any]) -> Completion:
     message = choice["message"]
     if message.get("refusal"):
         raise Withheld(f"refused to answer: {short(str(message['refusal']))}")
-    text = message.get("content") or ""
+    text = content_text(message.get("content"))  # a list of text parts read too
     usage = answer.get("usage") or {}
     citations = [note.get("url_citation") or {} for note in message.get("annotations") or ()
                  if note.get("type") == "url_citation"]
@@ -612,7 +612,7 @@ def _responses_search(calls: list[dict[str, Any]], citations: list[dict[str, Any
             queries.extend(asked)
             for source in action.get("sources") or ():
                 if source.get("type") == "api":
-                    results.append({"url": "", "title": source.get("name") or "", "name": source.get("name"), "type": "api"})
+                    results.append({"type": "api", "name": source.get("name")})
                 else:
                     results.append({"url": source.get("url"), "title": source.get("title")})
         elif action.get("url"):
@@ -620,8 +620,7 @@ def _responses_search(calls: list[dict[str, Any]], citations: list[dict[str, Any
         if call.get("status") == "failed":
             what = f"{action.get('type') or 'web search'} {', '.join(map(repr, asked)) or action.get('url') or ''}".strip()
             failures.append(f"the web_search_call {call.get('id') or ''} ({what}) failed".replace("  ", " "))
-    return search_record(queries, results, citations, calls=searches, failed=len(failures), failures=failures,
-                         opened=list(dict.fromkeys(opened)))
+    return search_record(queries, results, citations, calls=searches, failures=failures, opened=opened)
 
 
 def _calls(items: Iterable[tuple[Mapping[str, Any], str]]) -> tuple[ToolCall, ...]:

@@ -6,7 +6,7 @@ session per run, retries honouring `Retry-After`, the run-wide retry budget) wit
 `native_search` is sent with `disable_search: true` (so a Perplexity judge, or `--search none`, does not
 search). What it searched comes back beside the answer: `search_results` (title, url, date, snippet) are
 the results, `citations` the URLs that the answer's `[n]` markers index (from 1), and
-`usage.num_search_queries` the number of searches (their text is not given: `query_count` in the record).
+`usage.num_search_queries` the number of searches (their text is not given: `calls` in the record).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _perplexity_completion(answer: dict[str, Any]) -> Completion:
     urls = [str(url) for url in answer.get("citations") or ()] or [str(result.get("url") or "") for result in results]
     if not results and not urls:
         return dataclasses.replace(completion, reasoning_tokens=reasoning)
-    counted = {"query_count": int(usage["num_search_queries"])} if usage.get("num_search_queries") is not None else {}
+    counted = {"calls": int(usage["num_search_queries"])} if usage.get("num_search_queries") is not None else {}
     cited = [{"url": urls[number - 1]} for number in marked(completion.text) if 1 <= number <= len(urls)]
     search = search_record((), results or [{"url": url} for url in urls], cited, **counted)
     return dataclasses.replace(completion, reasoning_tokens=reasoning, search=search)
