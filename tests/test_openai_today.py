@@ -238,6 +238,14 @@ def test_a_retired_model_stops_the_run_naming_the_model_and_the_providers_words(
     assert len(openai_server.calls) <= 2  # not retried
 
 
+def test_the_providers_words_never_carry_the_key(openai_server):
+    echoed = {"error": {"message": f"The model `gpt-x` does not exist (key {KEY})", "code": "model_not_found"}}
+    openai_server.rule = lambda record: Fault(status=404, body=echoed)
+    with pytest.raises(ModelUnavailableError) as raised:
+        complete(backend_for(openai_server, "gpt-x"), [ask()])
+    assert KEY not in str(raised.value) and "does not exist" in str(raised.value)
+
+
 def test_a_404_that_is_not_about_the_model_stays_one_failed_call(openai_server):
     openai_server.faults.append(Fault(status=404, body={"error": {"message": "no route /v1/chat/completions", "type": "not_found"}}))
     (outcome,) = complete(backend_for(openai_server, "test-model"), [ask()])

@@ -391,7 +391,7 @@ class OpenAIBackend(Client):
             raw = await session.post(path, body)
         except CallFailed as failure:
             if failure.unavailable:  # every call would fail so: the run stops here
-                raise ModelUnavailableError(f"{self.name}:{self.model}", failure.unavailable) from None
+                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable))) from None
             raise
         try:
             return self.parse(path, json.loads(raw))

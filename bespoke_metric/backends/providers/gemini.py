@@ -196,7 +196,7 @@ class GeminiBackend(Client):
         except self._genai.errors.APIError as err:
             gone = unavailable_reason(int(err.code or 0), {"error": {"message": err.message, "status": err.status}})
             if gone:  # every call would fail so: the run stops here
-                raise ModelUnavailableError(f"{self.name}:{self.model}", short(gone)) from None
+                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(gone))) from None
             headers = getattr(getattr(err, "response", None), "headers", None) or {}
             reason = f"HTTP {err.code} from {where}: {err.status or 'error'}: {short(str(err.message or err.details))}"
             raise status_failure(int(err.code or 0), headers, reason, wait=_retry_delay(err.details)) from None
