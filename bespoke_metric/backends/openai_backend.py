@@ -5,12 +5,14 @@ OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently 
 
 Reasoning models (gpt-5, the o-series) go through the Responses API with `reasoning_effort` ("high" by
 default, as in the paper) and no temperature; other models through chat completions at temperature 0.
+The output cap goes by the name each API and model family takes (`token_parameter`).
 
 - Native search (`Request.native_search`): the Responses API with the `web_search` tool (its context size,
   approximate user location and allowed domains are this backend's settings), asking for the sources it
   searched (`include=["web_search_call.action.sources"]`). The queries and sources come from the
-  `web_search_call` output items, the citations from the answer's `url_citation` annotations (often
-  none: the sources are kept). The chat-completions search models (`gpt-4o-search-preview`,
+  `web_search_call` output items (each `search` one search, a `failed` one counted as failed, `open_page`
+  and `find_in_page` the pages opened), the citations from the final answer's `url_citation` annotations
+  (often none: the sources are kept). The chat-completions search models (`gpt-4o-search-preview`,
   `gpt-5-search-api`) search through chat completions with `web_search_options` and cite in
   `message.annotations`; they take no temperature.
 - Function calling (`Request.tools`): `tools=` in either API; the calls come back in
@@ -21,7 +23,10 @@ default, as in the paper) and no temperature; other models through chat completi
 The SDK does what it is for (authentication, the base URL, its error types) through `openai_session`, which
 keeps its per-call request pipeline off the hot path: each body is serialised once, here, and the answer is
 read from the raw JSON by `_chat_completion` / `_responses_completion`, which take a raw response body (a
-batch's output lines too).
+batch's output lines too) and record the model that served it (`model`, `system_fingerprint`,
+`service_tier`). A refusal, or a response that failed, fails its call naming it (`base.Withheld`); a model
+the endpoint no longer serves stops the run (`ModelUnavailableError`, as `retirement` decides). On OpenAI's
+API, `describe()` adds the model's published shutdown date, looked up once.
 
 The API key is used for the `Authorization` header and nothing else: it is not part of `identity()`, and
 every error message and log line this module writes is scrubbed of it.
