@@ -206,6 +206,17 @@ def test_a_response_that_failed_is_named_not_read_as_an_empty_answer(openai_serv
                                retryable=False)
 
 
+def test_generate_names_a_refusal_not_an_empty_answer(openai_server, synthetic_hub, tmp_path, capsys):
+    from bespoke_cli.cli import main
+
+    openai_server.responder = lambda body: REFUSED_CHAT
+    code = main(["generate", "--model", "openai:gpt-4.1", "--base-url", openai_server.base_url, "--api-key", KEY,
+                 "--source", str(synthetic_hub), "--limit", "2", "--output", str(tmp_path / "p.jsonl")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "refused to answer: I can't help with that request." in out and "empty answer" not in out
+
+
 # -- the model that served ----------------------------------------------------------------------------------
 
 
