@@ -281,6 +281,23 @@ def test_the_command_line_says_a_retired_judge_in_one_line_and_writes_nothing(op
     assert not (tmp_path / "results.json").exists()
 
 
+def test_generate_with_a_retired_model_leaves_nothing_to_resume(openai_server, synthetic_hub, tmp_path, capsys):
+    from bespoke_cli.cli import main
+
+    openai_server.rule = lambda record: Fault(status=404, body=DEPRECATED)
+    output = tmp_path / "p.jsonl"
+    args = ["generate", "--base-url", openai_server.base_url, "--api-key", KEY, "--source", str(synthetic_hub),
+            "--limit", "2", "--output", str(output)]
+    assert main([*args, "--model", "openai:gpt-4-32k"]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: the model 'openai:gpt-4-32k' is not served")
+    assert not output.exists() and not (tmp_path / "p.run.json").exists()
+    # the same --output then takes the successor, not refused as a run of other settings
+    openai_server.rule = None
+    assert main([*args, "--model", "openai:gpt-4.1"]) == 0
+    assert len(output.read_text().splitlines()) == 2
+
+
 def test_a_published_shutdown_date_is_recorded_and_a_near_one_noticed_once(openai_server):
     soon = (datetime.date.today() + datetime.timedelta(days=10)).isoformat()
     openai_server.shutdown_dates = {"gpt-5": soon, "gpt-4o": "2099-01-14"}
