@@ -20,6 +20,7 @@ from typing import Any
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
 from bespoke_metric.backends.base import EngineError
+from bespoke_metric.backends.retirement import ModelNotice
 from bespoke_metric.calls.progress import quiet_library_bars
 
 from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
@@ -140,9 +141,12 @@ class _OwnOrWarning(logging.Filter):
 
 def _format_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                     line: str | None = None) -> str:
-    """A data warning as the user needs it, `warning: ...` (what fell back, where); any other as Python shows it."""
+    """A data warning as the user needs it, `warning: ...` (what fell back, where), a model's coming shutdown
+    as `notice: ...`; any other as Python shows it."""
     if issubclass(category, BespokeDataWarning):
         return f"warning: {message}\n"
+    if issubclass(category, ModelNotice):
+        return f"notice: {message}\n"
     return _PYTHON_FORMAT(message, category, filename, lineno, line)
 
 

@@ -82,10 +82,11 @@ def test_openai_native_search_goes_through_the_responses_api_with_its_options(op
     assert call.body["temperature"] == 0
     assert searched.search == {
         "queries": [QUESTION],
-        # the search's sources in order; the opened page marked, the cited one with its title
-        "results": [{"url": PAGES[0].url, "title": PAGES[0].title, "opened": True},
+        # the search's sources in order, the cited one with its title; the page it opened after
+        "results": [{"url": PAGES[0].url, "title": PAGES[0].title},
                     {"url": PAGES[1].url, "title": ""}, {"url": PAGES[2].url, "title": ""}],
         "cited": [PAGES[0].url],
+        "calls": 1, "failed": 0, "failures": [], "opened": [PAGES[0].url],
     }
     assert searched.text.startswith(f"On {QUESTION!r}: {PAGES[0].snippet}")
     assert searched.cached_input_tokens == CACHED_TOKENS
@@ -417,9 +418,9 @@ def test_responses_body_with_several_queries_and_pages_read():
     assert (completion.reasoning_tokens, completion.cached_input_tokens) == (12, 0)
     assert completion.search == {
         "queries": ["a", "a 2025"],
-        "results": [{"url": "https://x.example", "title": ""}, {"url": "https://y.example", "title": "", "opened": True},
-                    {"url": "https://z.example", "title": "Z"}],  # a cited URL is a result too
+        "results": [{"url": "https://x.example", "title": ""}, {"url": "https://z.example", "title": "Z"}],  # cited: a result too
         "cited": ["https://z.example"],
+        "calls": 2, "failed": 0, "failures": [], "opened": ["https://y.example"],  # two searches, one page read
     }
 
 
@@ -445,7 +446,7 @@ def test_gemini_body_cut_off_and_without_grounding():
 
     body = {"candidates": [{"content": {"parts": [{"text": "half"}, {"text": " an answer"}]}, "finishReason": "MAX_TOKENS"}],
             "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}}
-    assert _gemini_completion(body) == Completion("half an answer", 7, 3, truncated=True)
+    assert _gemini_completion(body) == Completion("half an answer", 7, 3, truncated=True, truncation_reason="MAX_TOKENS")
     with pytest.raises(KeyError):
         _gemini_completion({"promptFeedback": {}})
 

@@ -133,6 +133,16 @@ class ModelUnavailableError(EngineError):
                          "docs/choosing-a-judge.md compares successors against the human labels)")
 
 
+class Withheld(Exception):
+    """The provider answered, but without the answer: the model refused (OpenAI's `refusal`), or the
+    provider stopped it (Gemini's `SAFETY`, `RECITATION`, `PROHIBITED_CONTENT`). `reason` says which, in the
+    provider's words; asking again would get the same, so the call fails without a retry."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 Outcome = Union[Completion, CallError]
 OnDone = Callable[[int, Outcome], None]
 """Called once per request index as soon as its outcome is known, so results can be cached as they land."""
@@ -250,5 +260,15 @@ class BackendWrapper:
     def identity(self) -> dict[str, Any]:
         return self.backend.identity()
 
+    def describe(self) -> dict[str, Any]:
+        return backend_description(self.backend)
+
     def close(self) -> None:
         self.backend.close()
+
+
+def backend_description(backend: Backend) -> dict[str, Any]:
+    """What a results file records of a backend: its `identity()`, and what a backend knows of its model
+    besides (an API model's published shutdown date), from its `describe()` where it has one."""
+    describe = getattr(backend, "describe", None)
+    return describe() if callable(describe) else backend.identity()

@@ -17,6 +17,12 @@ from bespoke_dataset.errors import UserError
 
 from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, SEARCH_MODES
 
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""What `--reasoning-effort` takes: the openai SDK's `ReasoningEffort` (openai/types/shared/reasoning_effort.py,
+openai 3.57); which of them a model accepts is the model's to say (gpt-5 takes minimal to high)."""
+THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
+"""What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
+
 
 class OptionError(UserError):
     """An option the chosen engine does not take, or a malformed engine spec."""
@@ -98,13 +104,16 @@ class OpenAIOptions(ClientOptions):
     """`openai:MODEL`: any OpenAI-compatible endpoint (`backends.openai_backend.OpenAIBackend`)."""
 
     api: str | None = option(help="auto, chat or responses")
-    reasoning_effort: str | None = option()
+    reasoning_effort: str | None = option("--reasoning-effort", "openai: how hard a reasoning model thinks (default "
+                                          "high, as in the paper; which efforts a model takes is the model's to say)",
+                                          choices=REASONING_EFFORTS)
     reasoning_max_tokens: int | None = option()
     search_context_size: str | None = _search_context_size()
     search_location: str | None = option("--search-location", "openai native search: the user's approximate location, "
                                          "KEY=VALUE pairs of country, region, city, timezone (e.g. country=GB,city=London)")
     search_domains: str | None = option("--search-domains", "openai native search: search only these domains, "
                                         "comma-separated (Responses API)")
+    shutdown_lookup: bool | None = option(help="look up the model's published shutdown date once (default: on OpenAI's API)")
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,10 @@ class GeminiOptions(ClientOptions):
     pip install 'bespoke-eval[gemini]')."""
 
     reasoning_max_tokens: int | None = option()
+    thinking_level: str | None = option("--thinking-level", "gemini 3.x: how much the model thinks (the SDK's "
+                                        "ThinkingConfig.thinking_level; default: the model's own)", choices=THINKING_LEVELS)
+    thinking_budget: int | None = option("--thinking-budget", "gemini 2.5: thinking tokens at most (the SDK's "
+                                         "ThinkingConfig.thinking_budget: 0 off, -1 automatic; default: the model's own)")
 
 
 @dataclass(frozen=True)

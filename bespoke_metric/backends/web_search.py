@@ -93,6 +93,20 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
     return record
 
 
+def in_answer(text: str, citations: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The citations (each with `start_index` into `text`, where known) that point into the final answer,
+    not into a reasoning block before it; none when the reasoning never closes (there is no answer)."""
+    from bespoke_metric.judging.parsing import ParseError, answer_start, strip_reasoning
+
+    try:
+        strip_reasoning(text)
+    except ParseError:
+        return []
+    start = answer_start(text)
+    return [note for note in citations
+            if not isinstance(note.get("start_index"), int) or note["start_index"] >= start]
+
+
 # -- options of native search, as the command line gives them ---------------------------------------------
 
 LOCATION_FIELDS = ("country", "region", "city", "timezone")

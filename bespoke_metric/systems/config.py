@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, given_values, read_values, refuse_unknown
-from bespoke_metric.backends.options import dest_of, flag_of, option_names
+from bespoke_metric.backends.options import GeminiOptions, OpenAIOptions, dest_of, flag_of, option_names
 from bespoke_metric.backends.registry import ENGINES, parse_spec
 from bespoke_metric.backends.shared_options import cost_options, executor_options
 
@@ -31,6 +31,10 @@ SEARCH_PREFIX = "search_"
 
 MODEL_ENGINE_KEYS: dict[str, str] = {"model_base_url": "base_url", "model_api_key": "api_key", "batch_size": "batch_size"}
 """The system model's engine options, by key -> by option name (besides the engines' own search options)."""
+
+MODEL_THINKING_OPTIONS: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (OpenAIOptions, ("reasoning_effort",)), (GeminiOptions, ("thinking_level", "thinking_budget")))
+"""How much the system model thinks, as its engine names it (`--reasoning-effort`, `--thinking-level`, ...)."""
 
 
 def native_search_options() -> list[tuple[type, tuple[str, ...]]]:
@@ -55,7 +59,7 @@ def setting_keys() -> dict[str, str]:
 
 def system_keys() -> frozenset[str]:
     """Every key a system config takes."""
-    native = {name for _, names in native_search_options() for name in names}
+    native = {name for _, names in (*native_search_options(), *MODEL_THINKING_OPTIONS) for name in names}
     search = {SEARCH_PREFIX + name for name in option_names(SearchOptions)}
     return frozenset({"model", "search_docs", *setting_keys(), *search, *MODEL_ENGINE_KEYS, *native, *SHARED_KEYS})
 
@@ -71,10 +75,11 @@ def flag_for(key: str) -> str:
 
 
 def engine_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The system model's engine options given, by option name: its endpoint, key, batch size and own search
-    options."""
+    """The system model's engine options given, by option name: its endpoint, key, batch size, how much it
+    thinks and its own search options."""
     given = {name: values.get(key) for key, name in MODEL_ENGINE_KEYS.items()}
-    given.update({name: values.get(name) for _, names in native_search_options() for name in names})
+    given.update({name: values.get(name) for _, names in (*native_search_options(), *MODEL_THINKING_OPTIONS)
+                  for name in names})
     return {name: value for name, value in given.items() if value is not None}
 
 

@@ -26,7 +26,7 @@ import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.backends.registry import ENGINES, make_backend
-from bespoke_metric.backends.base import Backend, Usage
+from bespoke_metric.backends.base import Backend, ModelUnavailableError, Usage, backend_description
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
@@ -92,7 +92,8 @@ def generate(
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
-    retriever's embedding model is not available. Every profile and expansion is stored without the
+    retriever's embedding model is not available; `ModelUnavailableError` when the provider no longer
+    serves a model (a new run then leaves no predictions file or run record behind). Every profile and expansion is stored without the
     model's reasoning block, and every answer both as it came (`response_raw`) and as the judge scores it
     (`response`: without reasoning, citation markers and URLs); one whose reasoning never closed counts
     as failed. Queries that could
@@ -116,6 +117,7 @@ def generate(
         }
         manifest = sidecar(output, ".run.json")
         check_resume(output, manifest, system)
+        fresh = not output.exists()
         done = read_done(output)
         atomic_write_text(manifest, json.dumps(system, indent=2, ensure_ascii=False) + "\n")
         report = GenerationReport(output, system, already_done=sum(row_key(row) in done for row in rows))
@@ -129,7 +131,13 @@ def generate(
             if parts.search_engine is not None:  # by default in the generation cache's file: one file replays a run
                 searches = stack.enter_context(SearchCache(settings.search_cache or _cache_path(settings, output)))
             plan = make_plan(settings, parts.search, parts.search_engine, searches)
-            _generate_pending(pending, histories, parts, plan, settings, cache, store, report, progress)
+            try:
+                _generate_pending(pending, histories, parts, plan, settings, cache, store, report, progress)
+            except ModelUnavailableError:
+                if fresh and report.generated == 0:  # a retired model made nothing: leave no run behind to resume
+                    output.unlink(missing_ok=True)
+                    manifest.unlink(missing_ok=True)
+                raise
         report.uses = _uses(parts, report)
     report.wall_seconds = time.perf_counter() - started
     return report
@@ -270,7 +278,7 @@ def _open_backend(model: str | Backend, options: Mapping[str, Any], stack: conte
 
 
 def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
-    return {"spec": spec, "backend": backend.identity()}
+    return {"spec": spec, "backend": backend_description(backend)}
 
 
 @dataclass(frozen=True)

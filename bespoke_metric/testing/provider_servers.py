@@ -211,8 +211,9 @@ def gemini_responder() -> Responder:
                 "webSearchQueries": [question, f"{question} reviews"],
                 "groundingChunks": [{"web": {"uri": gemini_redirect(page), "title": page.url.split("/")[2]}} for page in pages],
                 "groundingSupports": [
-                    {"segment": {"startIndex": text.index(page.snippet), "endIndex": text.index(page.snippet) + len(page.snippet),
-                                 "text": page.snippet}, "groundingChunkIndices": [number]}
+                    {"segment": {"partIndex": 1, "startIndex": text.index(page.snippet),  # part 0 is the thought
+                                 "endIndex": text.index(page.snippet) + len(page.snippet), "text": page.snippet},
+                     "groundingChunkIndices": [number]}
                     for number, page in enumerate(pages[:2])
                 ],
                 "searchEntryPoint": {"renderedContent": "<div>search suggestions</div>"},

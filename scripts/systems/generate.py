@@ -9,7 +9,7 @@ from typing import TextIO
 
 from bespoke_metric.calls.progress import on_terminal
 from bespoke_metric.systems import GenerationError, GenerationReport, GenerationSettings, generate
-from bespoke_metric.systems.config import SEARCH_PREFIX, SystemConfig, native_search_options
+from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.systems.search.base import SearchOptions
 
@@ -39,6 +39,8 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
     parser.add_argument(url_flag, dest="model_base_url", nargs=nargs, help="the system model's OpenAI-compatible endpoint (openai: models)")
     parser.add_argument(key_flag, dest="model_api_key", nargs=nargs, help="its API key (default: $OPENAI_API_KEY); never written anywhere")
     parser.add_argument("--batch-size", type=int, nargs=nargs, help="prompts per batch (hf: models; default: adapted to memory)")
+    for options, names in MODEL_THINKING_OPTIONS:
+        add_option_arguments(parser, options, only=names, several=several)
     group = parser.add_argument_group("search")
     add_option_arguments(group, GenerationSettings, only=SEARCH_SETTINGS[:1], several=several)
     group.add_argument("--search-docs", metavar="DIR", nargs=nargs, help="the same as --search docs:DIR")
