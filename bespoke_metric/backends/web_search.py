@@ -3,8 +3,8 @@
 `{"queries": [str], "results": [{"url", "title", ...}], "cited": [url]}`: what it searched for, what the
 searches returned (each URL once, in the order the provider gave them, with whatever else it said of a
 result: a snippet, a date), and the URLs its answer cites. Every cited URL is also a result, with its
-title, even where the provider listed no sources. A provider that reports how many searches it ran but
-not their text (Perplexity) adds `query_count`.
+title, even where the provider listed no sources. Where the provider says how many searches it made, they
+are `calls`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
         results: the sources, each with at least `url`; the first entry of a URL wins, later ones only
             fill in what it lacks (a title).
         cited: the citations of the answer, each with `url` and, where known, `title`.
-        more: further top-level fields (`query_count`).
+        more: further top-level fields (`calls`).
     """
     by_url: dict[str, dict[str, Any]] = {}
     cited = list(cited)
@@ -43,10 +43,8 @@ LOCATION_FIELDS = ("country", "region", "city", "timezone")
 """What an approximate user location for a search may name (OpenAI's `user_location`)."""
 SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
 """How much of what it found the model reads (OpenAI's and Perplexity's `search_context_size`)."""
-SEARCH_MODES = ("web", "academic", "sec")
-"""Perplexity's `search_mode`."""
 RECENCY_FILTERS = ("hour", "day", "week", "month", "year")
-"""Perplexity's `search_recency_filter`."""
+"""Perplexity's `search_recency_filter` (inside the Agent API's `web_search` tool `filters`)."""
 
 
 def check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> str | None:

@@ -83,12 +83,12 @@ def cited_urls(raw: str, shown: Sequence[SearchResult]) -> list[str]:
 
 def native_block(search: Mapping[str, Any] | None) -> dict[str, Any]:
     """The `search` block of an answer from a model's own search (`Completion.search`, None when it did
-    not search): every query and result in round 1, as the provider reported them. A provider that says
-    only how many searches it made (Perplexity's `query_count`) has that many calls and no query."""
+    not search): every query and result in round 1, as the provider reported them. The searches made are
+    the provider's count (`calls`; `query_count` in answers cached by earlier versions), else one per query."""
     search = search or {}
     trace = SearchTrace("native", NATIVE_POLICY)
     trace.queries = [{"round": 1, "query": str(query)} for query in search.get("queries") or ()]
-    trace.calls = int(search.get("query_count") or len(trace.queries))
+    trace.calls = int(search.get("calls") or search.get("query_count") or len(trace.queries))
     for rank, result in enumerate(search.get("results") or (), start=1):
         trace.results.append({"round": 1, "rank": rank, "url": str(result.get("url", "")),
                               "title": str(result.get("title") or ""), "noise": False})
