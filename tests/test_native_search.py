@@ -207,9 +207,12 @@ def test_perplexity_a_preset_is_named_as_a_model_and_its_served_model_recorded(p
     backend = make_backend("perplexity:preset/medium", base_url=root_url(perplexity_server), api_key=KEY)
     (searched,) = complete(backend, [ask(native_search=True)])
     body = perplexity_server.calls[-1].body
-    assert (body["preset"], "model" in body, "max_tool_calls" in body) == ("medium", False, False)
+    assert (body["preset"], "model" in body, "max_tool_calls" in body, "max_output_tokens" in body) == ("medium", False, False, False)
     assert searched.served_model == "openai/gpt-5.1"  # what the preset resolved to
     assert searched.search["calls"] == 2
+    capped = make_backend("perplexity:preset/medium", base_url=root_url(perplexity_server), api_key=KEY, reasoning_max_tokens=8000)
+    complete(capped, [ask()])
+    assert perplexity_server.calls[-1].body["max_output_tokens"] == 8000
     with pytest.raises(UserError, match="presets are fast, low, medium, high, xhigh"):
         make_backend("perplexity:preset/pro-search", base_url=root_url(perplexity_server), api_key=KEY)
 

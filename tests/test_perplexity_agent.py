@@ -81,6 +81,7 @@ def test_bespoke_generate_sonar_reasoning_runs_as_a_reasoning_model_with_search(
     assert out.count("note: perplexity:sonar-reasoning runs as perplexity:openai/gpt-5.1 (reasoning effort medium)") == 1
     assert {(call.body["model"], json.dumps(call.body["reasoning"])) for call in agent.calls} == {("openai/gpt-5.1", '{"effort": "medium"}')}
     assert all(call.body["tools"] == [{"type": "web_search"}] for call in agent.calls)
+    assert not any("max_output_tokens" in call.body for call in agent.calls)  # its hidden reasoning would starve under a cap
     run = json.loads(output.with_name("predictions.run.json").read_text(encoding="utf-8"))
     assert run["substitution"]["ran_as"] == "perplexity:openai/gpt-5.1 (reasoning effort medium)"
     assert run["model"]["backend"]["settings"]["agent_model"] == "openai/gpt-5.1"

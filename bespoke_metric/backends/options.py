@@ -86,6 +86,7 @@ class PerplexityOptions(ClientOptions):
     retired Sonar name run as its documented substitute (`sonar`, `sonar-reasoning`)."""
 
     reasoning_effort: str | None = option(help="minimal, low, medium, high or xhigh (the Agent API's reasoning.effort)")
+    reasoning_max_tokens: int | None = option(help="output cap of a preset or reasoning model (default: none)")
     search_domain_filter: str | None = option("--search-domain-filter", "perplexity: domains to search, comma-separated; "
                                               "-DOMAIN leaves one out (at most 20)")
     search_recency_filter: str | None = option("--search-recency-filter", "perplexity: only results from the last "

@@ -13,7 +13,8 @@ own models and other providers' behind provider-prefixed slugs, and named preset
 This is the `openai:` backend's transport (one aiohttp session per run, retries honouring `Retry-After`,
 the run-wide retry budget) with Perplexity's endpoint and key (`PERPLEXITY_API_KEY`) and a body of its
 own. The Agent API rejects any field it does not know with a 400, so only the mapped fields are sent:
-`model` or `preset`, `input` (the chat messages as `message` items), `max_output_tokens`, `reasoning`,
+`model` or `preset`, `input` (the chat messages as `message` items), `max_output_tokens` (none for a
+model that reasons first, unless `reasoning_max_tokens` is set), `reasoning`,
 `response_format`, `temperature` when given, and for native search the `web_search` tool, whose `filters`
 carry the domain and recency filters. Search is not automatic: a request without native search carries
 no tool (a preset's own tools are turned off with `max_tool_calls: 0`), so a Perplexity judge, or
@@ -38,7 +39,7 @@ from typing import Any, Iterable, Mapping
 from bespoke_dataset.errors import UserError
 
 from ..base import Completion, ModelUnavailableError, Request
-from ..openai_backend import OpenAIBackend, _named_schema
+from ..openai_backend import OpenAIBackend, _named_schema, is_reasoning_model
 from ..openai_session import CallFailed, Session, scrub_url, short
 from ..web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, check_choice, search_record, split_list
 
@@ -204,6 +205,8 @@ class PerplexityBackend(OpenAIBackend):
         settings["preset" if self.preset is not None else "agent_model"] = self.preset or self.target
         if self.agent_effort is not None:
             settings["reasoning_effort"] = self.agent_effort
+        if self.reasoning_max_tokens is not None:
+            settings["reasoning_max_tokens"] = self.reasoning_max_tokens
         if self.temperature is not None:
             settings["temperature"] = self.temperature
         settings.update(self.search_settings())
@@ -222,7 +225,9 @@ class PerplexityBackend(OpenAIBackend):
         body: dict[str, Any] = {"preset": self.preset} if self.preset is not None else {"model": self.target}
         body["input"] = [{"type": "message", "role": message["role"], "content": message.get("content") or ""}
                          for message in request.messages]
-        body["max_output_tokens"] = max(request.max_tokens, MIN_OUTPUT_TOKENS)
+        limit = self.output_limit(request)
+        if limit is not None:
+            body["max_output_tokens"] = max(limit, MIN_OUTPUT_TOKENS)
         if self.agent_effort is not None:
             body["reasoning"] = {"effort": self.agent_effort}
         if self.temperature is not None:
@@ -234,6 +239,16 @@ class PerplexityBackend(OpenAIBackend):
         elif self.preset is not None:
             body["max_tool_calls"] = 0  # a preset's bundled tools cannot be removed, only all calls stopped
         return body
+
+    def output_limit(self, request: Request) -> int | None:
+        """`max_output_tokens`: the request's, but a model that reasons first (a preset, a reasoning effort,
+        a reasoning model) spends hidden tokens before any text or search, so it gets `reasoning_max_tokens`
+        (None: no cap), as the guide advises; Anthropic's models require one (the request's)."""
+        if self.target.startswith("anthropic/"):
+            return self.reasoning_max_tokens or request.max_tokens
+        if self.preset is not None or self.agent_effort is not None or is_reasoning_model(self.target):
+            return self.reasoning_max_tokens
+        return request.max_tokens
 
     async def _call(self, session: Session, path: str, body: bytes) -> Completion:
         try:
