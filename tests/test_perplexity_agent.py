@@ -8,6 +8,7 @@ Agent API would reject."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,9 @@ def test_bespoke_run_sonar_runs_as_perplexity_sonar_and_says_so(agent, judge, sy
     usage = results["usage"]["models"]["perplexity:sonar"]
     assert usage["roles"] == ["system"]
     assert usage["provider_cost"] > 0 and usage["provider_costed"] == LIMIT  # Perplexity's own figure, beside ours
+    assert usage["cost"] > 0  # ours, at the price of what ran (perplexity/sonar), from the maintained source
+    assert usage["price"]["source"].startswith("genai-prices ") and usage["price"]["source"].endswith("(perplexity perplexity/sonar)")
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", usage["price"]["date"])  # the day the price holds for
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path.name
