@@ -189,7 +189,7 @@ class PerplexityBackend(OpenAIBackend):
             raise UserError(f"perplexity:{model}: the Agent API's presets are {', '.join(PRESETS)} "
                             f"(perplexity:preset/NAME), got {self.preset!r}")
         effort = reasoning_effort or (substitute.reasoning_effort if substitute is not None else None)
-        self.agent_effort = check_choice("--reasoning-effort", effort, REASONING_EFFORTS)
+        self.agent_effort = check_choice("reasoning_effort=", effort, REASONING_EFFORTS)
         self.search_filters = SearchFilters(
             split_list(search_domain_filter),
             check_choice("--search-recency-filter", search_recency_filter, RECENCY_FILTERS),
@@ -243,9 +243,9 @@ class PerplexityBackend(OpenAIBackend):
     def output_limit(self, request: Request) -> int | None:
         """`max_output_tokens`: the request's, but a model that reasons first (a preset, a reasoning effort,
         a reasoning model) spends hidden tokens before any text or search, so it gets `reasoning_max_tokens`
-        (None: no cap), as the guide advises; Anthropic's models require one (the request's)."""
+        (None: no cap), as the guide advises; Anthropic's models require one: the request's."""
         if self.target.startswith("anthropic/"):
-            return self.reasoning_max_tokens or request.max_tokens
+            return request.max_tokens
         if self.preset is not None or self.agent_effort is not None or is_reasoning_model(self.target):
             return self.reasoning_max_tokens
         return request.max_tokens
