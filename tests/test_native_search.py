@@ -213,6 +213,9 @@ def test_perplexity_a_preset_is_named_as_a_model_and_its_served_model_recorded(p
     capped = make_backend("perplexity:preset/medium", base_url=root_url(perplexity_server), api_key=KEY, reasoning_max_tokens=8000)
     complete(capped, [ask()])
     assert perplexity_server.calls[-1].body["max_output_tokens"] == 8000
+    for spec, cap in (("perplexity:openai/gpt-5.1", None), ("perplexity:anthropic/claude-sonnet-4-5", 2048)):
+        complete(make_backend(spec, base_url=root_url(perplexity_server), api_key=KEY), [ask()])
+        assert perplexity_server.calls[-1].body.get("max_output_tokens") == cap  # a reasoning model: none; Anthropic's: required
     with pytest.raises(UserError, match="presets are fast, low, medium, high, xhigh"):
         make_backend("perplexity:preset/pro-search", base_url=root_url(perplexity_server), api_key=KEY)
 

@@ -164,8 +164,10 @@ def _chat(body: dict[str, Any], cite: bool) -> dict[str, Any]:
 # -- Perplexity: the Agent API -----------------------------------------------------------------------------
 
 AGENT_ROUTE = "/v1/agent"
-AGENT_MODELS = ("perplexity/sonar", "openai/gpt-5.1", "openai/gpt-5.4", "google/gemini-3-flash-preview")
-"""The model slugs the fake serves (`GET /v1/models` lists them on the real API); any other is a 400 `invalid_model`."""
+AGENT_MODELS = ("perplexity/sonar", "openai/gpt-5.1", "openai/gpt-5.4", "google/gemini-3-flash-preview",
+                "anthropic/claude-sonnet-4-5")
+"""The model slugs the fake serves (the migration guide's examples; `GET /v1/models` lists them on the real API);
+any other is a 400 `invalid_model`."""
 PRESET_MODELS = {"fast": "perplexity/sonar", "low": "google/gemini-3-flash-preview", "medium": "openai/gpt-5.1",
                  "high": "openai/gpt-5.4", "xhigh": "openai/gpt-5.4"}
 """What each preset resolves to here (the real ones may resolve to third-party models: read `response.model`)."""
