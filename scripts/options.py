@@ -12,10 +12,12 @@ from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.results.stats import DEFAULT_RESAMPLES
 
 
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--source` (one default for every subcommand) and `--revision`."""
-    parser.add_argument("--source", default=DEFAULT_SOURCE,
-                        help=f"Hub dataset repo id, local release folder (either layout), or 'sample' (default: {DEFAULT_SOURCE})")
+def add_source_arguments(parser: argparse.ArgumentParser, default: str | None = DEFAULT_SOURCE,
+                         default_help: str = f"default: {DEFAULT_SOURCE}") -> None:
+    """`--source` (one default for every subcommand, or None where the default is read off the input) and
+    `--revision`."""
+    parser.add_argument("--source", default=default,
+                        help=f"Hub dataset repo id, local release folder (either layout), or 'sample' ({default_help})")
     parser.add_argument("--revision", help="Hub branch, tag or commit of the data (Hub sources only)")
 
 

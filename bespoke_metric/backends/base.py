@@ -208,6 +208,24 @@ class Usage:
             self.extra[name] = self.extra.get(name, 0) + value
 
 
+TEXT_PART_TYPES = ("text", "output_text")
+"""The types of the content parts that hold a message's text (chat's `text`, the Responses API's `output_text`)."""
+
+
+def content_text(content: Any) -> str:
+    """A model message's content as text: a string as it is; a list of parts (`[{"type": "text", "text":
+    ...}]`, as Perplexity and OpenAI-compatible servers may send it) joined, the parts that are not text
+    (images, reasoning) left out; None as empty. Pure."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "".join(part if isinstance(part, str) else str(part.get("text") or "") for part in content
+                       if isinstance(part, str) or (isinstance(part, dict) and part.get("type", "text") in TEXT_PART_TYPES))
+    return str(content)
+
+
 def messages_with_schema(request: Request) -> list[dict[str, str]]:
     """The request's messages, with its JSON schema spelled out at the end of the last user message.
 

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
 
-from .base import CallError, Completion, OnDone, Request, ToolCall
+from .base import CallError, Completion, OnDone, Request, ToolCall, content_text
 from .openai_session import CallFailed, Session, scrub_url, short
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
 from .tool_calls import decode_call, with_tool_calls
@@ -468,7 +468,7 @@ def _chat_completion(answer: dict[str, Any]) -> Completion:
     citations = [note.get("url_citation") or {} for note in message.get("annotations") or ()
                  if note.get("type") == "url_citation"]
     return Completion(
-        text=message.get("content") or "",
+        text=content_text(message.get("content")),  # a list of text parts read too
         input_tokens=usage.get("prompt_tokens") or 0,
         output_tokens=usage.get("completion_tokens") or 0,
         truncated=choice.get("finish_reason") == "length",

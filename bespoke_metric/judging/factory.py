@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bespoke_metric.backends.batch_ledger import ledger_path
-from bespoke_metric.backends.options import ExecutorOptions, OptionError, option
+from bespoke_metric.backends.options import ExecutorOptions, OptionError, option, option_names
 from bespoke_metric.backends.registry import build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
@@ -31,6 +31,8 @@ class ProtocolOptions:
     max_parse_retries: int | None = option(help="repair turns for an unreadable answer (default 2)")
     max_tokens: int | None = option(help="output token cap of every judge call (default: per kind of call)")
     progress: bool | None = option(help="show a progress bar (default True)")
+    repeat: int | None = option(help="which of several runs of the same judgments this is (`meta-eval --repeats`): "
+                                "from 1 on, part of the cache key, so each repeat is a fresh answer (default 0)")
 
 
 def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> Judge:
@@ -64,3 +66,13 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         more[1].setdefault("batch_ledger", str(ledger_path(cache.path)))  # the batches kept beside the answers
     backend = build_backend(parsed, engine_options, *more)
     return LLMJudge(backend, spec=spec, cache=cache, **protocol)
+
+
+def judge_option_names(spec: str) -> frozenset[str]:
+    """The options `make_judge(spec, ...)` takes (`cache` included for an LLM judge): what a command judging
+    with several judges gives each of them."""
+    parsed = parse_spec(spec)
+    if parsed.engine.judge is not None:
+        return option_names(parsed.engine.options)
+    classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
+    return frozenset({"cache"}.union(*(option_names(cls) for cls in classes)))

