@@ -15,7 +15,7 @@ from typing import Any
 
 from bespoke_dataset.errors import UserError
 
-from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, SEARCH_MODES
+from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """What `--reasoning-effort` takes: the openai SDK's `ReasoningEffort` (openai/types/shared/reasoning_effort.py,
@@ -118,12 +118,14 @@ class OpenAIOptions(ClientOptions):
 
 @dataclass(frozen=True)
 class PerplexityOptions(ClientOptions):
-    """`perplexity:MODEL`: Perplexity's search API (`backends.providers.perplexity.PerplexityBackend`)."""
+    """`perplexity:MODEL`: Perplexity's Agent API (`backends.providers.perplexity.PerplexityBackend`); MODEL is a
+    model slug (`perplexity/sonar`, `openai/gpt-5.1`), `preset/NAME` (fast, low, medium, high, xhigh), or a
+    retired Sonar name run as its documented substitute (`sonar`, `sonar-reasoning`)."""
 
-    search_mode: str | None = option("--search-mode", "perplexity: web (default), academic or sec",
-                                     choices=SEARCH_MODES)
+    reasoning_effort: str | None = option(help="minimal, low, medium, high or xhigh (the Agent API's reasoning.effort)")
+    reasoning_max_tokens: int | None = option(help="output cap of a preset or reasoning model (default: none)")
     search_domain_filter: str | None = option("--search-domain-filter", "perplexity: domains to search, comma-separated; "
-                                              "-DOMAIN leaves one out")
+                                              "-DOMAIN leaves one out (at most 20)")
     search_recency_filter: str | None = option("--search-recency-filter", "perplexity: only results from the last "
                                                "hour, day, week, month or year",
                                                choices=RECENCY_FILTERS)

@@ -113,10 +113,8 @@ LOCATION_FIELDS = ("country", "region", "city", "timezone")
 """What an approximate user location for a search may name (OpenAI's `user_location`)."""
 SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
 """How much of what it found the model reads (OpenAI's and Perplexity's `search_context_size`)."""
-SEARCH_MODES = ("web", "academic", "sec")
-"""Perplexity's `search_mode`."""
 RECENCY_FILTERS = ("hour", "day", "week", "month", "year")
-"""Perplexity's `search_recency_filter`."""
+"""Perplexity's `search_recency_filter` (inside the Agent API's `web_search` tool `filters`)."""
 
 
 def check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> str | None:

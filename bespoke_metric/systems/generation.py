@@ -25,7 +25,7 @@ from typing import Any
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.backends.registry import ENGINES, make_backend
+from bespoke_metric.backends.registry import ENGINES, make_backend, substitution
 from bespoke_metric.backends.base import Backend, ModelUnavailableError, Usage, backend_description
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache
@@ -115,6 +115,9 @@ def generate(
             "settings": {**settings.record(), "token_counter": parts.counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
             "data": data,
         }
+        substituted = substitution(parts.spec)
+        if substituted is not None:
+            system["substitution"] = substituted
         manifest = sidecar(output, ".run.json")
         check_resume(output, manifest, system)
         fresh = not output.exists()

@@ -85,6 +85,10 @@ def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit
 
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
     out = out or sys.stdout  # looked up per call: sys.stdout may have been replaced since import
+    substitution = report.system.get("substitution")
+    if substitution:
+        print(f"note: {substitution['asked']} runs as {substitution['ran_as']} (as of {substitution['date']}): "
+              f"{substitution['reason']}", file=out)
     print(
         f"{report.generated} generated, {report.already_done} already there, {len(report.failed)} failed; "
         f"system calls {report.usage.calls} ({report.usage.cached} cached), "
