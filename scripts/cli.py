@@ -2,9 +2,8 @@
 `add_arguments(parser)` and `run(args) -> int` (and `answer_caches(args)` if it keeps answers in caches).
 
 How every command ends is decided here: a user's mistake is one `error: ...` line and exit 2, an engine
-that failed (`EngineError`: a CUDA error, a dead engine; `ModelUnavailableError`: a retired model) one line
-and exit 1, Ctrl-C one line and exit 130 (`interrupt`), and only a bug shows a traceback (or `-v`, which
-shows them all).
+that failed (`EngineError`: a CUDA error, a dead engine) one line and exit 1, Ctrl-C one line and exit
+130 (`interrupt`), and only a bug shows a traceback (or `-v`, which shows them all).
 """
 
 from __future__ import annotations
@@ -20,7 +19,8 @@ from typing import Any
 
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
-from bespoke_metric.backends.base import EngineError, ModelUnavailableError
+from bespoke_metric.backends.base import EngineError
+from bespoke_metric.backends.retirement import ModelNotice
 from bespoke_metric.calls.progress import quiet_library_bars
 
 from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
@@ -69,23 +69,49 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, top_level: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        self.flags: set[str] = set()
+        """Every flag spelling this parser takes, its groups' included (recorded as they are added)."""
         super().__init__(*args, **kwargs)
         # A subcommand's -v leaves the attribute alone when it is not given, so a -v before the
         # subcommand still counts.
         self.add_argument("-v", "--verbose", action="store_true", default=False if top_level else argparse.SUPPRESS,
                           help=VERBOSE_HELP)
 
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.flags.update(action.option_strings)
+        return action
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return _RecordedGroup(super().add_argument_group(*args, **kwargs), self.flags)
+
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
         words = list(sys.argv[1:] if args is None else args)
         if self._subparsers is None:  # a subcommand: a flag it does not know is the mistake to name first
             unknown = [word for word in words[: words.index("--") if "--" in words else len(words)]
-                       if word.startswith("--") and word.split("=", 1)[0] not in self._option_string_actions]
+                       if word.startswith("--") and word.split("=", 1)[0] not in self.flags]
             if unknown:
                 self.error(f"unrecognized arguments: {' '.join(unknown)}")
         parsed, extras = super().parse_known_args(words, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+class _RecordedGroup:
+    """An argument group of a `CommandParser` that records the flags added to it in the parser's `flags`."""
+
+    def __init__(self, group: argparse._ArgumentGroup, flags: set[str]) -> None:
+        self._group = group
+        self._flags = flags
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = self._group.add_argument(*args, **kwargs)
+        self._flags.update(action.option_strings)
+        return action
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._group, name)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -115,9 +141,12 @@ class _OwnOrWarning(logging.Filter):
 
 def _format_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                     line: str | None = None) -> str:
-    """A data warning as the user needs it, `warning: ...` (what fell back, where); any other as Python shows it."""
+    """A data warning as the user needs it, `warning: ...` (what fell back, where), a model's coming shutdown
+    as `notice: ...`; any other as Python shows it."""
     if issubclass(category, BespokeDataWarning):
         return f"warning: {message}\n"
+    if issubclass(category, ModelNotice):
+        return f"notice: {message}\n"
     return _PYTHON_FORMAT(message, category, filename, lineno, line)
 
 
@@ -155,11 +184,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except ModelUnavailableError as error:  # retired or unknown: a rerun would fail the same way
-        if args.verbose:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_FAILED
     except EngineError as error:
         if args.verbose:
             raise

@@ -373,7 +373,9 @@ def test_cut_off_answers_are_marked_truncated_with_their_usage(openai_server, mo
 
     openai_server.responder = lambda body: Cutoff("half an answer") if "cut" in messages_of(body)[-1]["content"] else "whole"
     outcomes = complete(backend_for(openai_server, model=model), [request("cut here"), request("go on")])
-    assert outcomes[0] == Completion(text="half an answer", input_tokens=4, output_tokens=3, truncated=True, served_model=model)
+    reason = "max_output_tokens" if model == "gpt-5" else "length"  # incomplete_details.reason; finish_reason
+    assert outcomes[0] == Completion(text="half an answer", input_tokens=4, output_tokens=3, truncated=True,
+                                     truncation_reason=reason, served_model=model)
     assert outcomes[1] == Completion(text="whole", input_tokens=4, output_tokens=1, truncated=False, served_model=model)
 
 
@@ -425,3 +427,18 @@ def test_429_waits_at_least_retry_after_ms(openai_server):
     first, second = openai_server.calls
     assert first.status == 429
     assert second.received - first.finished >= 0.6
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422, 429, 500, 503, 418])
+def test_error_reasons_read_as_the_sdks_own_errors(openai_server, status):
+    # what our session says of an error answer is what the official client raises for it (its public
+    # error class and message), without calling into the SDK's private parts
+    from bespoke_metric.backends.openai_session import sdk_error
+
+    body = {"error": {"message": f"scripted {status}", "type": "invalid_request_error"}}
+    openai_server.faults.append(Fault(status=status, body=body))
+    client = openai.OpenAI(base_url=openai_server.base_url, api_key=KEY, max_retries=0)
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.chat.completions.create(model="test-model", messages=[{"role": "user", "content": "hi"}])
+    assert sdk_error(status, json.dumps(body).encode()) == f"{type(raised.value).__name__}: {raised.value.message}"
+    assert sdk_error(status, b"not json") == f"{type(raised.value).__name__}: Error code: {status}"

@@ -48,6 +48,19 @@ def test_an_answer_ending_with_twenty_sources_of_one_site_keeps_only_its_prose()
     assert cleaned.endswith("to speed it up.")
 
 
+def test_openais_parenthesised_citations_and_the_headings_they_empty_are_dropped() -> None:
+    # how OpenAI's web search cites in an answer's text (a Responses API `output_text` of gpt-5 with web_search:
+    # `([domain](url?utm_source=openai))`, several in one group), and a section left with nothing but links
+    raw = ("## Trails near Seoul\n\n"
+           "Bukhansan is busiest on weekend mornings ([trails.example](https://trails.example/bukhansan?utm_source=openai)). "
+           "Gwanaksan suits beginners ([trails.example](https://trails.example/gwanaksan?utm_source=openai), "
+           "[hikes.example](https://hikes.example/g?utm_source=openai)).\n\n"
+           "## Useful links\n- [Bukhansan trails](https://trails.example/bukhansan?utm_source=openai)\n\n"
+           "## Tips\n\nGo early (before 8am).\n\n## Kept as written\n## Last\nDone.")
+    assert clean_response(raw) == ("## Trails near Seoul\n\nBukhansan is busiest on weekend mornings. Gwanaksan suits beginners.\n\n"
+                                   "## Tips\n\nGo early (before 8am).\n\n## Kept as written\n## Last\nDone.")
+
+
 def test_an_unclosed_reasoning_block_is_no_answer() -> None:
     with pytest.raises(ParseError, match="never closed"):
         clean_response("<think>\nstill thinking about [1]")

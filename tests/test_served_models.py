@@ -59,23 +59,33 @@ def test_the_model_asked_for_is_read_from_a_judge_or_system_block() -> None:
 # -- end to end ----------------------------------------------------------------------------------------------
 
 
-def served_by(routes: dict[str, str]):
-    """A provider that answers some models as others (`served_as`), by the model asked for."""
-    return lambda model: routes.get(model, model)
+class Provider:
+    """Two OpenAI-compatible servers on 127.0.0.1: the system model's (`openai:gpt-4o-mini`) and the judge's
+    (`openai:gpt-5`, at `OPENAI_BASE_URL`); `answer_fields = {"model": ...}` makes one answer as another model."""
+
+    def __init__(self, system, judge) -> None:
+        self.system, self.judge = system, judge
+
+    def run(self, *more: str) -> list[str]:
+        return ["run", "--model", "openai:gpt-4o-mini", "--model-base-url", self.system.base_url, "--source", "sample",
+                "--judge", "openai:gpt-5", "--limit", "4", *more]
+
+    def generate(self, *more: str, model: str = "openai:gpt-4o-mini") -> list[str]:
+        return ["generate", "--model", model, "--base-url", self.system.base_url, "--source", "sample", "--limit", "4", *more]
+
+    @staticmethod
+    def score(*more: str) -> list[str]:
+        return ["score", "--predictions", "p.jsonl", "--judge", "openai:gpt-5", "--source", "sample", *more]
 
 
 @pytest.fixture
 def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """One server answering the system (`openai:gpt-4o-mini`) and the judge (`openai:gpt-5`) on the sample."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
-    with serve(answer_any) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-served-test-key")
-        yield server
-
-
-RUN = ["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--judge", "openai:gpt-5", "--limit", "4"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-served-test-key")
+    with serve(answer_any) as system, serve(answer_any) as judge:
+        monkeypatch.setenv("OPENAI_BASE_URL", judge.base_url)
+        yield Provider(system, judge)
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -87,8 +97,9 @@ def warnings_in(text: str) -> list[str]:
 
 
 def test_dated_snapshots_pass_without_a_warning_and_are_counted(provider, tmp_path: Path, capsys) -> None:
-    provider.served_as = served_by({"gpt-5": "gpt-5-2025-08-07", "gpt-4o-mini": "gpt-4o-mini-2024-07-18"})
-    assert main([*RUN, "--output", "run.json"]) == 0
+    provider.judge.answer_fields = {"model": "gpt-5-2025-08-07"}
+    provider.system.answer_fields = {"model": "gpt-4o-mini-2024-07-18"}
+    assert main(provider.run("--output", "run.json")) == 0
     results = read(tmp_path / "run.json")
     assert warnings_in(capsys.readouterr().err) == []
     assert results["served_mismatch"] is False
@@ -100,10 +111,10 @@ def test_dated_snapshots_pass_without_a_warning_and_are_counted(provider, tmp_pa
 
 
 def test_a_judge_routed_to_another_model_is_warned_marked_and_grouped_apart(provider, tmp_path: Path, capsys) -> None:
-    assert main([*RUN, "--output", "real.json"]) == 0
+    assert main(provider.run("--output", "real.json")) == 0
     capsys.readouterr()
-    provider.served_as = served_by({"gpt-5": "gemini-3.8-flash"})
-    assert main([*RUN, "--output", "routed.json", "--cache", str(tmp_path / "routed.sqlite")]) == 0
+    provider.judge.answer_fields = {"model": "gemini-3.8-flash"}
+    assert main(provider.run("--output", "routed.json", "--cache", str(tmp_path / "routed.sqlite"))) == 0
     err = capsys.readouterr().err
     [warning] = warnings_in(err)
     routed = read(tmp_path / "routed.json")
@@ -118,16 +129,16 @@ def test_a_judge_routed_to_another_model_is_warned_marked_and_grouped_apart(prov
     assert sum("SERVED BY gemini-3.8-flash" in title for title in titles) == 1
 
     # a warm cache replays the routed answers: still counted, still warned
-    assert main([*RUN, "--output", "again.json", "--cache", str(tmp_path / "routed.sqlite")]) == 0
+    assert main(provider.run("--output", "again.json", "--cache", str(tmp_path / "routed.sqlite"))) == 0
     assert len(warnings_in(capsys.readouterr().err)) == 1
     again = read(tmp_path / "again.json")
     assert again["usage"]["calls"] == 0 and again["judge"]["served_models"] == {"gemini-3.8-flash": again["usage"]["cached"]}
 
 
 def test_a_system_routed_to_another_model_is_its_own_marked_row(provider, tmp_path: Path, capsys) -> None:
-    assert main([*RUN, "--output", "real.json"]) == 0
-    provider.served_as = served_by({"gpt-4o-mini": "gemini-3.8-flash"})
-    assert main([*RUN, "--output", "routed.json"]) == 0
+    assert main(provider.run("--output", "real.json")) == 0
+    provider.system.answer_fields = {"model": "gemini-3.8-flash"}
+    assert main(provider.run("--output", "routed.json")) == 0
     [warning] = warnings_in(capsys.readouterr().err)
     assert "system asked for gpt-4o-mini" in warning and "gemini-3.8-flash (4 of 4 calls)" in warning
     routed = read(tmp_path / "routed.json")
@@ -141,22 +152,23 @@ def test_a_system_routed_to_another_model_is_its_own_marked_row(provider, tmp_pa
 
 
 def test_strict_refuses_a_routed_model_before_anything_is_written(provider, tmp_path: Path, capsys) -> None:
-    provider.served_as = served_by({"gpt-4o-mini": "gemini-3.8-flash"})
-    assert main([*RUN, "--output", "routed.json", "--strict"]) == 1
+    provider.system.answer_fields = {"model": "gemini-3.8-flash"}
+    assert main(provider.run("--output", "routed.json", "--strict")) == 1
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "gemini-3.8-flash" in errors[0] and "gpt-4o-mini" in errors[0]
     assert not (tmp_path / "routed.json").exists()
     assert not (tmp_path / "routed" / "predictions.jsonl").exists() and not (tmp_path / "routed" / "predictions.run.json").exists()
 
-    assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "4", "--output", "p.jsonl", "--strict"]) == 1
+    assert main(provider.generate("--output", "p.jsonl", "--strict")) == 1
     assert "gemini-3.8-flash" in capsys.readouterr().err and not (tmp_path / "p.jsonl").exists()
 
     # a judge routed elsewhere: score --strict writes no results file
-    provider.served_as = served_by({"gpt-5": "gemini-3.8-flash"})
-    assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "4", "--output", "p.jsonl"]) == 0
+    provider.system.answer_fields = {}
+    provider.judge.answer_fields = {"model": "gemini-3.8-flash"}
+    assert main(provider.generate("--output", "p.jsonl")) == 0
     capsys.readouterr()
-    assert main(["score", "--predictions", "p.jsonl", "--judge", "openai:gpt-5", "--source", "sample", "--output", "s.json", "--strict"]) == 1
+    assert main(provider.score("--output", "s.json", "--strict")) == 1
     err = capsys.readouterr().err
     assert len(warnings_in(err)) == 1 and "served_mismatch" in err and not (tmp_path / "s.json").exists()
 
@@ -173,32 +185,31 @@ def retired(model: str):
 
 @pytest.mark.parametrize("command", ["score", "run", "generate"])
 def test_a_retired_model_is_one_error_line_and_nothing_half_written(provider, tmp_path: Path, capsys, command: str) -> None:
+    retired_at = provider.judge
     if command == "score":
-        assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "4", "--output", "p.jsonl"]) == 0
+        assert main(provider.generate("--output", "p.jsonl")) == 0
         capsys.readouterr()
-        argv, model, written = ["score", "--predictions", "p.jsonl", "--judge", "openai:gpt-5", "--source", "sample",
-                                "--output", "out.json"], "gpt-5", ["out.json"]
+        argv, written = provider.score("--output", "out.json"), ["out.json"]
     elif command == "run":
-        argv, model, written = [*RUN, "--output", "out.json"], "gpt-5", ["out.json"]
+        argv, written = provider.run("--output", "out.json"), ["out.json"]
     else:
-        argv, model, written = ["generate", "--model", "openai:gpt-5", "--source", "sample", "--limit", "4",
-                                "--output", "out.jsonl"], "gpt-5", ["out.jsonl", "out.run.json"]
-    provider.rule = retired(model)
+        retired_at = provider.system
+        argv, written = provider.generate("--output", "out.jsonl", model="openai:gpt-5"), ["out.jsonl", "out.run.json"]
+    retired_at.rule = retired("gpt-5")
     assert main(argv) == 1
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, err
-    assert "'gpt-5'" in errors[0] and "has been deprecated" in errors[0] and "choosing-a-judge" in errors[0]
+    assert "'openai:gpt-5' is not served" in errors[0] and "has been deprecated" in errors[0]
     assert "Traceback" not in err and "sk-served-test-key" not in err
     assert [name for name in written if (tmp_path / name).exists()] == []
-    # one call per request in flight, no retries: a retired model fails the same way every time
-    assert all(call.status == 404 for call in provider.calls if (call.body or {}).get("model") == model)
+    assert retired_at.calls and all(call.status == 404 for call in retired_at.calls)
 
 
 def test_a_404_that_names_no_model_is_not_a_retired_model(provider, tmp_path: Path, capsys) -> None:
     """A wrong path or proxy answers 404 too: each call fails with its reason, the run is not stopped as if
     the model were retired."""
-    provider.rule = lambda record: Fault(status=404, body={"error": {"message": "no route here", "type": "not_found"}})
-    assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "2", "--output", "p.jsonl"]) == 1
+    provider.system.rule = lambda record: Fault(status=404, body={"error": {"message": "no route here", "type": "not_found"}})
+    assert main(provider.generate("--output", "p.jsonl")) == 1
     out = capsys.readouterr()
     assert "not served" not in out.err and "failed" in out.out and "no route here" in out.out

@@ -102,6 +102,9 @@ class Engine:
     always searches, such as Perplexity's)."""
     batch_api: bool = False
     """Offers the OpenAI Batch API (`BatchOptions`, `--batch`)."""
+    substitute: Callable[[str], dict[str, Any] | None] | str | None = None
+    """`(model) -> {asked, ran_as, reason, date}` for a model name the engine runs as another (a retired
+    one, as its provider's documented successor), else None; or `"module:function"` naming it."""
 
     @property
     def llm(self) -> bool:
@@ -115,7 +118,8 @@ class Engine:
 
 ENGINES: dict[str, Engine] = {
     "openai": Engine("openai", OpenAIOptions, backend=_openai, batch_api=True),
-    "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native"),
+    "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native",
+                         substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
     "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True),
@@ -204,6 +208,18 @@ def pinned(parsed: Spec, engine_options: dict[str, Any]) -> dict[str, Any]:
         raise OptionError(f"{parsed} names its revision, and revision={engine_options['revision']!r} is given too: "
                           "give the revision once")
     return {**engine_options, "revision": parsed.revision}
+
+
+def substitution(spec: str) -> dict[str, Any] | None:
+    """What the engine of `spec` runs in place of the model it names, when it does (`Engine.substitute`):
+    the record a results file keeps as `system.substitution`; None for a spec run as named, or not a spec."""
+    try:
+        parsed = parse_spec(spec)
+    except OptionError:  # a backend given as an object has no spec to look up
+        return None
+    if parsed.engine.substitute is None:
+        return None
+    return _resolve(parsed.engine.substitute)(parsed.model)
 
 
 def take(options: dict[str, Any], *classes: type) -> list[dict[str, Any]]:

@@ -93,16 +93,28 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
     return record
 
 
+def in_answer(text: str, citations: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The citations (each with `start_index` into `text`, where known) that point into the final answer,
+    not into a reasoning block before it; none when the reasoning never closes (there is no answer)."""
+    from bespoke_metric.judging.parsing import ParseError, answer_start, strip_reasoning
+
+    try:
+        strip_reasoning(text)
+    except ParseError:
+        return []
+    start = answer_start(text)
+    return [note for note in citations
+            if not isinstance(note.get("start_index"), int) or note["start_index"] >= start]
+
+
 # -- options of native search, as the command line gives them ---------------------------------------------
 
 LOCATION_FIELDS = ("country", "region", "city", "timezone")
 """What an approximate user location for a search may name (OpenAI's `user_location`)."""
 SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
 """How much of what it found the model reads (OpenAI's and Perplexity's `search_context_size`)."""
-SEARCH_MODES = ("web", "academic", "sec")
-"""Perplexity's `search_mode`."""
 RECENCY_FILTERS = ("hour", "day", "week", "month", "year")
-"""Perplexity's `search_recency_filter`."""
+"""Perplexity's `search_recency_filter` (inside the Agent API's `web_search` tool `filters`)."""
 
 
 def check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> str | None:

@@ -27,7 +27,7 @@ from bespoke_metric.calls.plan import Planned, ReadOnlyCache
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.backends.registry import make_backend, parse_spec, pinned
-from bespoke_metric.backends.options import option_names
+from bespoke_metric.backends.options import OptionError, option_names
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
 from bespoke_metric.systems.runfiles import sidecar
@@ -136,9 +136,13 @@ def dry_run(plan: SweepPlan) -> list[CellEstimate]:
     previous = previous_cells(folder.root)
     todo = [cp for cp in plan.cells if not is_finished(folder, cp.cell.name, cp.fingerprint, previous)]
     estimates = {cp.cell.name: CellEstimate(cp.cell.name, True) for cp in plan.cells if cp not in todo}
+    try:
+        plan.check_judge()  # the judge's options, checked as `make_judge` checks them, building nothing
+    except OptionError as error:  # every cell would fail when judged
+        todo, estimates = [], {**estimates, **{cp.cell.name: CellEstimate(cp.cell.name, False, problem=str(error)) for cp in todo}}
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
-        judge_cache = ReadOnlyCache.of_file(str(plan.judge_options["cache"]))
+        judge_cache = ReadOnlyCache.of_file(str(plan.judge_options.get("cache") or plan.folder.judge_cache))
         judge = _probe_judge(plan, judge_cache)
         models = Models(todo, progress=False, make=probe, open_cache=ReadOnlyCache.of_file)
         try:

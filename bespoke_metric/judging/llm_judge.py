@@ -12,7 +12,7 @@ from typing import Any, Callable, Literal
 
 from . import protocol
 from .protocol import RECALL_MODES
-from bespoke_metric.backends.base import Backend, Request, Usage
+from bespoke_metric.backends.base import Backend, Request, Usage, backend_description
 from bespoke_metric.calls.cache import Cache
 from bespoke_dataset.vocabulary import DIMENSIONS
 
@@ -76,7 +76,7 @@ class LLMJudge:
     def describe(self) -> dict[str, Any]:
         return {
             "spec": self.spec,
-            **self.backend.identity(),
+            **backend_description(self.backend),
             "protocol_version": protocol.PROTOCOL_VERSION,
             "max_shots": self.max_shots,
             "recall_mode": self.recall,

@@ -25,8 +25,8 @@ from typing import Any
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.backends.registry import ENGINES, make_backend
-from bespoke_metric.backends.base import Backend, Usage
+from bespoke_metric.backends.registry import ENGINES, make_backend, substitution
+from bespoke_metric.backends.base import Backend, Usage, backend_description
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
@@ -107,9 +107,9 @@ def generate(
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
-    retriever's embedding model is not available. The predictions file and its run file are written with
-    the first predictions, so a run that stops before any (`ModelUnavailableError`: a retired model;
-    `strict`) leaves none behind. Every profile and expansion is stored without the
+    retriever's embedding model is not available; `ModelUnavailableError` when the provider no longer
+    serves a model. The predictions file and its run file are written with the first predictions, so a
+    new run that stops before any (a retired model, `strict`) leaves nothing behind. Every profile and expansion is stored without the
     model's reasoning block, and every answer both as it came (`response_raw`) and as the judge scores it
     (`response`: without reasoning, citation markers and URLs); one whose reasoning never closed counts
     as failed. Queries that could
@@ -131,6 +131,9 @@ def generate(
             "settings": {**settings.record(), "token_counter": parts.counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
             "data": data,
         }
+        substituted = substitution(parts.spec)
+        if substituted is not None:
+            system["substitution"] = substituted
         manifest = sidecar(output, ".run.json")
         check_resume(output, manifest, system)
         done = read_done(output)
@@ -288,7 +291,7 @@ def _open_backend(model: str | Backend, options: Mapping[str, Any], stack: conte
 
 
 def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
-    return {"spec": spec, "backend": backend.identity()}
+    return {"spec": spec, "backend": backend_description(backend)}
 
 
 @dataclass(frozen=True)

