@@ -238,11 +238,11 @@ def test_perplexity_an_unknown_model_stops_the_run(perplexity_server):
     from bespoke_metric.backends.base import ModelUnavailableError
 
     backend = make_backend("perplexity:perplexity/sonar-pro", base_url=root_url(perplexity_server), api_key=KEY)
-    with pytest.raises(ModelUnavailableError, match="'perplexity:perplexity/sonar-pro' is not served: HTTP 400.*not found"):
+    with pytest.raises(ModelUnavailableError, match="'perplexity:perplexity/sonar-pro' is not served: .*not found"):
         complete(backend, [ask(native_search=True)])
     perplexity_server.rule = lambda record: Fault(status=404, body={"error": {"message": "model not found", "type": "not_found"}})
     try:
-        with pytest.raises(ModelUnavailableError, match="HTTP 404"):
+        with pytest.raises(ModelUnavailableError, match="is not served: model not found"):
             complete(make_backend("perplexity:openai/gpt-5.1", base_url=root_url(perplexity_server), api_key=KEY), [ask()])
     finally:
         perplexity_server.rule = None

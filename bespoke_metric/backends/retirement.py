@@ -31,7 +31,7 @@ NOTICE_DAYS = 90
 _GONE_STATUS = frozenset({400, 404, 410})
 _MODEL = re.compile(r"\bmodels?\b", re.IGNORECASE)
 _GONE_WORDS = re.compile(r"deprecated|shut ?down|retired|decommissioned|does not exist|no longer (?:available|supported|served)"
-                         r"|not found for api version", re.IGNORECASE)
+                         r"|not found", re.IGNORECASE)
 
 
 class ModelNotice(UserWarning):

@@ -26,21 +26,20 @@ else one per item; `cited` only from the answer's `url_citation` annotations, of
 served model; `usage.cost.total_cost` as the provider's own cost. A 200 whose `status` is `failed` or
 `cancelled` is a failed call naming the provider's error; `incomplete` a truncated answer with
 `incomplete_details.reason`; an unknown model (a 404, or a 400 `invalid_model`) stops the run with
-`ModelUnavailableError`.
+`ModelUnavailableError` (as `backends.retirement` decides, for every OpenAI-style endpoint).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from bespoke_dataset.errors import UserError
 
-from ..base import Completion, ModelUnavailableError, Request
+from ..base import Completion, Request
 from ..openai_backend import OpenAIBackend, _named_schema, is_reasoning_model
-from ..openai_session import CallFailed, Session, scrub_url, short
+from ..openai_session import CallFailed, scrub_url, short
 from ..web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, check_choice, search_record, split_list
 
 PERPLEXITY_BASE_URL = "https://api.perplexity.ai"
@@ -60,7 +59,6 @@ SEARCH_BILLING_NAME = "search_web"
 """The key of web searches in `usage.tool_calls_details` (billing names differ from the tool types)."""
 SUBSTITUTION_DATE = "2026-12-01"
 """When the Sonar names' mapping below was read off Perplexity's migration guide."""
-_UNKNOWN_MODEL = re.compile(r"invalid_model|\bmodel\b.*\bnot found", re.IGNORECASE)
 """A 400 naming an unknown model (the guide's `invalid_model`; the SDK's message keeps only the words)."""
 _GUIDE = ("Perplexity's guide \"Migrate from Sonar\" (docs.perplexity.ai/docs/agent-api/migrate-from-sonar; "
           "perplexityai/api-platform-developers, skills/migrate-sonar-to-agent-api/references/models-and-presets.md)")
@@ -249,14 +247,6 @@ class PerplexityBackend(OpenAIBackend):
         if self.preset is not None or self.agent_effort is not None or is_reasoning_model(self.target):
             return self.reasoning_max_tokens
         return request.max_tokens
-
-    async def _call(self, session: Session, path: str, body: bytes) -> Completion:
-        try:
-            return await super()._call(session, path, body)
-        except CallFailed as failure:
-            if failure.reason.startswith("HTTP 404 ") or _UNKNOWN_MODEL.search(failure.reason):
-                raise ModelUnavailableError(f"perplexity:{self.target}", self._caller.scrub(failure.reason)) from None
-            raise
 
     def parse(self, path: str, answer: dict[str, Any]) -> Completion:
         return agent_completion(answer, f"{self.name}:{self.model}")
