@@ -98,7 +98,7 @@ def warnings_in(text: str) -> list[str]:
 
 def test_dated_snapshots_pass_without_a_warning_and_are_counted(provider, tmp_path: Path, capsys) -> None:
     provider.judge.answer_fields = {"model": "gpt-5-2025-08-07"}
-    provider.system.answer_fields = {"model": "gpt-4o-mini-2024-07-18"}
+    provider.system.answer_fields = {"model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_44709d6fcb", "service_tier": "default"}
     assert main(provider.run("--output", "run.json")) == 0
     results = read(tmp_path / "run.json")
     assert warnings_in(capsys.readouterr().err) == []
@@ -107,7 +107,8 @@ def test_dated_snapshots_pass_without_a_warning_and_are_counted(provider, tmp_pa
     assert results["judge"]["served_models"] == {"gpt-5-2025-08-07": judge_calls}
     assert results["system"]["served_models"] == {"gpt-4o-mini-2024-07-18": 4}
     predictions = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
-    assert [p["served_model"] for p in predictions] == ["gpt-4o-mini-2024-07-18"] * 4
+    assert [(p["served_model"], p["system_fingerprint"], p["service_tier"]) for p in predictions] == [
+        ("gpt-4o-mini-2024-07-18", "fp_44709d6fcb", "default")] * 4
 
 
 def test_a_judge_routed_to_another_model_is_warned_marked_and_grouped_apart(provider, tmp_path: Path, capsys) -> None:
