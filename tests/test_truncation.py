@@ -103,6 +103,25 @@ def test_finish_reason_length_from_an_openai_compatible_server_is_marked(openai_
     assert whole["summary"]["truncated"] == 0 and not any("truncated" in item for item in whole["items"])
 
 
+def test_strict_scoring_of_several_files_writes_none_when_one_holds_a_cut_off_answer(openai_server, here: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-truncation-test")
+    generate = ["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "2"]
+    openai_server.responder = answer_any
+    assert main([*generate, "--output", "whole.jsonl"]) == 0
+    openai_server.responder = cut_system_answers
+    assert main([*generate, "--output", "cut.jsonl", "--generation-cache", "cut.sqlite"]) == 0
+    openai_server.responder = answer_any
+    capsys.readouterr()
+    score = ["score", "--predictions", "whole.jsonl", "cut.jsonl", "--judge", "openai:gpt-5", "--source", "sample",
+             "--output-dir", "scored"]
+    assert main([*score, "--strict"]) == 1
+    assert "error: 2 of 2 answers were cut off at the output limit (--strict); scored/cut.json not written" in capsys.readouterr().err
+    assert not (here / "scored" / "whole.json").exists() and not (here / "scored" / "cut.json").exists()
+    assert main(score) == 0
+    assert json.loads((here / "scored" / "cut.json").read_text())["summary"]["truncated"] == 2
+
+
 def test_a_prediction_marked_truncated_must_say_true_or_false() -> None:
     rows = [{"user": "user1", "query_id": "1", "response": "an answer", "truncated": "yes"}]
     with pytest.raises(PredictionError, match="line 1: 'truncated' must be true or false"):

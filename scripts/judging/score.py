@@ -149,6 +149,17 @@ def strict_refusal(results: Results) -> str | None:
     return "; ".join(reasons) or None
 
 
+def refused(results: Results, output: str, *, strict: bool) -> bool:
+    """Print the `warning:` line of each model served by another than asked for; under `strict`, the `error:`
+    line of what it refuses in `results` (`strict_refusal`). True when refused: `output` is not to be written."""
+    for warning in served_warnings(results):
+        print(warning, file=sys.stderr)
+    reason = strict_refusal(results) if strict else None
+    if reason:
+        print(f"error: {reason} (--strict); {output} not written", file=sys.stderr)
+    return reason is not None
+
+
 def coverage(summary: Mapping[str, Any]) -> str:
     """`15 items` and, when the results file says, how many of the benchmark's queries they answer."""
     items = f"{summary['items']} items"
@@ -179,6 +190,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
+    if len(outputs) > 1 and args.strict:  # refused in any file: none is written
+        refusals = [refused(results, output, strict=True) for results, output in zip(all_results, outputs)]
+        if any(refusals):
+            return 1
     statuses = []
     for given, results, output in zip(args.predictions, all_results, outputs):
         if len(outputs) > 1:
@@ -192,11 +207,7 @@ def publish(results: Results, output: str, *, strict: bool) -> int:
     was scored at all, or if `strict` and any judgment failed. A call served by another model than asked
     for is one `warning:` line; under `strict` it, or an answer cut off, is an `error:` line and exit 1
     with nothing written."""
-    for warning in served_warnings(results):
-        print(warning, file=sys.stderr)
-    refused = strict_refusal(results) if strict else None
-    if refused:
-        print(f"error: {refused} (--strict); {output} not written", file=sys.stderr)
+    if refused(results, output, strict=strict):
         return 1
     write_results(results, output)
     print_summary(results)
