@@ -74,21 +74,31 @@ def mismatch_warning(role: str, asked: str, served_models: Mapping[str, int]) ->
 
 
 def asked_model(block: Mapping[str, Any] | None) -> str | None:
-    """The model asked for, from a results file's `judge` block or `system` block: the backend's `model`
-    (`bespoke run` records the system model as `{"spec", "backend"}`), else the model of a spec
-    (`openai:gpt-5` -> `gpt-5`); None where the block names none (`score` without `--model-name`, or with a
-    name that is not a spec: `--model-name "my system"` names a system, not a model)."""
+    """The model the calls asked for, from a results file's `judge` block or `system` block: the backend's
+    (`bespoke run` records the system model as `{"spec", "backend"}`), else the model of a spec given by
+    `--model-name` (`openai:gpt-5` -> `gpt-5`). None where nothing names one: `score` without
+    `--model-name` or with a name that is not a spec (`"my system"`), or a model the provider picks
+    (Perplexity's presets)."""
     if not block:
         return None
     model = block.get("model")
     if isinstance(model, Mapping):  # `bespoke run`'s system block
-        return str((model.get("backend") or {}).get("model") or "") or None
+        return _identity_model(model.get("backend") or {})
     if not model:
         return None
-    if "engine" in block:  # a judge block: engine and model apart
-        return str(model)
+    if "engine" in block:  # a judge block: the backend's identity, engine and model apart
+        return _identity_model(block)
     engine, colon, rest = str(model).partition(":")
     return rest if colon and rest and re.fullmatch(r"[a-z][a-z0-9_-]*", engine) else None
+
+
+def _identity_model(identity: Mapping[str, Any]) -> str | None:
+    """The model a backend's `identity()` sends: its `model`, or the Agent API slug it runs as (a retired
+    Sonar name's substitute); None for a preset, whose model the provider picks."""
+    settings = identity.get("settings") or {}
+    if settings.get("preset"):
+        return None
+    return str(settings.get("agent_model") or identity.get("model") or "") or None
 
 
 def truncated_line(truncated: int, answers: int) -> str | None:
