@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import shlex
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,3 +69,9 @@ def test_the_readme_is_a_front_page_with_a_two_line_quickstart():
     assert command[command.index("--predictions") + 1] == "bespoke_dataset/sample/predictions.jsonl"
     assert "install -y chromium" in test and '-e ".[test]"' in test and test.endswith("python -m pytest -q")
     assert (ROOT / command[command.index("--predictions") + 1]).is_file()
+
+
+def test_no_captured_run_output_is_committed_and_git_ignores_it():
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert [name for name in tracked if name.endswith(".out")] == []
+    assert ignored_by_git("run.out")
