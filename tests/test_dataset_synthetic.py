@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import Counter
 
 import bm25s
 import pyarrow.parquet as pq
 import pytest
 
-from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, load
+from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, BespokeDataWarning, check, load
 from scipy.stats import spearmanr
 
 from bespoke_dataset.synthetic import META_KINDS, paraphrase, write_release, write_sample
@@ -189,6 +190,21 @@ def test_bundled_sample_is_what_the_generator_writes(tmp_path):
     assert (regenerated / "predictions.jsonl").read_text() == (SAMPLE_DIR / "predictions.jsonl").read_text()
     qualities = json.loads((regenerated / "synthetic_truth.json").read_text())["prediction_quality"]
     assert len(set(qualities.values())) >= 3  # mixed quality
+
+
+def test_the_bundled_sample_reads_with_no_warning(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BespokeDataWarning)
+        for config in ("benchmark", "histories", "meta_test", "rj_pairs"):
+            load(config, source="sample", cache_dir=tmp_path)
+    assert check("sample").fallbacks == 0
+
+
+def test_the_samples_release_written_with_notes_falls_back_on_its_one_note(noted_sample):
+    chats = check(noted_sample).table("chat_history")
+    assert (chats.fell_back, chats.rows) == (1, 11)
+    assert chats.places == {"no readable time, kept in table order": "chat_history/chat_history.parquet row 9",
+                            "no speaker turns, read as plain text": "chat_history/chat_history.parquet row 9"}
 
 
 @pytest.mark.parametrize("kwargs, message", [
