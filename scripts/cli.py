@@ -15,7 +15,7 @@ import os
 import sys
 import time
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
@@ -62,6 +62,8 @@ class CommandParser(argparse.ArgumentParser):
     - An unknown flag is reported by the parser of the subcommand it was given to, with that subcommand's
       usage (argparse leaves it to the top level, which prints its own).
     - `-v` is taken after the subcommand as well as before it.
+    - A mistake on the command line (an unknown flag, a value a flag does not take) is the one `error: ...`
+      line every user mistake prints, naming the command whose `-h` shows the usage, and exit 2.
     """
 
     def __init__(self, *args: Any, top_level: bool = False, **kwargs: Any) -> None:
@@ -83,6 +85,9 @@ class CommandParser(argparse.ArgumentParser):
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"error: {message} (`{self.prog} -h` shows the usage)\n")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
