@@ -1,9 +1,10 @@
 """`bespoke SUBCOMMAND ...`: each subcommand is a module of this package with `HELP`,
 `add_arguments(parser)` and `run(args) -> int` (and `answer_caches(args)` if it keeps answers in caches).
 
-How every command ends is decided here: a user's mistake is one `error: ...` line and exit 2, an engine
-that failed (`EngineError`: a CUDA error, a dead engine) one line and exit 1, Ctrl-C one line and exit
-130 (`interrupt`), and only a bug shows a traceback (or `-v`, which shows them all).
+How every command ends is decided here: a user's mistake (`UserError`, of any kind) is one `error: ...`
+line and exit 2, an engine that failed (`EngineError`: a CUDA error, a dead engine) one line and exit 1,
+Ctrl-C one line and exit 130 (`interrupt`); anything else is a bug, one line that says so and exit 1.
+`-v` shows the traceback of every one of them.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ COMMANDS: dict[str, str] = {
 EXIT_USAGE = 2
 """Exit code of a user's mistake, as argparse uses for a bad flag."""
 EXIT_FAILED = 1
-"""Exit code of a run that could not do its work."""
+"""Exit code of a run that could not do its work, or of a bug."""
 
 OWN_LOGGERS = ("bespoke_dataset", "bespoke_metric", "bespoke_cli")
 
@@ -171,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         # stdout goes to /dev/null so that the interpreter's own flush at exit cannot fail again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as error:  # not a mistake of the user's, nor an engine's failure: ours
+        if args.verbose:
+            raise
+        print(f"error: a bug in bespoke {__version__}: {type(error).__name__}: {error} "
+              f"(rerun with -v to see the traceback, and please report it)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

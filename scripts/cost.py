@@ -13,6 +13,7 @@ import functools
 import sys
 from typing import Any, Mapping, Sequence, TextIO
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.plan import Planned, estimate
 from bespoke_metric.calls.pricing import PriceTable, prompt_tokens
 from bespoke_metric.calls.spending import SpendingLimit
@@ -47,7 +48,7 @@ def spending_limit(args: argparse.Namespace, prices: PriceTable, caches: Sequenc
     if getattr(args, "max_cost", None) is None:
         return None
     if not all(caches):
-        raise ValueError("--max-cost keeps every answer it paid for in the cache, for the rerun: give --cache FILE")
+        raise UserError("--max-cost keeps every answer it paid for in the cache, for the rerun: give --cache FILE")
     return SpendingLimit(args.max_cost, prices, count_prompt=counted_prompt_tokens)
 
 
@@ -67,7 +68,7 @@ def check_cost_flags(args: argparse.Namespace, specs: Sequence[str | None]) -> N
     if given and not any(parse_spec(spec).engine.batch_api for spec in specs if spec):
         flags = ", ".join("--" + name.replace("_", "-") for name in sorted(given))
         engines = ", ".join(sorted({parse_spec(spec).engine.name for spec in specs if spec}))
-        raise ValueError(f"{flags} applies to openai: engines (the Batch API), and this command has none ({engines})")
+        raise UserError(f"{flags} applies to openai: engines (the Batch API), and this command has none ({engines})")
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.registry import ENGINES, Engine, parse_spec
 from bespoke_metric.backends.options import ExecutorOptions, VLLMOptions
 
@@ -56,6 +57,6 @@ def check_executor_flags(args: argparse.Namespace, specs: Sequence[str | None]) 
         names = ", ".join(sorted({engine.name for engine in engines}))
         if applies is None:
             llms = ", ".join(f"{engine.name}:" for engine in ENGINES.values() if engine.llm)
-            raise ValueError(f"{flag} places LLM engines ({llms}), and this command has none: its {names} judge "
+            raise UserError(f"{flag} places LLM engines ({llms}), and this command has none: its {names} judge "
                              "runs in this process")
-        raise ValueError(f"{flag} applies to {' and '.join(applies)}: engines, and this command has none ({names})")
+        raise UserError(f"{flag} applies to {' and '.join(applies)}: engines, and this command has none ({names})")

@@ -14,6 +14,7 @@ import pytest
 from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, BespokeDataWarning, check, load
 from scipy.stats import spearmanr
 
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.synthetic import META_KINDS, paraphrase, write_release, write_sample
 from bespoke_dataset.synthetic.responses import KIND_SCORES
 
@@ -208,13 +209,13 @@ def test_the_samples_release_written_with_notes_falls_back_on_its_one_note(noted
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"meta_test_per_query": 6}, "cannot exceed shots_per_query"),
+    ({"meta_test_per_query": 6}, "cannot exceed --shots-per-query"),
     ({"meta_test_per_query": 6, "shots_per_query": 8}, "cannot exceed 5"),
     ({"users": 0}, "at least 1"),
     ({"layout": "zip"}, "layout must be"),
     ({"queries_per_user": 40}, "at most"),
 ])
 def test_invalid_settings_are_refused(tmp_path, kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(UserError, match=message):
         write_release(tmp_path / "x", **kwargs)
     assert not (tmp_path / "x").exists()

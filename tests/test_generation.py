@@ -15,6 +15,7 @@ import pytest
 from transformers import AutoTokenizer
 
 import bespoke_dataset
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.testing.doubles import RecordingBackend, unretrieved_task_errors
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
@@ -235,7 +236,7 @@ def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dic
     assert len(asks) == 2
     assert all(any(row["query"] in ask for ask in asks) for row in data["queries"][:2])
     assert ("Search terms:" in asks[0]) == (expand == "cot")
-    with pytest.raises(ValueError, match="query expansion feeds retrieval"):
+    with pytest.raises(UserError, match="^--expand feeds retrieval"):
         generate(recorder, tmp_path / "x.jsonl", small("history", expand=expand, limit=1), source=synthetic_hub, progress=False)
 
 
@@ -371,13 +372,13 @@ def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synth
 
 
 def test_settings_are_checked_when_made_and_keep_keys_out_of_sight() -> None:
-    with pytest.raises(ValueError, match="budget must be a positive integer, got 0"):
+    with pytest.raises(UserError, match="^--budget must be a positive integer, got 0"):
         GenerationSettings(budget=0)
-    with pytest.raises(ValueError, match="limit must be a positive integer, got -1"):
+    with pytest.raises(UserError, match="^--limit must be a positive integer, got -1"):
         GenerationSettings(limit=-1)
-    with pytest.raises(ValueError, match="unknown context 'everything'"):
+    with pytest.raises(UserError, match="unknown --context 'everything'"):
         GenerationSettings(context="everything")
-    with pytest.raises(ValueError, match="unknown retriever 'sparse'"):
+    with pytest.raises(UserError, match="unknown --retriever 'sparse'"):
         GenerationSettings(context="selected-history", retriever="sparse")
     settings = GenerationSettings(context="history", model_options={"api_key": "sk-secret"}, profiler_options={"api_key": "sk-other"})
     assert "sk-" not in repr(settings)

@@ -225,7 +225,7 @@ def test_search_mistakes_on_the_command_line_are_one_error_line_each(model, synt
         ("--search", "brave"): "error: search engine brave needs an API key: set BRAVE_API_KEY",
         ("--search", "tavily", "--search-docs", str(tmp_path)): f"error: --search-docs is --search docs:{tmp_path}; give one of --search and --search-docs",
         ("--search", "native", "--search-noise", "0.7"): "error: --search-noise does not apply to native search: the provider's results cannot be changed",
-        ("--search-policy", "agent"): "error: --search-policy agent needs a search engine; --search none is none",
+        ("--search-policy", "agent"): "error: --search-policy agent needs a search engine, and --search none turns search off",
         ("--search", "searxng:http://127.0.0.1:9", "--search-k", "0"): "error: --search-k must be a positive integer, got 0",
     }
     for flags, line in cases.items():

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.atomic import FolderOwner, atomic_dir
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_dataset.keys import query_key
@@ -115,16 +116,16 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
     about 3% of the chat sessions are free-form notes with no time or speaker labels, as exports hold: read,
     they fall back (and warn)."""
     if users < 1 or queries_per_user < 1 or shots_per_query < 1:
-        raise ValueError("users, queries_per_user and shots_per_query must be at least 1")
+        raise UserError("--users, --queries-per-user and --shots-per-query must be at least 1")
     if queries_per_user > len(TOPICS) - 2:
-        raise ValueError(f"queries_per_user must be at most {len(TOPICS) - 2} (there are {len(TOPICS)} topics)")
+        raise UserError(f"--queries-per-user must be at most {len(TOPICS) - 2} (there are {len(TOPICS)} topics)")
     if meta_test_per_query > shots_per_query:
-        raise ValueError("meta_test_per_query cannot exceed shots_per_query (a paraphrase rewords a distinct shot)")
+        raise UserError("--meta-test-per-query cannot exceed --shots-per-query (a paraphrase rewords a distinct shot)")
     if meta_test_per_query > len(META_KINDS):
-        raise ValueError(f"meta_test_per_query cannot exceed {len(META_KINDS)} (one held-out response of each kind: "
+        raise UserError(f"--meta-test-per-query cannot exceed {len(META_KINDS)} (one held-out response of each kind: "
                          f"{', '.join(META_KINDS)})")
     if sessions < users:
-        raise ValueError("sessions must be at least one per user")
+        raise UserError("--sessions must be at least one per user")
     rng = random.Random(seed)
     # held-out responses of the new kinds draw from their own stream: the main one (users, queries, R-J
     # examples, histories) stays what retrieval and context tests have planted their facts in
@@ -376,7 +377,7 @@ def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_p
     responses per query.
     """
     if layout not in ("hub", "github"):
-        raise ValueError(f"layout must be 'hub' or 'github', not {layout!r}")
+        raise UserError(f"--layout must be 'hub' or 'github', not {layout!r}")
     settings = {"users": users, "queries_per_user": queries_per_user, "sessions": sessions,
                 "shots_per_query": shots_per_query, "meta_test_per_query": meta_test_per_query,
                 "layout": layout, "seed": seed}

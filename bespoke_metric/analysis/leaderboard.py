@@ -204,7 +204,7 @@ def refuse_proxy(results: Sequence[Entry], allow_proxy: bool) -> None:
         named = ", ".join(f"{r.path} ({r.judge['spec']})" for r in proxies)
         raise LeaderboardError(
             f"proxy-judge results are not leaderboard material: {named}. "
-            "They are for quick checks and training loops; pass allow_proxy=True (--allow-proxy) to show them anyway."
+            "They are for quick checks and training loops; give --allow-proxy to show them anyway."
         )
 
 

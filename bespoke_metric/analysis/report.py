@@ -6,6 +6,7 @@ import csv
 import io
 from typing import Any, Sequence
 
+from bespoke_dataset.errors import UserError
 from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row
 
 
@@ -65,4 +66,4 @@ def render(groups: Sequence[Group], fmt: str) -> str:
         from .report_html import render_html  # matplotlib is only needed for this format
 
         return render_html(groups)
-    raise ValueError(f"unknown format {fmt!r}; use markdown, csv or html")
+    raise UserError(f"unknown format {fmt!r}; use markdown, csv or html")

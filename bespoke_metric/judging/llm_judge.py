@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
+from bespoke_dataset.errors import UserError
 from . import protocol
 from .protocol import RECALL_MODES
 from bespoke_metric.backends.base import Backend, Request, Usage
@@ -52,9 +53,9 @@ class LLMJudge:
         progress: bool = True,
     ) -> None:
         if recall not in RECALL_MODES:
-            raise ValueError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
+            raise UserError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
         if max_shots < 0:
-            raise ValueError(f"max_shots must be >= 0, got {max_shots}")
+            raise UserError(f"max_shots must be >= 0, got {max_shots}")
         self.backend = backend
         self.spec = spec or f"{backend.name}:{backend.model}"
         self.max_shots = max_shots

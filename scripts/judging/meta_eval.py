@@ -35,21 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        check_executor_flags(args, [args.judge])
-        check_cost_flags(args, [args.judge, args.feedback_grader])
-        prices = price_table(args)
-        spending = spending_limit(args, prices, [args.cache])
-        options = {**judge_options(args, spending), **option_values(args, ProtocolOptions)}
-        if args.feedback_grader:
-            options["feedback_grader"] = args.feedback_grader
-        if args.no_feedback_accuracy:
-            options["feedback_accuracy_check"] = False
-        results = meta_evaluate(args.judge, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
-                                n_resamples=args.resamples, seed=args.seed, prices=prices, **options)
-    except ValueError as error:  # bad data (MetaEvalError) or a judge option the judge does not take
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    check_executor_flags(args, [args.judge])
+    check_cost_flags(args, [args.judge, args.feedback_grader])
+    prices = price_table(args)
+    spending = spending_limit(args, prices, [args.cache])
+    options = {**judge_options(args, spending), **option_values(args, ProtocolOptions)}
+    if args.feedback_grader:
+        options["feedback_grader"] = args.feedback_grader
+    if args.no_feedback_accuracy:
+        options["feedback_accuracy_check"] = False
+    results = meta_evaluate(args.judge, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
+                            n_resamples=args.resamples, seed=args.seed, prices=prices, **options)
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     print(format_meta_eval(results))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.plan import estimate as estimate_calls
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.progress import on_terminal
@@ -170,7 +171,7 @@ def plan_from(values: dict[str, Any]) -> SweepPlan:
     try:
         axes = tuple(_axes(values))
         grid = cells(axes)
-    except ValueError as error:
+    except UserError as error:
         raise SweepConfigError(str(error)) from None
     single = {flag.dest: values[flag.dest][0] if flag.axis and isinstance(values[flag.dest], list) else values[flag.dest]
               for flag in run_flags()}
@@ -180,7 +181,7 @@ def plan_from(values: dict[str, Any]) -> SweepPlan:
         prices = price_table(first)
         spending = spending_limit(first, prices, [first.generation_cache or str(folder.generation_cache),
                                                   first.cache or str(folder.judge_cache)])
-    except ValueError as error:
+    except UserError as error:
         raise SweepConfigError(str(error)) from None
     plans = []
     taken: set[str] = set()
@@ -192,7 +193,7 @@ def plan_from(values: dict[str, Any]) -> SweepPlan:
             # each model takes the engine flags its engine has (--model-base-url the openai: ones, --batch-size hf:)
             settings = dataclasses.replace(settings_from(cell_args, spending),
                                            model_options=options_taken_by(cell_args.model, cell_args, spending))
-        except ValueError as error:
+        except UserError as error:
             where = f"cell {cell.name}: " if len(grid) > 1 else ""
             raise SweepConfigError(f"{where}{error}") from None
         taken.update(settings.model_options)
