@@ -206,12 +206,8 @@ def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        check_executor_flags(args, [args.model, args.profiler])
-        report = generate_from(args, args.output)
-    except (GenerationError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    check_executor_flags(args, [args.model, args.profiler])
+    report = generate_from(args, args.output)
     print_report(report)
     print(f"predictions in {args.output}")
     return 1 if report.failed else 0
