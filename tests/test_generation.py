@@ -171,8 +171,10 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
     idle = RecordingBackend(system)
     assert generate(idle, output, settings, source=synthetic_hub, progress=False).generated == 0
     assert idle.requests == []
-    with pytest.raises(GenerationError, match=r"differs in: settings"):
+    with pytest.raises(GenerationError, match=rf"other settings: --budget {BUDGET + 1} vs {BUDGET} \(this run's vs the recorded\)"):
         generate(idle, output, small("history", budget=BUDGET + 1, limit=LIMIT), source=synthetic_hub, progress=False)
+    with pytest.raises(GenerationError, match=r"other settings: --context none vs history, --max-new-tokens 64 vs 8 "):
+        generate(idle, output, small("none", max_new_tokens=64, limit=LIMIT), source=synthetic_hub, progress=False)
 
 
 def test_profiles_are_saved_and_reused_only_under_the_same_settings(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
@@ -339,7 +341,7 @@ def test_resume_and_saved_profiles_follow_the_data(system: Backend, data: dict, 
     assert report.generated == 2
     assert set(report.system["data"]) == {"queries_sha256", "histories_sha256"}
     edited = [dict(s, text=s["text"] + " Also into pottery.") if s["user"] == queries[0]["user"] else s for s in histories]
-    with pytest.raises(GenerationError, match=r"other data \(differs in: data\)"):
+    with pytest.raises(GenerationError, match=r"other data: data\."):
         generate(RecordingBackend(system), output, small("profile"), queries=queries, histories=edited, progress=False)
     same = RecordingBackend(system)
     assert generate(same, output, small("profile"), queries=queries, histories=[dict(s) for s in histories], progress=False).already_done == 2
@@ -394,7 +396,7 @@ def test_another_prompt_version_is_another_run(system: Backend, synthetic_hub: P
     # As if a template had changed: the run refuses to resume, and the cached answer is not reused.
     monkeypatch.setattr(generation, "GENERATION_PROMPT_VERSION", "other")
     monkeypatch.setattr(calls, "GENERATION_PROMPT_VERSION", "other")
-    with pytest.raises(GenerationError, match=r"differs in: settings"):
+    with pytest.raises(GenerationError, match=r"other settings: settings.generation_prompt_version other vs "):
         generate(RecordingBackend(system), output, settings, source=synthetic_hub, progress=False)
     again = generate(RecordingBackend(system), tmp_path / "again.jsonl", settings, source=synthetic_hub, progress=False)
     assert again.generated == 1
