@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bespoke_cli import cli
+from bespoke_dataset import SAMPLE_DIR
 from bespoke_metric.analysis import leaderboard, report
 from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, compare, load_results, parse_results
 
@@ -237,3 +238,16 @@ def test_cli_push_to_hub(make_results, tmp_path, monkeypatch, capsys):
     uploads = [call["path_in_repo"] for kind, call in FakeHfApi.calls if kind == "upload_file"]
     assert uploads == ["results/alpha/2026-01-02.json", "results/beta/2026-01-02.json"]
     assert "uploaded" in capsys.readouterr().out
+
+
+def test_a_predictions_file_is_named_as_one_with_the_command_that_scores_it(tmp_path, capsys):
+    predictions = str(SAMPLE_DIR / "predictions.jsonl")
+    assert cli.main(["leaderboard", predictions]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line == (f"error: {predictions}: a predictions file (a system's responses), not a results file: score it first, "
+                    f"`bespoke score --predictions {predictions} --judge ENGINE:MODEL --output results/NAME.json`, "
+                    "then rank results/NAME.json")
+    one = tmp_path / "one.jsonl"  # a single line is JSON too
+    one.write_text((SAMPLE_DIR / "predictions.jsonl").read_text().splitlines()[0] + "\n")
+    assert cli.main(["leaderboard", str(one)]) == 2
+    assert f"note: skipped {one}: a predictions file" in capsys.readouterr().err

@@ -138,7 +138,28 @@ def _read_json(path: str) -> Any:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except json.JSONDecodeError as error:
+        if _is_prediction(_first_line(path)):
+            raise LeaderboardError(f"{path}: {_PREDICTIONS_NOTE.format(path=path)}") from None
         raise LeaderboardError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+
+
+_PREDICTIONS_NOTE = ("a predictions file (a system's responses), not a results file: score it first, "
+                     "`bespoke score --predictions {path} --judge ENGINE:MODEL --output results/NAME.json`, "
+                     "then rank results/NAME.json")
+
+
+def _first_line(path: str) -> Any:
+    """The first line of a JSON Lines file, parsed; None where it is no JSON."""
+    with open(path, encoding="utf-8") as handle:
+        try:
+            return json.loads(handle.readline())
+        except json.JSONDecodeError:
+            return None
+
+
+def _is_prediction(record: Any) -> bool:
+    """Whether `record` is a line of a predictions file (`scoring.predictions`)."""
+    return isinstance(record, dict) and {"query_id", "response"} <= set(record)
 
 
 def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
@@ -149,6 +170,8 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
 def not_results(content: Any, path: str) -> str | None:
     """Why a JSON file is evidently not a system's results file (a run's settings file, a sweep's summary, a
     judge's meta-evaluation), or None when it is meant to be one (`parse_results` then checks it whole)."""
+    if _is_prediction(content):  # a predictions file of one line
+        return _PREDICTIONS_NOTE.format(path=path)
     if not isinstance(content, dict):
         return f"a JSON {type(content).__name__}, not a results file"
     if "meta_eval" in content:
