@@ -27,7 +27,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
 
 from bespoke_metric.results import stats
-from bespoke_metric.results.caveats import is_synthetic, nothing_scored
+from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, is_synthetic, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
 from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
 from bespoke_metric.results import Results
@@ -316,8 +316,8 @@ class Group:
         protocol = self.judge.get("protocol_version", "?")
         revision = self.data.get("revision") or "local"
         fingerprint = (self.data.get("fingerprint") or "")[:12]
-        proxy = " · PROXY judge" if self.judge.get("proxy") else ""
-        synthetic = " · SYNTHETIC data" if is_synthetic(self.data) else ""
+        proxy = f" · {PROXY_MARK}" if self.judge.get("proxy") else ""
+        synthetic = f" · {SYNTHETIC_MARK}" if is_synthetic(self.data) else ""
         covered = self.rows[0].coverage if self.rows else str(self.queries)  # rows of a group share their queries
         return (f"judge {self.judge['spec']} (protocol {protocol}){proxy} · data {self.data.get('source')}@{revision} "
                 f"{fingerprint}{synthetic} · {covered} queries")
