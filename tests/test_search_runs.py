@@ -88,6 +88,18 @@ def test_a_replay_that_misses_fails_at_once_naming_the_query(model, synthetic_hu
     assert re.fullmatch(r"error: --search-replay: .*empty\.sqlite holds no searxng:http://127\.0\.0\.1:9 search for '.+' "
                         r"\(4 search\(es\) missing\); run without --search-replay to make them", line)
     assert len(model.calls) == 0
+    assert not (tmp_path / "p.jsonl").exists() and not (tmp_path / "p.run.json").exists()  # no run was made
+
+
+def test_a_replay_of_a_docs_search_needs_no_folder(model, synthetic_hub: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "habits.txt").write_text("Start with the basics and keep a simple routine every week.", encoding="utf-8")
+    flags = ["--search", f"docs:{folder}", "--search-cache", str(tmp_path / "searches.sqlite")]
+    assert main(generate_args(model, synthetic_hub, tmp_path / "live.jsonl", *flags)) == 0
+    folder.rename(tmp_path / "elsewhere")  # replayed on a machine without the collection
+    assert main(generate_args(model, synthetic_hub, tmp_path / "replay.jsonl", *flags, "--search-replay")) == 0
+    assert read_jsonl(tmp_path / "replay.jsonl") == read_jsonl(tmp_path / "live.jsonl")
 
 
 def test_freeze_writes_every_cached_result_as_a_docs_collection(model, synthetic_hub: Path, tmp_path: Path, capsys) -> None:

@@ -37,7 +37,8 @@ from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext
 from .profiler import LLMProfiler, expand_queries
 from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import Retriever, make_retriever
-from .runfiles import GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
+from .runfiles import (GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done,
+                       removed_if_refused, sidecar)
 from .search.cache import SearchCache
 from .search.base import NATIVE, NONE, SearchEngine
 from .search.plan import describe_search, make_plan, open_engine
@@ -116,6 +117,7 @@ def generate(
         }
         manifest = sidecar(output, ".run.json")
         check_resume(output, manifest, system)
+        stack.enter_context(removed_if_refused(output, manifest))
         done = read_done(output)
         atomic_write_text(manifest, json.dumps(system, indent=2, ensure_ascii=False) + "\n")
         report = GenerationReport(output, system, already_done=sum(row_key(row) in done for row in rows))

@@ -12,7 +12,8 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,20 @@ def _setting_name(path: tuple[str, ...]) -> str:
 
 def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@contextmanager
+def removed_if_refused(output: Path, manifest: Path) -> Iterator[None]:
+    """A run that starts fresh and stops on a user's mistake (a replay's miss) before it writes a
+    prediction leaves no empty predictions file nor run file behind: nothing says a run was made."""
+    fresh = not output.exists() and not manifest.exists()
+    try:
+        yield
+    except UserError:
+        if fresh and (not output.exists() or output.stat().st_size == 0):
+            output.unlink(missing_ok=True)
+            manifest.unlink(missing_ok=True)
+        raise
 
 
 def canonical_sha256(value: Any) -> str:
