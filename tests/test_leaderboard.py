@@ -251,3 +251,15 @@ def test_a_predictions_file_is_named_as_one_with_the_command_that_scores_it(tmp_
     one.write_text((SAMPLE_DIR / "predictions.jsonl").read_text().splitlines()[0] + "\n")
     assert cli.main(["leaderboard", str(one)]) == 2
     assert f"note: skipped {one}: a predictions file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method, source", [
+    ("permutation", "p from the paired permutation test (signs flipped), the 95% CI from the paired bootstrap"),
+    ("bootstrap", "p and the 95% CI both from the paired bootstrap"),
+])
+def test_a_comparison_says_which_test_gave_its_p_value_and_which_its_interval(method, source, make_results):
+    rng = np.random.default_rng(3)
+    a, b = (parse_results(make_results(np.column_stack([rng.integers(1, 6, size=(12, 4)), rng.random(12)]), system=name), name)
+            for name in ("a.json", "b.json"))
+    last = leaderboard.format_comparison(compare(a, b, method=method, n_resamples=200)).splitlines()[-1]
+    assert last.startswith("* p < 0.05; ") and source in last

@@ -408,8 +408,16 @@ def format_comparison(comparison: Mapping[str, Any], alpha: float = 0.05) -> str
         ci = f"[{m['ci'][0]:+.2f}, {m['ci'][1]:+.2f}]" if m["ci"] else ""
         mark = " *" if m["p_value"] < alpha else ""
         lines.append(f"{metric:<20}{m['n']:>5}{m['a']:>9.2f}{m['b']:>9.2f}{m['difference']:>+9.2f}  {ci:<18}{m['p_value']:>8.4f}{mark}")
-    lines.append(f"* p < {alpha}")
+    lines.append(f"* p < {alpha}; " + _SOURCES[comparison["method"]])
     return "\n".join(lines)
+
+
+_SOURCES = {
+    "permutation": "p from the paired permutation test (signs flipped), the 95% CI from the paired bootstrap "
+                   "(queries resampled): two tests, which near the threshold may disagree",
+    "bootstrap": "p and the 95% CI both from the paired bootstrap (queries resampled)",
+}
+"""Which test each column of `format_comparison` comes from, by method."""
 
 
 # ----------------------------------------------------------------------------------------------- the Hub
