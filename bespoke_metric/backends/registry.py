@@ -101,6 +101,8 @@ class Engine:
     always searches, such as Perplexity's)."""
     batch_api: bool = False
     """Offers the OpenAI Batch API (`BatchOptions`, `--batch`)."""
+    local: bool = False
+    """Runs its model here (or on this Ray cluster): it costs machine time, not a provider's price per token."""
 
     @property
     def llm(self) -> bool:
@@ -116,8 +118,8 @@ ENGINES: dict[str, Engine] = {
     "openai": Engine("openai", OpenAIOptions, backend=_openai, batch_api=True),
     "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
-    "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True),
-    "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True),
+    "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True, local=True),
+    "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
 }
 """Every engine by spec prefix: the built-in ones, then those of installed plugins (`load_plugins`)."""
