@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from bespoke_dataset.errors import UserError
@@ -82,3 +84,20 @@ def _close_folder(path: Path) -> str | None:
         return None
     match = difflib.get_close_matches(path.name, names, n=1, cutoff=0.8)
     return str(parent / match[0]) if match else None
+
+
+@contextmanager
+def loading_bar_on_terminal() -> Iterator[None]:
+    """While a model loads: `transformers`' loading bar ("Loading weights") only where stderr is a terminal,
+    as every bar of this package (`calls.progress`); it draws one into a pipe or a log file as well."""
+    import transformers
+
+    bars = transformers.utils.logging
+    hidden = bars.is_progress_bar_enabled() and not sys.stderr.isatty()
+    if hidden:
+        bars.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if hidden:
+            bars.enable_progress_bar()
