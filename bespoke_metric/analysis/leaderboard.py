@@ -29,10 +29,10 @@ from bespoke_dataset.vocabulary import DIMENSION_LABELS
 from bespoke_metric.results import stats
 from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, is_synthetic, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
-from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results import Results
 
-COLUMNS: tuple[str, ...] = METRICS + ("average",)
+COLUMNS: tuple[str, ...] = METRIC_NAMES + ("average",)
 """The five benchmark numbers and their mean, the columns of every leaderboard."""
 
 LABELS: dict[str, str] = {**DIMENSION_LABELS, "recall": "Recall", "average": "Average"}
@@ -293,10 +293,10 @@ def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed
     columns = [matrix[:, j] for j in range(matrix.shape[1])]
     values: dict[str, float | None] = {}
     cis: dict[str, tuple[float, float] | None] = {}
-    for metric, column in zip(METRICS, columns):
+    for metric, column in zip(METRIC_NAMES, columns):
         values[metric] = _value(stats.rowwise_nanmean(column[None, :])[0]) if len(column) else None
         cis[metric] = stats.bootstrap_ci(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
-    five = [values[m] for m in METRICS]
+    five = [values[m] for m in METRIC_NAMES]
     values["average"] = None if any(v is None for v in five) else float(np.mean(five))
     cis["average"] = stats.bootstrap_ci(mean_of_figures, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
     return Row(entry, values, cis)

@@ -10,7 +10,7 @@ from typing import Any, Mapping, TextIO
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.results.caveats import caveats, nothing_scored
-from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.backends.options import ClientOptions
 from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.calls.spending import SpendingLimit
@@ -97,7 +97,7 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
     summary = results.summary
     stderr = results.stderr or {}
     print(f"{'metric':<20}{'score':>8}{'± se':>8}{'scored':>8}{'guarded':>9}{'failed':>8}", file=out)
-    for metric in METRICS + ("average",):
+    for metric in METRIC_NAMES + ("average",):
         value, error = summary[metric], stderr.get(metric)
         shown = "n/a" if value is None else f"{value:.2f}"
         spread = "" if error is None else f"{error:.2f}"
