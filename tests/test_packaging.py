@@ -20,3 +20,15 @@ def test_setup_cfg_lists_every_package_of_the_tree() -> None:
             found.add(".".join([name, *init.parent.relative_to(ROOT / top).parts]))
     assert sorted(found - listed) == []
     assert sorted(listed - found) == []
+
+
+def test_the_dataset_card_lives_once_in_the_package_that_ships_it() -> None:
+    from bespoke_dataset.exporting import CARD_TEMPLATE
+
+    assert CARD_TEMPLATE == ROOT / "bespoke_dataset" / "hub_card.md" and CARD_TEMPLATE.is_file()
+    assert not CARD_TEMPLATE.is_symlink()  # a link to a copy outside the package: two cards to keep in step
+    assert sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob("*/hub_card.md")) == ["bespoke_dataset/hub_card.md"]
+    assert not (ROOT / "hub_card.md").exists()
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    assert "hub_card.md" in config["options.package_data"]["bespoke_dataset"]
