@@ -21,6 +21,7 @@ line, a batch that failed validation) ends as a `CallError` like any failed call
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -341,7 +342,7 @@ class _Collection:
         for kind in ("output_file_id", "error_file_id"):
             if not info.get(kind):
                 continue
-            content = await self._api(lambda: self.session.get(f"/files/{info[kind]}/content"),
+            content = await self._api(functools.partial(self.session.get, f"/files/{info[kind]}/content"),
                                       f"read the results of batch {batch.batch}", parse=False)
             if isinstance(content, CallError):
                 return self._stranded(batch, content.reason)

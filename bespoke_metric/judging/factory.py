@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bespoke_metric.backends.batch_ledger import ledger_path
-from bespoke_metric.backends.options import ExecutorOptions, OptionError, option
+from bespoke_metric.backends.options import OptionError, option
 from bespoke_metric.backends.registry import build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
