@@ -220,3 +220,17 @@ def test_version_and_help_import_nothing_heavy(flag):
     loaded = set(json.loads(child.stdout.strip().splitlines()[-1]))
     heavy = {"datasets", "pandas", "torch", "transformers", "matplotlib", "gradio", "ray"} & loaded
     assert heavy == set()
+
+
+@pytest.mark.parametrize("flags, line", [
+    (["--max-shots", "-1"], "error: --max-shots must be >= 0, got -1"),
+    (["--concurrency", "0"], "error: --concurrency must be at least 1, got 0"),
+    (["--batch", "--batch-max-requests", "0"], "error: --batch-max-requests and --batch-max-bytes must be at least 1"),
+    (["--batch-poll", "5"], "error: --batch-poll only applies with --batch"),
+])
+def test_a_value_the_library_refuses_is_named_by_its_flag(flags, line, tmp_path, capsys):
+    argv = ["score", "--predictions", SAMPLE_PREDICTIONS, "--source", "sample", "--judge", "openai:gpt-5",
+            "--base-url", "http://127.0.0.1:9/v1", "--api-key", "sk-test", "--output", str(tmp_path / "r.json"), *flags]
+    assert main(argv) == 2
+    assert one_error_line(capsys.readouterr().err) == line
+    assert not (tmp_path / "r.json").exists()

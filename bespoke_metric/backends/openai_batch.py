@@ -120,9 +120,9 @@ class OpenAIBatchBackend:
             spending: the run's spending limit, if it has one.
         """
         if batch_max_requests < 1 or batch_max_bytes < 1:
-            raise UserError("batch_max_requests and batch_max_bytes must be at least 1")
+            raise UserError("--batch-max-requests and --batch-max-bytes must be at least 1")
         if batch_poll <= 0 or batch_poll_max < batch_poll:
-            raise UserError("batch_poll must be > 0 and batch_poll_max at least batch_poll")
+            raise UserError("--batch-poll must be > 0, and batch_poll_max= at least --batch-poll")
         self.direct = direct
         self.model = direct.model
         self.takes_tools = direct.takes_tools

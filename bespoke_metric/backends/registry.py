@@ -246,7 +246,7 @@ def build_backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str,
         return OpenAIBatchBackend(direct, spending=spending, **batch_options)  # type: ignore[arg-type]
     if batch_options:
         flags = [flag_of(BatchOptions, name) for name in sorted(batch_options)]
-        raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch (batch=True)")
+        raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch")
     backend = _local_backend(parsed, engine_options, executor_options)
     if spending is not None:
         from bespoke_metric.calls.spending import SpendLimited

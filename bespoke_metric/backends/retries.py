@@ -75,7 +75,7 @@ class Caller:
             log: the engine's logger: retries are logged under the engine's name.
         """
         if concurrency < 1:
-            raise UserError(f"concurrency must be at least 1, got {concurrency}")
+            raise UserError(f"--concurrency must be at least 1, got {concurrency}")
         self.policy = policy
         self.concurrency = concurrency
         self._secret = secret

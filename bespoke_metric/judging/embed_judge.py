@@ -80,7 +80,7 @@ class EmbedJudge:
         if not -1.0 <= threshold <= 1.0:
             raise UserError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
         if max_shots < 1:
-            raise UserError(f"the embed judge needs at least one R-J example per query, got max_shots={max_shots}")
+            raise UserError(f"the embed judge needs at least one R-J example per query, got --max-shots {max_shots}")
         self.encoder, self.model = model, encoder_name(model)
         self.spec = spec or f"embed:{model}"
         self.k = k

@@ -55,7 +55,7 @@ class LLMJudge:
         if recall not in RECALL_MODES:
             raise UserError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
         if max_shots < 0:
-            raise UserError(f"max_shots must be >= 0, got {max_shots}")
+            raise UserError(f"--max-shots must be >= 0, got {max_shots}")
         self.backend = backend
         self.spec = spec or f"{backend.name}:{backend.model}"
         self.max_shots = max_shots
