@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
 from bespoke_metric.backends.base import EngineError
+from bespoke_metric.backends.retirement import ModelNotice
 from bespoke_metric.calls.progress import quiet_library_bars
 
 from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
@@ -33,8 +34,10 @@ COMMANDS: dict[str, str] = {
     "build": "data.build",
     "score": "judging.score",
     "meta-eval": "judging.meta_eval",
+    "rescore": "judging.rescore",
     "leaderboard": "analysis.leaderboard",
     "compare": "analysis.compare",
+    "bridge": "analysis.bridge",
     "report": "analysis.report",
     "generate": "systems.generate",
     "run": "systems.run",
@@ -69,17 +72,27 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, top_level: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        self.flags: set[str] = set()
+        """Every flag spelling this parser takes, its groups' included (recorded as they are added)."""
         super().__init__(*args, **kwargs)
         # A subcommand's -v leaves the attribute alone when it is not given, so a -v before the
         # subcommand still counts.
         self.add_argument("-v", "--verbose", action="store_true", default=False if top_level else argparse.SUPPRESS,
                           help=VERBOSE_HELP)
 
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.flags.update(action.option_strings)
+        return action
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return _RecordedGroup(super().add_argument_group(*args, **kwargs), self.flags)
+
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
         words = list(sys.argv[1:] if args is None else args)
         if self._subparsers is None:  # a subcommand: a flag it does not know is the mistake to name first
             unknown = [word for word in words[: words.index("--") if "--" in words else len(words)]
-                       if word.startswith("--") and word.split("=", 1)[0] not in self._option_string_actions]
+                       if word.startswith("--") and word.split("=", 1)[0] not in self.flags]
             if unknown:
                 self.error(f"unrecognized arguments: {' '.join(unknown)}")
         parsed, extras = super().parse_known_args(words, namespace)
@@ -89,6 +102,22 @@ class CommandParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"error: {message} (`{self.prog} -h` shows the usage)\n")
+
+
+class _RecordedGroup:
+    """An argument group of a `CommandParser` that records the flags added to it in the parser's `flags`."""
+
+    def __init__(self, group: argparse._ArgumentGroup, flags: set[str]) -> None:
+        self._group = group
+        self._flags = flags
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = self._group.add_argument(*args, **kwargs)
+        self._flags.update(action.option_strings)
+        return action
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._group, name)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -118,9 +147,12 @@ class _OwnOrWarning(logging.Filter):
 
 def _format_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                     line: str | None = None) -> str:
-    """A data warning as the user needs it, `warning: ...` (what fell back, where); any other as Python shows it."""
+    """A data warning as the user needs it, `warning: ...` (what fell back, where), a model's coming shutdown
+    as `notice: ...`; any other as Python shows it."""
     if issubclass(category, BespokeDataWarning):
         return f"warning: {message}\n"
+    if issubclass(category, ModelNotice):
+        return f"notice: {message}\n"
     return _PYTHON_FORMAT(message, category, filename, lineno, line)
 
 

@@ -9,18 +9,18 @@ limit is shared by every model of a command.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
-from typing import Any, Mapping, Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.plan import Planned, estimate
-from bespoke_metric.calls.pricing import PriceTable, is_local, prompt_tokens
+from bespoke_metric.calls.pricing import PriceTable, is_local
+from bespoke_metric.systems.tokens import counted_prompt_tokens
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.backends.options import BatchOptions
-from bespoke_metric.backends.registry import parse_spec
+from bespoke_metric.backends import shared_options
 
-from .options import add_option_arguments, option_values
+from .options import add_option_arguments
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser, *, dry_run: bool = True) -> None:
@@ -44,7 +44,7 @@ def price_table(args: argparse.Namespace) -> PriceTable:
 
 
 def spending_limit(args: argparse.Namespace, prices: PriceTable, caches: Sequence[str | None]) -> SpendingLimit | None:
-    """The run's limit from `--max-cost`, or None; ValueError when no cache would keep what it paid for."""
+    """The run's limit from `--max-cost`, or None; a `UserError` when no cache would keep what it paid for."""
     if getattr(args, "max_cost", None) is None:
         return None
     if not all(caches):
@@ -53,34 +53,13 @@ def spending_limit(args: argparse.Namespace, prices: PriceTable, caches: Sequenc
 
 
 def cost_options(args: argparse.Namespace, spec: str, spending: SpendingLimit | None) -> dict[str, Any]:
-    """The cost options for the engine of `spec`: the batch flags given (engines with a Batch API), and
-    the run's spending limit (API engines: a local model has no price per token)."""
-    engine = parse_spec(spec).engine
-    options: dict[str, Any] = option_values(args, BatchOptions) if engine.batch_api else {}
-    if spending is not None and engine.llm and not engine.own_tokenizer:
-        options["spending"] = spending
-    return options
+    """The cost options for the engine of `spec` (`backends.shared_options.cost_options`)."""
+    return shared_options.cost_options(vars(args), spec, spending)
 
 
 def check_cost_flags(args: argparse.Namespace, specs: Sequence[str | None]) -> None:
-    """ValueError for batch flags given to a command none of whose engines has a Batch API."""
-    given = option_values(args, BatchOptions)
-    if given and not any(parse_spec(spec).engine.batch_api for spec in specs if spec):
-        flags = ", ".join("--" + name.replace("_", "-") for name in sorted(given))
-        engines = ", ".join(sorted({parse_spec(spec).engine.name for spec in specs if spec}))
-        raise UserError(f"{flags} applies to openai: engines (the Batch API), and this command has none ({engines})")
-
-
-@functools.lru_cache(maxsize=None)
-def _counter(spec: str) -> Any:
-    from bespoke_metric.systems.tokens import token_counter  # a tokenizer only when counting
-
-    return token_counter(spec)
-
-
-def counted_prompt_tokens(spec: str, messages: Sequence[Mapping[str, str]]) -> int:
-    """A prompt's input tokens in the model's own tokens (`systems.tokens`), as OpenAI counts chat prompts."""
-    return prompt_tokens(messages, _counter(spec).count)
+    """An `OptionError` for batch flags given to a command none of whose engines has a Batch API."""
+    shared_options.check_cost_options(vars(args), specs)
 
 
 def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | None = None) -> None:

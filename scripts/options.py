@@ -7,16 +7,19 @@ import argparse
 import dataclasses
 import re
 import typing
-from typing import Any
+from typing import Any, Mapping
 
 from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_metric.backends.options import dest_of, flag_type
 from bespoke_metric.results.stats import DEFAULT_RESAMPLES
 
 
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--source` (one default for every subcommand) and `--revision`."""
-    parser.add_argument("--source", default=DEFAULT_SOURCE,
-                        help=f"Hub dataset repo id, local release folder (either layout), or 'sample' (default: {DEFAULT_SOURCE})")
+def add_source_arguments(parser: argparse.ArgumentParser, default: str | None = DEFAULT_SOURCE,
+                         default_help: str = f"default: {DEFAULT_SOURCE}") -> None:
+    """`--source` (one default for every subcommand, or None where the default is read off the input) and
+    `--revision`."""
+    parser.add_argument("--source", default=default,
+                        help=f"Hub dataset repo id, local release folder (either layout), or 'sample' ({default_help})")
     parser.add_argument("--revision", help="Hub branch, tag or commit of the data (Hub sources only)")
 
 
@@ -38,28 +41,39 @@ def positive_int(text: str) -> int:
 
 
 def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, options: type,
-                         only: tuple[str, ...] | None = None, prefix: str = "") -> None:
-    """One flag per option of an options class of `bespoke_metric.backends.options` that has one (or of those in
-    `only`): its spelling, help and choices come from the class, so a flag is defined in one place. A
-    `--no-...` flag sets its boolean option to False, another boolean flag sets it to True; unset flags
-    stay None (the engine's default). `prefix` goes before each option's name in the parsed arguments,
-    to keep apart two classes' options of one name (the judge's `base_url` and the search engine's)."""
+                         only: tuple[str, ...] | None = None, prefix: str = "", *, several: bool = False,
+                         exclude: tuple[str, ...] = (), aliases: Mapping[str, str] | None = None) -> None:
+    """One flag per field of an options or settings class that has one (of those in `only`, but those in
+    `exclude`): its spelling, help, choices and default come from the class (`backends.options.option`,
+    `setting`), so a flag is defined in one place. A `--no-...` flag sets its boolean to False, another
+    boolean flag sets it to True. Unset flags stay None: the class's default, which the help shows.
+    `prefix` goes before each name in the parsed arguments, to keep apart two classes' options of one name
+    (the judge's `base_url` and the search engine's); `several`: each value flag takes one or more values
+    (a sweep's axes); `aliases`: another spelling of a field's flag, by field, put first (`--contexts`)."""
     hints = typing.get_type_hints(options)
     for item in dataclasses.fields(options):
         flag = item.metadata.get("flag")
-        if not flag or (only is not None and item.name not in only):
+        if not flag or (only is not None and item.name not in only) or item.name in exclude:
             continue
-        kinds = [kind for kind in typing.get_args(hints[item.name]) if kind is not type(None)] or [hints[item.name]]
-        if kinds[0] is bool:
-            parser.add_argument(flag, dest=prefix + item.name, action="store_const", const=not flag.startswith("--no-"),
-                                default=None, help=item.metadata["help"])
-        else:
-            parser.add_argument(flag, dest=prefix + item.name, type=kinds[0], choices=item.metadata.get("choices"),
-                                default=None, help=item.metadata["help"])
+        dest, kind, text = prefix + dest_of(item), flag_type(hints[item.name]), item.metadata["help"]
+        flags = [*([aliases[item.name]] if aliases and item.name in aliases else []), flag]
+        if item.default is not None and item.default is not False and item.default is not dataclasses.MISSING:
+            text = f"{text} (default: {item.default})"
+        if kind is bool:
+            parser.add_argument(*flags, dest=dest, action="store_const", const=not flag.startswith("--no-"), default=None,
+                                help=text)
+            continue
+        choices, metavar = item.metadata.get("choices"), item.metadata.get("metavar")
+        if several and choices and metavar is None:  # the usage line would repeat every choice per value
+            metavar, text = dest.upper(), f"{text}; one or more of {', '.join(choices)}"
+        parser.add_argument(*flags, dest=dest, type=positive_int if item.metadata.get("positive") else kind, choices=choices,
+                            metavar=metavar, nargs="+" if several else None, default=None, help=text)
 
 
-def option_values(args: argparse.Namespace, *classes: type, prefix: str = "") -> dict[str, Any]:
+def option_values(args: argparse.Namespace | Mapping[str, Any], *classes: type, prefix: str = "") -> dict[str, Any]:
     """The options of `classes` that the command line set (flags left unset are left out), by option name
-    (`prefix` as given to `add_option_arguments`)."""
-    names = {item.name for cls in classes for item in dataclasses.fields(cls) if item.metadata.get("flag")}
-    return {name: getattr(args, prefix + name) for name in sorted(names) if getattr(args, prefix + name, None) is not None}
+    (`prefix` as given to `add_option_arguments`); `args` the parsed arguments or their values by name."""
+    values = vars(args) if isinstance(args, argparse.Namespace) else args
+    found = {item.name: values.get(prefix + dest_of(item)) for cls in classes for item in dataclasses.fields(cls)
+             if item.metadata.get("flag")}
+    return {name: value for name, value in sorted(found.items()) if value is not None}

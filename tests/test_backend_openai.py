@@ -61,7 +61,7 @@ def test_chat_completion_success(openai_server):
     backend = backend_for(openai_server)
     outcomes = complete(backend, [request("alpha beta", max_tokens=77), request("gamma", json_schema=SCHEMA)])
 
-    assert outcomes[0] == Completion(text="echo: alpha beta", input_tokens=4, output_tokens=3)
+    assert outcomes[0] == Completion(text="echo: alpha beta", input_tokens=4, output_tokens=3, served_model="test-model")
     assert outcomes[1].text == "echo: gamma"
     bodies = {call.body["messages"][-1]["content"]: call.body for call in openai_server.calls}
     assert all(call.path == "/v1/chat/completions" for call in openai_server.calls)
@@ -89,7 +89,7 @@ def test_responses_api_for_reasoning_models(openai_server):
     backend = backend_for(openai_server, model="gpt-5")
     outcomes = complete(backend, [request("one two three", json_schema=SCHEMA)])
 
-    assert outcomes[0] == Completion(text="echo: one two three", input_tokens=5, output_tokens=4)
+    assert outcomes[0] == Completion(text="echo: one two three", input_tokens=5, output_tokens=4, served_model="gpt-5")
     (call,) = openai_server.calls
     assert call.path == "/v1/responses"
     body = call.body
@@ -373,8 +373,10 @@ def test_cut_off_answers_are_marked_truncated_with_their_usage(openai_server, mo
 
     openai_server.responder = lambda body: Cutoff("half an answer") if "cut" in messages_of(body)[-1]["content"] else "whole"
     outcomes = complete(backend_for(openai_server, model=model), [request("cut here"), request("go on")])
-    assert outcomes[0] == Completion(text="half an answer", input_tokens=4, output_tokens=3, truncated=True)
-    assert outcomes[1] == Completion(text="whole", input_tokens=4, output_tokens=1, truncated=False)
+    reason = "max_output_tokens" if model == "gpt-5" else "length"  # incomplete_details.reason; finish_reason
+    assert outcomes[0] == Completion(text="half an answer", input_tokens=4, output_tokens=3, truncated=True,
+                                     truncation_reason=reason, served_model=model)
+    assert outcomes[1] == Completion(text="whole", input_tokens=4, output_tokens=1, truncated=False, served_model=model)
 
 
 def test_a_refused_or_dropped_connection_is_a_connection_error_not_a_timeout(openai_server):
@@ -425,3 +427,18 @@ def test_429_waits_at_least_retry_after_ms(openai_server):
     first, second = openai_server.calls
     assert first.status == 429
     assert second.received - first.finished >= 0.6
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422, 429, 500, 503, 418])
+def test_error_reasons_read_as_the_sdks_own_errors(openai_server, status):
+    # what our session says of an error answer is what the official client raises for it (its public
+    # error class and message), without calling into the SDK's private parts
+    from bespoke_metric.backends.openai_session import sdk_error
+
+    body = {"error": {"message": f"scripted {status}", "type": "invalid_request_error"}}
+    openai_server.faults.append(Fault(status=status, body=body))
+    client = openai.OpenAI(base_url=openai_server.base_url, api_key=KEY, max_retries=0)
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.chat.completions.create(model="test-model", messages=[{"role": "user", "content": "hi"}])
+    assert sdk_error(status, json.dumps(body).encode()) == f"{type(raised.value).__name__}: {raised.value.message}"
+    assert sdk_error(status, b"not json") == f"{type(raised.value).__name__}: Error code: {status}"

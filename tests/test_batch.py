@@ -229,3 +229,13 @@ def test_batch_errors_are_call_errors_not_exceptions(server, tmp_path):
     results = run_requests_sync(batched(server, tmp_path, max_retries=0), requests_for(2))
     assert all(isinstance(r.error, str) and "could not read the results of batch batch_1" in r.error for r in results)
     assert running_batches(ledger_path(tmp_path / "c.sqlite")) == ["batch_1"]  # kept, to collect later
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "gpt-5-mini"])  # chat completions; Responses API
+def test_batch_answers_record_the_model_that_served_them(server, tmp_path, model):
+    # a Batch API output line's `response.body` is the endpoint's own answer, `model` and all
+    server.answer_fields = {"model": f"{model}-2025-08-07", "system_fingerprint": "fp_batch1", "service_tier": "default"}
+    results = run_requests_sync(batched(server, tmp_path, model), requests_for(2))
+    assert server.direct_calls == []
+    assert {(r.completion.served_model, r.completion.system_fingerprint, r.completion.service_tier) for r in results} == {
+        (f"{model}-2025-08-07", "fp_batch1", "default")}

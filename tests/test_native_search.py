@@ -19,8 +19,8 @@ from bespoke_metric.backends.registry import ENGINES, make_backend
 from bespoke_metric.backends.options import OptionError
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.testing.provider_servers import (
-    CACHED_TOKENS, REASONING_TOKENS, gemini_redirect, gemini_responder, openai_responder, perplexity_responder,
-    root_url, search_pages, serve_provider,
+    CACHED_TOKENS, REASONING_TOKENS, gemini_redirect, gemini_responder, openai_responder, root_url, search_pages,
+    serve_perplexity, serve_provider,
 )
 from bespoke_metric.testing.server import Fault
 
@@ -52,8 +52,9 @@ def openai_server():
 
 @pytest.fixture(scope="module")
 def perplexity_server():
-    with serve_provider(perplexity_responder()) as server:
+    with serve_perplexity() as server:
         yield server
+        assert server.unknown_fields == []  # the strict Agent API never had to reject one of our fields
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +83,11 @@ def test_openai_native_search_goes_through_the_responses_api_with_its_options(op
     assert call.body["temperature"] == 0
     assert searched.search == {
         "queries": [QUESTION],
-        # the search's sources in order; the opened page marked, the cited one with its title
-        "results": [{"url": PAGES[0].url, "title": PAGES[0].title, "opened": True},
+        # the search's sources in order, the cited one with its title; the page it opened after
+        "results": [{"url": PAGES[0].url, "title": PAGES[0].title},
                     {"url": PAGES[1].url, "title": ""}, {"url": PAGES[2].url, "title": ""}],
         "cited": [PAGES[0].url],
+        "calls": 1, "failed": 0, "failures": [], "opened": [PAGES[0].url],
     }
     assert searched.text.startswith(f"On {QUESTION!r}: {PAGES[0].snippet}")
     assert searched.cached_input_tokens == CACHED_TOKENS
@@ -136,8 +138,8 @@ def test_openai_search_options_are_checked():
         make_backend("openai:gpt-4.1", base_url="http://127.0.0.1:9/v1", search_context_size="huge")
     with pytest.raises(UserError, match="--search-domains needs the Responses API"):
         make_backend("openai:gpt-4o-search-preview", base_url="http://127.0.0.1:9/v1", search_domains="a.org")
-    with pytest.raises(OptionError, match="--search-mode does not apply to the openai engine"):
-        make_backend("openai:gpt-4.1", base_url="http://127.0.0.1:9/v1", search_mode="academic")
+    with pytest.raises(OptionError, match="--search-recency-filter does not apply to the openai engine"):
+        make_backend("openai:gpt-4.1", base_url="http://127.0.0.1:9/v1", search_recency_filter="month")
 
 
 def test_openai_identity_without_search_options_is_unchanged(openai_server):
@@ -152,41 +154,117 @@ def test_openai_identity_without_search_options_is_unchanged(openai_server):
 # -- Perplexity -----------------------------------------------------------------------------------------
 
 
-def test_perplexity_records_citations_results_and_search_count(perplexity_server):
-    backend = make_backend("perplexity:sonar", base_url=root_url(perplexity_server), api_key=KEY, search_mode="academic",
+def test_perplexity_sends_the_agent_api_body_with_filters_inside_the_web_search_tool(perplexity_server):
+    backend = make_backend("perplexity:perplexity/sonar", base_url=root_url(perplexity_server), api_key=KEY,
                            search_domain_filter="trails.example,-pinterest.com", search_recency_filter="month",
                            search_context_size="medium")
     (searched,) = complete(backend, [ask(native_search=True)])
     call = perplexity_server.calls[-1]
-    assert call.path == "/chat/completions"
+    assert call.path == "/v1/agent"
     assert call.headers["authorization"] == f"Bearer {KEY}"
-    body = call.body
-    assert body["search_mode"] == "academic"
-    assert body["search_domain_filter"] == ["trails.example", "-pinterest.com"]
-    assert body["search_recency_filter"] == "month"
-    assert body["web_search_options"] == {"search_context_size": "medium"}
-    assert "disable_search" not in body
-    assert searched.search == {
-        "queries": [],
-        "results": [{"url": p.url, "title": p.title, "date": p.date, "last_updated": p.date, "snippet": p.snippet}
-                    for p in PAGES],
-        "cited": [PAGES[0].url, PAGES[1].url],  # the answer marks [1] and [2] of three
-        "query_count": 1,
+    assert call.body == {
+        "model": "perplexity/sonar",
+        "input": [{"type": "message", "role": "system", "content": "be brief"},
+                  {"type": "message", "role": "user", "content": QUESTION}],
+        "max_output_tokens": 2048,
+        "tools": [{"type": "web_search", "search_context_size": "medium",
+                   "filters": {"search_domain_filter": ["trails.example", "-pinterest.com"], "search_recency_filter": "month"}}],
     }
-    assert searched.reasoning_tokens == REASONING_TOKENS
-    assert backend.identity()["engine"] == "perplexity"
-    assert backend.identity()["settings"]["search"] == {
-        "search_context_size": "medium", "search_mode": "academic",
-        "search_domain_filter": ["trails.example", "-pinterest.com"], "search_recency_filter": "month"}
+    pages = search_pages(QUESTION)
+    assert searched.search == {
+        "queries": [QUESTION, f"{QUESTION} reviews"],  # one `search_results` item per search
+        "results": [{"url": p.url, "title": p.title, "snippet": p.snippet, "date": p.date, "last_updated": p.date,
+                     "source": "web"} for p in pages],
+        "cited": [pages[0].url],  # from the answer's one url_citation annotation only
+        "calls": 2,  # usage.tool_calls_details.search_web.invocation
+    }
+    assert searched.text.endswith(pages[2].snippet)  # both output_text parts read
+    assert searched.text.startswith(f"On {QUESTION!r}: {pages[0].snippet}")
+    assert (searched.served_model, searched.cached_input_tokens) == ("perplexity/sonar", CACHED_TOKENS)
+    assert searched.provider_cost is not None and searched.provider_cost > 0
+    identity = backend.identity()
+    assert (identity["engine"], identity["api"], identity["settings"]["agent_model"]) == ("perplexity", "agent", "perplexity/sonar")
+    assert identity["settings"]["search"] == {
+        "search_context_size": "medium",
+        "filters": {"search_domain_filter": ["trails.example", "-pinterest.com"], "search_recency_filter": "month"}}
 
 
-def test_perplexity_without_native_search_sends_disable_search(perplexity_server):
-    """A Perplexity judge (or `--search none`) must not search: the request says so, and nothing is recorded."""
-    backend = make_backend("perplexity:sonar-reasoning", base_url=root_url(perplexity_server), api_key=KEY)
+def test_perplexity_without_native_search_sends_no_tool(perplexity_server):
+    """A Perplexity judge (or `--search none`) must not search: no `web_search` tool (search is not
+    automatic), a preset's own tools stopped with `max_tool_calls: 0`, and nothing recorded."""
+    backend = make_backend("perplexity:sonar", base_url=root_url(perplexity_server), api_key=KEY)
     (plain,) = complete(backend, [ask()])
-    assert perplexity_server.calls[-1].body["disable_search"] is True
+    assert "tools" not in perplexity_server.calls[-1].body
     assert plain.search is None
-    assert plain.text == f"answer to {QUESTION}"
+    assert plain.text == f"On {QUESTION!r}: no search. answer to {QUESTION}"
+    preset = make_backend("perplexity:preset/fast", base_url=root_url(perplexity_server), api_key=KEY)
+    (unsearched,) = complete(preset, [ask()])
+    body = perplexity_server.calls[-1].body
+    assert (body["preset"], body["max_tool_calls"], "model" in body) == ("fast", 0, False)
+    assert unsearched.search is None
+
+
+def test_perplexity_a_preset_is_named_as_a_model_and_its_served_model_recorded(perplexity_server):
+    backend = make_backend("perplexity:preset/medium", base_url=root_url(perplexity_server), api_key=KEY)
+    (searched,) = complete(backend, [ask(native_search=True)])
+    body = perplexity_server.calls[-1].body
+    assert (body["preset"], "model" in body, "max_tool_calls" in body, "max_output_tokens" in body) == ("medium", False, False, False)
+    assert searched.served_model == "openai/gpt-5.1"  # what the preset resolved to
+    assert searched.search["calls"] == 2
+    capped = make_backend("perplexity:preset/medium", base_url=root_url(perplexity_server), api_key=KEY, reasoning_max_tokens=8000)
+    complete(capped, [ask()])
+    assert perplexity_server.calls[-1].body["max_output_tokens"] == 8000
+    for spec, cap in (("perplexity:openai/gpt-5.1", None), ("perplexity:anthropic/claude-sonnet-4-5", 2048)):
+        complete(make_backend(spec, base_url=root_url(perplexity_server), api_key=KEY), [ask()])
+        assert perplexity_server.calls[-1].body.get("max_output_tokens") == cap  # a reasoning model: none; Anthropic's: required
+    with pytest.raises(UserError, match="presets are fast, low, medium, high, xhigh"):
+        make_backend("perplexity:preset/pro-search", base_url=root_url(perplexity_server), api_key=KEY)
+
+
+def test_perplexity_a_200_failed_names_the_providers_error_and_incomplete_is_truncated(perplexity_server):
+    backend = make_backend("perplexity:perplexity/sonar", base_url=root_url(perplexity_server), api_key=KEY)
+    perplexity_server.reset()
+    failed, cut = complete(backend, [ask("FAILRUN please", native_search=True), ask("CUTOFF please")])
+    assert isinstance(failed, CallError) and not failed.retryable
+    assert failed.reason == ("perplexity:perplexity/sonar answered status failed: server_error: model_error: "
+                             "upstream model error: the model produced no output")
+    assert "empty answer" not in failed.reason
+    assert len(perplexity_server.calls) == 2  # the failed run is not resent
+    assert isinstance(cut, Completion)
+    assert (cut.truncated, cut.truncation_reason) == (True, "max_output_tokens")
+
+
+def test_perplexity_an_unknown_model_stops_the_run(perplexity_server):
+    from bespoke_metric.backends.base import ModelUnavailableError
+
+    backend = make_backend("perplexity:perplexity/sonar-pro", base_url=root_url(perplexity_server), api_key=KEY)
+    with pytest.raises(ModelUnavailableError, match="'perplexity:perplexity/sonar-pro' is not served: .*not found"):
+        complete(backend, [ask(native_search=True)])
+    perplexity_server.rule = lambda record: Fault(status=404, body={"error": {"message": "model not found", "type": "not_found"}})
+    try:
+        with pytest.raises(ModelUnavailableError, match="is not served: model not found"):
+            complete(make_backend("perplexity:openai/gpt-5.1", base_url=root_url(perplexity_server), api_key=KEY), [ask()])
+    finally:
+        perplexity_server.rule = None
+
+
+def test_the_strict_test_server_rejects_the_old_sonar_fields(perplexity_server):
+    """The server our requests pass is strict: the chat API's leftovers are 400s there, as on the real API."""
+    import urllib.error
+    import urllib.request
+
+    for body, field in (({"model": "perplexity/sonar", "input": "x", "disable_search": True}, "disable_search"),
+                        ({"model": "perplexity/sonar", "input": "x", "tools": [{"type": "web_search", "filters": {"search_mode": "academic"}}]},
+                         "tools[].filters.search_mode"),
+                        ({"model": "perplexity/sonar", "input": [{"role": "user", "content": "x", "name": "a"}]}, "input[].name")):
+        request = urllib.request.Request(root_url(perplexity_server) + "/v1/agent", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(request)
+        assert answer.value.code == 400
+        assert json.loads(answer.value.read())["error"]["param"] == field
+    assert perplexity_server.unknown_fields[-3:] == ["disable_search", "tools[].filters.search_mode", "input[].name"]
+    del perplexity_server.unknown_fields[-3:]
 
 
 def test_perplexity_searches_by_default_and_takes_no_tools():
@@ -199,7 +277,7 @@ def test_perplexity_searches_by_default_and_takes_no_tools():
 
 
 def test_perplexity_judge_never_searches(perplexity_server, synthetic_hub):
-    """The judge's calls carry no native search: every one goes out with `disable_search`."""
+    """The judge's calls carry no native search: not one goes out with the `web_search` tool."""
     import bespoke_dataset
     from bespoke_metric.scoring.pipeline import score
 
@@ -209,7 +287,7 @@ def test_perplexity_judge_never_searches(perplexity_server, synthetic_hub):
     score([{"user": row["user"], "query_id": row["query_id"], "response": row["shots"][-1]["response"]}], judge,
           source=synthetic_hub)
     assert perplexity_server.calls
-    assert all(call.body["disable_search"] is True for call in perplexity_server.calls)
+    assert all("tools" not in call.body and call.status == 200 for call in perplexity_server.calls)
 
 
 def test_a_missing_key_is_one_user_error_naming_the_engine(monkeypatch):
@@ -340,7 +418,7 @@ def test_tool_calls_and_search_records_round_trip_through_the_cache_without_the_
         (make_backend("openai:gpt-4.1", base_url=openai_server.base_url, api_key=KEY), openai_server,
          [ask(native_search=True), ask(tools=TOOLS), ask("uses the responses api", tools=TOOLS, native_search=True)]),
         (make_backend("perplexity:sonar", base_url=root_url(perplexity_server), api_key=KEY), perplexity_server,
-         [ask(native_search=True), ask()]),
+         [ask(native_search=True), ask(), ask("CUTOFF")]),
         (make_backend("gemini:gemini-2.5-pro", base_url=root_url(gemini_server), api_key=KEY), gemini_server,
          [ask(native_search=True)]),
     ]
@@ -417,27 +495,27 @@ def test_responses_body_with_several_queries_and_pages_read():
     assert (completion.reasoning_tokens, completion.cached_input_tokens) == (12, 0)
     assert completion.search == {
         "queries": ["a", "a 2025"],
-        "results": [{"url": "https://x.example", "title": ""}, {"url": "https://y.example", "title": "", "opened": True},
-                    {"url": "https://z.example", "title": "Z"}],  # a cited URL is a result too
+        "results": [{"url": "https://x.example", "title": ""}, {"url": "https://z.example", "title": "Z"}],  # cited: a result too
         "cited": ["https://z.example"],
+        "calls": 2, "failed": 0, "failures": [], "opened": ["https://y.example"],  # two searches, one page read
     }
 
 
-def test_perplexity_markers_index_its_citations_from_one():
-    from bespoke_metric.backends.providers.perplexity import _perplexity_completion
+def test_perplexity_agent_body_with_string_content_and_no_search_count():
+    """From the Agent API's documented shapes: message content may be a plain string; a `search_results`
+    item without the usage count is one search; annotations other than `url_citation` cite nothing."""
+    from bespoke_metric.backends.providers.perplexity import agent_completion
 
-    def body(text, **more):
-        return {"choices": [{"message": {"content": text}, "finish_reason": "stop"}], **more}
-
-    urls = ["https://a.example", "https://b.example", "https://c.example"]
-    completion = _perplexity_completion(body("First [3][1], then [1] again, and [7] out of range.", citations=urls))
-    assert completion.search["cited"] == ["https://c.example", "https://a.example"]
-    assert [r["url"] for r in completion.search["results"]] == urls  # no search_results: the citations are the results
-    assert "query_count" not in completion.search  # not reported, not guessed
-    # newer answers may leave `citations` out: the markers then index `search_results`
-    results = [{"title": "B", "url": "https://b.example"}, {"title": "A", "url": "https://a.example"}]
-    assert _perplexity_completion(body("See [2].", search_results=results)).search["cited"] == ["https://a.example"]
-    assert _perplexity_completion(body("No search here [1].")).search is None
+    body = {"status": "completed", "model": "google/gemini-3-flash-preview", "output": [
+        {"type": "search_results", "queries": ["a", "a 2026"], "results": [
+            {"id": 1, "url": "https://a.example", "title": "A", "snippet": "s", "date": None, "last_updated": None}]},
+        {"type": "message", "content": "Plain text."}], "usage": {"input_tokens": 4, "output_tokens": 2, "total_tokens": 6}}
+    completion = agent_completion(body, "perplexity:preset/low")
+    assert completion.text == "Plain text."
+    assert completion.search == {"queries": ["a", "a 2026"], "results": [{"url": "https://a.example", "title": "A", "snippet": "s"}],
+                                 "cited": [], "calls": 1}
+    assert completion.provider_cost is None  # no `usage.cost`: not guessed
+    assert agent_completion({**body, "output": body["output"][1:]}, "perplexity:preset/low").search is None
 
 
 def test_gemini_body_cut_off_and_without_grounding():
@@ -445,7 +523,7 @@ def test_gemini_body_cut_off_and_without_grounding():
 
     body = {"candidates": [{"content": {"parts": [{"text": "half"}, {"text": " an answer"}]}, "finishReason": "MAX_TOKENS"}],
             "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}}
-    assert _gemini_completion(body) == Completion("half an answer", 7, 3, truncated=True)
+    assert _gemini_completion(body) == Completion("half an answer", 7, 3, truncated=True, truncation_reason="MAX_TOKENS")
     with pytest.raises(KeyError):
         _gemini_completion({"promptFeedback": {}})
 

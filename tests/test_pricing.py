@@ -28,8 +28,8 @@ def test_a_cost_prices_uncached_input_cached_input_and_output_apart():
     assert Price(input=3.0, output=6.0).rates(batch=False) == (3.0, 3.0, 6.0)  # no cache discount known: none assumed
 
 
-def test_the_table_finds_snapshots_and_prefixed_names_but_never_guesses():
-    table = PriceTable()
+def test_the_built_in_table_finds_snapshots_and_prefixed_names_but_never_guesses():
+    table = PriceTable(maintained=False)  # as where genai-prices is not installed (Python 3.10)
     assert table.price("openai:gpt-5-2025-08-07") is DEFAULT_PRICES["gpt-5"]
     assert table.price("openai:openai/gpt-5-mini") is DEFAULT_PRICES["gpt-5-mini"]
     assert table.price("gpt-4o") is DEFAULT_PRICES["gpt-4o"]
@@ -38,18 +38,52 @@ def test_the_table_finds_snapshots_and_prefixed_names_but_never_guesses():
     assert table.price("hf:gpt-5") is None  # a local model named like an API one has no API price
     table.prices["vllm:Qwen/Qwen3-8B"] = Price(input=0.1, output=0.2)
     assert table.price("vllm:Qwen/Qwen3-8B").output == 0.2
+    assert (DEFAULT_PRICES["gpt-5"].to_json()["source"], DEFAULT_PRICES["gpt-5"].to_json()["date"]) == ("built-in table", "2025-11")
+
+
+def test_prices_come_from_genai_prices_dated_and_with_their_history():
+    """The maintained source is the default: each price names the package, the provider's model id and the
+    day it holds for; a day before a price change gets the price of that day; a Perplexity model is priced
+    as what it runs as on the Agent API; what no source knows stays unknown."""
+    import datetime
+
+    import genai_prices
+
+    table = PriceTable()
+    gpt5 = table.price("openai:gpt-5-2025-08-07")
+    assert (gpt5.input, gpt5.cached_input, gpt5.output) == (1.25, 0.125, 10.0)
+    assert gpt5.source == f"genai-prices {genai_prices.__version__} (openai gpt-5)"
+    assert gpt5.date == datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    assert table.price("openai:openai/gpt-5-mini").source.endswith("(openai gpt-5-mini)")
+    # o3's price fell on 2025-06-10 (genai-prices keeps both): a lookup for an earlier day gets the old one
+    from bespoke_metric.calls.pricing import maintained_price
+
+    before, after = (maintained_price("openai:o3", day=datetime.date(2025, month, 1)) for month in (5, 7))
+    assert (before.input, after.input) == (10.0, 2.0) and before.date == "2025-05-01"
+    sonar = table.price("perplexity:sonar")  # runs as perplexity/sonar on the Agent API: that model's price
+    assert (sonar.input, sonar.output) == (0.25, 2.5) and sonar.source.endswith("(perplexity perplexity/sonar)")
+    assert table.price("perplexity:sonar-reasoning").source.endswith("(openai gpt-5.1)")  # openai/gpt-5.1 at OpenAI's price
+    assert table.price("gemini:gemini-2.5-flash").source.endswith("(google gemini-2.5-flash)")
+    for unknown in ("perplexity:preset/medium", "openai:my-model", "hf:gpt-5", "vllm:Qwen/Qwen3-8B"):
+        assert table.price(unknown) is None, unknown
+    assert PriceTable({}).price("openai:gpt-5") is None  # a table of given prices holds those only
 
 
 def test_a_prices_file_overrides_the_table_and_names_what_is_wrong(tmp_path):
     path = tmp_path / "prices.json"
-    path.write_text(json.dumps({"gpt-5": {"input": 1.0, "output": 2.0}, "mine": {"input": 3, "cached_input": 1,
-                                                                                 "output": 4, "batch_output": 1}}))
+    path.write_text(json.dumps({"gpt-5": {"input": 1.0, "output": 2.0, "date": "2026-11-30"},
+                                "mine": {"input": 3, "cached_input": 1, "output": 4, "batch_output": 1}}))
     table = PriceTable.load(path)
     assert table.price("openai:gpt-5").rates(batch=False) == (1.0, 1.0, 2.0)
+    assert table.price("openai:gpt-5").to_json()["date"] == "2026-11-30"
     assert table.price("openai:mine").rates(batch=True) == pytest.approx((1.5, 0.5, 1.0))
-    assert table.price("openai:mine").source == str(path)
-    assert table.price("openai:gpt-4o") is DEFAULT_PRICES["gpt-4o"]
+    import datetime
+
+    assert (table.price("openai:mine").source, table.price("openai:mine").date) == (
+        str(path), datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc).date().isoformat())
+    assert table.price("openai:gpt-4o").source.startswith("genai-prices")  # what the file does not name
     for given, message in [('["gpt-5"]', "expected an object"), ('{"m": {"input": 1, "output": 2, "cache": 1}}', "unknown key\\(s\\) cache"),
+                           ('{"m": {"input": 1, "output": 2, "date": "last week"}}', "date must be YYYY-MM-DD"),
                            ('{"m": {"input": true, "output": 2}}', "input must be a number"), ('{"m": 3}', "'m': expected an object")]:
         path.write_text(given)
         with pytest.raises(PricesError, match=message) as caught:

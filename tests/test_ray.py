@@ -154,7 +154,7 @@ def test_api_engines_on_actors_keep_tool_calls_search_and_token_details(ray_clus
     tools and searches as in-process (`perplexity:` goes through the same actors as `openai:`)."""
     import asyncio
 
-    from bespoke_metric.testing.provider_servers import openai_responder, perplexity_responder, root_url, serve_provider
+    from bespoke_metric.testing.provider_servers import openai_responder, root_url, serve_perplexity, serve_provider
 
     tools = ({"type": "function", "function": {"name": "search", "parameters": {"type": "object",
                                                                                  "properties": {"query": {"type": "string"}}}}},)
@@ -166,7 +166,7 @@ def test_api_engines_on_actors_keep_tool_calls_search_and_token_details(ray_clus
         asyncio.run(backend.complete(requests, found.__setitem__))
         return [found[i] for i in range(len(requests))]
 
-    with serve_provider(openai_responder()) as openai_server, serve_provider(perplexity_responder()) as perplexity_server:
+    with serve_provider(openai_responder()) as openai_server, serve_perplexity() as perplexity_server:
         for spec, base_url, takes_tools in (("openai:gpt-4.1", openai_server.base_url, True),
                                             ("perplexity:sonar", root_url(perplexity_server), False)):
             local = make_backend(spec, base_url=base_url, api_key="test")
@@ -176,7 +176,7 @@ def test_api_engines_on_actors_keep_tool_calls_search_and_token_details(ray_clus
             got = outcomes(on_ray)
             assert got == outcomes(local)
             assert all(outcome.search["results"] for outcome in got[::2])
-            assert all(outcome.reasoning_tokens for outcome in got)
+            assert all(outcome.cached_input_tokens for outcome in got)
             if takes_tools:
                 assert all(outcome.tool_calls[0].arguments == {"query": request.messages[-1]["content"]}
                            for outcome, request in zip(got[1::2], requests[1::2]))

@@ -14,7 +14,7 @@ from bespoke_metric.backends.base import CallError
 from bespoke_metric.systems.search.base import SearchEngineError, SearchOptions
 from bespoke_metric.systems.search.collection import SearchCollectionError
 from bespoke_metric.systems.search.engines import make_search_engine, parse_search_spec
-from bespoke_metric.systems.search.providers import PROVIDERS
+from bespoke_metric.systems.search.providers import PROVIDERS, plain_text
 from bespoke_metric.testing.search_servers import made_up_results, serve_search
 from bespoke_metric.testing.server import Fault
 
@@ -181,3 +181,51 @@ def test_a_searxng_url_is_recorded_without_credentials() -> None:
     engine = make_search_engine("searxng:https://user:pw@search.example:8443/?token=abc")
     assert engine.spec == "searxng:https://search.example:8443"
     assert "pw" not in repr(engine.identity()) and "abc" not in repr(engine.describe())
+
+
+def test_a_searxng_whose_engines_are_all_down_fails_the_search_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # SearXNG's JSON when no engine answered: `results: []` and `unresponsive_engines` as [name, reason]
+    # pairs (searx/webapp.py, `__get_translated_errors`)
+    down = [("google", "timeout"), ("duckduckgo", "CAPTCHA")]
+    with serve_search("searxng", results=lambda query: [], unresponsive=down) as server:
+        engine = engine_for("searxng", server, monkeypatch, max_retries=1)
+        (failed,) = search(engine, ["sourdough"])
+        assert len(server.calls) == 2  # retried once, as a 5xx is: its engines may answer again
+    assert isinstance(failed, CallError)
+    assert "its engines did not answer: google (timeout), duckduckgo (CAPTCHA)" in failed.reason
+    # some engines down and results from the others: a search that found something
+    with serve_search("searxng", unresponsive=[("google", "timeout")]) as server:
+        assert search(engine_for("searxng", server, monkeypatch), ["rye"]) == [expected("rye", 5)]
+    # every engine answered and found nothing: a search that found nothing
+    with serve_search("searxng", results=lambda query: []) as server:
+        assert search(engine_for("searxng", server, monkeypatch), ["nothing"]) == [[]]
+
+
+@pytest.mark.parametrize(("provider", "maximum", "parameter"), [("brave", 20, "count"), ("tavily", 20, "max_results"),
+                                                                ("exa", 100, "numResults"), ("serper", 100, "num")])
+def test_search_k_above_an_engines_documented_maximum_is_refused_before_any_call(provider: str, maximum: int, parameter: str,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PROVIDERS[provider].key_env, KEY)
+    with pytest.raises(SearchEngineError) as caught:
+        make_search_engine(provider, SearchOptions(k=maximum + 5, base_url="http://127.0.0.1:9"))
+    assert str(caught.value) == (f"--search-k {maximum + 5} is more than search engine {provider} gives for one search: "
+                                 f"at most {maximum} (its {parameter})")
+    assert make_search_engine(provider, SearchOptions(k=maximum, base_url="http://127.0.0.1:9")).k == maximum
+    assert make_search_engine("searxng:http://127.0.0.1:9", SearchOptions(k=500)).k == 500  # SearXNG sets no limit
+
+
+def test_html_in_titles_and_snippets_is_plain_text_before_any_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Brave's `description` marks the query's words: "... <strong>sourdough</strong> ..." (its API
+    # reference's example response); SearXNG passes on its engines' markup and entities
+    marked = lambda query: [{"title": "Rye &amp; <b>sourdough</b>", "url": "https://a.example/r",
+                             "text": "Feed a <strong>sourdough</strong> starter<br>daily &#8211; keep it &lt;25&nbsp;C"}]
+    for provider in ("brave", "searxng"):
+        with serve_search(provider, results=marked) as server:
+            [[result]] = search(engine_for(provider, server, monkeypatch), ["sourdough"])
+        assert (result["title"], result["text"]) == ("Rye & sourdough", "Feed a sourdough starter daily \u2013 keep it <25 C"), provider
+    assert plain_text("5 < 6, AT&T, <p>one</p><p>two</p>") == "5 < 6, AT&T, one two"
+    # Tavily, Exa and Serper send text: a `<` there is a `<`, never markup to drop
+    code = lambda query: [{"title": "Java", "url": "https://j.example", "text": "a List<String> & x<y"}]
+    with serve_search("tavily", results=code) as server:
+        [[result]] = search(engine_for("tavily", server, monkeypatch), ["generics"])
+    assert result["text"] == "a List<String> & x<y"

@@ -58,10 +58,10 @@ def test_query_policy_searches_each_question_and_records_what_it_found(searxng, 
     assert first["response"] == "Use a warm spot, see and."
     assert first["response_raw"].startswith("<think>")
     assert first["search"] == {
-        "engine": f"searxng:{searxng.base_url}", "policy": "query", "calls": 1, "failed": 0,
+        "engine": f"searxng:{searxng.base_url}", "policy": "query", "calls": 1, "failed": 0, "failures": [],
         "queries": [{"round": 1, "query": ROWS[0]["query"]}],
         "results": [{"round": 1, "rank": rank, "url": doc["url"], "title": doc["title"], "noise": False} for rank, doc in enumerate(shown, start=1)],
-        "cited": [shown[0]["url"], shown[2]["url"], "https://example.org/extra"],
+        "opened": [], "cited": [shown[0]["url"], shown[2]["url"], "https://example.org/extra"],
     }
     prompt = user_text(backend.requests[0])
     assert prompt.startswith("Search results:\n\n[1] ") and f"[3] {shown[2]['title']} ({shown[2]['url']})" in prompt
@@ -225,8 +225,8 @@ def test_native_search_is_asked_of_the_model_and_recorded_as_it_reported(tmp_pat
     assert [r.native_search for r in backend.requests] == [True]
     record = predictions(tmp_path / "p.jsonl")[0]
     assert record["response"] == "Proof it longer."
-    assert record["search"] == {"engine": "native", "policy": "native", "calls": 1, "failed": 0,
-                                "queries": [{"round": 1, "query": "cold kitchen sourdough"}],
+    assert record["search"] == {"engine": "native", "policy": "native", "calls": 1, "failed": 0, "failures": [],
+                                "queries": [{"round": 1, "query": "cold kitchen sourdough"}], "opened": [],
                                 "results": [{"round": 1, "rank": 1, "url": "https://bakers.example/cold", "title": "Cold kitchens", "noise": False},
                                             {"round": 1, "rank": 2, "url": "https://bakers.example/proof", "title": "Proofing", "noise": False}],
                                 "cited": ["https://bakers.example/cold"]}
@@ -273,3 +273,34 @@ def test_settings_are_checked_when_made() -> None:
     with pytest.raises(SearchEngineError, match="unknown search engine 'google'"):
         GenerationSettings(search="google")
     assert replace(GenerationSettings(), search="tavily").search == "tavily"
+
+
+def test_an_answer_given_as_a_list_of_parts_is_read_as_its_text(searxng, openai_server, tmp_path: Path) -> None:
+    # OpenAI-compatible servers (Perplexity among them) may send `message.content` as a list of text parts
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        parts = [{"type": "text", "text": "Keep it warm [1]. "}, {"type": "image_url", "image_url": {"url": "https://i.example/x.png"}},
+                 {"type": "text", "text": "Feed it daily."}]
+        return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": parts}}],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28}}
+
+    openai_server.responder = responder
+    backend = make_backend("openai:gpt-4o", base_url=openai_server.base_url, api_key="sk-model-key-123456")
+    report = generate(backend, tmp_path / "p.jsonl", settings(searxng), queries=ROWS[:1], progress=False)
+    assert report.failed == []
+    [record] = predictions(tmp_path / "p.jsonl")
+    assert (record["response_raw"], record["response"]) == ("Keep it warm [1]. Feed it daily.", "Keep it warm. Feed it daily.")
+    assert record["search"]["cited"] == [made_up_results(ROWS[0]["query"])[0]["url"]]
+
+
+def test_a_native_search_record_in_the_prediction_counts_searches_and_keeps_sources_and_opened_pages(tmp_path: Path) -> None:
+    search = {"queries": ["cold kitchen sourdough", "cold kitchen sourdough"], "calls": 3,
+              "results": [{"url": "https://bakers.example/cold", "title": "Cold kitchens"}, {"type": "api", "name": "oai-weather"}],
+              "cited": ["https://bakers.example/cold"], "failed": 1, "failures": ["web_search_call failed"],
+              "opened": ["https://bakers.example/cold?utm_source=openai"]}
+    backend = ScriptedBackend(lambda request: Completion("Proof it longer [1].", search=search), searches=True)
+    generate(backend, tmp_path / "p.jsonl", GenerationSettings(search="native"), queries=ROWS[:1], progress=False)
+    block = predictions(tmp_path / "p.jsonl")[0]["search"]
+    assert (block["calls"], block["failed"], block["failures"]) == (3, 1, ["web_search_call failed"])
+    assert block["opened"] == ["https://bakers.example/cold?utm_source=openai"] and block["cited"] == ["https://bakers.example/cold"]
+    assert block["results"][1] == {"round": 1, "rank": 2, "url": "", "title": "", "type": "api", "name": "oai-weather", "noise": False}

@@ -9,11 +9,13 @@ import random
 import pytest
 
 from bespoke_metric.backends.base import Completion, ToolCall
+from bespoke_metric.backends.web_search import page_key, search_record
 from bespoke_metric.calls.scheduler import ParseError
 from bespoke_metric.judging.cleaning import clean_response, strip_citations
+from bespoke_metric.judging.parsing import strip_reasoning
 from bespoke_metric.systems.search.noise import add_noise, noise_rng
 from bespoke_metric.systems.search.protocol import render_search_results, results_for, rewrite_queries, search_calls, without_search_lines
-from bespoke_metric.systems.search.record import cited_urls, native_block
+from bespoke_metric.systems.search.record import SearchTrace, cited_urls, native_block
 from bespoke_metric.systems.tokens import TokenCounter
 
 COUNTER = TokenCounter.approximate(4)
@@ -46,6 +48,19 @@ def test_an_answer_ending_with_twenty_sources_of_one_site_keeps_only_its_prose()
     assert cleaned.endswith("to speed it up.")
 
 
+def test_openais_parenthesised_citations_and_the_headings_they_empty_are_dropped() -> None:
+    # how OpenAI's web search cites in an answer's text (a Responses API `output_text` of gpt-5 with web_search:
+    # `([domain](url?utm_source=openai))`, several in one group), and a section left with nothing but links
+    raw = ("## Trails near Seoul\n\n"
+           "Bukhansan is busiest on weekend mornings ([trails.example](https://trails.example/bukhansan?utm_source=openai)). "
+           "Gwanaksan suits beginners ([trails.example](https://trails.example/gwanaksan?utm_source=openai), "
+           "[hikes.example](https://hikes.example/g?utm_source=openai)).\n\n"
+           "## Useful links\n- [Bukhansan trails](https://trails.example/bukhansan?utm_source=openai)\n\n"
+           "## Tips\n\nGo early (before 8am).\n\n## Kept as written\n## Last\nDone.")
+    assert clean_response(raw) == ("## Trails near Seoul\n\nBukhansan is busiest on weekend mornings. Gwanaksan suits beginners.\n\n"
+                                   "## Tips\n\nGo early (before 8am).\n\n## Kept as written\n## Last\nDone.")
+
+
 def test_an_unclosed_reasoning_block_is_no_answer() -> None:
     with pytest.raises(ParseError, match="never closed"):
         clean_response("<think>\nstill thinking about [1]")
@@ -60,13 +75,63 @@ def test_citations_are_the_shown_results_an_answer_names_and_the_urls_it_writes(
 
 def test_a_native_search_block_keeps_what_the_provider_reported_in_order() -> None:
     block = native_block({"queries": ["a", "b"], "results": [{"url": "https://x.example", "title": None}], "cited": ["https://x.example"]})
-    assert block == {"engine": "native", "policy": "native", "calls": 2, "failed": 0,
+    assert block == {"engine": "native", "policy": "native", "calls": 2, "failed": 0, "failures": [],
                      "queries": [{"round": 1, "query": "a"}, {"round": 1, "query": "b"}],
                      "results": [{"round": 1, "rank": 1, "url": "https://x.example", "title": "", "noise": False}],
-                     "cited": ["https://x.example"]}
+                     "opened": [], "cited": ["https://x.example"]}
     assert native_block(None)["calls"] == 0  # a model that chose not to search
-    counted = native_block({"queries": [], "query_count": 3, "results": [], "cited": []})  # Perplexity's way
+    counted = native_block({"queries": [], "calls": 3, "results": [], "cited": []})  # Perplexity's way
     assert (counted["calls"], counted["queries"]) == (3, [])
+
+
+def test_native_searches_are_counted_as_searches_failed_ones_as_failed() -> None:
+    # two searches of one string are two searches
+    assert native_block(search_record(["rye", "rye"], [], []))["calls"] == 2
+    # results reported without any count or query (Perplexity without `num_search_queries`): one search, not none
+    five = search_record((), [{"url": f"https://p.example/{n}"} for n in range(5)], ())
+    assert native_block(five)["calls"] == 1
+    # a failed `web_search_call` is a failed search, with its reason
+    failed = native_block(search_record(["rye"], [], [], calls=2, failures=["web_search_call status failed"]))
+    assert (failed["calls"], failed["failed"], failed["failures"]) == (2, 1, ["web_search_call status failed"])
+    # a record cached before `calls` was kept still counts
+    assert native_block({"queries": [], "query_count": 4, "results": []})["calls"] == 4
+
+
+def test_one_page_is_one_result_whatever_tracking_parameters_it_carries() -> None:
+    assert page_key("https://News.Example/a/b?id=7&utm_source=openai&utm_medium=x#top") == "https://news.example/a/b?id=7"
+    assert page_key("https://a.example/p?gclid=1&q=rye") == "https://a.example/p?q=rye"
+    assert page_key("https://a.example/p?ref=home") == "https://a.example/p?ref=home"  # a page's own parameter stays
+    record = search_record(["rye"], [{"url": "https://a.example/p", "title": "P"}, {"url": "https://b.example/q", "title": "Q"}],
+                           [{"url": "https://a.example/p?utm_source=openai", "title": "P again"}])
+    assert record["results"] == [{"url": "https://a.example/p", "title": "P"}, {"url": "https://b.example/q", "title": "Q"}]
+    assert record["cited"] == ["https://a.example/p"]  # the URL the search first reported is the one kept
+    only_cited = search_record([], [], [{"url": "https://c.example/x?utm_source=openai"}])
+    assert only_cited["results"] == [{"url": "https://c.example/x?utm_source=openai", "title": ""}]  # the original kept
+    shown = [{"url": "https://r.example/1", "title": "1"}]
+    assert cited_urls("See [1] and https://r.example/1?utm_source=chatgpt.com.", shown) == ["https://r.example/1"]
+
+
+def test_api_sources_are_kept_by_name_and_opened_pages_are_listed() -> None:
+    # OpenAI's web_search_call sources may be `{"type": "api", "name": ...}` (live data, no page)
+    record = search_record(["weather seoul"], [{"type": "url", "url": "https://w.example/seoul"}, {"type": "api", "name": "oai-weather"},
+                                               {"type": "api", "name": "oai-weather"}], [],
+                           opened=["https://w.example/seoul?utm_source=openai", "https://w.example/seoul", "https://o.example/"])
+    assert record["results"] == [{"url": "https://w.example/seoul", "title": "", "type": "url"},
+                                 {"url": "", "title": "", "type": "api", "name": "oai-weather"}]
+    assert record["opened"] == ["https://w.example/seoul?utm_source=openai", "https://o.example/"]
+    block = native_block(record)
+    assert block["results"][1] == {"round": 1, "rank": 2, "url": "", "title": "", "type": "api", "name": "oai-weather", "noise": False}
+    assert block["opened"] == record["opened"] and block["calls"] == 1
+    # a result marked `opened` (records cached before `opened` was kept) is listed too
+    assert native_block({"queries": ["q"], "results": [{"url": "https://y.example", "opened": True}]})["opened"] == ["https://y.example"]
+
+
+def test_cited_urls_come_from_the_answer_never_from_its_reasoning() -> None:
+    shown = [{"url": f"https://r.example/{n}", "title": str(n)} for n in (1, 2)]
+    trace = SearchTrace("searxng:http://h", "query")
+    trace.show(shown)
+    raw = "<think>Maybe [2], see https://think.example/x</think>\nUse [1]."
+    assert trace.block(strip_reasoning(raw))["cited"] == ["https://r.example/1"]
 
 
 def test_rewrite_queries_are_read_one_a_line_without_list_marks() -> None:

@@ -135,6 +135,20 @@ def test_a_dead_search_engine_fails_its_queries_and_none_is_answered_unsearched(
     assert read_jsonl(output) == [] and len(model.calls) == 0  # nothing answered without its search
 
 
+def test_a_searxng_whose_engines_are_all_down_fails_every_query_and_none_is_answered(tmp_path: Path, synthetic_hub: Path) -> None:
+    rows = read_jsonl_queries(synthetic_hub)
+    down = [("google", "timeout"), ("bing", "too many requests")]  # SearXNG's `unresponsive_engines`: [name, reason] pairs
+    asked: list[Any] = []
+    with serve_search("searxng", results=lambda query: [], unresponsive=down) as searxng:
+        settings = GenerationSettings(search=f"searxng:{searxng.base_url}", search_options=SearchOptions(max_retries=1, backoff_base=0.01))
+        report = generate(ScriptedBackend(lambda request: asked.append(request) or "An answer."), tmp_path / "p.jsonl", settings,
+                          queries=rows, progress=False)
+    assert len(report.failed) == LIMIT and all(
+        f"search failed (searxng:{searxng.base_url}): no result, and its engines did not answer: google (timeout), "
+        "bing (too many requests)" in failure["reason"] for failure in report.failed)
+    assert read_jsonl(tmp_path / "p.jsonl") == [] and asked == []  # nothing answered without its search
+
+
 def test_a_search_that_fails_after_retries_fails_only_its_query(model, synthetic_hub: Path, tmp_path: Path) -> None:
     rows = read_jsonl_queries(synthetic_hub)
     victim = rows[1]["query"]
@@ -239,6 +253,7 @@ def test_search_mistakes_on_the_command_line_are_one_error_line_each(model, synt
         ("--search", "native", "--search-noise", "0.7"): "error: --search-noise does not apply to native search: the provider's results cannot be changed",
         ("--search-policy", "agent"): "error: --search-policy agent needs a search engine, and --search none turns search off",
         ("--search", "searxng:http://127.0.0.1:9", "--search-k", "0"): "error: --search-k must be a positive integer, got 0",
+        ("--search", "brave", "--search-k", "25"): "error: --search-k 25 is more than search engine brave gives for one search: at most 20 (its count)",
     }
     for flags, line in cases.items():
         assert main(generate_args(model, synthetic_hub, output, *flags)) == 2, flags

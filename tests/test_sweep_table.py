@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bespoke_metric.analysis.leaderboard import compare, parse_results, system_row
-from bespoke_metric.experiments import Axis, Cell, SweepConfigError, baselines, build_table, cells, config_words, relative_drops
+from bespoke_metric.experiments import Axis, Cell, SweepConfig, baselines, build_table, cells, relative_drops
 from bespoke_metric.experiments.grid import NOISE
 from bespoke_metric.experiments.table import to_csv, to_markdown
 
@@ -124,23 +124,22 @@ def test_a_cell_without_results_keeps_its_row_with_its_status(sweep_entries):
     assert (table[2]["status"], table[2]["average"], table[2]["items"]) == ("failed", "", "0")
 
 
-def test_config_words_are_the_flags_a_command_line_would_give(tmp_path):
-    flags = {"models": ("--models", True), "top_k": ("--top-k", True), "top-k": ("--top-k", True),
-             "no-guards": ("--no-guards", False), "strict": ("--strict", False)}
+def test_a_config_file_is_read_into_the_settings_of_a_sweep_by_key(tmp_path):
     path = tmp_path / "sweep.yaml"
-    path.write_text("models: [openai:a, openai:b]\ntop-k: [3, 5]\nno-guards: true\nstrict: false\n", encoding="utf-8")
-    assert config_words(path, flags) == ["--models", "openai:a", "openai:b", "--top-k", "3", "5", "--no-guards"]
-    path.write_text("top_k: 7\n", encoding="utf-8")
-    assert config_words(path, flags) == ["--top-k", "7"]
-    for text, message in [("models: {a: 1}\n", "models takes a value or a list of values"),
-                          ("- models\n", "a sweep config is a mapping of flag names to values, got list"),
+    path.write_text("models: [openai:a, openai:b]\ntop-k: [3, 5]\nno-guards: true\nstrict: false\njudge: openai:j\nout: x\n",
+                    encoding="utf-8")
+    config = SweepConfig.from_yaml(path)
+    assert (config.models, config.settings, config.judge.guards, config.strict) == (("openai:a", "openai:b"), {"top_k": [3, 5]}, False, False)
+    for text, message in [("models: {a: 1}\njudge: j\nout: x\n", "model takes a value or a list of values"),
+                          ("- models\n", "a config is a mapping of setting names to values, got list"),
                           ("models: [a\n", "not valid YAML (line 2: "),
-                          ("model: x\n", "unknown key 'model' (did you mean models?)")]:
+                          ("modles: x\n", "unknown key 'modles' (did you mean model?)")]:
         path.write_text(text, encoding="utf-8")
-        with pytest.raises(SweepConfigError, match="^" + re.escape(f"{path}: {message}")):
-            config_words(path, flags)
-    with pytest.raises(SweepConfigError, match="cannot read the sweep config"):
-        config_words(tmp_path / "missing.yaml", flags)
+        with pytest.raises(ValueError,
+                           match="^" + re.escape(f"{path}: {message}")):
+            SweepConfig.from_yaml(path)
+    with pytest.raises(ValueError, match="cannot read the config"):
+        SweepConfig.from_yaml(tmp_path / "missing.yaml")
 
 
 def test_a_noise_axis_adds_the_drop_column(sweep_entries):

@@ -128,6 +128,7 @@ def meta_evaluate(
     feedback_grader: str | None = None,
     feedback_accuracy_check: bool = True,
     prices: PriceTable | None = None,
+    loaded: tuple[list[JudgeItem], list[dict[str, Any]], dict[str, Any]] | None = None,
     **judge_options: Any,
 ) -> Results:
     """Judge the meta-test responses and compare with the human scores.
@@ -144,9 +145,11 @@ def meta_evaluate(
     grader. Returns `Results` as for a system (`items` are the meta-test responses, each with
     its `index` and `human` scores) plus a `meta_eval` block: `dimensions` and `pooled` agreement, judge
     `failures` per dimension, `variant`, `reference`, and `feedback_accuracy` (LLM judges) or
-    `calibration_check` (the `embed:` proxy).
+    `calibration_check` (the `embed:` proxy). `loaded`: what `meta_items` read, for several judges of
+    the same responses (`source`, `revision` and `rubrics` are then not read). `judge.served_models` counts
+    the answers used per model that served them (where the judge says).
     """
-    items, rows, data = meta_items(source, revision, rubrics)
+    items, rows, data = loaded if loaded is not None else meta_items(source, revision, rubrics)
     if limit is not None:
         items, rows = items[:limit], rows[:limit]
     if isinstance(judge, str) and parse_spec(judge).engine.llm:
@@ -156,6 +159,9 @@ def meta_evaluate(
     judge_object = make_judge(judge, **options)
     try:
         results = run_judge(judge_object, items, data=data, guards=guards, prices=prices)
+        served = getattr(judge_object, "served_models", None)
+        if served is not None:
+            results.judge.setdefault("served_models", dict(served))
         for item, row in zip(results.items, rows):
             item.index = row["index"]
             item.human = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}

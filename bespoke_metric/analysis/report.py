@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row
@@ -56,8 +56,11 @@ def _round(value: float | None) -> Any:
     return "" if value is None else round(value, 4)
 
 
-def render(groups: Sequence[Group], fmt: str) -> str:
-    """`markdown`, `csv` or `html` (the report with plots, `bespoke_metric.analysis.report`)."""
+def render(groups: Sequence[Group], fmt: str, bridge: Mapping[str, Any] | None = None) -> str:
+    """`markdown`, `csv` or `html` (the report with plots, `bespoke_metric.analysis.report`); `bridge` (a
+    `bridge.json`, HTML only) adds the move to a new judge."""
+    if bridge is not None and fmt != "html":
+        raise ValueError("a bridge is shown in the HTML leaderboard only (--format html)")
     if fmt == "markdown":
         return to_markdown(groups)
     if fmt == "csv":
@@ -65,5 +68,5 @@ def render(groups: Sequence[Group], fmt: str) -> str:
     if fmt == "html":
         from .report_html import render_html  # matplotlib is only needed for this format
 
-        return render_html(groups)
+        return render_html(groups, bridge=bridge)
     raise UserError(f"unknown format {fmt!r}; use markdown, csv or html")

@@ -13,7 +13,7 @@ import datetime as _dt
 import html
 import io
 from collections import defaultdict
-from typing import Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import matplotlib
 import matplotlib.ticker
@@ -143,8 +143,30 @@ def _table(group: Group) -> str:
     return f"<table><tr>{header}</tr>{''.join(body)}</table>"
 
 
-def render_html(groups: Sequence[Group], title: str = "BESPOKE leaderboard") -> str:
-    """A standalone HTML page for the given leaderboard groups."""
+def bridge_section(bridge: Mapping[str, Any]) -> str:
+    """The move to a new judge (`bespoke bridge`'s `bridge.json`): Kendall's tau, each system's ranks and
+    average shift, and the pairs whose order flips."""
+    tau = bridge["kendall_tau"]
+    value = "n/a" if tau["value"] is None else f"{tau['value']:.2f}"
+    interval = f" (95% CI {tau['ci'][0]:.2f} to {tau['ci'][1]:.2f})" if tau.get("ci") else ""
+    rows = []
+    for system in bridge["systems"]:
+        shift = system["shift"]["average"]
+        shown = "n/a" if shift["value"] is None else f"{shift['value']:+.2f}"
+        ci = f'<br><span class="ci">[{shift["ci"][0]:+.2f}, {shift["ci"][1]:+.2f}]</span>' if shift.get("ci") else ""
+        rows.append(f'<tr><td class="system">{html.escape(system["name"])}</td><td>{system["old"]["rank"]}</td>'
+                    f'<td>{system["new"]["rank"]}</td><td>{shown}{ci}</td></tr>')
+    flips = "".join(f"<li>{html.escape(flip['ahead_before'])} was ahead of {html.escape(flip['ahead_after'])}; now behind "
+                    f"(significant under: {html.escape(', '.join(flip['significant_under']) or 'neither judge')})</li>"
+                    for flip in bridge["flips"]) or "<li>No pair of systems changes order.</li>"
+    return (f"<h2>Moved from {html.escape(bridge['old_judge'])} to {html.escape(bridge['new_judge'])}</h2>"
+            f"<p>Kendall's tau between the rankings: {value}{interval}.</p>"
+            "<table><tr><th>System</th><th>Rank before</th><th>Rank after</th><th>Average shift</th></tr>"
+            f"{''.join(rows)}</table><ul>{flips}</ul>")
+
+
+def render_html(groups: Sequence[Group], title: str = "BESPOKE leaderboard", bridge: Mapping[str, Any] | None = None) -> str:
+    """A standalone HTML page for the given leaderboard groups, and the move to a new judge if given."""
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     sections = []
     for group in groups:
@@ -157,6 +179,8 @@ def render_html(groups: Sequence[Group], title: str = "BESPOKE leaderboard") -> 
         if any(row.failures for row in group.rows):  # an empty chart would only say "nothing failed"
             parts.append(_img(failures_figure(group.rows), "failures per metric"))
         sections.append("\n".join(parts))
+    if bridge is not None:
+        sections.append(bridge_section(bridge))
     return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
             f"<p>Generated {created}. Cells show the score on the 0-100 scale and its 95% bootstrap interval over queries.</p>"

@@ -73,6 +73,9 @@ class Completion:
     truncation_reason: str = ""
     """Why the answer was cut off (`truncated`), in the provider's words: `length`, `max_output_tokens`,
     `MAX_TOKENS`, ..."""
+    provider_cost: float | None = None
+    """What the provider says the call cost, in dollars (Perplexity's `usage.cost.total_cost`); None where
+    it does not say. Kept beside the cost computed from our prices, never in place of it."""
 
     def extras(self) -> dict[str, Any]:
         """The fields beyond text, tokens and truncation that are set, as JSON (what the cache stores)."""
@@ -88,6 +91,8 @@ class Completion:
         for name in ("served_model", "system_fingerprint", "service_tier", "truncation_reason"):
             if getattr(self, name):
                 out[name] = getattr(self, name)
+        if self.provider_cost is not None:
+            out["provider_cost"] = self.provider_cost
         return out
 
     @classmethod
@@ -104,7 +109,8 @@ class Completion:
                    served_model=str(extras.get("served_model", "")),
                    system_fingerprint=str(extras.get("system_fingerprint", "")),
                    service_tier=str(extras.get("service_tier", "")),
-                   truncation_reason=str(extras.get("truncation_reason", "")))
+                   truncation_reason=str(extras.get("truncation_reason", "")),
+                   provider_cost=float(extras["provider_cost"]) if extras.get("provider_cost") is not None else None)
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,16 @@ class ModelUnavailableError(EngineError):
         self.provider_words = provider_words
         super().__init__(f"the model {model!r} is not served: {provider_words} (it may be retired; "
                          "docs/choosing-a-judge.md compares successors against the human labels)")
+
+
+class Withheld(Exception):
+    """The provider answered, but without the answer: the model refused (OpenAI's `refusal`), or the
+    provider stopped it (Gemini's `SAFETY`, `RECITATION`, `PROHIBITED_CONTENT`). `reason` says which, in the
+    provider's words; asking again would get the same, so the call fails without a retry."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 Outcome = Union[Completion, CallError]
@@ -176,6 +192,10 @@ class Usage:
     """Of `input_tokens`, those the provider served from its prompt cache."""
     reasoning_tokens: int = 0
     """Of `output_tokens`, those spent on hidden reasoning."""
+    provider_cost: float = 0.0
+    """Dollars the provider itself reported for the calls that said (`Completion.provider_cost`)."""
+    provider_costed: int = 0
+    """Of `calls`, those whose cost the provider reported."""
     wall_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
@@ -185,7 +205,9 @@ class Usage:
         is the caller's to add (runs may overlap)."""
         return {"calls": self.calls, "cached": self.cached, "failed": self.failed,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens, **self.extra}
+                "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens,
+                **({"provider_cost": round(self.provider_cost, 6), "provider_costed": self.provider_costed}
+                   if self.provider_costed else {}), **self.extra}
 
     def add(self, other: "Usage") -> None:
         """Add `other`'s counters (and engine counters) to these: an item's calls to its file's, say."""
@@ -194,6 +216,24 @@ class Usage:
                 setattr(self, counter.name, getattr(self, counter.name) + getattr(other, counter.name))
         for name, value in other.extra.items():
             self.extra[name] = self.extra.get(name, 0) + value
+
+
+TEXT_PART_TYPES = ("text", "output_text")
+"""The types of the content parts that hold a message's text (chat's `text`, the Responses API's `output_text`)."""
+
+
+def content_text(content: Any) -> str:
+    """A model message's content as text: a string as it is; a list of parts (`[{"type": "text", "text":
+    ...}]`, as Perplexity and OpenAI-compatible servers may send it) joined, the parts that are not text
+    (images, reasoning) left out; None as empty. Pure."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "".join(part if isinstance(part, str) else str(part.get("text") or "") for part in content
+                       if isinstance(part, str) or (isinstance(part, dict) and part.get("type", "text") in TEXT_PART_TYPES))
+    return str(content)
 
 
 def messages_with_schema(request: Request) -> list[dict[str, str]]:
@@ -232,5 +272,15 @@ class BackendWrapper:
     def identity(self) -> dict[str, Any]:
         return self.backend.identity()
 
+    def describe(self) -> dict[str, Any]:
+        return backend_description(self.backend)
+
     def close(self) -> None:
         self.backend.close()
+
+
+def backend_description(backend: Backend) -> dict[str, Any]:
+    """What a results file records of a backend: its `identity()`, and what a backend knows of its model
+    besides (an API model's published shutdown date), from its `describe()` where it has one."""
+    describe = getattr(backend, "describe", None)
+    return describe() if callable(describe) else backend.identity()

@@ -5,12 +5,14 @@ OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently 
 
 Reasoning models (gpt-5, the o-series) go through the Responses API with `reasoning_effort` ("high" by
 default, as in the paper) and no temperature; other models through chat completions at temperature 0.
+The output cap goes by the name each API and model family takes (`token_parameter`).
 
 - Native search (`Request.native_search`): the Responses API with the `web_search` tool (its context size,
   approximate user location and allowed domains are this backend's settings), asking for the sources it
   searched (`include=["web_search_call.action.sources"]`). The queries and sources come from the
-  `web_search_call` output items, the citations from the answer's `url_citation` annotations (often
-  none: the sources are kept). The chat-completions search models (`gpt-4o-search-preview`,
+  `web_search_call` output items (each `search` one search, a `failed` one counted as failed, `open_page`
+  and `find_in_page` the pages opened), the citations from the final answer's `url_citation` annotations
+  (often none: the sources are kept). The chat-completions search models (`gpt-4o-search-preview`,
   `gpt-5-search-api`) search through chat completions with `web_search_options` and cite in
   `message.annotations`; they take no temperature.
 - Function calling (`Request.tools`): `tools=` in either API; the calls come back in
@@ -21,7 +23,10 @@ default, as in the paper) and no temperature; other models through chat completi
 The SDK does what it is for (authentication, the base URL, its error types) through `openai_session`, which
 keeps its per-call request pipeline off the hot path: each body is serialised once, here, and the answer is
 read from the raw JSON by `_chat_completion` / `_responses_completion`, which take a raw response body (a
-batch's output lines too).
+batch's output lines too) and record the model that served it (`model`, `system_fingerprint`,
+`service_tier`). A refusal, or a response that failed, fails its call naming it (`base.Withheld`); a model
+the endpoint no longer serves stops the run (`ModelUnavailableError`, as `retirement` decides). On OpenAI's
+API, `describe()` adds the model's published shutdown date, looked up once.
 
 The API key is used for the `Authorization` header and nothing else: it is not part of `identity()`, and
 every error message and log line this module writes is scrubbed of it.
@@ -30,10 +35,12 @@ every error message and log line this module writes is scrubbed of it.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import logging
 import os
 import re
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequence, TypeVar
@@ -41,16 +48,19 @@ from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
 
-from .base import CallError, Completion, OnDone, Request, ToolCall
-from .openai_session import CallFailed, Session, scrub_url, short
+from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
+from .openai_session import CallFailed, Session, model_shutdown_date, scrub_url, short
+from .options import REASONING_EFFORTS
+from .retirement import ModelNotice, shutdown_notice
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
 from .tool_calls import decode_call, with_tool_calls
-from .web_search import SEARCH_CONTEXT_SIZES, check_choice, parse_location, search_record, split_list
+from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-__all__ = ["OpenAIBackend", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model"]
+__all__ = ["OpenAIBackend", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model",
+           "token_parameter"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_CONCURRENCY = 32
@@ -61,9 +71,26 @@ SESSION_CLOSE_S = 5.0
 """How long `close` waits for a kept session to close on its loop."""
 SEARCH_SOURCES = "web_search_call.action.sources"
 """What the Responses API must be asked to `include` for the sources of its searches."""
+SHUTDOWN_LOOKUP_S = 5.0
+"""How long the one look-up of a model's shutdown date may take before it is given up (silently)."""
+
+_shutdown_dates: dict[tuple[str, str], str | None] = {}
+"""(endpoint, model) -> the shutdown date its provider published (None: none), looked up once a process."""
 
 _REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
 _SEARCH_MODEL = re.compile(r"-search-(?:preview|api)\b", re.IGNORECASE)
+_COMPLETION_TOKENS_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
+"""The families that refuse `max_tokens` on chat completions: the o-series and every GPT-5 model (gpt-5-chat,
+gpt-5-search-api and gpt-5.1 too)."""
+
+
+def token_parameter(model: str, path: str) -> str:
+    """The name of the output-token cap a call to `path` of `model` takes: `max_output_tokens` on the
+    Responses API; on chat completions `max_completion_tokens` for the o-series and the GPT-5 family (which
+    answer `max_tokens` with a 400), `max_tokens` for every other model (what other servers read)."""
+    if path == "/responses":
+        return "max_output_tokens"
+    return "max_completion_tokens" if _COMPLETION_TOKENS_MODEL.match(model) else "max_tokens"
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -165,6 +192,7 @@ class OpenAIBackend(Client):
         search_context_size: str | None = None,
         search_location: str | Mapping[str, str] | None = None,
         search_domains: str | Iterable[str] | None = None,
+        shutdown_lookup: bool | None = None,
         **retry: Any,
     ) -> None:
         """
@@ -179,12 +207,14 @@ class OpenAIBackend(Client):
                 `vllm serve` batches whatever is in flight, so the more the faster.
             timeout: seconds per call before it counts as failed (and is retried).
             temperature: default 0 for chat models; reasoning and search models take none.
-            reasoning_effort: default "high" for reasoning models.
+            reasoning_effort: one of `REASONING_EFFORTS`; default "high" for reasoning models.
             reasoning_max_tokens: output cap for reasoning models, whose hidden reasoning counts against
                 it; default none (the request's `max_tokens` would starve the reasoning).
             schema_format: send a request's `json_schema` as a structured-output format.
             search_context_size, search_location, search_domains: how native search searches (`WebSearch`):
                 `low`/`medium`/`high`; `"country=GB,city=London"`; `"a.org,b.com"` (Responses API only).
+            shutdown_lookup: ask the endpoint once for the model's published shutdown date (`describe()`
+                records it; a `ModelNotice` when it is near); default: on OpenAI's API only.
             retry: how failed calls are retried, `retries.RetryPolicy`'s fields (`max_retries`,
                 `retry_budget`, `backoff_base`, `backoff_max`, `max_retry_wait`).
         """
@@ -198,6 +228,9 @@ class OpenAIBackend(Client):
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
         self.web_search = self._web_search(search_context_size, search_location, search_domains)
+        # OpenAI's own models endpoint is the one known to publish shutdown dates (a subclass's provider may not)
+        published = endpoint.provider and self.default_url == OPENAI_BASE_URL
+        self.shutdown_lookup = published if shutdown_lookup is None else shutdown_lookup
         self.timeout = timeout
         default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
         self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
@@ -233,6 +266,7 @@ class OpenAIBackend(Client):
 
     def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
         """(temperature, reasoning effort) to send."""
+        check_choice("--reasoning-effort", reasoning_effort, REASONING_EFFORTS)
         if self.reasoning:
             if temperature is not None:
                 raise UserError(f"{self.model} is a reasoning model: it takes reasoning_effort, not temperature")
@@ -269,6 +303,29 @@ class OpenAIBackend(Client):
             "api": self.api,
             "settings": settings,
         }
+
+    def describe(self) -> dict[str, Any]:
+        """The identity, with the model's shutdown date where its provider publishes one (`shutdown_date`; not
+        part of the identity: it does not change an answer)."""
+        described = self.identity()
+        date = self.shutdown_date()
+        if date:
+            described["shutdown_date"] = date
+        return described
+
+    def shutdown_date(self) -> str | None:
+        """The model's published shutdown date (OpenAI's `GET /v1/models/{model}`), looked up once a process
+        (`shutdown_lookup`), with one `ModelNotice` when it is within `retirement.NOTICE_DAYS`; None when
+        none is published or the look-up failed."""
+        if not self.shutdown_lookup:
+            return None
+        key = (self.base_url, self.model)
+        if key not in _shutdown_dates:
+            _shutdown_dates[key] = model_shutdown_date(self.base_url, self._api_key, self.model, SHUTDOWN_LOOKUP_S)
+            notice = shutdown_notice(f"{self.name}:{self.model}", _shutdown_dates[key], datetime.date.today())
+            if notice:
+                warnings.warn(notice, ModelNotice, stacklevel=2)
+        return _shutdown_dates[key]
 
     def search_settings(self) -> dict[str, Any]:
         """How native search is set up, where it differs from the provider's default (part of the identity)."""
@@ -335,9 +392,16 @@ class OpenAIBackend(Client):
     # -- one call ------------------------------------------------------------------------------------
 
     async def _call(self, session: Session, path: str, body: bytes) -> Completion:
-        raw = await session.post(path, body)
+        try:
+            raw = await session.post(path, body)
+        except CallFailed as failure:
+            if failure.unavailable:  # every call would fail so: the run stops here
+                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable))) from None
+            raise
         try:
             return self.parse(path, json.loads(raw))
+        except Withheld as withheld:
+            raise CallFailed(f"{self.name}:{self.model} {withheld.reason}", retryable=False) from None
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
             # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
             raise CallFailed(f"malformed response from {self.name}:{self.model} at {session.where}: "
@@ -345,7 +409,7 @@ class OpenAIBackend(Client):
 
     def parse(self, path: str, answer: dict[str, Any]) -> Completion:
         """The completion in the raw answer of a call to `path` (a direct call's body, or a Batch API output
-        line's `response.body`); KeyError/TypeError/... when it holds none."""
+        line's `response.body`); KeyError/TypeError/... when it holds none, `Withheld` when the model refused."""
         return _responses_completion(answer) if path == "/responses" else _chat_completion(answer)
 
     def path_and_body(self, request: Request) -> tuple[str, bytes]:
@@ -371,7 +435,7 @@ class OpenAIBackend(Client):
         args: dict[str, Any] = {"model": self.model, "messages": chat_messages(request.messages)}
         limit = self._output_limit(request)
         if limit is not None:
-            args["max_completion_tokens" if self.reasoning else "max_tokens"] = limit
+            args[token_parameter(self.model, "/chat/completions")] = limit
         if self.temperature is not None:
             args["temperature"] = self.temperature
         if self.reasoning_effort is not None:
@@ -394,7 +458,7 @@ class OpenAIBackend(Client):
         args: dict[str, Any] = {"model": self.model, "input": responses_input(request.messages), "store": False}
         limit = self._output_limit(request)
         if limit is not None:
-            args["max_output_tokens"] = limit
+            args[token_parameter(self.model, "/responses")] = limit
         if self.temperature is not None:
             args["temperature"] = self.temperature
         if self.reasoning_effort is not None:
@@ -461,58 +525,107 @@ def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _chat_completion(answer: dict[str, Any]) -> Completion:
     """A chat completions response body as a `Completion`: text, tokens (cached input and reasoning too),
-    tool calls, and the search record of a search model (its `url_citation` annotations)."""
+    tool calls, the model that served, and the search record of a search model (its `url_citation`
+    annotations in the answer). `Withheld` for a refusal (`message.refusal`)."""
     choice = answer["choices"][0]
     message = choice["message"]
+    if message.get("refusal"):
+        raise Withheld(f"refused to answer: {short(str(message['refusal']))}")
+    text = content_text(message.get("content"))  # a list of text parts read too
     usage = answer.get("usage") or {}
     citations = [note.get("url_citation") or {} for note in message.get("annotations") or ()
                  if note.get("type") == "url_citation"]
+    cut = choice.get("finish_reason") == "length"
     return Completion(
-        text=message.get("content") or "",
+        text=text,
         input_tokens=usage.get("prompt_tokens") or 0,
         output_tokens=usage.get("completion_tokens") or 0,
-        truncated=choice.get("finish_reason") == "length",
+        truncated=cut,
         cached_input_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
         reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
         tool_calls=_calls((call.get("function") or {}, call.get("id", "")) for call in message.get("tool_calls") or ()),
-        search=search_record((), (), citations) if citations else None,
+        search=_chat_search(text, citations) if citations else None,
+        truncation_reason="length" if cut else "",
+        **_served(answer),
     )
+
+
+def _chat_search(text: str, citations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The search record of a chat search model: its citations are its results; those in the answer are cited."""
+    found = [{"url": note.get("url"), "title": note.get("title")} for note in citations]
+    return search_record((), found, in_answer(text, citations))
 
 
 def _responses_completion(answer: dict[str, Any]) -> Completion:
     """A Responses API response body as a `Completion`: the text of every `output_text` part of every
-    message (as the SDK's `Response.output_text` joins it), tokens, `function_call` items as tool calls, and
-    the search record of its `web_search_call` items and `url_citation` annotations."""
-    parts = [part for item in answer["output"] if item.get("type") == "message"
-             for part in item.get("content") or () if part.get("type") == "output_text"]
-    searches = [item.get("action") or {} for item in answer["output"] if item.get("type") == "web_search_call"]
-    citations = [note for part in parts for note in part.get("annotations") or () if note.get("type") == "url_citation"]
+    message (as the SDK's `Response.output_text` joins it), tokens, `function_call` items as tool calls, the
+    model that served, and the search record of its `web_search_call` items and `url_citation` annotations.
+    `Withheld` for a refusal (a `refusal` content part and no text) and for a response whose status is
+    `failed` or `cancelled`."""
+    if answer.get("status") in ("failed", "cancelled"):  # a 200 whose response failed (ResponseError: code, message)
+        error = answer.get("error") or {}
+        said = ": ".join(str(error[name]) for name in ("code", "message") if error.get(name))
+        raise Withheld(f"answered with status {answer['status']}" + (f" ({short(said)})" if said else ""))
+    contents = [part for item in answer["output"] if item.get("type") == "message" for part in item.get("content") or ()]
+    parts = [part for part in contents if part.get("type") == "output_text"]
+    text = "".join(part.get("text") or "" for part in parts)
+    refusals = [str(part.get("refusal") or "") for part in contents if part.get("type") == "refusal"]
+    if refusals and not text.strip():
+        raise Withheld(f"refused to answer: {short(' '.join(refusals))}")
+    calls = [item for item in answer["output"] if item.get("type") == "web_search_call"]
+    citations = [note for part in parts for note in in_answer(part.get("text") or "", part.get("annotations") or ())
+                 if note.get("type") == "url_citation"]
     usage = answer.get("usage") or {}
+    cut = answer.get("status") == "incomplete"
     return Completion(
-        text="".join(part.get("text") or "" for part in parts),
+        text=text,
         input_tokens=usage.get("input_tokens") or 0,
         output_tokens=usage.get("output_tokens") or 0,
-        truncated=answer.get("status") == "incomplete",
+        truncated=cut,
         cached_input_tokens=_detail(usage, "input_tokens_details", "cached_tokens"),
         reasoning_tokens=_detail(usage, "output_tokens_details", "reasoning_tokens"),
         tool_calls=_calls((item, item.get("call_id", "")) for item in answer["output"] if item.get("type") == "function_call"),
-        search=_responses_search(searches, citations) if searches or citations else None,
+        search=_responses_search(calls, citations) if calls or citations else None,
+        truncation_reason=str((answer.get("incomplete_details") or {}).get("reason") or "incomplete") if cut else "",
+        **_served(answer),
     )
 
 
-def _responses_search(actions: list[dict[str, Any]], citations: list[dict[str, Any]]) -> dict[str, Any]:
-    """The search record of `web_search_call` actions: `search` (its query, or queries, and the sources it
-    returned), `open_page` and `find_in_page` (a page the model read: a result marked `opened`)."""
+def _served(answer: Mapping[str, Any]) -> dict[str, str]:
+    """Which model served a call, its `system_fingerprint` and service tier, as the response body says."""
+    return {"served_model": str(answer.get("model") or ""), "system_fingerprint": str(answer.get("system_fingerprint") or ""),
+            "service_tier": str(answer.get("service_tier") or "")}
+
+
+def _responses_search(calls: list[dict[str, Any]], citations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The search record of `web_search_call` items (`ResponseFunctionWebSearch`): each with a `search`
+    action is one search (`calls`), its query or queries and its sources the results (a `url` source by its
+    URL, an `api` source, a data feed such as `oai-weather`, by its `name`); one whose status is `failed`
+    is counted in `failed`, with why in `failures`; `open_page` and `find_in_page` name a page the model
+    read (`opened`)."""
     queries: list[str] = []
     results: list[dict[str, Any]] = []
-    for action in actions:
+    opened: list[str] = []
+    failures: list[str] = []
+    searches = 0
+    for call in calls:
+        action = call.get("action") or {}
+        asked = [action["query"]] if action.get("query") else []
+        asked += [query for query in action.get("queries") or () if query != action.get("query")]
         if action.get("type") == "search":
-            queries.extend([action["query"]] if action.get("query") else [])
-            queries.extend(query for query in action.get("queries") or () if query != action.get("query"))
-            results.extend({"url": source.get("url"), "title": source.get("title")} for source in action.get("sources") or ())
+            searches += 1
+            queries.extend(asked)
+            for source in action.get("sources") or ():
+                if source.get("type") == "api":
+                    results.append({"type": "api", "name": source.get("name")})
+                else:
+                    results.append({"url": source.get("url"), "title": source.get("title")})
         elif action.get("url"):
-            results.append({"url": action["url"], "title": "", "opened": True})
-    return search_record(queries, results, citations)
+            opened.append(str(action["url"]))
+        if call.get("status") == "failed":
+            what = f"{action.get('type') or 'web search'} {', '.join(map(repr, asked)) or action.get('url') or ''}".strip()
+            failures.append(f"the web_search_call {call.get('id') or ''} ({what}) failed".replace("  ", " "))
+    return search_record(queries, results, citations, calls=searches, failures=failures, opened=opened)
 
 
 def _calls(items: Iterable[tuple[Mapping[str, Any], str]]) -> tuple[ToolCall, ...]:

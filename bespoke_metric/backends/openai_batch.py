@@ -32,7 +32,7 @@ from typing import Any, Protocol, Sequence
 
 from bespoke_dataset.errors import UserError
 
-from .base import CallError, Completion, OnDone, Outcome, Request, Usage
+from .base import CallError, Completion, OnDone, Outcome, Request, Usage, Withheld, backend_description
 from .batch_ledger import BatchLedger, LedgerBatch, default_ledger
 from .openai_backend import OpenAIBackend
 from .openai_session import CallFailed, Session, short
@@ -147,6 +147,9 @@ class OpenAIBatchBackend:
     def identity(self) -> dict[str, Any]:
         # the same answer as a direct call: the same cache key
         return self.direct.identity()
+
+    def describe(self) -> dict[str, Any]:
+        return backend_description(self.direct)
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         if self._ledger is None:  # opened on first use: a dry run writes nothing
@@ -373,6 +376,9 @@ class _Collection:
             taken.append(custom_id)
             try:
                 completion = self.backend.direct.parse(self.lines[custom_id].url.removeprefix("/v1"), json.loads(body))
+            except Withheld as withheld:  # a refusal: asking again would get the same
+                failures[custom_id] = CallError(f"{self.backend.spec} {withheld.reason}", retryable=False)
+                continue
             except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
                 failures[custom_id] = CallError(f"malformed answer in the batch output: {short(f'{type(err).__name__}: {err}')}",
                                                 retryable=True)

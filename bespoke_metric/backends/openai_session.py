@@ -6,11 +6,11 @@ client spends per call and before its first call is the budget. The official SDK
 long few-shot prompts, and importing it takes most of a second: neither is on this path. A call is a
 JSON body, serialised once by the caller, POSTed with the bearer key on one aiohttp session (the
 transport the SDK itself recommends for concurrency). The SDK is imported only when a call fails with an
-error response, to name the error as the SDK does (`RateLimitError`, `BadRequestError`, ...), so
-messages read the same as from any SDK client. `benchmarks/judge_throughput.py` measures the difference.
+error response, to name the error with the SDK's public error class for its status (`RateLimitError`,
+`BadRequestError`, ...) and the SDK's wording, so messages read the same as from any SDK client. `benchmarks/judge_throughput.py` measures the difference.
 
 Failures come out as `CallFailed`, classified: whether another try may pass, and how long the server
-asked to wait.
+asked to wait, and whether the answer says the model itself is not served (`retirement`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,16 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import functools
+import json
 import math
 import ssl
 import time
-from typing import Mapping
+from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from bespoke_dataset.version import __version__
+
+from .retirement import unavailable_reason
 
 _RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -57,14 +60,17 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 class CallFailed(Exception):
     """A call that brought no answer. `retryable`: another try may pass; `wait`: the seconds the server
     asked to wait (`Retry-After`), if it did; `unreachable`: no connection could be made at all (refused,
-    unknown host), as opposed to one that broke or timed out."""
+    unknown host), as opposed to one that broke or timed out; `unavailable`: the provider's words when it
+    said the model asked for is retired or unknown (`retirement.unavailable_reason`)."""
 
-    def __init__(self, reason: str, retryable: bool, wait: float | None = None, unreachable: bool = False) -> None:
+    def __init__(self, reason: str, retryable: bool, wait: float | None = None, unreachable: bool = False,
+                 unavailable: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
         self.wait = wait
         self.unreachable = unreachable
+        self.unavailable = unavailable
 
 
 @functools.cache
@@ -134,8 +140,28 @@ class Session:
         await self._http.close()
 
     def _status_failure(self, status: int, headers: Mapping[str, str], content: bytes) -> CallFailed:
-        return status_failure(status, headers, f"HTTP {status} from {self.where}: "
-                                               f"{short(sdk_error(self.where, status, headers, content))}")
+        failure = status_failure(status, headers, f"HTTP {status} from {self.where}: {short(sdk_error(status, content))}")
+        failure.unavailable = unavailable_reason(status, content)
+        return failure
+
+
+def model_shutdown_date(base_url: str, api_key: str, model: str, timeout: float) -> str | None:
+    """The `shutdown_date` the endpoint's `GET /models/{model}` gives (OpenAI's `Model` object: an ISO date, or
+    null when none is announced); None when it gives none, or the lookup fails in any way (it is a courtesy:
+    silent). One blocking call: made once per model, not per request."""
+    import urllib.parse
+    import urllib.request
+
+    url = f"{base_url.rstrip('/')}/models/{urllib.parse.quote(model, safe='')}"
+    request = urllib.request.Request(url, headers={"authorization": f"Bearer {api_key}", "accept": "application/json",
+                                                   "user-agent": f"bespoke-eval/{__version__}"})
+    tls = tls_context() if urlsplit(url).scheme == "https" else None
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=tls) as answer:
+            date = json.loads(answer.read()).get("shutdown_date")
+    except Exception:  # noqa: BLE001 - any failure (HTTP, network, body) means: no date known
+        return None
+    return str(date) if date else None
 
 
 def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: float | None = None) -> CallFailed:
@@ -149,18 +175,30 @@ def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: f
     return CallFailed(reason, retryable=status in _RETRYABLE_STATUS or status >= 500, wait=wait)
 
 
-def sdk_error(url: str, status: int, headers: Mapping[str, str], content: bytes) -> str:
-    """The error response as the official SDK reports it: its error type for the status (`RateLimitError`,
-    `BadRequestError`, ...) and its message."""
+def sdk_error(status: int, content: bytes) -> str:
+    """The error response as the official SDK reports it: the SDK's public error class for the status
+    (`RateLimitError`, `BadRequestError`, ...) and its message, `Error code: 429 - <the body's message>`."""
     import openai  # only now: a failed call can afford the import
 
-    try:  # the SDK's HTTP library: httpx2 from openai 3 on, httpx before
-        import httpx2 as http
-    except ImportError:
-        import httpx as http
-    response = http.Response(status, headers=dict(headers), content=content, request=http.Request("POST", url))
-    error = openai.AsyncOpenAI(api_key="unused", base_url=url)._make_status_error_from_response(response)
-    return f"{type(error).__name__}: {error.message}"
+    message = f"Error code: {status}"
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = None
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"]:
+        message += f" - {error['message']}"
+    return f"{sdk_error_class(openai, status).__name__}: {message}"
+
+
+def sdk_error_class(openai: Any, status: int) -> type:
+    """The SDK's public error class for an HTTP error status, as the SDK's client picks it."""
+    by_status = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
+                 404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
+                 429: openai.RateLimitError}
+    if status in by_status:
+        return by_status[status]
+    return openai.InternalServerError if status >= 500 else openai.APIStatusError
 
 
 def short(text: str, limit: int = 300) -> str:

@@ -9,12 +9,19 @@ cheap: it names no engine library.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from bespoke_dataset.errors import UserError
 
-from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, SEARCH_MODES
+from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""What `--reasoning-effort` takes: the openai SDK's `ReasoningEffort` (openai/types/shared/reasoning_effort.py,
+openai 3.57); which of them a model accepts is the model's to say (gpt-5 takes minimal to high)."""
+THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
+"""What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
 
 
 class OptionError(UserError):
@@ -25,6 +32,33 @@ def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | N
     """A typed option whose default (None) means: the engine's own default. `flag` is how the command
     line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these."""
     return field(default=None, metadata={"flag": flag, "help": help, "choices": choices})
+
+
+def setting(default: Any, flag: str | None = None, help: str = "", *, choices: tuple[str, ...] | None = None,
+            positive: bool = False, dest: str | None = None, metavar: str | None = None) -> Any:
+    """A setting with a real default (a system's: `systems.settings.GenerationSettings`), its flag beside it
+    as for `option()`; the flag's help says the default, read from here, so each default is written once.
+    `positive`: a count of at least 1 (checked when the settings are made, and by the flag); `dest`: its
+    name in the parsed arguments when that differs (`--generation-cache` sets `cache`)."""
+    return field(default=default, metadata={"flag": flag, "help": help, "choices": choices, "positive": positive,
+                                             "dest": dest, "metavar": metavar})
+
+
+def dest_of(item: dataclasses.Field[Any]) -> str:
+    """The name a field's flag sets in the parsed arguments (and a config's key): its own, unless its
+    metadata names another."""
+    return str(item.metadata.get("dest") or item.name)
+
+
+def flag_type(hint: Any) -> type:
+    """The type a flag's words are read as: the first of bool, int, float and str in the field's type."""
+    kinds = typing.get_args(hint) or (hint,)
+    return next(kind for kind in (bool, int, float, str) if kind in kinds)
+
+
+def positive_fields(settings: type) -> tuple[str, ...]:
+    """The fields of a settings class marked `positive`."""
+    return tuple(item.name for item in dataclasses.fields(settings) if item.metadata.get("positive"))
 
 
 def option_names(options: type) -> frozenset[str]:
@@ -70,23 +104,28 @@ class OpenAIOptions(ClientOptions):
     """`openai:MODEL`: any OpenAI-compatible endpoint (`backends.openai_backend.OpenAIBackend`)."""
 
     api: str | None = option(help="auto, chat or responses")
-    reasoning_effort: str | None = option()
+    reasoning_effort: str | None = option("--reasoning-effort", "openai: how hard a reasoning model thinks (default "
+                                          "high, as in the paper; which efforts a model takes is the model's to say)",
+                                          choices=REASONING_EFFORTS)
     reasoning_max_tokens: int | None = option()
     search_context_size: str | None = _search_context_size()
     search_location: str | None = option("--search-location", "openai native search: the user's approximate location, "
                                          "KEY=VALUE pairs of country, region, city, timezone (e.g. country=GB,city=London)")
     search_domains: str | None = option("--search-domains", "openai native search: search only these domains, "
                                         "comma-separated (Responses API)")
+    shutdown_lookup: bool | None = option(help="look up the model's published shutdown date once (default: on OpenAI's API)")
 
 
 @dataclass(frozen=True)
 class PerplexityOptions(ClientOptions):
-    """`perplexity:MODEL`: Perplexity's search API (`backends.providers.perplexity.PerplexityBackend`)."""
+    """`perplexity:MODEL`: Perplexity's Agent API (`backends.providers.perplexity.PerplexityBackend`); MODEL is a
+    model slug (`perplexity/sonar`, `openai/gpt-5.1`), `preset/NAME` (fast, low, medium, high, xhigh), or a
+    retired Sonar name run as its documented substitute (`sonar`, `sonar-reasoning`)."""
 
-    search_mode: str | None = option("--search-mode", "perplexity: web (default), academic or sec",
-                                     choices=SEARCH_MODES)
+    reasoning_effort: str | None = option(help="minimal, low, medium, high or xhigh (the Agent API's reasoning.effort)")
+    reasoning_max_tokens: int | None = option(help="output cap of a preset or reasoning model (default: none)")
     search_domain_filter: str | None = option("--search-domain-filter", "perplexity: domains to search, comma-separated; "
-                                              "-DOMAIN leaves one out")
+                                              "-DOMAIN leaves one out (at most 20)")
     search_recency_filter: str | None = option("--search-recency-filter", "perplexity: only results from the last "
                                                "hour, day, week, month or year",
                                                choices=RECENCY_FILTERS)
@@ -99,6 +138,10 @@ class GeminiOptions(ClientOptions):
     pip install 'bespoke-eval[gemini]')."""
 
     reasoning_max_tokens: int | None = option()
+    thinking_level: str | None = option("--thinking-level", "gemini 3.x: how much the model thinks (the SDK's "
+                                        "ThinkingConfig.thinking_level; default: the model's own)", choices=THINKING_LEVELS)
+    thinking_budget: int | None = option("--thinking-budget", "gemini 2.5: thinking tokens at most (the SDK's "
+                                         "ThinkingConfig.thinking_budget: 0 off, -1 automatic; default: the model's own)")
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ protocol, or a judge of its own like the `embed:` proxy, named as `"module:funct
 imported before it is built) and what distinguishes it (guided decoding, one big batch). Engines are
 imported only when built, so `vllm`, `torch` and `sentence-transformers` stay optional.
 
-Other packages add engines through the entry-point group `bespoke.engines`: each entry point loads to an
-`Engine` (see the docs' "Extending" page). `register_engine` adds one from Python.
+Other distributions add engines through the entry-point group `bespoke.engines`: an entry point named
+like the engine loads to its `Engine`, on the first spec that names it (the docs' "Extending bespoke-eval"
+page has a worked example). `register_engine` adds one from Python.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ class Engine:
     always searches, such as Perplexity's)."""
     batch_api: bool = False
     """Offers the OpenAI Batch API (`BatchOptions`, `--batch`)."""
+    substitute: Callable[[str], dict[str, Any] | None] | str | None = None
+    """`(model) -> {asked, ran_as, reason, date}` for a model name the engine runs as another (a retired
+    one, as its provider's documented successor), else None; or `"module:function"` naming it."""
     local: bool = False
     """Runs its model here (or on this Ray cluster): it costs machine time, not a provider's price per token."""
 
@@ -116,40 +120,43 @@ class Engine:
 
 ENGINES: dict[str, Engine] = {
     "openai": Engine("openai", OpenAIOptions, backend=_openai, batch_api=True),
-    "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native"),
+    "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native",
+                         substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
     "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True, local=True),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
 }
-"""Every engine by spec prefix: the built-in ones, then those of installed plugins (`load_plugins`)."""
-
-_plugins_loaded = False
-
+"""Every engine by spec prefix: the built-in ones, those registered from Python, and the plugins loaded so far
+(`load_plugin`, on the first spec that names one)."""
 
 def register_engine(engine: Engine) -> None:
     """Add (or replace) an engine, e.g. a judge of your own: `register_engine(Engine("mine", MyOptions, judge=...))`."""
     ENGINES[engine.name] = engine
 
 
-def load_plugins() -> dict[str, Engine]:
-    """Register the engines of every installed distribution's `bespoke.engines` entry points (once), and
-    return the registry. A plugin that fails to load, or loads to something that is not an `Engine`, is an
-    `OptionError` naming the entry point: a broken plugin is never skipped silently."""
-    global _plugins_loaded
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        for point in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                engine = point.load()
-            except Exception as error:  # a plugin's own import error, whatever its type
-                raise OptionError(f"the engine plugin {point.name!r} ({point.value}) failed to load: "
-                                  f"{type(error).__name__}: {error}") from error
-            if not isinstance(engine, Engine):
-                raise OptionError(f"the engine plugin {point.name!r} ({point.value}) is not a "
-                                  f"bespoke_metric.backends.registry.Engine but {type(engine).__name__}")
-            ENGINES.setdefault(engine.name, engine)  # a built-in or a registered engine keeps its name
-    return ENGINES
+def plugin_names() -> list[str]:
+    """The engine names that installed distributions offer through `bespoke.engines` (not loaded)."""
+    return sorted({point.name for point in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def load_plugin(name: str) -> Engine | None:
+    """The engine `name` of an installed distribution's `bespoke.engines` entry point, registered on first
+    use (None when no distribution offers it). A plugin that fails to load, or loads to something that is
+    not an `Engine` of that name, is an `OptionError` naming the entry point: never skipped silently. Only
+    the plugin asked for is loaded, so a broken plugin troubles no other engine."""
+    for point in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        try:
+            engine = point.load()
+        except Exception as error:  # a plugin's own import error, whatever its type
+            raise OptionError(f"the engine plugin {point.name!r} ({point.value}) failed to load: "
+                              f"{type(error).__name__}: {error}") from error
+        if not isinstance(engine, Engine) or engine.name != name:
+            raise OptionError(f"the engine plugin {point.name!r} ({point.value}) must load to a "
+                              f"bespoke_metric.backends.registry.Engine named {name!r}, not {engine!r}")
+        register_engine(engine)
+        return engine
+    return None
 
 
 SHARED_OPTIONS: tuple[type, ...] = (ExecutorOptions, BatchOptions, CostOptions, ClientOptions)
@@ -157,34 +164,64 @@ SHARED_OPTIONS: tuple[type, ...] = (ExecutorOptions, BatchOptions, CostOptions, 
 
 
 def option_classes() -> tuple[type, ...]:
-    """Every option class of the registry: each engine's own, then the shared ones."""
-    own = tuple(dict.fromkeys(engine.options for engine in load_plugins().values()))
+    """Every option class of the registered engines: each engine's own, then the shared ones."""
+    own = tuple(dict.fromkeys(engine.options for engine in ENGINES.values()))
     return (*own, *(cls for cls in SHARED_OPTIONS if cls not in own))
 
 
 @dataclass(frozen=True)
 class Spec:
-    """A parsed `ENGINE:MODEL`."""
+    """A parsed `ENGINE:MODEL[@REVISION]`."""
 
     engine: Engine
     model: str
+    revision: str | None = None
+    """The pinned revision of an open-weight model (`hf:`, `vllm:`): a commit, tag or branch of its Hub repo."""
 
     def __str__(self) -> str:
-        return f"{self.engine.name}:{self.model}"
+        return f"{self.engine.name}:{self.model}" + (f"@{self.revision}" if self.revision else "")
 
 
 def parse_spec(spec: str) -> Spec:
-    """`"openai:gpt-5"` -> `Spec(ENGINES["openai"], "gpt-5")`; `OptionError` for a malformed or unknown spec."""
+    """`"openai:gpt-5"` -> `Spec(ENGINES["openai"], "gpt-5")`; an engine that takes a `revision` option (`hf:`,
+    `vllm:`) takes it in the spec too, `"vllm:openai/gpt-oss-120b@COMMIT"`, so a pinned judge is named pinned.
+    `OptionError` for a malformed or unknown spec."""
     prefix, sep, model = str(spec).partition(":")
-    load_plugins()
-    known = ", ".join(sorted(ENGINES))
+    known = ", ".join(sorted(set(ENGINES) | set(plugin_names())))
     if not sep or not model:
         raise OptionError(f"an engine is named ENGINE:MODEL with ENGINE one of {known} (e.g. openai:gpt-5), got {spec!r}")
-    if prefix not in ENGINES:
+    if prefix not in ENGINES and load_plugin(prefix) is None:
         raise OptionError(f"unknown engine {prefix!r} in {spec!r}; known: {known}")
-    return Spec(ENGINES[prefix], model)
+    engine = ENGINES[prefix]
+    if "@" not in model or "revision" not in option_names(engine.options):
+        return Spec(engine, model)
+    model, _, revision = model.partition("@")
+    if not model or not revision or "@" in revision:
+        raise OptionError(f"a pinned model is named {prefix}:MODEL@REVISION (one revision), got {spec!r}")
+    return Spec(engine, model, revision)
 
 
+def pinned(parsed: Spec, engine_options: dict[str, Any]) -> dict[str, Any]:
+    """The engine's options with the spec's `@revision` as its `revision` option; `OptionError` when the
+    revision is given twice (in the spec and as an option), even the same one."""
+    if parsed.revision is None:
+        return engine_options
+    if engine_options.get("revision") is not None:
+        raise OptionError(f"{parsed} names its revision, and revision={engine_options['revision']!r} is given too: "
+                          "give the revision once")
+    return {**engine_options, "revision": parsed.revision}
+
+
+def substitution(spec: str) -> dict[str, Any] | None:
+    """What the engine of `spec` runs in place of the model it names, when it does (`Engine.substitute`):
+    the record a results file keeps as `system.substitution`; None for a spec run as named, or not a spec."""
+    try:
+        parsed = parse_spec(spec)
+    except OptionError:  # a backend given as an object has no spec to look up
+        return None
+    if parsed.engine.substitute is None:
+        return None
+    return _resolve(parsed.engine.substitute)(parsed.model)
 
 
 def take(options: dict[str, Any], *classes: type) -> list[dict[str, Any]]:
@@ -234,6 +271,7 @@ def build_backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str,
     """The engine's backend (in this process, or on Ray with `executor="ray"`), through the Batch API with
     `batch=True`, admitted against a spending limit with `spending=`; `more` are the option dicts of
     `llm_option_classes`, in order."""
+    engine_options = pinned(parsed, engine_options)
     executor_options, *batch, cost = [dict(part) for part in more]
     batch_options = batch[0] if batch else {}
     spending = cost.get("spending")

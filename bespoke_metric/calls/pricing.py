@@ -1,19 +1,29 @@
-"""What calls cost: a small table of the usual API models' prices, and the cost of a run's tokens.
+"""What calls cost: the models' prices, from a maintained source, and the cost of a run's tokens.
 
 Prices are dollars per million tokens, as the providers list them: input, cached input (tokens the
 provider served from its prompt cache), output (hidden reasoning included: it is billed as output), and
-the Batch API's, which are half unless given. A model that is not in the table has no price: its cost is
-said to be unknown, never guessed. `--prices FILE` adds or overrides entries:
+the Batch API's, which are half unless given. They come, in this order, from:
 
-    {"gpt-5": {"input": 1.25, "cached_input": 0.125, "output": 10.0},
-     "openai:my-finetune": {"input": 3.0, "output": 12.0, "batch_input": 1.5, "batch_output": 6.0}}
+1. `--prices FILE`, which adds or overrides entries (`date` optional: else the file's modification day):
 
-A key is a model name as the endpoint knows it (looked up for `openai:` models) or a whole spec
-(`vllm:Qwen/Qwen3-8B`, to price a model of any engine).
+       {"gpt-5": {"input": 1.25, "cached_input": 0.125, "output": 10.0, "date": "2026-11-20"},
+        "openai:my-finetune": {"input": 3.0, "output": 12.0, "batch_input": 1.5, "batch_output": 6.0}}
+
+   A key is a model name as the endpoint knows it (looked up for `openai:` models) or a whole spec
+   (`vllm:Qwen/Qwen3-8B`, to price a model of any engine);
+2. `genai-prices` (pydantic's maintained price data, with each price's history), for `openai:`,
+   `perplexity:` and `gemini:` models: the price in effect on the day of the lookup;
+3. the small built-in table read off OpenAI's pricing page in 2025-11 (`DEFAULT_PRICES`), only where
+   `genai-prices` is not installed (it needs Python 3.11).
+
+Every price says where it came from and its date (`source`, `date`). A model no source knows has no
+price: its cost is said to be unknown, never guessed. A `perplexity:` preset has none either: the model it
+resolves to varies; Perplexity's own cost of each call (`usage.cost`) is recorded beside ours.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
 import os
@@ -28,10 +38,17 @@ from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.registry import ENGINES
 
 PRICES_CHECKED = "2025-11"
-"""When the built-in table was read off openai.com/api/pricing (standard tier)."""
+"""When the built-in table was read off openai.com/api/pricing (standard tier): its prices' `date`."""
 
 PRICE_FIELDS = ("input", "cached_input", "output", "batch_input", "batch_output")
-"""The keys of one entry of a prices file, dollars per million tokens; `input` and `output` are required."""
+"""The numbers of one entry of a prices file, dollars per million tokens; `input` and `output` are required
+(an entry may also give its `date`, YYYY-MM-DD)."""
+BUILT_IN = "built-in table"
+"""The `source` of a price of `DEFAULT_PRICES`."""
+MAINTAINED_PROVIDERS = {"openai": "openai", "perplexity": "perplexity", "gemini": "google", "google": "google",
+                        "anthropic": "anthropic", "xai": "x-ai"}
+"""genai-prices' provider of an engine (and of the provider prefix of a Perplexity Agent API slug, whose
+third-party models Perplexity bills at their provider's price)."""
 
 BATCH_DISCOUNT = 0.5
 """The Batch API's price as a share of the direct one, where an entry gives no batch price."""
@@ -81,7 +98,11 @@ class Price:
     """Default: `input` × `BATCH_DISCOUNT`."""
     batch_output: float | None = None
     """Default: `output` × `BATCH_DISCOUNT`."""
-    source: str = f"built-in, {PRICES_CHECKED}"
+    source: str = BUILT_IN
+    """Where the price came from: `genai-prices 0.2.3 (openai gpt-5)`, a prices file, the built-in table."""
+    date: str = PRICES_CHECKED
+    """The day (or month) the source gives the price for: the lookup's day for genai-prices, an entry's
+    `date` or the file's modification day for a prices file, when it was read for the built-in table."""
 
     def rates(self, *, batch: bool) -> tuple[float, float, float]:
         """(input, cached input, output) dollars per million tokens, direct or through the Batch API."""
@@ -104,7 +125,7 @@ class Price:
         input_rate, cached_rate, output_rate = self.rates(batch=False)
         batch_input, _, batch_output = self.rates(batch=True)
         return {"input": input_rate, "cached_input": cached_rate, "output": output_rate,
-                "batch_input": batch_input, "batch_output": batch_output, "source": self.source}
+                "batch_input": batch_input, "batch_output": batch_output, "source": self.source, "date": self.date}
 
 
 def _openai(input: float, cached_input: float, output: float) -> Price:
@@ -131,14 +152,20 @@ DEFAULT_PRICES: dict[str, Price] = {
 
 
 class PriceTable:
-    """Prices by model name or spec: the built-in table, with a prices file's entries over it."""
+    """Prices by model name or spec: given entries (a prices file's) over genai-prices over the built-in
+    table (see the module docstring). A table made from a mapping holds that mapping's prices only."""
 
-    def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
-        self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+    def __init__(self, prices: Mapping[str, Price] | None = None, *, maintained: bool = True) -> None:
+        """`prices`: the only prices of the table; None: genai-prices (`maintained`, where installed), then
+        the built-in table."""
+        self.prices = dict(prices or {})
+        self.sources = prices is None
+        """The maintained source and the built-in table are looked up (past `prices`)."""
+        self.maintained = maintained and self.sources and maintained_prices_installed()
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None) -> "PriceTable":
-        """The built-in table overridden by the prices file at `path` (none: the built-in table alone);
+        """The maintained prices overridden by the prices file at `path` (none: those alone);
         `PricesError` naming the file and entry for one that cannot be read."""
         table = cls()
         if path is not None:
@@ -149,18 +176,84 @@ class PriceTable:
         """The price of a model spec (`openai:gpt-5-2025-08-07`) or name, or None when none is known.
 
         Looked up as the whole spec, then (for `openai:` models and bare names) as the model name, the
-        name without a `-YYYY-MM-DD` snapshot date, and the name after a `provider/` prefix."""
-        if spec in self.prices:
-            return self.prices[spec]
-        engine, sep, model = spec.partition(":")
-        if not sep:
-            engine, model = "openai", spec
-        if engine != "openai":
-            return None
-        for name in (model, _DATED.sub("", model), model.rsplit("/", 1)[-1], _DATED.sub("", model.rsplit("/", 1)[-1])):
-            if name in self.prices:
-                return self.prices[name]
+        name without a `-YYYY-MM-DD` snapshot date, and the name after a `provider/` prefix: in the given
+        entries, then in genai-prices, then in the built-in table."""
+        given = _lookup(self.prices, spec)
+        if given is not None or not self.sources:
+            return given
+        if self.maintained:
+            return maintained_price(spec)
+        return _lookup(DEFAULT_PRICES, spec)
+
+
+def _lookup(prices: Mapping[str, Price], spec: str) -> Price | None:
+    if spec in prices:
+        return prices[spec]
+    engine, sep, model = spec.partition(":")
+    if not sep:
+        engine, model = "openai", spec
+    if engine != "openai":
         return None
+    for name in (model, _DATED.sub("", model), model.rsplit("/", 1)[-1], _DATED.sub("", model.rsplit("/", 1)[-1])):
+        if name in prices:
+            return prices[name]
+    return None
+
+
+def maintained_prices_installed() -> bool:
+    """Whether genai-prices can be imported (it needs Python 3.11)."""
+    try:
+        import genai_prices  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def maintained_price(spec: str, *, day: _dt.date | None = None) -> Price | None:
+    """The price genai-prices gives a model spec on `day` (default today, UTC), or None where it knows none.
+
+    A `perplexity:` model is priced as the Agent API model it runs as (a retired Sonar name as its
+    substitute); a third-party slug (`openai/gpt-5.1`) at that provider's price; a preset not at all."""
+    import genai_prices
+    from genai_prices.data_snapshot import get_snapshot
+
+    engine, sep, model = spec.partition(":")
+    if not sep:
+        engine, model = "openai", spec
+    provider = MAINTAINED_PROVIDERS.get(engine)
+    if engine == "perplexity":
+        from bespoke_metric.backends.providers.perplexity import PRESET_PREFIX, agent_model
+
+        model = agent_model(model)
+        if model.startswith(PRESET_PREFIX):
+            return None
+        prefix, slash, name = model.partition("/")
+        if slash and prefix != "perplexity":
+            provider, model = MAINTAINED_PROVIDERS.get(prefix), name
+    elif engine == "openai" and model.startswith("openai/"):
+        model = model.removeprefix("openai/")
+    if provider is None:
+        return None
+    day = day or _dt.datetime.now(_dt.timezone.utc).date()
+    moment = _dt.datetime(day.year, day.month, day.day, 12, tzinfo=_dt.timezone.utc)
+    try:
+        _, info = get_snapshot().find_provider_model(model, None, provider, None)
+    except LookupError:
+        return None
+    direct = info.get_prices(moment)
+    batch = info.get_prices(moment, {"processing": "batch"})
+    if direct.input_mtok is None or direct.output_mtok is None:
+        return None
+    rates = {"input": direct.input_mtok, "output": direct.output_mtok, "cached_input": direct.cache_read_mtok}
+    if batch is not direct and batch.input_mtok != direct.input_mtok:  # genai-prices knows a batch price
+        rates.update(batch_input=batch.input_mtok, batch_output=batch.output_mtok)
+    return Price(**{name: _per_million(value) for name, value in rates.items() if value is not None},
+                 source=f"genai-prices {genai_prices.__version__} ({provider} {info.id})", date=day.isoformat())
+
+
+def _per_million(value: Any) -> float:
+    """A genai-prices rate (a Decimal, or tiered prices: their base tier) as a float."""
+    return float(getattr(value, "base", value))
 
 
 def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
@@ -172,22 +265,27 @@ def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
         raise PricesError(f"prices file {file} not found") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise PricesError(f"prices file {file} is not JSON: {err}") from None
+    modified = _dt.datetime.fromtimestamp(file.stat().st_mtime, _dt.timezone.utc).date().isoformat()
     if not isinstance(raw, dict):
         raise PricesError(f"prices file {file}: expected an object of MODEL: {{input, output, ...}}, got {type(raw).__name__}")
     prices = {}
     for model, entry in raw.items():
         if not isinstance(entry, dict):
             raise PricesError(f"prices file {file}, {model!r}: expected an object with input and output, got {entry!r}")
+        date = entry.pop("date", None)
+        if date is not None and not (isinstance(date, str) and re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", date)):
+            raise PricesError(f"prices file {file}, {model!r}: date must be YYYY-MM-DD, got {date!r}")
         unknown = sorted(set(entry) - set(PRICE_FIELDS))
         missing = [name for name in ("input", "output") if name not in entry]
         if unknown or missing:
             what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"missing {' and '.join(missing)}"
             raise PricesError(f"prices file {file}, {model!r}: {what}; an entry has {', '.join(PRICE_FIELDS)} "
-                              "(dollars per million tokens; input and output required)")
+                              "(dollars per million tokens; input and output required) and may give its date")
         for name, value in entry.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise PricesError(f"prices file {file}, {model!r}: {name} must be a number of dollars >= 0, got {value!r}")
-        prices[str(model)] = Price(**{name: float(value) for name, value in entry.items()}, source=str(file))
+        prices[str(model)] = Price(**{name: float(value) for name, value in entry.items()}, source=str(file),
+                                   date=date or modified)
     return prices
 
 
@@ -209,14 +307,16 @@ def backend_use(backend: Any, spec: str, roles: Sequence[str], usages: Sequence[
 
 
 USAGE_COUNTS = ("calls", "cached", "failed", "input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
-"""The counters of `Usage` that add up over runs of calls."""
+"""The counters of `Usage` that add up over runs of calls (and are in every usage block)."""
+PROVIDER_COST = ("provider_cost", "provider_costed")
+"""The counters of the provider's own cost, where a provider reports one (Perplexity's `usage.cost`)."""
 
 
 def add_usage(usages: Sequence[Usage]) -> Usage:
     """The counters of several runs of calls added up (engine-specific extras left out)."""
     total = Usage()
     for usage in usages:
-        for name in USAGE_COUNTS:
+        for name in (*USAGE_COUNTS, *PROVIDER_COST):
             setattr(total, name, getattr(total, name) + getattr(usage, name))
     return total
 
@@ -250,10 +350,14 @@ def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None
     """One model's entry of a results file's `usage.models`: its calls, tokens, and cost.
 
     `batch` is the part of `usage` served through the Batch API (priced at its rates); `cost` is None, and
-    `price_note` says why, when no price is known: for a `local` model (marked so) because it has none."""
+    `price_note` says why, when no price is known. Where the provider reported what its calls cost,
+    `provider_cost` (dollars) and `provider_costed` (of how many calls) stand beside `cost`. A `local` model
+    (marked so) has no price, for it has none per token."""
     batch = batch or Usage()
     total = Tokens.of(usage)
     record: dict[str, Any] = {"calls": usage.calls, "batch_calls": batch.calls, "cached": usage.cached, **total.to_json()}
+    if usage.provider_costed:
+        record.update(provider_cost=round(usage.provider_cost, 6), provider_costed=usage.provider_costed)
     if price is None and local:
         record.update(cost=None, price=None, local=True, price_note=LOCAL_NOTE)
         return record

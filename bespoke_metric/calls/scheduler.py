@@ -203,6 +203,9 @@ def _count(usage: Usage, outcome: Outcome) -> None:
         usage.output_tokens += outcome.output_tokens
         usage.cached_input_tokens += outcome.cached_input_tokens
         usage.reasoning_tokens += outcome.reasoning_tokens
+        if outcome.provider_cost is not None:
+            usage.provider_cost += outcome.provider_cost
+            usage.provider_costed += 1
 
 
 def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool) -> bool:

@@ -1,13 +1,14 @@
 """Experiments: the paper's grids of systems x user contexts x search, run in one process into one table.
 
->>> from bespoke_metric.experiments import read_sweep
->>> sweep = read_sweep("sweeps/main")  # doctest: +SKIP
+>>> from bespoke_metric.experiments import SweepConfig, read_sweep, sweep
+>>> outcome = sweep(SweepConfig.from_yaml("sweep.yaml"))  # doctest: +SKIP
+>>> record = read_sweep("sweeps/main")  # doctest: +SKIP
 
 | module | concern |
 |---|---|
 | `grid` | axes, their product (the cells) and the cells' names |
-| `config` | a sweep written as YAML, read into the command's own flags |
-| `runner` | `run_sweep`: every cell generated, then all judged in one run; models, data and caches shared |
+| `config` | `SweepConfig`: a sweep from Python, a YAML file or the command line |
+| `runner` | `sweep(SweepConfig)`, `run_sweep`: every cell generated, then all judged in one run; models, data and caches shared |
 | `estimates` | what a sweep would call and what its caches already hold, without a call |
 | `outputs` | the sweep's folder: each cell's files, `sweep.json`, which cells are finished |
 | `table` | the paper's table: intervals, paired differences to `none`, the noise drop |
@@ -22,18 +23,19 @@ _LAZY: dict[str, str] = {
     "Cell": ".grid",
     "CellEstimate": ".estimates",
     "CellPlan": ".runner",
+    "SweepConfig": ".config",
     "SweepConfigError": ".config",
     "SweepFolder": ".outputs",
     "SweepPlan": ".runner",
     "baselines": ".table",
     "build_table": ".table",
     "cells": ".grid",
-    "config_words": ".config",
     "dry_run": ".estimates",
-    "flag_keys": ".config",
     "read_sweep": ".outputs",
     "relative_drops": ".table",
+    "plan_sweep": ".runner",
     "run_sweep": ".runner",
+    "sweep": ".runner",
     "write_report": ".report",
 }
 

@@ -1,82 +1,121 @@
-"""A sweep written as a YAML file: the same names as the command's flags, read into the words of a command line.
+"""`SweepConfig`: a sweep as configured (the system settings of its cells, any of them given several
+values, plus the judge and the data), made the same way from Python, a YAML file or the command line.
 
     models: [openai:gpt-4o, hf:Qwen/Qwen3-8B]
     contexts: [none, selected-profile, oracle]
     top-k: [3, 5]          # or top_k
     judge: openai:gpt-5
-    no-guards: true        # a flag without a value: true gives it, false leaves it out
+    no-guards: true
     out: sweeps/main
 
-The words are then parsed by the command's own parser, so a file can say nothing a command line could
-not, and a wrong value gets the same message, naming the file.
+The keys are the flags of `bespoke sweep` without the dashes (`systems.config`, `judging.config`); a
+setting given a list of several values is an axis of the grid.
 """
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import os
-from pathlib import Path
-from typing import Any, Mapping
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
-import yaml
+from bespoke_dataset import DEFAULT_SOURCE
 
-from bespoke_dataset.errors import UserError
-
-
-class SweepConfigError(UserError):
-    """A sweep that cannot run as given: a bad config file, key or value, or flags that do not fit together."""
-
-
-def flag_keys(option: str) -> tuple[str, ...]:
-    """The config keys of a long option: `--top-k` -> `top-k`, `top_k`."""
-    name = option.lstrip("-")
-    return tuple(dict.fromkeys((name, name.replace("-", "_"))))
+from bespoke_metric.backends.options import BatchOptions, dest_of, flag_type
+from bespoke_metric.judging.config import JudgeConfig, judge_keys
+from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.systems.settings import GenerationSettings
+from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, given_values, read_values, refuse_unknown
+from bespoke_metric.systems.config import system_keys
 
 
-def config_words(path: str | os.PathLike[str], flags: Mapping[str, tuple[str, bool]]) -> list[str]:
-    """The command-line words a config file stands for. `flags` maps each accepted key to its option and
-    whether it takes values (`"top_k": ("--top-k", True)`, `"no_guards": ("--no-guards", False)`).
-    A missing or malformed file, an unknown key, or a value of the wrong shape is a `SweepConfigError`
-    naming the file and the key."""
-    content = _read(Path(path))
-    words: list[str] = []
-    for key, value in content.items():
-        if key not in flags:
-            close = difflib.get_close_matches(str(key), list(flags), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise SweepConfigError(f"{path}: unknown key {key!r}{hint}; the keys are the flags of bespoke sweep, without the dashes")
-        option, takes_values = flags[key]
-        if not takes_values:
-            if not isinstance(value, bool):
-                raise SweepConfigError(f"{path}: {key} is a flag without a value: write {key}: true or {key}: false")
-            words += [option] if value else []
-            continue
-        values = value if isinstance(value, list) else [value]
-        bad = [v for v in values if isinstance(v, (dict, list)) or v is None]
-        if bad or not values:
-            raise SweepConfigError(f"{path}: {key} takes a value or a list of values, got {value!r}")
-        words += [option, *(_word(v) for v in values)]
-    return words
+class SweepConfigError(ConfigError):
+    """A sweep that cannot run as given: a bad config file, key or value, or settings that do not fit together."""
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise SweepConfigError(f"{path}: cannot read the sweep config ({error.strerror or error})") from None
-    try:
-        content = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise SweepConfigError(f"{path}: not valid YAML ({where}{getattr(error, 'problem', None) or error})") from None
-    if content is None:
-        return {}
-    if not isinstance(content, dict):
-        raise SweepConfigError(f"{path}: a sweep config is a mapping of flag names to values, got {type(content).__name__}")
-    return content
+OWN_KEYS = frozenset({"out", "source", "revision", "prices", "max_cost", "strict"})
+"""The sweep's own settings, beside its cells' and its judge's."""
 
 
-def _word(value: Any) -> str:
-    # YAML reads `0.70` as a float and `3` as an int: written back as the command line would spell them
-    return str(value).lower() if isinstance(value, bool) else str(value)
+def flag_keys() -> frozenset[str]:
+    """The keys of flags without a value (`no_guards`, `search_replay`): true gives the flag, false leaves it out."""
+    classes = (GenerationSettings, ProtocolOptions, BatchOptions)
+    return frozenset({"no_guards", "strict", *(dest_of(item) for cls in classes for item in dataclasses.fields(cls)
+                                                if item.metadata.get("flag") and flag_type(typing.get_type_hints(cls)[item.name]) is bool)})
+
+
+def sweep_keys() -> frozenset[str]:
+    return system_keys() | judge_keys() | OWN_KEYS
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepConfig:
+    """A grid of systems judged in one run: `models` x `contexts` x every setting of `settings` given a list
+    of several values (`{"top_k": [3, 5]}`); one judge, one data source, one folder (`out`)."""
+
+    out: str | os.PathLike[str]
+    models: Sequence[str]
+    judge: JudgeConfig
+    contexts: Sequence[str] = ("none",)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """Every other setting of the cells, by its key (`systems.config`): one value, or a list of values. Those
+    of where the engines run and the Batch API (`executor`, `batch`, ...) take one value and reach the judge too."""
+    source: str = DEFAULT_SOURCE
+    revision: str | None = None
+    prices: str | os.PathLike[str] | None = None
+    """A JSON file of prices over the built-in table (`calls.pricing.PriceTable.load`)."""
+    max_cost: float | None = None
+    """The sweep's one spending limit, in dollars, shared by every model of every cell."""
+    strict: bool = False
+    """A judgment that failed fails the sweep."""
+
+    def __post_init__(self) -> None:
+        unknown = [key for key in self.settings if key not in system_keys() or key in ("model", "context")]
+        if unknown:
+            raise SweepConfigError(f"settings: {unknown[0]!r} is not a setting of a cell (models and contexts have their own fields)")
+        several = [key for key in SHARED_KEYS if isinstance(self.settings.get(key), (list, tuple))]
+        if several:
+            raise SweepConfigError(f"settings: {several[0]} is one for the whole sweep (its engines and its judge), not an axis")
+
+    @property
+    def shared(self) -> dict[str, Any]:
+        """Where the engines run and the Batch API, given once for every engine of the sweep (its judge's too)."""
+        return {key: value for key, value in self.settings.items() if key in SHARED_KEYS and value is not None}
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any], *, where: str = "") -> "SweepConfig":
+        """From settings by key (`sweep_keys`: a setting of the cells, the judge's, the sweep's own); `where`
+        goes before a mistake's message."""
+        refuse_unknown(values, sweep_keys(), where)
+        for key, flag in (("model", "--models"), ("judge", "--judge"), ("out", "--out")):
+            if not values.get(key):
+                raise SweepConfigError(f"{flag} is required (on the command line or in --config)")
+        for key, value in values.items():
+            if key in flag_keys() and not isinstance(value, bool):
+                raise SweepConfigError(f"{where}{key} is a flag without a value: write {key}: true or {key}: false")
+            if isinstance(value, (list, tuple)) and (not value or key in SHARED_KEYS or key not in system_keys()):
+                raise SweepConfigError(f"{where}{key} takes one value, got {value!r}")
+            if isinstance(value, dict):
+                raise SweepConfigError(f"{where}{key} takes a value or a list of values, got {value!r}")
+        judge = JudgeConfig.from_values({key: value for key, value in values.items() if key in judge_keys()}, where=where)
+        settings = {key: value for key, value in values.items() if key in system_keys() and key not in ("model", "context")}
+        own = {key: values[key] for key in OWN_KEYS if values.get(key) is not None}
+        return cls(models=_listed(values["model"]), contexts=_listed(values.get("context", "none")), judge=judge,
+                   settings=settings, **own)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> "SweepConfig":
+        """From a YAML file (see the module); a mistake names the file."""
+        return cls.from_values(read_values(path), where=f"{path}: ")
+
+    @classmethod
+    def from_cli(cls, args: Any, config: str | os.PathLike[str] | None = None) -> "SweepConfig":
+        """From the parsed arguments of `bespoke sweep` over the YAML file `config` (flags given override it)."""
+        given = {key: value for key, value in given_values(args).items() if key in sweep_keys()}
+        from_file = read_values(config) if config else {}
+        return cls.from_values({**from_file, **given}, where=f"{config}: " if config else "")
+
+
+def _listed(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)

@@ -26,8 +26,8 @@ from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.judging.factory import ProtocolOptions
-from bespoke_metric.backends.registry import make_backend, parse_spec
-from bespoke_metric.backends.options import option_names
+from bespoke_metric.backends.registry import make_backend, parse_spec, pinned
+from bespoke_metric.backends.options import OptionError, option_names
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
 from bespoke_metric.systems.runfiles import sidecar
@@ -104,18 +104,19 @@ def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
     fetched); other engines (API clients, Ray plans, which load nothing until called) are built and asked."""
     parsed = parse_spec(spec)
     local = options.get("executor", "local") == "local"
+    revision = pinned(parsed, dict(options)).get("revision")  # the spec's @revision or the option
     if local and parsed.engine.name == "hf":
         from bespoke_metric.backends.hf_backend import default_device, default_dtype, hf_identity
         from bespoke_metric.backends.model_files import locate_model
 
-        locate_model(parsed.model, options.get("revision"), allow_patterns=["config.json"])
+        locate_model(parsed.model, revision, allow_patterns=["config.json"])
         dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
-        return hf_identity(parsed.model, options.get("revision"), dtype)
+        return hf_identity(parsed.model, revision, dtype)
     if local and parsed.engine.name == "vllm":
         from bespoke_metric.backends.vllm_backend import VLLMBackend, vllm_identity
 
         dtype = options.get("dtype") or inspect.signature(VLLMBackend).parameters["dtype"].default
-        return vllm_identity(parsed.model, options.get("revision"), dtype)
+        return vllm_identity(parsed.model, revision, dtype)
     backend = make_backend(spec, **dict(options))
     try:
         return backend.identity()
@@ -135,9 +136,13 @@ def dry_run(plan: SweepPlan) -> list[CellEstimate]:
     previous = previous_cells(folder.root)
     todo = [cp for cp in plan.cells if not is_finished(folder, cp.cell.name, cp.fingerprint, previous)]
     estimates = {cp.cell.name: CellEstimate(cp.cell.name, True) for cp in plan.cells if cp not in todo}
+    try:
+        plan.check_judge()  # the judge's options, checked as `make_judge` checks them, building nothing
+    except OptionError as error:  # every cell would fail when judged
+        todo, estimates = [], {**estimates, **{cp.cell.name: CellEstimate(cp.cell.name, False, problem=str(error)) for cp in todo}}
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
-        judge_cache = ReadOnlyCache.of_file(str(plan.judge_options["cache"]))
+        judge_cache = ReadOnlyCache.of_file(str(plan.judge_options.get("cache") or plan.folder.judge_cache))
         judge = _probe_judge(plan, judge_cache)
         models = Models(todo, progress=False, make=probe, open_cache=ReadOnlyCache.of_file)
         try:

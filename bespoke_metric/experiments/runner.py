@@ -24,11 +24,19 @@ from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.pricing import ModelUse, PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
+from bespoke_metric.judging.config import JudgeConfig
+from bespoke_metric.judging.factory import judge_parts, keeps_answers
 from bespoke_metric.scoring.pipeline import score_many, write_results
 from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
 from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
 
-from .grid import Axis, Cell
+from bespoke_metric.backends.shared_options import check_cost_options, check_executor_options
+from bespoke_metric.systems.config import MODEL_ENGINE_KEYS, SystemConfig, engine_values, flag_for
+from bespoke_metric.systems.runfiles import canonical_sha256
+from bespoke_metric.systems.tokens import counted_prompt_tokens
+
+from .config import SweepConfig, SweepConfigError
+from .grid import CONTEXT, MODEL, Axis, Cell, cells
 from .outputs import DONE, FAILED, PENDING, SweepFolder, is_finished, load_entries, previous_cells, write_sweep
 from .table import TableRow, build_table, sweep_title, to_csv, to_markdown
 
@@ -70,10 +78,16 @@ class SweepPlan:
     def folder(self) -> SweepFolder:
         return SweepFolder(self.out)
 
+    def check_judge(self) -> None:
+        """An `OptionError` (by its flag) for a judge option the judge's engine does not take; nothing is built."""
+        judge_parts(self.judge, **{name: value for name, value in self.judge_options.items() if name != "guards"})
+
     def with_cache_defaults(self) -> "SweepPlan":
-        """Every cell's generation calls in one cache, the judge's in another, in the folder unless given."""
+        """Every cell's generation calls in one cache, the judge's in another (a judge that calls a model),
+        in the folder unless given."""
         options = {**self.judge_options}
-        options.setdefault("cache", str(self.folder.judge_cache))
+        if keeps_answers(self.judge):
+            options.setdefault("cache", str(self.folder.judge_cache))
         cells = tuple(dataclasses.replace(plan, settings=dataclasses.replace(plan.settings, cache=plan.settings.cache or str(self.folder.generation_cache)))
                       for plan in self.cells)
         return dataclasses.replace(self, cells=cells, judge_options=options)
@@ -112,6 +126,7 @@ def results_system(report: GenerationReport, predictions: str) -> dict[str, Any]
 def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
     """Run every cell of `plan` not finished before, write each cell's files, `sweep.json` and the tables."""
     plan = plan.with_cache_defaults()
+    plan.check_judge()  # before any cell is generated: a judge option its engine refuses would fail them all
     folder = plan.folder
     previous = previous_cells(folder.root)
     outcomes = {cp.cell.name: CellOutcome() for cp in plan.cells}
@@ -323,3 +338,59 @@ def _cell_record(plan: SweepPlan, cp: CellPlan, outcome: CellOutcome, entry: Ent
             "usage": results.usage,
         })
     return record
+
+
+# ------------------------------------------------------------------------------------------- from a config
+
+def plan_sweep(config: SweepConfig) -> SweepPlan:
+    """The grid and every cell's settings, checked before anything runs: a mistake is a `SweepConfigError`
+    naming the cell (when there are several). The model and context axes always; any other setting given
+    several values is an axis too."""
+    one = {key: value[0] if isinstance(value, (list, tuple)) else value for key, value in config.settings.items()}
+    try:
+        axes = (Axis(MODEL, "--models", tuple(config.models)), Axis(CONTEXT, "--contexts", tuple(config.contexts)),
+                *(Axis(key, flag_for(key), tuple(value)) for key, value in config.settings.items()
+                  if isinstance(value, (list, tuple)) and len(value) > 1))
+        grid = cells(axes)
+    except ValueError as error:
+        raise SweepConfigError(str(error)) from None
+    judge = dataclasses.replace(config.judge, options={**config.shared, **config.judge.options})
+    prices = PriceTable.load(config.prices)
+    spending = SpendingLimit(config.max_cost, prices, count_prompt=counted_prompt_tokens) if config.max_cost is not None else None
+    plans = []
+    taken: set[str] = set()
+    for cell in grid:
+        values = {**one, **cell.values}
+        specs = [values[MODEL], values.get("profiler"), judge.spec]
+        try:
+            check_executor_options(values, specs)
+            check_cost_options(values, specs)
+            # each model takes the engine options its engine has (--model-base-url the openai: ones, --batch-size hf:)
+            system = SystemConfig.from_values(values, spending=spending, every_engine_option=False)
+        except ValueError as error:
+            where = f"cell {cell.name}: " if len(grid) > 1 else ""
+            raise SweepConfigError(f"{where}{error}") from None
+        taken.update(system.settings.model_options)
+        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(values, judge, config)))
+    unused = [key for key, name in MODEL_ENGINE_KEYS.items() if one.get(key) is not None and name not in taken]
+    unused += [name for name in engine_values(one) if name not in MODEL_ENGINE_KEYS.values() and name not in taken]
+    if unused:
+        models = ", ".join(dict.fromkeys(cp.model for cp in plans))
+        raise SweepConfigError(f"{', '.join(flag_for(key) for key in unused)} applies to none of the sweep's models ({models})")
+    return SweepPlan(tuple(axes), tuple(plans), judge.spec, judge.judge_options(spending), Path(config.out),
+                     config.source, config.revision, prices=prices, spending=spending)
+
+
+def _fingerprint(values: Mapping[str, Any], judge: JudgeConfig, config: SweepConfig) -> str:
+    """Every setting of a cell and its judge; keys left out (never written, not even hashed; a new key
+    gives the same answers)."""
+    options = {name: value for name, value in judge.options.items() if "api_key" not in name}
+    settings = {key: value for key, value in values.items() if "api_key" not in key}
+    return canonical_sha256({"cell": settings, "judge": judge.spec, "judge_options": options, "judge_cache": judge.cache,
+                             "guards": judge.guards, "source": config.source, "revision": config.revision})
+
+
+def sweep(config: SweepConfig, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
+    """Run the sweep `config` describes (`bespoke sweep`'s one library call): every cell not finished before,
+    each cell's files, `sweep.json` and the tables in `config.out`."""
+    return run_sweep(plan_sweep(config), progress=progress, say=say)

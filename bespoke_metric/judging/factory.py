@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bespoke_metric.backends.batch_ledger import ledger_path
-from bespoke_metric.backends.options import OptionError, option
-from bespoke_metric.backends.registry import build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
+from bespoke_metric.backends.options import OptionError, option, option_names
+from bespoke_metric.backends.registry import Spec, build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.judging.protocol import RECALL_MODES
@@ -31,6 +31,8 @@ class ProtocolOptions:
     max_parse_retries: int | None = option(help="repair turns for an unreadable answer (default 2)")
     max_tokens: int | None = option(help="output token cap of every judge call (default: per kind of call)")
     progress: bool | None = option(help="show a progress bar (default True)")
+    repeat: int | None = option(help="which of several runs of the same judgments this is (`meta-eval --repeats`): "
+                                "from 1 on, part of the cache key, so each repeat is a fresh answer (default 0)")
 
 
 def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> Judge:
@@ -43,6 +45,39 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         if given or cache is not None:
             raise OptionError(f"options {', '.join(given) or 'cache'} given with a ready judge object")
         return spec
+    parts = judge_parts(spec, cache=cache, **options)
+    parsed = parts.parsed
+    if parsed.engine.judge is not None:
+        return parsed.engine.build_judge(spec, parsed.model, parts.engine)
+    from bespoke_metric.judging.llm_judge import LLMJudge
+
+    cache = parts.cache
+    if cache is not None and not isinstance(cache, Cache):
+        cache = Cache(cache)
+    more = [dict(part) for part in parts.more]
+    if parsed.engine.batch_api and more[1].get("batch") and cache is not None:
+        more[1].setdefault("batch_ledger", str(ledger_path(cache.path)))  # the batches kept beside the answers
+    backend = build_backend(parsed, dict(parts.engine), *more)
+    return LLMJudge(backend, spec=spec, cache=cache, **parts.protocol)
+
+
+@dataclass(frozen=True)
+class JudgeParts:
+    """A judge's options split over its option classes and checked, before anything is built."""
+
+    parsed: Spec
+    protocol: dict[str, Any]
+    """`ProtocolOptions` (LLM engines; with `structured` defaulted to the engine's guided decoding)."""
+    engine: dict[str, Any]
+    """The engine's own options class."""
+    more: tuple[dict[str, Any], ...]
+    """The option dicts of `llm_option_classes` (where it runs, the Batch API, cost); none for a judge of its own."""
+    cache: str | os.PathLike[str] | Cache | None
+
+
+def judge_parts(spec: str, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> JudgeParts:
+    """`make_judge`'s checks without building anything: an `OptionError` (named by its flag) for an option
+    the judge's engine does not take, or an unknown engine. Nothing is loaded or called."""
     parsed = parse_spec(spec)
     options = dict(options)
     if parsed.engine.judge is not None:
@@ -51,16 +86,25 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         if cache is not None:
             options["cache"] = cache
         refuse(options, f"the {parsed.engine.name} judge ({spec})", parsed.engine.options, known=(ProtocolOptions,))
-        return parsed.engine.build_judge(spec, parsed.model, own)
-    from bespoke_metric.judging.llm_judge import LLMJudge
-
+        return JudgeParts(parsed, {}, own, (), None)
     classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
     protocol, engine_options, *more = take(options, *classes)
     refuse(options, f"the {parsed.engine.name} judge ({spec})", *classes, known=(ProtocolOptions,))
     protocol.setdefault("structured", parsed.engine.guided_decoding)
-    if cache is not None and not isinstance(cache, Cache):
-        cache = Cache(cache)
-    if parsed.engine.batch_api and more[1].get("batch") and cache is not None:
-        more[1].setdefault("batch_ledger", str(ledger_path(cache.path)))  # the batches kept beside the answers
-    backend = build_backend(parsed, engine_options, *more)
-    return LLMJudge(backend, spec=spec, cache=cache, **protocol)
+    return JudgeParts(parsed, protocol, engine_options, tuple(more), cache)
+
+
+def keeps_answers(spec: str) -> bool:
+    """Whether the judge `spec` calls a model whose answers a cache keeps (an LLM engine); a judge of its
+    own (`embed:`) makes no calls and takes no cache."""
+    return parse_spec(spec).engine.judge is None
+
+
+def judge_option_names(spec: str) -> frozenset[str]:
+    """The options `make_judge(spec, ...)` takes (`cache` included for an LLM judge): what a command judging
+    with several judges gives each of them."""
+    parsed = parse_spec(spec)
+    if parsed.engine.judge is not None:
+        return option_names(parsed.engine.options)
+    classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
+    return frozenset({"cache"}.union(*(option_names(cls) for cls in classes)))

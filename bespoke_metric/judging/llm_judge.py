@@ -7,18 +7,19 @@ scheduler at once, so the backend decides how to overlap them.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from bespoke_dataset.errors import UserError
 from . import protocol
 from .protocol import RECALL_MODES
-from bespoke_metric.backends.base import Backend, Request, Usage
+from bespoke_metric.backends.base import Backend, Request, Usage, backend_description
 from bespoke_metric.calls.cache import Cache
 from bespoke_dataset.vocabulary import DIMENSIONS
 
 from .judge import JudgeItem
-from bespoke_metric.calls.progress import ProgressHook
+from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.aggregation import recall_from_verdicts
 from bespoke_metric.calls.scheduler import CallResult, run_requests
@@ -51,11 +52,14 @@ class LLMJudge:
         max_parse_retries: int = 2,
         max_tokens: int | None = None,
         progress: bool = True,
+        repeat: int = 0,
     ) -> None:
         if recall not in RECALL_MODES:
             raise UserError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
         if max_shots < 0:
             raise UserError(f"--max-shots must be >= 0, got {max_shots}")
+        if repeat < 0:
+            raise ValueError(f"repeat must be >= 0, got {repeat}")
         self.backend = backend
         self.spec = spec or f"{backend.name}:{backend.model}"
         self.max_shots = max_shots
@@ -68,12 +72,16 @@ class LLMJudge:
         # None keeps the protocol's own output budget per kind of call.
         self.token_budget = {} if max_tokens is None else {"max_tokens": max_tokens}
         self.progress = progress
+        self.repeat = repeat
         self.usage = Usage()
+        self.served_models: Counter[str] = Counter()
+        """Answers used per model that served them (`Completion.served_model`, else the model asked for:
+        a local model is the one loaded), cached answers included."""
 
     def describe(self) -> dict[str, Any]:
         return {
             "spec": self.spec,
-            **self.backend.identity(),
+            **backend_description(self.backend),
             "protocol_version": protocol.PROTOCOL_VERSION,
             "max_shots": self.max_shots,
             "recall_mode": self.recall,
@@ -82,6 +90,7 @@ class LLMJudge:
             "structured": self.structured,
             "max_tokens": self.token_budget.get("max_tokens"),
             "proxy": self.proxy,
+            **({"repeat": self.repeat} if self.repeat else {}),  # repeat 0 is the judge as it always was
         }
 
     def requests(self, items: list[JudgeItem]) -> tuple[list[Request], list[_Call]]:
@@ -126,17 +135,24 @@ class LLMJudge:
 
     async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
         requests, calls = self.requests(items)
-        outcomes = await run_requests(
-            self.backend,
-            requests,
-            cache=self.cache,
-            key_extra={"protocol_version": protocol.PROTOCOL_VERSION},
-            parse=self._parser(calls, items),
-            repair=protocol.repair_request,
-            max_parse_retries=self.max_parse_retries,
-            progress=progress if progress is not None else self.progress,
-            usage=self.usage,
-        )
+        # Repeats from 1 on are keyed apart; repeat 0 keeps the keys of every call made before repeats existed.
+        key_extra: dict[str, Any] = {"protocol_version": protocol.PROTOCOL_VERSION, **({"repeat": self.repeat} if self.repeat else {})}
+        label = self.spec + (f" (repeat {self.repeat})" if self.repeat else "")
+        with ProgressBar(len(requests), desc=label, disable=progress is not None or not self.progress) as bar:
+            outcomes = await run_requests(
+                self.backend,
+                requests,
+                cache=self.cache,
+                key_extra=key_extra,
+                parse=self._parser(calls, items),
+                repair=protocol.repair_request,
+                max_parse_retries=self.max_parse_retries,
+                progress=progress if progress is not None else bar,
+                usage=self.usage,
+            )
+        for outcome in outcomes:
+            if outcome.completion is not None:
+                self.served_models[outcome.completion.served_model or self.backend.model] += 1
         results = [ItemResult(str(item.row["user"]), str(item.row["query_id"]), usage=Usage()) for item in items]
         verdicts: list[list[bool | None]] = [[None] * len(item.row["claims"]) for item in items]
         for call, outcome in zip(calls, outcomes):

@@ -56,21 +56,25 @@ _FINAL_MARKER = re.compile(
 )
 
 
+def answer_start(text: str) -> int:
+    """Where the answer begins in `text`: after its last closed reasoning block or final-channel header; 0
+    when there is none. What lies before it (a citation inside the reasoning, say) is not the answer."""
+    harmony = list(_HARMONY_FINAL.finditer(text))
+    start = harmony[-1].end() if harmony else 0
+    closes = list(_CLOSE_TAG.finditer(text, start))
+    return closes[-1].end() if closes else start
+
+
 def _after_reasoning(text: str) -> tuple[str, bool]:
     """The text after the last closed reasoning block or final-channel header, and whether one was found.
 
     Raises ParseError when the text left starts a reasoning block that never closes: the answer is
     missing."""
-    separated = False
-    harmony = list(_HARMONY_FINAL.finditer(text))
-    if harmony:
-        text, separated = text[harmony[-1].end():], True
-    closes = list(_CLOSE_TAG.finditer(text))
-    if closes:
-        text, separated = text[closes[-1].end():], True
+    start = answer_start(text)
+    text = text[start:]
     if _OPEN_TAG.search(text):
         raise ParseError("a reasoning block was opened and never closed, so there is no final answer")
-    return text, separated
+    return text, start > 0
 
 
 def strip_reasoning(text: str) -> str:

@@ -278,3 +278,53 @@ def paired_permutation(
 
 
 PAIRED_TESTS: dict[str, Callable[..., PairedTest]] = {"bootstrap": paired_bootstrap, "permutation": paired_permutation}
+
+
+def estimate(
+    statistic: Statistic,
+    *arrays: Sequence[float],
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> dict[str, object]:
+    """`{"value", "ci"}` of a rowwise `statistic` over paired observations: its value on the observations as
+    they are, and its percentile bootstrap interval (`bootstrap_ci`); None where undefined."""
+    columns = [np.asarray(a, dtype=float) for a in arrays]
+    if not len(columns[0]):
+        return {"value": None, "ci": None}
+    value = float(statistic(*(column[None, :] for column in columns))[0])
+    ci = bootstrap_ci(statistic, *columns, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    return {"value": _finite(value), "ci": list(ci) if ci else None}
+
+
+def paired_statistic_test(
+    statistic: Statistic,
+    first: Sequence[Sequence[float]],
+    second: Sequence[Sequence[float]],
+    *,
+    n_resamples: int = PAIRED_RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> PairedTest:
+    """Paired bootstrap test of `statistic(*first) - statistic(*second)` over the same items: both sides
+    are resampled with the same indices (a statistic of several items, such as a correlation, is compared,
+    not a mean of per-item differences). The p-value is `paired_bootstrap`'s: the share of re-centred
+    replicate differences at least as far from zero as the observed one, +1 corrected."""
+    columns = [np.asarray(a, dtype=float) for a in (*first, *second)]
+    n = len(columns[0])
+    if n == 0 or any(len(c) != n for c in columns):
+        raise ValueError("paired_statistic_test: no items, or arrays of different lengths")
+    split = len(first)
+
+    def difference(*matrices: np.ndarray) -> np.ndarray:
+        return statistic(*matrices[:split]) - statistic(*matrices[split:])
+
+    observed = float(difference(*(c[None, :] for c in columns))[0])
+    idx = resample_indices(n, n_resamples, seed)
+    boot = difference(*(c[idx] for c in columns))
+    finite = boot[np.isfinite(boot)]
+    if not math.isfinite(observed) or finite.size == 0:
+        return PairedTest(n, float("nan"), None, 1.0, "bootstrap")
+    extreme = np.sum(np.abs(finite - observed) >= abs(observed) - 1e-12)
+    p = float((extreme + 1) / (finite.size + 1))
+    return PairedTest(n, observed, percentile_ci(finite, confidence), min(p, 1.0), "bootstrap")

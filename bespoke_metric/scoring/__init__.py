@@ -4,6 +4,7 @@
 |---|---|
 | `predictions` | reading and checking a predictions file, by line, before any call |
 | `pipeline` | `score`, `score_many`, `write_results` |
+| `rescore` | `rescore_plan`: the predictions behind results files, found before a new judge scores them again |
 """
 
 from bespoke_dataset.lazy import lazy_attributes
@@ -19,6 +20,7 @@ _LAZY: dict[str, str] = {
     "parse_spec": "..backends.registry",
     "read_predictions": ".predictions",
     "register_engine": "..backends.registry",
+    "rescore_plan": ".rescore",
     "score": ".pipeline",
     "score_many": ".pipeline",
     "write_results": ".pipeline",

@@ -26,6 +26,8 @@ from typing import Any
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
 
+from bespoke_metric.backends.options import flag_of, positive_fields, setting
+
 from .packing import chunk_sessions, pack_sessions, recent_first
 from .prompts import HEADINGS
 from .retrieval import Retriever
@@ -109,21 +111,24 @@ def render(kind: str, body: str, budget: int, counter: TokenCounter) -> tuple[st
 class ContextSettings:
     """How a user context is built, whatever its kind. `GenerationSettings` extends it."""
 
-    budget: int = DEFAULT_BUDGET
-    top_k: int = DEFAULT_TOP_K
-    profile_chunk_tokens: int = DEFAULT_PROFILE_CHUNK_TOKENS
-    max_profile_chunks: int = DEFAULT_MAX_PROFILE_CHUNKS
+    budget: int = setting(DEFAULT_BUDGET, "--budget", "tokens of user context, in the system model's tokens", positive=True)
+    top_k: int = setting(DEFAULT_TOP_K, "--top-k", "sessions retrieved per query", positive=True)
+    profile_chunk_tokens: int = setting(DEFAULT_PROFILE_CHUNK_TOKENS, "--profile-chunk-tokens", "history tokens per profiler call",
+                                        positive=True)
+    max_profile_chunks: int = setting(DEFAULT_MAX_PROFILE_CHUNKS, "--max-profile-chunks", "chunks of history read per "
+                                      "whole-history profile, newest first", positive=True)
 
     def __post_init__(self) -> None:
-        check_positive(self, ("budget", "top_k", "profile_chunk_tokens", "max_profile_chunks"))
+        check_positive(self, positive_fields(type(self)))
 
 
 def check_positive(settings: object, names: Sequence[str]) -> None:
-    """A `UserError` naming (by its flag) the first of the fields `names` that is set and not a positive integer."""
+    """A `UserError` naming (by its flag, `flag_of`) the first of the fields `names` that is set and not a
+    positive integer."""
     for name in names:
         value = getattr(settings, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+            raise UserError(f"{flag_of(type(settings), name)} must be a positive integer, got {value!r}")
 
 
 def row_key(row: Mapping[str, Any]) -> str:

@@ -25,8 +25,8 @@ from typing import Any
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.backends.registry import ENGINES, make_backend
-from bespoke_metric.backends.base import Backend, Usage
+from bespoke_metric.backends.registry import ENGINES, make_backend, substitution
+from bespoke_metric.backends.base import Backend, Usage, backend_description
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
@@ -93,7 +93,8 @@ def generate(
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
-    retriever's embedding model is not available. Every profile and expansion is stored without the
+    retriever's embedding model is not available; `ModelUnavailableError` when the provider no longer
+    serves a model (a new run then leaves no predictions file or run record behind). Every profile and expansion is stored without the
     model's reasoning block, and every answer both as it came (`response_raw`) and as the judge scores it
     (`response`: without reasoning, citation markers and URLs); one whose reasoning never closed counts
     as failed. Queries that could
@@ -115,6 +116,9 @@ def generate(
             "settings": {**settings.record(), "token_counter": parts.counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
             "data": data,
         }
+        substituted = substitution(parts.spec)
+        if substituted is not None:
+            system["substitution"] = substituted
         manifest = sidecar(output, ".run.json")
         check_resume(output, manifest, system)
         stack.enter_context(removed_if_refused(output, manifest))
@@ -272,7 +276,7 @@ def _open_backend(model: str | Backend, options: Mapping[str, Any], stack: conte
 
 
 def _describe_backend(spec: str, backend: Backend) -> dict[str, Any]:
-    return {"spec": spec, "backend": backend.identity()}
+    return {"spec": spec, "backend": backend_description(backend)}
 
 
 @dataclass(frozen=True)

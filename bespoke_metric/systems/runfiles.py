@@ -20,6 +20,7 @@ from typing import Any
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
+from bespoke_metric.backends.base import ModelUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -123,12 +124,13 @@ def _shown(value: Any) -> str:
 
 @contextmanager
 def removed_if_refused(output: Path, manifest: Path) -> Iterator[None]:
-    """A run that starts fresh and stops on a user's mistake (a replay's miss) before it writes a
-    prediction leaves no empty predictions file nor run file behind: nothing says a run was made."""
+    """A run that starts fresh and stops before it writes a prediction, on a user's mistake (a replay's
+    miss) or a model that is not served (retired), leaves no empty predictions file nor run file behind:
+    nothing says a run was made that could be resumed."""
     fresh = not output.exists() and not manifest.exists()
     try:
         yield
-    except UserError:
+    except (UserError, ModelUnavailableError):
         if fresh and (not output.exists() or output.stat().st_size == 0):
             output.unlink(missing_ok=True)
             manifest.unlink(missing_ok=True)

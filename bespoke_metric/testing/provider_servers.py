@@ -6,18 +6,19 @@ whole response body in its provider's shape:
 - `openai_responder`: OpenAI's Responses API with `web_search_call` items (a `search` with its sources,
   an `open_page`) and `url_citation` annotations (or none, `cite=False`), and chat completions with
   `message.annotations` (for `web_search_options`) and `tool_calls` (for `tools=`);
-- `perplexity_responder`: Perplexity's `citations`, `search_results` and `usage.num_search_queries`,
-  answering without any of them when the request says `disable_search`;
+- `perplexity_responder`: Perplexity's Agent API (`POST /v1/agent`): `search_results` output items, a
+  message in several `output_text` parts, `usage.cost`, a 200 `failed` and an `incomplete` answer; served by
+  `serve_perplexity`, which rejects an unknown field with a 400 as the real API does;
 - `gemini_responder`: Gemini's `generateContent` with `groundingMetadata` (`webSearchQueries`,
   `groundingChunks`, `groundingSupports`) when the request carries the Google Search tool.
 
 They search a small fixed web (`PAGES`), so what a test expects follows from its question. A model
 offered tools calls the first one with `{"query": QUESTION}` until it has a tool's answer, then answers.
-Every usage block reports reasoning tokens (`REASONING_TOKENS`) and, but Perplexity's (which has no such
-field), cached input tokens (`CACHED_TOKENS`).
+Every usage block reports cached input tokens (`CACHED_TOKENS`) and, but Perplexity's (which has no such
+field), reasoning tokens (`REASONING_TOKENS`).
 
-    with serve_provider(perplexity_responder()) as server:
-        backend = make_backend("perplexity:sonar", base_url=root_url(server), api_key="test")
+    with serve_perplexity() as server:
+        backend = make_backend("perplexity:perplexity/sonar", base_url=root_url(server), api_key="test")
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .server import Responder, TestServer, messages_of, serve
+from .server import Fault, RecordedRequest, Responder, TestServer, messages_of, serve
 
 CACHED_TOKENS = 3
 """Input tokens every fake reports as served from the provider's prompt cache."""
@@ -160,31 +161,163 @@ def _chat(body: dict[str, Any], cite: bool) -> dict[str, Any]:
     }
 
 
-# -- Perplexity --------------------------------------------------------------------------------------------
+# -- Perplexity: the Agent API -----------------------------------------------------------------------------
+
+AGENT_ROUTE = "/v1/agent"
+AGENT_MODELS = ("perplexity/sonar", "openai/gpt-5.1", "openai/gpt-5.4", "google/gemini-3-flash-preview",
+                "anthropic/claude-sonnet-4-5")
+"""The model slugs the fake serves (the migration guide's examples; `GET /v1/models` lists them on the real API);
+any other is a 400 `invalid_model`."""
+PRESET_MODELS = {"fast": "perplexity/sonar", "low": "google/gemini-3-flash-preview", "medium": "openai/gpt-5.1",
+                 "high": "openai/gpt-5.4", "xhigh": "openai/gpt-5.4"}
+"""What each preset resolves to here (the real ones may resolve to third-party models: read `response.model`)."""
+FAIL_WORD = "FAILRUN"
+"""A question holding this word gets a 200 `status: failed` answer."""
+CUT_WORD = "CUTOFF"
+"""A question holding this word gets a 200 `status: incomplete` answer (`max_output_tokens`)."""
+SEARCH_COST = 0.005
+"""Dollars per web search in the fake's `usage.cost.tool_calls_cost` (the Agent API's published $5 per 1,000)."""
+
+# The request body's fields as the Agent API takes them; anything else, at any depth, is a 400. From the
+# Perplexity SDK's `ResponseCreateParamsBase` and its tool and filter types (perplexityai/perplexity-py,
+# src/perplexity/types/response_create_params.py, input_item_param.py, shared_params/response_format.py,
+# json_schema_format.py) and the fields the migration guide documents besides (api-platform-developers,
+# skills/migrate-sonar-to-agent-api/references/request-mapping.md: temperature, top_p, tool_choice,
+# max_tool_calls, `max_results` on the web_search tool).
+AGENT_FIELDS = frozenset({"input", "background", "instructions", "language_preference", "max_output_tokens", "max_steps",
+                          "model", "models", "preset", "reasoning", "response_format", "stream", "tools", "temperature",
+                          "top_p", "tool_choice", "max_tool_calls"})
+WEB_SEARCH_FIELDS = frozenset({"type", "filters", "max_tokens", "max_tokens_per_page", "search_context_size",
+                               "user_location", "max_results"})
+FILTER_FIELDS = frozenset({"search_domain_filter", "search_recency_filter", "search_after_date_filter",
+                           "search_before_date_filter", "last_updated_after_filter", "last_updated_before_filter"})
+MESSAGE_FIELDS = frozenset({"type", "role", "content"})
+REASONING_FIELDS = frozenset({"effort"})
+FORMAT_FIELDS = frozenset({"type", "json_schema"})
+SCHEMA_FIELDS = frozenset({"name", "schema", "description", "strict"})
+
+
+def unknown_agent_field(body: dict[str, Any]) -> str | None:
+    """The first field of an Agent API body that the API does not know (its path), or None."""
+    checks: list[tuple[str, Any, frozenset[str]]] = [("", body, AGENT_FIELDS)]
+    checks += [("reasoning.", body.get("reasoning"), REASONING_FIELDS), ("response_format.", body.get("response_format"), FORMAT_FIELDS),
+               ("response_format.json_schema.", (body.get("response_format") or {}).get("json_schema"), SCHEMA_FIELDS)]
+    for item in body.get("input") if isinstance(body.get("input"), list) else ():
+        checks.append(("input[].", item, MESSAGE_FIELDS))
+    for tool in body.get("tools") or ():
+        checks.append(("tools[].", tool, WEB_SEARCH_FIELDS if tool.get("type") == "web_search" else frozenset(tool)))
+        checks.append(("tools[].filters.", tool.get("filters"), FILTER_FIELDS))
+    for where, part, known in checks:
+        for name in part or ():
+            if name not in known:
+                return where + name
+    return None
+
+
+def agent_error(body: dict[str, Any]) -> Fault | None:
+    """The Agent API's 400 for a body it rejects: an unknown field (in the envelope the migration guide quotes,
+    SKILL.md's strict-mode warning), or a model slug it does not serve (`invalid_model`, response-and-streaming.md's
+    error catalogue)."""
+    unknown = unknown_agent_field(body)
+    if unknown is not None:
+        name = unknown.rsplit(".", 1)[-1]
+        return Fault(status=400, body={"error": {"message": f'invalid request body: json: unknown field "{name}"',
+                                                 "type": "invalid_request", "code": 400, "param": unknown}})
+    if "preset" not in body and body.get("model") not in AGENT_MODELS:
+        return Fault(status=400, body={"error": {"message": f"model {body.get('model')!r} not found",
+                                                 "type": "invalid_model", "code": 400, "param": "model"}})
+    return None
+
+
+class AgentServer(TestServer):
+    """A `TestServer` answering `POST /v1/agent` as strictly as the Agent API: an unknown field or model is
+    a 400 (`agent_error`); scripted faults and a `rule` come first."""
+
+    def __init__(self, responder: Responder, **options: Any) -> None:
+        super().__init__(responder, **options)
+        self.paths = (*self.paths, AGENT_ROUTE)
+        self.unknown_fields: list[str] = []
+        """Every field a call was rejected for, as its path (`tools[].filters.search_mode`)."""
+
+    def _begin(self, record: RecordedRequest) -> Fault | None:
+        fault = super()._begin(record)
+        if fault is not None or record.method != "POST" or not isinstance(record.body, dict):
+            return fault
+        unknown = unknown_agent_field(record.body)
+        if unknown is not None:
+            with self._lock:
+                self.unknown_fields.append(unknown)
+        return agent_error(record.body)
+
+
+@contextlib.contextmanager
+def serve_perplexity(responder: Responder | None = None, **options: Any) -> Iterator[AgentServer]:
+    """A strict Agent API (`AgentServer`) answering with `responder` (default `perplexity_responder()`) on
+    127.0.0.1 for the `with` block; its base URL without `/v1` is `root_url(server)`."""
+    server = AgentServer(responder or perplexity_responder(), **options).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def perplexity_responder() -> Responder:
-    """Perplexity's `/chat/completions`: the answer cites its first two results (`[1]`, `[2]`) of three;
-    with `disable_search` it neither searches nor cites."""
+    """Perplexity's Agent API response (`ResponseCreateResponse` of the Perplexity SDK: id, object, created_at,
+    model, status, output, error, usage). With the `web_search` tool, or a preset (which bundles it) not
+    stopped by `max_tool_calls: 0`, it searches twice: one
+    `search_results` item per search, `{queries, results: [{id, url, title, snippet, date, last_updated,
+    source}]}` (output_item.py, shared/search_result.py; response-and-streaming.md's response mapping), and
+    `usage.tool_calls_details.search_web.invocation` 2; the message's content is two `output_text` parts
+    whose first cites the first page in a `url_citation` annotation (content_part.py, annotation.py). `usage`
+    carries `input_tokens_details.cache_read_input_tokens` and `cost {currency, input_cost, output_cost,
+    tool_calls_cost, total_cost}` (responses_usage.py). A question with `FAIL_WORD` gets HTTP 200 with
+    `status: failed` and an `error {message, code, type}` (error_info.py; SKILL.md pitfall 4); one with
+    `CUT_WORD` `status: incomplete` with `incomplete_details.reason: max_output_tokens` (response-and-
+    streaming.md, "finish_reason")."""
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         question = _question(body)
         prompt = " ".join(m["content"] for m in messages_of(body))
-        pages = [] if body.get("disable_search") else search_pages(question)
-        text = answer_citing(question, pages[:2]) if pages else f"answer to {question}"
-        prompt_tokens, completion_tokens = _usage_numbers(prompt, text)
-        answer: dict[str, Any] = {
-            "id": "pplx-1", "object": "chat.completion", "model": body.get("model"), "created": 0,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens, "search_context_size": "low",
-                      "num_search_queries": 1 if pages else 0, "reasoning_tokens": REASONING_TOKENS},
+        model = PRESET_MODELS[body["preset"]] if "preset" in body else body["model"]
+        searching = any(tool.get("type") == "web_search" for tool in body.get("tools") or ()) or (
+            "preset" in body and body.get("max_tool_calls") != 0)
+        answer: dict[str, Any] = {"id": "resp_pplx_1", "object": "response", "created_at": 1764547200, "model": model}
+        if FAIL_WORD in question:
+            return {**answer, "status": "failed", "output": [],
+                    "error": {"message": "upstream model error: the model produced no output", "code": "model_error",
+                              "type": "server_error"}}
+        pages = search_pages(question) if searching else []
+        output: list[dict[str, Any]] = []
+        for number, (query, found) in enumerate(((question, pages[:2]), (f"{question} reviews", pages[1:])), 1):
+            if pages:
+                output.append({"type": "search_results", "queries": [query], "results": [
+                    {"id": index, "url": page.url, "title": page.title, "snippet": page.snippet, "date": page.date,
+                     "last_updated": page.date, "source": "web"} for index, page in enumerate(found, 1)]})
+        first = f"On {question!r}: " + (pages[0].snippet if pages else "no search.")
+        rest = " " + " ".join(page.snippet for page in pages[1:]) if pages else f" answer to {question}"
+        annotations = ([{"type": "url_citation", "url": pages[0].url, "title": pages[0].title,
+                         "start_index": first.index(pages[0].snippet), "end_index": len(first)}] if pages else [])
+        if CUT_WORD in question:
+            rest = ""
+        output.append({"type": "message", "id": "msg_pplx_1", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": first, "annotations": annotations},
+                                   {"type": "output_text", "text": rest, "annotations": []}]})
+        input_tokens, output_tokens = _usage_numbers(prompt, first + rest)
+        searches = 2 if pages else 0
+        input_cost, output_cost = input_tokens * 0.25e-6, output_tokens * 2.5e-6
+        usage: dict[str, Any] = {
+            "input_tokens": input_tokens, "output_tokens": output_tokens, "total_tokens": input_tokens + output_tokens,
+            "input_tokens_details": {"cache_read_input_tokens": CACHED_TOKENS},
+            "cost": {"currency": "USD", "input_cost": input_cost, "output_cost": output_cost,
+                     "tool_calls_cost": searches * SEARCH_COST,
+                     "total_cost": input_cost + output_cost + searches * SEARCH_COST},
         }
-        if pages:
-            answer["citations"] = [page.url for page in pages]
-            answer["search_results"] = [{"title": page.title, "url": page.url, "date": page.date,
-                                         "last_updated": page.date, "snippet": page.snippet} for page in pages]
-        return answer
+        if searches:
+            usage["tool_calls_details"] = {"search_web": {"invocation": searches}}
+        if CUT_WORD in question:
+            return {**answer, "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+                    "output": output, "usage": usage}
+        return {**answer, "status": "completed", "output": output, "usage": usage}
 
     return respond
 
@@ -211,8 +344,9 @@ def gemini_responder() -> Responder:
                 "webSearchQueries": [question, f"{question} reviews"],
                 "groundingChunks": [{"web": {"uri": gemini_redirect(page), "title": page.url.split("/")[2]}} for page in pages],
                 "groundingSupports": [
-                    {"segment": {"startIndex": text.index(page.snippet), "endIndex": text.index(page.snippet) + len(page.snippet),
-                                 "text": page.snippet}, "groundingChunkIndices": [number]}
+                    {"segment": {"partIndex": 1, "startIndex": text.index(page.snippet),  # part 0 is the thought
+                                 "endIndex": text.index(page.snippet) + len(page.snippet), "text": page.snippet},
+                     "groundingChunkIndices": [number]}
                     for number, page in enumerate(pages[:2])
                 ],
                 "searchEntryPoint": {"renderedContent": "<div>search suggestions</div>"},

@@ -11,7 +11,9 @@ What it finds for a query comes from `results(query) -> [{"title", "url", "text"
 (`latency`) or faulty, with the `Fault`s of the OpenAI-compatible test server: a scripted queue or a
 `rule` per call (429 with `Retry-After`, 5xx, hanging past the client's timeout). A provider's quirks are
 kept: a SearXNG without JSON output enabled answers 403 (`json_enabled=False`); Tavily sends its own LLM
-`answer` (which a client must never use); Brave leaves out `web` when nothing is found. A wrong or
+`answer` (which a client must never use); Brave leaves out `web` when nothing is found; a SearXNG
+lists the engines that did not answer (`unresponsive`: `[(engine, reason)]`, its `unresponsive_engines`,
+with no result when every one is down: give `results=lambda query: []` too). A wrong or
 missing key is a 401. `shape="wrong"` answers JSON that is not the provider's, `shape="html"` a web page.
 Every request is recorded, and the peak of calls in flight is tracked.
 """
@@ -22,7 +24,7 @@ import contextlib
 import re
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -59,7 +61,7 @@ class SearchServer(TestServer):
     def __init__(self, provider: str, *, key: str | None = None, results: Callable[[str], list[Document]] = made_up_results,
                  latency: float = 0.0, faults: list[Fault | None] | None = None,
                  rule: Callable[[RecordedRequest], Fault | None] | None = None, json_enabled: bool = True,
-                 shape: str = "documented") -> None:
+                 shape: str = "documented", unresponsive: Sequence[tuple[str, str]] = ()) -> None:
         if provider not in PROVIDERS:
             raise ValueError(f"unknown search provider {provider!r}; known: {', '.join(PROVIDERS)}")
         super().__init__(latency=latency, faults=faults, rule=rule)
@@ -69,6 +71,7 @@ class SearchServer(TestServer):
         self.results = results
         self.json_enabled = json_enabled
         self.shape = shape
+        self.unresponsive = list(unresponsive)
 
     def counts(self, record: RecordedRequest) -> bool:
         return True  # every request is a search call (a wrong one is answered as the API would)
@@ -93,7 +96,11 @@ class SearchServer(TestServer):
         query = _query_of(self.provider, record)
         if self.shape == "wrong":
             return 200, {"hits": [{"link": "https://example.org"}], "query": query}
-        return 200, _payload(self.provider, query, self.results(query), _count(self.provider, record))
+        payload = _payload(self.provider, query, self.results(query), _count(self.provider, record))
+        if self.provider == "searxng":
+            # searx/webapp.py writes `unresponsive_engines` as [engine name, error message] pairs
+            payload["unresponsive_engines"] = [[name, reason] for name, reason in self.unresponsive]
+        return 200, payload
 
 
 def _query_of(provider: str, record: RecordedRequest) -> str:

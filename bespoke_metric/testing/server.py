@@ -1,7 +1,8 @@
 """An OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
 
 It speaks just enough of the API for the official `openai` SDK: `POST /v1/chat/completions`,
-`POST /v1/responses` and `GET /v1/models`. What it answers comes from a `responder(body) -> str`
+`POST /v1/responses`, `GET /v1/models` and `GET /v1/models/{id}` (OpenAI's `Model` object, with the
+`shutdown_date` set in `shutdown_dates`; a 404 `model_not_found` for a model it does not serve). What it answers comes from a `responder(body) -> str`
 callback (or a whole response body as a dict, sent as it is: a provider's own shape, see
 `provider_servers`; `paths` then names the routes it answers besides those two); how it answers can be made slow (`latency`) or faulty (a scripted queue of `Fault`s, or a
 `rule` consulted per call): 429 with `Retry-After`, 5xx, or hanging past the client's timeout. Every
@@ -22,6 +23,7 @@ import itertools
 import json
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
@@ -134,6 +136,11 @@ class TestServer:
         self.rule = rule
         """Consulted for every completion call the queue does not script."""
         self.model_ids = model_ids
+        self.answer_fields: dict[str, Any] = {}
+        """Top-level fields every answer made from a responder's text carries besides, or instead: OpenAI's
+        `system_fingerprint` and `service_tier`, or a `model` other than the one asked for (a rerouted call)."""
+        self.shutdown_dates: dict[str, str] = {}
+        """Model id -> the `shutdown_date` `GET /v1/models/{id}` gives (such a model is served, too)."""
         self.paths: tuple[str, ...] = ("/chat/completions", "/responses")
         """POST routes answered (by how the path ends)."""
         self.requests: list[RecordedRequest] = []
@@ -223,7 +230,7 @@ class TestServer:
         number = next(self._ids)
         model = body.get("model", self.model_ids[0])
         if path.endswith("/responses"):
-            return {
+            return {**{
                 "id": f"resp_{number}",
                 "object": "response",
                 "created_at": int(time.time()),
@@ -246,8 +253,8 @@ class TestServer:
                     "input_tokens_details": {"cached_tokens": 0},
                     "output_tokens_details": {"reasoning_tokens": 0},
                 },
-            }
-        return {
+            }, **self.answer_fields}
+        return {**{
             "id": f"chatcmpl-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -264,7 +271,7 @@ class TestServer:
                 "completion_tokens": output_tokens,
                 "total_tokens": input_tokens + output_tokens,
             },
-        }
+        }, **self.answer_fields}
 
 
 class _Server(ThreadingHTTPServer):
@@ -283,11 +290,25 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         record = RecordedRequest("GET", self.path, dict(self.headers.items()), None, time.monotonic())
         self.state._begin(record)
-        if self.path.rstrip("/").endswith("/models"):
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith("/models"):
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in self.state.model_ids]
             self._send(record, 200, {"object": "list", "data": data})
+        elif "/models/" in path:
+            self._send_model(record, urllib.parse.unquote(path.rsplit("/models/", 1)[1]))
         else:
             self._send(record, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def _send_model(self, record: RecordedRequest, model: str) -> None:
+        # OpenAI's `Model` object and its 404 (openai/types/model.py; developers.openai.com/api/reference/
+        # resources/models/methods/retrieve: `shutdown_date`, "format: date", null when none is announced)
+        state = self.state
+        if model in state.model_ids or model in state.shutdown_dates:
+            self._send(record, 200, {"id": model, "object": "model", "created": 0, "owned_by": "test",
+                                     "shutdown_date": state.shutdown_dates.get(model)})
+        else:
+            self._send(record, 404, {"error": {"message": f"The model '{model}' does not exist", "type": "invalid_request_error",
+                                               "param": "model", "code": "model_not_found"}})
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)

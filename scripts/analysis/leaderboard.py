@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
 from bespoke_metric.results.caveats import caveats
 from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results, push_to_hub
 from bespoke_metric.analysis.report import render
@@ -27,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "or .md; else markdown)")
     parser.add_argument("--output", help="write here instead of printing")
     parser.add_argument("--allow-proxy", action="store_true", help="also show results of proxy judges (embed:); never for publication")
+    parser.add_argument("--bridge", metavar="BRIDGE_JSON", help="HTML: also show how the ranking moved to a new judge "
+                        "(the bridge.json of `bespoke bridge`)")
     add_resample_arguments(parser)
     parser.add_argument("--push-to-hub", metavar="REPO", help="also upload each results file to this Hub dataset repo, as results/{system}/{date}.json")
 
@@ -51,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     fmt = output_format(args.format, args.output)
-    text = render(groups, fmt)
+    if args.bridge and fmt != "html":
+        raise UserError(f"--bridge is shown in the HTML leaderboard only; give --format html (not {fmt})")
+    text = render(groups, fmt, bridge=json.loads(Path(args.bridge).read_text(encoding="utf-8")) if args.bridge else None)
     if args.output:
         atomic_write_text(args.output, text)
         print(f"{fmt} leaderboard of {sum(len(g.rows) for g in groups)} system(s) in {len(groups)} group(s) "

@@ -1,17 +1,25 @@
-"""`bespoke meta-eval --judge SPEC`: agreement of a judge with the human scores on the meta-test set."""
+"""`bespoke meta-eval --judge SPEC [--judge SPEC ...] [--out DIR]`: agreement of judges with the human scores on
+the meta-test set; several judges (or `--repeats`) make the table of `bespoke_metric.analysis.judges_table`."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 from bespoke_metric.results.caveats import nothing_scored
-from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate
-from bespoke_metric.scoring.pipeline import write_results
+from bespoke_metric.analysis.judges_table import compare_judges, format_judges_md
+from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate, meta_items
+from bespoke_metric.scoring.pipeline import plan_judging, write_results
+from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
 
-from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.judging.factory import ProtocolOptions, judge_option_names
+from bespoke_metric.backends.registry import parse_spec
 
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, spending_limit, stopped_by_limit
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_resample_arguments, option_values, positive_int
 from .score import add_judge_arguments, answer_caches, judge_options
@@ -22,38 +30,120 @@ HELP = "score the held-out meta-test responses and report the judge's agreement 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_judge_arguments(parser)
+    add_judge_arguments(parser, several=True)
     add_option_arguments(parser, ProtocolOptions, only=("with_feedback", "personalized"))  # the paper's ablations
     parser.add_argument("--feedback-grader", help="ENGINE:MODEL that grades feedback accuracy (LLM judges; default: the judge's own model, same endpoint options)")
     parser.add_argument("--no-feedback-accuracy", action="store_true", help="skip feedback accuracy (one grader call per response)")
     parser.add_argument("--rubrics", metavar="FILE", help="judge with these rubrics (JSONL of user, query_id, rubric, "
                                                           "as `bespoke build --rubrics-only` writes) instead of the release's")
-    parser.add_argument("--output", help="write the meta-evaluation results (JSON) here")
+    parser.add_argument("--output", help="write the meta-evaluation results (JSON) here (one judge)")
+    parser.add_argument("--out", metavar="DIR", help="write the table of judges here: judges.json, judges.md, and "
+                        "each judge's results in results/ (needed with several judges or --repeats)")
+    parser.add_argument("--reference", metavar="SPEC", help="the judge the others are compared with (default the first --judge)")
+    parser.add_argument("--repeats", type=positive_int, default=1, help="judge every response N times with each LLM "
+                        "judge (each repeat its own cache entries; the first is the plain run): its self-consistency")
     parser.add_argument("--limit", type=positive_int, help="judge only the first N meta-test responses")
     add_resample_arguments(parser)
-    add_cost_arguments(parser, dry_run=False)
+    add_cost_arguments(parser)
+
+
+META_OPTIONS = frozenset({"guards", "feedback_grader", "feedback_accuracy_check"})
+"""Options of `meta_evaluate` itself, not of a judge: every judge gets them."""
+
+
+def options_by_judge(given: Callable[[str], Mapping[str, Any]], specs: list[str]) -> Callable[[str], dict[str, Any]]:
+    """Each judge's share of the command's options (`given(spec)`): those its engine takes, and those no judge
+    takes (so that the judge refuses them in the user's words, as with one judge)."""
+    takes = {spec: judge_option_names(spec) for spec in specs}
+
+    def options_for(spec: str) -> dict[str, Any]:
+        return {name: value for name, value in given(spec).items()
+                if name in META_OPTIONS or name in takes[spec] or not any(name in taken for taken in takes.values())}
+
+    return options_for
 
 
 def run(args: argparse.Namespace) -> int:
-    check_executor_flags(args, [args.judge])
-    check_cost_flags(args, [args.judge, args.feedback_grader])
+    specs: list[str] = args.judge
+    table = len(specs) > 1 or args.repeats > 1 or args.out is not None
+    if table and args.out is None:
+        raise UserError("several judges (or --repeats) make a table of judges: give --out DIR for judges.json and judges.md")
+    if args.output and len(specs) > 1:
+        raise UserError("--output is one judge's results file; with several judges --out DIR writes each one's")
+    if args.reference is not None and args.reference not in specs:
+        raise UserError(f"--reference {args.reference} is not one of the --judge specs ({', '.join(specs)})")
+    check_executor_flags(args, specs)
+    check_cost_flags(args, [*specs, args.feedback_grader])
     prices = price_table(args)
-    spending = spending_limit(args, prices, [args.cache])
-    options = {**judge_options(args, spending), **option_values(args, ProtocolOptions)}
+    spending = None if args.dry_run else spending_limit(args, prices, [args.cache])
+    options: dict[str, Any] = option_values(args, ProtocolOptions)
     if args.feedback_grader:
         options["feedback_grader"] = args.feedback_grader
     if args.no_feedback_accuracy:
         options["feedback_accuracy_check"] = False
-    results = meta_evaluate(args.judge, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
-                            n_resamples=args.resamples, seed=args.seed, prices=prices, **options)
+    judge_flags = options_by_judge(lambda spec: {**judge_options(args, spending, spec), **options}, specs)
+    if args.dry_run:
+        return dry_run(args, specs, judge_flags, prices)
+    if not table:
+        results = meta_evaluate(specs[0], args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
+                                n_resamples=args.resamples, seed=args.seed, prices=prices, **judge_flags(specs[0]))
+    else:
+        found, judges = compare_judges(specs, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
+                                       reference=args.reference, repeats=args.repeats, n_resamples=args.resamples,
+                                       seed=args.seed, prices=prices, options_for=judge_flags)
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
+    if not table:
+        return publish(results, args.output)
+    for judge in judges:
+        print(format_meta_eval(judge.runs[0]) + "\n")
+    write_table(found, [judge.runs[0] for judge in judges], Path(args.out))
+    print(format_judges_md(found))
+    print(f"table written to {Path(args.out) / 'judges.json'} and {Path(args.out) / 'judges.md'}")
+    return max(publish_status(judge.runs[0], named=True) for judge in judges)
+
+
+def publish(results: Any, output: str | None) -> int:
+    """One judge's table, its results file (`--output`), and 1 when nothing was scored."""
     print(format_meta_eval(results))
-    if args.output:
-        write_results(results, args.output)
-        print(f"results written to {args.output}")
+    if output:
+        write_results(results, output)
+        print(f"results written to {output}")
+    return publish_status(results)
+
+
+def publish_status(results: Any, *, named: bool = False) -> int:
+    """1, with one `error:` line (naming the judge when `named`), when the judge scored nothing."""
     unscored = nothing_scored(results)
     if unscored:
-        print(f"error: {unscored}", file=sys.stderr)
+        print(f"error: {results.judge['spec'] + ': ' if named else ''}{unscored}", file=sys.stderr)
         return 1
+    return 0
+
+
+def write_table(table: Mapping[str, Any], firsts: list[Any], out: Path) -> None:
+    """judges.json, judges.md and each judge's results (`results/N-ENGINE-MODEL.json`), each written atomically
+    once everything is computed: a failure leaves no half-written file."""
+    for number, results in enumerate(firsts, start=1):
+        name = "".join(c if c.isalnum() or c in "-." else "-" for c in results.judge["spec"])
+        write_results(results, out / "results" / f"{number}-{name}.json")
+    atomic_write_text(out / "judges.md", format_judges_md(table))
+    atomic_write_text(out / "judges.json", json.dumps(table, indent=2, ensure_ascii=False) + "\n")
+
+
+def dry_run(args: argparse.Namespace, specs: list[str], options_for: Callable[[str], dict[str, Any]], prices: Any) -> int:
+    """What every judge's calls would be (each repeat's), from the cache as it stands; no call, nothing written."""
+    items, _, _ = meta_items(args.source, args.revision, args.rubrics)
+    items = items[: args.limit] if args.limit else items
+    planned = []
+    for spec in specs:
+        options = {name: value for name, value in options_for(spec).items() if name not in META_OPTIONS or name == "guards"}
+        if parse_spec(spec).engine.llm:
+            options.setdefault("recall", "none")  # as meta_evaluate judges: agreement needs no claim calls
+        for repeat in range(args.repeats):
+            planned += plan_judging(spec, [items], **options, **({"repeat": repeat} if repeat else {}))
+    print_plan(planned, prices)
+    if not args.no_feedback_accuracy:
+        print(f"  (feedback accuracy adds up to {len(items)} grader call(s) per LLM judge, not estimated: "
+              "--no-feedback-accuracy skips them)")
     return 0

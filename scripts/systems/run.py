@@ -9,7 +9,7 @@ from pathlib import Path
 from bespoke_dataset.errors import UserError
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
-from .generate import add_generation_arguments, generate_from, generation_cache, print_report, settings_from
+from .generate import add_generation_arguments, generate_from, generation_cache, print_report, system_config
 from bespoke_cli.judging.score import add_judge_arguments, judge_options, publish
 
 from bespoke_metric.experiments.runner import results_system
@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def dry_run(args: argparse.Namespace, predictions: str, prices: PriceTable) -> int:
     """Print the calls the run would make (generation, then judging what it would write), make none."""
-    plan = plan_generation(args.model, predictions, settings_from(args), source=args.source, revision=args.revision)
+    config = system_config(args)
+    plan = plan_generation(config.model, predictions, config.settings, source=args.source, revision=args.revision)
     groups = judge_groups([plan.predictions], source=args.source, revision=args.revision, limit=args.limit).groups
     options = judge_options(args)
     if plan.stand_ins:  # a stand-in response would trip the guards: count every response as judged

@@ -2,7 +2,7 @@
 
 | module | engine |
 |---|---|
-| `perplexity` | `perplexity:MODEL`: Perplexity's chat API (OpenAI-compatible, on the `openai:` transport), which searches by default |
+| `perplexity` | `perplexity:MODEL`: Perplexity's Agent API (`/v1/agent`, on the `openai:` transport), which searches by default; model slugs, `preset/NAME`, the retired Sonar names as their documented substitutes |
 | `gemini` | `gemini:MODEL`: Google's Gemini API through `google-genai`, with the Google Search tool |
 
 Each is imported only when its engine is built (`bespoke_metric.backends.registry`).

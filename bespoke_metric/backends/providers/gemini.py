@@ -1,4 +1,4 @@
-"""`gemini:MODEL` (`gemini-2.5-pro`, `gemini-2.5-flash`, ...): Google's Gemini API through `google-genai`.
+"""`gemini:MODEL` (`gemini-3-pro-preview`, `gemini-2.5-flash`, ...): Google's Gemini API through `google-genai`.
 
 The official SDK (`pip install 'bespoke-eval[gemini]'`, imported only when this engine is built) makes each
 call, `client.aio.models.generate_content`; what is common to every API engine is `retries.Caller`'s: a
@@ -9,8 +9,15 @@ aiohttp session of its own (as `openai:` runs have), on the run's event loop, cl
 With `Request.native_search` the call carries the Google Search tool; the candidate's `groundingMetadata`
 is the search record: `webSearchQueries` the queries, `groundingChunks[].web` the results (uri and title
 together, at once: the uri is a redirect that expires), and the chunks that `groundingSupports` point at
-the citations. A request's JSON schema is sent as `response_json_schema` unless it searches (Gemini does
-not combine the two): then it is spelled out in the prompt.
+the citations (a support inside a thought part is not one). A request's JSON schema is sent as
+`response_json_schema` unless it searches (Gemini does not combine the two): then it is spelled out in
+the prompt.
+
+How much a model thinks is set as the SDK names it (`types.ThinkingConfig`): `thinking_level` on 3.x
+(minimal to xhigh), `thinking_budget` (tokens; 0 off, -1 automatic) on 2.5. Thought parts never reach
+the answer. The model that served is the response's `modelVersion`; an answer the provider stopped
+(`finishReason` `SAFETY`, `RECITATION`, `PROHIBITED_CONTENT`, ...) fails naming that reason, and a model
+it does not serve ("not found for API version") stops the run (`ModelUnavailableError`).
 
 The key (`GEMINI_API_KEY`, else `GOOGLE_API_KEY`) goes into the SDK's header and nowhere else; every
 reason and log line is scrubbed of it. `base_url` points the SDK elsewhere (a proxy, a test server).
@@ -28,11 +35,13 @@ from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
 
-from ..base import Completion, OnDone, Request, messages_with_schema
+from ..base import Completion, ModelUnavailableError, OnDone, Request, Withheld, messages_with_schema
 from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
 from ..openai_session import CallFailed, scrub_url, short, status_failure, tls_context
+from ..options import THINKING_LEVELS
+from ..retirement import unavailable_reason
 from ..retries import Attempt, Caller, Client, RetryPolicy
-from ..web_search import search_record
+from ..web_search import check_choice, search_record
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +49,24 @@ GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 GEMINI_CONCURRENCY = 16
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
+ANSWERED = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
+"""Finish reasons (google-genai `types.FinishReason`) of an answer the model gave; MAX_TOKENS cut it off."""
+BLOCKED = frozenset({"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "LANGUAGE"})
+"""Finish reasons of an answer the provider stopped: what text came is not the model's answer."""
+
 _THINKING_MODEL = re.compile(r"gemini-(?:2\.5|[3-9])", re.IGNORECASE)
+_LEVEL_MODEL = re.compile(r"gemini-[3-9]", re.IGNORECASE)
 _DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
 
 def is_thinking_model(model: str) -> bool:
     """Gemini 2.5 and later think before they answer, and their thinking counts against the output limit."""
     return bool(_THINKING_MODEL.search(model))
+
+
+def takes_thinking_level(model: str) -> bool:
+    """Gemini 3.x and later set their thinking by `thinking_level` (2.5 by `thinking_budget`)."""
+    return bool(_LEVEL_MODEL.search(model))
 
 
 class GeminiBackend(Client):
@@ -67,6 +87,8 @@ class GeminiBackend(Client):
         timeout: float = 600.0,
         temperature: float | None = None,
         reasoning_max_tokens: int | None = None,
+        thinking_level: str | None = None,
+        thinking_budget: int | None = None,
         schema_format: bool = True,
         **retry: Any,
     ) -> None:
@@ -80,6 +102,9 @@ class GeminiBackend(Client):
             temperature: default 0.
             reasoning_max_tokens: the output cap of a thinking model (2.5 and later), whose thinking counts
                 against it; default none (the request's `max_tokens` would starve the thinking).
+            thinking_level: 3.x: one of `THINKING_LEVELS` (the SDK's `ThinkingConfig.thinking_level`).
+            thinking_budget: 2.5 (3.x too, though Google advises the level): thinking tokens, 0 off, -1
+                automatic (the SDK's `ThinkingConfig.thinking_budget`).
             schema_format: send a request's `json_schema` as `response_json_schema`.
             retry: `retries.RetryPolicy`'s fields, as for `openai:`.
         """
@@ -90,6 +115,7 @@ class GeminiBackend(Client):
         self._api_key = _api_key(api_key, provider)
         self.temperature = 0.0 if temperature is None else temperature
         self.thinking = is_thinking_model(model)
+        self.thinking_config = _thinking_config(model, thinking_level, thinking_budget)
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
         self.timeout = timeout
@@ -103,6 +129,7 @@ class GeminiBackend(Client):
         settings: dict[str, Any] = {"schema_format": self.schema_format, "temperature": self.temperature}
         if self.thinking:
             settings["reasoning_max_tokens"] = self.reasoning_max_tokens
+        settings.update(self.thinking_config)
         return {"engine": self.name, "model": self.model, "base_url": scrub_url(self.base_url), "settings": settings}
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
@@ -144,6 +171,9 @@ class GeminiBackend(Client):
             config["max_output_tokens"] = limit
         if system:
             config["system_instruction"] = system
+        if self.thinking_config:
+            config["thinking_config"] = types.ThinkingConfig(**{name: value.upper() if name == "thinking_level" else value
+                                                                for name, value in self.thinking_config.items()})
         if request.native_search:
             config["tools"] = [types.Tool(google_search=types.GoogleSearch())]
         if structured:
@@ -164,6 +194,9 @@ class GeminiBackend(Client):
         try:
             response = await client.aio.models.generate_content(model=self.model, contents=contents, config=config)
         except self._genai.errors.APIError as err:
+            gone = unavailable_reason(int(err.code or 0), {"error": {"message": err.message, "status": err.status}})
+            if gone:  # every call would fail so: the run stops here
+                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(gone))) from None
             headers = getattr(getattr(err, "response", None), "headers", None) or {}
             reason = f"HTTP {err.code} from {where}: {err.status or 'error'}: {short(str(err.message or err.details))}"
             raise status_failure(int(err.code or 0), headers, reason, wait=_retry_delay(err.details)) from None
@@ -181,6 +214,8 @@ class GeminiBackend(Client):
             raise CallFailed(f"{self.name}:{self.model} refused the prompt ({blocked})", retryable=False)
         try:
             return _gemini_completion(body)
+        except Withheld as withheld:
+            raise CallFailed(f"{self.name}:{self.model} {withheld.reason}", retryable=False) from None
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
             raise CallFailed(f"malformed response from {self.name}:{self.model} at {where}: "
                              f"{short(f'{type(err).__name__}: {err}')}", retryable=True) from None
@@ -188,31 +223,61 @@ class GeminiBackend(Client):
 
 def _gemini_completion(body: dict[str, Any]) -> Completion:
     """A `generateContent` response body (Gemini's JSON, camelCase) as a `Completion`: the first candidate's
-    text without its thoughts, tokens (the search's prompt tokens and the thinking counted in), and the
-    search record of its `groundingMetadata`."""
+    text without its thoughts, tokens (the search's prompt tokens and the thinking counted in), the model
+    that served (`modelVersion`), and the search record of its `groundingMetadata`. `Withheld` when the
+    provider stopped the answer (`BLOCKED`), or it ended with no text for another reason."""
     candidate = body["candidates"][0]
     parts = (candidate.get("content") or {}).get("parts") or ()
     usage = body.get("usageMetadata") or {}
     thoughts = int(usage.get("thoughtsTokenCount") or 0)
     grounding = candidate.get("groundingMetadata")
+    text = "".join(part.get("text") or "" for part in parts if not part.get("thought"))
+    finish = str(candidate.get("finishReason") or "FINISH_REASON_UNSPECIFIED")
+    if finish in BLOCKED or (finish not in ANSWERED and not text.strip()):
+        message = f": {short(str(candidate['finishMessage']))}" if candidate.get("finishMessage") else ""
+        raise Withheld(f"stopped the answer (finishReason {finish}){message}")
     return Completion(
-        text="".join(part.get("text") or "" for part in parts if not part.get("thought")),
+        text=text,
         input_tokens=int(usage.get("promptTokenCount") or 0) + int(usage.get("toolUsePromptTokenCount") or 0),
         output_tokens=int(usage.get("candidatesTokenCount") or 0) + thoughts,
-        truncated=candidate.get("finishReason") == "MAX_TOKENS",
+        truncated=finish == "MAX_TOKENS",
         cached_input_tokens=int(usage.get("cachedContentTokenCount") or 0),
         reasoning_tokens=thoughts,
-        search=_grounding_search(grounding) if grounding else None,
+        search=_grounding_search(grounding, parts) if grounding else None,
+        served_model=str(body.get("modelVersion") or ""),
+        truncation_reason="MAX_TOKENS" if finish == "MAX_TOKENS" else "",
     )
 
 
-def _grounding_search(grounding: Mapping[str, Any]) -> dict[str, Any]:
+def _grounding_search(grounding: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The search record of `groundingMetadata`; a support whose segment lies in a thought part (its
+    `partIndex`) cites nothing: only the answer cites."""
     chunks = [chunk.get("web") or {} for chunk in grounding.get("groundingChunks") or ()]
     results = [{"url": web.get("uri"), "title": web.get("title"), "domain": web.get("domain")} for web in chunks]
+    thought = {index for index, part in enumerate(parts) if part.get("thought")}
     pointed = dict.fromkeys(index for support in grounding.get("groundingSupports") or ()
+                            if int((support.get("segment") or {}).get("partIndex") or 0) not in thought
                             for index in support.get("groundingChunkIndices") or ())
     cited = [results[index] for index in pointed if isinstance(index, int) and 0 <= index < len(results)]
     return search_record(grounding.get("webSearchQueries") or (), results, cited)
+
+
+def _thinking_config(model: str, level: str | None, budget: int | None) -> dict[str, Any]:
+    """The `ThinkingConfig` fields to send, as the SDK names them; a `UserError` for a level on a model
+    before 3.x or a level and a budget together (the API refuses both)."""
+    check_choice("--thinking-level", level, THINKING_LEVELS)
+    if level is not None and budget is not None:
+        raise UserError("give one of --thinking-level (gemini 3.x) and --thinking-budget (gemini 2.5), not both")
+    if level is not None and not takes_thinking_level(model):
+        raise UserError(f"gemini:{model} takes --thinking-budget, not --thinking-level (a gemini 3.x option)")
+    if budget is not None and not is_thinking_model(model):
+        raise UserError(f"gemini:{model} does not think: --thinking-budget applies to gemini 2.5 and later")
+    config: dict[str, Any] = {}
+    if level is not None:
+        config["thinking_level"] = level
+    if budget is not None:
+        config["thinking_budget"] = budget
+    return config
 
 
 def _retry_delay(details: Any) -> float | None:

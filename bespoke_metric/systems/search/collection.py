@@ -17,6 +17,7 @@ from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
 
 from ..retrieval import BM25
+from .base import DEFAULT_K
 from .cache import SearchCacheError, cached_searches
 from .noise import result_id
 from .providers import SearchResult
@@ -37,7 +38,7 @@ class DocumentCollection:
     sorted order (a `.jsonl` line may also carry a `date`). Calling the collection with a query returns
     its best `k` documents."""
 
-    def __init__(self, folder: str | os.PathLike[str], k: int = 5):
+    def __init__(self, folder: str | os.PathLike[str], k: int = DEFAULT_K):
         self.folder = Path(folder)
         self.k = k
         if not self.folder.is_dir():

@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from bespoke_metric.backends.web_search import page_key
+
 from .providers import SearchResult
 
 Marked = tuple[SearchResult, bool]
@@ -25,8 +27,9 @@ def noise_rng(seed: int, query: str) -> random.Random:
 
 
 def result_id(result: SearchResult) -> str:
-    """What makes two results the same document: the URL, else the title and text."""
-    return result.get("url") or f"{result.get('title', '')}\x00{result.get('text', '')}"
+    """What makes two results the same document: the page (`page_key`: its URL without tracking
+    parameters), else the title and text."""
+    return page_key(result["url"]) if result.get("url") else f"{result.get('title', '')}\x00{result.get('text', '')}"
 
 
 def add_noise(results: Sequence[SearchResult], pool: Sequence[SearchResult], share: float, rng: random.Random) -> list[Marked]:

@@ -38,6 +38,8 @@ from .searcher import Searcher
 POLICIES: tuple[str, ...] = ("query", "rewrite", "agent")
 DEFAULT_QUERIES = 3
 DEFAULT_ROUNDS = 3
+DEFAULT_SEARCH_BUDGET = 1024
+"""Tokens of search results in the prompt, or in each search's results an agent is shown."""
 
 Job = tuple[str, str]
 """`(question, user-context block)`."""
@@ -56,7 +58,7 @@ class SearchPlan:
     """Queries a `rewrite` writes; searches an `agent` may make per round."""
     rounds: int = DEFAULT_ROUNDS
     """Rounds of search an `agent` may make before it must answer."""
-    budget: int = 1024
+    budget: int = DEFAULT_SEARCH_BUDGET
     """Tokens of results in the prompt (`query`, `rewrite`), or per search shown (`agent`)."""
 
     @property

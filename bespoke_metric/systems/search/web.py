@@ -5,7 +5,8 @@ The client is the model APIs' (`backends.retries.Caller` over `backends.http.Api
 limit, a timeout per call, backoff honouring `Retry-After`, a retry budget for the whole run, and an
 endpoint that never answered given up on in seconds. What no retry can mend stops the run with one
 `SearchEngineError` naming the engine: a key refused (401/403; for SearXNG, JSON output not enabled), a
-path that does not exist (404), an answer that is not the provider's documented JSON.
+path that does not exist (404), an answer that is not the provider's documented JSON. An answer that
+says it could not search (a SearXNG whose engines did not answer) is a failed search, retried.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any
 
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.backends.http import ApiSession, Refused
-from bespoke_metric.backends.openai_session import scrub_url
+from bespoke_metric.backends.openai_session import CallFailed, scrub_url
 from bespoke_metric.backends.retries import Caller, RetryPolicy
 
 from .base import DEFAULT_K, SearchEngineError, SearchOptions, key_from_env
-from .providers import Provider, SearchResult, ShapeError, decode
+from .providers import Provider, SearchFailed, SearchResult, ShapeError, decode
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ class WebEngine:
     def build(cls, provider: Provider, base_url: str | None, options: SearchOptions, *, need_key: bool) -> "WebEngine":
         """The engine for `provider` at `base_url` (default: its public endpoint), its key from the
         environment (only when `need_key`: a replayed run never calls it)."""
+        if provider.max_k is not None and options.k is not None and options.k > provider.max_k:
+            raise SearchEngineError(f"--search-k {options.k} is more than search engine {provider.name} gives for one "
+                                    f"search: at most {provider.max_k} (its {provider.k_parameter})")
         url = base_url or provider.base_url
         assert url is not None  # SearXNG's URL is its spec's target
         if not re.match(r"^https?://", url):
@@ -117,6 +121,8 @@ class WebEngine:
         except ShapeError as error:
             raise SearchEngineError(f"search engine {self.spec} {error} at {session.where}{call.path}: "
                                     f"is that the {self.provider.name} search API?") from None
+        except SearchFailed as failed:  # its engines may answer again: retried as a 5xx is
+            raise CallFailed(str(failed), retryable=True) from None
 
     def _refused(self, status: int, path: str) -> str:
         where = f"{scrub_url(self.base_url)}{path}"

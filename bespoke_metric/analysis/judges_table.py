@@ -1,0 +1,326 @@
+"""Several judges, one table: each judge's agreement with the people on the same meta-test responses.
+
+Each judge is meta-evaluated as `meta_evaluate` does it (`repeats` runs, the first the plain run, the others
+keyed apart in the cache); the table gives per judge its agreement with the human scores (Pearson and
+Spearman per dimension and averaged over the four, with bootstrap intervals), its length bias, its
+self-consistency across repeats, and the paired difference of its average Pearson from the reference
+judge's over the same items; the paper's GPT-5 figures sit beside them as a fixed, published row.
+
+Definitions (pure functions below, stated in `docs/choosing-a-judge.md`):
+
+- **average Pearson / Spearman**: the mean of the four per-dimension correlations, over the responses the
+  judge scored on all four (a guarded response counts, with its lowest scores; an unparsed one does not).
+- **length bias**: the mean over the dimensions of `spearman(judge, words) - spearman(human, words)`, where
+  `words` is the response's length in words: how much more the judge's scores rise with length than the
+  people's do. Flagged when it exceeds `LENGTH_BIAS_THRESHOLD` and its 95% interval lies above 0.
+- **self-consistency**: over every pair of repeats, exact agreement and Pearson of the scores (all four
+  dimensions pooled), averaged over the pairs, on the responses scored in every repeat.
+- **vs reference**: `average Pearson(judge) - average Pearson(reference)` on the responses both scored,
+  both resampled with the same indices (paired bootstrap), with its interval and two-sided p-value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset.vocabulary import DIMENSIONS
+
+from bespoke_metric.results import Results, stats
+from .meta_eval import REFERENCE, meta_evaluate, meta_items
+
+LENGTH_BIAS_THRESHOLD = 0.1
+"""A judge's length bias is flagged above this (and with its interval above 0): a tenth of a correlation."""
+
+PUBLISHED = {
+    "spec": "openai:gpt-5",
+    "published": True,
+    "source": "BESPOKE paper (arXiv 2509.21106), ICML version: GPT-5 judge vs human scores, full judge",
+    "pearson": {"average": {"value": REFERENCE["full"]["pearson"], "ci": None}},
+    "spearman": {"average": {"value": REFERENCE["full"]["spearman"], "ci": None}},
+    "feedback_accuracy": REFERENCE["full"]["feedback_acc"],
+}
+"""The paper's figures, a fixed row of every table: not measured here, not on these responses."""
+
+
+@dataclass(frozen=True)
+class JudgeRuns:
+    """One judge's meta-evaluations of the same responses: `runs[0]` the plain run, then its repeats."""
+
+    spec: str
+    runs: list[Results]
+
+
+def words(text: str) -> int:
+    """A response's length in words, as the length bias measures it."""
+    return len(re.findall(r"\w+", text))
+
+
+# -- pure statistics over score matrices (items x dimensions) ----------------------------------------
+
+def score_matrix(results: Results) -> np.ndarray:
+    """`(items, dimensions)` judge scores, NaN where the judge gave none."""
+    return np.array([[np.nan if item.scores[d] is None else item.scores[d] for d in DIMENSIONS] for item in results.items],
+                    dtype=float)
+
+
+def human_matrix(results: Results) -> np.ndarray:
+    """`(items, dimensions)` human scores of a meta-evaluation's items."""
+    return np.array([[item.human[d] for d in DIMENSIONS] for item in results.items], dtype=float)  # type: ignore[index]
+
+
+def _columns(matrix: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
+    return [matrix[keep, column] for column in range(matrix.shape[1])]
+
+
+def mean_correlation(correlation: stats.Statistic, k: int) -> stats.Statistic:
+    """The rowwise statistic of `2k` arrays (k judge columns, then k human ones): the mean of `correlation`
+    over the k pairs."""
+    def statistic(*matrices: np.ndarray) -> np.ndarray:
+        return np.mean([correlation(matrices[i], matrices[k + i]) for i in range(k)], axis=0)
+
+    return statistic
+
+
+def length_statistic(k: int) -> stats.Statistic:
+    """Rowwise length bias of `2k + 1` arrays (k judge columns, k human ones, the lengths)."""
+    def statistic(*matrices: np.ndarray) -> np.ndarray:
+        length = matrices[2 * k]
+        return np.mean([stats.rowwise_spearman(matrices[i], length) - stats.rowwise_spearman(matrices[k + i], length)
+                        for i in range(k)], axis=0)
+
+    return statistic
+
+
+def consistency_statistic(repeats: int, k: int, agreement: stats.Statistic) -> stats.Statistic:
+    """Rowwise `agreement` of the scores of every pair of repeats (each `k` columns, dimensions pooled),
+    averaged over the pairs."""
+    def statistic(*matrices: np.ndarray) -> np.ndarray:
+        runs = [np.concatenate(matrices[r * k:(r + 1) * k], axis=1) for r in range(repeats)]
+        return np.mean([agreement(runs[a], runs[b]) for a, b in itertools.combinations(range(repeats), 2)], axis=0)
+
+    return statistic
+
+
+def scored(matrix: np.ndarray) -> np.ndarray:
+    """Which items carry a score on every dimension."""
+    return ~np.isnan(matrix).any(axis=1)
+
+
+def correlations(judge: np.ndarray, human: np.ndarray, *, n_resamples: int, seed: int) -> dict[str, Any]:
+    """Pearson and Spearman per dimension and averaged (`{"value", "ci"}` each), on the items scored on
+    every dimension; one set of resampled indices for all."""
+    keep = scored(judge)
+    j, h = _columns(judge, keep), _columns(human, keep)
+    out: dict[str, Any] = {}
+    for name, correlation in (("pearson", stats.rowwise_pearson), ("spearman", stats.rowwise_spearman)):
+        block = {"average": stats.estimate(mean_correlation(correlation, len(j)), *j, *h, n_resamples=n_resamples, seed=seed)}
+        for column, dimension in enumerate(DIMENSIONS):
+            block[dimension] = stats.estimate(correlation, j[column], h[column], n_resamples=n_resamples, seed=seed)
+        out[name] = block
+    return out
+
+
+def length_bias(judge: np.ndarray, human: np.ndarray, lengths: np.ndarray, *, n_resamples: int, seed: int,
+                threshold: float = LENGTH_BIAS_THRESHOLD) -> dict[str, Any]:
+    """The judge's length bias (see the module's docstring) with its interval, `flagged` when above
+    `threshold` with the interval above 0."""
+    keep = scored(judge)
+    j, h = _columns(judge, keep), _columns(human, keep)
+    found = stats.estimate(length_statistic(len(j)), *j, *h, lengths[keep], n_resamples=n_resamples, seed=seed)
+    value, ci = found["value"], found["ci"]
+    flagged = value is not None and ci is not None and value > threshold and ci[0] > 0
+    return {**found, "flagged": bool(flagged), "threshold": threshold, "measure": "mean over dimensions of "
+            "spearman(judge, words) - spearman(human, words)"}
+
+
+def self_consistency(runs: Sequence[np.ndarray], *, n_resamples: int, seed: int) -> dict[str, Any]:
+    """Agreement between repeats (`runs`: one score matrix each) on the items scored in every one."""
+    if len(runs) < 2:
+        return {"repeats": len(runs), "exact": None, "pearson": None}
+    keep = np.logical_and.reduce([scored(run) for run in runs])
+    columns = [column for run in runs for column in _columns(run, keep)]
+    k = runs[0].shape[1]
+    return {
+        "repeats": len(runs),
+        "n": int(keep.sum()),
+        "exact": stats.estimate(consistency_statistic(len(runs), k, stats.rowwise_exact), *columns, n_resamples=n_resamples, seed=seed),
+        "within_one": stats.estimate(consistency_statistic(len(runs), k, stats.rowwise_within_one), *columns,
+                                     n_resamples=n_resamples, seed=seed),
+        "pearson": stats.estimate(consistency_statistic(len(runs), k, stats.rowwise_pearson), *columns,
+                                  n_resamples=n_resamples, seed=seed),
+    }
+
+
+def pearson_difference(judge: np.ndarray, reference: np.ndarray, human: np.ndarray, *, n_resamples: int,
+                       seed: int) -> dict[str, Any]:
+    """`{"value", "ci", "p_value", "n"}`: average Pearson of `judge` minus that of `reference`, paired over
+    the items both scored on every dimension."""
+    keep = scored(judge) & scored(reference)
+    if not keep.any():
+        return {"value": None, "ci": None, "p_value": None, "n": 0}
+    j, r, h = _columns(judge, keep), _columns(reference, keep), _columns(human, keep)
+    test = stats.paired_statistic_test(mean_correlation(stats.rowwise_pearson, len(j)), [*j, *h], [*r, *h],
+                                       n_resamples=n_resamples, seed=seed)
+    value = test.difference if np.isfinite(test.difference) else None
+    return {"value": value, "ci": list(test.ci) if test.ci else None,
+            "p_value": test.p_value if value is not None else None, "n": test.n}
+
+
+# -- the table ---------------------------------------------------------------------------------------
+
+def _usage(runs: Sequence[Results]) -> dict[str, Any]:
+    """Calls, tokens, cost and wall time of a judge's runs together."""
+    total: dict[str, Any] = {name: sum(run.usage.get(name, 0) for run in runs)
+                             for name in ("calls", "cached", "failed", "input_tokens", "output_tokens")}
+    costs = [run.usage.get("cost") for run in runs]
+    total["cost"] = None if any(cost is None for cost in costs) else round(sum(costs), 6)  # type: ignore[arg-type]
+    total["wall_seconds"] = round(sum(run.usage.get("wall_seconds", 0.0) for run in runs), 3)
+    return total
+
+
+def _served(runs: Sequence[Results]) -> dict[str, int]:
+    served: dict[str, int] = {}
+    for run in runs:
+        for name, count in (run.judge.get("served_models") or {}).items():
+            served[name] = served.get(name, 0) + count
+    return served
+
+
+def judge_row(judge: JudgeRuns, reference: JudgeRuns, lengths: np.ndarray, *, n_resamples: int, seed: int) -> dict[str, Any]:
+    """One judge's row of `judges.json` (see the module's docstring for each figure)."""
+    first = judge.runs[0]
+    matrix, human = score_matrix(first), human_matrix(first)
+    meta = first.meta_eval or {}
+    pooled = meta.get("pooled", {})
+    row: dict[str, Any] = {
+        "spec": judge.spec,
+        "served_models": _served(judge.runs),
+        "judge": first.judge,
+        "n": int(len(first.items)),
+        "scored": int(scored(matrix).sum()),
+        **correlations(matrix, human, n_resamples=n_resamples, seed=seed),
+        "pooled": {name: {"value": pooled.get(name), "ci": pooled.get(f"{name}_ci")} for name in ("pearson", "spearman")},
+        "agreement": {name: {"value": pooled.get(name), "ci": pooled.get(f"{name}_ci")} for name in ("exact", "within_one")},
+        "unparsed": int((~scored(matrix)).sum()),
+        "guarded": int(sum((first.guarded or {}).values())),
+        "length_bias": length_bias(matrix, human, lengths, n_resamples=n_resamples, seed=seed),
+        "self_consistency": self_consistency([score_matrix(run) for run in judge.runs], n_resamples=n_resamples, seed=seed),
+        "vs_reference": {"reference": reference.spec,
+                         "pearson_diff": pearson_difference(matrix, score_matrix(reference.runs[0]), human,
+                                                            n_resamples=stats.PAIRED_RESAMPLES, seed=seed)},
+        "usage": _usage(judge.runs),
+    }
+    if "feedback_accuracy" in meta:
+        row["feedback_accuracy"] = meta["feedback_accuracy"]["pooled"]
+    return row
+
+
+def judges_table(judges: Sequence[JudgeRuns], lengths: Sequence[int], *, reference: str | None = None,
+                 n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """`judges.json`: a row per judge (in the order given, each with its `rank` by average Pearson), the
+    reference judge's spec (default the first), the published row, and what the data was."""
+    by_spec = {judge.spec: judge for judge in judges}
+    chosen = by_spec[reference] if reference is not None else judges[0]
+    length_array = np.asarray(lengths, dtype=float)
+    rows = [judge_row(judge, chosen, length_array, n_resamples=n_resamples, seed=seed) for judge in judges]
+    ordered = sorted(range(len(rows)), key=lambda i: -(rows[i]["pearson"]["average"]["value"] or -2.0))
+    for rank, index in enumerate(ordered, start=1):
+        rows[index]["rank"] = rank
+    first = judges[0].runs[0]
+    return {"judges": rows, "reference": chosen.spec, "published": PUBLISHED, "data": first.data,
+            "responses": len(first.items), "repeats": max(len(judge.runs) for judge in judges),
+            "length_bias_threshold": LENGTH_BIAS_THRESHOLD, "resamples": n_resamples}
+
+
+def compare_judges(
+    specs: Sequence[str],
+    source: str | os.PathLike[str] = DEFAULT_SOURCE,
+    *,
+    revision: str | None = None,
+    rubrics: str | os.PathLike[str] | None = None,
+    limit: int | None = None,
+    reference: str | None = None,
+    repeats: int = 1,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    seed: int = 0,
+    options_for: Callable[[str], Mapping[str, Any]] = lambda spec: {},
+    **common: Any,
+) -> tuple[dict[str, Any], list[JudgeRuns]]:
+    """Meta-evaluate every judge of `specs` on the same meta-test responses (loaded once), `repeats` runs
+    each for an LLM judge (a judge of its own, such as `embed:`, is deterministic: one run), and build
+    the table. `options_for(spec)` gives each judge its options (one `cache` file may serve them all:
+    the keys name the judge); `common` go to every `meta_evaluate`. Returns the table and the runs."""
+    from bespoke_metric.backends.registry import parse_spec
+
+    if len(set(specs)) != len(specs):
+        raise ValueError(f"a judge is given twice: {', '.join(sorted({s for s in specs if list(specs).count(s) > 1}))}")
+    if reference is not None and reference not in specs:
+        raise ValueError(f"--reference {reference} is not one of the judges ({', '.join(specs)})")
+    if repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {repeats}")
+    loaded = meta_items(source, revision, rubrics)
+    if limit is not None:
+        loaded = (loaded[0][:limit], loaded[1][:limit], loaded[2])
+    judges = []
+    for spec in specs:
+        times = repeats if parse_spec(spec).engine.llm else 1
+        runs = [meta_evaluate(spec, loaded=loaded, n_resamples=n_resamples, seed=seed,
+                              **{**common, **options_for(spec), **({"repeat": r, "feedback_accuracy_check": False} if r else {})})
+                for r in range(times)]
+        judges.append(JudgeRuns(spec, runs))
+    lengths = [words(item.response) for item in loaded[0]]
+    return judges_table(judges, lengths, reference=reference, n_resamples=n_resamples, seed=seed), judges
+
+
+# -- judges.md ---------------------------------------------------------------------------------------
+
+def _value(block: Mapping[str, Any] | None, digits: int = 3) -> str:
+    if not block or block.get("value") is None:
+        return "n/a"
+    ci = block.get("ci")
+    return f"{block['value']:.{digits}f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
+def format_judges_md(table: Mapping[str, Any]) -> str:
+    """`judges.md`: the table (best average Pearson first), per-dimension figures, then the published row."""
+    data = table.get("data", {})
+    synthetic = " (synthetic release: the figures test the tool, they say nothing of any model)" if data.get("synthetic") else ""
+    lines = [f"# Judges vs the people on {table['responses']} meta-test responses{synthetic}", "",
+             f"Reference judge: `{table['reference']}`. Intervals are 95% bootstrap intervals over responses; "
+             f"length bias is flagged above {table['length_bias_threshold']} with its interval above 0.", "",
+             "| rank | judge | served | Pearson (avg) | Spearman (avg) | exact | within 1 | length bias | "
+             "self-consistency | Δ Pearson vs reference (p) | unparsed | guarded | calls | tokens | cost | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in sorted(table["judges"], key=lambda r: r["rank"]):
+        bias = row["length_bias"]
+        flag = " **flagged**" if bias["flagged"] else ""
+        consistency = row["self_consistency"]
+        agree = "n/a (1 run)" if consistency.get("exact") is None else \
+            f"exact {_value(consistency['exact'], 2)} (×{consistency['repeats']})"
+        diff = row["vs_reference"]["pearson_diff"]
+        shown = "reference" if row["spec"] == table["reference"] else \
+            f"{_value(diff)} (p={diff['p_value']:.3g})" if diff.get("p_value") is not None else _value(diff)
+        served = ", ".join(f"{name} ×{count}" for name, count in row["served_models"].items()) or "n/a"
+        usage = row["usage"]
+        cost = "n/a" if usage["cost"] is None else f"${usage['cost']:.4f}"
+        lines.append(f"| {row['rank']} | `{row['spec']}` | {served} | {_value(row['pearson']['average'])} | "
+                     f"{_value(row['spearman']['average'])} | {_value(row['agreement']['exact'], 2)} | "
+                     f"{_value(row['agreement']['within_one'], 2)} | {_value(bias, 2)}{flag} | {agree} | {shown} | "
+                     f"{row['unparsed']} | {row['guarded']} | {usage['calls']} (+{usage['cached']} cached) | "
+                     f"{usage['input_tokens']} in, {usage['output_tokens']} out | {cost} | {usage['wall_seconds']:.1f} |")
+    published = table["published"]
+    lines.append(f"| published | `{published['spec']}` | | {published['pearson']['average']['value']:.3f} | "
+                 f"{published['spearman']['average']['value']:.3f} | | | | | | | | | | | |")
+    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses.", "",
+              "## Per dimension", "", "| judge | " + " | ".join(f"{d} Pearson" for d in DIMENSIONS) + " |",
+              "|---|" + "---|" * len(DIMENSIONS)]
+    for row in sorted(table["judges"], key=lambda r: r["rank"]):
+        lines.append(f"| `{row['spec']}` | " + " | ".join(_value(row["pearson"][d]) for d in DIMENSIONS) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,83 @@
+"""Models that providers no longer serve, and those they are about to shut down. Pure functions.
+
+A retired or unknown model fails every call the same way, so a backend turns such an answer into one
+`ModelUnavailableError` (the run stops, nothing is written) instead of a failure per call. What counts as
+one is decided here, once, for every provider:
+
+- OpenAI: a 404 with `code: "model_not_found"` ("The model `gpt-4-32k` has been deprecated, ...", "The
+  model `x` does not exist or you do not have access to it.");
+- Perplexity: a 400 with `type: "invalid_model"` ("Invalid model 'sonar-reasoning'. ...");
+- Gemini: a 404 `NOT_FOUND`, "models/gemini-1.0-pro is not found for API version v1beta, or is not
+  supported for generateContent.";
+- any provider: a 400/404/410 whose message speaks of the model as deprecated, shut down, retired or not
+  existing.
+
+Where a provider publishes a shutdown date (OpenAI's `GET /v1/models/{model}`: `shutdown_date`,
+`"2026-12-11"`), `shutdown_notice` says when it is near.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from typing import Any, Mapping
+
+UNAVAILABLE_CODES = frozenset({"model_not_found", "invalid_model"})
+"""Error codes or types that say the model itself is not served (OpenAI's, Perplexity's)."""
+NOTICE_DAYS = 90
+"""A shutdown this many days away, or fewer, is worth a notice."""
+
+_GONE_STATUS = frozenset({400, 404, 410})
+_MODEL = re.compile(r"\bmodels?\b", re.IGNORECASE)
+_GONE_WORDS = re.compile(r"deprecated|shut ?down|retired|decommissioned|does not exist|no longer (?:available|supported|served)"
+                         r"|not found", re.IGNORECASE)
+
+
+class ModelNotice(UserWarning):
+    """A model the provider will shut down soon (the command line prints it as one `notice:` line)."""
+
+
+def unavailable_reason(status: int, body: bytes | str | Mapping[str, Any] | None) -> str | None:
+    """The provider's words when an error answer (`status`, its body or message) says the model asked for
+    is retired or unknown; None for any other error (a missing route, a bad parameter, a rate limit)."""
+    error = _error_of(body)
+    message = str(error.get("message") or "").strip()
+    codes = {str(error.get(name) or "") for name in ("code", "type", "status")}
+    if codes & UNAVAILABLE_CODES:
+        return message or next(iter(codes & UNAVAILABLE_CODES))
+    if status in _GONE_STATUS and _MODEL.search(message) and _GONE_WORDS.search(message):
+        return message
+    return None
+
+
+def shutdown_notice(model: str, shutdown_date: str | None, today: datetime.date) -> str | None:
+    """The notice for a model whose `shutdown_date` (ISO, `2026-12-11`) is at most `NOTICE_DAYS` away (or
+    past), else None (no date, a date far off, or one that is not a date)."""
+    try:
+        date = datetime.date.fromisoformat(str(shutdown_date)[:10])
+    except ValueError:
+        return None
+    days = (date - today).days
+    if days > NOTICE_DAYS:
+        return None
+    when = "today" if days == 0 else f"in {days} days" if days > 0 else f"{-days} days ago"
+    return (f"{model} shuts down on {date.isoformat()} ({when}, as its provider says); "
+            "docs/choosing-a-judge.md compares successors against the human labels")
+
+
+def _error_of(body: bytes | str | Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The `error` object of an error body (`{"error": {...}}`, or the object itself), or `{"message": text}`
+    for a body that is not JSON."""
+    if isinstance(body, (bytes, str)):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        try:
+            body = json.loads(text)
+        except ValueError:
+            return {"message": text}
+    if isinstance(body, list) and body:  # Gemini's REST errors may come as a one-element list
+        body = body[0]
+    if not isinstance(body, Mapping):
+        return {}
+    error = body.get("error", body)
+    return error if isinstance(error, Mapping) else {"message": str(error)}

@@ -1,0 +1,76 @@
+"""`JudgeConfig`: a judge as configured (its spec, the protocol's options, its engine's client and cost
+options), made the same way from Python, a YAML file or the command line; checked as `make_judge` checks
+it, without building anything.
+
+    JudgeConfig(spec="openai:gpt-5", options={"base_url": "http://127.0.0.1:8000/v1", "recall": "batched"})
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from bespoke_metric.backends.options import ClientOptions, option_names
+from bespoke_metric.backends.shared_options import cost_options, executor_options
+from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, given_values, read_values, refuse_unknown
+
+from .factory import JudgeParts, ProtocolOptions, judge_parts
+
+
+def judge_keys() -> frozenset[str]:
+    """Every key a judge config takes: `judge` (the spec), `cache`, `no_guards`, the protocol's and the API
+    clients' options, and where the engines run and the Batch API (shared with the system models)."""
+    return frozenset({"judge", "cache", "no_guards", *option_names(ProtocolOptions), *option_names(ClientOptions), *SHARED_KEYS})
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeConfig:
+    """A judge: its spec and options (by name: `ProtocolOptions`, the engine's options class, where it
+    runs and the Batch API; a None is the default), the cache of its calls, whether the guards are on."""
+
+    spec: str
+    options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """May hold a key: never written anywhere."""
+    cache: str | os.PathLike[str] | None = None
+    guards: bool = True
+
+    def judge_options(self, spending: Any = None) -> dict[str, Any]:
+        """The options `scoring.pipeline.score` and `score_many` take for this judge: its own, the placement
+        and Batch API options that apply to its engine, the command's spending limit (`spending`), the cache."""
+        own = {name: value for name, value in self.options.items() if name not in SHARED_KEYS and value is not None}
+        options = {**own, **executor_options(self.options, self.spec), **cost_options(self.options, self.spec, spending)}
+        if self.cache is not None:
+            options["cache"] = self.cache
+        if not self.guards:
+            options["guards"] = False
+        return options
+
+    def check(self, spending: Any = None) -> JudgeParts:
+        """An `OptionError` naming the flag of an option the judge's engine does not take; nothing is built."""
+        options = self.judge_options(spending)
+        options.pop("guards", None)
+        return judge_parts(self.spec, **options)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any], *, where: str = "") -> "JudgeConfig":
+        """From settings by key (`judge_keys`); `where` goes before a mistake's message."""
+        refuse_unknown(values, judge_keys(), where)
+        if not values.get("judge"):
+            raise ConfigError(f"{where}judge is required")
+        options = {name: value for name, value in values.items()
+                   if name not in ("judge", "cache", "no_guards") and value is not None}
+        return cls(spec=str(values["judge"]), options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> "JudgeConfig":
+        return cls.from_values(read_values(path), where=f"{path}: ")
+
+    @classmethod
+    def from_cli(cls, args: Any, spec: str | None = None) -> "JudgeConfig":
+        """From the parsed arguments of a command that judges (the flags given among the judge's keys); `spec`
+        is one of several judges given (`meta-eval --judge A --judge B`), else `--judge`."""
+        values = {key: value for key, value in given_values(args).items() if key in judge_keys()}
+        if spec is not None:
+            values["judge"] = spec
+        return cls.from_values(values)

@@ -1,0 +1,65 @@
+"""`bespoke rescore RESULTS... --judge SPEC --out DIR`: judge the predictions behind results files again."""
+
+from __future__ import annotations
+
+import argparse
+from itertools import groupby
+from pathlib import Path
+
+from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score_many
+from bespoke_metric.scoring.rescore import Rescore, rescore_plan
+
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, print_plan, price_table, spending_limit, stopped_by_limit
+from bespoke_cli.executor import check_executor_flags
+from bespoke_cli.judging.score import add_judge_arguments, answer_caches, judge_options, publish
+
+HELP = "judge the predictions behind results files again with another judge: one new results file each"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="+", help="results files (or folders of them) written by score, run or sweep; "
+                        "each one's predictions must still be there")
+    add_judge_arguments(parser, default=None, default_help="default: the data each results file was scored on")
+    parser.add_argument("--out", required=True, help="folder for the new results files, named as the old ones")
+    parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+    add_cost_arguments(parser)
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Results files as given, a folder standing for the `*.json` files in it."""
+    out: list[str] = []
+    for given in paths:
+        path = Path(given)
+        out += sorted(str(p) for p in path.glob("*.json")) if path.is_dir() else [given]
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    plans = rescore_plan(expand(args.results), args.out)
+    check_executor_flags(args, [args.judge])
+    check_cost_flags(args, [args.judge])
+    prices = price_table(args)
+
+    def data_of(plan: Rescore) -> tuple[str, str]:
+        return (args.source or plan.source or DEFAULT_SOURCE, args.revision or plan.revision or "")
+
+    batches = [(data, list(group)) for data, group in groupby(sorted(plans, key=data_of), key=data_of)]
+    if args.dry_run:
+        groups = [group for (source, revision), batch in batches for group in
+                  judge_groups([plan.predictions for plan in batch], source=source, revision=revision or None).groups]
+        print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
+        return 0
+    spending = spending_limit(args, prices, answer_caches(args))
+    scored = []
+    for (source, revision), batch in batches:
+        results = score_many([plan.predictions for plan in batch], args.judge, source=source, revision=revision or None,
+                             systems=[plan.system for plan in batch], prices=prices, **judge_options(args, spending))
+        scored += list(zip(batch, results))
+    if stopped_by_limit(spending, answer_caches(args)):
+        return 1
+    statuses = []
+    for plan, results in sorted(scored, key=lambda pair: plans.index(pair[0])):
+        print(f"\n{plan.results} -> {plan.output}")
+        statuses.append(publish(results, plan.output, strict=args.strict))
+    return max(statuses)

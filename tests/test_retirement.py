@@ -1,0 +1,56 @@
+"""Which error answers mean "this model is not served", and when a shutdown is near (`backends.retirement`,
+pure): the one classification every backend uses (OpenAI, Gemini, Perplexity)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import pytest
+
+from bespoke_metric.backends.retirement import shutdown_notice, unavailable_reason
+
+
+@pytest.mark.parametrize("status, body, words", [
+    # OpenAI: a 404 whose error code is model_not_found (its error object: message, type, param, code)
+    (404, {"error": {"message": "The model `gpt-4-32k` has been deprecated, learn more here: https://platform.openai.com/docs/deprecations",
+                     "type": "invalid_request_error", "param": None, "code": "model_not_found"}}, "has been deprecated"),
+    (404, {"error": {"message": "The model `gpt-9` does not exist or you do not have access to it.",
+                     "type": "invalid_request_error", "param": None, "code": "model_not_found"}}, "does not exist"),
+    # a gateway that words it without the code
+    (400, {"error": {"message": "The model o1-preview was shut down on 2025-07-28."}}, "was shut down"),
+    # Gemini's 404, as a google.rpc.Status body (bytes, as it comes off the wire)
+    (404, json.dumps({"error": {"code": 404, "status": "NOT_FOUND", "message": "models/gemini-1.0-pro is not found for API "
+                                "version v1beta, or is not supported for generateContent."}}).encode(), "not found for API version"),
+    # Perplexity's unknown model: a 400 whose error type is invalid_model
+    (400, {"error": {"message": "Invalid model 'sonar-reasoning'. Permitted models can be found in the documentation at "
+                     "https://docs.perplexity.ai/getting-started/models.", "type": "invalid_model", "code": 400}}, "Invalid model"),
+    (404, "The model has been deprecated", "deprecated"),  # a body that is not JSON
+])
+def test_a_retired_or_unknown_model_is_recognised_with_the_providers_words(status, body, words):
+    reason = unavailable_reason(status, body)
+    assert reason is not None and words in reason
+
+
+@pytest.mark.parametrize("status, body", [
+    (404, {"error": {"message": "no route /v1/responses", "type": "not_found"}}),  # a wrong base URL
+    (400, {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                     "'max_completion_tokens' instead.", "type": "invalid_request_error", "code": "unsupported_parameter"}}),
+    (400, {"error": {"message": "The parameter `functions` is deprecated; use `tools`."}}),  # deprecated, but not the model
+    (429, {"error": {"message": "Rate limit reached for model gpt-5", "code": "rate_limit_exceeded"}}),
+    (500, b"<html>bad gateway</html>"),
+    (404, None),
+])
+def test_other_errors_are_not_a_retired_model(status, body):
+    assert unavailable_reason(status, body) is None
+
+
+def test_a_shutdown_is_noticed_within_90_days_only():
+    today = datetime.date(2026, 12, 1)
+    assert shutdown_notice("openai:gpt-5", "2026-12-11", today).startswith("openai:gpt-5 shuts down on 2026-12-11 (in 10 days")
+    assert "(today" in shutdown_notice("openai:gpt-5", "2026-12-01", today)
+    assert "(3 days ago" in shutdown_notice("openai:o1", "2026-11-28", today)
+    assert shutdown_notice("openai:gpt-4o", "2027-03-01", today) == "openai:gpt-4o shuts down on 2027-03-01 (in 90 days, as its provider says); docs/choosing-a-judge.md compares successors against the human labels"
+    assert shutdown_notice("openai:gpt-4o", "2027-03-02", today) is None  # 91 days
+    assert shutdown_notice("openai:gpt-4.1", None, today) is None
+    assert shutdown_notice("openai:gpt-4.1", "soon", today) is None
