@@ -30,11 +30,11 @@ from bespoke_dataset.synthetic.layouts import VARIANTS, rewrite
 CHECK_GOAL_S = 5.0
 
 
-def median_seconds(fn: Callable[[], object], repeat: int) -> float:
+def median_seconds(fn: Callable[..., object], repeat: int, *args: object) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        fn()
+        fn(*args)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -51,10 +51,10 @@ def main() -> None:
         print(f"{'layout':<18}{'raw read ms':>12}{'histories ms':>14}{'benchmark ms':>14}{'check ms':>10}{'check/raw':>11}")
         for name, folder in layouts.items():
             files = sorted(folder.glob("*/*.parquet"))
-            raw = median_seconds(lambda: [pq.read_table(f) for f in files], args.repeat)
-            histories = median_seconds(lambda: load_rows("histories", folder), args.repeat)
-            bench = median_seconds(lambda: load_rows("benchmark", folder), args.repeat)
-            checked = median_seconds(lambda: check(folder), args.repeat)
+            raw = median_seconds(lambda paths: [pq.read_table(f) for f in paths], args.repeat, files)
+            histories = median_seconds(load_rows, args.repeat, "histories", folder)
+            bench = median_seconds(load_rows, args.repeat, "benchmark", folder)
+            checked = median_seconds(check, args.repeat, folder)
             figures.update({f"{name}_raw_read_s": round(raw, 4), f"{name}_histories_s": round(histories, 4),
                             f"{name}_benchmark_s": round(bench, 4), f"{name}_check_s": round(checked, 4),
                             f"{name}_check_over_raw": round(checked / raw, 1)})

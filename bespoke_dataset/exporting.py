@@ -24,7 +24,8 @@ import yaml
 from .atomic import FolderOwner, atomic_entries
 from .building.card import fill
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
-from .loading import available_configs, load
+from .loading import load
+from .rows import available_configs
 from .reading.raw import data_file
 from .vocabulary import SPLIT
 from .registration import BENCHMARK_TASKS, CITATION, REGISTRATION_FILE, render_registration

@@ -11,7 +11,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from .builder import WARNINGS_FILE, BespokeBuilder
 from .errors import BespokeDataError, BespokeDataWarning
-from .rows import available_configs, resolve_config_source
+from .rows import resolve_config_source
 from .source import DEFAULT_SOURCE, ResolvedSource, default_cache_dir
 from .vocabulary import SPLIT
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import BespokeDataError
+from .errors import BespokeDataError, UserError
 from .reading.raw import RawRelease, typed_configs
 from .reading.records import BUILDERS, Record, build_records
 from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
@@ -21,7 +21,7 @@ def resolve_config_source(config: str, source: str | Path | ResolvedSource = DEF
     unknown config before anything is downloaded, a BespokeDataError asks for histories from the GitHub
     layout, which has none."""
     if config not in BUILDERS:
-        raise ValueError(f"unknown config {config!r}; choose one of {', '.join(BUILDERS)}")
+        raise UserError(f"unknown config {config!r}; choose one of {', '.join(BUILDERS)}")
     resolved = source if isinstance(source, ResolvedSource) else resolve_source(source, revision,
                                                                                 hub_cache_dir=hub_cache_dir)
     if config == "histories" and resolved.layout == "github":

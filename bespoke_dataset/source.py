@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import BespokeDataError
+from .errors import BespokeDataError, UserError
 from .reading.raw import TABLES, Layout, data_file, detect_layout, table_files, typed_files
 
 DEFAULT_SOURCE = "yonsei-dli/BESPOKE"
@@ -129,7 +129,7 @@ def resolve_source(source: str | Path = DEFAULT_SOURCE, revision: str | None = N
     else:
         raise BespokeDataError(text, "no such folder, and not a Hub repo id like 'yonsei-dli/BESPOKE'")
     if revision is not None and hub_revision is None:
-        raise ValueError(f"revision={revision!r} applies to Hub repos only, not to the local source {text!r}")
+        raise UserError(f"revision={revision!r} applies to Hub repos only, not to the local source {text!r}")
     path = path.resolve()
     layout = detect_layout(path)
     return ResolvedSource(text, path, layout, hub_revision, content_fingerprint(path, layout))

@@ -49,7 +49,7 @@ from bespoke_dataset.rows import load_rows
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
 from bespoke_metric.judging.judge import Judge, JudgeItem
-from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.metrics import REGISTRY
 from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 from bespoke_metric.scoring.pipeline import load_benchmark
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_WEIGHTS: dict[str, float] = {metric: 1.0 for metric in METRICS}
+DEFAULT_WEIGHTS: dict[str, float] = {metric: 1.0 for metric in METRIC_NAMES}
 """Equal weights on the five metrics: the reward is the item's BESPOKE average on a 0-1 scale."""
 
 RewardFn = Callable[..., list[float | None]]
@@ -96,9 +96,9 @@ def _raw_completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
 
 
 def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:
-    unknown = sorted(set(weights) - set(METRICS))
+    unknown = sorted(set(weights) - set(METRIC_NAMES))
     if unknown:
-        raise ValueError(f"unknown reward metric(s) {', '.join(unknown)}; choose from {', '.join(METRICS)}")
+        raise ValueError(f"unknown reward metric(s) {', '.join(unknown)}; choose from {', '.join(METRIC_NAMES)}")
     if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
         raise ValueError(f"reward weights must be >= 0 with a positive sum, got {dict(weights)}")
     return {metric: float(w) for metric, w in weights.items() if w > 0}

@@ -1,9 +1,11 @@
 """`bespoke SUBCOMMAND ...`: each subcommand is a module of this package with `HELP`,
 `add_arguments(parser)` and `run(args) -> int` (and `answer_caches(args)` if it keeps answers in caches).
 
-How every command ends is decided here: a user's mistake is one `error: ...` line and exit 2, an engine
-that failed (`EngineError`: a CUDA error, a dead engine) one line and exit 1, Ctrl-C one line and exit
-130 (`interrupt`), and only a bug shows a traceback (or `-v`, which shows them all).
+How every command ends is decided here: a user's mistake (`UserError`, of any kind) is one `error: ...`
+line and exit 2, an engine that failed (`EngineError`: a CUDA error, a dead engine, a retired model) and what
+`--strict` refuses (`StrictError`) one line and exit 1,
+Ctrl-C one line and exit 130 (`interrupt`); anything else is a bug, one line that says so and exit 1.
+`-v` shows the traceback of every one of them.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import os
 import sys
 import time
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
 from bespoke_metric.backends.base import EngineError
+from bespoke_metric.results.served import StrictError
 from bespoke_metric.backends.retirement import ModelNotice
 from bespoke_metric.calls.progress import quiet_library_bars
 
@@ -49,7 +52,7 @@ COMMANDS: dict[str, str] = {
 EXIT_USAGE = 2
 """Exit code of a user's mistake, as argparse uses for a bad flag."""
 EXIT_FAILED = 1
-"""Exit code of a run that could not do its work."""
+"""Exit code of a run that could not do its work, or of a bug."""
 
 OWN_LOGGERS = ("bespoke_dataset", "bespoke_metric", "bespoke_cli")
 
@@ -65,6 +68,8 @@ class CommandParser(argparse.ArgumentParser):
     - An unknown flag is reported by the parser of the subcommand it was given to, with that subcommand's
       usage (argparse leaves it to the top level, which prints its own).
     - `-v` is taken after the subcommand as well as before it.
+    - A mistake on the command line (an unknown flag, a value a flag does not take) is the one `error: ...`
+      line every user mistake prints, naming the command whose `-h` shows the usage, and exit 2.
     """
 
     def __init__(self, *args: Any, top_level: bool = False, **kwargs: Any) -> None:
@@ -96,6 +101,9 @@ class CommandParser(argparse.ArgumentParser):
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"error: {message} (`{self.prog} -h` shows the usage)\n")
 
 
 class _RecordedGroup:
@@ -184,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except StrictError as error:  # what --strict refuses: nothing was written
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_FAILED
     except EngineError as error:
         if args.verbose:
             raise
@@ -198,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         # stdout goes to /dev/null so that the interpreter's own flush at exit cannot fail again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as error:  # not a mistake of the user's, nor an engine's failure: ours
+        if args.verbose:
+            raise
+        print(f"error: a bug in bespoke {__version__}: {type(error).__name__}: {error} "
+              f"(rerun with -v to see the traceback, and please report it)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ import argparse
 import sys
 from typing import Any, Sequence, TextIO
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.plan import Planned, estimate
-from bespoke_metric.calls.pricing import PriceTable
+from bespoke_metric.calls.pricing import PriceTable, is_local
 from bespoke_metric.systems.tokens import counted_prompt_tokens
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.backends.options import BatchOptions
@@ -43,11 +44,11 @@ def price_table(args: argparse.Namespace) -> PriceTable:
 
 
 def spending_limit(args: argparse.Namespace, prices: PriceTable, caches: Sequence[str | None]) -> SpendingLimit | None:
-    """The run's limit from `--max-cost`, or None; ValueError when no cache would keep what it paid for."""
+    """The run's limit from `--max-cost`, or None; a `UserError` when no cache would keep what it paid for."""
     if getattr(args, "max_cost", None) is None:
         return None
     if not all(caches):
-        raise ValueError("--max-cost keeps every answer it paid for in the cache, for the rerun: give --cache FILE")
+        raise UserError("--max-cost keeps every answer it paid for in the cache, for the rerun: give --cache FILE")
     return SpendingLimit(args.max_cost, prices, count_prompt=counted_prompt_tokens)
 
 
@@ -72,7 +73,9 @@ def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | Non
         found = estimate(part, counted_prompt_tokens, prices)
         mode = "batch" if part.batch else "direct"
         bound = "at most " if part.response_bound else ""
-        cost = "unknown (no price: give one with --prices FILE)" if found.cost is None else f"${found.cost:.4f}"
+        local = found.cost is None and is_local(part.spec)
+        cost = (f"${found.cost:.4f}" if found.cost is not None else "local, no price per token" if local
+                else "unknown (no price: give one with --prices FILE)")
         print(f"{part.role} {part.spec} ({mode}): {found.calls} call(s) to make, {found.cached} answer(s) in the cache; "
               f"{bound}{found.input_tokens} input tokens, ~{found.output_tokens} output tokens (from {found.output_basis}); "
               f"estimated cost {cost}", file=out)
@@ -82,11 +85,11 @@ def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | Non
         if found.reasoning and not found.output_basis.endswith("mean"):
             print(f"  ({part.spec} is a reasoning model: its hidden reasoning is billed as output beyond the caps; a run "
                   "with --limit first measures it, and a dry run then estimates from its cached answers)", file=out)
-        if found.cost is None:
+        if found.cost is None and not local:
             unknown.append(part.spec)
             total = None
         elif total is not None:
-            total += found.cost
+            total += found.cost or 0.0
     shown = f"${total:.4f}" if total is not None else f"unknown (no price for {', '.join(unknown)})"
     print(f"dry run: no call made, nothing written; estimated cost {shown} (repairs of unreadable answers not included)", file=out)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import typing
 from typing import Any, Mapping
 
@@ -31,10 +32,9 @@ def add_resample_arguments(parser: argparse.ArgumentParser) -> None:
 
 def positive_int(text: str) -> int:
     """The argparse type of a count that must be at least 1 (`--limit 0` would score nothing)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not re.fullmatch(r"\s*[+-]?\d+\s*", text):
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value

@@ -67,6 +67,16 @@ def synthetic_github(tmp_path_factory):
 
 
 @_pytest.fixture(scope="session")
+def noted_sample(tmp_path_factory):
+    """The bundled sample's release as the generator writes by default: one of its 11 chat sessions a
+    free-form note (no time, no speaker turns), which reads as a fallback. (The bundled sample is written
+    without notes, so that it reads with no warning.)"""
+    from bespoke_dataset.synthetic import write_release
+
+    return write_release(tmp_path_factory.mktemp("synthetic") / "noted", users=3, queries_per_user=5, sessions=45, seed=7)
+
+
+@_pytest.fixture(scope="session")
 def synthetic_full(tmp_path_factory):
     """A full-size synthetic release in the Hub layout: 30 users, 2,870 sessions, 150 queries."""
     from bespoke_dataset.synthetic import write_release

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bespoke_metric.results.aggregation import by_user, recall_from_verdicts, summarize
@@ -145,3 +147,12 @@ def test_registry_lists_every_metric_once():
     assert REGISTRY["content_depth"].corpus([5, 4]) == pytest.approx(90.0)
     assert REGISTRY["recall"].corpus([0.25, 0.5]) == pytest.approx(37.5)
     assert REGISTRY["recall"].corpus([]) is None
+
+
+def test_one_name_for_the_metrics_and_one_for_their_names_everywhere():
+    # `METRICS` are the Metric objects and `METRIC_NAMES` their names: no module calls the names `METRICS`
+    root = Path(__file__).resolve().parents[1]
+    aliased = [str(path.relative_to(root)) for folder in ("bespoke_metric", "bespoke_dataset", "scripts")
+               for path in (root / folder).rglob("*.py") if "METRIC_NAMES as " in path.read_text(encoding="utf-8")]
+    assert aliased == []
+    assert [metric.name for metric in METRICS] == list(METRIC_NAMES)

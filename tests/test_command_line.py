@@ -1,5 +1,5 @@
 """How the `bespoke` command line parses and refuses, as a user hits it (issue 20): no flag matched by a
-prefix on any parser, a typo answered with the subcommand's own usage, `-v` after the subcommand, counts
+prefix on any parser, a typo or a bad value answered with one `error:` line naming the subcommand (its usage on `-h`), `-v` after the subcommand, counts
 below 1 refused, missing extras and folders and flags that fit no engine each one `error:` line with exit
 2, a results path checked before any judge call, and `--version`/`--help` that import nothing heavy."""
 
@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from test_cli_mistakes import one_error_line
@@ -45,24 +44,33 @@ def test_a_prefix_of_a_flag_is_an_unknown_flag_not_that_flag(tiny_model_dir, tmp
         main(["generate", "--model", f"hf:{tiny_model_dir}", "--source", "sample", "--search-doc", "native",
               "--output", str(tmp_path / "p.jsonl")])
     assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().endswith("bespoke generate: error: unrecognized arguments: --search-doc")
+    assert one_error_line(capsys.readouterr().err).startswith("error: unrecognized arguments: --search-doc (")
     assert not (tmp_path / "p.jsonl").exists()
 
 
 @pytest.mark.parametrize("argv, command, typo", [
-    (["score", "--sorce", "sample"], "score", "--sorce"),
-    (["leaderboard", "a.json", "--formt", "csv"], "leaderboard", "--formt"),
-    (["space", "leaderboard", "--results", "r", "--out", "o", "--serv"], "space leaderboard", "--serv"),
+    (["score", "--sorce", "sample"], "score", "unrecognized arguments: --sorce"),
+    (["leaderboard", "a.json", "--formt", "csv"], "leaderboard", "unrecognized arguments: --formt"),
+    (["space", "leaderboard", "--results", "r", "--out", "o", "--serv"], "space leaderboard", "unrecognized arguments: --serv"),
+    (["score", "--predictions", "p.jsonl", "--judge", EMBED, "--limit", "0"], "score", "argument --limit: must be at least 1, got 0"),
+    (["meta-eval", "--judge", EMBED, "--recall", "perclaim"], "meta-eval", "argument --recall: invalid choice: 'perclaim'"),
+    (["run", "--model", "hf:model", "--context", "selected_profile"], "run", "argument --context: invalid choice: 'selected_profile'"),
+    (["nosuch"], "", "argument COMMAND: invalid choice: 'nosuch'"),
 ])
-def test_a_flag_typo_prints_the_usage_of_its_subcommand(argv, command, typo, capsys):
+def test_a_flag_typo_or_a_bad_value_is_one_error_line_without_the_usage(argv, command, typo, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"usage: bespoke {command} ")
-    last = err.strip().splitlines()[-1]
-    assert last.startswith(f"bespoke {command}: error: unrecognized arguments: ")
-    assert typo in last
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"error: {typo}")
+    assert line.endswith(f"(`{' '.join(['bespoke', command]).strip()} -h` shows the usage)")
+
+
+def test_the_usage_is_on_help(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["score", "-h"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: bespoke score ")
 
 
 def test_verbose_after_the_subcommand(capsys):
@@ -212,3 +220,17 @@ def test_version_and_help_import_nothing_heavy(flag):
     loaded = set(json.loads(child.stdout.strip().splitlines()[-1]))
     heavy = {"datasets", "pandas", "torch", "transformers", "matplotlib", "gradio", "ray"} & loaded
     assert heavy == set()
+
+
+@pytest.mark.parametrize("flags, line", [
+    (["--max-shots", "-1"], "error: --max-shots must be >= 0, got -1"),
+    (["--concurrency", "0"], "error: --concurrency must be at least 1, got 0"),
+    (["--batch", "--batch-max-requests", "0"], "error: --batch-max-requests and --batch-max-bytes must be at least 1"),
+    (["--batch-poll", "5"], "error: --batch-poll only applies with --batch"),
+])
+def test_a_value_the_library_refuses_is_named_by_its_flag(flags, line, tmp_path, capsys):
+    argv = ["score", "--predictions", SAMPLE_PREDICTIONS, "--source", "sample", "--judge", "openai:gpt-5",
+            "--base-url", "http://127.0.0.1:9/v1", "--api-key", "sk-test", "--output", str(tmp_path / "r.json"), *flags]
+    assert main(argv) == 2
+    assert one_error_line(capsys.readouterr().err) == line
+    assert not (tmp_path / "r.json").exists()

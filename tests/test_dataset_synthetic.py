@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import Counter
 
 import bm25s
 import pyarrow.parquet as pq
 import pytest
 
-from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, load
+from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, BespokeDataWarning, check, load
 from scipy.stats import spearmanr
 
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.synthetic import META_KINDS, paraphrase, write_release, write_sample
 from bespoke_dataset.synthetic.responses import KIND_SCORES
 
@@ -191,14 +193,29 @@ def test_bundled_sample_is_what_the_generator_writes(tmp_path):
     assert len(set(qualities.values())) >= 3  # mixed quality
 
 
+def test_the_bundled_sample_reads_with_no_warning(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BespokeDataWarning)
+        for config in ("benchmark", "histories", "meta_test", "rj_pairs"):
+            load(config, source="sample", cache_dir=tmp_path)
+    assert check("sample").fallbacks == 0
+
+
+def test_the_samples_release_written_with_notes_falls_back_on_its_one_note(noted_sample):
+    chats = check(noted_sample).table("chat_history")
+    assert (chats.fell_back, chats.rows) == (1, 11)
+    assert chats.places == {"no readable time, kept in table order": "chat_history/chat_history.parquet row 9",
+                            "no speaker turns, read as plain text": "chat_history/chat_history.parquet row 9"}
+
+
 @pytest.mark.parametrize("kwargs, message", [
-    ({"meta_test_per_query": 6}, "cannot exceed shots_per_query"),
+    ({"meta_test_per_query": 6}, "cannot exceed --shots-per-query"),
     ({"meta_test_per_query": 6, "shots_per_query": 8}, "cannot exceed 5"),
     ({"users": 0}, "at least 1"),
     ({"layout": "zip"}, "layout must be"),
     ({"queries_per_user": 40}, "at most"),
 ])
 def test_invalid_settings_are_refused(tmp_path, kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(UserError, match=message):
         write_release(tmp_path / "x", **kwargs)
     assert not (tmp_path / "x").exists()

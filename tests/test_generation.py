@@ -15,6 +15,7 @@ import pytest
 from transformers import AutoTokenizer
 
 import bespoke_dataset
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.testing.doubles import RecordingBackend, unretrieved_task_errors
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
@@ -170,8 +171,10 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
     idle = RecordingBackend(system)
     assert generate(idle, output, settings, source=synthetic_hub, progress=False).generated == 0
     assert idle.requests == []
-    with pytest.raises(GenerationError, match=r"differs in: settings"):
+    with pytest.raises(GenerationError, match=rf"other settings: --budget {BUDGET + 1} vs {BUDGET} \(this run's vs the recorded\)"):
         generate(idle, output, small("history", budget=BUDGET + 1, limit=LIMIT), source=synthetic_hub, progress=False)
+    with pytest.raises(GenerationError, match=r"other settings: --context none vs history, --max-new-tokens 64 vs 8 "):
+        generate(idle, output, small("none", max_new_tokens=64, limit=LIMIT), source=synthetic_hub, progress=False)
 
 
 def test_profiles_are_saved_and_reused_only_under_the_same_settings(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
@@ -235,7 +238,7 @@ def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dic
     assert len(asks) == 2
     assert all(any(row["query"] in ask for ask in asks) for row in data["queries"][:2])
     assert ("Search terms:" in asks[0]) == (expand == "cot")
-    with pytest.raises(ValueError, match="query expansion feeds retrieval"):
+    with pytest.raises(UserError, match="^--expand feeds retrieval"):
         generate(recorder, tmp_path / "x.jsonl", small("history", expand=expand, limit=1), source=synthetic_hub, progress=False)
 
 
@@ -338,7 +341,7 @@ def test_resume_and_saved_profiles_follow_the_data(system: Backend, data: dict, 
     assert report.generated == 2
     assert set(report.system["data"]) == {"queries_sha256", "histories_sha256"}
     edited = [dict(s, text=s["text"] + " Also into pottery.") if s["user"] == queries[0]["user"] else s for s in histories]
-    with pytest.raises(GenerationError, match=r"other data \(differs in: data\)"):
+    with pytest.raises(GenerationError, match=r"other data: data\."):
         generate(RecordingBackend(system), output, small("profile"), queries=queries, histories=edited, progress=False)
     same = RecordingBackend(system)
     assert generate(same, output, small("profile"), queries=queries, histories=[dict(s) for s in histories], progress=False).already_done == 2
@@ -371,13 +374,13 @@ def test_resume_after_a_kill_inside_a_multibyte_character(system: Backend, synth
 
 
 def test_settings_are_checked_when_made_and_keep_keys_out_of_sight() -> None:
-    with pytest.raises(ValueError, match="budget must be a positive integer, got 0"):
+    with pytest.raises(UserError, match="^--budget must be a positive integer, got 0"):
         GenerationSettings(budget=0)
-    with pytest.raises(ValueError, match="limit must be a positive integer, got -1"):
+    with pytest.raises(UserError, match="^--limit must be a positive integer, got -1"):
         GenerationSettings(limit=-1)
-    with pytest.raises(ValueError, match="unknown context 'everything'"):
+    with pytest.raises(UserError, match="unknown --context 'everything'"):
         GenerationSettings(context="everything")
-    with pytest.raises(ValueError, match="unknown retriever 'sparse'"):
+    with pytest.raises(UserError, match="unknown --retriever 'sparse'"):
         GenerationSettings(context="selected-history", retriever="sparse")
     settings = GenerationSettings(context="history", model_options={"api_key": "sk-secret"}, profiler_options={"api_key": "sk-other"})
     assert "sk-" not in repr(settings)
@@ -393,7 +396,7 @@ def test_another_prompt_version_is_another_run(system: Backend, synthetic_hub: P
     # As if a template had changed: the run refuses to resume, and the cached answer is not reused.
     monkeypatch.setattr(generation, "GENERATION_PROMPT_VERSION", "other")
     monkeypatch.setattr(calls, "GENERATION_PROMPT_VERSION", "other")
-    with pytest.raises(GenerationError, match=r"differs in: settings"):
+    with pytest.raises(GenerationError, match=r"other settings: settings.generation_prompt_version other vs "):
         generate(RecordingBackend(system), output, settings, source=synthetic_hub, progress=False)
     again = generate(RecordingBackend(system), tmp_path / "again.jsonl", settings, source=synthetic_hub, progress=False)
     assert again.generated == 1

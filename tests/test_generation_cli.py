@@ -93,6 +93,19 @@ def test_a_missing_embedding_model_or_tokenizer_is_one_line_and_nothing_is_writt
     assert not output.parent.exists()
 
 
+def test_a_misspelt_model_folder_is_no_such_folder_not_an_unreachable_hub(synthetic_hub: Path, offline: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "tiny-model").mkdir()
+    monkeypatch.chdir(tmp_path)
+    common = ["--source", str(synthetic_hub), "--limit", "1", "--output", str(tmp_path / "p.jsonl")]
+    assert main(["generate", "--model", "hf:tiny-modle", *common]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: the tokenizer that counts token budgets is not available: no such folder tiny-modle (did you mean tiny-model?)"]
+    assert main(["generate", "--model", "hf:qwen-tiny", *common]) == 2  # nothing close: no folder, and not in the cache
+    assert capsys.readouterr().err.splitlines() == [
+        "error: the tokenizer that counts token budgets is not available: no such folder qwen-tiny, and no model qwen-tiny "
+        "in the local Hub cache (HF_HUB_OFFLINE is set)"]
+
+
 def test_the_offline_minilm_alias_works_for_retrieval_as_for_the_embed_judge(tiny_model_dir: Path, synthetic_hub: Path, offline: None, tmp_path: Path) -> None:
     output = tmp_path / "p.jsonl"
     args = [

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bespoke_cli import cli
+from bespoke_dataset import SAMPLE_DIR
 from bespoke_metric.analysis import leaderboard, report
 from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, compare, load_results, parse_results
 
@@ -189,7 +190,8 @@ def test_cli_leaderboard_and_compare(make_results, tmp_path, capsys):
     assert need.rstrip().endswith("*")
     proxy = _write(tmp_path, "p.json", make_results(base, proxy=True))
     assert cli.main(["leaderboard", a, proxy]) == 2
-    assert "--allow-proxy" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "give --allow-proxy to show them" in err and "allow_proxy=" not in err  # the flag, not the keyword
 
 
 class FakeHfApi:
@@ -236,3 +238,28 @@ def test_cli_push_to_hub(make_results, tmp_path, monkeypatch, capsys):
     uploads = [call["path_in_repo"] for kind, call in FakeHfApi.calls if kind == "upload_file"]
     assert uploads == ["results/alpha/2026-01-02.json", "results/beta/2026-01-02.json"]
     assert "uploaded" in capsys.readouterr().out
+
+
+def test_a_predictions_file_is_named_as_one_with_the_command_that_scores_it(tmp_path, capsys):
+    predictions = str(SAMPLE_DIR / "predictions.jsonl")
+    assert cli.main(["leaderboard", predictions]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line == (f"error: {predictions}: a predictions file (a system's responses), not a results file: score it first, "
+                    f"`bespoke score --predictions {predictions} --judge ENGINE:MODEL --output results/NAME.json`, "
+                    "then rank results/NAME.json")
+    one = tmp_path / "one.jsonl"  # a single line is JSON too
+    one.write_text((SAMPLE_DIR / "predictions.jsonl").read_text().splitlines()[0] + "\n")
+    assert cli.main(["leaderboard", str(one)]) == 2
+    assert f"note: skipped {one}: a predictions file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method, source", [
+    ("permutation", "p from the paired permutation test (signs flipped), the 95% CI from the paired bootstrap"),
+    ("bootstrap", "p and the 95% CI both from the paired bootstrap"),
+])
+def test_a_comparison_says_which_test_gave_its_p_value_and_which_its_interval(method, source, make_results):
+    rng = np.random.default_rng(3)
+    a, b = (parse_results(make_results(np.column_stack([rng.integers(1, 6, size=(12, 4)), rng.random(12)]), system=name), name)
+            for name in ("a.json", "b.json"))
+    last = leaderboard.format_comparison(compare(a, b, method=method, n_resamples=200)).splitlines()[-1]
+    assert last.startswith("* p < 0.05; ") and source in last

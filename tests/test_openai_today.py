@@ -18,7 +18,7 @@ from bespoke_metric.backends.base import CallError, ModelUnavailableError, Reque
 from bespoke_metric.backends.openai_backend import _chat_completion, _responses_completion, token_parameter
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.retirement import ModelNotice
-from bespoke_metric.testing.server import Fault, messages_of
+from bespoke_metric.testing.server import Fault
 
 KEY = "sk-test-SECRET-today-5c2e81f0"
 

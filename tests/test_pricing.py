@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 
 import pytest
 
+from bespoke_cli.cost import print_plan
+from bespoke_cli.judging.score import cost_line
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
+from bespoke_metric.calls.plan import Planned
 from bespoke_metric.calls.pricing import (DEFAULT_PRICES, ModelUse, Price, PricesError, PriceTable, Tokens, prompt_tokens,
                                           read_prices, usage_models)
 from bespoke_metric.calls.spending import SpendingLimit, SpendingLimitError, SpendLimited
@@ -173,3 +177,25 @@ def test_the_docs_list_the_built_in_table_as_it_is():
     assert rows.keys() == expected.keys()
     for name, row in rows.items():
         assert row == pytest.approx(expected[name]), name
+
+
+def test_a_local_model_is_said_to_be_local_not_of_unknown_cost():
+    table = PriceTable()
+    system, judge = Usage(calls=2, input_tokens=1_000, output_tokens=100), Usage(calls=3, input_tokens=300_000, output_tokens=30_000)
+    block = usage_models([ModelUse("hf:tiny-model", ("system",), system), ModelUse("openai:gpt-5", ("judge",), judge)], table)
+    local = block["models"]["hf:tiny-model"]
+    assert local["local"] is True and local["cost"] is None and local["price_note"].startswith("a local model")
+    assert block["cost"] == block["models"]["openai:gpt-5"]["cost"] > 0  # the API's spend, whole: the local model adds none
+    line = cost_line(block)
+    assert "hf:tiny-model: 1000 in (0 cached), 100 out (0 reasoning), local, no price per token;" in line
+    assert "cost unknown" not in line and line.endswith(f"total cost ${block['cost']:.4f}")
+    assert "local" not in usage_models([ModelUse("openai:x", ("judge",), judge)], table)["models"]["openai:x"]
+
+
+def test_a_dry_run_says_a_local_model_is_local_and_keeps_the_total_known(tiny_model_dir):
+    request = Request(messages=[{"role": "user", "content": "How do I start running?"}], max_tokens=16)
+    out = io.StringIO()
+    print_plan([Planned(f"hf:{tiny_model_dir}", "system", [request], 0), Planned("openai:gpt-5", "judge", [request], 0)], PriceTable(), out)
+    first, *_, last = out.getvalue().splitlines()
+    assert first.endswith("estimated cost local, no price per token")
+    assert "estimated cost $" in last and "unknown" not in last

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from bespoke_dataset.rows import load_rows
-from bespoke_metric.backends.ray.noise import TOKEN_NOTICE, quiet_ray_notices, without_false_alarms
+from bespoke_metric.backends.ray.noise import TOKEN_NOTICE, AlarmFilter, quiet_ray_notices, without_false_alarms
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
 
@@ -22,6 +22,7 @@ FALSE_ALARM = (b"[2026-12-01 08:35:08,072 E 913 1372] core_worker.cc:2465: Actor
                b"'MapWorker(MapBatches(EngineWorker))' and ID: '5dd6d8a4cf8aee50ae88695101000000' has constructor "
                b"arguments in the object store and max_restarts > 0. If the arguments in the object store go out of "
                b"scope or are lost, the actor restart will fail. See https://github.com/ray-project/ray/issues/53727\n")
+BAR = b"\rjudging:  50%|#####     | 5/10 [00:01<00:01, 4.50it/s]"  # a progress bar's update, no newline
 REAL_ERROR = b"[2026-12-01 08:35:09,001 E 913 1372] core_worker.cc:901: Failed to connect to the raylet\n"
 
 
@@ -29,11 +30,29 @@ def test_the_stderr_filter_drops_the_false_alarm_and_nothing_else(capfd):
     with without_false_alarms():
         os.write(2, FALSE_ALARM)
         os.write(2, REAL_ERROR)
-        os.write(2, b"\rjudging:  50%|#####     | 5/10")  # a progress bar's update, no newline: passed on at once
+        os.write(2, BAR)  # passed on at once
         os.write(2, FALSE_ALARM[:40])  # a line cut in two writes is still one line
         os.write(2, FALSE_ALARM[40:])
     err = capfd.readouterr().err
-    assert err == REAL_ERROR.decode() + "\rjudging:  50%|#####     | 5/10\n"  # the bar's text, the alarm after it gone
+    assert err == (REAL_ERROR + BAR + b"\n").decode()  # the bar's text, the alarm after it gone
+
+
+@pytest.mark.parametrize("chunks", [
+    [FALSE_ALARM + REAL_ERROR + BAR + FALSE_ALARM],  # all in one read of the pipe
+    [FALSE_ALARM, REAL_ERROR, BAR, FALSE_ALARM[:40], FALSE_ALARM[40:]],  # each write read on its own
+    [FALSE_ALARM[:7], FALSE_ALARM[7:] + REAL_ERROR[:3], REAL_ERROR[3:] + BAR[:5], BAR[5:] + FALSE_ALARM[:1], FALSE_ALARM[1:]],
+])
+def test_what_passes_does_not_depend_on_where_the_pipe_breaks_the_stream(chunks):
+    stream = AlarmFilter()
+    passed = b"".join(stream.feed(chunk) for chunk in chunks) + stream.end()
+    assert passed == REAL_ERROR + BAR + b"\n"  # the bar's line keeps its end, the alarm after it gone
+
+
+def test_a_progress_bar_is_passed_on_as_it_comes_and_a_log_lines_start_is_held():
+    stream = AlarmFilter()
+    assert stream.feed(BAR) == BAR  # its "[00:01<...]" is no log line's start
+    assert stream.feed(FALSE_ALARM[:12]) == b""  # "[2026-12-01 " may be
+    assert stream.feed(FALSE_ALARM[12:]) == b"\n"
 
 
 def test_with_debug_logging_nothing_is_filtered(capfd, caplog):

@@ -5,7 +5,11 @@ runs the scoring command and every other example.)"""
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,3 +72,18 @@ def test_the_readme_is_a_front_page_with_a_two_line_quickstart():
     assert command[command.index("--predictions") + 1] == "bespoke_dataset/sample/predictions.jsonl"
     assert "install -y chromium" in test and '-e ".[test]"' in test and test.endswith("python -m pytest -q")
     assert (ROOT / command[command.index("--predictions") + 1]).is_file()
+
+
+def test_no_captured_run_output_is_committed_and_git_ignores_it():
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert [name for name in tracked if name.endswith(".out")] == []
+    assert ignored_by_git("run.out")
+
+
+def test_the_python_example_prints_rounded_figures_and_no_loading_bar(tmp_path):
+    code = README.split("```python\n", 1)[1].split("```", 1)[0]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no "Loading weights" bar drawn into a pipe
+    assert re.fullmatch(r"average \d+\.\d over 15 items\n", done.stdout)

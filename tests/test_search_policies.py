@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Completion, Request, ToolCall
 from bespoke_metric.backends.registry import ENGINES, Engine, make_backend
 from bespoke_metric.backends.options import OpenAIOptions
@@ -238,7 +239,7 @@ def test_a_model_that_cannot_search_is_refused_native_search_in_one_line(tmp_pat
     assert str(caught.value).startswith("--search native: openai:gpt-4o cannot search by itself (its openai engine")
     with pytest.raises(SearchEngineError, match="^--search-noise does not apply to native search"):
         GenerationSettings(search="native", search_noise=0.7)
-    with pytest.raises(SearchEngineError, match="^--search-policy agent needs a search engine; --search none is none"):
+    with pytest.raises(SearchEngineError, match="^--search-policy agent needs a search engine, and --search none turns search off$"):
         GenerationSettings(search="none", search_policy="agent")
 
 
@@ -263,11 +264,11 @@ def test_native_search_answers_come_back_from_the_generation_cache(tmp_path: Pat
 
 
 def test_settings_are_checked_when_made() -> None:
-    with pytest.raises(ValueError, match="unknown search policy 'browse'"):
+    with pytest.raises(UserError, match="unknown --search-policy 'browse'"):
         GenerationSettings(search_policy="browse")
-    with pytest.raises(ValueError, match="search_noise must be a share between 0 and 1, got 1.5"):
+    with pytest.raises(UserError, match="^--search-noise must be a share between 0 and 1, got 1.5"):
         GenerationSettings(search_noise=1.5)
-    with pytest.raises(ValueError, match="search_rounds must be a positive integer"):
+    with pytest.raises(UserError, match="^--search-rounds must be a positive integer"):
         GenerationSettings(search_rounds=0)
     with pytest.raises(SearchEngineError, match="unknown search engine 'google'"):
         GenerationSettings(search="google")

@@ -88,6 +88,18 @@ def test_a_replay_that_misses_fails_at_once_naming_the_query(model, synthetic_hu
     assert re.fullmatch(r"error: --search-replay: .*empty\.sqlite holds no searxng:http://127\.0\.0\.1:9 search for '.+' "
                         r"\(4 search\(es\) missing\); run without --search-replay to make them", line)
     assert len(model.calls) == 0
+    assert not (tmp_path / "p.jsonl").exists() and not (tmp_path / "p.run.json").exists()  # no run was made
+
+
+def test_a_replay_of_a_docs_search_needs_no_folder(model, synthetic_hub: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "habits.txt").write_text("Start with the basics and keep a simple routine every week.", encoding="utf-8")
+    flags = ["--search", f"docs:{folder}", "--search-cache", str(tmp_path / "searches.sqlite")]
+    assert main(generate_args(model, synthetic_hub, tmp_path / "live.jsonl", *flags)) == 0
+    folder.rename(tmp_path / "elsewhere")  # replayed on a machine without the collection
+    assert main(generate_args(model, synthetic_hub, tmp_path / "replay.jsonl", *flags, "--search-replay")) == 0
+    assert read_jsonl(tmp_path / "replay.jsonl") == read_jsonl(tmp_path / "live.jsonl")
 
 
 def test_freeze_writes_every_cached_result_as_a_docs_collection(model, synthetic_hub: Path, tmp_path: Path, capsys) -> None:
@@ -239,7 +251,7 @@ def test_search_mistakes_on_the_command_line_are_one_error_line_each(model, synt
         ("--search", "brave"): "error: search engine brave needs an API key: set BRAVE_API_KEY",
         ("--search", "tavily", "--search-docs", str(tmp_path)): f"error: --search-docs is --search docs:{tmp_path}; give one of --search and --search-docs",
         ("--search", "native", "--search-noise", "0.7"): "error: --search-noise does not apply to native search: the provider's results cannot be changed",
-        ("--search-policy", "agent"): "error: --search-policy agent needs a search engine; --search none is none",
+        ("--search-policy", "agent"): "error: --search-policy agent needs a search engine, and --search none turns search off",
         ("--search", "searxng:http://127.0.0.1:9", "--search-k", "0"): "error: --search-k must be a positive integer, got 0",
         ("--search", "brave", "--search-k", "25"): "error: --search-k 25 is more than search engine brave gives for one search: at most 20 (its count)",
     }

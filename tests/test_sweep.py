@@ -270,10 +270,10 @@ def test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1(model_serve
     ("models: [openai:reader-8]\ncontexts: none\njudge: openai:judge\nout: OUT\ntop_kk: 3\n",
      "error: CONFIG: unknown key 'top_kk' (did you mean top_k?); the keys are the flags of bespoke sweep, without the dashes"),
     ("models: [openai:reader-8]\ncontexts: [none, nowhere]\njudge: openai:judge\nout: OUT\n",
-     "error: cell openai-reader-8__nowhere: unknown context 'nowhere'; choose one of none, history, profile, "
+     "error: cell openai-reader-8__nowhere: unknown --context 'nowhere'; choose one of none, history, profile, "
      "query-profile, selected-history, selected-profile, oracle"),
     ("models: [openai:reader-8]\ntop-k: [3, three]\njudge: openai:judge\nout: OUT\n",
-     "error: cell openai-reader-8__none__top-k-three: top_k must be a positive integer, got 'three'"),
+     "error: cell openai-reader-8__none__top-k-three: --top-k must be a positive integer, got 'three'"),
     ("models: [openai:reader-8]\nno-guards: 1\njudge: openai:judge\nout: OUT\n",
      "error: CONFIG: no_guards is a flag without a value: write no_guards: true or no_guards: false"),
     ("models: [openai:reader-8, nowhere:x]\njudge: openai:judge\nout: OUT\n",
@@ -452,11 +452,11 @@ def test_config_mistakes_name_the_field(tmp_path):
     from bespoke_metric.judging.config import JudgeConfig
     from bespoke_metric.systems.config import SystemConfig
 
-    with pytest.raises(ValueError, match="^max_new_tokens must be a positive integer, got 0$"):
+    with pytest.raises(ValueError, match="^--max-new-tokens must be a positive integer, got 0$"):
         SystemConfig.from_values({"model": "openai:a", "max_new_tokens": 0})
     path = tmp_path / "system.yaml"
     path.write_text("model: openai:a\nsearch-noise: 2\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=f"^{path}: search_noise must be a share between 0 and 1, got 2$"):
+    with pytest.raises(ValueError, match=f"^{path}: --search-noise must be a share between 0 and 1, got 2$"):
         SystemConfig.from_yaml(path)
     path.write_text("models: [openai:a]\njudge: openai:j\nout: x\nbudgett: 3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"unknown key 'budgett' \(did you mean budget\?\)"):

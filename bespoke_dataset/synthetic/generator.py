@@ -29,6 +29,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.atomic import FolderOwner, atomic_dir
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_dataset.keys import query_key
@@ -43,8 +44,9 @@ SEARCH_SHARE = 2153 / 2870
 START = datetime(2025, 3, 3, 7, 0, 0)
 HISTORY_DAYS = 21
 TRUTH_FILE = "synthetic_truth.json"
-SAMPLE_SETTINGS: dict[str, int] = {"users": 3, "queries_per_user": 5, "sessions": 45, "shots_per_query": 5,
-                                   "meta_test_per_query": 2, "seed": 7}
+SAMPLE_SETTINGS: dict[str, int | bool] = {"users": 3, "queries_per_user": 5, "sessions": 45, "shots_per_query": 5,
+                                          "meta_test_per_query": 2, "seed": 7, "notes": False}
+"""The bundled sample's settings: no free-form notes, so that it reads with no fallback (and no warning)."""
 
 MARKER = "[SYNTHETIC DATA - not the real BESPOKE release]"
 SYNTHETIC_RELEASE = FolderOwner(f"a synthetic release ({SYNTHETIC_MARKER})", lambda folder: (folder / SYNTHETIC_MARKER).is_file())
@@ -109,19 +111,21 @@ def _split(total: int, parts: int) -> list[int]:
 
 
 def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int = 2870, shots_per_query: int = 5,
-                  meta_test_per_query: int = 2, seed: int = 0) -> Release:
-    """The whole synthetic release in memory (see the module docstring for what is planted)."""
+                  meta_test_per_query: int = 2, seed: int = 0, notes: bool = True) -> Release:
+    """The whole synthetic release in memory (see the module docstring for what is planted). With `notes`,
+    about 3% of the chat sessions are free-form notes with no time or speaker labels, as exports hold: read,
+    they fall back (and warn)."""
     if users < 1 or queries_per_user < 1 or shots_per_query < 1:
-        raise ValueError("users, queries_per_user and shots_per_query must be at least 1")
+        raise UserError("--users, --queries-per-user and --shots-per-query must be at least 1")
     if queries_per_user > len(TOPICS) - 2:
-        raise ValueError(f"queries_per_user must be at most {len(TOPICS) - 2} (there are {len(TOPICS)} topics)")
+        raise UserError(f"--queries-per-user must be at most {len(TOPICS) - 2} (there are {len(TOPICS)} topics)")
     if meta_test_per_query > shots_per_query:
-        raise ValueError("meta_test_per_query cannot exceed shots_per_query (a paraphrase rewords a distinct shot)")
+        raise UserError("--meta-test-per-query cannot exceed --shots-per-query (a paraphrase rewords a distinct shot)")
     if meta_test_per_query > len(META_KINDS):
-        raise ValueError(f"meta_test_per_query cannot exceed {len(META_KINDS)} (one held-out response of each kind: "
+        raise UserError(f"--meta-test-per-query cannot exceed {len(META_KINDS)} (one held-out response of each kind: "
                          f"{', '.join(META_KINDS)})")
     if sessions < users:
-        raise ValueError("sessions must be at least one per user")
+        raise UserError("--sessions must be at least one per user")
     rng = random.Random(seed)
     # held-out responses of the new kinds draw from their own stream: the main one (users, queries, R-J
     # examples, histories) stays what retrieval and context tests have planted their facts in
@@ -153,7 +157,7 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
         for source, start, (topic, query) in zip(sources, starts, plan):
             counters[source] += 1
             session_id = f"{source}_{counters[source]:04d}"
-            text = _chat_text(topic, start, rng) if source == "chat" else _search_text(topic, start, rng)
+            text = _chat_text(topic, start, rng, notes) if source == "chat" else _search_text(topic, start, rng)
             user.sessions.append(Session(user.name, session_id, source, text, start))
             if query is not None:
                 query.relevant_sessions.append(session_id)
@@ -182,11 +186,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _chat_text(topic: Topic, start: datetime, rng: random.Random) -> str:
+def _chat_text(topic: Topic, start: datetime, rng: random.Random, notes: bool) -> str:
     a, b, c = rng.sample(topic.terms, 3)
     facts = list(topic.claims + topic.extras)
     rng.shuffle(facts)
-    if rng.random() < 0.03:  # a few free-form notes without timestamps or speaker labels
+    if rng.random() < 0.03 and notes:  # a few free-form notes without timestamps or speaker labels
         return f"notes on {a} and {b}. {facts[0]} {facts[1]} Remember to look into {c}."
     lines = [f"Conversation started: {start:%Y-%m-%d %H:%M}",
              f"User: {rng.choice(_CHAT_OPENERS).format(a=a, b=b)}",
@@ -373,7 +377,7 @@ def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_p
     responses per query.
     """
     if layout not in ("hub", "github"):
-        raise ValueError(f"layout must be 'hub' or 'github', not {layout!r}")
+        raise UserError(f"--layout must be 'hub' or 'github', not {layout!r}")
     settings = {"users": users, "queries_per_user": queries_per_user, "sessions": sessions,
                 "shots_per_query": shots_per_query, "meta_test_per_query": meta_test_per_query,
                 "layout": layout, "seed": seed}

@@ -31,13 +31,13 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
 
 from bespoke_metric.results import stats
-from bespoke_metric.results.caveats import is_synthetic, nothing_scored
+from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, is_synthetic, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
-from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results import Results
 from bespoke_metric.results.served import asked_model, mismatched
 
-COLUMNS: tuple[str, ...] = METRICS + ("average",)
+COLUMNS: tuple[str, ...] = METRIC_NAMES + ("average",)
 """The five benchmark numbers and their mean, the columns of every leaderboard."""
 
 LABELS: dict[str, str] = {**DIMENSION_LABELS, "recall": "Recall", "average": "Average"}
@@ -151,7 +151,28 @@ def _read_json(path: str) -> Any:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except json.JSONDecodeError as error:
+        if _is_prediction(_first_line(path)):
+            raise LeaderboardError(f"{path}: {_PREDICTIONS_NOTE.format(path=path)}") from None
         raise LeaderboardError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+
+
+_PREDICTIONS_NOTE = ("a predictions file (a system's responses), not a results file: score it first, "
+                     "`bespoke score --predictions {path} --judge ENGINE:MODEL --output results/NAME.json`, "
+                     "then rank results/NAME.json")
+
+
+def _first_line(path: str) -> Any:
+    """The first line of a JSON Lines file, parsed; None where it is no JSON."""
+    with open(path, encoding="utf-8") as handle:
+        try:
+            return json.loads(handle.readline())
+        except json.JSONDecodeError:
+            return None
+
+
+def _is_prediction(record: Any) -> bool:
+    """Whether `record` is a line of a predictions file (`scoring.predictions`)."""
+    return isinstance(record, dict) and {"query_id", "response"} <= set(record)
 
 
 def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
@@ -162,6 +183,8 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
 def not_results(content: Any, path: str) -> str | None:
     """Why a JSON file is evidently not a system's results file (a run's settings file, a sweep's summary, a
     judge's meta-evaluation), or None when it is meant to be one (`parse_results` then checks it whole)."""
+    if _is_prediction(content):  # a predictions file of one line
+        return _PREDICTIONS_NOTE.format(path=path)
     if not isinstance(content, dict):
         return f"a JSON {type(content).__name__}, not a results file"
     if "meta_eval" in content:
@@ -217,7 +240,7 @@ def refuse_proxy(results: Sequence[Entry], allow_proxy: bool) -> None:
         named = ", ".join(f"{r.path} ({r.judge['spec']})" for r in proxies)
         raise LeaderboardError(
             f"proxy-judge results are not leaderboard material: {named}. "
-            "They are for quick checks and training loops; pass allow_proxy=True (--allow-proxy) to show them anyway."
+            "They are for quick checks and training loops; give --allow-proxy to show them anyway."
         )
 
 
@@ -306,10 +329,10 @@ def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed
     columns = [matrix[:, j] for j in range(matrix.shape[1])]
     values: dict[str, float | None] = {}
     cis: dict[str, tuple[float, float] | None] = {}
-    for metric, column in zip(METRICS, columns):
+    for metric, column in zip(METRIC_NAMES, columns):
         values[metric] = _value(stats.rowwise_nanmean(column[None, :])[0]) if len(column) else None
         cis[metric] = stats.bootstrap_ci(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
-    five = [values[m] for m in METRICS]
+    five = [values[m] for m in METRIC_NAMES]
     values["average"] = None if any(v is None for v in five) else float(np.mean(five))
     cis["average"] = stats.bootstrap_ci(mean_of_figures, *columns, n_resamples=n_resamples, seed=seed) if values["average"] is not None else None
     return Row(entry, values, cis)
@@ -329,10 +352,10 @@ class Group:
         protocol = self.judge.get("protocol_version", "?")
         revision = self.data.get("revision") or "local"
         fingerprint = (self.data.get("fingerprint") or "")[:12]
-        proxy = " · PROXY judge" if self.judge.get("proxy") else ""
+        proxy = f" · {PROXY_MARK}" if self.judge.get("proxy") else ""
         instead = judge_served_instead(self.judge)
         served = f" · judge SERVED BY {', '.join(instead)}" if instead else ""
-        synthetic = " · SYNTHETIC data" if is_synthetic(self.data) else ""
+        synthetic = f" · {SYNTHETIC_MARK}" if is_synthetic(self.data) else ""
         covered = self.rows[0].coverage if self.rows else str(self.queries)  # rows of a group share their queries
         return (f"judge {self.judge['spec']} (protocol {protocol}){proxy}{served} · data {self.data.get('source')}@{revision} "
                 f"{fingerprint}{synthetic} · {covered} queries")
@@ -423,8 +446,16 @@ def format_comparison(comparison: Mapping[str, Any], alpha: float = 0.05) -> str
         ci = f"[{m['ci'][0]:+.2f}, {m['ci'][1]:+.2f}]" if m["ci"] else ""
         mark = " *" if m["p_value"] < alpha else ""
         lines.append(f"{metric:<20}{m['n']:>5}{m['a']:>9.2f}{m['b']:>9.2f}{m['difference']:>+9.2f}  {ci:<18}{m['p_value']:>8.4f}{mark}")
-    lines.append(f"* p < {alpha}")
+    lines.append(f"* p < {alpha}; " + _SOURCES[comparison["method"]])
     return "\n".join(lines)
+
+
+_SOURCES = {
+    "permutation": "p from the paired permutation test (signs flipped), the 95% CI from the paired bootstrap "
+                   "(queries resampled): two tests, which near the threshold may disagree",
+    "bootstrap": "p and the 95% CI both from the paired bootstrap (queries resampled)",
+}
+"""Which test each column of `format_comparison` comes from, by method."""
 
 
 # ----------------------------------------------------------------------------------------------- the Hub

@@ -6,6 +6,7 @@ import csv
 import io
 from typing import Any, Mapping, Sequence
 
+from bespoke_dataset.errors import UserError
 from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row
 
 
@@ -69,4 +70,4 @@ def render(groups: Sequence[Group], fmt: str, bridge: Mapping[str, Any] | None =
         from .report_html import render_html  # matplotlib is only needed for this format
 
         return render_html(groups, bridge=bridge)
-    raise ValueError(f"unknown format {fmt!r}; use markdown, csv or html")
+    raise UserError(f"unknown format {fmt!r}; use markdown, csv or html")

@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from bespoke_dataset.keys import natural_key  # noqa: E402
 
 from bespoke_metric.results import stats  # noqa: E402
-from bespoke_metric.results.metrics import METRIC_NAMES as METRICS  # noqa: E402
+from bespoke_metric.results.metrics import METRIC_NAMES  # noqa: E402
 from bespoke_metric.results.figure_stats import figure_matrix  # noqa: E402
 from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row  # noqa: E402
 
@@ -92,14 +92,14 @@ def per_user_table(row: Row) -> tuple[list[str], np.ndarray]:
         by_user[item.user].append(index)
     users = sorted(by_user, key=natural_key)
     table = np.array([stats.rowwise_nanmean(matrix[by_user[u]].T) for u in users])
-    return users, table.reshape(len(users), len(METRICS))
+    return users, table.reshape(len(users), len(METRIC_NAMES))
 
 
 def heatmap_figure(row: Row) -> plt.Figure:
     users, table = per_user_table(row)
     fig, ax = plt.subplots(figsize=(6, max(2.5, 0.25 * len(users) + 1)))
     image = ax.imshow(np.ma.masked_invalid(table), cmap="viridis", vmin=0, vmax=100, aspect="auto")
-    ax.set_xticks(range(len(METRICS)), [LABELS[m] for m in METRICS], rotation=30, ha="right")
+    ax.set_xticks(range(len(METRIC_NAMES)), [LABELS[m] for m in METRIC_NAMES], rotation=30, ha="right")
     ax.set_yticks(range(len(users)), users, fontsize=7)
     ax.set_title(f"{row.system}: mean per user")
     fig.colorbar(image, ax=ax, label="0-100")
@@ -109,17 +109,17 @@ def heatmap_figure(row: Row) -> plt.Figure:
 def failure_counts(row: Row) -> dict[str, int]:
     """Failed judgments per metric (items with an error on it), as the results summary counts them."""
     failures = row.entry.results.summary["failures"]
-    return {metric: int(failures.get(metric, 0)) for metric in METRICS}
+    return {metric: int(failures.get(metric, 0)) for metric in METRIC_NAMES}
 
 
 def failures_figure(rows: Sequence[Row]) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(10, 3))
     width = 0.8 / max(len(rows), 1)
-    x = np.arange(len(METRICS))
+    x = np.arange(len(METRIC_NAMES))
     for i, row in enumerate(rows):
         counts = failure_counts(row)
-        ax.bar(x + (i - (len(rows) - 1) / 2) * width, [counts[m] for m in METRICS], width, label=row.system)
-    ax.set_xticks(x, [LABELS[m] for m in METRICS])
+        ax.bar(x + (i - (len(rows) - 1) / 2) * width, [counts[m] for m in METRIC_NAMES], width, label=row.system)
+    ax.set_xticks(x, [LABELS[m] for m in METRIC_NAMES])
     ax.set_ylabel("failed items")
     ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_title("Failures per metric (left out of the means)")

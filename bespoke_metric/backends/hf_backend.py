@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
-from .model_files import locate_model
+from .model_files import loading_bar_on_terminal, locate_model
 from .tool_calls import template_messages, template_takes_tools, with_tool_calls
 
 log = logging.getLogger(__name__)
@@ -83,9 +83,10 @@ class HFBackend:
                 tokenizer = transformers.AutoTokenizer.from_pretrained(files, **load_args)
             if on_gpu:
                 load_args["attn_implementation"] = "sdpa"
-            self._model = transformers.AutoModelForCausalLM.from_pretrained(
-                files, dtype=getattr(torch, self.dtype), **load_args
-            )
+            with loading_bar_on_terminal():
+                self._model = transformers.AutoModelForCausalLM.from_pretrained(
+                    files, dtype=getattr(torch, self.dtype), **load_args
+                )
         else:
             if tokenizer is None:
                 raise ValueError("a preloaded model needs its tokenizer: pass tokenizer=")

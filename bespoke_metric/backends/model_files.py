@@ -9,8 +9,11 @@ one sentence saying which.
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from bespoke_dataset.errors import UserError
@@ -44,20 +47,57 @@ def locate_model(
     text = os.fspath(name)
     if text.startswith((".", "/", "~")) or text.count("/") > 1:
         raise ModelNotFoundError(f"model folder {text} does not exist")
+    # A Hub id is ORG/NAME (bar a few old ones, `gpt2`): a bare name is as likely a folder, misspelt
+    # when one of a close name is there.
+    folder = "/" not in text
+    close = _close_folder(path) if folder else None
+    if close is not None:
+        raise ModelNotFoundError(f"no such folder {text} (did you mean {close}?)")
     try:
         return snapshot_download(text, revision=revision, local_files_only=True)
     except (LocalEntryNotFoundError, ValueError, OSError):
         pass  # not cached: ask the Hub below
+    neither = f"no such folder {text}, and no model {text} in the local Hub cache" if folder else None
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        raise ModelNotFoundError(f"model {text} is not in the local Hub cache and HF_HUB_OFFLINE is set")
+        raise ModelNotFoundError(f"{neither} (HF_HUB_OFFLINE is set)" if neither else
+                                 f"model {text} is not in the local Hub cache and HF_HUB_OFFLINE is set")
     try:
         HfApi().model_info(text, revision=revision, timeout=HUB_TIMEOUT_S)
     except (RepositoryNotFoundError, RevisionNotFoundError):
         at = f" at revision {revision}" if revision else ""
-        raise ModelNotFoundError(f"no model named {text}{at} on the Hub (nor in the local cache)") from None
+        raise ModelNotFoundError(f"no such folder {text}, nor a model named {text}{at} on the Hub" if folder else
+                                 f"no model named {text}{at} on the Hub (nor in the local cache)") from None
     except Exception as error:  # DNS, refused connection, timeout, proxy: the Hub is out of reach
         reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
-        raise ModelNotFoundError(
-            f"model {text} is not in the local Hub cache and the Hub cannot be reached ({reason})"
-        ) from None
+        raise ModelNotFoundError(f"{neither}; the Hub cannot be reached ({reason})" if neither else
+                                 f"model {text} is not in the local Hub cache and the Hub cannot be reached ({reason})"
+                                 ) from None
     return snapshot_download(text, revision=revision, allow_patterns=list(allow_patterns) if allow_patterns else None)
+
+
+def _close_folder(path: Path) -> str | None:
+    """A folder beside `path` whose name is close to its name (`tiny-model` for `tiny-modle`), if any."""
+    parent = path.parent
+    try:
+        names = [entry.name for entry in parent.iterdir() if entry.is_dir()]
+    except OSError:
+        return None
+    match = difflib.get_close_matches(path.name, names, n=1, cutoff=0.8)
+    return str(parent / match[0]) if match else None
+
+
+@contextmanager
+def loading_bar_on_terminal() -> Iterator[None]:
+    """While a model loads: `transformers`' loading bar ("Loading weights") only where stderr is a terminal,
+    as every bar of this package (`calls.progress`); it draws one into a pipe or a log file as well."""
+    import transformers
+
+    bars = transformers.utils.logging
+    hidden = bars.is_progress_bar_enabled() and not sys.stderr.isatty()
+    if hidden:
+        bars.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if hidden:
+            bars.enable_progress_bar()

@@ -261,7 +261,7 @@ class OpenAIBackend(Client):
         if api == "auto":
             return ("responses" if self.reasoning else "chat"), False
         if api not in ("chat", "responses"):
-            raise ValueError(f"api must be 'auto', 'chat' or 'responses', got {api!r}")
+            raise UserError(f"api must be 'auto', 'chat' or 'responses', got {api!r}")
         return api, True
 
     def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
@@ -269,11 +269,11 @@ class OpenAIBackend(Client):
         check_choice("--reasoning-effort", reasoning_effort, REASONING_EFFORTS)
         if self.reasoning:
             if temperature is not None:
-                raise ValueError(f"{self.model} is a reasoning model: it takes reasoning_effort, not temperature")
+                raise UserError(f"{self.model} is a reasoning model: it takes reasoning_effort, not temperature")
             return None, reasoning_effort or "high"
         if is_search_model(self.model):
             if temperature is not None:
-                raise ValueError(f"{self.model} is a search model: it takes no temperature")
+                raise UserError(f"{self.model} is a search model: it takes no temperature")
             return None, reasoning_effort
         return (0.0 if temperature is None else temperature), reasoning_effort
 

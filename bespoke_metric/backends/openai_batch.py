@@ -21,6 +21,7 @@ line, a batch that failed validation) ends as a `CallError` like any failed call
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -119,9 +120,9 @@ class OpenAIBatchBackend:
             spending: the run's spending limit, if it has one.
         """
         if batch_max_requests < 1 or batch_max_bytes < 1:
-            raise ValueError("batch_max_requests and batch_max_bytes must be at least 1")
+            raise UserError("--batch-max-requests and --batch-max-bytes must be at least 1")
         if batch_poll <= 0 or batch_poll_max < batch_poll:
-            raise ValueError("batch_poll must be > 0 and batch_poll_max at least batch_poll")
+            raise UserError("--batch-poll must be > 0, and batch_poll_max= at least --batch-poll")
         self.direct = direct
         self.model = direct.model
         self.takes_tools = direct.takes_tools
@@ -344,7 +345,7 @@ class _Collection:
         for kind in ("output_file_id", "error_file_id"):
             if not info.get(kind):
                 continue
-            content = await self._api(lambda: self.session.get(f"/files/{info[kind]}/content"),
+            content = await self._api(functools.partial(self.session.get, f"/files/{info[kind]}/content"),
                                       f"read the results of batch {batch.batch}", parse=False)
             if isinstance(content, CallError):
                 return self._stranded(batch, content.reason)

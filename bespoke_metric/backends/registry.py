@@ -105,6 +105,8 @@ class Engine:
     substitute: Callable[[str], dict[str, Any] | None] | str | None = None
     """`(model) -> {asked, ran_as, reason, date}` for a model name the engine runs as another (a retired
     one, as its provider's documented successor), else None; or `"module:function"` naming it."""
+    local: bool = False
+    """Runs its model here (or on this Ray cluster): it costs machine time, not a provider's price per token."""
 
     @property
     def llm(self) -> bool:
@@ -121,8 +123,8 @@ ENGINES: dict[str, Engine] = {
     "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native",
                          substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
-    "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True),
-    "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True),
+    "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True, local=True),
+    "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
 }
 """Every engine by spec prefix: the built-in ones, those registered from Python, and the plugins loaded so far
@@ -282,7 +284,7 @@ def build_backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str,
         return OpenAIBatchBackend(direct, spending=spending, **batch_options)  # type: ignore[arg-type]
     if batch_options:
         flags = [flag_of(BatchOptions, name) for name in sorted(batch_options)]
-        raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch (batch=True)")
+        raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch")
     backend = _local_backend(parsed, engine_options, executor_options)
     if spending is not None:
         from bespoke_metric.calls.spending import SpendLimited

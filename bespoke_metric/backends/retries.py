@@ -20,6 +20,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
 
+from bespoke_dataset.errors import UserError
 from .base import CallError, Completion, OnDone, Outcome, Request
 from .openai_session import CallFailed
 
@@ -74,7 +75,7 @@ class Caller:
             log: the engine's logger: retries are logged under the engine's name.
         """
         if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+            raise UserError(f"--concurrency must be at least 1, got {concurrency}")
         self.policy = policy
         self.concurrency = concurrency
         self._secret = secret

@@ -35,6 +35,7 @@ from typing import Any, Callable, Mapping, Sequence
 from bespoke_dataset.errors import UserError
 
 from bespoke_metric.backends.base import Usage
+from bespoke_metric.backends.registry import ENGINES
 
 PRICES_CHECKED = "2025-11"
 """When the built-in table was read off openai.com/api/pricing (standard tier): its prices' `date`."""
@@ -331,21 +332,35 @@ def usage_models(uses: Sequence[ModelUse], prices: PriceTable) -> dict[str, Any]
     for spec, group in grouped.items():
         roles = sorted({role for use in group for role in use.roles})
         batch = add_usage([use.batch for use in group if use.batch is not None])
-        models[spec] = {"roles": roles, **model_usage(add_usage([use.usage for use in group]), prices.price(spec), batch=batch)}
+        models[spec] = {"roles": roles, **model_usage(add_usage([use.usage for use in group]), prices.price(spec), batch=batch,
+                                                      local=is_local(spec))}
     return {"models": models, **cost_summary(models)}
 
 
-def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None) -> dict[str, Any]:
+def is_local(spec: str) -> bool:
+    """Whether the model of `spec` runs here (`hf:`, `vllm:`: `Engine.local`), with no provider's price."""
+    engine = ENGINES.get(spec.partition(":")[0])
+    return engine is not None and engine.local
+
+
+LOCAL_NOTE = "a local model: no price per token (give one with --prices FILE to count its machine time)"
+
+
+def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None, local: bool = False) -> dict[str, Any]:
     """One model's entry of a results file's `usage.models`: its calls, tokens, and cost.
 
     `batch` is the part of `usage` served through the Batch API (priced at its rates); `cost` is None, and
     `price_note` says why, when no price is known. Where the provider reported what its calls cost,
-    `provider_cost` (dollars) and `provider_costed` (of how many calls) stand beside `cost`."""
+    `provider_cost` (dollars) and `provider_costed` (of how many calls) stand beside `cost`. A `local` model
+    (marked so) has no price, for it has none per token."""
     batch = batch or Usage()
     total = Tokens.of(usage)
     record: dict[str, Any] = {"calls": usage.calls, "batch_calls": batch.calls, "cached": usage.cached, **total.to_json()}
     if usage.provider_costed:
         record.update(provider_cost=round(usage.provider_cost, 6), provider_costed=usage.provider_costed)
+    if price is None and local:
+        record.update(cost=None, price=None, local=True, price_note=LOCAL_NOTE)
+        return record
     if price is None:
         record.update(cost=None, price=None, price_note="no price known for this model: give one with --prices FILE")
         return record
@@ -357,8 +372,10 @@ def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None
 
 def cost_summary(models: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The run's total `cost` over its models' entries, or None with `cost_unknown` naming the models
-    whose price is not known (a partial sum would read as the whole)."""
-    unknown = sorted(name for name, record in models.items() if record.get("cost") is None and record.get("calls"))
+    whose price is not known (a partial sum would read as the whole). A local model without a price adds
+    nothing: it is paid in machine time."""
+    unknown = sorted(name for name, record in models.items()
+                     if record.get("cost") is None and record.get("calls") and not record.get("local"))
     if unknown:
         return {"cost": None, "cost_unknown": unknown}
     return {"cost": round(sum(record.get("cost") or 0.0 for record in models.values()), 6)}

@@ -2,7 +2,8 @@
 
 A bar is drawn only where someone watches it: when stderr is a terminal. Into a pipe or a log file it
 would write hundreds of carriage-return lines. The loading bars of the libraries underneath
-(`datasets`, `huggingface_hub`, `transformers`) are the command line's to silence (`quiet_library_bars`).
+(`datasets`, `huggingface_hub`, `transformers`) are the command line's to silence (`quiet_library_bars`);
+`transformers` draws its model-loading bar into a pipe too, so a model loads under `backends.model_files.loading_bar_on_terminal`.
 """
 
 from __future__ import annotations

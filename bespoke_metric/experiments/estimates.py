@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
-from bespoke_metric.calls.cache import key_for
+from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.judging.factory import ProtocolOptions

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from bespoke_dataset.errors import UserError
+
 MODEL = "model"
 CONTEXT = "context"
 BASELINE_CONTEXT = "none"
@@ -35,10 +37,10 @@ class Axis:
 
     def __post_init__(self) -> None:
         if not self.values:
-            raise ValueError(f"{self.flag} has no value")
+            raise UserError(f"{self.flag} has no value")
         repeated = sorted({str(v) for v in self.values if list(self.values).count(v) > 1})
         if repeated:
-            raise ValueError(f"{self.flag} names {', '.join(repeated)} more than once")
+            raise UserError(f"{self.flag} names {', '.join(repeated)} more than once")
 
 
 @dataclass(frozen=True)

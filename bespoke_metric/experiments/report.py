@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.analysis.report_html import STYLE, bars_figure, img_tag, plt, png_bytes
+from bespoke_metric.results.caveats import marks
 
 from .grid import CONTEXT, MODEL, Axis, Cell
 from .outputs import SweepFolder, load_entries, read_sweep
@@ -126,6 +127,7 @@ def write_report(root: str | os.PathLike[str]) -> Path:
             f"<body><h1>{html.escape(title)}</h1>"
             f"<p class=\"settings\">Judge {html.escape(str(judge.get('spec')))} (protocol {html.escape(str(judge.get('protocol_version', '?')))}) · "
             f"data {html.escape(str(data.get('source')))}@{html.escape(str(data.get('revision') or 'local'))} · "
+            + "".join(f"<strong>{mark}</strong> · " for mark in marks(judge, data)) +
             f"{len(cells)} cells, status {html.escape(str(sweep.get('status')))} · drawn {created}</p>"
             + _html_table(rows, axes) + "".join(f"<p class=\"settings\">{html.escape(note)}</p>" for note in table_notes(axes))
             + "".join(images) + "</body></html>\n")

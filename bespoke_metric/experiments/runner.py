@@ -38,7 +38,7 @@ from bespoke_metric.systems.tokens import counted_prompt_tokens
 from .config import SweepConfig, SweepConfigError
 from .grid import CONTEXT, MODEL, Axis, Cell, cells
 from .outputs import DONE, FAILED, PENDING, SweepFolder, is_finished, load_entries, previous_cells, write_sweep
-from .table import TableRow, build_table, to_csv, to_markdown
+from .table import TableRow, build_table, sweep_title, to_csv, to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line
     entries = load_entries(folder, [cp.cell for cp in plan.cells])
     rows = build_table([cp.cell for cp in plan.cells], entries, {name: o.status for name, o in outcomes.items()})
     sweep = _record(plan, outcomes, entries, rows)
-    atomic_write_text(folder.table_md, to_markdown(rows, plan.axes, title=_title(sweep)))
+    atomic_write_text(folder.table_md, to_markdown(rows, plan.axes, title=sweep_title(sweep)))
     atomic_write_text(folder.table_csv, to_csv(rows, plan.axes))
     return SweepOutcome(outcomes, rows, sweep)
 
@@ -338,12 +338,6 @@ def _cell_record(plan: SweepPlan, cp: CellPlan, outcome: CellOutcome, entry: Ent
             "usage": results.usage,
         })
     return record
-
-
-def _title(sweep: Mapping[str, Any]) -> str:
-    data = sweep["data"]
-    return (f"judge {sweep['judge'].get('spec')} · data {data.get('source')}@{data.get('revision') or 'local'} "
-            f"{(data.get('fingerprint') or '')[:12]} · {sweep['grid']['cells']} cells")
 
 
 # ------------------------------------------------------------------------------------------- from a config

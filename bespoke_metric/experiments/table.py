@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_metric.analysis.leaderboard import COLUMNS, LABELS, Entry, compare, system_row
 from bespoke_metric.results import stats
+from bespoke_metric.results.caveats import marks
 
 from .grid import BASELINE_CONTEXT, CONTEXT, MODEL, NOISE, Axis, Cell
 from .outputs import FAILED
@@ -127,6 +128,14 @@ NOTES = (f"Cells: score on the 0-100 scale [95% bootstrap interval over queries]
 
 def table_notes(axes: Sequence[Axis]) -> list[str]:
     return list(NOTES if any(axis.name == NOISE for axis in axes) else NOTES[:1])
+
+
+def sweep_title(sweep: Mapping[str, Any]) -> str:
+    """The table's title from `sweep.json`: the judge, the data, `PROXY judge` and `SYNTHETIC data` where
+    they apply (as a leaderboard's groups are marked), and the number of cells."""
+    judge, data = sweep["judge"], sweep["data"]
+    where = f"data {data.get('source')}@{data.get('revision') or 'local'} {(data.get('fingerprint') or '')[:12]}".rstrip()
+    return " · ".join([f"judge {judge.get('spec')}", where, *marks(judge, data), f"{sweep['grid']['cells']} cells"])
 
 
 def to_markdown(rows: Sequence[TableRow], axes: Sequence[Axis], *, title: str = "") -> str:

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Usage
 from .embed_calibration import CALIBRATION_METHOD, Pair, QuantileMap, example_pairs, fit_maps, knn_vote, leave_one_query_out, to_score
 from bespoke_metric.results import stats
@@ -73,13 +74,13 @@ class EmbedJudge:
         batch_size: int = 64,
     ) -> None:
         if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+            raise UserError(f"k must be >= 1, got {k}")
         if temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
+            raise UserError(f"temperature must be > 0, got {temperature}")
         if not -1.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
+            raise UserError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
         if max_shots < 1:
-            raise ValueError(f"the embed judge needs at least one R-J example per query, got max_shots={max_shots}")
+            raise UserError(f"the embed judge needs at least one R-J example per query, got --max-shots {max_shots}")
         self.encoder, self.model = model, encoder_name(model)
         self.spec = spec or f"embed:{model}"
         self.k = k
@@ -152,7 +153,7 @@ class EmbedJudge:
         """Leave-one-query-out agreement of the calibrated (and raw) proxy with the humans on the R-J
         examples it was calibrated on (see `embed_calibration.leave_one_query_out`)."""
         if self.calibration is None:
-            raise ValueError("the embed judge has not been calibrated yet: judge a batch or call calibrate(rows)")
+            raise UserError("the embed judge has not been calibrated yet: judge a batch or call calibrate(rows)")
         return leave_one_query_out(self.calibration_pairs, n_resamples=n_resamples, seed=seed)
 
     def judge_sync(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
+from bespoke_dataset.errors import UserError
 from . import protocol
 from .protocol import RECALL_MODES
 from bespoke_metric.backends.base import Backend, Request, Usage, backend_description
@@ -53,9 +54,9 @@ class LLMJudge:
         repeat: int = 0,
     ) -> None:
         if recall not in RECALL_MODES:
-            raise ValueError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
+            raise UserError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
         if max_shots < 0:
-            raise ValueError(f"max_shots must be >= 0, got {max_shots}")
+            raise UserError(f"--max-shots must be >= 0, got {max_shots}")
         if repeat < 0:
             raise ValueError(f"repeat must be >= 0, got {repeat}")
         self.backend = backend

@@ -26,6 +26,17 @@ def is_synthetic(data: Mapping[str, Any]) -> bool:
     return source == SAMPLE or (bool(source) and (Path(source) / SYNTHETIC_MARKER).is_file())
 
 
+PROXY_MARK = "PROXY judge"
+SYNTHETIC_MARK = "SYNTHETIC data"
+"""The words a title over figures carries (a leaderboard's group, a sweep's table and report) when their
+judge is a proxy, or their data synthetic."""
+
+
+def marks(judge: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
+    """`PROXY_MARK` and `SYNTHETIC_MARK` where they apply to figures of `judge` on `data`."""
+    return [PROXY_MARK] * bool(judge.get("proxy")) + [SYNTHETIC_MARK] * is_synthetic(data)
+
+
 def caveats(results: Results) -> list[str]:
     """One `note: ...` line per reason the figures of `results` are not benchmark numbers."""
     notes = []

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
 from bespoke_dataset.rows import load_rows
@@ -229,10 +230,10 @@ def score_many(
     them all at once. Every input is checked before any judge call (a `PredictionError` names the file; a
     missing file is named before the data loads)."""
     if limit is not None and limit < 1:
-        raise ValueError(f"limit must be at least 1 (it keeps the first N predictions), got {limit}")
+        raise UserError(f"limit must be at least 1 (it keeps the first N predictions), got {limit}")
     systems = list(systems) if systems is not None else [None] * len(predictions)
     if len(systems) != len(predictions):
-        raise ValueError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
+        raise UserError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
     judging = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
     outputs = run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
                              uses=uses, group_uses=group_uses, benchmark_queries=judging.benchmark_queries, **judge_options)

@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
 
-from bespoke_metric.backends.options import positive_fields, setting
+from bespoke_metric.backends.options import flag_of, positive_fields, setting
 
 from .packing import chunk_sessions, pack_sessions, recent_first
 from .prompts import HEADINGS
@@ -122,11 +123,12 @@ class ContextSettings:
 
 
 def check_positive(settings: object, names: Sequence[str]) -> None:
-    """ValueError naming the first of the fields `names` that is set and not a positive integer."""
+    """A `UserError` naming (by its flag, `flag_of`) the first of the fields `names` that is set and not a
+    positive integer."""
     for name in names:
         value = getattr(settings, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            raise UserError(f"{flag_of(type(settings), name)} must be a positive integer, got {value!r}")
 
 
 def row_key(row: Mapping[str, Any]) -> str:
@@ -167,7 +169,7 @@ def build_contexts(
     fitted here; `profiler` for the profile kinds. `profile_counter` counts the profiler's tokens
     (default: `counter`)."""
     if kind not in CONTEXTS:
-        raise ValueError(f"unknown context {kind!r}; choose one of {', '.join(CONTEXTS)}")
+        raise UserError(f"unknown context {kind!r}; choose one of {', '.join(CONTEXTS)}")
     settings = settings or ContextSettings()
     by_user = _sessions_by_user(sessions)
     _check_history(rows, kind, by_user)
@@ -181,13 +183,13 @@ def build_contexts(
     selected: dict[str, list[Mapping[str, Any]]] = {}
     if kind in RETRIEVAL_CONTEXTS:
         if retriever is None:
-            raise ValueError(f"context {kind!r} needs a retriever")
+            raise UserError(f"--context {kind} needs a retriever (--retriever)")
         selected = _select(rows, by_user, sessions, retriever, settings.top_k, retrieval_queries)
     used = {row_key(row): (retrieval_queries or {}).get(row_key(row), row["query"]) for row in rows} if selected else {}
     if kind == "selected-history":
         return [_packed(block, row, selected[row_key(row)], used[row_key(row)]) for row in rows]
     if profiler is None:
-        raise ValueError(f"context {kind!r} needs a profiler")
+        raise UserError(f"--context {kind} needs a profiler (--profiler)")
     tasks, task_of_row = _profile_tasks(rows, kind, by_user, selected, settings, profile_counter or counter)
     profiles = _write_profiles(profiler, tasks)
     return [block.context(row, profiles[key], tasks[key].session_ids, profiles[key], used.get(row_key(row)))
@@ -222,7 +224,7 @@ def _sessions_by_user(sessions: Sequence[Mapping[str, Any]]) -> dict[str, list[M
 def _check_history(rows: Sequence[Mapping[str, Any]], kind: str, by_user: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
     without = sorted({str(row["user"]) for row in rows} - set(by_user))
     if kind not in ("none", "oracle") and without:
-        raise ValueError(f"context {kind!r} needs history, but these users have none: {', '.join(without)}")
+        raise UserError(f"--context {kind} needs history, but these users have none: {', '.join(without)}")
 
 
 def _history_contexts(rows: Sequence[Mapping[str, Any]], by_user: Mapping[str, Sequence[Mapping[str, Any]]],

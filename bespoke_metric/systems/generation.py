@@ -38,7 +38,8 @@ from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext
 from .profiler import LLMProfiler, expand_queries
 from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import Retriever, make_retriever
-from .runfiles import GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
+from .runfiles import (GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done,
+                       sidecar)
 from .search.cache import SearchCache
 from .search.base import NATIVE, NONE, SearchEngine
 from .search.plan import describe_search, make_plan, open_engine

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 
 from .embeddings import Embedder
@@ -60,7 +61,7 @@ def _group_by_user(sessions: Iterable[Mapping[str, Any]]) -> dict[str, tuple[lis
         try:
             user, session_id, text = str(session["user"]), str(session["id"]), session["text"]
         except KeyError as error:
-            raise ValueError(f"history session #{number} has no field {error.args[0]!r}") from None
+            raise UserError(f"history session #{number} has no field {error.args[0]!r}") from None
         ids, texts = grouped[user]
         ids.append(session_id)
         texts.append(text or "")
@@ -230,4 +231,4 @@ def make_retriever(
     if name in ("dense", "hybrid"):
         embedder = Embedder(embedding_model, cache_dir=cache_dir, batch_size=batch_size, max_seq_length=max_seq_length, progress=progress)
         return DenseRetriever(embedder) if name == "dense" else HybridRetriever(embedder)
-    raise ValueError(f"unknown retriever {name!r}; choose one of {', '.join(RETRIEVERS)}")
+    raise UserError(f"unknown retriever {name!r}; choose one of {', '.join(RETRIEVERS)}")

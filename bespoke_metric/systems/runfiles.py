@@ -75,7 +75,8 @@ def append_predictions(output: Path, records: Iterable[Mapping[str, Any]]) -> No
 
 
 def check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> None:
-    """Refuse to add to predictions made under other settings or from other data (`system["data"]`)."""
+    """Refuse to add to predictions made under other settings or from other data (`system["data"]`),
+    naming each setting that differs by its flag, with this run's value and the recorded one."""
     if not (output.exists() and manifest.exists()):
         return
     before = json.loads(manifest.read_text(encoding="utf-8"))
@@ -83,10 +84,40 @@ def check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> Non
     if before != now:
         changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
         what = "from other data" if changed == ["data"] else "with other settings"
+        differences = list(dict.fromkeys(_differences(before, now)))  # the context is recorded twice
+        shown = ", ".join(differences[:_SHOWN]) + (f" and {len(differences) - _SHOWN} more" if len(differences) > _SHOWN else "")
         raise GenerationError(
-            f"{manifest} records a run {what} (differs in: {', '.join(changed)}); "
+            f"{manifest} records a run {what}: {shown} (this run's vs the recorded); "
             "use another --output, or delete the old predictions to start over"
         )
+
+
+_SHOWN = 5
+"""How many differences a refused resume names."""
+
+
+def _differences(before: Any, now: Any, path: tuple[str, ...] = ()) -> list[str]:
+    """`NAME NOW vs BEFORE` for each value that differs between two run records, in key order."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        return [line for key in sorted(set(before) | set(now))
+                for line in _differences(before.get(key), now.get(key), (*path, key))]
+    if before == now:
+        return []
+    return [f"{_setting_name(path)} {_shown(now)} vs {_shown(before)}"]
+
+
+def _setting_name(path: tuple[str, ...]) -> str:
+    """A run record's field as the user gives it: a setting by its flag (`--max-new-tokens`), the model
+    and context by theirs; anything else (the data, the prompt version) by its place in the record."""
+    if len(path) == 2 and path[0] == "settings" and path[1] != "generation_prompt_version" and path[1] != "token_counter":
+        return "--" + path[1].replace("_", "-")
+    if path and path[0] in ("model", "context", "profiler", "retriever"):
+        return "--" + path[0] + ("" if len(path) == 1 else f" ({'.'.join(path[1:])})")
+    return ".".join(path)
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def canonical_sha256(value: Any) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.backends.encoders import DEFAULT_ENCODER
@@ -118,20 +119,20 @@ class GenerationSettings(ContextSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.context not in CONTEXTS:
-            raise ValueError(f"unknown context {self.context!r}; choose one of {', '.join(CONTEXTS)}")
+            raise UserError(f"unknown --context {self.context!r}; choose one of {', '.join(CONTEXTS)}")
         if self.expand not in EXPANSIONS:
-            raise ValueError(f"unknown expansion {self.expand!r}; choose one of {', '.join(EXPANSIONS)}")
+            raise UserError(f"unknown --expand {self.expand!r}; choose one of {', '.join(EXPANSIONS)}")
         if self.expand != "none" and self.context not in RETRIEVAL_CONTEXTS:
-            raise ValueError(f"query expansion feeds retrieval: it applies to {' and '.join(sorted(RETRIEVAL_CONTEXTS))}, not {self.context!r}")
+            raise UserError(f"--expand feeds retrieval: it applies to --context {' and '.join(sorted(RETRIEVAL_CONTEXTS))}, not {self.context}")
         if isinstance(self.retriever, str) and self.retriever not in RETRIEVERS:
-            raise ValueError(f"unknown retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
+            raise UserError(f"unknown --retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
         self._check_search()
 
     def _check_search(self) -> None:
         if self.search_policy not in POLICIES:
-            raise ValueError(f"unknown search policy {self.search_policy!r}; choose one of {', '.join(POLICIES)}")
+            raise UserError(f"unknown --search-policy {self.search_policy!r}; choose one of {', '.join(POLICIES)}")
         if isinstance(self.search_noise, bool) or not 0.0 <= self.search_noise <= 1.0:
-            raise ValueError(f"search_noise must be a share between 0 and 1, got {self.search_noise!r}")
+            raise UserError(f"--search-noise must be a share between 0 and 1, got {self.search_noise!r}")
         if isinstance(self.search, (str, os.PathLike)):
             self.check_search(parse_search_spec(self.search).name)  # None: the model's default, checked when known
 
@@ -144,10 +145,11 @@ class GenerationSettings(ContextSettings):
         if self.search_noise:
             raise SearchEngineError("--search-noise does not apply to native search: the provider's results cannot be "
                                     "changed" if name == NATIVE else "--search-noise needs a search engine (--search)")
+        given = f"--search {name} " + ("turns search off" if name == NONE else "is the model's own search")
         if self.search_policy != "query":
-            raise SearchEngineError(f"--search-policy {self.search_policy} needs a search engine; --search {name} is none")
+            raise SearchEngineError(f"--search-policy {self.search_policy} needs a search engine, and {given}")
         if self.search_replay:
-            raise SearchEngineError(f"--search-replay replays a search engine's calls; --search {name} makes none "
+            raise SearchEngineError(f"--search-replay replays a search engine's calls, and {given} "
                                     "(a model's own search replays from the generation cache)")
 
     def record(self) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
+
+from bespoke_dataset.errors import UserError
 
 HELP = "write a synthetic release in the public raw format (for tests, benchmarks and demos)"
 
@@ -34,19 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from bespoke_dataset.synthetic import write_release, write_sample
 
-    try:
-        if args.sample:
-            out = write_sample(force=args.force) if args.out is None else write_sample(args.out, force=args.force)
-        elif args.out is None:
-            print("error: --out is required (or use --sample)", file=sys.stderr)
-            return 2
-        else:
-            out = write_release(args.out, users=args.users, queries_per_user=args.queries_per_user,
-                                sessions=args.sessions, shots_per_query=args.shots_per_query,
-                                meta_test_per_query=args.meta_test_per_query, layout=args.layout, seed=args.seed,
-                                force=args.force)
-    except ValueError as error:  # settings out of range, or a folder that is not ours
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    if args.sample:
+        out = write_sample(force=args.force) if args.out is None else write_sample(args.out, force=args.force)
+    elif args.out is None:
+        raise UserError("--out is required (or use --sample)")
+    else:
+        out = write_release(args.out, users=args.users, queries_per_user=args.queries_per_user,
+                            sessions=args.sessions, shots_per_query=args.shots_per_query,
+                            meta_test_per_query=args.meta_test_per_query, layout=args.layout, seed=args.seed,
+                            force=args.force)
     print(f"wrote synthetic release to {out}")
     return 0

@@ -14,6 +14,7 @@ from bespoke_metric.analysis.judges_table import compare_judges, format_judges_m
 from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate, meta_items
 from bespoke_metric.scoring.pipeline import plan_judging, write_results
 from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
 
 from bespoke_metric.judging.factory import ProtocolOptions, judge_option_names
 from bespoke_metric.backends.registry import parse_spec
@@ -65,35 +66,31 @@ def options_by_judge(given: Callable[[str], Mapping[str, Any]], specs: list[str]
 def run(args: argparse.Namespace) -> int:
     specs: list[str] = args.judge
     table = len(specs) > 1 or args.repeats > 1 or args.out is not None
-    try:
-        if table and args.out is None:
-            raise ValueError("several judges (or --repeats) make a table of judges: give --out DIR for judges.json and judges.md")
-        if args.output and len(specs) > 1:
-            raise ValueError("--output is one judge's results file; with several judges --out DIR writes each one's")
-        if args.reference is not None and args.reference not in specs:
-            raise ValueError(f"--reference {args.reference} is not one of the --judge specs ({', '.join(specs)})")
-        check_executor_flags(args, specs)
-        check_cost_flags(args, [*specs, args.feedback_grader])
-        prices = price_table(args)
-        spending = None if args.dry_run else spending_limit(args, prices, [args.cache])
-        options: dict[str, Any] = option_values(args, ProtocolOptions)
-        if args.feedback_grader:
-            options["feedback_grader"] = args.feedback_grader
-        if args.no_feedback_accuracy:
-            options["feedback_accuracy_check"] = False
-        judge_flags = options_by_judge(lambda spec: {**judge_options(args, spending, spec), **options}, specs)
-        if args.dry_run:
-            return dry_run(args, specs, judge_flags, prices)
-        if not table:
-            results = meta_evaluate(specs[0], args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
-                                    n_resamples=args.resamples, seed=args.seed, prices=prices, **judge_flags(specs[0]))
-        else:
-            found, judges = compare_judges(specs, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
-                                           reference=args.reference, repeats=args.repeats, n_resamples=args.resamples,
-                                           seed=args.seed, prices=prices, options_for=judge_flags)
-    except ValueError as error:  # bad data (MetaEvalError) or a judge option the judge does not take
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    if table and args.out is None:
+        raise UserError("several judges (or --repeats) make a table of judges: give --out DIR for judges.json and judges.md")
+    if args.output and len(specs) > 1:
+        raise UserError("--output is one judge's results file; with several judges --out DIR writes each one's")
+    if args.reference is not None and args.reference not in specs:
+        raise UserError(f"--reference {args.reference} is not one of the --judge specs ({', '.join(specs)})")
+    check_executor_flags(args, specs)
+    check_cost_flags(args, [*specs, args.feedback_grader])
+    prices = price_table(args)
+    spending = None if args.dry_run else spending_limit(args, prices, [args.cache])
+    options: dict[str, Any] = option_values(args, ProtocolOptions)
+    if args.feedback_grader:
+        options["feedback_grader"] = args.feedback_grader
+    if args.no_feedback_accuracy:
+        options["feedback_accuracy_check"] = False
+    judge_flags = options_by_judge(lambda spec: {**judge_options(args, spending, spec), **options}, specs)
+    if args.dry_run:
+        return dry_run(args, specs, judge_flags, prices)
+    if not table:
+        results = meta_evaluate(specs[0], args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
+                                n_resamples=args.resamples, seed=args.seed, prices=prices, **judge_flags(specs[0]))
+    else:
+        found, judges = compare_judges(specs, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
+                                       reference=args.reference, repeats=args.repeats, n_resamples=args.resamples,
+                                       seed=args.seed, prices=prices, options_for=judge_flags)
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     if not table:

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.results.caveats import caveats, nothing_scored
-from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.backends.options import ClientOptions
 from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import ProtocolOptions
@@ -70,23 +71,23 @@ def output_paths(predictions: list[str], output: str | None, output_dir: str | N
     `--output-dir`: `results/PREDICTIONS-STEM.json`."""
     if output is not None and (Path(output).is_dir() or output.endswith(("/", os.sep))):
         if output_dir is not None:
-            raise ValueError("give --output or --output-dir, not both")
+            raise UserError("give --output or --output-dir, not both")
         output, output_dir = None, output
     if output_dir is None:
         if len(predictions) > 1:
-            raise ValueError(f"{len(predictions)} predictions files need --output-dir (one results file each), not --output")
+            raise UserError(f"{len(predictions)} predictions files need --output-dir (one results file each), not --output")
         return [output or "results.json"]
     if output is not None:
-        raise ValueError("give --output or --output-dir, not both")
+        raise UserError("give --output or --output-dir, not both")
     if Path(output_dir).exists() and not Path(output_dir).is_dir():
-        raise ValueError(f"--output-dir {output_dir} is a file, not a folder")
+        raise UserError(f"--output-dir {output_dir} is a file, not a folder")
     paths = [str(Path(output_dir) / f"{Path(given).stem}.json") for given in predictions]
     clashes = sorted({path for path in paths if paths.count(path) > 1})
     if clashes:
-        raise ValueError(f"predictions files with the same name would share a results file: {', '.join(clashes)}")
+        raise UserError(f"predictions files with the same name would share a results file: {', '.join(clashes)}")
     taken = [path for path in paths if Path(path).is_dir()]
     if taken:
-        raise ValueError(f"{taken[0]} is a folder, so the results file cannot be written there")
+        raise UserError(f"{taken[0]} is a folder, so the results file cannot be written there")
     return paths
 
 
@@ -97,7 +98,7 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
     summary = results.summary
     stderr = results.stderr or {}
     print(f"{'metric':<20}{'score':>8}{'± se':>8}{'scored':>8}{'guarded':>9}{'failed':>8}", file=out)
-    for metric in METRICS + ("average",):
+    for metric in METRIC_NAMES + ("average",):
         value, error = summary[metric], stderr.get(metric)
         shown = "n/a" if value is None else f"{value:.2f}"
         spread = "" if error is None else f"{error:.2f}"
@@ -129,7 +130,7 @@ def cost_line(usage: Mapping[str, Any]) -> str | None:
         return None
     parts = []
     for spec, record in models.items():
-        cost = "cost unknown" if record.get("cost") is None else f"${record['cost']:.4f}"
+        cost = f"${record['cost']:.4f}" if record.get("cost") is not None else "local, no price per token" if record.get("local") else "cost unknown"
         batch = f", {record['batch_calls']} by batch" if record.get("batch_calls") else ""
         parts.append(f"{spec}: {record['input_tokens']} in ({record['cached_input_tokens']} cached), "
                      f"{record['output_tokens']} out ({record['reasoning_tokens']} reasoning){batch}, {cost}")
@@ -168,26 +169,20 @@ def coverage(summary: Mapping[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        outputs = output_paths(args.predictions, args.output, args.output_dir)
-        check_executor_flags(args, [args.judge])
-        check_cost_flags(args, [args.judge])
-        prices = price_table(args)
-        if args.dry_run:
-            groups = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit).groups
-            print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
-            return 0
-        spending = spending_limit(args, prices, [args.cache])
-        # each results file names its predictions, so `bespoke rescore` can judge them again
-        systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else {})}
-                   for given in args.predictions]
-        all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                                 systems=systems, prices=prices, **judge_options(args, spending))
-    except ValueError as error:  # bad predictions, data, flags or judge options: a message, not a traceback
-        if args.verbose:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    outputs = output_paths(args.predictions, args.output, args.output_dir)
+    check_executor_flags(args, [args.judge])
+    check_cost_flags(args, [args.judge])
+    prices = price_table(args)
+    if args.dry_run:
+        groups = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit).groups
+        print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
+        return 0
+    spending = spending_limit(args, prices, [args.cache])
+    # each results file names its predictions, so `bespoke rescore` can judge them again
+    systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else {})}
+               for given in args.predictions]
+    all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
+                             systems=systems, prices=prices, **judge_options(args, spending))
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     if len(outputs) > 1 and args.strict:  # refused in any file: none is written

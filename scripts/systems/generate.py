@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bespoke_metric.calls.progress import on_terminal
-from bespoke_metric.results.served import StrictError
-from bespoke_metric.systems import GenerationError, GenerationReport, GenerationSettings, generate
+from bespoke_metric.systems import GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.systems.search.base import SearchOptions
@@ -116,15 +115,8 @@ def cut_off(report: GenerationReport) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        check_executor_flags(args, [args.model, args.profiler])
-        report = generate_from(args, args.output)
-    except (GenerationError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except StrictError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    check_executor_flags(args, [args.model, args.profiler])
+    report = generate_from(args, args.output)
     if report.served_warning:
         print(report.served_warning, file=sys.stderr)
     print_report(report)

@@ -6,14 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from bespoke_dataset.errors import UserError
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
 from .generate import add_generation_arguments, generate_from, generation_cache, print_report, system_config
 from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, judge_options, publish
 
 from bespoke_metric.experiments.runner import results_system
-from bespoke_metric.systems import GenerationError
-from bespoke_metric.results.served import StrictError
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score
 from bespoke_metric.systems.dry_run import plan_generation
@@ -70,32 +69,21 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     predictions = predictions_path(args)
-    try:
-        if Path(args.output).is_dir():  # before any work: a folder cannot take the results file
-            raise ValueError(f"--output {args.output} is a folder; name the results file, e.g. {Path(args.output) / 'NAME.json'}")
-        check_executor_flags(args, [args.model, args.profiler, args.judge])
-        check_cost_flags(args, [args.model, args.profiler, args.judge])
-        prices = price_table(args)
-        if args.dry_run:
-            return dry_run(args, predictions, prices)
-        spending = spending_limit(args, prices, [args.cache])  # the system model's cache is always there
-        report = generate_from(args, predictions, spending)
-    except (GenerationError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except StrictError as error:  # nothing written: not the predictions, not the results
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    if Path(args.output).is_dir():  # before any work: a folder cannot take the results file
+        raise UserError(f"--output {args.output} is a folder; name the results file, e.g. {Path(args.output) / 'NAME.json'}")
+    check_executor_flags(args, [args.model, args.profiler, args.judge])
+    check_cost_flags(args, [args.model, args.profiler, args.judge])
+    prices = price_table(args)
+    if args.dry_run:
+        return dry_run(args, predictions, prices)
+    spending = spending_limit(args, prices, [args.cache])  # the system model's cache is always there
+    report = generate_from(args, predictions, spending)
     print_report(report)
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
-    try:
-        results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                        system=results_system(report, predictions), prices=prices, uses=report.uses,
-                        **judge_options(args, spending))
-    except ValueError as error:  # bad predictions or judge options: a message, not a traceback
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
+                    system=results_system(report, predictions), prices=prices, uses=report.uses,
+                    **judge_options(args, spending))
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     status = publish(results, args.output, strict=args.strict)

@@ -30,6 +30,8 @@ FALSE_ALARMS: tuple[re.Pattern[bytes], ...] = (
                rb"object store.*"),
 )
 """Log lines of Ray's C++ core that say nothing about the run, from their `[time level pid tid]` prefix on."""
+_LOG_LINE_START = b"[dddd-dd-dd dd:dd:dd,ddd "
+"""How a line of Ray's C++ logger begins, `d` for a digit: text that may still become one is held back."""
 
 TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 """The start of Ray's warning that a new local instance has token authentication, its default."""
@@ -84,21 +86,56 @@ def without_false_alarms() -> Iterator[None]:
 
 
 def _forward(read_end: int, out: int) -> None:
-    """Pass what arrives on `read_end` on to `out`, whole lines matching `FALSE_ALARMS` left out. A line
-    is held back only while it could still be one of them (it starts as a C++ log line does, with '['):
-    anything else, a progress bar's update say, is passed on as it comes."""
-    pending = b""
+    """Pass what arrives on `read_end` on to `out`, whole lines matching `FALSE_ALARMS` left out."""
+    stream = AlarmFilter()
     with os.fdopen(read_end, "rb", buffering=0) as pipe:
         while chunk := pipe.read(1 << 16):
-            *lines, pending = (pending + chunk).split(b"\n")
-            kept = [line + b"\n" for line in map(_without_alarms, lines) if line is not None]
-            if pending and not pending.startswith(b"["):
-                kept.append(pending)
-                pending = b""
-            if kept:
-                os.write(out, b"".join(kept))
-    if pending:
-        os.write(out, pending)
+            if kept := stream.feed(chunk):
+                os.write(out, kept)
+    if rest := stream.end():
+        os.write(out, rest)
+
+
+class AlarmFilter:
+    """A byte stream with `FALSE_ALARMS` left out, fed in chunks as a pipe delivers them; what comes out does
+    not depend on where the chunks break. Text is held back only while it could still be one of Ray's log
+    lines (from a '[' on that begins as they do, `_LOG_LINE_START`): anything else, a progress bar's update
+    say, is passed on as it comes. An alarm that ends a line whose start was passed on leaves its newline."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._started = False  # part of the current line has been passed on
+
+    def feed(self, chunk: bytes) -> bytes:
+        """What of `chunk` (with what was held from before) to pass on now."""
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        kept = []
+        for line in lines:
+            cleaned = _without_alarms(line)
+            if cleaned is not None or self._started:
+                kept.append((cleaned or b"") + b"\n")
+            self._started = False
+        held = _log_line_from(self._pending)
+        if held:
+            kept.append(self._pending[:held])
+            self._pending, self._started = self._pending[held:], True
+        return b"".join(kept)
+
+    def end(self) -> bytes:
+        """What is still held once the stream has ended."""
+        rest, self._pending = self._pending, b""
+        return rest
+
+
+def _log_line_from(text: bytes) -> int:
+    """Where in `text` (a line's part, no newline) one of Ray's log lines may begin: its length if nowhere."""
+    start = text.find(b"[")
+    while start != -1:
+        head = text[start:start + len(_LOG_LINE_START)]
+        if all(have == want or (want == ord("d") and chr(have).isdigit()) for have, want in zip(head, _LOG_LINE_START)):
+            return start
+        start = text.find(b"[", start + 1)
+    return len(text)
 
 
 def _without_alarms(line: bytes) -> bytes | None:

@@ -79,6 +79,20 @@ class DocumentCollection:
         return {"collection": str(self.folder), "documents": len(self.documents), "k": self.k}
 
 
+class ReplayedCollection:
+    """The `docs:` collection of a replayed run (`--search-replay`) whose folder is not here: the replay
+    answers every search from its cache, so nothing is read from it, and a search it is asked for fails."""
+
+    def __init__(self, folder: str | os.PathLike[str]):
+        self.folder = Path(folder)
+
+    def __call__(self, query: str) -> list[SearchResult]:
+        raise SearchCollectionError(f"search collection {self.folder} is not a folder: a replay answers from its search cache only")
+
+    def describe(self) -> dict[str, Any]:
+        return {"collection": str(self.folder)}
+
+
 def freeze(cache: str | os.PathLike[str], out: str | os.PathLike[str]) -> tuple[Path, int]:
     """Write every result the search cache file `cache` holds, each document once, into the folder
     `out` as `frozen.jsonl` (a `docs:` collection); the file and the number of documents."""

@@ -48,11 +48,14 @@ _WEB_OPTIONS = frozenset(item.name for item in dataclasses.fields(SearchOptions)
 
 
 def _docs(target: str | None, options: SearchOptions, replay: bool) -> SearchEngine:
-    from .collection import DocumentCollection
+    from .collection import DocumentCollection, ReplayedCollection
 
     assert target is not None
     folder = Path(target)
-    collection = DocumentCollection(folder, k=options.k or DEFAULT_K)  # a SearchCollectionError names the folder
+    k = options.k or DEFAULT_K
+    if replay and not folder.is_dir():  # a replay's searches all come from its cache: the folder may be gone
+        return HookEngine(ReplayedCollection(folder), f"docs:{folder.resolve()}", k)
+    collection = DocumentCollection(folder, k=k)  # a SearchCollectionError names the folder
     return HookEngine(collection, f"docs:{folder.resolve()}", collection.k)
 
 
