@@ -4,6 +4,7 @@ would, so that `openai:` commands run without a key (`bespoke_metric.testing.sta
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from bespoke_metric.testing.stand_in import serve_stand_in
@@ -21,6 +22,10 @@ def run(args: argparse.Namespace) -> int:
     def say(url: str) -> None:
         print(url, flush=True)  # one line, at once: a script reading the pipe waits for it
 
+    # Ctrl-C, and `kill` too, stop it cleanly; also when started in the background (`&`), where a shell
+    # without job control leaves SIGINT ignored
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.default_int_handler)
     try:
         serve_stand_in(args.port, url_file=args.url_file, say=say)
     except KeyboardInterrupt:
