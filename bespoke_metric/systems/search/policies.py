@@ -12,7 +12,8 @@ of a round go to the engine together, every agent's round-k turn goes to the mod
 A search that fails after its retries fails its question: it is never answered without its search.
 A rewrite that writes no usable query, or one that loops on itself (the answers' `repetition` guard),
 searches the question as asked instead: its `search` block says so (`fallback`), and a degenerate one is
-marked (`Answered.degenerate`). All of it runs on one event loop, so the model's and the engine's connections serve every round.
+marked (`Answered.degenerate`). All of it runs on one event loop, so the model's and the engine's
+connections serve every round.
 """
 
 from __future__ import annotations
