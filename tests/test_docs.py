@@ -167,11 +167,11 @@ def test_the_block_reader_reads_fences_notes_and_indented_blocks(tmp_path: Path)
 
 def command_lines(block: Block) -> list[str]:
     """The `bespoke ...` command lines of a bash block: continuation lines joined, comments dropped,
-    and each command of a `&&`, `||` or `;` chain."""
+    and each command of a `&&`, `||` or `;` chain, or sent to the background with `&`."""
     joined = re.sub(r"\\\n\s*", " ", block.code)
     commands = []
     for line in joined.splitlines():
-        for part in re.split(r"&&|\|\||;|\|", line.split(" # ", 1)[0]):
+        for part in re.split(r"&&|\|\||;|\||&", line.split(" # ", 1)[0]):
             words = part.strip()
             if words.startswith("bespoke ") and "..." not in words:
                 commands.append(words)

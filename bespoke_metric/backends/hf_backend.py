@@ -7,6 +7,11 @@ follows the free memory (and halves if a batch still runs out); on a CPU it runs
 `generate` runs in a worker thread so the event loop (progress bar, other backends) stays alive, and each
 request's outcome is reported as soon as its batch finishes.
 
+A GGUF file (`hf:folder/model.gguf`, `hf:owner/repo/model.gguf`) loads the same way, dequantised by
+transformers (`model_files.locate_model_files`); its tokenizer and chat template come from the file.
+Generation stops at the model's end of turn: the `eos_token_id`s of its generation config (`<|im_end|>`
+for a ChatML model such as SmolLM2), else its tokenizer's.
+
 Plain `transformers` cannot constrain decoding to a JSON schema: a request's schema is written into its
 prompt instead (`messages_with_schema`).
 
