@@ -29,9 +29,9 @@ KEEP_REQUESTS = 1000
 
 
 def serve_stand_in(port: int = 0, *, url_file: str | os.PathLike[str] | None = None,
-                   say: Callable[[str], None] = print, stop: threading.Event | None = None) -> None:
-    """Serve on `port` of 127.0.0.1 (0: a free one) until `stop` is set or the process is interrupted
-    (KeyboardInterrupt goes to the caller). The URL (`http://127.0.0.1:PORT/v1`) is said on one line and
+                   say: Callable[[str], None] = print) -> None:
+    """Serve on `port` of 127.0.0.1 (0: a free one) until the process is interrupted (KeyboardInterrupt
+    goes to the caller). The URL (`http://127.0.0.1:PORT/v1`) is said on one line and
     written to `url_file` once the server answers."""
     server = TestServer(answer_any, model_ids=MODEL_IDS, keep_requests=KEEP_REQUESTS)
     try:
@@ -42,7 +42,7 @@ def serve_stand_in(port: int = 0, *, url_file: str | os.PathLike[str] | None = N
         if url_file is not None:
             atomic_write_text(Path(url_file), server.base_url + "\n")
         say(server.base_url)
-        (stop or threading.Event()).wait()
+        threading.Event().wait()  # interruptible: Ctrl-C raises KeyboardInterrupt here
     finally:
         server.stop()
 

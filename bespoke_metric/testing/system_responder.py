@@ -63,6 +63,8 @@ def _profile(user: str) -> str:
 
 REWRITE_ASKS = REWRITE_TEMPLATE.partition("{count}")[0].rpartition("\n")[2]
 """The words of a rewrite request before its count: "The web will be searched ... Write up to "."""
+REWRITE_QUESTION = REWRITE_TEMPLATE.partition("{query}")[0].partition("}")[2]
+"""Where the question starts in a rewrite request: 'This person asks: "'."""
 AGENT_QUESTION = AGENT_TEMPLATE.partition("{query}")[0].rpartition("}")[2]
 """Where the question starts in an agent's first message."""
 AGENT_ASKS = os.path.commonprefix([AGENT_TOOL_INSTRUCTIONS, AGENT_TEXT_INSTRUCTIONS])
@@ -70,8 +72,9 @@ AGENT_ASKS = os.path.commonprefix([AGENT_TOOL_INSTRUCTIONS, AGENT_TEXT_INSTRUCTI
 
 
 def _rewrite(user: str) -> str:
-    query = user.partition('This person asks: "')[2].partition('"\n')[0]
-    context = user.partition('This person asks: "')[0].strip().partition("\n")[2]
+    before, _, after = user.partition(REWRITE_QUESTION)
+    query = after.partition('"\n')[0]
+    context = before.strip().partition("\n")[2]
     return "\n".join(filter(None, [query, f"{query} {_first_words(context, 6)}".strip() if context else ""]))
 
 
