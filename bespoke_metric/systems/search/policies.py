@@ -10,7 +10,10 @@ model's own search (`native`), or none.
 Every step is batched across the questions: all rewrite requests go to the model together, all searches
 of a round go to the engine together, every agent's round-k turn goes to the model with the others'.
 A search that fails after its retries fails its question: it is never answered without its search.
-All of it runs on one event loop, so the model's and the engine's connections serve every round.
+A rewrite that writes no usable query, or one that loops on itself (the answers' `repetition` guard),
+searches the question as asked instead: its `search` block says so (`fallback`), and a degenerate one is
+marked (`Answered.degenerate`). All of it runs on one event loop, so the model's and the engine's
+connections serve every round.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from bespoke_metric.backends.base import Backend, CallError, Completion, Request
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, ParseError, run_sync
+from bespoke_metric.judging.guards import check_repetition
 from bespoke_metric.judging.parsing import strip_reasoning
 from bespoke_metric.systems.calls import ask_results
 from bespoke_metric.systems.prompts import agent_messages, answer_request, rewrite_request
@@ -75,6 +79,8 @@ class Answered:
     error: str | None = None
     completion: Completion | None = None
     """The model's last call, whole: which model served it, whether the output limit cut it off."""
+    degenerate: dict[str, str] | None = None
+    """The guard that found the rewrite degenerate (`GuardHit.to_dict()`); the question was searched instead."""
 
 
 def answer_all(jobs: Sequence[Job], plan: SearchPlan, backend: Backend, *, counter: TokenCounter, cache: Cache | None,
@@ -125,7 +131,8 @@ class _Run:
             self.progress("failed", 1)
         return Answered(error=reason)
 
-    def final(self, result: CallResult, trace: SearchTrace | None, *, reported: bool = True) -> Answered:
+    def final(self, result: CallResult, trace: SearchTrace | None, *, reported: bool = True,
+              degenerate: dict[str, str] | None = None) -> Answered:
         """A question's answer from the model's last call (`reported`: `progress` heard of it already)."""
         if not result.ok:
             return Answered(error=result.error) if reported else self.failed(str(result.error))
@@ -140,7 +147,7 @@ class _Run:
             search = native_block(result.completion.search if result.completion is not None else None)
         else:
             search = trace.block(answer) if trace is not None else None
-        return Answered(raw, search, completion=result.completion)
+        return Answered(raw, search, completion=result.completion, degenerate=degenerate)
 
     async def search_round(self, traces: Sequence[SearchTrace], queries: Sequence[Sequence[str]],
                      round_: int) -> list[list[tuple[str, list[SearchResult]]] | CallError]:
@@ -169,17 +176,19 @@ class _Run:
         traces = [SearchTrace(plan.engine, plan.policy) for _ in jobs]
         out: list[Answered | None] = [None] * len(jobs)
         queries: list[list[str]] = [[query] for query, _ in jobs]
+        marks: list[dict[str, str] | None] = [None] * len(jobs)
         if plan.policy == "rewrite":
             written = await self.ask([rewrite_request(query, context, plan.queries, self.max_tokens) for query, context in jobs], "rewrite")
             for index, ((query, _), result) in enumerate(zip(jobs, written)):
                 reason = result.error
                 if result.ok:
                     try:
-                        # a model that writes no usable query searches the question itself: never no search
-                        queries[index] = rewrite_queries(strip_reasoning(result.text or ""), plan.queries) or [query]
-                        continue
+                        text = strip_reasoning(result.text or "")
                     except ParseError as error:
                         reason = error.reason
+                    else:
+                        queries[index], marks[index] = _rewritten(query, text, plan.queries, traces[index])
+                        continue
                 out[index], queries[index] = self.failed(f"rewriting the question failed: {reason}"), []
         found = await self.search_round(traces, queries, 1)
         asking: list[int] = []
@@ -196,7 +205,7 @@ class _Run:
             asking.append(index)
             requests.append(answer_request(query, context, rendered, self.max_tokens))
         for index, result in zip(asking, await self.ask(requests, "answer", report=True)):
-            out[index] = self.final(result, traces[index])
+            out[index] = self.final(result, traces[index], degenerate=marks[index])
         return _complete(out)
 
     # -- agent: rounds of turns and searches, every question's round k at once ----------------------
@@ -248,6 +257,18 @@ class _Run:
         except ParseError:
             return [], ""
         return search_calls(result.completion, answer, tools=tools), answer
+
+
+def _rewritten(question: str, text: str, count: int, trace: SearchTrace) -> tuple[list[str], dict[str, str] | None]:
+    """The queries a rewrite's `text` gives, and its degenerate mark. A degenerate rewrite, or one with
+    no usable query, falls back to the question (never no search), recorded in `trace.fallback`."""
+    hit = check_repetition(text)
+    found = rewrite_queries(text, count) if hit is None else []
+    if found:
+        return found, None
+    trace.fallback = (f"the rewrite was degenerate ({hit.guard}: {hit.reason}); the question was searched as asked"
+                      if hit is not None else "the rewrite wrote no usable query; the question was searched as asked")
+    return [question], hit.to_dict() if hit is not None else None
 
 
 def _complete(out: Sequence[Answered | None]) -> list[Answered]:

@@ -5,6 +5,8 @@
      "results": [{"round": 1, "rank": 1, "url": "...", "title": "...", "noise": false}],
      "opened": [], "cited": ["https://..."]}
 
+A `rewrite` that fell back to searching the question as asked adds `"fallback": REASON`.
+
 A `SearchTrace` is filled as the policy searches; the results the model is shown are numbered from 1
 across the whole conversation, so the answer's `[n]` markers name them. `calls` counts searches (the same
 string searched twice is two), `failed` those that failed, with their reasons in `failures`; `opened`
@@ -46,6 +48,8 @@ class SearchTrace:
     opened: list[str] = field(default_factory=list)
     shown: list[SearchResult] = field(default_factory=list)
     """The results shown to the model, in the order numbered: `[n]` is `shown[n - 1]`."""
+    fallback: str | None = None
+    """Why a `rewrite` searched the question as asked instead of queries of its own."""
 
     def add(self, round_: int, query: str, found: list[Marked] | CallError) -> list[SearchResult] | None:
         """Record one search of round `round_`; its results, or None when it failed."""
@@ -69,11 +73,14 @@ class SearchTrace:
     def block(self, raw: str, cited: Sequence[str] | None = None) -> dict[str, Any]:
         """The `search` block of the prediction whose raw answer is `raw`; `cited` as the engine
         reported it (native search), else read from the answer."""
-        return {
+        block = {
             "engine": self.engine, "policy": self.policy, "calls": self.calls, "failed": self.failed,
             "failures": list(self.failures), "queries": list(self.queries), "results": list(self.results),
             "opened": list(self.opened), "cited": list(cited) if cited is not None else cited_urls(raw, self.shown),
         }
+        if self.fallback is not None:
+            block["fallback"] = self.fallback
+        return block
 
 
 def cited_urls(raw: str, shown: Sequence[SearchResult]) -> list[str]:

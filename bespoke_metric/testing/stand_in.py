@@ -1,0 +1,48 @@
+"""The stand-in server: an OpenAI-compatible server on 127.0.0.1 that answers as a system model, a
+profiler, a rubric writer and a judge would (`system_responder.answer_any`, choosing by the request), so
+every `openai:` command runs without a key. `bespoke stand-in` runs it.
+
+    bespoke stand-in --url-file stand-in.url &
+    export OPENAI_BASE_URL=$(cat stand-in.url) OPENAI_API_KEY=sk-stand-in
+
+Its answers are deterministic functions of the prompt, not a model's: scores from it test the plumbing,
+never a system.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
+
+from .server import TestServer
+from .system_responder import answer_any
+
+MODEL_IDS = ("gpt-5", "gpt-5-mini", "gpt-4o-mini", "gpt-4o")
+"""What `GET /v1/models` lists (any model name is answered)."""
+KEEP_REQUESTS = 1000
+"""The server records each request (for tests); a long-lived one keeps only the latest."""
+
+
+def serve_stand_in(port: int = 0, *, url_file: str | os.PathLike[str] | None = None,
+                   say: Callable[[str], None] = print) -> None:
+    """Serve on `port` of 127.0.0.1 (0: a free one) until the process is interrupted (KeyboardInterrupt
+    goes to the caller). The URL (`http://127.0.0.1:PORT/v1`) is said on one line and
+    written to `url_file` once the server answers."""
+    server = TestServer(answer_any, model_ids=MODEL_IDS, keep_requests=KEEP_REQUESTS)
+    try:
+        server.start(port)
+    except OSError as error:
+        raise UserError(f"--port {port}: cannot serve on 127.0.0.1:{port} ({error.strerror or error})") from None
+    try:
+        if url_file is not None:
+            atomic_write_text(Path(url_file), server.base_url + "\n")
+        say(server.base_url)
+        threading.Event().wait()  # interruptible: Ctrl-C raises KeyboardInterrupt here
+    finally:
+        server.stop()
+
