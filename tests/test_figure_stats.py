@@ -67,7 +67,8 @@ def test_score_writes_the_fields_and_the_model_name(tmp_path):
     for kept in ("summary", "items", "judge", "data", "usage", "created", "bespoke_eval_version"):
         assert kept in results
     assert results["model_name"] == "org/system-7b"
-    assert results["system"] == {"model": "org/system-7b"}
+    assert results["system"]["model"] == "org/system-7b"
+    assert results["system"]["predictions"].endswith("predictions.jsonl")  # what `bespoke rescore` judges again
     assert results["n_samples"]["given"] == results["summary"]["items"] == 15
     assert results["n_samples"]["scored"] == {name: results["summary"]["scored"][name] for name in METRIC_NAMES}
     assert set(results["stderr"]) == {*METRIC_NAMES, "average"}
