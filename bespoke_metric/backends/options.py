@@ -163,7 +163,8 @@ class BatchOptions:
 class CostOptions:
     """What a run may spend (`bespoke_metric.calls.spending`), for any LLM engine."""
 
-    spending: Any = option(help="a SpendingLimit shared by every model of the run (--max-cost)")
+    spending: Any = option(help="a SpendingLimit shared by every model of the run (--max-cost): its `limited(backend)` "
+                                "wraps the backend")
 
 
 @dataclass(frozen=True)

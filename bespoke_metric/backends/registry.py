@@ -286,10 +286,8 @@ def build_backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str,
         flags = [flag_of(BatchOptions, name) for name in sorted(batch_options)]
         raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch")
     backend = _local_backend(parsed, engine_options, executor_options)
-    if spending is not None:
-        from bespoke_metric.calls.spending import SpendLimited
-
-        return SpendLimited(backend, spending)
+    if spending is not None:  # the limit wraps what it limits: no import of the calls wing from here
+        return spending.limited(backend)
     return backend
 
 

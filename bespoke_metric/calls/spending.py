@@ -59,6 +59,10 @@ class SpendingLimit:
         self._longest: dict[str, int] = {}
         self._lock = threading.Lock()
 
+    def limited(self, backend: Backend) -> Backend:
+        """`backend`, its every request admitted against this limit first (`SpendLimited`)."""
+        return SpendLimited(backend, self)
+
     @property
     def refusal(self) -> str:
         return f"not sent: the run's spending limit (--max-cost {self.limit:g}) would be passed"

@@ -169,20 +169,21 @@ def coverage(summary: Mapping[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once
     outputs = output_paths(args.predictions, args.output, args.output_dir)
-    check_executor_flags(args, [args.judge])
-    check_cost_flags(args, [args.judge])
+    check_executor_flags(args, [judge.spec])
+    check_cost_flags(args, [judge.spec])
     prices = price_table(args)
     if args.dry_run:
         groups = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit).groups
-        print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
+        print_plan(plan_judging(judge.spec, groups, **judge.judge_options()), prices)
         return 0
     spending = spending_limit(args, prices, [args.cache])
     # each results file names its predictions, so `bespoke rescore` can judge them again
     systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else {})}
                for given in args.predictions]
-    all_results = score_many(args.predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                             systems=systems, prices=prices, **judge_options(args, spending))
+    all_results = score_many(args.predictions, judge.spec, source=args.source, revision=args.revision, limit=args.limit,
+                             systems=systems, prices=prices, **judge.judge_options(spending))
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     if len(outputs) > 1 and args.strict:  # refused in any file: none is written
