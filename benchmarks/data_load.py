@@ -9,8 +9,6 @@ in the same run, is reading the seven raw parquet tables with pyarrow. Writes
 
 from __future__ import annotations
 
-from record import over_runs, write_results  # first: it notes the load the run starts under
-
 import argparse
 import logging
 import resource
@@ -25,6 +23,7 @@ from pathlib import Path
 
 import datasets
 import pyarrow.parquet as pq
+from record import over_runs, write_results  # first: it notes the load the run starts under
 
 from bespoke_dataset import CONFIGS, load
 from bespoke_dataset.synthetic import write_release

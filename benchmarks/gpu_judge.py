@@ -13,12 +13,12 @@ the engine, not the judgments. Writes `benchmarks/results/gpu_judge.json`.
 
 from __future__ import annotations
 
-from record import write_results  # first: it notes the load the run starts under
-
 import argparse
 import tempfile
 import time
 from pathlib import Path
+
+from record import write_results  # first: it notes the load the run starts under
 
 
 def main() -> None:
@@ -35,9 +35,9 @@ def main() -> None:
 
     from bespoke_dataset.rows import load_rows
     from bespoke_dataset.synthetic import write_release
+    from bespoke_metric.calls.scheduler import run_sync
     from bespoke_metric.judging.factory import make_judge
     from bespoke_metric.judging.judge import JudgeItem
-    from bespoke_metric.calls.scheduler import run_sync
     from bespoke_metric.testing.tiny_model import build_tiny_model
 
     work = Path(tempfile.mkdtemp(prefix="bespoke-gpu-judge-"))

@@ -14,13 +14,13 @@ writes `benchmarks/results/gpu_ray.json`.
 
 from __future__ import annotations
 
-from record import write_results  # first: it notes the load the run starts under
-
 import argparse
 import json
 import tempfile
 import time
 from pathlib import Path
+
+from record import write_results  # first: it notes the load the run starts under
 
 
 def main() -> None:

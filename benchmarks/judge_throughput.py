@@ -19,8 +19,6 @@ the rounds; the load when the run started and ended).
 
 from __future__ import annotations
 
-from record import over_runs, write_results  # first: it notes the load the run starts under
-
 import argparse
 import asyncio
 import json
@@ -34,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from record import over_runs, write_results  # first: it notes the load the run starts under
 
 from bespoke_metric.backends.openai_backend import SERVER_CONCURRENCY
 

@@ -18,11 +18,11 @@ for the 95% intervals. Writes `benchmarks/results/proxy_limits.json`.
 
 from __future__ import annotations
 
-from record import write_results  # first: it notes the load the run starts under
-
 import argparse
 import tempfile
 from typing import Any
+
+from record import write_results  # first: it notes the load the run starts under
 
 
 def _agreement(block: dict[str, Any]) -> dict[str, Any]:

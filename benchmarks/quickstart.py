@@ -13,8 +13,6 @@ Writes `benchmarks/results/quickstart.json`.
 
 from __future__ import annotations
 
-from record import over_runs, write_results  # first: it notes the load the run starts under
-
 import argparse
 import json
 import os
@@ -24,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from record import over_runs, write_results  # first: it notes the load the run starts under
 
 SAMPLE_PREDICTIONS = Path(__file__).resolve().parent.parent / "bespoke_dataset" / "sample" / "predictions.jsonl"
 

@@ -17,13 +17,13 @@ All numbers come from one run on one machine; only the ratios mean anything else
 
 from __future__ import annotations
 
-from record import write_results  # first: it notes the load the run starts under
-
 import argparse
 import multiprocessing
 import tempfile
 import time
 from pathlib import Path
+
+from record import write_results  # first: it notes the load the run starts under
 
 
 def _serve(latency: float, queue: "multiprocessing.Queue[str]", stop: "multiprocessing.Event") -> None:
@@ -60,8 +60,8 @@ def main() -> None:
 
     import ray
 
-    from bespoke_metric.backends.registry import make_backend
     from bespoke_metric.backends.base import Request
+    from bespoke_metric.backends.registry import make_backend
     from bespoke_metric.testing.tiny_model import build_tiny_model
 
     start = time.perf_counter()

@@ -12,8 +12,6 @@ a second run does not encode the sessions again. Writes `benchmarks/results/retr
 
 from __future__ import annotations
 
-from record import write_results  # first: it notes the load the run starts under
-
 import argparse
 import json
 import random
@@ -21,6 +19,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from record import write_results  # first: it notes the load the run starts under
 
 
 def main() -> None:

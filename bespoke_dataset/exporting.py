@@ -25,12 +25,12 @@ from .atomic import FolderOwner, atomic_entries
 from .building.card import fill
 from .features import CONFIGS, DESCRIPTIONS, FEATURES
 from .loading import load
-from .rows import available_configs
 from .reading.raw import data_file
-from .vocabulary import SPLIT
 from .registration import BENCHMARK_TASKS, CITATION, REGISTRATION_FILE, render_registration
+from .rows import available_configs
 from .source import DEFAULT_SOURCE, SYNTHETIC_MARKER, ResolvedSource, resolve_source
 from .version import __version__
+from .vocabulary import SPLIT
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from .vocabulary import SPLIT
-from .vocabulary import DIMENSION_LABELS, DIMENSIONS
+from .vocabulary import DIMENSION_LABELS, DIMENSIONS, SPLIT
 
 CITATION = """@misc{kim2025bespokebenchmarksearchaugmentedlarge,
   title={BESPOKE: Benchmark for Search-Augmented Large Language Model Personalization via Diagnostic Feedback},

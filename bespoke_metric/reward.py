@@ -45,20 +45,19 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 from bespoke_dataset.rows import load_rows
-
+from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
 from bespoke_metric.judging.judge import Judge, JudgeItem
-from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.results.metrics import REGISTRY
 from bespoke_metric.judging.parsing import ParseError, strip_reasoning
+from bespoke_metric.results.metrics import METRIC_NAMES, REGISTRY
 from bespoke_metric.scoring.pipeline import load_benchmark
-from .results import ItemResult
-from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.systems.context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, Profiler, build_contexts
 from bespoke_metric.systems.prompts import answer_request
 from bespoke_metric.systems.retrieval import Retriever, make_retriever
 from bespoke_metric.systems.tokens import TokenCounter, token_counter
+
+from .results import ItemResult
 
 if TYPE_CHECKING:
     import datasets

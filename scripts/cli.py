@@ -22,9 +22,9 @@ from typing import Any, NoReturn
 from bespoke_dataset.errors import BespokeDataWarning, UserError
 from bespoke_dataset.version import __version__
 from bespoke_metric.backends.base import EngineError
-from bespoke_metric.results.served import StrictError
 from bespoke_metric.backends.retirement import ModelNotice
 from bespoke_metric.calls.progress import quiet_library_bars
+from bespoke_metric.results.served import StrictError
 
 from .interrupt import EXIT_INTERRUPTED, answer_caches, interrupted_line, saved_answers
 

@@ -13,12 +13,12 @@ import sys
 from typing import Any, Sequence, TextIO
 
 from bespoke_dataset.errors import UserError
+from bespoke_metric.backends import shared_options
+from bespoke_metric.backends.options import BatchOptions
 from bespoke_metric.calls.plan import Planned, estimate
 from bespoke_metric.calls.pricing import PriceTable, is_local
-from bespoke_metric.systems.tokens import counted_prompt_tokens
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.backends.options import BatchOptions
-from bespoke_metric.backends import shared_options
+from bespoke_metric.systems.tokens import counted_prompt_tokens
 
 from .options import add_option_arguments
 

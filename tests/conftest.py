@@ -144,10 +144,10 @@ def make_results():
 
     import numpy as np
 
-    from bespoke_metric.results.aggregation import summarize
     from bespoke_dataset.vocabulary import DIMENSIONS
-    from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
     from bespoke_metric.results import ItemResult
+    from bespoke_metric.results.aggregation import summarize
+    from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
 
     def build(values, *, system="system", judge=None, data=None, proxy=False):
         judge_block = dict(judge or {"spec": "openai:gpt-5", "backend": "openai", "model": "gpt-5", "protocol_version": "1"})

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bespoke_metric.results.aggregation import by_user, recall_from_verdicts, summarize
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results import ItemResult
-from bespoke_metric.results.metrics import METRICS, REGISTRY
+from bespoke_metric.results.aggregation import by_user, recall_from_verdicts, summarize
+from bespoke_metric.results.metrics import METRIC_NAMES, METRICS, REGISTRY
 
 
 def _spread(total: int, n: int) -> list[int]:

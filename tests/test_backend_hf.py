@@ -8,9 +8,9 @@ import pytest
 import torch
 import transformers
 
-from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import Completion, Request, messages_with_schema
 from bespoke_metric.backends.hf_backend import HFBackend
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_requests_sync
 
 PROMPTS = [

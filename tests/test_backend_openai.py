@@ -10,16 +10,16 @@ import time
 
 import openai
 import pytest
+from key_scan import stored_bytes
 
-from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
 from bespoke_metric.backends.openai_backend import UNREACHABLE_RETRIES, is_reasoning_model
 from bespoke_metric.backends.openai_session import parse_retry_after, scrub_url
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
-from bespoke_metric.judging.parsing import ParseError
 from bespoke_metric.calls.scheduler import run_requests_sync
+from bespoke_metric.judging.parsing import ParseError
 from bespoke_metric.testing.server import Fault, messages_of
-from key_scan import stored_bytes
 
 KEY = "sk-test-SECRET-7f3a9c21e5b4d680"
 SCHEMA = {

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import CallError, Completion, EngineError, Request
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_requests_sync
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}

@@ -15,11 +15,11 @@ import pytest
 from bespoke_metric.backends.base import Request, Usage
 from bespoke_metric.backends.batch_ledger import ledger_path, running_batches
 from bespoke_metric.backends.openai_batch import BatchUnsupported
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.scheduler import run_requests, run_requests_sync
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.testing.batch_server import serve_batches
 from bespoke_metric.testing.server import messages_of, serve
 

@@ -19,8 +19,8 @@ from bespoke_cli.cli import main
 from bespoke_dataset import BespokeDataWarning, check, load, resolve_source
 from bespoke_dataset.rows import load_rows
 from bespoke_dataset.synthetic import write_user_data
-from bespoke_metric.judging import prompts
 from bespoke_metric.calls.scheduler import ParseError
+from bespoke_metric.judging import prompts
 from bespoke_metric.judging.authoring import parse_claims, parse_rubric
 from bespoke_metric.testing.authoring_responder import author_answer, stub_claims
 from bespoke_metric.testing.server import Fault, messages_of, serve

@@ -11,10 +11,11 @@ import subprocess
 import sys
 import time
 
+from key_scan import calls_with_key, stored_bytes
+
 import bespoke_dataset
 from bespoke_metric.calls.cache import count_answers
 from bespoke_metric.testing.judge_responder import judge_answer
-from key_scan import calls_with_key, stored_bytes
 
 CONCURRENCY = 4
 KEY = "sk-killed-run-0123456789"

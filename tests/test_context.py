@@ -6,10 +6,10 @@ import pytest
 from transformers import AutoTokenizer
 
 from bespoke_metric.systems.context import CONTEXTS, ContextSettings, ProfileTask, build_contexts
-from bespoke_metric.systems.search.protocol import render_search_results
 from bespoke_metric.systems.packing import MIN_TRUNCATED_TOKENS, chunk_sessions, format_session, pack_sessions, recent_first
 from bespoke_metric.systems.prompts import HEADINGS
 from bespoke_metric.systems.retrieval import BM25Retriever
+from bespoke_metric.systems.search.protocol import render_search_results
 from bespoke_metric.systems.tokens import TokenCounter
 from bespoke_metric.testing.tiny_model import build_tiny_model
 

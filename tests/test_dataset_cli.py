@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datasets
-from bespoke_cli.cli import main
 from dataset_helpers import FakeHfApi
+
+from bespoke_cli.cli import main
 
 
 def test_info_prints_every_config_and_its_size(synthetic_hub, tmp_path, capsys):

@@ -13,12 +13,12 @@ import shutil
 
 import pytest
 from dataset_helpers import copy_release, edit_table
-from bespoke_dataset.synthetic.layouts import SHOTS, VARIANTS, rewrite
 
 from bespoke_cli.cli import main
 from bespoke_dataset import BespokeDataWarning, check, load
 from bespoke_dataset.reading.timestamps import instant
 from bespoke_dataset.rows import load_rows
+from bespoke_dataset.synthetic.layouts import SHOTS, VARIANTS, rewrite
 
 SAME_RECORDS = ("queries", "rj_pairs", "meta_test", "gold_claims", "rubrics", "benchmark")
 

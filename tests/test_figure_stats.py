@@ -12,9 +12,9 @@ import pytest
 
 from bespoke_cli.cli import main
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.results import ItemResult
 from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.results import ItemResult
 
 SAMPLE_PREDICTIONS = str(Path(__file__).resolve().parents[1] / "bespoke_dataset" / "sample" / "predictions.jsonl")
 

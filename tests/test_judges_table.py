@@ -24,6 +24,7 @@ from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import known_quality_judges
 
+
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     return str(write_release(tmp_path_factory.mktemp("judges") / "release", users=4, queries_per_user=5, sessions=10, seed=3))

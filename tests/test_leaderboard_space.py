@@ -20,8 +20,8 @@ import yaml
 import bespoke_dataset
 from bespoke_cli.cli import main
 from bespoke_dataset.version import __version__
-from bespoke_metric.scoring.pipeline import score, write_results
 from bespoke_metric.hub.spaces import GRADIO_SDK_VERSION
+from bespoke_metric.scoring.pipeline import score, write_results
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
 

@@ -13,12 +13,12 @@ import bespoke_dataset
 from bespoke_cli import cli
 from bespoke_dataset.synthetic import write_release
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.judging.judge import JudgeItem
-from bespoke_metric.judging.factory import make_judge
-from bespoke_metric.analysis.meta_eval import REFERENCE, format_meta_eval, judge_variant, meta_evaluate
 from bespoke_metric.analysis.feedback_accuracy import grading_request, parse_verdicts
-from bespoke_metric.judging.prompts import FEEDBACK_SECTION
+from bespoke_metric.analysis.meta_eval import REFERENCE, format_meta_eval, judge_variant, meta_evaluate
+from bespoke_metric.judging.factory import make_judge
+from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.judging.parsing import ParseError
+from bespoke_metric.judging.prompts import FEEDBACK_SECTION
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import judge_answer
 

@@ -13,14 +13,21 @@ import pytest
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, Request
+from bespoke_metric.backends.options import OptionError
+from bespoke_metric.backends.registry import ENGINES, make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.scheduler import run_requests_sync
-from bespoke_metric.backends.registry import ENGINES, make_backend
-from bespoke_metric.backends.options import OptionError
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.testing.provider_servers import (
-    CACHED_TOKENS, REASONING_TOKENS, gemini_redirect, gemini_responder, openai_responder, root_url, search_pages,
-    serve_perplexity, serve_provider,
+    CACHED_TOKENS,
+    REASONING_TOKENS,
+    gemini_redirect,
+    gemini_responder,
+    openai_responder,
+    root_url,
+    search_pages,
+    serve_perplexity,
+    serve_provider,
 )
 from bespoke_metric.testing.server import Fault
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bespoke_cli.cli import main
 
 import bespoke_dataset
+from bespoke_cli.cli import main
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.provider_servers import FAIL_WORD, perplexity_responder, root_url, serve_perplexity
 from bespoke_metric.testing.server import messages_of

@@ -12,8 +12,17 @@ from bespoke_cli.cost import print_plan
 from bespoke_cli.judging.score import cost_line
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
 from bespoke_metric.calls.plan import Planned
-from bespoke_metric.calls.pricing import (DEFAULT_PRICES, ModelUse, Price, PricesError, PriceTable, Tokens, prompt_tokens,
-                                          read_prices, usage_models)
+from bespoke_metric.calls.pricing import (
+    DEFAULT_PRICES,
+    ModelUse,
+    Price,
+    PricesError,
+    PriceTable,
+    Tokens,
+    prompt_tokens,
+    read_prices,
+    usage_models,
+)
 from bespoke_metric.calls.spending import SpendingLimit, SpendingLimitError, SpendLimited
 
 

@@ -8,8 +8,8 @@ import os
 import jsonschema
 import pytest
 
-from bespoke_metric.backends.base import Request
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.backends.base import Request
 from bespoke_metric.judging.protocol import (
     CLAIM_SCHEMA,
     PERSONALIZATION_SCHEMA,

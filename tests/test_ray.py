@@ -18,16 +18,16 @@ from typing import Any
 
 import psutil
 import pytest
+from key_scan import calls_with_key
 
 import bespoke_dataset
-from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.base import Request
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
-from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.calls.scheduler import run_requests_sync
+from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import Fault, RecordedRequest, messages_of, serve
-from key_scan import calls_with_key
 
 REJECTED = "REJECTED-BY-THE-ENGINE"
 """A response containing this is refused by the server (HTTP 400): its item's calls fail alone."""

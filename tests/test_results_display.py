@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from bespoke_cli import cli
 from bespoke_dataset import SAMPLE_DIR
 from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results

@@ -7,13 +7,13 @@ import logging
 from pathlib import Path
 
 import pytest
+from key_scan import stored_bytes
 
 from bespoke_cli.cli import main
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.scoring.predictions import PredictionError, read_predictions
 from bespoke_metric.scoring.pipeline import score
+from bespoke_metric.scoring.predictions import PredictionError, read_predictions
 from bespoke_metric.testing.judge_responder import conveys, judge_answer, score_for
-from key_scan import stored_bytes
 from bespoke_metric.testing.server import Fault
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
@@ -242,8 +242,8 @@ def test_query_without_claims_is_an_error_in_both_recall_modes(judge_server, syn
     import asyncio
 
     import bespoke_dataset
-    from bespoke_metric.judging.judge import JudgeItem
     from bespoke_metric.judging.factory import make_judge
+    from bespoke_metric.judging.judge import JudgeItem
 
     row = dict(bespoke_dataset.load("benchmark", source=synthetic_hub)[0], claims=[])
     for mode in ("per-claim", "batched"):

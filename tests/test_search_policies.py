@@ -15,8 +15,8 @@ import pytest
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Completion, Request, ToolCall
-from bespoke_metric.backends.registry import ENGINES, Engine, make_backend
 from bespoke_metric.backends.options import OpenAIOptions
+from bespoke_metric.backends.registry import ENGINES, Engine, make_backend
 from bespoke_metric.systems import GenerationError, GenerationSettings, SearchOptions, generate
 from bespoke_metric.systems.prompts import AGENT_LAST_CALL, AGENT_TEXT_INSTRUCTIONS, HEADINGS
 from bespoke_metric.systems.search.base import SearchEngineError

@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from bespoke_cli.cli import main
 
+from bespoke_cli.cli import main
 from bespoke_metric.results import ItemResult
 from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.systems import GenerationSettings, SearchOptions, generate

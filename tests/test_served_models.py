@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bespoke_cli.cli import main
 
+from bespoke_cli.cli import main
 from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
 from bespoke_metric.analysis.report import to_markdown
 from bespoke_metric.results.served import asked_model, is_same_model, mismatch_warning

@@ -20,13 +20,12 @@ from typing import Iterator
 
 import pytest
 
-from bespoke_metric.backends.registry import ENGINES
-
 from bespoke_cli.cli import main
+from bespoke_metric.backends.registry import ENGINES
 from bespoke_metric.calls.cache import count_answers
 from bespoke_metric.testing.judge_responder import judge_answer
-from bespoke_metric.testing.server import Fault, RecordedRequest, TestServer, serve
 from bespoke_metric.testing.reader_models import reader_answer
+from bespoke_metric.testing.server import Fault, RecordedRequest, TestServer, serve
 
 MODELS = ("openai:reader-8", "openai:reader-30")
 CONTEXTS = ("none", "profile", "oracle")

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 
+from key_scan import stored_bytes
+
 from bespoke_cli.cli import main
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
-from key_scan import stored_bytes
 
 SYSTEM_KEY = "sk-system-model-DO-NOT-STORE-42"
 JUDGE_KEY = "sk-judge-DO-NOT-STORE-43"

@@ -11,10 +11,15 @@ import pytest
 
 from bespoke_metric.backends.base import Completion, Request, ToolCall
 from bespoke_metric.backends.ray.rows import decode_request, encode_request, outcome_row, row_outcome
-from bespoke_metric.backends.tool_calls import (
-    assistant_turn, parse_tool_calls, template_messages, template_takes_tools, tool_turn, with_tool_calls,
-)
 from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.backends.tool_calls import (
+    assistant_turn,
+    parse_tool_calls,
+    template_messages,
+    template_takes_tools,
+    tool_turn,
+    with_tool_calls,
+)
 from bespoke_metric.testing.provider_servers import openai_responder, serve_provider
 from bespoke_metric.testing.tiny_model import CHAT_TEMPLATE, TOOLS_CHAT_TEMPLATE, build_tiny_model
 

@@ -29,14 +29,14 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bespoke_dataset.errors import UserError
 from bespoke_dataset.atomic import FolderOwner, atomic_dir
-from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
 from bespoke_dataset.reading.raw import Layout
 from bespoke_dataset.source import SAMPLE_DIR, SYNTHETIC_MARKER
-from .responses import (META_KINDS, graded_judgment, graded_response, judgment, kind_response, kind_scores,
-                                  paraphrase)
+from bespoke_dataset.vocabulary import DIMENSIONS
+
+from .responses import META_KINDS, graded_judgment, graded_response, judgment, kind_response, kind_scores, paraphrase
 from .topics import PERSONAS, STYLES, TONES, TOPICS, Topic
 
 SEARCH_SHARE = 2153 / 2870

@@ -21,8 +21,9 @@ import random
 import re
 from typing import Any, Protocol
 
-from .topics import STYLES, TONES, Topic
 from bespoke_dataset.vocabulary import DIMENSIONS
+
+from .topics import STYLES, TONES, Topic
 
 META_KINDS: tuple[str, ...] = ("paraphrase", "off_need", "padded", "terse", "mismatched")
 """The kinds of held-out meta-test response (see the module docstring)."""

@@ -18,16 +18,14 @@ import re
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
-
-from bespoke_metric.judging import prompts
-from bespoke_metric.results import stats
 from bespoke_metric.backends.base import Backend, Request, Usage
 from bespoke_metric.calls.cache import Cache
+from bespoke_metric.calls.scheduler import run_requests
+from bespoke_metric.judging import prompts
 from bespoke_metric.judging.parsing import ParseError
 from bespoke_metric.judging.prompts import FEEDBACK_ACCURACY_VERSION
 from bespoke_metric.judging.protocol import repair_request
-from bespoke_metric.results import ItemResult
-from bespoke_metric.calls.scheduler import run_requests
+from bespoke_metric.results import ItemResult, stats
 
 _VERDICT = re.compile(r"^\s*[-*]?\s*([A-Za-z ]+?)\s*:\s*(agree|disagree)\b", re.IGNORECASE)
 

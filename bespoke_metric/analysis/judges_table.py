@@ -31,8 +31,8 @@ import numpy as np
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.vocabulary import DIMENSIONS
-
 from bespoke_metric.results import Results, stats
+
 from .meta_eval import REFERENCE, meta_evaluate, meta_items
 
 LENGTH_BIAS_THRESHOLD = 0.1

@@ -29,12 +29,10 @@ from huggingface_hub import HfApi
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
-
-from bespoke_metric.results import stats
+from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, is_synthetic, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
 from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.results import Results
 from bespoke_metric.results.served import asked_model, mismatched
 
 COLUMNS: tuple[str, ...] = METRIC_NAMES + ("average",)

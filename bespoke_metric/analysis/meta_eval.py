@@ -22,19 +22,18 @@ from bespoke_dataset import DEFAULT_SOURCE, parse_query_key, query_key, resolve_
 from bespoke_dataset.building import read_rubrics_file
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSIONS
-
-from bespoke_metric.results import stats
-from bespoke_metric.results.caveats import caveats
-from bespoke_metric.judging.factory import ProtocolOptions, make_judge
+from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.options import option_names
 from bespoke_metric.backends.registry import parse_spec
-from .feedback_accuracy import feedback_accuracy
-from bespoke_metric.judging.judge import Judge, JudgeItem
-from bespoke_metric.backends.base import Usage
 from bespoke_metric.calls.pricing import USAGE_COUNTS, PriceTable, backend_use, usage_models
-from bespoke_metric.scoring.pipeline import judge_uses, load_benchmark, run_judge
-from bespoke_metric.results import Results
 from bespoke_metric.calls.scheduler import run_sync
+from bespoke_metric.judging.factory import ProtocolOptions, make_judge
+from bespoke_metric.judging.judge import Judge, JudgeItem
+from bespoke_metric.results import Results, stats
+from bespoke_metric.results.caveats import caveats
+from bespoke_metric.scoring.pipeline import judge_uses, load_benchmark, run_judge
+
+from .feedback_accuracy import feedback_accuracy
 
 REFERENCE: dict[str, dict[str, float]] = {
     "full": {"pearson": 0.847, "spearman": 0.853, "feedback_acc": 0.881},

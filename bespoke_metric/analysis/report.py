@@ -7,6 +7,7 @@ import io
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
+
 from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row
 
 

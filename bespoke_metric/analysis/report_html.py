@@ -23,10 +23,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bespoke_dataset.keys import natural_key  # noqa: E402
-
 from bespoke_metric.results import stats  # noqa: E402
-from bespoke_metric.results.metrics import METRIC_NAMES  # noqa: E402
 from bespoke_metric.results.figure_stats import figure_matrix  # noqa: E402
+from bespoke_metric.results.metrics import METRIC_NAMES  # noqa: E402
+
 from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row  # noqa: E402
 
 STYLE = """

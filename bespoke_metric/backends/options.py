@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bespoke_dataset.errors import UserError
-
 from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")

@@ -24,11 +24,11 @@ from typing import Any, Callable
 
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.options import (
+    EXECUTORS,
     BatchOptions,
     ClientOptions,
     CostOptions,
     EmbedOptions,
-    EXECUTORS,
     ExecutorOptions,
     GeminiOptions,
     HFOptions,

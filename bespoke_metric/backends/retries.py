@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
 
 from bespoke_dataset.errors import UserError
+
 from .base import CallError, Completion, OnDone, Outcome, Request
 from .openai_session import CallFailed
 

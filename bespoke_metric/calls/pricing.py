@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
-
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.registry import ENGINES
 

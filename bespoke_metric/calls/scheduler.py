@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, Request, Usage
+
 from .cache import Cache, key_for
 from .progress import ProgressBar, ProgressHook
 

@@ -20,8 +20,8 @@ import threading
 from typing import Callable, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
-
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Outcome, Request
+
 from .pricing import Price, PriceTable, Tokens, prompt_tokens
 
 PromptCounter = Callable[[str, Sequence[Mapping[str, str]]], int]

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
+from bespoke_metric.backends.options import OptionError, option_names
+from bespoke_metric.backends.registry import make_backend, parse_spec, pinned
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
-from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.judging.factory import ProtocolOptions
-from bespoke_metric.backends.registry import make_backend, parse_spec, pinned
-from bespoke_metric.backends.options import OptionError, option_names
+from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
 from bespoke_metric.systems.runfiles import sidecar

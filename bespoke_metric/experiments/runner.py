@@ -18,20 +18,19 @@ from typing import Any, Callable, Mapping, Sequence
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.analysis.leaderboard import Entry, system_label
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.calls.cache import Cache
-from bespoke_metric.results import Results
-from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.backends.shared_options import check_cost_options, check_executor_options
+from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import judge_parts, keeps_answers
+from bespoke_metric.results import Results
+from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.pipeline import score_many, write_results
 from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
-from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
-
-from bespoke_metric.backends.shared_options import check_cost_options, check_executor_options
 from bespoke_metric.systems.config import MODEL_ENGINE_KEYS, SystemConfig, engine_values, flag_for
+from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
 from bespoke_metric.systems.runfiles import canonical_sha256
 from bespoke_metric.systems.tokens import counted_prompt_tokens
 

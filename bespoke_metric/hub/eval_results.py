@@ -19,8 +19,8 @@ import yaml
 
 from bespoke_dataset.registration import BENCHMARK_CONFIG, BENCHMARK_TASKS, NAME
 from bespoke_dataset.vocabulary import SPLIT
-
 from bespoke_metric.analysis.leaderboard import LABELS, Entry
+
 from .submission import SubmissionError
 
 EVAL_RESULTS_DIR = ".eval_results"

@@ -14,9 +14,8 @@ import datasets
 import evaluate
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.registration import CITATION
 from bespoke_dataset.keys import parse_query_key
-
+from bespoke_dataset.registration import CITATION
 from bespoke_metric.results.figure_stats import HEADLINE
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import score

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from bespoke_dataset.source import is_repo_id
-
-from bespoke_metric.results import stats
-from .eval_results import context
 from bespoke_metric.analysis.leaderboard import COLUMNS, LABELS, Group, Row, build_leaderboard, system_row
+from bespoke_metric.results import stats
+
+from .eval_results import context
 from .submission import SubmissionError, read_submission
 
 

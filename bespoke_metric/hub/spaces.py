@@ -21,13 +21,13 @@ from typing import Mapping
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.atomic import FolderOwner, atomic_entries
-from bespoke_dataset.registration import CITATION
 from bespoke_dataset.errors import UserError
+from bespoke_dataset.registration import CITATION
 from bespoke_dataset.source import is_repo_id
 from bespoke_dataset.version import __version__
+from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results
 
 from .eval_results import REPO_ID
-from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results
 
 SPACE_FILES = Path(__file__).parent / "space_files"
 GRADIO_SDK_VERSION = "6.31.0"

@@ -14,7 +14,6 @@ import os
 from typing import Any
 
 from bespoke_dataset.errors import UserError
-
 from bespoke_metric.analysis.leaderboard import Entry, LeaderboardError, parse_results
 from bespoke_metric.results.caveats import is_synthetic
 

@@ -18,7 +18,6 @@ from typing import Any
 from bespoke_dataset.building import Authored, ClaimTask, RubricTask
 from bespoke_dataset.reading.payloads import claim_lines
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
-
 from bespoke_metric.backends.base import Backend, Request, Usage
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressBar

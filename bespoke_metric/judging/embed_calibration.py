@@ -23,7 +23,6 @@ import numpy as np
 
 from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
-
 from bespoke_metric.results import stats
 
 CALIBRATION_METHOD = "quantile-map, leave-one-out raw values of the R-J examples"

@@ -28,16 +28,16 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.base import Usage
-from .embed_calibration import CALIBRATION_METHOD, Pair, QuantileMap, example_pairs, fit_maps, knn_vote, leave_one_query_out, to_score
-from bespoke_metric.results import stats
-from bespoke_metric.backends.encoders import DEFAULT_ENCODER, encoder_name, load_encoder
 from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
-
-from .judge import JudgeItem
+from bespoke_metric.backends.base import Usage
+from bespoke_metric.backends.encoders import DEFAULT_ENCODER, encoder_name, load_encoder
 from bespoke_metric.calls.progress import ProgressBar, ProgressHook
-from bespoke_metric.results import ItemResult
+from bespoke_metric.results import ItemResult, stats
+
+from .embed_calibration import CALIBRATION_METHOD, Pair, QuantileMap, example_pairs, fit_maps, knn_vote, leave_one_query_out, to_score
+from .judge import JudgeItem
+
 EMBED_PROTOCOL_VERSION = "embed-2"
 """Version of this judge's method; results of different versions are never ranked together."""
 

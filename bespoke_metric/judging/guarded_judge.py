@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.calls.progress import ProgressHook
+from bespoke_metric.results import ItemResult
 
 from .guards import GUARDS_VERSION, GuardHit, check_response
 from .judge import Judge, JudgeItem
-from bespoke_metric.calls.progress import ProgressHook
-from bespoke_metric.results import ItemResult
 
 LOWEST_SCORE = 1
 

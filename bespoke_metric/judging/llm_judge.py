@@ -11,17 +11,18 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from bespoke_dataset.errors import UserError
-from . import protocol
-from .protocol import RECALL_MODES
+from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Backend, Request, Usage, backend_description
 from bespoke_metric.calls.cache import Cache
-from bespoke_dataset.vocabulary import DIMENSIONS
-
-from .judge import JudgeItem
 from bespoke_metric.calls.progress import ProgressBar, ProgressHook
+from bespoke_metric.calls.scheduler import CallResult, run_requests
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.aggregation import recall_from_verdicts
-from bespoke_metric.calls.scheduler import CallResult, run_requests
+
+from . import protocol
+from .judge import JudgeItem
+from .protocol import RECALL_MODES
+
 
 @dataclass(frozen=True)
 class _Call:

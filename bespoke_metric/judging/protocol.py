@@ -22,9 +22,10 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
-from . import prompts
-from bespoke_metric.backends.base import Request
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
+from bespoke_metric.backends.base import Request
+
+from . import prompts
 from .parsing import (
     Judgment,
     ParseError,

@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 from bespoke_dataset.keys import natural_key
 
-from .records import ItemResult
 from .metrics import METRICS, REGISTRY
+from .records import ItemResult
 
 
 def recall_from_verdicts(verdicts: Sequence[bool | None]) -> float | None:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from bespoke_dataset.keys import query_key
-from bespoke_metric.backends.base import Usage
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.backends.base import Usage
 
 _OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human", "search", "truncated", "truncation_reason")
 

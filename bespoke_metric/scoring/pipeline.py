@@ -11,23 +11,23 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
-from bespoke_dataset.errors import UserError
-from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
+from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.rows import load_rows
-
-from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.backends.base import Usage
-from bespoke_metric.results.figure_stats import figure_stats
-from bespoke_metric.judging.judge import Judge, JudgeItem
-from bespoke_metric.results import ItemResult, Results
-from bespoke_metric.judging.factory import make_judge
-from bespoke_metric.judging.guarded_judge import GuardedJudge, guard_counts
-from bespoke_metric.results.served import asked_model, count_served, mismatch_warning, mismatched
-from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
+from bespoke_metric.judging.factory import make_judge
+from bespoke_metric.judging.guarded_judge import GuardedJudge, guard_counts
+from bespoke_metric.judging.judge import Judge, JudgeItem
+from bespoke_metric.results import ItemResult, Results
+from bespoke_metric.results.aggregation import summarize
+from bespoke_metric.results.figure_stats import figure_stats
+from bespoke_metric.results.served import asked_model, count_served, mismatch_warning, mismatched
+
+from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
 
 
 def load_benchmark(

@@ -7,9 +7,9 @@ from typing import Any
 
 from bespoke_metric.backends.base import Backend, Request, Usage
 from bespoke_metric.calls.cache import Cache
-from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, run_requests, run_sync
+from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 
 from .prompts import GENERATION_PROMPT_VERSION
 

@@ -25,7 +25,6 @@ from typing import Any
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
-
 from bespoke_metric.backends.options import flag_of, positive_fields, setting
 
 from .packing import chunk_sessions, pack_sessions, recent_first

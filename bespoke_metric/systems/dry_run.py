@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 
 from .generation import generate
 from .runfiles import read_done, sidecar

@@ -25,9 +25,9 @@ from typing import Any
 import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.backends.registry import ENGINES, make_backend, substitution
 from bespoke_metric.backends.base import Backend, Usage, backend_description
 from bespoke_metric.backends.batch_ledger import ledger_path
+from bespoke_metric.backends.registry import ENGINES, make_backend, substitution
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
@@ -38,10 +38,9 @@ from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext
 from .profiler import LLMProfiler, expand_queries
 from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import Retriever, make_retriever
-from .runfiles import (GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done,
-                       sidecar)
-from .search.cache import SearchCache
+from .runfiles import GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
 from .search.base import NATIVE, NONE, SearchEngine
+from .search.cache import SearchCache
 from .search.plan import describe_search, make_plan, open_engine
 from .search.policies import Answered, SearchPlan, answer_all
 from .settings import GenerationSettings

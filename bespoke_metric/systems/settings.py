@@ -9,9 +9,9 @@ from typing import Any
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.calls.cache import Cache
 from bespoke_metric.backends.encoders import DEFAULT_ENCODER
 from bespoke_metric.backends.options import setting
+from bespoke_metric.calls.cache import Cache
 
 from .context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings
 from .retrieval import RETRIEVERS, Retriever

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.backends.model_files import ModelNotFoundError, locate_model_files
+from bespoke_metric.backends.registry import parse_spec
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import signal
 from typing import Any, Callable, Sequence
 
 from bespoke_metric.backends.base import Backend, BackendWrapper, Completion, OnDone, Outcome, Request
-from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.calls.progress import ProgressHook
+from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult
 
 

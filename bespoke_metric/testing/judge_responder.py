@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from bespoke_metric.judging.prompts import FEEDBACK_SECTION
+
 from .server import messages_of
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -15,9 +15,8 @@ Crude, but a function of the input.
 
 from __future__ import annotations
 
-from typing import Any
-
 import os
+from typing import Any
 
 from bespoke_metric.systems.prompts import (
     AGENT_SEARCH_LINE,

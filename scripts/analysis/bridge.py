@@ -6,12 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
+from bespoke_cli.judging.rescore import expand
+from bespoke_cli.options import add_resample_arguments
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.analysis.bridge import bridge, format_bridge
 from bespoke_metric.analysis.leaderboard import gather_results, refuse_proxy
-
-from bespoke_cli.judging.rescore import expand
-from bespoke_cli.options import add_resample_arguments
 
 HELP = "pair each system's results under an old and a new judge: Kendall's tau, shifts, the pairs that flip"
 

@@ -6,11 +6,10 @@ import argparse
 import json
 import sys
 
-from bespoke_metric.results.caveats import caveats
-from bespoke_metric.analysis.leaderboard import LeaderboardError, compare, format_comparison, load_results
-from bespoke_metric.results.stats import PAIRED_RESAMPLES, PAIRED_TESTS
-
 from bespoke_cli.options import positive_int
+from bespoke_metric.analysis.leaderboard import LeaderboardError, compare, format_comparison, load_results
+from bespoke_metric.results.caveats import caveats
+from bespoke_metric.results.stats import PAIRED_RESAMPLES, PAIRED_TESTS
 
 HELP = "compare two results files: per-metric difference, 95% CI and p-value on the shared queries"
 

@@ -7,13 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from bespoke_cli.options import add_resample_arguments
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
-from bespoke_metric.results.caveats import caveats
 from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results, push_to_hub
 from bespoke_metric.analysis.report import render
-
-from bespoke_cli.options import add_resample_arguments
+from bespoke_metric.results.caveats import caveats
 
 HELP = "rank results files (one table per judge and data revision) with 95% bootstrap intervals"
 

@@ -8,13 +8,12 @@ import argparse
 import sys
 from typing import Any
 
+from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.building import DEFAULT_META_TEST_SHARE, REVIEW_FILE
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.source import default_cache_dir
 from bespoke_metric.backends.options import OpenAIOptions
-
-from bespoke_cli.options import add_option_arguments, add_source_arguments, option_values
 
 HELP = ("build a release in the public BESPOKE layout from your own users' data (histories, queries, judged "
         "responses, claims or gold responses), or new rubrics for an existing release (--rubrics-only)")
@@ -71,8 +70,8 @@ class _Authors:
         self.made: list[Any] = []
 
     def author(self, spec: str, purpose: str) -> Any:
-        from bespoke_metric.judging.authoring import ModelAuthor
         from bespoke_metric.backends.registry import make_backend
+        from bespoke_metric.judging.authoring import ModelAuthor
 
         author = ModelAuthor(make_backend(spec, **self.options), purpose, cache=self.cache)
         self.made.append(author)

@@ -9,7 +9,13 @@ import sys
 
 from bespoke_cli.interrupt import EXIT_INTERRUPTED, ctrl_c_seen
 from bespoke_metric.hub.spaces import (
-    SpaceError, leaderboard_results, leaderboard_space_files, metric_space_files, push_space, space_name, write_space,
+    SpaceError,
+    leaderboard_results,
+    leaderboard_space_files,
+    metric_space_files,
+    push_space,
+    space_name,
+    write_space,
 )
 
 HELP = "write a Hub Space: the metric (evaluate module, card, demo app) or a leaderboard of results files"

@@ -9,19 +9,18 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from bespoke_metric.results.caveats import nothing_scored
-from bespoke_metric.analysis.judges_table import compare_judges, format_judges_md
-from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate, meta_items
-from bespoke_metric.scoring.pipeline import plan_judging, write_results
-from bespoke_dataset.atomic import atomic_write_text
-from bespoke_dataset.errors import UserError
-
-from bespoke_metric.judging.factory import ProtocolOptions, judge_option_names
-from bespoke_metric.backends.registry import parse_spec
-
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_resample_arguments, option_values, positive_int
+from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
+from bespoke_metric.analysis.judges_table import compare_judges, format_judges_md
+from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate, meta_items
+from bespoke_metric.backends.registry import parse_spec
+from bespoke_metric.judging.factory import ProtocolOptions, judge_option_names
+from bespoke_metric.results.caveats import nothing_scored
+from bespoke_metric.scoring.pipeline import plan_judging, write_results
+
 from .score import add_judge_arguments, answer_caches, judge_options
 
 __all__ = ["HELP", "add_arguments", "answer_caches", "run"]

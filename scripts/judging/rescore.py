@@ -6,13 +6,12 @@ import argparse
 from itertools import groupby
 from pathlib import Path
 
+from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
+from bespoke_cli.executor import check_executor_flags
+from bespoke_cli.judging.score import add_judge_arguments, answer_caches, judge_options, publish
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score_many
 from bespoke_metric.scoring.rescore import Rescore, rescore_plan
-
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, print_plan, price_table, spending_limit, stopped_by_limit
-from bespoke_cli.executor import check_executor_flags
-from bespoke_cli.judging.score import add_judge_arguments, answer_caches, judge_options, publish
 
 HELP = "judge the predictions behind results files again with another judge: one new results file each"
 

@@ -8,20 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
-from bespoke_dataset.errors import UserError
-from bespoke_metric.results.caveats import caveats, nothing_scored
-from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.backends.options import ClientOptions
-from bespoke_metric.judging.config import JudgeConfig
-from bespoke_metric.judging.factory import ProtocolOptions
-from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.results.served import truncated_line
-from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, served_warnings, write_results
-from bespoke_metric.results import Results
-
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
+from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.options import ClientOptions
+from bespoke_metric.calls.spending import SpendingLimit
+from bespoke_metric.judging.config import JudgeConfig
+from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.results import Results
+from bespoke_metric.results.caveats import caveats, nothing_scored
+from bespoke_metric.results.metrics import METRIC_NAMES
+from bespoke_metric.results.served import truncated_line
+from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, served_warnings, write_results
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 STRICT_HELP = ("exit 1 if any judgment failed; and, writing nothing, if an answer was cut off at the output limit or "

@@ -7,16 +7,14 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from bespoke_cli.executor import add_executor_arguments, check_executor_flags
+from bespoke_cli.options import add_option_arguments, add_source_arguments
 from bespoke_metric.calls.progress import on_terminal
+from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.systems import GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.systems.search.base import SearchOptions
-
-from bespoke_metric.calls.spending import SpendingLimit
-
-from bespoke_cli.executor import add_executor_arguments, check_executor_flags
-from bespoke_cli.options import add_option_arguments, add_source_arguments
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 

@@ -6,16 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from bespoke_dataset.errors import UserError
 from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
 from bespoke_cli.executor import check_executor_flags
-from .generate import add_generation_arguments, generate_from, generation_cache, print_report, system_config
 from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, judge_options, publish
-
-from bespoke_metric.experiments.runner import results_system
+from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.pricing import PriceTable
+from bespoke_metric.experiments.runner import results_system
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score
 from bespoke_metric.systems.dry_run import plan_generation
+
+from .generate import add_generation_arguments, generate_from, generation_cache, print_report, system_config
 
 HELP = "generate with a system model and score with a judge: one results file recording both"
 

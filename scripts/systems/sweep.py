@@ -15,6 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from bespoke_cli.cost import add_cost_arguments, stopped_by_limit
+from bespoke_cli.judging.score import add_judge_arguments
 from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.plan import estimate as estimate_calls
 from bespoke_metric.calls.pricing import PriceTable
@@ -23,8 +25,6 @@ from bespoke_metric.experiments import CellEstimate, SweepConfig, SweepPlan, dry
 from bespoke_metric.experiments.outputs import SweepFolder
 from bespoke_metric.systems.tokens import counted_prompt_tokens
 
-from bespoke_cli.cost import add_cost_arguments, stopped_by_limit
-from bespoke_cli.judging.score import add_judge_arguments
 from .generate import add_generation_arguments
 
 HELP = "run a grid of systems (models x user contexts x any run setting given several values), judged in one run, into one table"

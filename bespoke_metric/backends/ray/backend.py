@@ -32,8 +32,8 @@ from typing import Any, AsyncIterator, Callable, Protocol, Sequence
 from bespoke_dataset.errors import MissingExtraError
 
 from ..base import Backend, OnDone, Outcome, Request
-from .rows import encode_request
 from .noise import quiet_ray_notices, without_false_alarms
+from .rows import encode_request
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ import json
 from typing import Any, Sequence
 
 from ..base import CallError, Outcome, Request
-from .rows import decode_request, row_outcome
 from ..vllm_backend import VLLMBackend, sampling_args, vllm_identity
+from .rows import decode_request, row_outcome
 
 VLLM_ROWS_PER_TASK = 64
 """Rows per batch handed to a vLLM replica, which schedules them continuously with the others in flight."""

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bespoke_dataset.errors import UserError
-
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.backends.options import option
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from bespoke_dataset.errors import UserError
-
 from bespoke_metric.calls.cache import Cache
 
 from .providers import SearchResult

@@ -31,6 +31,7 @@ from .base import DEFAULT_K, NATIVE, NONE, HookEngine, SearchEngine, SearchEngin
 from .providers import PROVIDERS
 from .web import WebEngine
 
+
 @dataclass(frozen=True)
 class EngineKind:
     """One row of the registry."""

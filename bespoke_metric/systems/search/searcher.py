@@ -14,11 +14,10 @@ import logging
 from collections.abc import Sequence
 
 from bespoke_dataset.errors import UserError
-
 from bespoke_metric.backends.base import CallError
 
-from .cache import SearchCache, search_key
 from .base import SearchEngine
+from .cache import SearchCache, search_key
 from .noise import Marked, add_noise, noise_rng, result_id
 from .providers import SearchResult
 
