@@ -9,6 +9,45 @@ import pytest as _pytest
 _os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
+# --- markers: the quick loop is `python -m pytest -m "not slow"` (docs/contributing.md) ---------------
+SLOW = frozenset({
+})
+"""The tests (`file::name`, parameters left out) that make the bulk of the suite's time, each over ~5 s,
+most of them running `bespoke` or a server in subprocesses. Measured with `python -m pytest FILE
+--durations=0`, file by file, on the shared 2-core machine under load (2026-12-01), compared by their
+relative durations."""
+BROWSER_CALLS = frozenset({"chromium", "dump_dom", "screenshot"})
+"""The names of `bespoke_metric.testing.browser` that start Chromium."""
+
+
+def _names_in(code) -> set[str]:
+    """The global and attribute names a function's code (its nested functions included) refers to."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _names_in(const)
+    return names
+
+
+def _drives_chromium(item) -> bool:
+    functions = [item.function, *(defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values())]
+    return any(BROWSER_CALLS & _names_in(function.__code__) for function in functions if hasattr(function, "__code__"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """`ray`: a test on the session's Ray cluster or in a test_ray*.py file; `browser`: a test that drives
+    Chromium (itself or through a fixture); `slow`: those, and the tests named in SLOW."""
+    for item in items:
+        ray = "ray_cluster" in item.fixturenames or item.path.name.startswith("test_ray")
+        browser = _drives_chromium(item)
+        if ray:
+            item.add_marker(_pytest.mark.ray)
+        if browser:
+            item.add_marker(_pytest.mark.browser)
+        if ray or browser or item.nodeid.split("[", 1)[0].removeprefix("tests/") in SLOW:
+            item.add_marker(_pytest.mark.slow)
+
+
 @_pytest.fixture
 def openai_server():
     """A fresh OpenAI-compatible test server on 127.0.0.1 (answers "ok"; reconfigure its attributes:
