@@ -16,12 +16,14 @@ run as written; `tests/test_docs.py` checks that the warm command and the instal
 from __future__ import annotations
 
 import array
+import atexit
 import json
 import os
 import signal
 import socket
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 PRELOADED = ("numpy", "pandas", "pyarrow", "scipy", "sklearn", "matplotlib", "httpx", "openai", "huggingface_hub",
              "datasets", "evaluate", "torch", "transformers", "sentence_transformers", "bm25s")
@@ -76,50 +78,56 @@ def receive(connection: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(body), list(fds)
 
 
-def run_child(request: dict, streams: list[int], connection: socket.socket) -> None:
-    """In the forked child: become the caller's `bespoke` and run the command; never returns."""
-    code = 1
+_reply: socket.socket | None = None
+"""In a child: the connection its exit code goes back on."""
+_code = 1
+"""In a child: the code the command exits with (1 until it returns: an uncaught exception's code)."""
+
+
+def _reply_at_exit() -> None:
+    """Registered before any library's: at a child's exit it runs last of the exit handlers, as the
+    interpreter then shuts down, and sends the exit code once the command's output is flushed."""
+    if _reply is None:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    _reply.sendall(f"{_code}\n".encode())
+
+
+def run_child(request: dict, streams: list[int], connection: socket.socket) -> NoReturn:
+    """In the forked child: become the caller's `bespoke` and run the command, then exit as a fresh
+    interpreter would (exit handlers, flushed streams, a traceback for an uncaught exception)."""
+    global _reply, _code
+    _reply = connection
+    connection.sendall(f"{os.getpid()}\n".encode())  # for the shim to forward signals to
+    for target, fd in enumerate(streams):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C is KeyboardInterrupt, as in a fresh Python
+    sys.argv = ["bespoke", *request["argv"]]
+    from bespoke_cli.cli import main
+
     try:
-        connection.sendall(f"{os.getpid()}\n".encode())  # for the shim to forward signals to
-        for target, fd in enumerate(streams):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-            signal.signal(number, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C is KeyboardInterrupt, as in a fresh Python
-        sys.argv = ["bespoke", *request["argv"]]
-        try:
-            from bespoke_cli.cli import main
-
-            code = int(main(request["argv"]) or 0)
-        except SystemExit as done:  # argparse's exits, and `sys.exit` anywhere in a command
-            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-            if not isinstance(done.code, (int, type(None))):
-                print(done.code, file=sys.stderr)
-        except BaseException:  # a bug: the traceback, exit 1, as the interpreter would
-            import traceback
-
-            traceback.print_exc()
-            code = 1
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (BrokenPipeError, ValueError):
-                pass
-    finally:
-        try:
-            connection.sendall(f"{code}\n".encode())
-        finally:
-            os._exit(code)
+        _code = int(main(request["argv"]) or 0)
+    except SystemExit as done:  # argparse's exits, and `sys.exit` anywhere in a command
+        _code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        raise
+    sys.exit(_code)
 
 
 def serve(socket_path: Path) -> None:
     """Import the heavy libraries, then fork one child per connection until terminated."""
     import importlib
 
+    atexit.register(_reply_at_exit)
     for name in PRELOADED:
         importlib.import_module(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
