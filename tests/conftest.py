@@ -9,8 +9,8 @@ import pytest as _pytest
 _os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
-# --- markers: the quick loop is `python -m pytest -m "not slow"` (docs/contributing.md) ---------------
-SLOW = frozenset({
+# --- markers: the quick loop is `python -m pytest -m "not slow"` (docs/getting-started.md) ----------
+SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its mark
     "test_backend_hf.py::test_generates_end_to_end_through_the_scheduler",
     "test_backend_vllm.py::test_tools_rendered_by_the_chat_template_and_calls_parsed_here",
     "test_bridge.py::test_rescore_keeps_the_system_and_judges_the_same_predictions_again",
@@ -105,6 +105,7 @@ def _names_in(code) -> set[str]:
 
 
 def _drives_chromium(item) -> bool:
+    # the test's function and its fixtures' (pytest offers no public way to the latter)
     functions = [item.function, *(defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values())]
     return any(BROWSER_CALLS & _names_in(function.__code__) for function in functions if hasattr(function, "__code__"))
 
@@ -119,7 +120,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(_pytest.mark.ray)
         if browser:
             item.add_marker(_pytest.mark.browser)
-        if ray or browser or item.nodeid.split("[", 1)[0].removeprefix("tests/") in SLOW:
+        if ray or browser or f"{item.path.name}::{item.originalname}" in SLOW:
             item.add_marker(_pytest.mark.slow)
 
 
