@@ -72,7 +72,7 @@ def baseline_python(tree: Path) -> str:
     venv = tree / ".venv"
     subprocess.run([sys._base_executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)  # type: ignore[attr-defined]
     python = str(venv / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(tree)],
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(tree)],
                    check=True, capture_output=True)
     return python
 
