@@ -85,8 +85,9 @@ _code = 1
 
 
 def _reply_at_exit() -> None:
-    """Registered before any library's: at a child's exit it runs last of the exit handlers, as the
-    interpreter then shuts down, and sends the exit code once the command's output is flushed."""
+    """Registered before any library's: at a child's exit it runs last of the exit handlers. It flushes
+    the command's output, sends the exit code and ends the process: tearing down the heap of torch and
+    every preloaded library would hold the caller's pipes open for seconds, and nothing is left to run."""
     if _reply is None:
         return
     for stream in (sys.stdout, sys.stderr):
@@ -95,6 +96,7 @@ def _reply_at_exit() -> None:
         except (OSError, ValueError):
             pass
     _reply.sendall(f"{_code}\n".encode())
+    os._exit(_code)
 
 
 def run_child(request: dict, streams: list[int], connection: socket.socket) -> NoReturn:
