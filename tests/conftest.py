@@ -9,6 +9,121 @@ import pytest as _pytest
 _os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
+# --- markers: the quick loop is `python -m pytest -m "not slow"` (docs/getting-started.md) ----------
+SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its mark
+    "test_backend_hf.py::test_generates_end_to_end_through_the_scheduler",
+    "test_backend_vllm.py::test_tools_rendered_by_the_chat_template_and_calls_parsed_here",
+    "test_bridge.py::test_rescore_keeps_the_system_and_judges_the_same_predictions_again",
+    "test_bridge.py::test_the_html_leaderboard_shows_the_bridge",
+    "test_build.py::test_a_built_release_scores_meta_evaluates_generates_and_exports",
+    "test_build.py::test_a_failed_build_writes_nothing_and_a_rerun_asks_only_what_failed",
+    "test_cli.py::test_a_reader_that_stops_early_is_no_error", "test_cli.py::test_subcommand_help",
+    "test_cli.py::test_top_level_help_lists_every_command",
+    "test_cli_interrupt.py::test_ctrl_c_in_generate", "test_cli_interrupt.py::test_ctrl_c_in_meta_eval",
+    "test_cli_interrupt.py::test_ctrl_c_in_score_keeps_the_cache_and_the_rerun_resumes",
+    "test_cli_killed.py::test_sigkill_mid_run_then_rerun_pays_at_most_the_calls_in_flight",
+    "test_cli_mistakes.py::test_a_judge_that_rejects_every_call",
+    "test_cli_mistakes.py::test_generate_with_a_model_that_is_nowhere",
+    "test_command_line.py::test_a_prefix_of_a_flag_is_an_unknown_flag_not_that_flag",
+    "test_command_line.py::test_version_and_help_import_nothing_heavy",
+    "test_context.py::test_pack_sessions_respects_the_budget_and_truncates_the_overflowing_session",
+    "test_cost_cli.py::test_a_killed_driver_rerun_collects_its_batches_without_submitting_again",
+    "test_cost_cli.py::test_ctrl_c_names_the_batches_still_running",
+    "test_cost_cli.py::test_score_batch_gives_the_direct_figures_and_sends_no_direct_call",
+    "test_dataset_synthetic.py::test_relevant_sessions_are_retrievable",
+    "test_docs.py::test_every_example_of_the_page_runs",
+    "test_docs.py::test_the_readme_quickstart_scores_the_sample",
+    "test_docs.py::test_the_warm_bespoke_answers_as_the_installed_one",
+    "test_embed_judge.py::test_calibration_uses_the_whole_scale",
+    "test_embed_judge.py::test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect",
+    "test_embed_judge.py::test_recall_matches_the_planted_claims_and_records_evidence",
+    "test_embed_judge.py::test_scores_the_bundled_sample_offline",
+    "test_figure_stats.py::test_score_writes_the_fields_and_the_model_name",
+    "test_folders.py::test_export_refuses_a_folder_that_holds_no_export",
+    "test_generation.py::test_every_context_on_the_synthetic_release",
+    "test_generation_cli.py::test_bespoke_generate_and_run_end_to_end",
+    "test_guards.py::test_cli_no_guards",
+    "test_hf_judge.py::test_hf_judge_records_unparseable_answers_as_failures",
+    "test_judges_table.py::test_the_table_ranks_stand_ins_of_known_quality",
+    "test_metric_space.py::test_evaluate_doctest_check_of_the_written_folder_passes",
+    "test_plugins.py::test_a_broken_plugin_is_named_and_troubles_no_other_engine",
+    "test_report.py::test_report_embeds_every_plot_as_png",
+    "test_results_display.py::test_embed_judge_shows_progress_and_says_what_it_did",
+    "test_results_display.py::test_failures_chart_only_when_something_failed",
+    "test_results_display.py::test_meta_eval_with_a_proxy_judge_on_synthetic_data_says_so",
+    "test_results_display.py::test_no_library_noise_at_default_verbosity",
+    "test_results_folder.py::test_a_broken_results_file_is_still_an_error",
+    "test_results_folder.py::test_a_copy_of_a_results_file_is_ranked_once",
+    "test_results_folder.py::test_a_folder_with_no_results_file_is_one_error",
+    "test_results_folder.py::test_run_keeps_its_companion_files_in_a_folder_beside_the_results",
+    "test_results_folder.py::test_the_leaderboard_space_ships_the_results_files_of_the_folder",
+    "test_retrieval.py::test_retrievers_find_the_planted_sessions",
+    "test_reward.py::test_acceptance_degenerate_completions_never_out_earn_real_answers",
+    "test_reward.py::test_bad_calls_are_clear_errors",
+    "test_reward.py::test_one_batch_per_step_and_better_completions_earn_more",
+    "test_reward.py::test_per_step_diagnostics_through_log_metric_and_log_extra",
+    "test_reward.py::test_reasoning_is_not_judged_and_unclosed_reasoning_gets_the_failure_value",
+    "test_reward.py::test_scales_guarded_value_and_switching_guards_off",
+    "test_reward.py::test_the_prompt_dataset_asks_what_generate_asks_and_feeds_the_reward",
+    "test_reward.py::test_weights_choose_the_metrics",
+    "test_score_many.py::test_one_run_judges_every_system_as_separate_runs_would",
+    "test_scoring.py::test_score_over_http_matches_hand_arithmetic",
+    "test_search_policies.py::test_agent_with_the_tiny_hf_model_speaks_the_plain_text_protocol",
+    "test_search_runs.py::test_a_replayed_run_with_the_search_server_down_gives_identical_predictions",
+    "test_search_runs.py::test_bespoke_run_scores_search_predictions_and_keeps_no_key_anywhere",
+    "test_startup.py::test_the_run_scores_through_the_server",
+    "test_sweep.py::test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it",
+    "test_sweep.py::test_a_sweep_killed_twice_and_rerun_equals_separate_runs_and_repeats_no_call",
+    "test_sweep.py::test_each_model_the_judge_and_the_data_are_loaded_once_for_all_their_cells",
+    "test_sweep.py::test_on_ray_the_system_model_and_the_judge_run_on_the_cluster_with_the_same_figures",
+    "test_sweep_report.py::test_the_report_draws_the_table_the_heatmap_the_bars_and_the_noise_drop",
+    "test_system_key.py::test_the_system_models_key_never_lands_on_disk",
+    "test_testing_surface.py::test_the_package_example_scores_through_the_local_server",
+    "test_tokens.py::test_truncate_gives_the_longest_prefix_within_the_budget",
+    "test_tool_calls.py::test_hf_renders_tools_and_a_continued_conversation_through_the_template",
+    "test_typed_source.py::test_an_export_reads_back_as_the_records_it_was_made_of",
+    "test_typed_source.py::test_generate_on_an_export",
+    "test_typed_source.py::test_score_and_meta_eval_on_an_export",
+})
+"""The tests (`file::name`, parameters left out) that make the bulk of the suite's time: each took 5 s or
+more (setup included) in `python -m pytest tests/FILE --durations=0`, run file by file on the shared
+2-core machine at a load of 8 to 15 (2026-12-01; about 1.5 s on an idle machine), most of them running
+`bespoke` or a server in subprocesses, a model, or a full-size synthetic release. Together they took 88% of
+the measured seconds (the Ray and browser tests, marked without this list, not counted). With them left
+out, `python -m pytest -m "not slow"` took 131 s on the nearly idle machine (load 1.2)."""
+BROWSER_CALLS = frozenset({"chromium", "dump_dom", "screenshot"})
+"""The names of `bespoke_metric.testing.browser` that start Chromium."""
+
+
+def _names_in(code) -> set[str]:
+    """The global and attribute names a function's code (its nested functions included) refers to."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _names_in(const)
+    return names
+
+
+def _drives_chromium(item) -> bool:
+    # the test's function and its fixtures' (pytest offers no public way to the latter)
+    functions = [item.function, *(defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values())]
+    return any(BROWSER_CALLS & _names_in(function.__code__) for function in functions if hasattr(function, "__code__"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """`ray`: a test on the session's Ray cluster or in a test_ray*.py file; `browser`: a test that drives
+    Chromium (itself or through a fixture); `slow`: those, and the tests named in SLOW."""
+    for item in items:
+        ray = "ray_cluster" in item.fixturenames or item.path.name.startswith("test_ray")
+        browser = _drives_chromium(item)
+        if ray:
+            item.add_marker(_pytest.mark.ray)
+        if browser:
+            item.add_marker(_pytest.mark.browser)
+        if ray or browser or f"{item.path.name}::{item.originalname}" in SLOW:
+            item.add_marker(_pytest.mark.slow)
+
+
 @_pytest.fixture
 def openai_server():
     """A fresh OpenAI-compatible test server on 127.0.0.1 (answers "ok"; reconfigure its attributes:

@@ -4,10 +4,11 @@ fresh folder, offline, with one namespace for the page's python blocks.
 A block preceded on the line above by `<!-- not run: REASON -->` is not run (it needs an API key, a
 GPU, the Hub, or a package that is not installed). The others see, in their environment, a local
 OpenAI-compatible server (`OPENAI_BASE_URL`, a placeholder `OPENAI_API_KEY`) that answers as a system
-model and as a judge would (`bespoke stand-in`: `bespoke_metric.testing.system_responder.answer_any`), so
-`openai:` systems and judges work as written; the Hub is offline. Bash blocks run with `bash -e -o pipefail`; python
-blocks in this process, so a model loaded once (the `embed:` judge's MiniLM) serves every page.
-The server is `bespoke stand-in`, started once as the "No API key?" section of Getting started starts it.
+model and as a judge would (`bespoke stand-in`, started once as the "No API key?" section of Getting
+started starts it), so `openai:` systems and judges work as written; the Hub is offline. Bash blocks run with
+`bash -e -o pipefail`, their `bespoke` the warm one of `warm_cli.py` (the command's own function, forked from a
+server that imported torch and datasets once); python blocks in this process, so a model loaded once (the
+`embed:` judge's MiniLM) serves every page.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from warm_cli import write_shim
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -72,16 +75,36 @@ def read_blocks(page: Path) -> list[Block]:
     return blocks
 
 
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+"""Read by the Hugging Face libraries when imported: the warm `bespoke` server imports them offline too."""
+
+
+@pytest.fixture(scope="module")
+def warm_bespoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder holding the warm `bespoke` (tests/warm_cli.py), its server started once for every page:
+    each page's `bespoke` commands skip the seconds of importing torch and datasets."""
+    folder = tmp_path_factory.mktemp("warm-bespoke")
+    socket_path = folder / "bespoke.sock"
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("warm_cli.py")), str(socket_path)],
+                              env={**os.environ, **OFFLINE}, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and server.stdout.readline() == "ready\n", "the warm bespoke server did not start"
+        (folder / "bin").mkdir()
+        write_shim(folder / "bin", socket_path)
+        yield folder / "bin"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 @pytest.fixture
-def page_env(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def page_env(stand_in, warm_bespoke: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The environment a page's blocks see (set in this process too, for its python blocks): one
     `bespoke stand-in` for every page, a system model and a judge at `OPENAI_BASE_URL`."""
     settings = {
         "OPENAI_BASE_URL": stand_in.url,
         "OPENAI_API_KEY": "sk-docs-placeholder",
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
+        **OFFLINE,
         "BESPOKE_CACHE": str(tmp_path / "bespoke-cache"),
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
         # a fresh local Ray instance, never another test's cluster that happens to run on this machine
@@ -90,8 +113,8 @@ def page_env(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[
     }
     for name, value in settings.items():
         monkeypatch.setenv(name, value)
-    # the `bespoke` and `python` a user's shell would find: this interpreter's
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # the `bespoke` and `python` a user's shell would find: the warm `bespoke`, this interpreter's
+    monkeypatch.setenv("PATH", os.pathsep.join([str(warm_bespoke), str(Path(sys.executable).parent), os.environ["PATH"]]))
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -123,6 +146,20 @@ def test_every_example_of_the_page_runs(page: Path, page_env: dict[str, str]) ->
             run_bash(block, page_env)
         else:
             run_python(block, namespace)
+
+
+def test_the_warm_bespoke_answers_as_the_installed_one(warm_bespoke: Path, tmp_path: Path) -> None:
+    """The pages' `bespoke` is the console script's function in a forked server: the same output, the
+    same exit codes (a result, a user's mistake, a bad flag) as the installed command's."""
+    installed = Path(sys.executable).with_name("bespoke")
+    env = {**os.environ, **OFFLINE, "BESPOKE_CACHE": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    codes = []
+    for argv in (["info", "--source", "sample"], ["info", "--source", "no-such-release"], ["score", "--bogus"]):
+        warm, cold = (subprocess.run([str(command), *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
+                      for command in (warm_bespoke / "bespoke", installed))
+        assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr), argv
+        codes.append(warm.returncode)
+    assert codes == [0, 2, 2]
 
 
 def test_every_block_says_its_language_and_why_it_is_not_run() -> None:
