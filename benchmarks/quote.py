@@ -6,7 +6,7 @@
 The quoted number's decimals are its rounding (`12.7` quotes 12.65..12.75); thousands separators are
 allowed (`1,235`). A path is looked up in the file's `figures`, else in the file itself (`machine.cores`,
 `machine.load_at_start.0`). A number that can only be a measurement (a ratio like `17.2×`, a rate per
-second, a wall or CPU time, an nDCG) must carry a marker, unless it is a bound (`goal ≥ 20×`). `tests/test_figures.py` holds README.md and
+second, a wall or CPU time, an nDCG) must carry a marker, unless it is a bound (`goal ≥ 20×`). `tests/results/test_figures.py` holds README.md and
 docs/ to this; after rerunning benchmarks, `--write` puts each file's new figures in place.
 
     python benchmarks/quote.py README.md docs/*.md            # check: one line per mismatch, exit 1

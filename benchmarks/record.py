@@ -1,7 +1,7 @@
 """What every script in `benchmarks/` writes: `benchmarks/results/<script>.json`, the figures it measured and
 the conditions it measured them under (command, cores, load at start and end, date, package version, how
 long the script ran), and for each figure with a goal whether it met it. The docs and the README quote
-figures from these files only, each behind a marker `tests/test_figures.py` checks:
+figures from these files only, each behind a marker `tests/results/test_figures.py` checks:
 `<!-- figure: judge_throughput.speedup.median -->12.7`.
 
     from record import over_runs, write_results

@@ -1,5 +1,5 @@
 """How long the test suite takes: the quick loop (`python -m pytest -q -m "not slow"`), the full suite
-(`python -m pytest -q`, what CI runs) and `tests/test_docs.py` alone, each a fresh pytest process, with
+(`python -m pytest -q`, what CI runs) and `tests/house/test_docs.py` alone, each a fresh pytest process, with
 the load average when it started (the wall time moves with the machine's load).
 
 With `--baseline-commit SHA` the same three runs are timed at that commit too, in a temporary
@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS: dict[str, list[str]] = {
     "quick": ["-m", "not slow"],
     "full": [],
-    "docs": ["tests/test_docs.py"],
+    "docs": ["test_docs.py"],
 }
-"""What each timed run adds to `python -m pytest -q`."""
+"""What each timed run adds to `python -m pytest -q` (`test_docs.py`: wherever the tree keeps it)."""
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -51,6 +51,9 @@ def time_run(python: str, tree: Path, extra: list[str], only: str | None) -> dic
     wall = time.perf_counter() - start
     lines = done.stdout.strip().splitlines()
     print(f"{tree.name}: pytest -q {' '.join(extra)}: {wall:.0f} s at load {load[0]}: {lines[-1] if lines else done.stderr[-300:]}")
+    for line in lines:  # what failed, so a red run is told from a slow one
+        if line.startswith(("FAILED ", "ERROR ")):
+            print(f"  {line}")
     return {"wall_s": round(wall, 1), "load_at_start": load, "exit_code": done.returncode,
             "summary": lines[-1] if lines else ""}
 
@@ -61,8 +64,13 @@ def has_markers(tree: Path) -> bool:
     return "slow:" in (tree / "setup.cfg").read_text(encoding="utf-8")
 
 
+def in_tree(tree: Path, extra: list[str]) -> list[str]:
+    """`extra` with a test file's name made its path in `tree` (tests/ or a wing's folder under it)."""
+    return [str(next((tree / "tests").rglob(word)).relative_to(tree)) if word.endswith(".py") else word for word in extra]
+
+
 def time_tree(python: str, tree: Path, only: str | None) -> dict:
-    runs = {name: extra for name, extra in RUNS.items() if name != "quick" or has_markers(tree)}
+    runs = {name: in_tree(tree, extra) for name, extra in RUNS.items() if name != "quick" or has_markers(tree)}
     return {"commit": git("rev-parse", "--short", "HEAD", cwd=tree),
             **{name: time_run(python, tree, extra, only) for name, extra in runs.items()}}
 

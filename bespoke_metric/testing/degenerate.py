@@ -1,5 +1,5 @@
 """Degenerate completions a policy might drift to when the reward overrates them: the reward's acceptance
-check (`tests/test_reward.py`, `benchmarks/reward_guards.py`) scores these against real answers."""
+check (`tests/hub/test_reward.py`, `benchmarks/reward_guards.py`) scores these against real answers."""
 
 from __future__ import annotations
 

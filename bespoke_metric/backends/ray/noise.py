@@ -7,7 +7,7 @@
 - Its core worker logs an error for every Ray Data actor pool it starts ("Actor with class name:
   'MapWorker(...)' ... has constructor arguments in the object store and max_restarts > 0",
   ray-project/ray#57733), though nothing is wrong with the run: Ray Data itself passes those arguments,
-  and a killed worker is restarted (`tests/test_ray.py` kills one). The driver's C++ logger writes it
+  and a killed worker is restarted (`tests/ray/test_ray.py` kills one). The driver's C++ logger writes it
   straight to file descriptor 2, which no logging setting reaches; so while a run streams from Ray,
   descriptor 2 goes through a pipe that drops those lines and passes everything else on at once
   (`without_false_alarms`).

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from warm_cli import write_shim
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 NOT_RUN = re.compile(r"<!-- not run: (?P<reason>\S.*?) -->")
@@ -81,7 +81,7 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFL
 
 @pytest.fixture(scope="module")
 def warm_bespoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A folder holding the warm `bespoke` (tests/warm_cli.py), its server started once for every page:
+    """A folder holding the warm `bespoke` (tests/house/warm_cli.py), its server started once for every page:
     each page's `bespoke` commands skip the seconds of importing torch and datasets."""
     folder = tmp_path_factory.mktemp("warm-bespoke")
     socket_path = folder / "bespoke.sock"

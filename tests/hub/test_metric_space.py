@@ -19,7 +19,7 @@ from bespoke_dataset.version import __version__
 from bespoke_metric.hub.evaluate_metric import FIGURES
 from bespoke_metric.hub.spaces import GRADIO_SDK_VERSION, MARKER, metric_space_files
 
-LOADERS = Path(__file__).resolve().parents[1] / "loaders" / "bespoke"
+LOADERS = Path(__file__).resolve().parents[2] / "loaders" / "bespoke"
 FILES = ("bespoke.py", "README.md", "app.py", "requirements.txt")
 TEMPLATE_SECTIONS = ("# Metric Card for BESPOKE", "## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                      "#### Values from Popular Papers", "### Examples", "## Limitations and Bias", "## Citation",

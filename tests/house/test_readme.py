@@ -1,5 +1,5 @@
 """The README is the front page: short, its Quickstart still two command lines that install, score the
-bundled sample into `results/sample.json` (which git ignores) and run the suite. (`tests/test_docs.py`
+bundled sample into `results/sample.json` (which git ignores) and run the suite. (`tests/house/test_docs.py`
 runs the scoring command and every other example.)"""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

@@ -16,7 +16,7 @@ from bespoke_metric.results import ItemResult
 from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.results.metrics import METRIC_NAMES
 
-SAMPLE_PREDICTIONS = str(Path(__file__).resolve().parents[1] / "bespoke_dataset" / "sample" / "predictions.jsonl")
+SAMPLE_PREDICTIONS = str(Path(__file__).resolve().parents[2] / "bespoke_dataset" / "sample" / "predictions.jsonl")
 
 
 def item(index: int, score: int | None, recall: float | None) -> ItemResult:

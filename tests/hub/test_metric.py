@@ -13,7 +13,7 @@ from bespoke_metric.hub.evaluate_metric import FIGURES, Bespoke
 from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer, score_for
 
-LOADER = str(Path(__file__).resolve().parents[1] / "loaders" / "bespoke")
+LOADER = str(Path(__file__).resolve().parents[2] / "loaders" / "bespoke")
 
 
 def test_evaluate_load_add_batch_compute(openai_server, synthetic_hub, tmp_path):

@@ -18,7 +18,7 @@ from bespoke_metric.judging.parsing import (
     parse_verdict_word,
 )
 
-CORPUS = Path(__file__).parent / "data" / "judge_outputs"
+CORPUS = Path(__file__).parents[1] / "data" / "judge_outputs"
 EXPECTED = {name: case for name, case in json.loads((CORPUS / "expected.json").read_text()).items()
             if not name.startswith("_")}
 

@@ -7,9 +7,9 @@ its code.
 On 2 cores a cold `bespoke score --judge embed:...` spends half its CPU importing torch and
 sentence-transformers; the docs run some 70 `bespoke` commands. Our own packages are imported fresh
 in each child, so what they do on import (and print) is what a user's command does. A page's blocks
-run as written; `tests/test_docs.py` checks that the warm command and the installed one answer alike.
+run as written; `tests/house/test_docs.py` checks that the warm command and the installed one answer alike.
 
-    python tests/warm_cli.py SOCKET      # serve (the docs tests start it)
+    python tests/house/warm_cli.py SOCKET      # serve (the docs tests start it)
     bespoke ARGS...                      # the shim written by `write_shim`, with the socket in its text
 """
 
@@ -34,7 +34,7 @@ STREAMS = 3
 """Standard input, output and error, passed as file descriptors."""
 
 SHIM = '''#!{python} -S
-# The warm `bespoke` of the docs tests (tests/warm_cli.py): runs the command in the server at {socket!r}.
+# The warm `bespoke` of the docs tests (tests/house/warm_cli.py): runs the command in the server at {socket!r}.
 import array, json, os, signal, socket, sys
 
 connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
