@@ -262,14 +262,14 @@ def make_results():
     from bespoke_dataset.vocabulary import DIMENSIONS
     from bespoke_metric.results import ItemResult
     from bespoke_metric.results.aggregation import summarize
-    from bespoke_metric.results.metrics import METRIC_NAMES as METRICS
+    from bespoke_metric.results.metrics import METRIC_NAMES
 
     def build(values, *, system="system", judge=None, data=None, proxy=False):
         judge_block = dict(judge or {"spec": "openai:gpt-5", "backend": "openai", "model": "gpt-5", "protocol_version": "1"})
         judge_block["proxy"] = proxy
         items = []
         for index, row in enumerate(np.asarray(values, dtype=object)):
-            missing = [m for m, v in zip(METRICS, row) if v is None or (isinstance(v, float) and math.isnan(v))]
+            missing = [m for m, v in zip(METRIC_NAMES, row) if v is None or (isinstance(v, float) and math.isnan(v))]
             item = ItemResult(f"user{index // 5 + 1}", str(index % 5 + 1))
             for dimension, value in zip(DIMENSIONS, row):
                 item.scores[dimension] = None if dimension in missing else int(value)

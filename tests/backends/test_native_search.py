@@ -470,6 +470,7 @@ def test_the_command_line_says_a_key_is_missing_in_one_line(monkeypatch, capsys,
     row = bespoke_dataset.load("benchmark", source=synthetic_hub)[0]
     predictions = tmp_path / "preds.jsonl"
     predictions.write_text(json.dumps({"user": row["user"], "query_id": row["query_id"], "response": "An answer."}) + "\n")
+    capsys.readouterr()  # what datasets printed building the table (a bar, on a cold cache) is not the command's
     for judge, variable in (("perplexity:sonar", "PERPLEXITY_API_KEY"), ("gemini:gemini-2.5-pro", "GEMINI_API_KEY")):
         code = main(["score", "--predictions", str(predictions), "--judge", judge, "--source", str(synthetic_hub),
                      "--output", str(tmp_path / "results.json")])

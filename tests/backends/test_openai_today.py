@@ -272,6 +272,7 @@ def test_the_command_line_says_a_retired_judge_in_one_line_and_writes_nothing(op
     predictions = tmp_path / "preds.jsonl"
     predictions.write_text("".join(json.dumps({"user": row["user"], "query_id": row["query_id"], "response": "An answer."}) + "\n"
                                    for row in list(rows)[:3]))
+    capsys.readouterr()  # what datasets printed building the table (a bar, on a cold cache) is not the command's
     code = main(["score", "--predictions", str(predictions), "--judge", "openai:gpt-4-32k", "--base-url", openai_server.base_url,
                  "--api-key", KEY, "--no-guards", "--source", str(synthetic_hub), "--output", str(tmp_path / "results.json")])
     [line] = capsys.readouterr().err.strip().splitlines()
