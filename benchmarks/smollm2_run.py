@@ -76,8 +76,8 @@ def main() -> None:
         if done.returncode != 0:
             sys.exit(f"bespoke run failed ({done.returncode}):\n{done.stderr[-3000:]}")
         results = json.loads((Path(tmp) / "run.json").read_text(encoding="utf-8"))
-    # "15 generated, ... , 12.3s": the generation part's own time, from the run's summary line
-    summary = next(line for line in done.stdout.splitlines() if " generated, " in line)
+    # "15 generated (... cut off ...), ..., 12.3s": the generation part's own time, from the run's summary line
+    summary = next(line for line in done.stdout.splitlines() if re.match(r"\d+ generated\b", line) and line.endswith("s"))
     generation_s = float(re.search(r"([\d.]+)s$", summary).group(1))
     use = results["usage"]["models"][f"hf:{path}"]
     output_tokens = use["output_tokens"]
