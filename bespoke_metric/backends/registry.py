@@ -130,6 +130,7 @@ ENGINES: dict[str, Engine] = {
 """Every engine by spec prefix: the built-in ones, those registered from Python, and the plugins loaded so far
 (`load_plugin`, on the first spec that names one)."""
 
+
 def register_engine(engine: Engine) -> None:
     """Add (or replace) an engine, e.g. a judge of your own: `register_engine(Engine("mine", MyOptions, judge=...))`."""
     ENGINES[engine.name] = engine
@@ -187,11 +188,10 @@ def parse_spec(spec: str) -> Spec:
     `vllm:`) takes it in the spec too, `"vllm:openai/gpt-oss-120b@COMMIT"`, so a pinned judge is named pinned.
     `OptionError` for a malformed or unknown spec."""
     prefix, sep, model = str(spec).partition(":")
-    known = ", ".join(sorted(set(ENGINES) | set(plugin_names())))
     if not sep or not model:
-        raise OptionError(f"an engine is named ENGINE:MODEL with ENGINE one of {known} (e.g. openai:gpt-5), got {spec!r}")
+        raise OptionError(f"an engine is named ENGINE:MODEL with ENGINE one of {_known()} (e.g. openai:gpt-5), got {spec!r}")
     if prefix not in ENGINES and load_plugin(prefix) is None:
-        raise OptionError(f"unknown engine {prefix!r} in {spec!r}; known: {known}")
+        raise OptionError(f"unknown engine {prefix!r} in {spec!r}; known: {_known()}")
     engine = ENGINES[prefix]
     if "@" not in model or "revision" not in option_names(engine.options):
         return Spec(engine, model)
@@ -199,6 +199,12 @@ def parse_spec(spec: str) -> Spec:
     if not model or not revision or "@" in revision:
         raise OptionError(f"a pinned model is named {prefix}:MODEL@REVISION (one revision), got {spec!r}")
     return Spec(engine, model, revision)
+
+
+def _known() -> str:
+    """The engine names a user may give, for a message: the registered ones and the installed plugins'
+    (asked of the installed distributions only when a spec is wrong, never on the way to a right one)."""
+    return ", ".join(sorted(set(ENGINES) | set(plugin_names())))
 
 
 def pinned(parsed: Spec, engine_options: dict[str, Any]) -> dict[str, Any]:
