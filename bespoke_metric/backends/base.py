@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, Union
+from typing import Any, Callable, Iterable, Protocol, Sequence, Union
 
 
 @dataclass(frozen=True)
@@ -212,6 +212,14 @@ class Usage:
                 "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens,
                 **({"provider_cost": round(self.provider_cost, 6), "provider_costed": self.provider_costed}
                    if self.provider_costed else {}), **self.extra}
+
+    @classmethod
+    def total(cls, usages: Iterable["Usage"]) -> "Usage":
+        """The counters of `usages` added up: a file's items' calls, a model's runs."""
+        total = cls()
+        for usage in usages:
+            total.add(usage)
+        return total
 
     def add(self, other: "Usage") -> None:
         """Add `other`'s counters (and engine counters) to these: an item's calls to its file's, say."""

@@ -63,9 +63,3 @@ def read_values(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError(f"{path}: {' and '.join(taken)} name the same setting; give one")
     return {keys[str(key)]: value for key, value in content.items()}
 
-
-def given_values(args: Any) -> dict[str, Any]:
-    """The values a command line gave, by key (its parsed arguments' destinations, or a mapping of them): a
-    flag left out is None."""
-    values = vars(args) if not isinstance(args, Mapping) else args
-    return {key: value for key, value in values.items() if value is not None}

@@ -302,22 +302,11 @@ class ModelUse:
 def backend_use(backend: Any, spec: str, roles: Sequence[str], usages: Sequence[Usage]) -> ModelUse:
     """One backend's use over the parts of a run that shared it (`usages`: each part's counters); the
     batch part is the backend's own count (`OpenAIBatchBackend.batch_usage`), which covers them all."""
-    return ModelUse(spec, tuple(roles), add_usage(usages), getattr(backend, "batch_usage", None))
+    return ModelUse(spec, tuple(roles), Usage.total(usages), getattr(backend, "batch_usage", None))
 
 
 USAGE_COUNTS = ("calls", "cached", "failed", "input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 """The counters of `Usage` that add up over runs of calls (and are in every usage block)."""
-PROVIDER_COST = ("provider_cost", "provider_costed")
-"""The counters of the provider's own cost, where a provider reports one (Perplexity's `usage.cost`)."""
-
-
-def add_usage(usages: Sequence[Usage]) -> Usage:
-    """The counters of several runs of calls added up (engine-specific extras left out)."""
-    total = Usage()
-    for usage in usages:
-        for name in (*USAGE_COUNTS, *PROVIDER_COST):
-            setattr(total, name, getattr(total, name) + getattr(usage, name))
-    return total
 
 
 def usage_models(uses: Sequence[ModelUse], prices: PriceTable) -> dict[str, Any]:
@@ -330,8 +319,8 @@ def usage_models(uses: Sequence[ModelUse], prices: PriceTable) -> dict[str, Any]
     models = {}
     for spec, group in grouped.items():
         roles = sorted({role for use in group for role in use.roles})
-        batch = add_usage([use.batch for use in group if use.batch is not None])
-        models[spec] = {"roles": roles, **model_usage(add_usage([use.usage for use in group]), prices.price(spec), batch=batch,
+        batch = Usage.total([use.batch for use in group if use.batch is not None])
+        models[spec] = {"roles": roles, **model_usage(Usage.total([use.usage for use in group]), prices.price(spec), batch=batch,
                                                       local=is_local(spec))}
     return {"models": models, **cost_summary(models)}
 

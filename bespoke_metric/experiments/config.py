@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, given_values, read_values, refuse_unknown
+from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import BatchOptions, dest_of, flag_type
 from bespoke_metric.judging.config import JudgeConfig, judge_keys
 from bespoke_metric.judging.factory import ProtocolOptions
@@ -111,7 +111,7 @@ class SweepConfig:
     @classmethod
     def from_cli(cls, args: Any, config: str | os.PathLike[str] | None = None) -> "SweepConfig":
         """From the parsed arguments of `bespoke sweep` over the YAML file `config` (flags given override it)."""
-        given = {key: value for key, value in given_values(args).items() if key in sweep_keys()}
+        given = {key: value for key, value in vars(args).items() if key in sweep_keys() and value is not None}
         from_file = read_values(config) if config else {}
         return cls.from_values({**from_file, **given}, where=f"{config}: " if config else "")
 

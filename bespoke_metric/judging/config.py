@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, given_values, read_values, refuse_unknown
+from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import ClientOptions, option_names
 from bespoke_metric.backends.shared_options import cost_options, executor_options
 
@@ -70,7 +70,7 @@ class JudgeConfig:
     def from_cli(cls, args: Any, spec: str | None = None) -> "JudgeConfig":
         """From the parsed arguments of a command that judges (the flags given among the judge's keys); `spec`
         is one of several judges given (`meta-eval --judge A --judge B`), else `--judge`."""
-        values = {key: value for key, value in given_values(args).items() if key in judge_keys()}
+        values = {key: value for key, value in vars(args).items() if key in judge_keys() and value is not None}
         if spec is not None:
             values["judge"] = spec
         return cls.from_values(values)

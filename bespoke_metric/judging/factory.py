@@ -52,11 +52,10 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
     from bespoke_metric.judging.llm_judge import LLMJudge
 
     cache = parts.cache
-    if cache is not None and not isinstance(cache, Cache):
-        cache = Cache(cache)
     more = [dict(part) for part in parts.more]
     if parsed.engine.batch_api and more[1].get("batch") and cache is not None:
-        more[1].setdefault("batch_ledger", str(ledger_path(cache.path)))  # the batches kept beside the answers
+        kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
+        more[1].setdefault("batch_ledger", str(ledger_path(kept)))  # the batches kept beside the answers
     backend = build_backend(parsed, dict(parts.engine), *more)
     return LLMJudge(backend, spec=spec, cache=cache, **parts.protocol)
 

@@ -7,6 +7,7 @@ scheduler at once, so the backend decides how to overlap them.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
@@ -45,7 +46,7 @@ class LLMJudge:
         spec: str | None = None,
         max_shots: int = 5,
         recall: str = "per-claim",
-        cache: Cache | None = None,
+        cache: Cache | str | os.PathLike[str] | None = None,
         with_feedback: bool = True,
         personalized: bool = True,
         structured: bool = False,
@@ -64,7 +65,8 @@ class LLMJudge:
         self.spec = spec or f"{backend.name}:{backend.model}"
         self.max_shots = max_shots
         self.recall = recall
-        self.cache = cache
+        # a path is opened here, once the backend is built: a judge that cannot be made leaves no cache file
+        self.cache = Cache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.with_feedback = with_feedback
         self.personalized = personalized
         self.structured = structured

@@ -7,14 +7,17 @@ elsewhere: a `warning:` line, `served_mismatch: true` in the results, a leaderbo
 `--strict` refuses it. An answer the output limit cut off is kept and scored as given (as the official
 evaluator would) but counted wherever figures are shown, and `--strict` refuses it too.
 
-Pure functions: the commands print and refuse.
+No I/O here: the commands print and refuse.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from bespoke_metric.results import Results
 
 SNAPSHOT_WORDS = frozenset({"preview", "latest", "exp", "experimental"})
 """Words that may follow a model's name in one of its snapshots' names (`gemini-2.5-pro-preview-06-05`),
@@ -107,3 +110,20 @@ def truncated_line(truncated: int, answers: int) -> str | None:
         return None
     return (f"{truncated} of {answers} answers were cut off at the output limit (truncated: true in their "
             "predictions); scored as given (--strict refuses them)")
+
+
+def mark_served(results: Results, system_served: Mapping[str, int] | None = None) -> None:
+    """Record `system_served` (`{model: predictions}`, as the predictions say) as `system.served_models`,
+    and mark the results `served_mismatch` when a call of the judge or the system was served by another
+    model than the one asked for."""
+    if system_served is not None:
+        results.system = {**(results.system or {}), "served_models": dict(system_served)}
+    other = [mismatched(asked_model(block), (block or {}).get("served_models") or {}) for block in (results.judge, results.system)]
+    results.served_mismatch = any(other)
+
+
+def served_warnings(results: Results) -> list[str]:
+    """One `warning:` line for the judge and one for the system, where its calls were served by another model."""
+    lines = [mismatch_warning(role, asked_model(block) or "", (block or {}).get("served_models") or {})
+             for role, block in (("judge", results.judge), ("system", results.system)) if asked_model(block)]
+    return [line for line in lines if line]

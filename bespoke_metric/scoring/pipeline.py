@@ -25,7 +25,7 @@ from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
-from bespoke_metric.results.served import asked_model, count_served, mismatch_warning, mismatched
+from bespoke_metric.results.served import count_served, mark_served
 
 from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
 
@@ -86,7 +86,8 @@ def run_judge_many(
     checked = GuardedJudge(judge_object, enabled=guards)
     try:
         start = time.perf_counter()
-        judged = run_sync(checked.judge([item for group in groups for item in group]))
+        pending = checked.judge([item for group in groups for item in group])
+        judged = run_sync(pending)
         wall = time.perf_counter() - start
     finally:
         if isinstance(judge, str) and hasattr(judge_object, "close"):
@@ -98,7 +99,7 @@ def run_judge_many(
     for index, (group, system) in enumerate(zip(groups, systems)):
         part = judged[start_index : start_index + len(group)]
         start_index += len(group)
-        usage = _total([item.usage for item in part if item.usage is not None]) if itemised else run_usage
+        usage = Usage.total(item.usage for item in part if item.usage is not None) if itemised else run_usage
         results = build_results(checked, part, data=data, usage=usage, wall_seconds=wall, system=system,
                                 prices=prices, uses=[*uses, *(group_uses[index] if group_uses else ())],
                                 benchmark_queries=benchmark_queries)
@@ -107,13 +108,6 @@ def run_judge_many(
             results.usage["systems"] = len(groups)
         outputs.append(results)
     return outputs
-
-
-def _total(usages: Sequence[Usage]) -> Usage:
-    total = Usage()
-    for usage in usages:
-        total.add(usage)
-    return total
 
 
 def build_results(
@@ -142,23 +136,6 @@ def build_results(
                       model_name=model_name(system) if system is not None else None)
     mark_served(results)
     return results
-
-
-def mark_served(results: Results, system_served: Mapping[str, int] | None = None) -> None:
-    """Record `system_served` (`{model: predictions}`, as the predictions say) as `system.served_models`,
-    and mark the results `served_mismatch` when a call of the judge or the system was served by another
-    model than the one asked for (`bespoke_metric.results.served`)."""
-    if system_served is not None:
-        results.system = {**(results.system or {}), "served_models": dict(system_served)}
-    other = [mismatched(asked_model(block), (block or {}).get("served_models") or {}) for block in (results.judge, results.system)]
-    results.served_mismatch = any(other)
-
-
-def served_warnings(results: Results) -> list[str]:
-    """One `warning:` line for the judge and one for the system, where its calls were served by another model."""
-    lines = [mismatch_warning(role, asked_model(block) or "", (block or {}).get("served_models") or {})
-             for role, block in (("judge", results.judge), ("system", results.system)) if asked_model(block)]
-    return [line for line in lines if line]
 
 
 def judge_uses(judge: Judge, *more: Usage, own: Usage | None = None) -> list[ModelUse]:
@@ -304,7 +281,8 @@ def plan_judging(
     cache = ReadOnlyCache(judge_object.cache)
     judge_object.backend, judge_object.cache, judge_object.progress = planner, cache, False
     try:
-        run_sync(GuardedJudge(judge_object, enabled=guards).judge([item for group in groups for item in group]))
+        pending = GuardedJudge(judge_object, enabled=guards).judge([item for group in groups for item in group])
+        run_sync(pending)
     finally:
         judge_object.close()
     return [Planned(judge, "judge", planner.requests, cache.served, batch=planner.batch, response_bound=response_bound,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, given_values, read_values, refuse_unknown
+from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import GeminiOptions, OpenAIOptions, dest_of, flag_of, option_names
 from bespoke_metric.backends.registry import ENGINES, parse_spec
 from bespoke_metric.backends.shared_options import cost_options, executor_options
@@ -145,4 +145,5 @@ class SystemConfig:
     @classmethod
     def from_cli(cls, args: Any, **kwargs: Any) -> "SystemConfig":
         """From the parsed arguments of `generate` or `run` (the flags given among the system's keys)."""
-        return cls.from_values({key: value for key, value in given_values(args).items() if key in system_keys()}, **kwargs)
+        values = {key: value for key, value in vars(args).items() if key in system_keys() and value is not None}
+        return cls.from_values(values, **kwargs)

@@ -19,8 +19,8 @@ from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.results.served import truncated_line
-from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, served_warnings, write_results
+from bespoke_metric.results.served import served_warnings, truncated_line
+from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 STRICT_HELP = ("exit 1 if any judgment failed; and, writing nothing, if an answer was cut off at the output limit or "
