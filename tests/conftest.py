@@ -110,16 +110,20 @@ def _drives_chromium(item) -> bool:
     return any(BROWSER_CALLS & _names_in(function.__code__) for function in functions if hasattr(function, "__code__"))
 
 
+@_pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """`ray`: a test on the session's Ray cluster or in a test_ray*.py file; `browser`: a test that drives
-    Chromium (itself or through a fixture); `slow`: those, and the tests named in SLOW."""
+    Chromium (itself or through a fixture); `slow`: those, and the tests named in SLOW. The Ray tests run
+    in one xdist worker (`--dist loadgroup`), so one Ray instance serves them all; the browser tests too."""
     for item in items:
         ray = "ray_cluster" in item.fixturenames or item.path.name.startswith("test_ray")
         browser = _drives_chromium(item)
         if ray:
             item.add_marker(_pytest.mark.ray)
+            item.add_marker(_pytest.mark.xdist_group("ray"))
         if browser:
             item.add_marker(_pytest.mark.browser)
+            item.add_marker(_pytest.mark.xdist_group("browser"))
         if ray or browser or f"{item.path.name}::{item.originalname}" in SLOW:
             item.add_marker(_pytest.mark.slow)
 
