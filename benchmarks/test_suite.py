@@ -18,6 +18,7 @@ suite. Writes `benchmarks/results/test_suite.json`.
 from __future__ import annotations
 
 import argparse
+import configparser
 import os
 import subprocess
 import sys
@@ -69,9 +70,16 @@ def in_tree(tree: Path, extra: list[str]) -> list[str]:
     return [str(next((tree / "tests").rglob(word)).relative_to(tree)) if word.endswith(".py") else word for word in extra]
 
 
+def addopts(tree: Path) -> str:
+    """The options the tree's pytest config adds to every run (from 0.4.0: `-n auto`, a worker per core)."""
+    config = configparser.ConfigParser()
+    config.read(tree / "setup.cfg")
+    return " ".join(config.get("tool:pytest", "addopts", fallback="").split())
+
+
 def time_tree(python: str, tree: Path, only: str | None) -> dict:
     runs = {name: in_tree(tree, extra) for name, extra in RUNS.items() if name != "quick" or has_markers(tree)}
-    return {"commit": git("rev-parse", "--short", "HEAD", cwd=tree),
+    return {"commit": git("rev-parse", "--short", "HEAD", cwd=tree), "addopts": addopts(tree),
             **{name: time_run(python, tree, extra, only) for name, extra in runs.items()}}
 
 
@@ -107,6 +115,7 @@ def main() -> None:
         "load_at_start": "the 1, 5 and 15 minute load averages when that process started",
         "ratio_to_baseline": "this checkout's wall time over the baseline commit's, run after run",
         "only": "a `-k` expression every run was narrowed to (null: the whole suite was timed)",
+        "addopts": "what the tree's setup.cfg adds to every pytest run: `-n auto` runs a worker per core",
     })
 
 

@@ -10,6 +10,7 @@ import json
 import logging
 
 import pytest
+from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, Request
@@ -474,7 +475,7 @@ def test_the_command_line_says_a_key_is_missing_in_one_line(monkeypatch, capsys,
     for judge, variable in (("perplexity:sonar", "PERPLEXITY_API_KEY"), ("gemini:gemini-2.5-pro", "GEMINI_API_KEY")):
         code = main(["score", "--predictions", str(predictions), "--judge", judge, "--source", str(synthetic_hub),
                      "--output", str(tmp_path / "results.json")])
-        [line] = capsys.readouterr().err.strip().splitlines()
+        [line] = own_lines(capsys.readouterr().err)
         assert code == 2
         assert line.startswith(f"error: {judge.split(':')[0]}: no API key")
         assert variable in line

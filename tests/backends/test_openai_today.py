@@ -12,6 +12,7 @@ import json
 import warnings
 
 import pytest
+from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, ModelUnavailableError, Request, backend_description
@@ -276,7 +277,7 @@ def test_the_command_line_says_a_retired_judge_in_one_line_and_writes_nothing(op
     code = main(["score", "--predictions", str(predictions), "--judge", "openai:gpt-4-32k", "--base-url", openai_server.base_url,
                  "--api-key", KEY, "--no-guards", "--source", str(synthetic_hub), "--output", str(tmp_path / "results.json")])
     err = capsys.readouterr().err
-    [line] = [line for line in err.strip().splitlines() if "it/s]" not in line]  # a library's bar is not a line of ours
+    [line] = own_lines(err)
     assert code == 1, err
     assert line.startswith("error: the model 'openai:gpt-4-32k' is not served: The model `gpt-4-32k` has been deprecated")
     assert KEY not in line

@@ -207,7 +207,9 @@ def test_a_retired_model_is_one_error_line_and_nothing_half_written(provider, tm
     assert "'openai:gpt-5' is not served" in errors[0] and "has been deprecated" in errors[0]
     assert "sk-served-test-key" not in err  # (main returned: no traceback of ours)
     assert [name for name in written if (tmp_path / name).exists()] == []
-    assert retired_at.calls and all(call.status == 404 for call in retired_at.calls)
+    # the command stops at the first 404: calls still in flight then may be dropped (499) or not yet ended (None)
+    answered = [call.status for call in retired_at.calls if call.status not in (None, 499)]
+    assert answered and set(answered) == {404}
 
 
 def test_a_404_that_names_no_model_is_not_a_retired_model(provider, tmp_path: Path, capsys) -> None:

@@ -94,7 +94,7 @@ def test_a_rewrite_that_falls_back_searches_the_question_and_says_so(rewrite: st
                                   search_options=SearchOptions(k=2))
     report = generate(ScriptedBackend(answer), tmp_path / "p.jsonl", settings, source="sample", progress=False)
     records = predictions(tmp_path / "p.jsonl")
-    assert report.fallbacks == 2 and searxng.queries() == [r["query"] for r in _queries(2)]
+    assert report.fallbacks == 2 and sorted(searxng.queries()) == sorted(r["query"] for r in _queries(2))  # searched at once: either may come first
     for record in records:
         assert record["search"]["fallback"].endswith("the question was searched as asked")
         assert ("degenerate" in record["search"]["fallback"]) == degenerate
