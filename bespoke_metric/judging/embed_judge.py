@@ -172,9 +172,9 @@ class EmbedJudge:
     def judge_sync(
         self, items: Sequence[JudgeItem], progress: ProgressHook | None = None, stop: threading.Event | None = None
     ) -> list[ItemResult]:
-        """Judge every item, encoding each distinct text of the batch that the judge does not remember once:
-        the benchmark's texts (examples, claims) in one pass, kept, then the responses and their sentences in
-        another. Progress (texts encoded) goes to `progress`, or without one to a bar on a terminal."""
+        """Judge every item, encoding once each distinct text of the batch that the judge does not remember:
+        the benchmark's texts (examples, claims) in one pass, remembered, then the responses and their
+        sentences in another. Progress (texts encoded) goes to `progress`, or without one to a bar on a terminal."""
         start = time.perf_counter()
         sentences = [split_sentences(item.response) for item in items]
         benchmark_texts = [[shot["response"] for shot in item.row["shots"][: self.max_shots]] + list(item.row["claims"])
