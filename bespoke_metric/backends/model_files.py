@@ -9,7 +9,8 @@ one sentence saying which.
 A GGUF file (llama.cpp's single-file format) is named by its path, `folder/model.Q4_1.gguf` or, on the
 Hub, `owner/repo/model.Q4_1.gguf`: `locate_model_files` finds its folder and names the file, which
 `transformers` reads (`from_pretrained(folder, gguf_file=...)`, dequantised to a torch model) with the
-`gguf` and `accelerate` packages (`pip install 'bespoke-eval[gguf]'`).
+`gguf` and `accelerate` packages (`pip install 'bespoke-eval[gguf]'`), once: `gguf_cache` keeps what it
+read as Hugging Face folders for every later load.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bespoke_dataset.errors import UserError
 
@@ -120,10 +120,7 @@ class ModelFiles:
 
     folder: str
     gguf_file: str | None = None
-
-    def load_args(self) -> dict[str, Any]:
-        """What `from_pretrained(folder, ...)` needs besides the folder to load the model and its tokenizer."""
-        return {"gguf_file": self.gguf_file} if self.gguf_file else {}
+    """The file's name in `folder`; `gguf_cache` says which folders `from_pretrained` reads."""
 
 
 def is_gguf(name: str | os.PathLike[str]) -> bool:

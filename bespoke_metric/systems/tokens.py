@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from bespoke_metric.backends.gguf_cache import load_tokenizer
 from bespoke_metric.backends.model_files import ModelNotFoundError, locate_model_files
 from bespoke_metric.backends.registry import parse_spec
 
@@ -107,10 +108,8 @@ def openai_token_counter(model: str) -> TokenCounter:
 def hf_token_counter(name: str, revision: str | None = None) -> TokenCounter:
     """The counter of the Hugging Face tokenizer `name` (a Hub id, a folder, or a GGUF file, which holds its
     tokenizer); `ModelNotFoundError` naming it when it is neither here nor downloadable."""
-    from transformers import AutoTokenizer  # heavy: imported only when counting with a tokenizer
-
     files = locate_model_files(name, revision, allow_patterns=TOKENIZER_FILES)
-    return TokenCounter.from_hf(AutoTokenizer.from_pretrained(files.folder, **files.load_args()), f"hf:{name}")
+    return TokenCounter.from_hf(load_tokenizer(files), f"hf:{name}")
 
 
 def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | None = None) -> TokenCounter:

