@@ -1,8 +1,14 @@
 
 # --- backends helper: an OpenAI-compatible server and a tiny causal LM -------------------------------
 import os as _os
+import signal as _signal
 
 import pytest as _pytest
+
+# A process started in the background by a script (`pytest &`, without job control) has SIGINT ignored,
+# and so would every command a test starts: the Ctrl-C tests need it as a terminal gives it.
+if _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 # Ray must advertise 127.0.0.1 here (traffic may only go to the loopback); set before any Ray starts.
 # A test-and-CI setting: users' clusters advertise their real addresses.
