@@ -14,6 +14,10 @@ Each folder is saved into a temporary folder beside it, its manifest (the files 
 renamed into place: a process killed while saving, or two saving at once, never leave a half folder where a
 load reads. A folder without a manifest, or whose files disagree with it, is ignored, and replaced by the
 next load's. A killed save leaves a `.<name>.*` temporary folder, which no load reads.
+
+An engine that reads one Hugging Face folder and no GGUF file (vLLM reads GGUF only for some architectures)
+is given `serving_folder`: `served-<dtype>/` beside the others, links to the tokenizer's and the weights'
+files in one folder, made once the same way.
 """
 
 from __future__ import annotations
@@ -95,12 +99,48 @@ def _load(files: ModelFiles, part: str, what: str, read: Callable[[str | Path, d
     return loaded
 
 
+def serving_folder(files: ModelFiles, dtype: str = "float32") -> Path:
+    """One Hugging Face folder holding the model `files` whole (tokenizer, config and weights in `dtype`),
+    for an engine that reads a folder: the model's own folder, or for a GGUF file `served-<dtype>/` in its
+    conversions, links to the files of `tokenizer/` and `<dtype>/` (converted first where missing)."""
+    if files.gguf_file is None:
+        return Path(files.folder)
+    gguf = Path(files.folder, files.gguf_file)
+    conversions = conversions_folder(gguf)
+    folder = conversions / f"served-{dtype}"
+    if _complete(folder):
+        return folder
+    parts = [conversions / TOKENIZER, conversions / dtype]
+    if not all(_complete(part) for part in parts):
+        load_tokenizer(files)
+        load_causal_lm(files, dtype)
+    if not all(_complete(part) for part in parts):  # the cache could not be written: the loads said why
+        raise OSError(f"cannot convert {gguf.name} into {conversions}")
+
+    def link(partial: Path) -> None:
+        for part in parts:  # the weights' config.json wins over the tokenizer's copy of it, if any
+            for path in sorted(part.iterdir()):
+                if path.is_file() and path.name != MANIFEST:
+                    target = partial / path.name
+                    target.unlink(missing_ok=True)
+                    target.symlink_to(path)
+
+    _write_folder(link, gguf, folder)
+    return folder
+
+
 def _save(loaded: Any, gguf: Path, folder: Path) -> None:
     """`loaded.save_pretrained` into `folder`, whole or not at all."""
+    _write_folder(loaded.save_pretrained, gguf, folder)
+
+
+def _write_folder(write: Callable[[Path], Any], gguf: Path, folder: Path) -> None:
+    """`write(partial)` into a temporary folder beside `folder`, its manifest last, renamed into place: whole
+    or not at all."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        loaded.save_pretrained(partial)
+        write(partial)
         manifest = {"gguf": gguf.name, "files": _sizes(partial)}
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         if folder.exists() and not _complete(folder):  # a broken entry (copied in part, files removed)

@@ -189,6 +189,8 @@ class VLLMOptions:
     gpu_memory_utilization: float | None = option()
     dtype: str | None = option()
     enable_prefix_caching: bool | None = option()
+    enforce_eager: bool | None = option("--enforce-eager", "vllm: run the model without compiling it first (default: "
+                                        "on a CPU, where compiling costs minutes at every start; off on a GPU)")
     seed: int | None = option()
     revision: str | None = option()
     trust_remote_code: bool | None = option()

