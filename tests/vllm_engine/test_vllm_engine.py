@@ -71,7 +71,8 @@ def test_a_prompt_longer_than_the_model_fails_alone(backend):
     answers: dict[int, Any] = {}
     asyncio.run(backend.complete(requests, answers.__setitem__))
     assert isinstance(answers[0], Completion) and isinstance(answers[2], Completion)
-    assert isinstance(answers[1], CallError) and answers[1].error.startswith("vLLM generation failed: ValueError: ")
+    assert isinstance(answers[1], CallError) and answers[1].reason.startswith("vLLM generation failed: ")
+    assert "maximum context length is 4096 tokens" in answers[1].reason
 
 
 def sample_predictions(limit: int) -> list[dict[str, Any]]:
