@@ -83,7 +83,7 @@ def check_judged(results: dict[str, Any], scored_at_least: int) -> None:
     """Every response scored or its failure counted with a reason; the judge structured."""
     assert results["judge"]["structured"] is True
     scored = [item for item in results["items"] if all(item["scores"].get(d) is not None for d in DIMENSIONS)]
-    assert len(scored) >= scored_at_least
+    assert len(scored) >= scored_at_least, [item["errors"] for item in results["items"]]
     for item in results["items"]:
         assert item in scored or item["errors"], item
 
