@@ -27,6 +27,7 @@ import json
 from typing import Any, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
+from bespoke_metric.judging.protocol import GRAMMAR
 
 from .base import CallError, Completion, EngineError, OnDone, Request
 from .tool_calls import template_takes_tools, with_tool_calls
@@ -43,6 +44,7 @@ class VLLMBackend:
     one_batch = True
     takes_tools = False
     searches = False
+    constraint = GRAMMAR
 
     def __init__(
         self,

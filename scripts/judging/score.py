@@ -12,9 +12,9 @@ from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, 
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.options import ClientOptions
+from bespoke_metric.backends.options import ClientOptions, HFOptions
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.judging.config import JudgeConfig
+from bespoke_metric.judging.config import JUDGE_ENGINE_KEYS, JudgeConfig
 from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
@@ -38,6 +38,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
+    add_option_arguments(parser, HFOptions, only=JUDGE_ENGINE_KEYS)  # --no-grammar
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
