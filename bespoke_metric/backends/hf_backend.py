@@ -190,7 +190,8 @@ class HFBackend:
             )
             self._compiler = xgrammar.GrammarCompiler(info)  # it keeps what it compiled: one compile per schema
         schema = bounded_schema(request.json_schema, request.max_tokens)
-        return self._compiler.compile_json_schema(json.dumps(schema, sort_keys=True), any_whitespace=False)
+        # in the schema's own order of properties: reasoning first, so the judge thinks before it scores
+        return self._compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
 
     def _batch_size_for(self, total_length: int) -> int:
         if self.batch_size is not None:
