@@ -18,7 +18,9 @@ A request's JSON schema is written into its prompt (`messages_with_schema`), and
 a judge gets: `make_judge`, `--no-grammar` turns it off) it also holds the answer: xgrammar compiles the
 schema, bounded by `protocol.bounded_schema` so that an answer always ends, into a grammar whose logits
 processor (`xgrammar.contrib.hf.LogitsProcessor`) masks every next token that would leave it, laid out
-compactly (no free whitespace, where a looping model could run on). xgrammar rather than outlines: it is
+compactly (no free whitespace, where a looping model could run on), and without the tokens that hold a
+control character (xgrammar lets a bounded string take them; JSON does not, and the compact layout needs
+none). xgrammar rather than outlines: it is
 what vLLM and SGLang hold their structured outputs with (the same grammar here and there), it ships a
 transformers logits processor taking one grammar per row of a batch, and it compiles a schema in
 milliseconds where outlines builds an index over the whole vocabulary. A batch holds only requests with a
@@ -102,6 +104,7 @@ class HFBackend:
         self.grammar = grammar
         self.constraint = GRAMMAR if grammar else None
         self._compiler: Any = None  # xgrammar's, made for the first request with a schema
+        self._control_tokens: list[int] = []  # the tokens a held answer never takes (see `_grammar_of`)
         if files is not None:
             self.model = str(model)  # what results name: the GGUF file, never its folder in the cache
             load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code}
@@ -189,6 +192,7 @@ class HFBackend:
                 self._tokenizer, vocab_size=self._model.config.get_text_config().vocab_size, stop_token_ids=self._eos_ids
             )
             self._compiler = xgrammar.GrammarCompiler(info)  # it keeps what it compiled: one compile per schema
+            self._control_tokens = [token for token, piece in enumerate(info.decoded_vocab) if any(byte < 0x20 for byte in piece)]
         schema = bounded_schema(request.json_schema, request.max_tokens)
         # in the schema's own order of properties: reasoning first, so the judge thinks before it scores
         return self._compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
@@ -228,7 +232,8 @@ class HFBackend:
         input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
         attention_mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         config = transformers.GenerationConfig(
-            max_new_tokens=max(max_tokens), do_sample=False, pad_token_id=pad, eos_token_id=self._eos_ids or None
+            max_new_tokens=max(max_tokens), do_sample=False, pad_token_id=pad, eos_token_id=self._eos_ids or None,
+            suppress_tokens=self._control_tokens if grammars is not None else None,
         )
         processors = transformers.LogitsProcessorList()
         if grammars is not None:
