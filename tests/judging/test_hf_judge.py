@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.scoring.pipeline import score
 
 
@@ -17,7 +18,8 @@ def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthe
     results = score(records, f"hf:{tiny_model_dir}", source=synthetic_hub, cache=str(cache), max_shots=1,
                     recall="batched", max_tokens=8, max_parse_retries=1).to_json()
     summary = results["summary"]
-    # A random model cannot write the protocol's format: every judgment fails, is counted, and is never a 0.
+    # Held to the schema, even a random model would answer; 8 tokens cannot hold an answer, though: every one is
+    # cut off, re-asked once, cut off again. Every judgment fails, is counted, and is never a 0.
     assert summary["failures"] == {metric: 2 for metric in (*DIMENSIONS, "recall")}
     assert summary["need_alignment"] is None
     assert summary["average"] is None
@@ -25,11 +27,17 @@ def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthe
         assert item["scores"] == {d: None for d in DIMENSIONS}
         assert item["recall"] is None
         assert {e["metric"] for e in item["errors"]} == {*DIMENSIONS, "recall"}
-    # Two items x (personalization + batched recall), each asked once more after the parse failure.
-    assert results["usage"]["calls"] == 8
+        assert all("cut off at the output limit in 2 of 2 answers" in e["reason"] for e in item["errors"])
+    # Two items x (personalization + batched recall), each asked once more after the answer ran on.
+    assert results["usage"]["calls"] == 8 and summary["judge_truncated"] == 8
     judge = results["judge"]
     assert judge["engine"] == "hf"
     assert judge["max_tokens"] == 8
+    # a judge's answers are JSON held to the schema by xgrammar's grammar, unless --no-grammar
+    assert (judge["structured"], judge["constraint"], judge["settings"]["schema"]) == (True, "grammar", "grammar")
+    free = make_judge(f"hf:{tiny_model_dir}", grammar=False)
+    assert {name: free.describe()[name] for name in ("structured", "constraint")} == {"structured": False, "constraint": None}
+    assert free.describe()["settings"]["schema"] == "in prompt"
     json.dumps(results)  # serialisable as written to results.json
     again = score(records, f"hf:{tiny_model_dir}", source=synthetic_hub, cache=str(cache), max_shots=1,
                   recall="batched", max_tokens=8, max_parse_retries=1).to_json()
