@@ -19,7 +19,7 @@ from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.results.served import served_warnings, truncated_line
+from bespoke_metric.results.served import judge_truncated_line, served_warnings, truncated_line
 from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
@@ -113,6 +113,9 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
     cut = truncated_line(summary.get("truncated") or 0, summary["items"])
     if cut:
         print(cut, file=out)
+    ran_on = judge_truncated_line(summary.get("judge_truncated") or 0, usage.get("calls", 0) + usage.get("cached", 0))
+    if ran_on:
+        print(ran_on, file=out)
     if results.guarded:
         caught = ", ".join(f"{name} {count}" for name, count in sorted(results.guarded.items()))
         print(f"{sum(results.guarded.values())} of {summary['items']} responses caught by a guard ({caught}): lowest "

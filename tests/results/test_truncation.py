@@ -89,7 +89,7 @@ def cut_system_answers(body: dict[str, Any]):
     return answer_any(body) if answer is None else Cutoff(answer)
 
 
-def test_finish_reason_length_from_an_openai_compatible_server_is_marked(openai_server, here: Path, monkeypatch, capsys) -> None:
+def test_finish_reason_length_from_an_openai_compatible_server_is_marked(openai_server, here: Path, capsys) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-truncation-test")
     openai_server.responder = cut_system_answers
@@ -110,7 +110,7 @@ def test_finish_reason_length_from_an_openai_compatible_server_is_marked(openai_
     assert whole["summary"]["truncated"] == 0 and not any("truncated" in item for item in whole["items"])
 
 
-def test_strict_scoring_of_several_files_writes_none_when_one_holds_a_cut_off_answer(openai_server, here: Path, monkeypatch, capsys) -> None:
+def test_strict_scoring_of_several_files_writes_none_when_one_holds_a_cut_off_answer(openai_server, here: Path, capsys) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-truncation-test")
     generate = ["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "2"]
@@ -147,7 +147,7 @@ RAMBLE = "The answer covers the need of the user. " * 200
 """What a small judge writes when it loops: one sentence again and again, until the output limit cuts it."""
 
 
-def test_a_judge_answer_that_runs_on_is_re_asked_once_and_counted(openai_server, here: Path) -> None:
+def test_a_judge_answer_that_runs_on_is_re_asked_once_and_counted(openai_server, here: Path, capsys) -> None:
     rows = list(bespoke_dataset.load("benchmark", source="sample"))[:2]
     records = [{"user": row["user"], "query_id": row["query_id"], "response": row["shots"][0]["response"]} for row in rows]
     recovers = records[0]["response"].strip()
@@ -188,3 +188,10 @@ def test_a_judge_answer_that_runs_on_is_re_asked_once_and_counted(openai_server,
     assert not any("response_format" in call.body for call in openai_server.calls)
     assert {error["reason"] for item in lines["items"] for error in item["errors"]} == {
         "unparseable answer after 1 attempt(s): the answer was cut off at the output limit before it ended"}
+
+    # the command line says how many of the judge's answers ran on
+    (here / "p.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    assert main(["score", "--predictions", "p.jsonl", "--judge", "openai:judge-model", "--base-url", openai_server.base_url,
+                 "--source", "sample", "--recall", "none", "--no-guards", "--structured", "--output", "s.json"]) == 0
+    assert "3 of the judge's 4 answers ran on to the output limit (summary.judge_truncated): never read, each re-asked once" \
+        in capsys.readouterr().out
