@@ -21,14 +21,14 @@ import pytest
 
 import bespoke_dataset
 from bespoke_cli.cli import main
+from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
 from bespoke_metric.analysis.report import to_csv, to_markdown
-from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.calls.scheduler import RUN_ON_ECHO_CHARS
 from bespoke_metric.judging.protocol import PERSONALIZATION_SCHEMA, bounded_schema
 from bespoke_metric.results import ItemResult
-from bespoke_metric.scoring.predictions import PredictionError, read_predictions
 from bespoke_metric.scoring.pipeline import score
+from bespoke_metric.scoring.predictions import PredictionError, read_predictions
 from bespoke_metric.testing.judge_responder import judge_answer, response_text
 from bespoke_metric.testing.server import Cutoff, messages_of
 from bespoke_metric.testing.system_responder import answer_any, system_answer
@@ -89,7 +89,7 @@ def cut_system_answers(body: dict[str, Any]):
     return answer_any(body) if answer is None else Cutoff(answer)
 
 
-def test_finish_reason_length_from_an_openai_compatible_server_is_marked(openai_server, here: Path, capsys) -> None:
+def test_finish_reason_length_from_an_openai_compatible_server_is_marked(openai_server, here: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-truncation-test")
     openai_server.responder = cut_system_answers
@@ -110,7 +110,7 @@ def test_finish_reason_length_from_an_openai_compatible_server_is_marked(openai_
     assert whole["summary"]["truncated"] == 0 and not any("truncated" in item for item in whole["items"])
 
 
-def test_strict_scoring_of_several_files_writes_none_when_one_holds_a_cut_off_answer(openai_server, here: Path, capsys) -> None:
+def test_strict_scoring_of_several_files_writes_none_when_one_holds_a_cut_off_answer(openai_server, here: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-truncation-test")
     generate = ["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--limit", "2"]
