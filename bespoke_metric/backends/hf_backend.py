@@ -17,15 +17,14 @@ for a ChatML model such as SmolLM2), else its tokenizer's.
 A request's JSON schema is written into its prompt (`messages_with_schema`), and with `grammar=True` (what
 a judge gets: `make_judge`, `--no-grammar` turns it off) it also holds the answer: xgrammar compiles the
 schema, bounded by `protocol.bounded_schema` so that an answer always ends, into a grammar whose logits
-processor (`xgrammar.contrib.hf.LogitsProcessor`) masks every next token that would leave it, laid out
-compactly (no free whitespace, where a looping model could run on), and without the tokens that hold a
-control character (xgrammar lets a bounded string take them; JSON does not, and the compact layout needs
-none). xgrammar rather than outlines: it is
-what vLLM and SGLang hold their structured outputs with (the same grammar here and there), it ships a
-transformers logits processor taking one grammar per row of a batch, and it compiles a schema in
-milliseconds where outlines builds an index over the whole vocabulary. A batch holds only requests with a
-schema, or only requests without. `xgrammar` is an optional extra (`bespoke-eval[grammar]`), imported
-on the first request with a schema.
+processor (`xgrammar.contrib.hf.LogitsProcessor`) masks every next token that would leave it. The layout is
+compact (no free whitespace, where a looping model could run on), and the tokens that hold a control
+character are suppressed (xgrammar lets a bounded string take them; JSON does not). xgrammar rather than
+outlines: vLLM and SGLang hold their structured outputs with it, so an `hf:` and a `vllm:` judge answer under
+the same grammar of the same schema; it ships a transformers logits processor taking one grammar per row of
+a batch; and it compiles the judgment's schema in some 0.05 s. A batch holds only requests with a schema,
+or only requests without. `xgrammar` is an optional extra (`bespoke-eval[grammar]`), imported on the first
+request with a schema.
 
 A model whose chat template renders tools takes them (`takes_tools`): a request's `tools` go through
 `apply_chat_template(..., tools=...)`, and the calls the model writes are parsed out of its answer
