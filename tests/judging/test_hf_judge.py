@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.judging.factory import make_judge
+from bespoke_metric.backends.options import OptionError
+from bespoke_metric.judging.factory import judge_parts, make_judge
 from bespoke_metric.scoring.pipeline import score
 
 
@@ -43,3 +46,16 @@ def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthe
                   recall="batched", max_tokens=8, max_parse_retries=1).to_json()
     assert again["usage"]["calls"] == 0
     assert again["items"] == results["items"]
+
+
+def test_a_judge_holds_its_answers_to_the_schema_where_its_engine_can():
+    """`judge_parts` builds nothing: what a judge gets by default, and `--no-grammar` where it applies."""
+    held = judge_parts("hf:some/model")
+    assert (held.engine["grammar"], held.protocol["structured"]) == (True, True)
+    free = judge_parts("hf:some/model", grammar=False)
+    assert (free.engine["grammar"], free.protocol["structured"]) == (False, False)  # the paper's lines
+    assert judge_parts("hf:some/model", grammar=False, structured=True).protocol["structured"] is True  # schema in prompt
+    assert judge_parts("vllm:some/model").protocol["structured"] is True
+    assert judge_parts("openai:gpt-5", api_key="sk-x").protocol["structured"] is False
+    with pytest.raises(OptionError, match="^--no-grammar does not apply to the openai judge"):
+        judge_parts("openai:gpt-5", grammar=False)
