@@ -18,6 +18,7 @@ _os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 # --- markers: the quick loop is `python -m pytest -m "not slow"` (docs/getting-started.md) ----------
 SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its mark
     "test_backend_hf.py::test_generates_end_to_end_through_the_scheduler",
+    "test_backend_hf.py::test_a_grammar_holds_a_random_model_to_the_schema_and_ends_its_answer",
     "test_backend_vllm.py::test_tools_rendered_by_the_chat_template_and_calls_parsed_here",
     "test_bridge.py::test_rescore_keeps_the_system_and_judges_the_same_predictions_again",
     "test_bridge.py::test_the_html_leaderboard_shows_the_bridge",
@@ -73,6 +74,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_reward.py::test_the_prompt_dataset_asks_what_generate_asks_and_feeds_the_reward",
     "test_reward.py::test_weights_choose_the_metrics",
     "test_score_many.py::test_one_run_judges_every_system_as_separate_runs_would",
+    "test_smollm2.py::test_smollm2_as_an_hf_judge_held_to_the_schema_reads_every_judgment",
     "test_scoring.py::test_score_over_http_matches_hand_arithmetic",
     "test_search_policies.py::test_agent_with_the_tiny_hf_model_speaks_the_plain_text_protocol",
     "test_search_runs.py::test_a_replayed_run_with_the_search_server_down_gives_identical_predictions",
@@ -87,6 +89,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_testing_surface.py::test_the_package_example_scores_through_the_local_server",
     "test_tokens.py::test_truncate_gives_the_longest_prefix_within_the_budget",
     "test_tool_calls.py::test_hf_renders_tools_and_a_continued_conversation_through_the_template",
+    "test_truncation.py::test_a_judge_answer_that_runs_on_is_re_asked_once_and_counted",
     "test_typed_source.py::test_an_export_reads_back_as_the_records_it_was_made_of",
     "test_typed_source.py::test_generate_on_an_export",
     "test_typed_source.py::test_score_and_meta_eval_on_an_export",

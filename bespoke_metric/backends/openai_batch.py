@@ -127,6 +127,7 @@ class OpenAIBatchBackend:
         self.model = direct.model
         self.takes_tools = direct.takes_tools
         self.searches = direct.searches
+        self.constraint = direct.constraint
         self.ledger_path = Path(batch_ledger) if batch_ledger is not None else default_ledger()
         self.max_requests = batch_max_requests
         self.max_bytes = batch_max_bytes

@@ -112,6 +112,14 @@ def truncated_line(truncated: int, answers: int) -> str | None:
             "predictions); scored as given (--strict refuses them)")
 
 
+def judge_truncated_line(judge_truncated: int, calls: int) -> str | None:
+    """`4 of the judge's 80 answers ran on to the output limit ...`, or None when none did."""
+    if not judge_truncated:
+        return None
+    return (f"{judge_truncated} of the judge's {calls} answers ran on to the output limit (summary.judge_truncated): "
+            "never read, each re-asked once")
+
+
 def mark_served(results: Results, system_served: Mapping[str, int] | None = None) -> None:
     """Record `system_served` (`{model: predictions}`, as the predictions say) as `system.served_models`,
     and mark the results `served_mismatch` when a call of the judge or the system was served by another

@@ -130,6 +130,7 @@ def build_results(
     summary = summarize(list(items))
     summary["benchmark_queries"] = benchmark_queries
     summary["truncated"] = sum(1 for item in items if item.truncated)
+    summary["judge_truncated"] = usage.truncated
     results = Results(summary=summary, **figure_stats(items), items=list(items),
                       judge={**judge.describe(), "served_models": dict(usage.served_models)},
                       data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
