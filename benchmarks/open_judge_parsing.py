@@ -46,8 +46,8 @@ class Row:
 ROWS: dict[str, Row] = {
     "hf": Row(lambda path: f"hf:{path}", {"grammar": False}, "hf: --no-grammar, the paper's lines"),
     "hf-grammar": Row(lambda path: f"hf:{path}", {}, "hf: as a judge runs, JSON held by xgrammar's grammar"),
-    # Hook (issue 31): "vllm": Row(lambda folder: f"vllm:{folder}", {}), and "openai-vllm-serve":
-    # Row(lambda folder: "openai:<served name>", {"base_url": ...}) with the server this script starts.
+    # where vLLM is installed (its own environment, docs/serving-an-open-judge.md): the rows above are kept
+    "vllm": Row(lambda path: f"vllm:{path}", {}, "vllm: in process, JSON held by vLLM's structured outputs"),
 }
 
 
@@ -85,6 +85,20 @@ def measure(spec: str, options: dict[str, Any], limit: int) -> dict[str, Any]:
     }
 
 
+def earlier_rows(settings: dict[str, Any]) -> dict[str, Any]:
+    """The rows of the results file this script wrote before under the same settings (the `vllm` row runs in
+    an environment of its own, the `hf` rows in the main one: each run adds its rows to the others')."""
+    from record import RESULTS
+
+    try:
+        figures = json.loads((RESULTS / "open_judge_parsing.json").read_text(encoding="utf-8"))["figures"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    same = {k: v for k, v in figures.get("settings", {}).items() if k != "threads"} == {
+        k: v for k, v in settings.items() if k != "threads"}
+    return dict(figures.get("rows", {})) if same else {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=3, help="predictions of the sample to judge (default 3; 15: all)")
@@ -110,6 +124,7 @@ def main() -> None:
         options = {"max_shots": args.max_shots, "recall": args.recall, "max_tokens": args.max_tokens, **row.options}
         rows[name] = {"about": row.about, **measure(row.spec(smollm2_path()), options, args.limit)}
         print(name, json.dumps(rows[name]), flush=True)
+    rows = {**earlier_rows(settings), **rows}
     goals = {f"rows.{name}.parsed_share": (">=", 1.0) for name in rows if name.endswith("grammar")}
     write_results(__file__, {"settings": settings, "rows": rows}, goals=goals, notes={
         "judgments": "per response: its four scores (one judgment) and, with recall, one verdict per gold claim",
