@@ -13,8 +13,10 @@ off: every response goes to the judge. Run small by default, to finish on a load
     python benchmarks/open_judge_parsing.py [--limit 3] [--max-shots 1] [--recall none] [--max-tokens 1024] [--threads 1]
     python benchmarks/open_judge_parsing.py --limit 15 --recall per-claim --rows hf-grammar   # the whole sample
 
-Rows for other engines go into `ROWS` (see `Row`): `vllm:` in process and `openai:` against a `vllm serve`
-of the same folder run where vLLM is installed (issue 31), with the same figures.
+The `vllm` row (`vllm:` in process) runs where vLLM is installed, in its own environment, and is added to the
+rows the main environment's run wrote under the same settings:
+
+    .venv-vllm/bin/python benchmarks/open_judge_parsing.py --rows vllm
 """
 
 from __future__ import annotations

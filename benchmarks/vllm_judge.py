@@ -7,8 +7,9 @@
 - **prefix caching**: those requests queued in bespoke's order (sorted by their messages, so the calls of one
   query that share the rubric and examples are neighbours) against the same requests shuffled: wall seconds and
   vLLM's own prefix-cache hit rate (`LLM.get_metrics()`: `vllm:prefix_cache_hits` / `vllm:prefix_cache_queries`).
-- **vllm: vs hf:**: the same predictions judged by `hf:` on the same CPU (the transformers engine, the schema
-  constraint as `hf:` applies it): wall seconds, and the ratio hf ÷ vllm.
+- **vllm: vs hf:**: the first `--hf-limit` predictions judged by `vllm:` and by `hf:` on the same CPU (the
+  transformers engine, the schema held by its grammar), one example shown and no recall, as
+  `open_judge_parsing.py` runs (`hf:` takes minutes a response on a loaded CPU): wall seconds, and hf ÷ vllm.
 
 Run in the vLLM environment (docs/serving-an-open-judge.md), one engine for the whole run, eager as on a CPU:
 
@@ -18,7 +19,6 @@ Run in the vLLM environment (docs/serving-an-open-judge.md), one engine for the 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import random
@@ -54,12 +54,12 @@ def recording(backend: Any) -> Any:
     return Recording()
 
 
-def judge_once(spec: str, backend: Any, records: list[dict[str, Any]]) -> tuple[float, dict[str, Any]]:
+def judge_once(spec: str, backend: Any, records: list[dict[str, Any]], **protocol: Any) -> tuple[float, dict[str, Any]]:
     """Seconds to score `records` with an LLM judge on `backend` (structured, no cache), and the results."""
     from bespoke_metric.judging.llm_judge import LLMJudge
     from bespoke_metric.scoring.pipeline import score
 
-    judge = LLMJudge(backend, spec=spec, structured=True, progress=False)
+    judge = LLMJudge(backend, spec=spec, structured=True, progress=False, **protocol)
     started = time.perf_counter()
     results = score(records, judge, source="sample").to_json()
     return time.perf_counter() - started, results
@@ -96,14 +96,16 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
     usage = results["usage"]
     return {"calls": usage["calls"], "failed": usage["failed"], "output_tokens": usage["output_tokens"],
             "items_scored": sum(all(v is not None for v in item["scores"].values()) for item in results["items"]),
-            "items": len(results["items"]), "average": results["summary"]["average"]}
+            "items": len(results["items"]), "average": results["summary"]["average"],
+            "judge_truncated": results["summary"].get("judge_truncated")}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=4, help="sample predictions judged (default 4)")
     parser.add_argument("--runs", type=int, default=2, help="alternating runs of each side (default 2)")
-    parser.add_argument("--no-hf", action="store_true", help="leave out the hf: comparison")
+    parser.add_argument("--hf-limit", type=int, default=2, help="predictions judged by both for vllm: vs hf: "
+                        "(default 2; 0: leave it out)")
     args = parser.parse_args()
 
     import vllm
@@ -146,15 +148,21 @@ def main() -> None:
             "speedup": over_runs([b["seconds"] / a["seconds"] for a, b in order_runs], 3)},
         "vllm_judge": summary(judged),
     }
-    del llm
-    if not args.no_hf:
-        hf_seconds, hf_results = judge_once(f"hf:{path}", make_backend(f"hf:{path}"), records)
-        figures["hf_judge"] = {**summary(hf_results), "seconds": round(hf_seconds, 2)}
-        figures["hf_vs_vllm"] = round(hf_seconds / figures["bespoke_vs_bare"]["bespoke_s"]["median"], 2)
+    if args.hf_limit:
+        small = {"max_shots": 1, "recall": "none"}
+        vllm_seconds, vllm_results = judge_once(f"vllm:{path}", make_backend(f"vllm:{path}", llm=llm),
+                                                records[:args.hf_limit], **small)
+        del llm
+        hf_seconds, hf_results = judge_once(f"hf:{path}", make_backend(f"hf:{path}", grammar=True),
+                                            records[:args.hf_limit], **small)
+        figures["hf_vs_vllm"] = {"settings": {**small, "predictions": args.hf_limit},
+                                 "vllm": {**summary(vllm_results), "seconds": round(vllm_seconds, 2)},
+                                 "hf": {**summary(hf_results), "seconds": round(hf_seconds, 2)},
+                                 "ratio": round(hf_seconds / vllm_seconds, 2)}
     print(json.dumps(figures, indent=1))
     write_results(__file__, figures, goals={"bespoke_vs_bare.ratio.median": (">=", 0.9)}, notes={
         "ratio": "bare LLM.chat seconds / bespoke vllm: judge seconds for the same requests (higher is better for bespoke)",
-        "hf_vs_vllm": "hf: judge seconds / vllm: judge seconds on the same predictions, same CPU",
+        "hf_vs_vllm.ratio": "hf: judge seconds / vllm: judge seconds on the same predictions, same CPU",
         "hit_rate": "vLLM's prefix_cache_hits / prefix_cache_queries (tokens) over the run, cache emptied first"})
 
 
