@@ -423,10 +423,11 @@ class BatchCollection:
 
     # -- calls to the Batch API ----------------------------------------------------------------------
 
-    async def _api(self, send: Any, what: str, *, first: bool = False, parse: bool = True) -> Any:
+    async def _api(self, send: Any, what: str, *, first: bool = False, parse: bool = True, once: bool = False) -> Any:
         """One call to the batch API under the direct backend's retry policy: its JSON answer (or bytes with
         `parse=False`), or a `CallError` saying what could not be done; `first`: the call an endpoint
-        without the API answers with a 404 or 405 (`BatchUnsupported`)."""
+        without the API answers with a 404 or 405 (`BatchUnsupported`); `once`: not retried (a call whose
+        retry could make a second batch, when the first was made and its answer lost)."""
 
         async def attempt() -> Any:
             raw = await send()
@@ -438,7 +439,13 @@ class BatchCollection:
                 raise CallFailed(f"malformed answer from the Batch API: {short(raw.decode('utf-8', 'replace'))}",
                                  retryable=True) from None
 
-        outcome = await self.backend.direct.retrying(attempt)
+        if once:
+            try:
+                outcome = await attempt()
+            except CallFailed as failure:
+                outcome = CallError(self.backend.direct.scrub(failure.reason), retryable=failure.retryable)
+        else:
+            outcome = await self.backend.direct.retrying(attempt)
         if isinstance(outcome, CallError):
             if first and any(f"HTTP {status}" in outcome.reason for status in (404, 405)):
                 raise BatchUnsupported(f"{self.session.where} offers no Batch API ({self.first_call}: {outcome.reason}); "
