@@ -172,7 +172,7 @@ def _search_blocks(tool: dict[str, Any], question: str, number: int) -> tuple[li
     blocks: list[dict[str, Any]] = []
     found: list[Page] = []
     for index, (query, results) in enumerate(((question, pages[:2]), (f"{question} reviews", pages[1:])), 1):
-        use_id = f"srvtoolu_{number:06d}_{index}"
+        use_id = f"srvtoolu_{number:06d}{index:02d}"
         blocks.append({"type": "server_tool_use", "id": use_id, "name": "web_search", "input": {"query": query}})
         if tool.get("max_uses") is not None and index > int(tool["max_uses"]):
             content: Any = {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}
