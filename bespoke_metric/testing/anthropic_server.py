@@ -44,10 +44,14 @@ after making the batch (an answer lost on the way). `processed` counts the reque
 
     with serve_anthropic() as server:
         backend = make_backend("anthropic:claude-sonnet-5-5", base_url=server.root_url, api_key="test")
+
+`python -m bespoke_metric.testing.anthropic_server --url-file FILE` runs one until it is stopped, writing its
+base URL to FILE once it listens.
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 import contextlib
 import datetime
@@ -55,6 +59,8 @@ import functools
 import itertools
 import json
 import re
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -477,3 +483,26 @@ def serve_anthropic(responder: Responder = answer_any, **options: Any) -> Iterat
     finally:
         server.stop()
 
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bespoke_metric.testing.anthropic_server --url-file FILE`: serve (as a Claude system and a
+    Claude judge both, `answer_any`) until stopped, the base URL written to FILE once it listens."""
+    parser = argparse.ArgumentParser(prog="python -m bespoke_metric.testing.anthropic_server",
+                                     description="serve Anthropic's Messages and Message Batches APIs on 127.0.0.1, "
+                                                 "answering as the stand-in system and judge")
+    parser.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with serve_anthropic() as server:
+        with open(args.url_file, "w", encoding="utf-8") as out:
+            out.write(server.root_url + "\n")
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

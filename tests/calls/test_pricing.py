@@ -129,9 +129,11 @@ def test_web_searches_are_priced_per_thousand_besides_the_tokens_or_leave_the_co
     assert maintained.source.endswith("(anthropic claude-sonnet-5-5)")
     table = PriceTable({"anthropic:c": Price(input=2.0, output=10.0, web_search=10.0), "openai:m": Price(input=1.0, output=1.0)})
     searched = Usage(calls=2, input_tokens=1_000_000, output_tokens=100_000, web_searches=3)
-    record = usage_models([ModelUse("anthropic:c", ("system",), searched)], table)["models"]["anthropic:c"]
+    block = usage_models([ModelUse("anthropic:c", ("system",), searched)], table)
+    record = block["models"]["anthropic:c"]
     assert record["web_searches"] == 3
     assert record["cost"] == pytest.approx(2.0 + 1.0 + 3 * 10.0 / 1000)
+    assert "anthropic:c: 1000000 in (0 cached), 100000 out (0 reasoning), 3 web searches, $3.0300;" in cost_line(block)
     unpriced = usage_models([ModelUse("openai:m", ("system",), searched)], table)
     assert unpriced["cost"] is None and unpriced["cost_unknown"] == ["openai:m"]
     assert "web search" in unpriced["models"]["openai:m"]["price_note"]
