@@ -17,6 +17,8 @@ _os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 # --- markers: the quick loop is `python -m pytest -m "not slow"` (docs/getting-started.md) ----------
 SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its mark
+    "test_anthropic.py::test_the_command_line_says_a_retired_claude_in_one_line_and_writes_nothing",
+    "test_anthropic_batch.py::test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice",
     "test_backend_hf.py::test_generates_end_to_end_through_the_scheduler",
     "test_backend_vllm.py::test_tools_rendered_by_the_chat_template_and_calls_parsed_here",
     "test_bridge.py::test_rescore_keeps_the_system_and_judges_the_same_predictions_again",

@@ -196,6 +196,9 @@ class Usage:
     """Dollars the provider itself reported for the calls that said (`Completion.provider_cost`)."""
     provider_costed: int = 0
     """Of `calls`, those whose cost the provider reported."""
+    web_searches: int = 0
+    """Searches the provider's own web search made in the calls (`Completion.search`, as
+    `web_search.searches_made` counts them): billed per search, besides the tokens."""
     wall_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
@@ -211,7 +214,8 @@ class Usage:
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens,
                 **({"provider_cost": round(self.provider_cost, 6), "provider_costed": self.provider_costed}
-                   if self.provider_costed else {}), **self.extra}
+                   if self.provider_costed else {}),
+                **({"web_searches": self.web_searches} if self.web_searches else {}), **self.extra}
 
     @classmethod
     def total(cls, usages: Iterable["Usage"]) -> "Usage":

@@ -175,11 +175,14 @@ def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: f
     return CallFailed(reason, retryable=status in _RETRYABLE_STATUS or status >= 500, wait=wait)
 
 
-def sdk_error(status: int, content: bytes) -> str:
+def sdk_error(status: int, content: bytes, error_class: type | None = None) -> str:
     """The error response as the official SDK reports it: the SDK's public error class for the status
-    (`RateLimitError`, `BadRequestError`, ...) and its message, `Error code: 429 - <the body's message>`."""
-    import openai  # only now: a failed call can afford the import
+    (`RateLimitError`, `BadRequestError`, ...) and its message, `Error code: 429 - <the body's message>`;
+    `error_class` is another provider's SDK's class for it (default: the openai SDK's)."""
+    if error_class is None:
+        import openai  # only now: a failed call can afford the import
 
+        error_class = sdk_error_class(openai, status)
     message = f"Error code: {status}"
     try:
         body = json.loads(content)
@@ -188,7 +191,7 @@ def sdk_error(status: int, content: bytes) -> str:
     error = body.get("error", body) if isinstance(body, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"]:
         message += f" - {error['message']}"
-    return f"{sdk_error_class(openai, status).__name__}: {message}"
+    return f"{error_class.__name__}: {message}"
 
 
 def sdk_error_class(openai: Any, status: int) -> type:

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.options import (
     EXECUTORS,
+    AnthropicOptions,
     BatchOptions,
     ClientOptions,
     CostOptions,
@@ -60,6 +61,12 @@ def _gemini(model: str, options: dict[str, Any]) -> Backend:
     from bespoke_metric.backends.providers.gemini import GeminiBackend
 
     return GeminiBackend(model, **options)
+
+
+def _anthropic(model: str, options: dict[str, Any]) -> Backend:
+    from bespoke_metric.backends.providers.anthropic import AnthropicBackend
+
+    return AnthropicBackend(model, **options)
 
 
 def _hf(model: str, options: dict[str, Any]) -> Backend:
@@ -101,7 +108,10 @@ class Engine:
     """The `--search` a system model of this engine gets when none is given (`native` for an engine that
     always searches, such as Perplexity's)."""
     batch_api: bool = False
-    """Offers the OpenAI Batch API (`BatchOptions`, `--batch`)."""
+    """Offers a Batch API (`BatchOptions`, `--batch`)."""
+    batch_backend: str = "bespoke_metric.backends.openai_batch:OpenAIBatchBackend"
+    """`"module:Class"` of the backend that sends its calls through that Batch API: `Class(direct, **options)`
+    (the OpenAI Batch API's by default)."""
     substitute: Callable[[str], dict[str, Any] | None] | str | None = None
     """`(model) -> {asked, ran_as, reason, date}` for a model name the engine runs as another (a retired
     one, as its provider's documented successor), else None; or `"module:function"` naming it."""
@@ -123,6 +133,8 @@ ENGINES: dict[str, Engine] = {
     "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native",
                          substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
+    "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
+                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
     "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True, local=True),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
@@ -284,10 +296,8 @@ def build_backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str,
     if batch_options.pop("batch", False):
         if executor_options.get("executor", "local") != "local":
             raise OptionError("--batch sends the calls to the provider's Batch API: it does not run on Ray (--executor ray)")
-        from bespoke_metric.backends.openai_batch import OpenAIBatchBackend
-
         direct = _local_backend(parsed, engine_options, executor_options)
-        return OpenAIBatchBackend(direct, spending=spending, **batch_options)  # type: ignore[arg-type]
+        return _resolve(parsed.engine.batch_backend)(direct, spending=spending, **batch_options)
     if batch_options:
         flags = [flag_of(BatchOptions, name) for name in sorted(batch_options)]
         raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch")

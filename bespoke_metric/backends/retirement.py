@@ -9,8 +9,11 @@ one is decided here, once, for every provider:
 - Perplexity: a 400 with `type: "invalid_model"` ("Invalid model 'sonar-reasoning'. ...");
 - Gemini: a 404 `NOT_FOUND`, "models/gemini-1.0-pro is not found for API version v1beta, or is not
   supported for generateContent.";
+- Anthropic: a 404 whose error type is `not_found_error` and whose message names the model ("model:
+  claude-3-opus-20240229"); the same type for another object (a batch) is not the model;
 - any provider: a 400/404/410 whose message speaks of the model as deprecated, shut down, retired or not
-  existing.
+  existing, in that order ("The model `x` has been deprecated"; not "`temperature` is deprecated for this
+  model", which is about a parameter).
 
 Where a provider publishes a shutdown date (OpenAI's `GET /v1/models/{model}`: `shutdown_date`,
 `"2026-12-11"`), `shutdown_notice` says when it is near.
@@ -25,6 +28,9 @@ from typing import Any, Mapping
 
 UNAVAILABLE_CODES = frozenset({"model_not_found", "invalid_model"})
 """Error codes or types that say the model itself is not served (OpenAI's, Perplexity's)."""
+NOT_FOUND_TYPE = "not_found_error"
+"""Anthropic's error type of a 404 (`anthropic/types/shared/not_found_error_object.py`): the model when its
+message names one, else whatever else was not found."""
 NOTICE_DAYS = 90
 """A shutdown this many days away, or fewer, is worth a notice."""
 
@@ -32,6 +38,8 @@ _GONE_STATUS = frozenset({400, 404, 410})
 _MODEL = re.compile(r"\bmodels?\b", re.IGNORECASE)
 _GONE_WORDS = re.compile(r"deprecated|shut ?down|retired|decommissioned|does not exist|no longer (?:available|supported|served)"
                          r"|not found", re.IGNORECASE)
+_MODEL_GONE = re.compile(_MODEL.pattern + r".*?(?:" + _GONE_WORDS.pattern + ")", re.IGNORECASE | re.DOTALL)
+"""The model named, then said to be gone."""
 
 
 class ModelNotice(UserWarning):
@@ -46,7 +54,9 @@ def unavailable_reason(status: int, body: bytes | str | Mapping[str, Any] | None
     codes = {str(error.get(name) or "") for name in ("code", "type", "status")}
     if codes & UNAVAILABLE_CODES:
         return message or next(iter(codes & UNAVAILABLE_CODES))
-    if status in _GONE_STATUS and _MODEL.search(message) and _GONE_WORDS.search(message):
+    if NOT_FOUND_TYPE in codes and _MODEL.search(message):
+        return message
+    if status in _GONE_STATUS and _MODEL_GONE.search(message):
         return message
     return None
 

@@ -174,6 +174,10 @@ class Client:
     def retries_made(self) -> int:
         return self._caller.retries_made
 
+    def scrub(self, text: str) -> str:
+        """`text` without this backend's key (a reason, a log line)."""
+        return self._caller.scrub(text)
+
     async def _run_all(self, requests: Sequence[Request], attempt_for: Callable[[Request], Attempt], on_done: OnDone) -> None:
         """Every request at once (the caller bounds how many are in flight), `on_done` called for each as
         it ends; `attempt_for(request)` builds the request once, when its turn comes, and gives the attempt

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, Request, Usage
+from bespoke_metric.backends.web_search import searches_made
 
 from .cache import Cache, key_for
 from .progress import ProgressBar, ProgressHook
@@ -208,6 +209,7 @@ def _count(usage: Usage, outcome: Outcome, model: str) -> None:
         if outcome.provider_cost is not None:
             usage.provider_cost += outcome.provider_cost
             usage.provider_costed += 1
+        usage.web_searches += searches_made(outcome.search)
         _count_served(usage, outcome, model)
 
 

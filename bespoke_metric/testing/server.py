@@ -83,9 +83,11 @@ def tool_call(body: dict[str, Any], name: str, arguments: dict[str, Any]) -> dic
 
 
 def messages_of(body: dict[str, Any]) -> list[dict[str, str]]:
-    """The chat messages of a chat-completions or Responses API request body, as role/content dicts."""
+    """The chat messages of a chat-completions, Responses API or Anthropic Messages API request body, as
+    role/content dicts (the Messages API's top-level `system` first)."""
     if "messages" in body:
-        return [{"role": m["role"], "content": _text_of(m.get("content"))} for m in body["messages"]]
+        system = [{"role": "system", "content": _text_of(body["system"])}] if body.get("system") else []
+        return system + [{"role": m["role"], "content": _text_of(m.get("content"))} for m in body["messages"]]
     messages = []
     if body.get("instructions"):
         messages.append({"role": "system", "content": body["instructions"]})

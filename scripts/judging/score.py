@@ -131,8 +131,9 @@ def cost_line(usage: Mapping[str, Any]) -> str | None:
     for spec, record in models.items():
         cost = f"${record['cost']:.4f}" if record.get("cost") is not None else "local, no price per token" if record.get("local") else "cost unknown"
         batch = f", {record['batch_calls']} by batch" if record.get("batch_calls") else ""
+        searches = f", {record['web_searches']} web searches" if record.get("web_searches") else ""
         parts.append(f"{spec}: {record['input_tokens']} in ({record['cached_input_tokens']} cached), "
-                     f"{record['output_tokens']} out ({record['reasoning_tokens']} reasoning){batch}, {cost}")
+                     f"{record['output_tokens']} out ({record['reasoning_tokens']} reasoning){batch}{searches}, {cost}")
     total = "unknown (no price for " + ", ".join(usage.get("cost_unknown", [])) + ": --prices FILE)" if usage.get("cost") is None else f"${usage['cost']:.4f}"
     return f"tokens {'; '.join(parts)}; total cost {total}"
 

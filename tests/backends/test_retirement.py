@@ -26,6 +26,10 @@ from bespoke_metric.backends.retirement import shutdown_notice, unavailable_reas
     (400, {"error": {"message": "Invalid model 'sonar-reasoning'. Permitted models can be found in the documentation at "
                      "https://docs.perplexity.ai/getting-started/models.", "type": "invalid_model", "code": 400}}, "Invalid model"),
     (404, "The model has been deprecated", "deprecated"),  # a body that is not JSON
+    # Anthropic's 404 for a model it does not (or no longer) serve: an ErrorResponse whose error is a
+    # NotFoundErrorObject (anthropic/types/shared/error_response.py, not_found_error_object.py)
+    (404, {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-3-opus-20240229"},
+           "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}, "model: claude-3-opus-20240229"),
 ])
 def test_a_retired_or_unknown_model_is_recognised_with_the_providers_words(status, body, words):
     reason = unavailable_reason(status, body)
@@ -40,6 +44,10 @@ def test_a_retired_or_unknown_model_is_recognised_with_the_providers_words(statu
     (429, {"error": {"message": "Rate limit reached for model gpt-5", "code": "rate_limit_exceeded"}}),
     (500, b"<html>bad gateway</html>"),
     (404, None),
+    # Anthropic: a batch that is not found is not the model; a parameter the model refuses is not the model
+    (404, {"type": "error", "error": {"type": "not_found_error", "message": "Message batch msgbatch_01 not found"}}),
+    (400, {"type": "error", "error": {"type": "invalid_request_error",
+                                      "message": "`temperature` is deprecated for this model."}}),
 ])
 def test_other_errors_are_not_a_retired_model(status, body):
     assert unavailable_reason(status, body) is None
