@@ -6,6 +6,8 @@ whole response body in its provider's shape:
 - `openai_responder`: OpenAI's Responses API with `web_search_call` items (a `search` with its sources,
   an `open_page`) and `url_citation` annotations (or none, `cite=False`), and chat completions with
   `message.annotations` (for `web_search_options`) and `tool_calls` (for `tools=`);
+  `serve_openai` serves it as strictly as OpenAI's API: an unknown field (by the SDK's parameter types),
+  `max_tokens` where `max_completion_tokens` is taken, or what a GPT-6 model refuses is a 400;
 - `perplexity_responder`: Perplexity's Agent API (`POST /v1/agent`): `search_results` output items, a
   message in several `output_text` parts, `usage.cost`, a 200 `failed` and an `incomplete` answer; served by
   `serve_perplexity`, which rejects an unknown field with a 400 as the real API does;
@@ -159,6 +161,140 @@ def _chat(body: dict[str, Any], cite: bool) -> dict[str, Any]:
                   "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS},
                   "completion_tokens_details": {"reasoning_tokens": REASONING_TOKENS}},
     }
+
+
+# -- OpenAI, as strict as its API ---------------------------------------------------------------------------
+
+# The request fields OpenAI's API takes: the official SDK's own parameter types (openai-python 3.57:
+# types/responses/response_create_params.py ResponseCreateParamsBase, web_search_tool_param.py
+# WebSearchToolParam {type, external_web_access, filters{allowed_domains}, search_context_size, user_location},
+# function_tool_param.py, shared_params/reasoning.py; types/chat/completion_create_params.py
+# CompletionCreateParamsBase, WebSearchOptions). The API answers any other field with a 400
+# ("Unrecognized request argument supplied: NAME", `invalid_request_error`).
+
+
+def _sdk_fields(module: str, name: str) -> frozenset[str]:
+    import importlib
+
+    return frozenset(getattr(importlib.import_module(f"openai.types.{module}"), name).__annotations__)
+
+
+def openai_fields() -> dict[str, frozenset[str]]:
+    """The fields each part of a request body may hold, by where it is (`""`: the top level of a Responses
+    API body, `"chat"`: of a chat-completions body), read off the SDK's parameter types."""
+    return {
+        "": _sdk_fields("responses.response_create_params", "ResponseCreateParamsBase"),
+        "chat": _sdk_fields("chat.completion_create_params", "CompletionCreateParamsBase"),
+        "reasoning": _sdk_fields("shared_params.reasoning", "Reasoning"),
+        "web_search": _sdk_fields("responses.web_search_tool_param", "WebSearchToolParam"),
+        "web_search.filters": _sdk_fields("responses.web_search_tool_param", "Filters"),
+        "web_search.user_location": _sdk_fields("responses.web_search_tool_param", "UserLocation"),
+        "function": _sdk_fields("responses.function_tool_param", "FunctionToolParam"),
+        "web_search_options": _sdk_fields("chat.completion_create_params", "WebSearchOptions"),
+    }
+
+
+def unknown_openai_field(path: str, body: dict[str, Any]) -> str | None:
+    """The first field of a request body that OpenAI's API does not know (its path), or None."""
+    fields = openai_fields()
+    chat = path.endswith("/chat/completions")
+    checks: list[tuple[str, Any, frozenset[str]]] = [("", body, fields["chat" if chat else ""])]
+    if chat:
+        checks.append(("web_search_options.", body.get("web_search_options"), fields["web_search_options"]))
+    else:
+        checks.append(("reasoning.", body.get("reasoning"), fields["reasoning"]))
+        for tool in body.get("tools") or ():
+            kind = tool.get("type")
+            if kind == "web_search":
+                checks += [("tools[].", tool, fields["web_search"]), ("tools[].filters.", tool.get("filters"), fields["web_search.filters"]),
+                           ("tools[].user_location.", tool.get("user_location"), fields["web_search.user_location"])]
+            elif kind == "function":
+                checks.append(("tools[].", tool, fields["function"]))
+    for where, part, known in checks:
+        for name in part if isinstance(part, dict) else ():
+            if name not in known:
+                return where + name
+    return None
+
+
+_GPT6 = re.compile(r"^(?:.*/)?gpt-6(?:\.(\d+))?", re.IGNORECASE)
+_REASONING_CHAT = re.compile(r"^(?:.*/)?(?:o\d|gpt-[56])", re.IGNORECASE)
+
+
+def gpt6_refusal(path: str, body: dict[str, Any]) -> str | None:
+    """What OpenAI's API refuses of a request to a GPT-6 model (as issue 32 quotes OpenAI, 2026-12-01), in
+    the manner of its parameter errors, or None: tools (web search included) on chat completions from GPT-6.1; efforts `none` and
+    `minimal` on GPT-6.2 and later; `temperature`, `top_p` and logprobs unless the effort is `none`."""
+    match = _GPT6.match(str(body.get("model") or ""))
+    if match is None:
+        return None
+    minor = int(match.group(1) or 0)
+    chat = path.endswith("/chat/completions")
+    effort = body.get("reasoning_effort") if chat else (body.get("reasoning") or {}).get("effort")
+    if chat and minor >= 1 and (body.get("tools") or "web_search_options" in body):
+        return "Tools, including web search, are supported with this model only in the Responses API (/v1/responses)."
+    if minor >= 2 and effort in ("none", "minimal"):
+        return (f"Unsupported value: 'reasoning.effort' does not support '{effort}' with this model. "
+                "Supported values are: 'low', 'medium', 'high', 'xhigh' and 'max'.")
+    for name in ("temperature", "top_p", "logprobs", "top_logprobs"):
+        if name in body and effort != "none":
+            return f"Unsupported parameter: '{name}' is not supported with this model unless reasoning effort is 'none'."
+    return None
+
+
+def openai_error(path: str, body: dict[str, Any]) -> Fault | None:
+    """OpenAI's 400 for a body it rejects: an unknown field, `max_tokens` on chat completions to a model that
+    takes `max_completion_tokens` (the o-series, GPT-5, GPT-6), or what a GPT-6 model refuses
+    (`gpt6_refusal`); the error object as the API sends it (`{message, type, param, code}`)."""
+    unknown = unknown_openai_field(path, body)
+    if unknown is not None:
+        return Fault(status=400, body={"error": {"message": f"Unrecognized request argument supplied: {unknown.rsplit('.', 1)[-1]}",
+                                                 "type": "invalid_request_error", "param": unknown, "code": None}})
+    if path.endswith("/chat/completions") and "max_tokens" in body and _REASONING_CHAT.match(str(body.get("model") or "")):
+        return Fault(status=400, body={"error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}})
+    refused = gpt6_refusal(path, body)
+    if refused is not None:
+        return Fault(status=400, body={"error": {"message": refused, "type": "invalid_request_error", "param": None,
+                                                 "code": "unsupported_parameter"}})
+    return None
+
+
+class OpenAIServer(TestServer):
+    """A `TestServer` answering chat completions and the Responses API as strictly as OpenAI's API
+    (`openai_error`): each refusal is kept in `refused`; scripted faults and a `rule` come first."""
+
+    def __init__(self, responder: Responder, **options: Any) -> None:
+        super().__init__(responder, **options)
+        self.refused: list[str] = []
+        """The error message of every call the strict API refused (since the last `reset`)."""
+
+    def reset(self) -> None:
+        super().reset()
+        with self._lock:
+            self.refused.clear()
+
+    def _begin(self, record: RecordedRequest) -> Fault | None:
+        fault = super()._begin(record)
+        if fault is not None or record.method != "POST" or not isinstance(record.body, dict):
+            return fault
+        fault = openai_error(record.path, record.body)
+        if fault is not None and fault.body is not None:
+            with self._lock:
+                self.refused.append(str(fault.body["error"]["message"]))
+        return fault
+
+
+@contextlib.contextmanager
+def serve_openai(responder: Responder | None = None, **options: Any) -> Iterator[OpenAIServer]:
+    """A strict OpenAI API (`OpenAIServer`) answering with `responder` (default `openai_responder()`) on
+    127.0.0.1 for the `with` block; `server.base_url` ends in `/v1`, as OpenAI's does."""
+    server = OpenAIServer(responder or openai_responder(), **options).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 # -- Perplexity: the Agent API -----------------------------------------------------------------------------
