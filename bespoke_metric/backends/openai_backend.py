@@ -56,7 +56,7 @@ from .base import CallError, Completion, ModelUnavailableError, OnDone, Request,
 from .openai_models import SAMPLING_PARAMETERS, family_of
 from .openai_session import CallFailed, Session, model_shutdown_date, scrub_url, short
 from .options import REASONING_EFFORTS
-from .retirement import ModelNotice, shutdown_notice
+from .retirement import ModelNotice, known_shutdown, shutdown_notice
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
 from .tool_calls import decode_call, with_tool_calls
 from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
@@ -340,15 +340,18 @@ class OpenAIBackend(Client):
         return described
 
     def shutdown_date(self) -> str | None:
-        """The model's published shutdown date (OpenAI's `GET /v1/models/{model}`), looked up once a process
-        (`shutdown_lookup`), with one `ModelNotice` when it is within `retirement.NOTICE_DAYS`; None when
-        none is published or the look-up failed."""
+        """The model's published shutdown date (OpenAI's `GET /v1/models/{model}`, else the date its
+        deprecations page announced: `retirement.SHUTDOWNS`), looked up once a process (`shutdown_lookup`),
+        with one `ModelNotice` when it is within `retirement.NOTICE_DAYS`; None when none is known."""
         if not self.shutdown_lookup:
             return None
         key = (self.base_url, self.model)
         if key not in _shutdown_dates:
-            _shutdown_dates[key] = model_shutdown_date(self.base_url, self._api_key, self.model, SHUTDOWN_LOOKUP_S)
-            notice = shutdown_notice(f"{self.name}:{self.model}", _shutdown_dates[key], datetime.date.today())
+            published = model_shutdown_date(self.base_url, self._api_key, self.model, SHUTDOWN_LOOKUP_S)
+            announced = known_shutdown(self.name, self.model) if published is None else None
+            _shutdown_dates[key] = published or (announced.date if announced is not None else None)
+            notice = shutdown_notice(f"{self.name}:{self.model}", _shutdown_dates[key], datetime.date.today(),
+                                     *((announced.source,) if announced is not None else ()))
             if notice:
                 warnings.warn(notice, ModelNotice, stacklevel=2)
         return _shutdown_dates[key]

@@ -331,10 +331,34 @@ def test_a_failed_shutdown_lookup_is_silent(openai_server):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         unknown = backend_for(openai_server, "gpt-unknown-model", shutdown_lookup=True).describe()  # a 404
-        gone = make_backend("openai:gpt-5", base_url="http://127.0.0.1:9/v1", api_key=KEY, shutdown_lookup=True).describe()
+        gone = make_backend("openai:gpt-4.1-mini", base_url="http://127.0.0.1:9/v1", api_key=KEY, shutdown_lookup=True).describe()
     assert "shutdown_date" not in unknown and "shutdown_date" not in gone
     assert "shutdown_date" not in backend_for(openai_server, "test-model").describe()  # not OpenAI's API: not asked
     assert not [r for r in openai_server.requests if r.path.endswith("/models/test-model")]
+
+
+@pytest.mark.parametrize("model, date", [("gpt-5", "2026-12-11"), ("o3-2025-04-16", "2026-12-11"), ("gpt-4o", "2027-01-14"),
+                                         ("gpt-4.1", "2027-01-14"), ("o4-mini", "2026-10-23")])
+def test_where_the_api_publishes_no_date_the_announced_one_is_recorded_and_noticed(model, date):
+    from bespoke_metric.backends.openai_backend import _shutdown_dates
+
+    # an endpoint that answers no look-up (nothing listens on port 9): the date comes from OpenAI's deprecations page
+    backend = make_backend(f"openai:{model}", base_url="http://127.0.0.1:9/v1", api_key=KEY, shutdown_lookup=True)
+    _shutdown_dates.pop((backend.base_url, model), None)
+    days = (datetime.date.fromisoformat(date) - datetime.date.today()).days
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert backend.describe()["shutdown_date"] == date
+    notices = [str(w.message) for w in caught if issubclass(w.category, ModelNotice)]
+    if days <= 90:
+        assert notices == [f"openai:{model} shuts down on {date} ({'today' if days == 0 else f'in {days} days' if days > 0 else f'{-days} days ago'}, "
+                           "as OpenAI's deprecations page (platform.openai.com/docs/deprecations, as read 2026-12-01)"
+                           + ("; OpenAI's e-mail to users says 2026-12-10" if date == "2026-12-11" else "")
+                           + " says); docs/choosing-a-judge.md compares successors against the human labels"]
+    else:
+        assert notices == []
+    assert "shutdown_date" not in make_backend("openai:gpt-6.2-astra", base_url="http://127.0.0.1:9/v1", api_key=KEY,
+                                               shutdown_lookup=True).describe()  # none announced
 
 
 def test_the_command_line_prints_a_notice_line():
