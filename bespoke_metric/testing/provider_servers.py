@@ -12,7 +12,9 @@ whole response body in its provider's shape:
   message in several `output_text` parts, `usage.cost`, a 200 `failed` and an `incomplete` answer; served by
   `serve_perplexity`, which rejects an unknown field with a 400 as the real API does;
 - `gemini_responder`: Gemini's `generateContent` with `groundingMetadata` (`webSearchQueries`,
-  `groundingChunks`, `groundingSupports`) when the request carries the Google Search tool.
+  `groundingChunks`, `groundingSupports`) when the request carries the Google Search tool, and the model's
+  `modelStatus` where given; `serve_gemini` serves it as strictly as the Gemini API (an unknown field, a
+  thinking level with a thinking budget, a level the model does not take: a 400).
 
 They search a small fixed web (`PAGES`), so what a test expects follows from its question. A model
 offered tools calls the first one with `{"query": QUESTION}` until it has a tool's answer, then answers.
@@ -461,9 +463,13 @@ def perplexity_responder() -> Responder:
 # -- Gemini ----------------------------------------------------------------------------------------------
 
 
-def gemini_responder() -> Responder:
+def gemini_responder(*, answer: Responder | None = None, model_status: dict[str, str] | None = None) -> Responder:
     """Gemini's `generateContent`: with the Google Search tool, two queries, three grounding chunks (each
-    uri a redirect, its title the page's domain, as Gemini gives them) and supports pointing at the first two."""
+    uri a redirect, its title the page's domain, as Gemini gives them) and supports pointing at the first two.
+    `answer`: the text of an answer without search comes from this responder, asked with the request as chat
+    messages (`answer_any` answers as a system, a profiler and a judge would). `model_status`: every answer
+    carries it, in the response's `modelStatus` (google-genai 3.6 `types.ModelStatus`: `modelStage`,
+    `retirementTime`, `message`; the Gemini API's, not Vertex's)."""
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         texts = [part.get("text", "") for content in body.get("contents") or () for part in content.get("parts") or ()]
@@ -471,6 +477,9 @@ def gemini_responder() -> Responder:
         searching = any("googleSearch" in tool or "google_search" in tool for tool in body.get("tools") or ())
         pages = search_pages(question) if searching else []
         text = answer_citing(question, pages[:2]) if pages else f"answer to {question}"
+        if answer is not None and not pages:
+            answered = answer(_as_chat(body))
+            text = answered if isinstance(answered, str) else text
         prompt_tokens, output_tokens = _usage_numbers(" ".join(texts), text)
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": "thinking it over", "thought": True},
                                                                            {"text": text}]},
@@ -487,7 +496,7 @@ def gemini_responder() -> Responder:
                 ],
                 "searchEntryPoint": {"renderedContent": "<div>search suggestions</div>"},
             }
-        return {
+        response = {
             "candidates": [candidate],
             "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens - REASONING_TOKENS,
                               "thoughtsTokenCount": REASONING_TOKENS, "cachedContentTokenCount": CACHED_TOKENS,
@@ -495,8 +504,109 @@ def gemini_responder() -> Responder:
                               "totalTokenCount": prompt_tokens + output_tokens},
             "modelVersion": "gemini-fake",
         }
+        if model_status is not None:
+            response["modelStatus"] = dict(model_status)
+        return response
 
     return respond
+
+
+def _as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A `generateContent` body as a chat-completions one (its system instruction and contents as messages), for
+    a responder that reads chat messages."""
+    def text(content: dict[str, Any]) -> str:
+        return "".join(part.get("text", "") for part in content.get("parts") or ())
+
+    system = body.get("systemInstruction") or body.get("system_instruction")
+    messages = [{"role": "system", "content": text(system)}] if system else []
+    messages += [{"role": "assistant" if content.get("role") == "model" else "user", "content": text(content)}
+                 for content in body.get("contents") or ()]
+    return {"model": body.get("model", ""), "messages": messages}
+
+
+# The fields of a `generateContent` request body: the Gemini API reference's request body (ai.google.dev/api/
+# generate-content#request-body: contents, tools, toolConfig, safetySettings, systemInstruction, generationConfig,
+# cachedContent) and, inside, google-genai 3.6's own types (types.GenerationConfig, ThinkingConfig, Tool). Field
+# names are protobuf JSON: camelCase or the proto's snake_case. The API answers any other with a 400
+# INVALID_ARGUMENT ('Invalid JSON payload received. Unknown name "x" at 'generation_config': Cannot find field.').
+GEMINI_REQUEST_FIELDS = frozenset({"contents", "tools", "toolConfig", "safetySettings", "systemInstruction", "generationConfig",
+                                   "cachedContent"})
+
+
+def _genai_fields(name: str) -> frozenset[str]:
+    from google.genai import types
+
+    return frozenset(getattr(types, name).model_fields)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", lambda match: "_" + match.group(1).lower(), name)
+
+
+def gemini_refusal(path: str, body: dict[str, Any]) -> str | None:
+    """What the Gemini API answers a `generateContent` body with a 400 for, in the manner of its errors, or
+    None: an unknown field, a thinking level and a thinking budget together, and a thinking level the model
+    does not take (MINIMAL on Gemini 3.8 Flash, as issue 32 quotes Google, 2026-12-01)."""
+    generation = body.get("generationConfig") or body.get("generation_config") or {}
+    thinking = generation.get("thinkingConfig") or generation.get("thinking_config") or {}
+    checks = [("", body, frozenset(map(_snake, GEMINI_REQUEST_FIELDS))), ("generation_config", generation, _genai_fields("GenerationConfig")),
+              ("generation_config.thinking_config", thinking, _genai_fields("ThinkingConfig"))]
+    checks += [("tools", tool, _genai_fields("Tool")) for tool in body.get("tools") or ()]
+    for where, part, known in checks:
+        for name in part:
+            if _snake(name) not in known:
+                return f"Invalid JSON payload received. Unknown name \"{name}\" at '{where or 'request'}': Cannot find field."
+    names = {_snake(name) for name in thinking}
+    if {"thinking_level", "thinking_budget"} <= names:
+        return "thinking_budget and thinking_level cannot both be set."
+    level = str(thinking.get("thinkingLevel") or thinking.get("thinking_level") or "")
+    if level == "MINIMAL" and re.search(r"gemini-3\.8-flash", path):
+        return "Thinking level MINIMAL is not supported for this model. Supported levels: LOW, MEDIUM, HIGH."
+    return None
+
+
+class GeminiServer(TestServer):
+    """A `TestServer` answering `generateContent` as strictly as the Gemini API (`gemini_refusal`, a 400
+    `INVALID_ARGUMENT` as a `google.rpc.Status` body), each refusal kept in `refused`, and every deprecated
+    sampling parameter received (`temperature`, `topP`, `topK`: Gemini 3 deprecates them) in `deprecated`;
+    scripted faults and a `rule` come first."""
+
+    def __init__(self, responder: Responder, **options: Any) -> None:
+        super().__init__(responder, **options)
+        self.paths = (*self.paths, GEMINI_ROUTE)
+        self.refused: list[str] = []
+        self.deprecated: list[str] = []
+
+    def reset(self) -> None:
+        super().reset()
+        with self._lock:
+            self.refused.clear()
+            self.deprecated.clear()
+
+    def _begin(self, record: RecordedRequest) -> Fault | None:
+        fault = super()._begin(record)
+        if fault is not None or record.method != "POST" or not isinstance(record.body, dict):
+            return fault
+        generation = record.body.get("generationConfig") or {}
+        refused = gemini_refusal(record.path, record.body)
+        with self._lock:
+            self.deprecated += [name for name in ("temperature", "topP", "topK", "top_p", "top_k") if name in generation]
+            if refused is not None:
+                self.refused.append(refused)
+        if refused is None:
+            return None
+        return Fault(status=400, body={"error": {"code": 400, "message": refused, "status": "INVALID_ARGUMENT"}})
+
+
+@contextlib.contextmanager
+def serve_gemini(responder: Responder | None = None, **options: Any) -> Iterator[GeminiServer]:
+    """A strict Gemini API (`GeminiServer`) answering with `responder` (default `gemini_responder()`) on
+    127.0.0.1 for the `with` block; its base URL for the SDK is `root_url(server)`."""
+    server = GeminiServer(responder or gemini_responder(), **options).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def gemini_redirect(page: Page) -> str:
