@@ -6,14 +6,14 @@ whole response body in its provider's shape:
 - `openai_responder`: OpenAI's Responses API with `web_search_call` items (a `search` with its sources,
   an `open_page`) and `url_citation` annotations (or none, `cite=False`), and chat completions with
   `message.annotations` (for `web_search_options`) and `tool_calls` (for `tools=`);
-  `serve_openai` serves it as strictly as OpenAI's API: an unknown field (by the SDK's parameter types),
+  `serve_strict` serves it as strictly as OpenAI's API: an unknown field (by the SDK's parameter types),
   `max_tokens` where `max_completion_tokens` is taken, or what a GPT-6 model refuses is a 400;
 - `perplexity_responder`: Perplexity's Agent API (`POST /v1/agent`): `search_results` output items, a
   message in several `output_text` parts, `usage.cost`, a 200 `failed` and an `incomplete` answer; served by
   `serve_perplexity`, which rejects an unknown field with a 400 as the real API does;
 - `gemini_responder`: Gemini's `generateContent` with `groundingMetadata` (`webSearchQueries`,
   `groundingChunks`, `groundingSupports`) when the request carries the Google Search tool, and the model's
-  `modelStatus` where given; `serve_gemini` serves it as strictly as the Gemini API (an unknown field, a
+  `modelStatus` where given; `serve_strict` serves it as strictly as the Gemini API (an unknown field, a
   thinking level with a thinking budget, a level the model does not take: a 400).
 
 They search a small fixed web (`PAGES`), so what a test expects follows from its question. A model
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .server import Fault, RecordedRequest, Responder, TestServer, messages_of, serve
+from .server import Cutoff, Fault, RecordedRequest, Responder, TestServer, messages_of, serve
 
 CACHED_TOKENS = 3
 """Input tokens every fake reports as served from the provider's prompt cache."""
@@ -78,11 +78,15 @@ def _usage_numbers(prompt: str, text: str) -> tuple[int, int]:
 # -- OpenAI: Responses API and chat completions ---------------------------------------------------------
 
 
-def openai_responder(*, cite: bool = True) -> Responder:
+def openai_responder(*, cite: bool = True, answer: Responder | None = None) -> Responder:
     """Answers Responses and chat-completions bodies alike (see the module docstring); `cite=False`: the
-    answer carries no `url_citation` annotation (as many real ones), only the searched sources."""
+    answer carries no `url_citation` annotation (as many real ones), only the searched sources. `answer`: a
+    request that neither searches nor is offered tools is answered by it instead (`answer_any` answers as a
+    system, a profiler and a judge would; a text it gives is sent in the API's shape by the server)."""
 
-    def respond(body: dict[str, Any]) -> dict[str, Any]:
+    def respond(body: dict[str, Any]) -> str | Cutoff | dict[str, Any]:
+        if answer is not None and not body.get("tools") and "web_search_options" not in body:
+            return answer(body)
         return _responses(body, cite) if "input" in body else _chat(body, cite)
 
     return respond
@@ -261,42 +265,6 @@ def openai_error(path: str, body: dict[str, Any]) -> Fault | None:
         return Fault(status=400, body={"error": {"message": refused, "type": "invalid_request_error", "param": None,
                                                  "code": "unsupported_parameter"}})
     return None
-
-
-class OpenAIServer(TestServer):
-    """A `TestServer` answering chat completions and the Responses API as strictly as OpenAI's API
-    (`openai_error`): each refusal is kept in `refused`; scripted faults and a `rule` come first."""
-
-    def __init__(self, responder: Responder, **options: Any) -> None:
-        super().__init__(responder, **options)
-        self.refused: list[str] = []
-        """The error message of every call the strict API refused (since the last `reset`)."""
-
-    def reset(self) -> None:
-        super().reset()
-        with self._lock:
-            self.refused.clear()
-
-    def _begin(self, record: RecordedRequest) -> Fault | None:
-        fault = super()._begin(record)
-        if fault is not None or record.method != "POST" or not isinstance(record.body, dict):
-            return fault
-        fault = openai_error(record.path, record.body)
-        if fault is not None and fault.body is not None:
-            with self._lock:
-                self.refused.append(str(fault.body["error"]["message"]))
-        return fault
-
-
-@contextlib.contextmanager
-def serve_openai(responder: Responder | None = None, **options: Any) -> Iterator[OpenAIServer]:
-    """A strict OpenAI API (`OpenAIServer`) answering with `responder` (default `openai_responder()`) on
-    127.0.0.1 for the `with` block; `server.base_url` ends in `/v1`, as OpenAI's does."""
-    server = OpenAIServer(responder or openai_responder(), **options).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 # -- Perplexity: the Agent API -----------------------------------------------------------------------------
@@ -565,50 +533,6 @@ def gemini_refusal(path: str, body: dict[str, Any]) -> str | None:
     return None
 
 
-class GeminiServer(TestServer):
-    """A `TestServer` answering `generateContent` as strictly as the Gemini API (`gemini_refusal`, a 400
-    `INVALID_ARGUMENT` as a `google.rpc.Status` body), each refusal kept in `refused`, and every deprecated
-    sampling parameter received (`temperature`, `topP`, `topK`: Gemini 3 deprecates them) in `deprecated`;
-    scripted faults and a `rule` come first."""
-
-    def __init__(self, responder: Responder, **options: Any) -> None:
-        super().__init__(responder, **options)
-        self.paths = (*self.paths, GEMINI_ROUTE)
-        self.refused: list[str] = []
-        self.deprecated: list[str] = []
-
-    def reset(self) -> None:
-        super().reset()
-        with self._lock:
-            self.refused.clear()
-            self.deprecated.clear()
-
-    def _begin(self, record: RecordedRequest) -> Fault | None:
-        fault = super()._begin(record)
-        if fault is not None or record.method != "POST" or not isinstance(record.body, dict):
-            return fault
-        generation = record.body.get("generationConfig") or {}
-        refused = gemini_refusal(record.path, record.body)
-        with self._lock:
-            self.deprecated += [name for name in ("temperature", "topP", "topK", "top_p", "top_k") if name in generation]
-            if refused is not None:
-                self.refused.append(refused)
-        if refused is None:
-            return None
-        return Fault(status=400, body={"error": {"code": 400, "message": refused, "status": "INVALID_ARGUMENT"}})
-
-
-@contextlib.contextmanager
-def serve_gemini(responder: Responder | None = None, **options: Any) -> Iterator[GeminiServer]:
-    """A strict Gemini API (`GeminiServer`) answering with `responder` (default `gemini_responder()`) on
-    127.0.0.1 for the `with` block; its base URL for the SDK is `root_url(server)`."""
-    server = GeminiServer(responder or gemini_responder(), **options).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def gemini_redirect(page: Page) -> str:
     """The grounding redirect a fake Gemini gives for a page (real ones expire; these are stable)."""
     return "https://vertexaisearch.cloud.google.com/grounding-api-redirect/" + re.sub(r"[^a-z0-9]+", "-", page.url.lower())
@@ -623,6 +547,63 @@ def serve_provider(responder: Responder, **options: Any) -> Iterator[TestServer]
     with serve(responder, **options) as server:
         server.paths = (*server.paths, GEMINI_ROUTE)
         yield server
+
+
+class StrictServer(TestServer):
+    """A `TestServer` answering OpenAI's chat completions and Responses API and Gemini's `generateContent` as
+    strictly as those APIs: a body OpenAI's API refuses (`openai_error`) or the Gemini API does
+    (`gemini_refusal`, a 400 `INVALID_ARGUMENT` as a `google.rpc.Status` body) is refused, its error message
+    kept in `refused`; every sampling parameter a Gemini body carries (Gemini 3 deprecates them) is kept in
+    `deprecated`. Scripted faults and a `rule` come first."""
+
+    def __init__(self, responder: Responder, **options: Any) -> None:
+        super().__init__(responder, **options)
+        self.paths = (*self.paths, GEMINI_ROUTE)
+        self.refused: list[str] = []
+        """The error message of every call refused (since the last `reset`)."""
+        self.deprecated: list[str] = []
+        """The deprecated sampling parameters Gemini bodies carried (since the last `reset`)."""
+
+    def reset(self) -> None:
+        super().reset()
+        with self._lock:
+            self.refused.clear()
+            self.deprecated.clear()
+
+    def _begin(self, record: RecordedRequest) -> Fault | None:
+        fault = super()._begin(record)
+        if fault is not None or record.method != "POST" or not isinstance(record.body, dict):
+            return fault
+        if record.path.endswith(GEMINI_ROUTE):
+            refused = gemini_refusal(record.path, record.body)
+            generation = record.body.get("generationConfig") or {}
+            with self._lock:
+                self.deprecated += [name for name in ("temperature", "topP", "topK", "top_p", "top_k") if name in generation]
+            fault = Fault(status=400, body={"error": {"code": 400, "message": refused, "status": "INVALID_ARGUMENT"}}) if refused else None
+        else:
+            fault = openai_error(record.path, record.body)
+        if fault is not None and fault.body is not None:
+            with self._lock:
+                self.refused.append(str(fault.body["error"]["message"]))
+        return fault
+
+
+def strict_responder(*, answer: Responder | None = None) -> Responder:
+    """Answers OpenAI's bodies as `openai_responder(answer=answer)` and Gemini's (`contents`) as
+    `gemini_responder(answer=answer)`: one server for both providers."""
+    openai, gemini = openai_responder(answer=answer), gemini_responder(answer=answer)
+    return lambda body: gemini(body) if "contents" in body else openai(body)
+
+
+@contextlib.contextmanager
+def serve_strict(responder: Responder | None = None, **options: Any) -> Iterator[StrictServer]:
+    """A `StrictServer` answering with `responder` (default `strict_responder()`) on 127.0.0.1 for the `with`
+    block: `server.base_url` for `openai:` (it ends in `/v1`), `root_url(server)` for `gemini:`."""
+    server = StrictServer(responder or strict_responder(), **options).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def root_url(server: TestServer) -> str:

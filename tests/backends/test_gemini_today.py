@@ -27,8 +27,8 @@ from bespoke_metric.testing.provider_servers import (
     gemini_responder,
     root_url,
     search_pages,
-    serve_gemini,
     serve_provider,
+    serve_strict,
 )
 from bespoke_metric.testing.server import Fault
 
@@ -158,7 +158,7 @@ RETIRED = {"modelStage": "RETIRED", "message": "gemini-3.6-flash has been retire
 
 @pytest.fixture
 def strict():
-    with serve_gemini() as running:
+    with serve_strict() as running:
         yield running
         assert running.refused == [] and running.deprecated == []  # nothing we sent was refused or deprecated
 
