@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_docs import OFFLINE, PAGES, ROOT, read_blocks
+from test_docs import OFFLINE, PAGES, read_blocks
 
 from bespoke_metric.testing.provider_servers import root_url, serve_perplexity, serve_strict, strict_responder
 from bespoke_metric.testing.server import TestServer
