@@ -482,3 +482,21 @@ def test_a_gpt62_system_with_native_search_runs_from_the_command_line(strict_ope
     assert len(predictions) == 2 and all(p["search"]["calls"] >= 1 and p["served_model"] == "gpt-6.2-astra" for p in predictions)
     run = json.loads(output.with_suffix(".run.json").read_text())
     assert run["model"]["backend"]["settings"]["web_search"] == {"external_web_access": False}
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--model", "openai:gpt-6.2-astra", "--reasoning-effort", "none"],
+     "error: openai:gpt-6.2-astra (GPT-6.2 and later) takes --reasoning-effort low, medium, high, xhigh, max, not 'none'"),
+    (["--model", "gemini:gemini-3.8-flash", "--thinking-level", "minimal"],
+     "error: gemini:gemini-3.8-flash takes --thinking-level low, medium, high, not 'minimal'"),
+])
+def test_a_refused_parameter_is_one_error_line_before_any_call_and_nothing_written(strict_openai, argv, line, tmp_path, capsys):
+    from bespoke_cli.cli import main
+
+    strict_openai.reset()
+    output = tmp_path / "p.jsonl"
+    code = main(["generate", *argv, "--base-url", strict_openai.base_url, "--api-key", KEY,
+                 "--source", "sample", "--output", str(output)])
+    assert code == 2
+    assert [text for text in capsys.readouterr().err.splitlines() if text.startswith("error:")] == [line]
+    assert strict_openai.calls == [] and not output.exists()
