@@ -76,6 +76,9 @@ class Completion:
     provider_cost: float | None = None
     """What the provider says the call cost, in dollars (Perplexity's `usage.cost.total_cost`); None where
     it does not say. Kept beside the cost computed from our prices, never in place of it."""
+    model_status: dict[str, str] | None = None
+    """How the provider says the model stands, where it says in the answer (Gemini's `model_status`):
+    `{"stage": "DEPRECATED", "retirement_time": "2027-01-15T00:00:00Z"}`, each key where given."""
 
     def extras(self) -> dict[str, Any]:
         """The fields beyond text, tokens and truncation that are set, as JSON (what the cache stores)."""
@@ -93,6 +96,8 @@ class Completion:
                 out[name] = getattr(self, name)
         if self.provider_cost is not None:
             out["provider_cost"] = self.provider_cost
+        if self.model_status:
+            out["model_status"] = self.model_status
         return out
 
     @classmethod
@@ -110,7 +115,8 @@ class Completion:
                    system_fingerprint=str(extras.get("system_fingerprint", "")),
                    service_tier=str(extras.get("service_tier", "")),
                    truncation_reason=str(extras.get("truncation_reason", "")),
-                   provider_cost=float(extras["provider_cost"]) if extras.get("provider_cost") is not None else None)
+                   provider_cost=float(extras["provider_cost"]) if extras.get("provider_cost") is not None else None,
+                   model_status=dict(extras["model_status"]) if extras.get("model_status") else None)
 
 
 @dataclass(frozen=True)
@@ -206,6 +212,9 @@ class Usage:
     """`{model: answers}`: the model that served each answer received, from the cache too: the provider's
     `Completion.served_model`, else the model asked for (a local model is the one loaded). Not part of
     `counts()`: results files carry it as `judge.served_models` and `system.served_models`."""
+    model_status: dict[str, str] = field(default_factory=dict)
+    """The latest `Completion.model_status` of the answers received (from the cache too), where the provider
+    gives one; not part of `counts()`: results files carry it as `judge.model_status`."""
 
     def counts(self) -> dict[str, Any]:
         """The counters for a usage block: calls, cached, failed, tokens, and the engine's own. Wall time
@@ -228,12 +237,13 @@ class Usage:
     def add(self, other: "Usage") -> None:
         """Add `other`'s counters (and engine counters) to these: an item's calls to its file's, say."""
         for counter in dataclasses.fields(self):
-            if counter.name not in ("extra", "served_models"):
+            if counter.name not in ("extra", "served_models", "model_status"):
                 setattr(self, counter.name, getattr(self, counter.name) + getattr(other, counter.name))
         for name, value in other.extra.items():
             self.extra[name] = self.extra.get(name, 0) + value
         for name, count in other.served_models.items():
             self.served_models[name] = self.served_models.get(name, 0) + count
+        self.model_status = dict(other.model_status or self.model_status)
 
 
 TEXT_PART_TYPES = ("text", "output_text")

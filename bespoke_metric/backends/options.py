@@ -18,7 +18,8 @@ from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_S
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """What `--reasoning-effort` takes: the openai SDK's `ReasoningEffort` (openai/types/shared/reasoning_effort.py,
-openai 3.57); which of them a model accepts is the model's to say (gpt-5 takes minimal to high)."""
+openai 3.57); which of them a model accepts is its family's (`openai_models.Family.efforts`: gpt-5 takes
+minimal to high, gpt-6.2 neither none nor minimal)."""
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 """What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
 ANTHROPIC_EFFORTS = ("low", "medium", "high", "xhigh", "max")
@@ -110,7 +111,7 @@ class OpenAIOptions(ClientOptions):
 
     api: str | None = option(help="auto, chat or responses")
     reasoning_effort: str | None = option("--reasoning-effort", "openai: how hard a reasoning model thinks (default "
-                                          "high, as in the paper; which efforts a model takes is the model's to say)",
+                                          "high, as in the paper; checked against what the model's family takes)",
                                           choices=REASONING_EFFORTS)
     reasoning_max_tokens: int | None = option()
     search_context_size: str | None = _search_context_size()
@@ -118,6 +119,9 @@ class OpenAIOptions(ClientOptions):
                                          "KEY=VALUE pairs of country, region, city, timezone (e.g. country=GB,city=London)")
     search_domains: str | None = option("--search-domains", "openai native search: search only these domains, "
                                         "comma-separated (Responses API)")
+    search_external_web_access: bool | None = option("--no-external-web-access", "openai native search: read cached "
+                                                     "pages only, fetch nothing live (the web_search tool's "
+                                                     "external_web_access: false; Responses API)")
     shutdown_lookup: bool | None = option(help="look up the model's published shutdown date once (default: on OpenAI's API)")
 
 

@@ -215,9 +215,11 @@ def _count(usage: Usage, outcome: Outcome, model: str) -> None:
 
 def _count_served(usage: Usage, completion: Completion, model: str) -> None:
     """Count the model that served an answer: the one the provider names, else `model`, the one asked for (a
-    local model is the one loaded)."""
+    local model is the one loaded); and keep what the provider said of its stage (`model_status`)."""
     served = completion.served_model or model
     usage.served_models[served] = usage.served_models.get(served, 0) + 1
+    if completion.model_status:
+        usage.model_status = dict(completion.model_status)
 
 
 def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool) -> bool:

@@ -112,12 +112,23 @@ def truncated_line(truncated: int, answers: int) -> str | None:
             "predictions); scored as given (--strict refuses them)")
 
 
-def mark_served(results: Results, system_served: Mapping[str, int] | None = None) -> None:
+def latest_status(statuses: Iterable[Mapping[str, str] | None]) -> dict[str, str] | None:
+    """The last model status given (`{"stage", "retirement_time"}`, as the provider said it in an answer),
+    or None where none was."""
+    given = [dict(status) for status in statuses if status]
+    return given[-1] if given else None
+
+
+def mark_served(results: Results, system_served: Mapping[str, int] | None = None,
+                system_status: Mapping[str, str] | None = None) -> None:
     """Record `system_served` (`{model: predictions}`, as the predictions say) as `system.served_models`,
-    and mark the results `served_mismatch` when a call of the judge or the system was served by another
-    model than the one asked for."""
+    and `system_status` (how the provider said the system's model stands) as `system.model_status`; mark
+    the results `served_mismatch` when a call of the judge or the system was served by another model than
+    the one asked for."""
     if system_served is not None:
         results.system = {**(results.system or {}), "served_models": dict(system_served)}
+    if system_status:
+        results.system = {**(results.system or {}), "model_status": dict(system_status)}
     other = [mismatched(asked_model(block), (block or {}).get("served_models") or {}) for block in (results.judge, results.system)]
     results.served_mismatch = any(other)
 

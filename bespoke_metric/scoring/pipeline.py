@@ -25,7 +25,7 @@ from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
-from bespoke_metric.results.served import count_served, mark_served
+from bespoke_metric.results.served import count_served, latest_status, mark_served
 
 from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
 
@@ -131,7 +131,8 @@ def build_results(
     summary["benchmark_queries"] = benchmark_queries
     summary["truncated"] = sum(1 for item in items if item.truncated)
     results = Results(summary=summary, **figure_stats(items), items=list(items),
-                      judge={**judge.describe(), "served_models": dict(usage.served_models)},
+                      judge={**judge.describe(), "served_models": dict(usage.served_models),
+                             **({"model_status": dict(usage.model_status)} if usage.model_status else {})},
                       data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                       model_name=model_name(system) if system is not None else None)
     mark_served(results)
@@ -220,7 +221,8 @@ def score_many(
             if prediction.truncated:  # and whether its answer was cut off (scored as given)
                 item.truncated, item.truncation_reason = True, prediction.truncation_reason or None
         results.summary["truncated"] = sum(1 for item in results.items if item.truncated)
-        mark_served(results, count_served(prediction.served_model for prediction in checked))
+        mark_served(results, count_served(prediction.served_model for prediction in checked),
+                    latest_status(prediction.model_status for prediction in checked))
     return outputs
 
 

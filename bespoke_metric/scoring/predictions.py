@@ -30,6 +30,9 @@ class Prediction:
     truncated: bool = False
     """The output limit cut the answer off (`bespoke generate` records it): scored as given, and counted."""
     truncation_reason: str = ""
+    model_status: dict[str, str] | None = None
+    """How the provider said its model stands when it wrote it (`bespoke generate` records Gemini's), kept
+    as `system.model_status`."""
 
     @property
     def key(self) -> str:
@@ -137,7 +140,8 @@ def read_predictions(
             continue
         prediction = Prediction(str(record["user"]), query_id, response, number, dict(search) if search is not None else None,
                                 served_model=str(record.get("served_model") or ""), truncated=record.get("truncated", False),
-                                truncation_reason=str(record.get("truncation_reason") or ""))
+                                truncation_reason=str(record.get("truncation_reason") or ""),
+                                model_status=dict(record["model_status"]) if isinstance(record.get("model_status"), Mapping) else None)
         if prediction.key not in known:
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
         elif prediction.key in seen and not allow_repeats:

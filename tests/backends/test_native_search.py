@@ -345,6 +345,7 @@ def test_gemini_records_grounding_through_the_real_sdk(gemini_server):
         # the redirect and its title recorded together, at once
         "results": [{"url": gemini_redirect(p), "title": p.url.split("/")[2]} for p in PAGES],
         "cited": [gemini_redirect(p) for p in PAGES[:2]],
+        "calls": 2,  # one search per query executed (what Gemini 3 bills)
     }
     assert searched.text.startswith(f"On {QUESTION!r}")  # the thought part is left out
     assert "thinking it over" not in searched.text

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bespoke_metric.backends.retirement import shutdown_notice, unavailable_reason
+from bespoke_metric.backends.retirement import is_retired, known_shutdown, shutdown_notice, status_notice, unavailable_reason
 
 
 @pytest.mark.parametrize("status, body, words", [
@@ -62,3 +62,24 @@ def test_a_shutdown_is_noticed_within_90_days_only():
     assert shutdown_notice("openai:gpt-4o", "2027-03-02", today) is None  # 91 days
     assert shutdown_notice("openai:gpt-4.1", None, today) is None
     assert shutdown_notice("openai:gpt-4.1", "soon", today) is None
+
+
+def test_announced_shutdowns_cover_snapshots_and_prefixes_only_of_their_model():
+    assert known_shutdown("openai", "gpt-5-2025-08-07").date == "2026-12-11"
+    assert known_shutdown("openai", "openai/o3").date == "2026-12-11"
+    assert known_shutdown("openai", "gpt-4o-search-preview").date == "2026-07-23"
+    assert known_shutdown("openai", "gpt-5-mini") is None and known_shutdown("openai", "gpt-4o-mini") is None
+    assert known_shutdown("perplexity", "gpt-5") is None  # another engine's model of that name is not OpenAI's
+
+
+def test_a_model_status_is_noticed_when_deprecated_or_retiring_within_90_days():
+    today = datetime.date(2026, 12, 1)
+    # google-genai types.ModelStatus: model_stage (types.ModelStage), retirement_time (a datetime)
+    assert status_notice("gemini:gemini-3.6-flash", {"stage": "DEPRECATED", "retirement_time": "2027-06-01T00:00:00Z"}, today) == (
+        "gemini:gemini-3.6-flash is DEPRECATED, retiring on 2027-06-01 (in 182 days), as its provider says in every answer "
+        "(model_status); docs/choosing-a-judge.md compares successors against the human labels")
+    assert status_notice("gemini:gemini-3.6-flash", {"stage": "DEPRECATED"}, today).startswith("gemini:gemini-3.6-flash is DEPRECATED, as")
+    assert "LEGACY, retiring on 2027-01-15 (in 45 days)" in status_notice("gemini:x", {"stage": "LEGACY", "retirement_time": "2027-01-15T00:00:00Z"}, today)
+    assert status_notice("gemini:x", {"stage": "LEGACY", "retirement_time": "2027-03-02T00:00:00Z"}, today) is None  # 91 days
+    assert status_notice("gemini:x", {"stage": "STABLE"}, today) is None
+    assert is_retired({"stage": "RETIRED"}) and not is_retired({"stage": "DEPRECATED"}) and not is_retired({})
