@@ -173,6 +173,25 @@ def test_gemini_3_8_flash_takes_its_thinking_levels_and_no_sampling_parameter(st
     assert searched.search["calls"] == 2 and searched.search["queries"] == [QUESTION, f"{QUESTION} reviews"]
 
 
+def test_a_grounded_gemini_3_8_answer_costs_its_executed_queries_at_14_dollars_per_1000(strict):
+    """Gemini 3 bills grounding per query executed ($14 per 1,000, genai-prices' `web_searches_kcount`), not
+    per grounded prompt: each executed query is one of the run's `web_searches`, priced beside the tokens."""
+    from bespoke_metric.backends.base import Usage
+    from bespoke_metric.calls.pricing import Tokens, maintained_price, model_usage
+    from bespoke_metric.calls.scheduler import run_requests_sync
+
+    usage = Usage()
+    answers = run_requests_sync(gemini(strict, "gemini-3.8-flash", thinking_level="low"),
+                                [ask(native_search=True), ask("quiet trails near Busan", native_search=True), ask()], usage=usage)
+    queries = sum(len((result.completion.search or {}).get("queries", ())) for result in answers)
+    assert queries == 4 and usage.web_searches == queries  # two per grounded answer, none for the plain one
+    price = maintained_price("gemini:gemini-3.8-flash")
+    assert price is not None and price.web_search == 14.0 and price.source.startswith("genai-prices")
+    record = model_usage(usage, price)
+    assert record["web_searches"] == 4
+    assert record["cost"] == pytest.approx(price.cost(Tokens.of(usage)) + queries * 14.0 / 1000, abs=1e-6)
+
+
 @pytest.mark.parametrize("model, options, words", [
     ("gemini-3.8-flash", {"thinking_level": "minimal"}, "takes --thinking-level low, medium, high, not 'minimal'"),
     ("gemini-3.8-flash", {"thinking_level": "low", "thinking_budget": 512}, "not both"),

@@ -2,8 +2,8 @@
 
 A block the docs cannot run (it needs a provider's key) but mark `<!-- not run: ... test_docs_commands.py
 ... -->` is run here instead: each of its `bespoke` commands, with its models pointed at the test servers
-(`provider_servers.serve_strict` for `openai:` and `gemini:`, `serve_perplexity` for `perplexity:`), the
-bundled sample release for its source, two queries for its size and the retriever's model from the offline
+(`provider_servers.serve_strict` for `openai:` and `gemini:`, `serve_perplexity` for `perplexity:`,
+`anthropic_server.serve_anthropic` for `anthropic:`), the bundled sample release for its source, two queries for its size and the retriever's model from the offline
 package. Each must exit 0 with nothing the
 strict APIs refused and no deprecated parameter sent, and call every provider it names. An engine with no
 test server here fails the test naming it: add its server to `SERVED`.
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from test_docs import OFFLINE, PAGES, read_blocks
 
+from bespoke_metric.testing.anthropic_server import AnthropicServer, serve_anthropic
 from bespoke_metric.testing.provider_servers import root_url, serve_perplexity, serve_strict, strict_responder
 from bespoke_metric.testing.server import TestServer
 from bespoke_metric.testing.system_responder import answer_any
@@ -55,12 +56,14 @@ def checked_commands() -> list[Command]:
 class Servers:
     strict: TestServer
     perplexity: TestServer
+    anthropic: AnthropicServer
 
 
 SERVED: dict[str, Callable[[Servers], tuple[TestServer, str]]] = {
     "openai": lambda servers: (servers.strict, servers.strict.base_url),
     "gemini": lambda servers: (servers.strict, root_url(servers.strict)),
     "perplexity": lambda servers: (servers.perplexity, root_url(servers.perplexity)),
+    "anthropic": lambda servers: (servers.anthropic, servers.anthropic.root_url),
 }
 """Per engine: the test server that answers its models, and the `--base-url` that reaches it."""
 
@@ -68,7 +71,8 @@ SERVED: dict[str, Callable[[Servers], tuple[TestServer, str]]] = {
 @pytest.fixture(scope="module")
 def servers() -> Iterator[Servers]:
     with ExitStack() as stack:
-        yield Servers(stack.enter_context(serve_strict(strict_responder(answer=answer_any))), stack.enter_context(serve_perplexity()))
+        yield Servers(stack.enter_context(serve_strict(strict_responder(answer=answer_any))), stack.enter_context(serve_perplexity()),
+                      stack.enter_context(serve_anthropic()))
 
 
 def option(argv: list[str], flag: str) -> list[str]:
@@ -102,7 +106,8 @@ def pointed(argv: list[str], servers: Servers) -> tuple[list[str], set[str]]:
 def test_the_marked_blocks_hold_the_commands_of_the_systems_and_judges_of_today():
     commands = checked_commands()
     specs = {spec for command in commands for flag in ("--model", "--judge") for spec in option(command.argv, flag)}
-    assert {"openai:gpt-6.2-astra", "gemini:gemini-3.8-flash", "gemini:gemini-3.1-pro-preview"} <= specs
+    assert {"openai:gpt-6.2-astra", "gemini:gemini-3.8-flash", "gemini:gemini-3.1-pro-preview", "anthropic:claude-sonnet-5-5",
+            "anthropic:claude-opus-5-5"} <= specs
     assert {Path(command.where.split(":")[0]).name for command in commands} >= {"native-search.md", "choosing-a-judge.md"}
 
 
@@ -117,14 +122,18 @@ def test_every_marked_command_runs_against_the_strict_test_servers(command, serv
     (tmp_path / "runs").mkdir()
     servers.strict.reset()
     servers.perplexity.reset()
+    servers.anthropic.reset()
+    servers.anthropic.refused.clear()
     argv, engines = pointed(command.argv, servers)
     code = main(argv)
     printed = capsys.readouterr()
     assert code == 0, f"{command.where}: bespoke {shlex.join(argv)} exited {code}\n{printed.out}\n{printed.err}"
     assert servers.strict.refused == [] and servers.strict.deprecated == []
     assert getattr(servers.perplexity, "unknown_fields") == []
+    assert servers.anthropic.refused == []
     for engine in engines:
         server = SERVED[engine](servers)[0]
-        routes = {"gemini": r":generateContent$", "openai": r"/v1/(responses|chat/completions)$", "perplexity": r"/v1/agent$"}[engine]
+        routes = {"gemini": r":generateContent$", "openai": r"/v1/(responses|chat/completions)$", "perplexity": r"/v1/agent$",
+                  "anthropic": r"/v1/messages(/batches)?$"}[engine]
         assert any(re.search(routes, call.path) for call in server.calls), f"{engine} was never called: {command.argv}"
     assert KEY not in printed.out + printed.err
