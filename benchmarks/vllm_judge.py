@@ -18,7 +18,6 @@ Run in the vLLM environment (docs/serving-an-open-judge.md), one engine for the 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import random

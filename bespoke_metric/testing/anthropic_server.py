@@ -51,7 +51,6 @@ base URL to FILE once it listens.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import contextlib
 import datetime
@@ -59,15 +58,13 @@ import functools
 import itertools
 import json
 import re
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 from .provider_servers import CACHED_TOKENS, REASONING_TOKENS, Page, search_pages
-from .server import RecordedRequest, Responder, TestServer, _Handler, messages_of
+from .server import RecordedRequest, Responder, TestServer, _Handler, messages_of, serve_until_stopped
 from .system_responder import answer_any
 
 MESSAGES_ROUTE = "/v1/messages"
@@ -413,7 +410,8 @@ class _AnthropicHandler(_Handler):
             if batch.status != "ended":
                 self._send(record, 400, error_body("invalid_request_error", f"Message batch {batch.id} has not ended"))
             else:
-                self._send_bytes(record, "".join(json.dumps(result) + "\n" for result in batch.results).encode())
+                self._send_bytes(record, "".join(json.dumps(result) + "\n" for result in batch.results).encode(),
+                                "application/binary")  # what the SDK asks for (Accept, resources/messages/batches.py)
         else:
             self._send(record, 404, error_body("not_found_error", f"No such route or object: {route.path}"))
 
@@ -461,14 +459,6 @@ class _AnthropicHandler(_Handler):
             self.state.requests.append(record)
         return record
 
-    def _send_bytes(self, record: RecordedRequest, content: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/binary")
-        self.send_header("Content-Length", str(len(content)))
-        self.end_headers()
-        self.state._end(record, 200)
-        self.wfile.write(content)
-
 
 AnthropicServer.handler = _AnthropicHandler
 
@@ -487,22 +477,9 @@ def serve_anthropic(responder: Responder = answer_any, **options: Any) -> Iterat
 def main(argv: list[str] | None = None) -> int:
     """`python -m bespoke_metric.testing.anthropic_server --url-file FILE`: serve (as a Claude system and a
     Claude judge both, `answer_any`) until stopped, the base URL written to FILE once it listens."""
-    parser = argparse.ArgumentParser(prog="python -m bespoke_metric.testing.anthropic_server",
-                                     description="serve Anthropic's Messages and Message Batches APIs on 127.0.0.1, "
-                                                 "answering as the stand-in system and judge")
-    parser.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
-    args = parser.parse_args(argv)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with serve_anthropic() as server:
-        with open(args.url_file, "w", encoding="utf-8") as out:
-            out.write(server.root_url + "\n")
-        try:
-            stop.wait()
-        except KeyboardInterrupt:
-            pass
-    return 0
-
+    return serve_until_stopped(AnthropicServer(), argv, prog="python -m bespoke_metric.testing.anthropic_server",
+                               description="serve Anthropic's Messages and Message Batches APIs on 127.0.0.1, "
+                                           "answering as the stand-in system and judge")
 
 if __name__ == "__main__":
     raise SystemExit(main())

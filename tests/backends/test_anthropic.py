@@ -6,7 +6,6 @@ record, 529 retries, refusals, retired models, and no key anywhere (issue 32).""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -14,6 +13,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from backend_outcomes import complete
 from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
@@ -34,12 +34,6 @@ PAGES = search_pages(QUESTION)
 
 def ask(text: str = QUESTION, **kwargs) -> Request:
     return Request(messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": text}), **kwargs)
-
-
-def complete(backend, requests) -> list:
-    outcomes: dict[int, object] = {}
-    asyncio.run(backend.complete(requests, lambda index, outcome: outcomes.__setitem__(index, outcome)))
-    return [outcomes[index] for index in range(len(requests))]
 
 
 @pytest.fixture(scope="module")

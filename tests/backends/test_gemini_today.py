@@ -6,7 +6,6 @@ parameter, `model_status` recorded, noticed, or the retirement error (issue 32).
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 import os
@@ -15,6 +14,7 @@ import sys
 import warnings
 
 import pytest
+from backend_outcomes import complete
 from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
@@ -39,12 +39,6 @@ PAGES = search_pages(QUESTION)
 
 def ask(text: str = QUESTION, **kwargs) -> Request:
     return Request(messages=({"role": "user", "content": text},), **kwargs)
-
-
-def complete(backend, requests) -> list:
-    outcomes: dict[int, object] = {}
-    asyncio.run(backend.complete(requests, lambda index, outcome: outcomes.__setitem__(index, outcome)))
-    return [outcomes[index] for index in range(len(requests))]
 
 
 @pytest.fixture(scope="module")

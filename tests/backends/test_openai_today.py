@@ -7,13 +7,13 @@ The bodies are in OpenAI's documented shapes, each fixture citing where its shap
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 import os
 import warnings
 
 import pytest
+from backend_outcomes import complete
 from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
@@ -28,12 +28,6 @@ KEY = "sk-test-SECRET-today-5c2e81f0"
 
 def ask(text: str = "hiking near Seoul", **kwargs) -> Request:
     return Request(messages=({"role": "user", "content": text},), **kwargs)
-
-
-def complete(backend, requests) -> list:
-    outcomes: dict[int, object] = {}
-    asyncio.run(backend.complete(requests, lambda index, outcome: outcomes.__setitem__(index, outcome)))
-    return [outcomes[index] for index in range(len(requests))]
 
 
 def backend_for(server, model: str, **options):
