@@ -76,6 +76,10 @@ class Completion:
     provider_cost: float | None = None
     """What the provider says the call cost, in dollars (Perplexity's `usage.cost.total_cost`); None where
     it does not say. Kept beside the cost computed from our prices, never in place of it."""
+    stand_in: bool = False
+    """A stand-in made this answer, not the model asked for: a rule answering in-process (the docs' plugin
+    example), or the `bespoke stand-in` server, which says so in every answer. Counted in `Usage.stand_in`,
+    not in `served_models`; it costs nothing, and a judge so answered is recorded as a proxy."""
 
     def extras(self) -> dict[str, Any]:
         """The fields beyond text, tokens and truncation that are set, as JSON (what the cache stores)."""
@@ -93,6 +97,8 @@ class Completion:
                 out[name] = getattr(self, name)
         if self.provider_cost is not None:
             out["provider_cost"] = self.provider_cost
+        if self.stand_in:
+            out["stand_in"] = True
         return out
 
     @classmethod
@@ -110,7 +116,8 @@ class Completion:
                    system_fingerprint=str(extras.get("system_fingerprint", "")),
                    service_tier=str(extras.get("service_tier", "")),
                    truncation_reason=str(extras.get("truncation_reason", "")),
-                   provider_cost=float(extras["provider_cost"]) if extras.get("provider_cost") is not None else None)
+                   provider_cost=float(extras["provider_cost"]) if extras.get("provider_cost") is not None else None,
+                   stand_in=bool(extras.get("stand_in", False)))
 
 
 @dataclass(frozen=True)
@@ -197,6 +204,9 @@ class Usage:
     provider_costed: int = 0
     """Of `calls`, those whose cost the provider reported."""
     wall_seconds: float = 0.0
+    stand_in: int = 0
+    """Answers (calls and cache hits) a stand-in made, not a model (`Completion.stand_in`): left out of
+    `served_models`; a model with any costs nothing, a judge with any is a proxy."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
     served_models: dict[str, int] = field(default_factory=dict)
@@ -211,7 +221,7 @@ class Usage:
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens,
                 **({"provider_cost": round(self.provider_cost, 6), "provider_costed": self.provider_costed}
-                   if self.provider_costed else {}), **self.extra}
+                   if self.provider_costed else {}), **({"stand_in": self.stand_in} if self.stand_in else {}), **self.extra}
 
     @classmethod
     def total(cls, usages: Iterable["Usage"]) -> "Usage":

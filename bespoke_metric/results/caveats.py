@@ -41,7 +41,10 @@ def caveats(results: Results) -> list[str]:
     """One `note: ...` line per reason the figures of `results` are not benchmark numbers."""
     notes = []
     if results.proxy:
-        notes.append(f"note: {results.judge.get('spec')} is a proxy judge for quick checks: these figures are not "
+        stand_in = results.judge.get("stand_in")
+        what = (f"was answered by a stand-in ({stand_in} answers from a rule or a test server, not the model)" if stand_in
+                else "is a proxy judge for quick checks")
+        notes.append(f"note: {results.judge.get('spec')} {what}: these figures are not "
                      "comparable with the paper's, and leaderboards rank them only when told to (--allow-proxy)")
     data = results.data
     if is_synthetic(data):

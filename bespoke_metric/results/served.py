@@ -4,7 +4,8 @@ Providers say in every response which model served it (`Completion.served_model`
 the one asked for, or a dated snapshot of it (`gpt-5` -> `gpt-5-2025-08-07`), is the model asked for; any
 other (`gemini-2.5-pro` -> `gemini-3.8-flash`, `gpt-5` -> `gpt-5-mini`) means the provider routed the call
 elsewhere: a `warning:` line, `served_mismatch: true` in the results, a leaderboard row of its own, and
-`--strict` refuses it. An answer the output limit cut off is kept and scored as given (as the official
+`--strict` refuses it. An answer a stand-in made (a rule, the `bespoke stand-in` server: `Completion.stand_in`)
+was served by no model: it is counted as `stand_in`, and a judge so answered is a proxy. An answer the output limit cut off is kept and scored as given (as the official
 evaluator would) but counted wherever figures are shown, and `--strict` refuses it too.
 
 No I/O here: the commands print and refuse.
@@ -15,6 +16,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from bespoke_metric.backends.base import Usage
 
 if TYPE_CHECKING:
     from bespoke_metric.results import Results
@@ -55,6 +58,15 @@ def is_same_model(asked: str, served: str) -> bool:
 def count_served(names: Iterable[str]) -> dict[str, int]:
     """`{served model: count}` of the names given, those the engine did not say (empty) left out."""
     return dict(Counter(name for name in names if name))
+
+
+def answered_by(usage: Usage) -> dict[str, Any]:
+    """What a judge block records of who answered its calls: `served_models`, and where a stand-in answered
+    some, how many (`stand_in`) and `proxy: true`, so its figures never rank as a real judge's."""
+    block: dict[str, Any] = {"served_models": dict(usage.served_models)}
+    if usage.stand_in:
+        block.update(stand_in=usage.stand_in, proxy=True)
+    return block
 
 
 def mismatched(asked: str | None, served_models: Mapping[str, int]) -> dict[str, int]:

@@ -25,7 +25,7 @@ from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
-from bespoke_metric.results.served import count_served, mark_served
+from bespoke_metric.results.served import answered_by, count_served, mark_served
 
 from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
 
@@ -131,7 +131,7 @@ def build_results(
     summary["benchmark_queries"] = benchmark_queries
     summary["truncated"] = sum(1 for item in items if item.truncated)
     results = Results(summary=summary, **figure_stats(items), items=list(items),
-                      judge={**judge.describe(), "served_models": dict(usage.served_models)},
+                      judge={**judge.describe(), **answered_by(usage)},
                       data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                       model_name=model_name(system) if system is not None else None)
     mark_served(results)

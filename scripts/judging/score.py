@@ -129,7 +129,8 @@ def cost_line(usage: Mapping[str, Any]) -> str | None:
         return None
     parts = []
     for spec, record in models.items():
-        cost = f"${record['cost']:.4f}" if record.get("cost") is not None else "local, no price per token" if record.get("local") else "cost unknown"
+        cost = ("stand-in answers, no cost" if record.get("stand_in") else f"${record['cost']:.4f}" if record.get("cost") is not None
+                else "local, no price per token" if record.get("local") else "cost unknown")
         batch = f", {record['batch_calls']} by batch" if record.get("batch_calls") else ""
         parts.append(f"{spec}: {record['input_tokens']} in ({record['cached_input_tokens']} cached), "
                      f"{record['output_tokens']} out ({record['reasoning_tokens']} reasoning){batch}, {cost}")
