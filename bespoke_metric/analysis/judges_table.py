@@ -32,6 +32,7 @@ import numpy as np
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.results import Results, stats
+from bespoke_metric.results.caveats import PROXY_MARK, STAND_IN_MARK, judge_marks
 
 from .meta_eval import REFERENCE, meta_evaluate, meta_items
 
@@ -202,6 +203,7 @@ def judge_row(judge: JudgeRuns, reference: JudgeRuns, lengths: np.ndarray, *, n_
     row: dict[str, Any] = {
         "spec": judge.spec,
         "served_models": _served(judge.runs),
+        **({"stand_in": stand_in} if (stand_in := sum(run.judge.get("stand_in", 0) for run in judge.runs)) else {}),
         "judge": first.judge,
         "n": int(len(first.items)),
         "scored": int(scored(matrix).sum()),
@@ -307,10 +309,12 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
         diff = row["vs_reference"]["pearson_diff"]
         shown = "reference" if row["spec"] == table["reference"] else \
             f"{_value(diff)} (p={diff['p_value']:.3g})" if diff.get("p_value") is not None else _value(diff)
-        served = ", ".join(f"{name} ×{count}" for name, count in row["served_models"].items()) or "n/a"
+        served = ", ".join([f"{name} ×{count}" for name, count in row["served_models"].items()]
+                           + ([f"{STAND_IN_MARK} ×{row['stand_in']}"] if row.get("stand_in") else [])) or "n/a"
         usage = row["usage"]
         cost = "n/a" if usage["cost"] is None else f"${usage['cost']:.4f}"
-        lines.append(f"| {row['rank']} | `{row['spec']}` | {served} | {_value(row['pearson']['average'])} | "
+        judge = f"`{row['spec']}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
+        lines.append(f"| {row['rank']} | {judge} | {served} | {_value(row['pearson']['average'])} | "
                      f"{_value(row['spearman']['average'])} | {_value(row['agreement']['exact'], 2)} | "
                      f"{_value(row['agreement']['within_one'], 2)} | {_value(bias, 2)}{flag} | {agree} | {shown} | "
                      f"{row['unparsed']} | {row['guarded']} | {usage['calls']} (+{usage['cached']} cached) | "
@@ -318,7 +322,11 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
     published = table["published"]
     lines.append(f"| published | `{published['spec']}` | | {published['pearson']['average']['value']:.3f} | "
                  f"{published['spearman']['average']['value']:.3f} | | | | | | | | | | | |")
-    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses.", "",
+    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses."]
+    if any(judge_marks(row["judge"]) for row in table["judges"]):
+        lines.append(f"A row marked {PROXY_MARK} or {STAND_IN_MARK} judge is not a judge to choose: a proxy's figures (the "
+                     "`embed:` judge, a rule), or answers a stand-in made (a test server), not the model named.")
+    lines += ["",
               "## Per dimension", "", "| judge | " + " | ".join(f"{d} Pearson" for d in DIMENSIONS) + " |",
               "|---|" + "---|" * len(DIMENSIONS)]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):

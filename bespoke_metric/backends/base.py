@@ -79,7 +79,7 @@ class Completion:
     stand_in: bool = False
     """A stand-in made this answer, not the model asked for: a rule answering in-process (the docs' plugin
     example), or the `bespoke stand-in` server, which says so in every answer. Counted in `Usage.stand_in`,
-    not in `served_models`; it costs nothing, and a judge so answered is recorded as a proxy."""
+    not in `served_models`; it costs nothing, and the figures of a judge so answered are marked `STAND-IN`."""
 
     def extras(self) -> dict[str, Any]:
         """The fields beyond text, tokens and truncation that are set, as JSON (what the cache stores)."""
@@ -139,11 +139,14 @@ class ModelUnavailableError(EngineError):
     `model_not_found`, Gemini's "not found for API version"). Every call would fail the same way, so the
     run stops before anything is written; the message names the model and quotes the provider's words."""
 
-    def __init__(self, model: str, provider_words: str) -> None:
+    def __init__(self, model: str, provider_words: str, did_you_mean: str | None = None) -> None:
         self.model = model
         self.provider_words = provider_words
-        super().__init__(f"the model {model!r} is not served: {provider_words} (it may be retired; "
-                         "docs/choosing-a-judge.md compares successors against the human labels)")
+        self.did_you_mean = did_you_mean
+        """A model of the endpoint's whose name is close to the one asked for (a typo: `gtp-5` -> `gpt-5`)."""
+        hint = (f"did you mean {did_you_mean}?" if did_you_mean else
+                "it may be retired; docs/choosing-a-judge.md compares successors against the human labels")
+        super().__init__(f"the model {model!r} is not served: {provider_words} ({hint})")
 
 
 class Withheld(Exception):
@@ -206,7 +209,7 @@ class Usage:
     wall_seconds: float = 0.0
     stand_in: int = 0
     """Answers (calls and cache hits) a stand-in made, not a model (`Completion.stand_in`): left out of
-    `served_models`; a model with any costs nothing, a judge with any is a proxy."""
+    `served_models`; a model with any costs nothing, a judge with any has its figures marked."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
     served_models: dict[str, int] = field(default_factory=dict)

@@ -57,7 +57,7 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
         more[1].setdefault("batch_ledger", str(ledger_path(kept)))  # the batches kept beside the answers
     backend = build_backend(parsed, dict(parts.engine), *more)
-    return LLMJudge(backend, spec=spec, cache=cache, **parts.protocol)
+    return LLMJudge(backend, spec=spec, cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
 
 
 @dataclass(frozen=True)

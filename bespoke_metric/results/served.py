@@ -5,7 +5,7 @@ the one asked for, or a dated snapshot of it (`gpt-5` -> `gpt-5-2025-08-07`), is
 other (`gemini-2.5-pro` -> `gemini-3.8-flash`, `gpt-5` -> `gpt-5-mini`) means the provider routed the call
 elsewhere: a `warning:` line, `served_mismatch: true` in the results, a leaderboard row of its own, and
 `--strict` refuses it. An answer a stand-in made (a rule, the `bespoke stand-in` server: `Completion.stand_in`)
-was served by no model: it is counted as `stand_in`, and a judge so answered is a proxy. An answer the output limit cut off is kept and scored as given (as the official
+was served by no model: it is counted as `stand_in`, and the figures of a judge so answered are marked. An answer the output limit cut off is kept and scored as given (as the official
 evaluator would) but counted wherever figures are shown, and `--strict` refuses it too.
 
 No I/O here: the commands print and refuse.
@@ -61,12 +61,9 @@ def count_served(names: Iterable[str]) -> dict[str, int]:
 
 
 def answered_by(usage: Usage) -> dict[str, Any]:
-    """What a judge block records of who answered its calls: `served_models`, and where a stand-in answered
-    some, how many (`stand_in`) and `proxy: true`, so its figures never rank as a real judge's."""
-    block: dict[str, Any] = {"served_models": dict(usage.served_models)}
-    if usage.stand_in:
-        block.update(stand_in=usage.stand_in, proxy=True)
-    return block
+    """What a judge block records of who answered its calls: `served_models`, and how many answers a stand-in
+    made (`stand_in`) where it made any, so its figures are marked wherever they are shown."""
+    return {"served_models": dict(usage.served_models), **({"stand_in": usage.stand_in} if usage.stand_in else {})}
 
 
 def mismatched(asked: str | None, served_models: Mapping[str, int]) -> dict[str, int]:
@@ -124,12 +121,14 @@ def truncated_line(truncated: int, answers: int) -> str | None:
             "predictions); scored as given (--strict refuses them)")
 
 
-def mark_served(results: Results, system_served: Mapping[str, int] | None = None) -> None:
+def mark_served(results: Results, system_served: Mapping[str, int] | None = None, system_stand_in: int = 0) -> None:
     """Record `system_served` (`{model: predictions}`, as the predictions say) as `system.served_models`,
-    and mark the results `served_mismatch` when a call of the judge or the system was served by another
-    model than the one asked for."""
+    and `system_stand_in` (predictions a stand-in wrote) as `system.stand_in`, and mark the results
+    `served_mismatch` when a call of the judge or the system was served by another model than the one asked for."""
     if system_served is not None:
         results.system = {**(results.system or {}), "served_models": dict(system_served)}
+    if system_stand_in:
+        results.system = {**(results.system or {}), "stand_in": system_stand_in}
     other = [mismatched(asked_model(block), (block or {}).get("served_models") or {}) for block in (results.judge, results.system)]
     results.served_mismatch = any(other)
 

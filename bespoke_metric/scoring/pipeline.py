@@ -220,7 +220,8 @@ def score_many(
             if prediction.truncated:  # and whether its answer was cut off (scored as given)
                 item.truncated, item.truncation_reason = True, prediction.truncation_reason or None
         results.summary["truncated"] = sum(1 for item in results.items if item.truncated)
-        mark_served(results, count_served(prediction.served_model for prediction in checked))
+        mark_served(results, count_served(prediction.served_model for prediction in checked),
+                    sum(prediction.stand_in for prediction in checked))
     return outputs
 
 

@@ -30,6 +30,8 @@ class Prediction:
     truncated: bool = False
     """The output limit cut the answer off (`bespoke generate` records it): scored as given, and counted."""
     truncation_reason: str = ""
+    stand_in: bool = False
+    """A stand-in wrote it, not a model (`bespoke generate` records it): counted in `system.stand_in`."""
 
     @property
     def key(self) -> str:
@@ -137,7 +139,8 @@ def read_predictions(
             continue
         prediction = Prediction(str(record["user"]), query_id, response, number, dict(search) if search is not None else None,
                                 served_model=str(record.get("served_model") or ""), truncated=record.get("truncated", False),
-                                truncation_reason=str(record.get("truncation_reason") or ""))
+                                truncation_reason=str(record.get("truncation_reason") or ""),
+                                stand_in=record.get("stand_in") is True)
         if prediction.key not in known:
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
         elif prediction.key in seen and not allow_repeats:

@@ -445,7 +445,8 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
                 profile_mark: Mapping[str, Any]) -> dict[str, Any] | str:
     """The prediction record of one answered query, or why it has none: with the model that served its
     answer (the provider's word for it, else `model`, the one asked for: a local model is the one loaded),
-    its `system_fingerprint` and `service_tier` where given, and, where the output limit cut it off,
+    its `system_fingerprint` and `service_tier` where given (`stand_in` instead of the model where a stand-in
+    wrote it), and, where the output limit cut it off,
     `truncated` and why. `profile_mark`: `{"profile": hit}` when its profile was degenerate."""
     if outcome.error is not None or not outcome.raw:
         return outcome.error or "the model returned an empty answer"
@@ -464,7 +465,10 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     if plan.engine != NONE:
         record["search"] = outcome.search
     completion = outcome.completion
-    record["served_model"] = (completion.served_model if completion is not None else "") or model
+    if completion is not None and completion.stand_in:  # served by no model: a stand-in wrote it
+        record["stand_in"] = True
+    else:
+        record["served_model"] = (completion.served_model if completion is not None else "") or model
     for name in ("system_fingerprint", "service_tier"):  # where the provider gives them
         if completion is not None and getattr(completion, name):
             record[name] = getattr(completion, name)

@@ -58,7 +58,7 @@ def test_an_installed_plugin_engine_scores(plugins, tmp_path):
     model = results["usage"]["models"]["rules:need-words"]
     assert model["cost"] == 0.0 and model["stand_in"] == answers and results["usage"]["cost"] == 0.0
     assert "cost unknown" not in done.stdout and "rules:need-words: " in done.stdout and "stand-in answers, no cost" in done.stdout
-    assert "note: rules:need-words was answered by a stand-in" in done.stdout
+    assert "note: rules:need-words is a proxy judge" in done.stdout and "note: rules:need-words was answered by a stand-in" in done.stdout
 
 
 def test_an_unknown_engine_names_the_installed_plugins(plugins, tmp_path):

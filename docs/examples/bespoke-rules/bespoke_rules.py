@@ -42,7 +42,7 @@ class RulesBackend:
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         for index, request in enumerate(requests):
             text = judge_answer({"messages": list(request.messages)})
-            # a rule answered, not a model: bespoke-eval records the judge as a proxy, at no cost
+            # a rule answered, not a model: no served model to check, and no cost
             on_done(index, Completion(text, stand_in=True))
 
     def close(self) -> None:
@@ -53,4 +53,5 @@ def build(model: str, options: dict[str, Any]) -> RulesBackend:
     return RulesBackend(model, **options)
 
 
-ENGINE = Engine("rules", RulesOptions, backend=build)
+# a rule approximates a judge: its results are a proxy's, ranked only with --allow-proxy
+ENGINE = Engine("rules", RulesOptions, backend=build, proxy=True)
