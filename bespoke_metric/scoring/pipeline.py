@@ -28,6 +28,7 @@ from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.results.served import answered_by, count_served, mark_served
 
 from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
+from .rescore import recorded_predictions
 
 
 def load_benchmark(
@@ -295,6 +296,11 @@ def failure_count(results: Results) -> int:
 
 
 def write_results(results: Results, path: str | os.PathLike[str]) -> None:
-    """Write a results file atomically: a crash never leaves half of one."""
-    atomic_write_text(path, json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n")
+    """Write a results file atomically: a crash never leaves half of one. Where its predictions are
+    (`system.predictions`) is recorded relative to the file's folder (`rescore.recorded_predictions`)."""
+    content = results.to_json()
+    system = content.get("system")
+    if isinstance(system, dict) and system.get("predictions"):
+        content["system"] = {**system, "predictions": recorded_predictions(system["predictions"], path)}
+    atomic_write_text(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
 
