@@ -244,7 +244,7 @@ def judge_groups(
         checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
         if limit is not None:
             checked = checked[:limit]
-        groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
+        groups.append([JudgeItem(benchmark[prediction.key], prediction.response, guard=prediction.guard) for prediction in checked])
         read.append(checked)
     return JudgeGroups(groups, data, len(benchmark), read)
 

@@ -32,6 +32,7 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
 from bespoke_metric.judging.cleaning import clean_response
+from bespoke_metric.judging.guards import check_context_echo
 from bespoke_metric.results.served import StrictError, asked_model, mismatch_warning
 
 from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
@@ -447,12 +448,14 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     answer (the provider's word for it, else `model`, the one asked for: a local model is the one loaded),
     its `system_fingerprint` and `service_tier` where given (`stand_in` instead of the model where a stand-in
     wrote it), and, where the output limit cut it off,
-    `truncated` and why. `profile_mark`: `{"profile": hit}` when its profile was degenerate."""
+    `truncated` and why; `guard` where the answer echoes the context it was given (`check_context_echo`).
+    `profile_mark`: `{"profile": hit}` when its profile was degenerate."""
     if outcome.error is not None or not outcome.raw:
         return outcome.error or "the model returned an empty answer"
     response = clean_response(outcome.raw)
     if not response:
         return "the answer is empty once its reasoning, citations and URLs are left out"
+    echoed = check_context_echo(response, context.text) if context.text else None
     record: dict[str, Any] = {
         "user": context.user,
         "query_id": context.query_id,
@@ -478,4 +481,6 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     marks = {**profile_mark, **({"rewrite": outcome.degenerate} if outcome.degenerate else {})}
     if marks:
         record["degenerate"] = marks
+    if echoed is not None:  # the context is not kept: the judge's guards learn of the echo from here
+        record["guard"] = echoed.to_dict()
     return record
