@@ -258,9 +258,14 @@ class Row:
 
     @property
     def system(self) -> str:
-        """The system's name; marked with the model that served it when that is not the one asked for."""
+        """The system's name; marked with the model that served it when that is not the one asked for, and
+        with the answers written without their profile or rewrite (degenerate: its context label does not
+        hold for them)."""
         instead = self.served_instead
-        return f"{self.entry.system} [served by {', '.join(sorted(instead))}]" if instead else self.entry.system
+        marks = [f"served by {', '.join(sorted(instead))}"] * bool(instead)
+        degenerate = (self.entry.results.system or {}).get("degenerate") or {}
+        marks += [f"{count} of {self.items} without their {part}" for part, count in sorted(degenerate.items())]
+        return self.entry.system + "".join(f" [{mark}]" for mark in marks)
 
     @property
     def items(self) -> int:

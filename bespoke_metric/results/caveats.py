@@ -59,6 +59,9 @@ def caveats(results: Results) -> list[str]:
     if written:
         notes.append(f"note: {written} of the {len(results.items)} answers scored were written by a stand-in (a rule or a "
                      "test server), not the system's model: these figures score no model")
+    for part, count in sorted(((results.system or {}).get("degenerate") or {}).items()):
+        notes.append(f"note: {count} of the {len(results.items)} answers were written without their {part} (the {part} "
+                     f"was degenerate, caught by a guard): for them the system ran without the {part} it is named after")
     data = results.data
     if is_synthetic(data):
         notes.append(f"note: the data ({data.get('source')}) is a synthetic release, invented users and judgments in "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
@@ -223,6 +224,9 @@ def score_many(
         results.summary["truncated"] = sum(1 for item in results.items if item.truncated)
         mark_served(results, count_served(prediction.served_model for prediction in checked),
                     sum(prediction.stand_in for prediction in checked))
+        degenerate = Counter(part for prediction in checked for part in prediction.degenerate)
+        if degenerate:  # answered without their profile (or rewrite): the system's label no longer holds for them
+            results.system = {**(results.system or {}), "degenerate": dict(sorted(degenerate.items()))}
     return outputs
 
 

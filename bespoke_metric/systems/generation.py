@@ -39,7 +39,17 @@ from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext
 from .profiler import LLMProfiler, expand_queries
 from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import Retriever, make_retriever
-from .runfiles import GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
+from .runfiles import (
+    GenerationError,
+    ProfileStore,
+    append_predictions,
+    canonical_sha256,
+    check_resume,
+    degenerate_counts,
+    read_done,
+    record_outcomes,
+    sidecar,
+)
 from .search.base import NATIVE, NONE, SearchEngine
 from .search.cache import SearchCache
 from .search.plan import describe_search, make_plan, open_engine
@@ -161,6 +171,7 @@ def generate(
             plan = make_plan(settings, parts.search, parts.search_engine, searches)
             _generate_pending(pending, histories, parts, plan, settings, cache, store, report, writer, progress)
         writer.write(report, [])  # the files exist even when no query could be asked
+        record_outcomes(manifest, system, output)
         report.uses = _uses(parts, report)
     report.wall_seconds = time.perf_counter() - started
     return report
@@ -435,8 +446,8 @@ class _Writer:
 
 def _count(record: Mapping[str, Any], plan: SearchPlan, report: GenerationReport) -> None:
     """What the run's summary says of one prediction: degenerate parts, fallbacks, answers without search."""
-    for part in record.get("degenerate") or {}:
-        report.degenerate[part] = report.degenerate.get(part, 0) + 1
+    for part, count in degenerate_counts([record]).items():
+        report.degenerate[part] = report.degenerate.get(part, 0) + count
     search = record.get("search") or {}
     report.fallbacks += bool(search.get("fallback"))
     report.unsearched += plan.searcher is not None and plan.policy == "agent" and not search.get("calls")
