@@ -60,6 +60,8 @@ class LLMJudge:
             raise UserError(f"--max-shots must be >= 0, got {max_shots}")
         if repeat < 0:
             raise ValueError(f"repeat must be >= 0, got {repeat}")
+        if max_tokens is not None and max_tokens < 1:
+            raise UserError(f"--judge-max-tokens must be at least 1, got {max_tokens}")
         self.backend = backend
         self.spec = spec or f"{backend.name}:{backend.model}"
         self.max_shots = max_shots

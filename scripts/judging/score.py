@@ -37,7 +37,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     add_source_arguments(parser, **source)  # type: ignore[arg-type]
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
-    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
+    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured", "max_tokens"))
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
