@@ -200,10 +200,11 @@ def judge_row(judge: JudgeRuns, reference: JudgeRuns, lengths: np.ndarray, *, n_
     matrix, human = score_matrix(first), human_matrix(first)
     meta = first.meta_eval or {}
     pooled = meta.get("pooled", {})
+    stand_in = sum(run.judge.get("stand_in", 0) for run in judge.runs)  # answers a stand-in made, all repeats
     row: dict[str, Any] = {
         "spec": judge.spec,
         "served_models": _served(judge.runs),
-        **({"stand_in": stand_in} if (stand_in := sum(run.judge.get("stand_in", 0) for run in judge.runs)) else {}),
+        **({"stand_in": stand_in} if stand_in else {}),
         "judge": first.judge,
         "n": int(len(first.items)),
         "scored": int(scored(matrix).sum()),

@@ -4,8 +4,9 @@ Providers say in every response which model served it (`Completion.served_model`
 the one asked for, or a dated snapshot of it (`gpt-5` -> `gpt-5-2025-08-07`), is the model asked for; any
 other (`gemini-2.5-pro` -> `gemini-3.8-flash`, `gpt-5` -> `gpt-5-mini`) means the provider routed the call
 elsewhere: a `warning:` line, `served_mismatch: true` in the results, a leaderboard row of its own, and
-`--strict` refuses it. An answer a stand-in made (a rule, the `bespoke stand-in` server: `Completion.stand_in`)
-was served by no model: it is counted as `stand_in`, and the figures of a judge so answered are marked. An answer the output limit cut off is kept and scored as given (as the official
+`--strict` refuses it. An answer a stand-in made (a rule, the `bespoke stand-in` server:
+`Completion.stand_in`) was served by no model: it is counted as `stand_in`, and the figures of a judge so
+answered are marked. An answer the output limit cut off is kept and scored as given (as the official
 evaluator would) but counted wherever figures are shown, and `--strict` refuses it too.
 
 No I/O here: the commands print and refuse.

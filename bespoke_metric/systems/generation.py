@@ -458,9 +458,9 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     """The prediction record of one answered query, or why it has none: with the model that served its
     answer (the provider's word for it, else `model`, the one asked for: a local model is the one loaded),
     its `system_fingerprint` and `service_tier` where given (`stand_in` instead of the model where a stand-in
-    wrote it), and, where the output limit cut it off,
-    `truncated` and why; `guard` where the answer echoes the context it was given (`check_context_echo`).
-    `profile_mark`: `{"profile": hit}` when its profile was degenerate."""
+    wrote it), and, where the output limit cut it off, `truncated` and why; `guard` where the answer echoes
+    the context it was given (`check_context_echo`). `profile_mark`: `{"profile": hit}` when its profile was
+    degenerate."""
     if outcome.error is not None or not outcome.raw:
         return outcome.error or "the model returned an empty answer"
     response = clean_response(outcome.raw)
