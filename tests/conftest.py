@@ -50,6 +50,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_folders.py::test_export_refuses_a_folder_that_holds_no_export",
     "test_generation.py::test_every_context_on_the_synthetic_release",
     "test_generation_cli.py::test_bespoke_generate_and_run_end_to_end",
+    "test_generation_cli.py::test_small_models_are_bounded_from_the_command_line",
     "test_guards.py::test_cli_no_guards",
     "test_hf_judge.py::test_hf_judge_records_unparseable_answers_as_failures",
     "test_judges_table.py::test_the_table_ranks_stand_ins_of_known_quality",

@@ -24,6 +24,7 @@ import numpy as np
 
 from bespoke_metric.analysis.leaderboard import COLUMNS, LABELS, Entry, LeaderboardError, compare, per_query
 from bespoke_metric.results import stats
+from bespoke_metric.scoring.rescore import find_predictions
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,13 @@ class Pair:
 
 def pairing_key(entry: Entry) -> str:
     """What makes two results files the same system's: the predictions they judged (`system.predictions`,
-    which `bespoke rescore` keeps), else the system's name."""
+    which `bespoke rescore` keeps, found as rescore finds it), else the system's name."""
     system = entry.results.system or {}
     predictions = system.get("predictions")
-    return f"predictions:{os.path.normpath(str(predictions))}" if predictions else f"system:{entry.system}"
+    if not predictions:
+        return f"system:{entry.system}"
+    found = find_predictions(entry.path, {"system": system})
+    return f"predictions:{os.path.normpath(os.path.abspath(found if found is not None else str(predictions)))}"
 
 
 def pair_results(old: Sequence[Entry], new: Sequence[Entry]) -> list[Pair]:

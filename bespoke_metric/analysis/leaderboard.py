@@ -30,7 +30,7 @@ from huggingface_hub import HfApi
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
 from bespoke_metric.results import Results, stats
-from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, is_synthetic, nothing_scored
+from bespoke_metric.results.caveats import STAND_IN_MARK, SYNTHETIC_MARK, is_synthetic, judge_marks, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.served import asked_model, mismatched
@@ -75,8 +75,9 @@ class Entry:
         models that served it in place of the one asked for) and the data."""
         data = self.results.data
         data_id = {"fingerprint": data["fingerprint"]} if data.get("fingerprint") else {"source": data.get("source"), "revision": data.get("revision")}
-        judge = {key: value for key, value in self.judge.items() if key != "served_models"}
-        return json.dumps({"judge": judge, "served_instead": judge_served_instead(self.judge), "data": data_id},
+        judge = {key: value for key, value in self.judge.items() if key not in ("served_models", "stand_in")}
+        return json.dumps({"judge": judge, "served_instead": judge_served_instead(self.judge),
+                           "stand_in": bool(self.judge.get("stand_in")), "data": data_id},
                           sort_keys=True, default=str)
 
     @property
@@ -257,9 +258,14 @@ class Row:
 
     @property
     def system(self) -> str:
-        """The system's name; marked with the model that served it when that is not the one asked for."""
+        """The system's name; marked with the model that served it when that is not the one asked for, and
+        with the answers written without their profile or rewrite (degenerate: its context label does not
+        hold for them)."""
         instead = self.served_instead
-        return f"{self.entry.system} [served by {', '.join(sorted(instead))}]" if instead else self.entry.system
+        marks = [f"served by {', '.join(sorted(instead))}"] * bool(instead)
+        degenerate = (self.entry.results.system or {}).get("degenerate") or {}
+        marks += [f"{count} of {self.items} without their {part}" for part, count in sorted(degenerate.items())]
+        return self.entry.system + "".join(f" [{mark}]" for mark in marks)
 
     @property
     def items(self) -> int:
@@ -295,8 +301,11 @@ class Row:
 
     @property
     def served(self) -> str:
-        """The models that served the system, most answers first (`gpt-5-2025-08-07`), or `not said`."""
-        ranked = sorted(self.served_models.items(), key=lambda pair: (-pair[1], pair[0]))
+        """The models that served the system, most answers first (`gpt-5-2025-08-07`), `STAND-IN` for
+        answers a stand-in wrote, or `not said`."""
+        stand_in = int((self.entry.results.system or {}).get("stand_in") or 0)
+        ranked = sorted({**self.served_models, **({STAND_IN_MARK: stand_in} if stand_in else {})}.items(),
+                        key=lambda pair: (-pair[1], pair[0]))
         return ", ".join(name if len(ranked) == 1 else f"{name} ({count})" for name, count in ranked) or "not said"
 
     @property
@@ -350,7 +359,7 @@ class Group:
         protocol = self.judge.get("protocol_version", "?")
         revision = self.data.get("revision") or "local"
         fingerprint = (self.data.get("fingerprint") or "")[:12]
-        proxy = f" · {PROXY_MARK}" if self.judge.get("proxy") else ""
+        proxy = "".join(f" · {mark}" for mark in judge_marks(self.judge))
         instead = judge_served_instead(self.judge)
         served = f" · judge SERVED BY {', '.join(instead)}" if instead else ""
         synthetic = f" · {SYNTHETIC_MARK}" if is_synthetic(self.data) else ""
@@ -361,7 +370,7 @@ class Group:
     @property
     def settings(self) -> str:
         """The judge's settings besides spec and protocol, as `k=v` pairs."""
-        skip = {"spec", "protocol_version", "proxy", "served_models"}
+        skip = {"spec", "protocol_version", "proxy", "served_models", "stand_in"}
         return ", ".join(f"{k}={v}" for k, v in sorted(self.judge.items()) if k not in skip)
 
 

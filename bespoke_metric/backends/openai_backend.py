@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import difflib
 import json
 import logging
 import os
@@ -54,7 +55,7 @@ from bespoke_dataset.errors import UserError
 
 from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
 from .openai_models import SAMPLING_PARAMETERS, family_of
-from .openai_session import CallFailed, Session, model_shutdown_date, scrub_url, short
+from .openai_session import CallFailed, Session, model_ids, model_shutdown_date, scrub_url, short
 from .options import REASONING_EFFORTS
 from .retirement import ModelNotice, known_shutdown, shutdown_notice
 from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
@@ -81,6 +82,14 @@ SHUTDOWN_LOOKUP_S = 5.0
 
 _shutdown_dates: dict[tuple[str, str], str | None] = {}
 """(endpoint, model) -> the shutdown date its provider published (None: none), looked up once a process."""
+_close_models: dict[tuple[str, str], str | None] = {}
+"""(endpoint, model) -> the endpoint's model whose name is closest to it (None: none close), looked up once."""
+TYPO_CUTOFF = 0.75
+"""How alike (difflib's ratio) a served model's name must be to the unknown one asked for, to be offered as
+what was meant: `gtp-5` and `gpt-5` are 0.8 alike."""
+STAND_IN_FIELD = "bespoke_stand_in"
+"""A top-level field of an answer body (not OpenAI's) by which a server says that a stand-in made the answer,
+not a model: `bespoke stand-in` sets it on every answer (`Completion.stand_in`)."""
 
 
 def token_parameter(model: str, path: str) -> str:
@@ -356,6 +365,17 @@ class OpenAIBackend(Client):
                 warnings.warn(notice, ModelNotice, stacklevel=2)
         return _shutdown_dates[key]
 
+    def close_model(self) -> str | None:
+        """The spec of the endpoint's model (`GET /models`) whose name is closest to this one's, when the
+        endpoint does not serve this one: a typo (`openai:gtp-5` -> `openai:gpt-5`); None when none is close
+        or the endpoint lists none. Looked up once a process, on the way to stopping the run."""
+        key = (self.base_url, self.model)
+        if key not in _close_models:
+            served = [name for name in model_ids(self.base_url, self._api_key, SHUTDOWN_LOOKUP_S) if name != self.model]
+            close = difflib.get_close_matches(self.model, served, n=1, cutoff=TYPO_CUTOFF)
+            _close_models[key] = f"{self.name}:{close[0]}" if close else None
+        return _close_models[key]
+
     def search_settings(self) -> dict[str, Any]:
         """How native search is set up, where it differs from the provider's default (part of the identity)."""
         search = self.web_search.settings()
@@ -427,7 +447,8 @@ class OpenAIBackend(Client):
             raw = await session.post(path, body)
         except CallFailed as failure:
             if failure.unavailable:  # every call would fail so: the run stops here
-                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable))) from None
+                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable)),
+                                            did_you_mean=self.close_model()) from None
             raise
         try:
             return self.parse(path, json.loads(raw))
@@ -632,10 +653,11 @@ def _responses_completion(answer: dict[str, Any]) -> Completion:
     )
 
 
-def _served(answer: Mapping[str, Any]) -> dict[str, str]:
-    """Which model served a call, its `system_fingerprint` and service tier, as the response body says."""
+def _served(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """Which model served a call, its `system_fingerprint` and service tier, and whether a stand-in made it
+    (`STAND_IN_FIELD`), as the response body says."""
     return {"served_model": str(answer.get("model") or ""), "system_fingerprint": str(answer.get("system_fingerprint") or ""),
-            "service_tier": str(answer.get("service_tier") or "")}
+            "service_tier": str(answer.get("service_tier") or ""), "stand_in": answer.get(STAND_IN_FIELD) is True}
 
 
 def _responses_search(calls: list[dict[str, Any]], citations: list[dict[str, Any]]) -> dict[str, Any]:

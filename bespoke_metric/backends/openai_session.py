@@ -150,18 +150,33 @@ def model_shutdown_date(base_url: str, api_key: str, model: str, timeout: float)
     null when none is announced); None when it gives none, or the lookup fails in any way (it is a courtesy:
     silent). One blocking call: made once per model, not per request."""
     import urllib.parse
+
+    found = _get_json(base_url, api_key, f"/models/{urllib.parse.quote(model, safe='')}", timeout)
+    date = found.get("shutdown_date") if isinstance(found, dict) else None
+    return str(date) if date else None
+
+
+def model_ids(base_url: str, api_key: str, timeout: float) -> list[str]:
+    """The model ids the endpoint's `GET /models` lists (OpenAI's `{"object": "list", "data": [Model]}`), for
+    a key: empty when the lookup fails in any way (a courtesy: silent). One blocking call."""
+    found = _get_json(base_url, api_key, "/models", timeout)
+    data = found.get("data") if isinstance(found, dict) else None
+    return [str(model["id"]) for model in data or () if isinstance(model, dict) and model.get("id")]
+
+
+def _get_json(base_url: str, api_key: str, path: str, timeout: float) -> Any:
+    """The JSON body of `GET path` under `base_url` with the key, or None when the call fails in any way."""
     import urllib.request
 
-    url = f"{base_url.rstrip('/')}/models/{urllib.parse.quote(model, safe='')}"
+    url = f"{base_url.rstrip('/')}{path}"
     request = urllib.request.Request(url, headers={"authorization": f"Bearer {api_key}", "accept": "application/json",
                                                    "user-agent": f"bespoke-eval/{__version__}"})
     tls = tls_context() if urlsplit(url).scheme == "https" else None
     try:
         with urllib.request.urlopen(request, timeout=timeout, context=tls) as answer:
-            date = json.loads(answer.read()).get("shutdown_date")
-    except Exception:  # noqa: BLE001 - any failure (HTTP, network, body) means: no date known
+            return json.loads(answer.read())
+    except Exception:  # noqa: BLE001 - any failure (HTTP, network, body) means: nothing known
         return None
-    return str(date) if date else None
 
 
 def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: float | None = None) -> CallFailed:

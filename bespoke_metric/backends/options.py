@@ -34,10 +34,12 @@ class OptionError(UserError):
     """An option the chosen engine does not take, or a malformed engine spec."""
 
 
-def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | None = None) -> Any:
+def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | None = None, *,
+           positive: bool = False) -> Any:
     """A typed option whose default (None) means: the engine's own default. `flag` is how the command
-    line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these."""
-    return field(default=None, metadata={"flag": flag, "help": help, "choices": choices})
+    line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these.
+    `positive`: a count of at least 1 (the flag refuses another)."""
+    return field(default=None, metadata={"flag": flag, "help": help, "choices": choices, "positive": positive})
 
 
 def setting(default: Any, flag: str | None = None, help: str = "", *, choices: tuple[str, ...] | None = None,

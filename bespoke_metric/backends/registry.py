@@ -117,6 +117,9 @@ class Engine:
     one, as its provider's documented successor), else None; or `"module:function"` naming it."""
     local: bool = False
     """Runs its model here (or on this Ray cluster): it costs machine time, not a provider's price per token."""
+    proxy: bool = False
+    """Judges by an approximation, not a real judge model (a rule): its judge is recorded as a proxy
+    (`proxy: true`), so leaderboards rank its figures only when told to (`--allow-proxy`), as the `embed:` judge's."""
 
     @property
     def llm(self) -> bool:

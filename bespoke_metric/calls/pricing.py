@@ -346,6 +346,7 @@ def is_local(spec: str) -> bool:
 
 
 LOCAL_NOTE = "a local model: no price per token (give one with --prices FILE to count its machine time)"
+STAND_IN_NOTE = "answered by a stand-in (a rule or a test server), not the model: no cost"
 
 
 def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None, local: bool = False) -> dict[str, Any]:
@@ -355,12 +356,16 @@ def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None
     web searches (`web_searches`, where it made any) at the price per 1,000; `cost` is None, and
     `price_note` says why, when no price is known (of the tokens, or of searches it made). Where the provider reported what its calls cost,
     `provider_cost` (dollars) and `provider_costed` (of how many calls) stand beside `cost`. A `local` model
-    (marked so) has no price, for it has none per token."""
+    (marked so) has no price, for it has none per token; answers a stand-in made (`Usage.stand_in`) cost
+    nothing, whatever the model's price."""
     batch = batch or Usage()
     total = Tokens.of(usage)
     record: dict[str, Any] = {"calls": usage.calls, "batch_calls": batch.calls, "cached": usage.cached, **total.to_json()}
     if usage.provider_costed:
         record.update(provider_cost=round(usage.provider_cost, 6), provider_costed=usage.provider_costed)
+    if usage.stand_in:  # one backend's answers are all a stand-in's or none: its endpoint is part of its identity
+        record.update(cost=0.0, price=None, stand_in=usage.stand_in, price_note=STAND_IN_NOTE)
+        return record
     if price is None and local:
         record.update(cost=None, price=None, local=True, price_note=LOCAL_NOTE)
         return record

@@ -215,7 +215,11 @@ def _count(usage: Usage, outcome: Outcome, model: str) -> None:
 
 def _count_served(usage: Usage, completion: Completion, model: str) -> None:
     """Count the model that served an answer: the one the provider names, else `model`, the one asked for (a
-    local model is the one loaded); and keep what the provider said of its stage (`model_status`)."""
+    local model is the one loaded), and keep what the provider said of its stage (`model_status`); an answer a
+    stand-in made is counted as such, served by no model."""
+    if completion.stand_in:
+        usage.stand_in += 1
+        return
     served = completion.served_model or model
     usage.served_models[served] = usage.served_models.get(served, 0) + 1
     if completion.model_status:

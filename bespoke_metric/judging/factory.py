@@ -29,7 +29,8 @@ class ProtocolOptions:
     personalized: bool | None = option("--no-personalization", "ablation: no rubric, gold need or examples")
     structured: bool | None = option("--structured", "ask for JSON output (guided decoding where the engine has it)")
     max_parse_retries: int | None = option(help="repair turns for an unreadable answer (default 2)")
-    max_tokens: int | None = option(help="output token cap of every judge call (default: per kind of call)")
+    max_tokens: int | None = option("--judge-max-tokens", "output token cap of every judge call, e.g. for a small "
+                                    "local judge (default: per kind of call)", positive=True)
     progress: bool | None = option(help="show a progress bar (default True)")
     repeat: int | None = option(help="which of several runs of the same judgments this is (`meta-eval --repeats`): "
                                 "from 1 on, part of the cache key, so each repeat is a fresh answer (default 0)")
@@ -57,7 +58,7 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
         more[1].setdefault("batch_ledger", str(ledger_path(kept)))  # the batches kept beside the answers
     backend = build_backend(parsed, dict(parts.engine), *more)
-    return LLMJudge(backend, spec=spec, cache=cache, **parts.protocol)
+    return LLMJudge(backend, spec=spec, cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
 
 
 @dataclass(frozen=True)

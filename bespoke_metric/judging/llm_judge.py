@@ -37,8 +37,6 @@ class _Call:
 class LLMJudge:
     """A judge made of the BESPOKE protocol and an LLM backend (the grader model is an argument)."""
 
-    proxy = False
-
     def __init__(
         self,
         backend: Backend,
@@ -54,6 +52,7 @@ class LLMJudge:
         max_tokens: int | None = None,
         progress: bool = True,
         repeat: int = 0,
+        proxy: bool = False,
     ) -> None:
         if recall not in RECALL_MODES:
             raise UserError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
@@ -61,6 +60,8 @@ class LLMJudge:
             raise UserError(f"--max-shots must be >= 0, got {max_shots}")
         if repeat < 0:
             raise ValueError(f"repeat must be >= 0, got {repeat}")
+        if max_tokens is not None and max_tokens < 1:
+            raise UserError(f"--judge-max-tokens must be at least 1, got {max_tokens}")
         self.backend = backend
         self.spec = spec or f"{backend.name}:{backend.model}"
         self.max_shots = max_shots
@@ -75,6 +76,8 @@ class LLMJudge:
         self.token_budget = {} if max_tokens is None else {"max_tokens": max_tokens}
         self.progress = progress
         self.repeat = repeat
+        self.proxy = proxy
+        """Its engine approximates a judge (`Engine.proxy`, a rule): never ranked as a real judge."""
         self.usage = Usage()
 
     def describe(self) -> dict[str, Any]:

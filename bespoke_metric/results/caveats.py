@@ -30,11 +30,19 @@ PROXY_MARK = "PROXY judge"
 SYNTHETIC_MARK = "SYNTHETIC data"
 """The words a title over figures carries (a leaderboard's group, a sweep's table and report) when their
 judge is a proxy, or their data synthetic."""
+STAND_IN_MARK = "STAND-IN"
+"""Said where a stand-in answered (a rule, the `bespoke stand-in` server), not a model: `STAND-IN judge`
+beside the figures of a judge it answered for, `STAND-IN` as the model that served a system."""
+
+
+def judge_marks(judge: Mapping[str, Any]) -> list[str]:
+    """`PROXY_MARK` for a proxy judge's block, and `STAND-IN judge` where a stand-in made its answers."""
+    return [PROXY_MARK] * bool(judge.get("proxy")) + [f"{STAND_IN_MARK} judge"] * bool(judge.get("stand_in"))
 
 
 def marks(judge: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
-    """`PROXY_MARK` and `SYNTHETIC_MARK` where they apply to figures of `judge` on `data`."""
-    return [PROXY_MARK] * bool(judge.get("proxy")) + [SYNTHETIC_MARK] * is_synthetic(data)
+    """`judge_marks` and `SYNTHETIC_MARK` where they apply to figures of `judge` on `data`."""
+    return judge_marks(judge) + [SYNTHETIC_MARK] * is_synthetic(data)
 
 
 def caveats(results: Results) -> list[str]:
@@ -43,6 +51,17 @@ def caveats(results: Results) -> list[str]:
     if results.proxy:
         notes.append(f"note: {results.judge.get('spec')} is a proxy judge for quick checks: these figures are not "
                      "comparable with the paper's, and leaderboards rank them only when told to (--allow-proxy)")
+    judged = results.judge.get("stand_in")
+    if judged:
+        notes.append(f"note: {results.judge.get('spec')} was answered by a stand-in ({judged} answers from a rule or a "
+                     "test server, not the model): these figures test the plumbing, they judge nothing")
+    written = (results.system or {}).get("stand_in")
+    if written:
+        notes.append(f"note: {written} of the {len(results.items)} answers scored were written by a stand-in (a rule or a "
+                     "test server), not the system's model: these figures score no model")
+    for part, count in sorted(((results.system or {}).get("degenerate") or {}).items()):
+        notes.append(f"note: {count} of the {len(results.items)} answers were written without their {part} (the {part} "
+                     f"was degenerate, caught by a guard): for them the system ran without the {part} it is named after")
     data = results.data
     if is_synthetic(data):
         notes.append(f"note: the data ({data.get('source')}) is a synthetic release, invented users and judgments in "

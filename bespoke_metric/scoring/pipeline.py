@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
@@ -25,9 +26,10 @@ from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
-from bespoke_metric.results.served import count_served, latest_status, mark_served
+from bespoke_metric.results.served import answered_by, count_served, latest_status, mark_served
 
 from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
+from .rescore import recorded_predictions
 
 
 def load_benchmark(
@@ -131,8 +133,7 @@ def build_results(
     summary["benchmark_queries"] = benchmark_queries
     summary["truncated"] = sum(1 for item in items if item.truncated)
     results = Results(summary=summary, **figure_stats(items), items=list(items),
-                      judge={**judge.describe(), "served_models": dict(usage.served_models),
-                             **({"model_status": dict(usage.model_status)} if usage.model_status else {})},
+                      judge={**judge.describe(), **answered_by(usage)},
                       data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                       model_name=model_name(system) if system is not None else None)
     mark_served(results)
@@ -222,7 +223,11 @@ def score_many(
                 item.truncated, item.truncation_reason = True, prediction.truncation_reason or None
         results.summary["truncated"] = sum(1 for item in results.items if item.truncated)
         mark_served(results, count_served(prediction.served_model for prediction in checked),
-                    latest_status(prediction.model_status for prediction in checked))
+                    latest_status(prediction.model_status for prediction in checked),
+                    sum(prediction.stand_in for prediction in checked))
+        degenerate = Counter(part for prediction in checked for part in prediction.degenerate)
+        if degenerate:  # answered without their profile (or rewrite): the system's label no longer holds for them
+            results.system = {**(results.system or {}), "degenerate": dict(sorted(degenerate.items()))}
     return outputs
 
 
@@ -244,7 +249,7 @@ def judge_groups(
         checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
         if limit is not None:
             checked = checked[:limit]
-        groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
+        groups.append([JudgeItem(benchmark[prediction.key], prediction.response, guard=prediction.guard) for prediction in checked])
         read.append(checked)
     return JudgeGroups(groups, data, len(benchmark), read)
 
@@ -296,6 +301,11 @@ def failure_count(results: Results) -> int:
 
 
 def write_results(results: Results, path: str | os.PathLike[str]) -> None:
-    """Write a results file atomically: a crash never leaves half of one."""
-    atomic_write_text(path, json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n")
+    """Write a results file atomically: a crash never leaves half of one. Where its predictions are
+    (`system.predictions`) is recorded relative to the file's folder (`rescore.recorded_predictions`)."""
+    content = results.to_json()
+    system = content.get("system")
+    if isinstance(system, dict) and system.get("predictions"):
+        content["system"] = {**system, "predictions": recorded_predictions(system["predictions"], path)}
+    atomic_write_text(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
 

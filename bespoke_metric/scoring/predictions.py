@@ -14,6 +14,7 @@ from typing import Any, BinaryIO, Iterable, Mapping, Sequence, Union
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import normalise_query_id, query_key
+from bespoke_metric.judging.guards import GUARD_NAMES, GuardHit
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,14 @@ class Prediction:
     model_status: dict[str, str] | None = None
     """How the provider said its model stands when it wrote it (`bespoke generate` records Gemini's), kept
     as `system.model_status`."""
+    stand_in: bool = False
+    """A stand-in wrote it, not a model (`bespoke generate` records it): counted in `system.stand_in`."""
+    degenerate: tuple[str, ...] = ()
+    """The parts of its context found degenerate where it was written (`bespoke generate` records them:
+    `profile`, `rewrite`): it was answered without them. Counted in `system.degenerate`."""
+    guard: GuardHit | None = None
+    """A guard that fired where it was written, against the context its system was given (`bespoke generate`
+    records it: `guards.check_context_echo`); its item is guarded as any other."""
 
     @property
     def key(self) -> str:
@@ -138,10 +147,22 @@ def read_predictions(
         if not isinstance(record.get("truncated", False), bool):
             problems.append(f"line {number}: 'truncated' must be true or false, got {record['truncated']!r}")
             continue
+        degenerate = record.get("degenerate") or {}
+        if not isinstance(degenerate, Mapping):
+            problems.append(f"line {number}: 'degenerate' must be an object of part: guard, got {degenerate!r}")
+            continue
+        guard = record.get("guard")
+        if guard is not None and not (isinstance(guard, Mapping) and guard.get("guard") in GUARD_NAMES
+                                      and isinstance(guard.get("reason"), str)):
+            problems.append(f"line {number}: 'guard' must be {{\"guard\": one of {', '.join(GUARD_NAMES)}, \"reason\": text}}, "
+                            f"got {guard!r}")
+            continue
         prediction = Prediction(str(record["user"]), query_id, response, number, dict(search) if search is not None else None,
                                 served_model=str(record.get("served_model") or ""), truncated=record.get("truncated", False),
                                 truncation_reason=str(record.get("truncation_reason") or ""),
-                                model_status=dict(record["model_status"]) if isinstance(record.get("model_status"), Mapping) else None)
+                                model_status=dict(record["model_status"]) if isinstance(record.get("model_status"), Mapping) else None,
+                                stand_in=record.get("stand_in") is True, degenerate=tuple(sorted(degenerate)),
+                                guard=GuardHit(guard["guard"], guard["reason"]) if guard is not None else None)
         if prediction.key not in known:
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
         elif prediction.key in seen and not allow_repeats:

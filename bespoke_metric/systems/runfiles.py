@@ -1,6 +1,7 @@
 """The files a run keeps beside its predictions `NAME.jsonl`, and the checks that make resuming safe.
 
-`NAME.run.json` (the `system` block: models, context configuration, settings, data), `NAME.profiles.jsonl`
+`NAME.run.json` (the `system` block: models, context configuration, settings, data; and, once the run ends,
+how many of its predictions were answered without a degenerate profile or rewrite), `NAME.profiles.jsonl`
 (profiles and query expansions, for inspection and reuse) and `NAME.cache.sqlite` (every LLM call).
 Predictions are appended as they are generated, so a killed run, started again with the same output,
 generates only what is missing.
@@ -74,12 +75,34 @@ def append_predictions(output: Path, records: Iterable[Mapping[str, Any]]) -> No
         os.fsync(stream.fileno())
 
 
+OUTCOMES = ("degenerate",)
+"""What a run file records of what happened rather than of how the run was set up: not compared on resume."""
+
+
+def degenerate_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How many predictions were answered without their profile or rewrite, by part (their `degenerate`
+    marks): `{"profile": 7}`; empty when none was."""
+    counts: dict[str, int] = {}
+    for record in records:
+        for part in record.get("degenerate") or {}:
+            counts[part] = counts.get(part, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def record_outcomes(manifest: Path, system: Mapping[str, Any], output: Path) -> None:
+    """Rewrite the run file with what its predictions say happened (`degenerate_counts` over the whole
+    predictions file, a resumed run's earlier ones included)."""
+    degenerate = degenerate_counts(read_done(output).values())
+    atomic_write_text(manifest, json.dumps({**system, **({"degenerate": degenerate} if degenerate else {})},
+                                           indent=2, ensure_ascii=False) + "\n")
+
+
 def check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> None:
     """Refuse to add to predictions made under other settings or from other data (`system["data"]`),
     naming each setting that differs by its flag, with this run's value and the recorded one."""
     if not (output.exists() and manifest.exists()):
         return
-    before = json.loads(manifest.read_text(encoding="utf-8"))
+    before = {key: value for key, value in json.loads(manifest.read_text(encoding="utf-8")).items() if key not in OUTCOMES}
     now = json.loads(json.dumps(system))
     if before != now:
         changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))

@@ -37,7 +37,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     add_source_arguments(parser, **source)  # type: ignore[arg-type]
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
-    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
+    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured", "max_tokens"))
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
@@ -129,7 +129,8 @@ def cost_line(usage: Mapping[str, Any]) -> str | None:
         return None
     parts = []
     for spec, record in models.items():
-        cost = f"${record['cost']:.4f}" if record.get("cost") is not None else "local, no price per token" if record.get("local") else "cost unknown"
+        cost = ("stand-in answers, no cost" if record.get("stand_in") else f"${record['cost']:.4f}" if record.get("cost") is not None
+                else "local, no price per token" if record.get("local") else "cost unknown")
         batch = f", {record['batch_calls']} by batch" if record.get("batch_calls") else ""
         searches = f", {record['web_searches']} web searches" if record.get("web_searches") else ""
         parts.append(f"{spec}: {record['input_tokens']} in ({record['cached_input_tokens']} cached), "

@@ -168,3 +168,35 @@ def test_a_folder_without_results_files_is_named_in_one_line(tmp_path, capsys):
         [line] = capsys.readouterr().err.strip().splitlines()
         assert line == f"error: {tmp_path / 'empty'} is a folder without results files (*.json)"
     assert not (tmp_path / "out").exists() and not (tmp_path / "b").exists()
+
+
+def test_recorded_predictions_resolve_from_anywhere_and_move_with_a_copied_folder(tmp_path, monkeypatch):
+    """`score` run in a folder records its predictions relative to the results file, so `rescore` finds them
+    from any directory, and in a copy of the whole folder once the original is gone."""
+    import shutil
+    from pathlib import Path
+
+    work = tmp_path / "work"
+    (work / "demo").mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parents[2] / "bespoke_dataset" / "sample" / "predictions.jsonl",
+                work / "demo" / "predictions.jsonl")
+    (tmp_path / "elsewhere").mkdir()
+    with serve(responder=judge_answer) as judge:
+        judging = ["--judge", "openai:a-judge", "--base-url", judge.base_url, "--api-key", "test", "--recall", "batched"]
+        monkeypatch.chdir(work)
+        assert cli.main(["score", "--source", "sample", "--predictions", "demo/predictions.jsonl", *judging,
+                         "--output", "move/board/sample.json"]) == 0
+        recorded = json.loads((work / "move" / "board" / "sample.json").read_text())["system"]["predictions"]
+        assert recorded == "../../demo/predictions.jsonl"
+
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        assert cli.main(["rescore", str(work / "move" / "board" / "sample.json"), *judging, "--out", "new"]) == 0
+        rescored = json.loads((tmp_path / "elsewhere" / "new" / "sample.json").read_text())
+        assert (tmp_path / "elsewhere" / "new" / rescored["system"]["predictions"]).resolve() == work / "demo" / "predictions.jsonl"
+
+        shutil.copytree(work, tmp_path / "copy")
+        shutil.rmtree(work)
+        assert cli.main(["rescore", str(tmp_path / "copy" / "move" / "board" / "sample.json"), *judging, "--out", "moved"]) == 0
+        moved = json.loads((tmp_path / "elsewhere" / "moved" / "sample.json").read_text())
+        assert (tmp_path / "elsewhere" / "moved" / moved["system"]["predictions"]).resolve() == \
+            tmp_path / "copy" / "demo" / "predictions.jsonl"

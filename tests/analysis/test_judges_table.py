@@ -150,3 +150,34 @@ def test_open_weight_specs_pin_a_revision(tiny_model_dir):
         plain.close()
     with pytest.raises(OptionError, match="give the revision once"):
         make_judge(f"hf:{tiny_model_dir}@v1", revision="v1", device="cpu")
+
+
+def test_each_judge_is_written_as_it_finishes_and_a_rerun_resumes_from_the_cache(openai_server, tmp_path, capsys):
+    """The third judge fails (its model is not served: OpenAI's 404 `model_not_found`, openai-python's
+    `ErrorObject`): the first two judges' rows and results files are there, the third `pending`; the rerun
+    asks only for the third judge's calls (the others' are in `DIR/judges.cache.sqlite`)."""
+    from bespoke_metric.testing.judge_responder import judge_answer
+    from bespoke_metric.testing.server import Fault
+
+    gone = {"error": {"message": "The model `c` does not exist or you do not have access to it.",
+                      "type": "invalid_request_error", "param": None, "code": "model_not_found"}}
+    openai_server.responder = judge_answer
+    openai_server.rule = lambda record: Fault(status=404, body=gone) if (record.body or {}).get("model") == "c" else None
+    out = tmp_path / "table"
+    argv = ["meta-eval", "--judge", "openai:a", "--judge", "openai:b", "--judge", "openai:c", "--source", "sample",
+            "--base-url", openai_server.base_url, "--api-key", "sk-test", "--no-feedback-accuracy", "--limit", "6",
+            "--resamples", "50", "--out", str(out)]
+    assert cli.main(argv) == 1
+    assert "'openai:c' is not served" in capsys.readouterr().err
+    table = json.loads((out / "judges.json").read_text())
+    assert [row["spec"] for row in table["judges"]] == ["openai:a", "openai:b"] and table["pending"] == ["openai:c"]
+    assert "`openai:c` | not done yet" in (out / "judges.md").read_text()
+    assert sorted(path.name for path in (out / "results").iterdir()) == ["1-openai-a.json", "2-openai-b.json"]
+
+    openai_server.rule = None
+    openai_server.reset()
+    assert cli.main(argv) == 0
+    assert {call.body["model"] for call in openai_server.calls} == {"c"}  # a and b answered from the cache
+    table = json.loads((out / "judges.json").read_text())
+    assert [row["spec"] for row in table["judges"]] == ["openai:a", "openai:b", "openai:c"] and "pending" not in table
+    assert sorted(path.name for path in (out / "results").iterdir()) == ["1-openai-a.json", "2-openai-b.json", "3-openai-c.json"]

@@ -138,3 +138,24 @@ def test_every_setting_with_a_flag_is_a_flag_with_its_one_default(command: str, 
         assert f"{item.metadata['flag']} " in shown
     assert "answer length limit (default: 1024)" in shown
     assert "(default: query)" in shown and "user-context configuration (default: none)" in shown
+
+
+def test_small_models_are_bounded_from_the_command_line(tiny_model_dir: Path, openai_server, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--profile-max-tokens` caps the profiler's calls (the Python example's 32, not the 512 default), and
+    `--judge-max-tokens` every call of an `hf:` judge: its answers are no longer than the cap."""
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    openai_server.responder = lambda body: "This person compares prices before buying."
+    assert main(["generate", "--model", "openai:small", "--base-url", openai_server.base_url, "--api-key", "sk-test",
+                 "--source", "sample", "--context", "profile", "--profile-max-tokens", "32", "--max-new-tokens", "64",
+                 "--limit", "2", "--output", "p.jsonl"]) == 0
+    caps = {call.body.get("max_tokens") for call in openai_server.calls}
+    assert sorted(caps) == [32, 64]  # the profiler's calls and the answers'
+    assert json.loads((tmp_path / "p.run.json").read_text())["settings"]["profile_max_tokens"] == 32
+
+    assert main(["score", "--predictions", "p.jsonl", "--source", "sample", "--judge", f"hf:{tiny_model_dir}",
+                 "--judge-max-tokens", "6", "--max-shots", "1", "--recall", "batched", "--output", "r.json"]) == 1
+    results = json.loads((tmp_path / "r.json").read_text())  # a random model answers nothing readable: exit 1
+    assert results["judge"]["max_tokens"] == 6
+    assert results["usage"]["calls"] > 0 and results["usage"]["output_tokens"] <= 6 * results["usage"]["calls"]
