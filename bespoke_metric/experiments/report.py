@@ -19,7 +19,7 @@ from bespoke_metric.results.caveats import marks
 
 from .grid import CONTEXT, MODEL, Axis, Cell
 from .outputs import SweepFolder, load_entries, read_sweep
-from .table import TableRow, build_table, table_notes, text_table
+from .table import TableRow, build_table, sweep_title, table_notes, text_table
 
 REPORT_FILE = "report.html"
 FIGURES = "figures"
@@ -116,11 +116,12 @@ def write_report(root: str | os.PathLike[str]) -> Path:
         figures.append(("noise", "relative drop of the average under search noise", noise))
     (folder.root / FIGURES).mkdir(exist_ok=True)
     images = []
+    judge, data = sweep.get("judge", {}), sweep.get("data", {})
+    caption = sweep_title({"judge": judge, "data": data, "grid": {"cells": len(cells)}})
     for name, alt, fig in figures:
-        png = png_bytes(fig)
+        png = png_bytes(fig, caption)
         (folder.root / FIGURES / f"{name}.png").write_bytes(png)
         images.append(f"<h2>{html.escape(alt)}</h2>{img_tag(png, alt)}")
-    judge, data = sweep.get("judge", {}), sweep.get("data", {})
     title = f"BESPOKE sweep: {folder.root.name}"
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     page = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title><style>{STYLE}</style></head>"
