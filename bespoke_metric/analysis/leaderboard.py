@@ -32,6 +32,7 @@ from bespoke_dataset.vocabulary import DIMENSION_LABELS
 from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, is_synthetic, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
+from bespoke_metric.results.file_kinds import not_results, read_json
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.served import asked_model, mismatched
 
@@ -144,56 +145,9 @@ def parse_results(results: Mapping[str, Any], path: str) -> Entry:
     return Entry(path, system_name(results, path), typed)
 
 
-def _read_json(path: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        if _is_prediction(_first_line(path)):
-            raise LeaderboardError(f"{path}: {_PREDICTIONS_NOTE.format(path=path)}") from None
-        raise LeaderboardError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
-
-
-_PREDICTIONS_NOTE = ("a predictions file (a system's responses), not a results file: score it first, "
-                     "`bespoke score --predictions {path} --judge ENGINE:MODEL --output results/NAME.json`, "
-                     "then rank results/NAME.json")
-
-
-def _first_line(path: str) -> Any:
-    """The first line of a JSON Lines file, parsed; None where it is no JSON."""
-    with open(path, encoding="utf-8") as handle:
-        try:
-            return json.loads(handle.readline())
-        except json.JSONDecodeError:
-            return None
-
-
-def _is_prediction(record: Any) -> bool:
-    """Whether `record` is a line of a predictions file (`scoring.predictions`)."""
-    return isinstance(record, dict) and {"query_id", "response"} <= set(record)
-
-
 def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
     """Read results files; a file that is not JSON or not a results file is an error naming it."""
-    return [parse_results(_read_json(os.fspath(path)), os.fspath(path)) for path in paths]
-
-
-def not_results(content: Any, path: str) -> str | None:
-    """Why a JSON file is evidently not a system's results file (a run's settings file, a sweep's summary, a
-    judge's meta-evaluation), or None when it is meant to be one (`parse_results` then checks it whole)."""
-    if _is_prediction(content):  # a predictions file of one line
-        return _PREDICTIONS_NOTE.format(path=path)
-    if not isinstance(content, dict):
-        return f"a JSON {type(content).__name__}, not a results file"
-    if "meta_eval" in content:
-        return "a meta-evaluation of a judge, not a system's results"
-    if "summary" in content or "items" in content:
-        return None
-    if {"model", "settings"} <= set(content):
-        return "the run file of a generation (the system's settings), not a results file"
-    if os.path.basename(path) == "sweep.json":
-        return "a sweep's summary, not a results file"
-    return "not a results file (it has no summary and no items)"
+    return [parse_results(read_json(os.fspath(path), LeaderboardError), os.fspath(path)) for path in paths]
 
 
 @dataclass(frozen=True)
@@ -218,7 +172,7 @@ def gather_results(paths: Sequence[str | os.PathLike[str]]) -> Gathered:
         if real in seen:
             continue
         seen[real] = path
-        content = _read_json(path)
+        content = read_json(path, LeaderboardError)
         reason = not_results(content, path)
         if reason is not None:
             notes.append(f"note: skipped {path}: {reason}")

@@ -197,3 +197,37 @@ def test_no_subcommand_catches_a_bare_value_error():
                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                if re.search(r"except\b.*\bValueError\b", line)]
     assert catches == []
+
+
+def test_a_results_file_given_as_predictions_is_named_as_one(make_results, tmp_path, capsys):
+    content = make_results([[3, 3, 3, 3, 0.5]] * 5)
+    for name, text in (("indented.json", json.dumps(content, indent=2)), ("one-line.json", json.dumps(content))):
+        path = tmp_path / name
+        path.write_text(text + "\n")
+        assert main(["score", "--predictions", str(path), "--judge", "openai:gpt-5", "--base-url", "http://127.0.0.1:9/v1",
+                     "--api-key", "test", "--source", "sample", "--output", str(tmp_path / "out.json")]) == 2
+        assert one_error_line(capsys.readouterr().err) == (
+            f"error: predictions {path}: a results file (what score, run or meta-eval write), not predictions: rank it with "
+            f"`bespoke leaderboard {path}`, or judge its predictions again with `bespoke rescore {path} --judge ENGINE:MODEL --out DIR`")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_predictions_file_given_to_rescore_is_named_as_one(tmp_path, capsys):
+    assert main(["rescore", SAMPLE_PREDICTIONS, "--judge", "openai:gpt-5", "--out", str(tmp_path / "out")]) == 2
+    assert one_error_line(capsys.readouterr().err) == (
+        f"error: {SAMPLE_PREDICTIONS}: a predictions file (a system's responses), not a results file: score it first, "
+        f"`bespoke score --predictions {SAMPLE_PREDICTIONS} --judge ENGINE:MODEL --output results/NAME.json`, then rank "
+        "results/NAME.json")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_results_file_is_named_in_one_line(make_results, tmp_path, capsys):
+    there, missing = tmp_path / "there.json", tmp_path / "nope.json"
+    there.write_text(json.dumps(make_results([[3, 3, 3, 3, 0.5]] * 5)))
+    for argv in (["leaderboard", str(missing), str(there)], ["compare", str(there), str(missing)],
+                 ["bridge", str(missing), "--to", str(there), "--out", str(tmp_path / "b")],
+                 ["rescore", str(missing), "--judge", "openai:gpt-5", "--out", str(tmp_path / "r")],
+                 ["leaderboard", str(there), "--format", "html", "--bridge", str(missing), "--output", str(tmp_path / "board.html")]):
+        assert main(argv) == 2, argv
+        assert one_error_line(capsys.readouterr().err) == f"error: {missing}: no such file", argv
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["there.json"]
