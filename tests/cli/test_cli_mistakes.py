@@ -17,6 +17,10 @@ import bespoke_dataset
 import bespoke_metric
 from bespoke_cli.cli import build_parser, main
 from bespoke_dataset import DEFAULT_SOURCE, SAMPLE_DIR
+from bespoke_metric import score
+from bespoke_metric.results import Results
+from bespoke_metric.results.caveats import nothing_scored
+from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import Fault
 
 SAMPLE_PREDICTIONS = str(SAMPLE_DIR / "predictions.jsonl")
@@ -231,3 +235,24 @@ def test_a_missing_results_file_is_named_in_one_line(make_results, tmp_path, cap
         assert main(argv) == 2, argv
         assert one_error_line(capsys.readouterr().err) == f"error: {missing}: no such file", argv
     assert sorted(path.name for path in tmp_path.iterdir()) == ["there.json"]
+
+
+def test_a_timeout_too_short_for_any_answer_explains_every_failed_judgment(openai_server):
+    """Each failed judgment is counted under its cause: a recall claim's timeout is the same timeout."""
+    openai_server.responder, openai_server.latency = judge_answer, 0.5
+    results = score(SAMPLE_PREDICTIONS, "openai:judge", source="sample", base_url=openai_server.base_url, api_key="sk-test",
+                    timeout=0.01, max_retries=0)
+    failed = sum(len(item.errors) for item in results.items)
+    assert failed == 15 * 4 + sum(len(row["claims"]) for row in bespoke_dataset.load("benchmark", source="sample"))
+    assert nothing_scored(results) == (f"no item was scored: all {failed} judgment(s) failed ({failed} with: timed out "
+                                       "after 0.01 s (gave up after 0 retries))")
+
+
+def test_every_cause_of_failure_is_named_or_counted(make_results):
+    content = make_results([[None, None, None, None, None]] * 6)
+    causes = ["HTTP 400: model not served here", "timed out after 1 s", "unreadable answer", "refused", "HTTP 503"]
+    for index, item in enumerate(content["items"]):
+        item["errors"] = [{"metric": "recall", "reason": f"claim {claim}: {causes[min(index, 4)]}"} for claim in (1, 2)]
+    assert nothing_scored(Results.from_json(content)) == (
+        "no item was scored: all 12 judgment(s) failed (4 with: HTTP 503; 2 with: HTTP 400: model not served here; "
+        "2 with: timed out after 1 s; 4 with 2 other cause(s), in the results file)")

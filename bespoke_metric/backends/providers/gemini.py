@@ -40,7 +40,7 @@ from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyErro
 from ..openai_session import CallFailed, scrub_url, short, status_failure, tls_context
 from ..options import THINKING_LEVELS
 from ..retirement import unavailable_reason
-from ..retries import Attempt, Caller, Client, RetryPolicy
+from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..web_search import check_choice, search_record
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class GeminiBackend(Client):
         self.thinking_config = _thinking_config(model, thinking_level, thinking_budget)
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         default_concurrency = GEMINI_CONCURRENCY if provider else SERVER_CONCURRENCY
         self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
                               self._api_key, log)
