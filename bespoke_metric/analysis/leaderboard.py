@@ -29,6 +29,7 @@ from huggingface_hub import HfApi
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
+from bespoke_metric.backends.model_files import model_label
 from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, is_synthetic, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
@@ -93,17 +94,19 @@ def judge_served_instead(judge: Mapping[str, Any]) -> list[str]:
 
 
 def system_label(system: Mapping[str, Any]) -> str | None:
-    """A `system` block's display name: `name`, else the model's spec (+ context and search), else None.
+    """A `system` block's display name: `name`, else the model (+ context and search), else None.
 
-    `bespoke run` writes `name` (`hf:/path/to/model (history)`); results written before it did record the
-    model as a dict (`{"spec": ..., "backend": ...}`), whose spec is used."""
+    `bespoke run` writes `name` (`hf:Qwen3-8B (history)`); results written before it did record the model
+    as a dict (`{"spec": ..., "backend": ...}`). The model is the name given to it (`--model-name`,
+    recorded as `model_name`), else its spec, a local file or folder by its own name (`model_label`)."""
     if system.get("name"):
         return str(system["name"])
-    model = system.get("model")
+    model = system.get("model_name") or system.get("model")
     if isinstance(model, Mapping):
         model = model.get("spec") or model.get("model")
     if not model:
         return None
+    model = model_label(str(model))
     details = [str(system["context"])] if system.get("context") else []
     if isinstance(system.get("search"), Mapping):
         details.append(search_label(system["search"]))

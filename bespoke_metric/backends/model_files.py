@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from bespoke_dataset.errors import UserError
 
@@ -121,6 +121,18 @@ class ModelFiles:
     folder: str
     gguf_file: str | None = None
     """The file's name in `folder`; `gguf_cache` says which folders `from_pretrained` reads."""
+
+
+def model_label(spec: str) -> str:
+    """A model's spec as a reader names it: a local file or folder by its own name, without the folders
+    that hold it (`hf:/venv/lib/.../SmolLM2-135M-Instruct.Q4_1.gguf` -> `hf:SmolLM2-135M-Instruct.Q4_1`);
+    a Hub id, or a plain name, as it is. Tables and results show it; the spec itself stays recorded."""
+    engine, colon, model = spec.partition(":") if ":" in spec else ("", "", spec)
+    if not model.startswith((".", "/", "~")):  # as `locate_model` tells a path from a Hub id
+        return spec
+    path = PurePath(model.rstrip("/\\"))
+    name = path.stem if is_gguf(path.name) else path.name
+    return f"{engine}{colon}{name or model}"
 
 
 def is_gguf(name: str | os.PathLike[str]) -> bool:

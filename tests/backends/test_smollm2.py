@@ -14,7 +14,7 @@ import torch
 
 from bespoke_metric.backends.base import Completion, Request
 from bespoke_metric.backends.gguf_cache import MANIFEST, TOKENIZER, conversions_folder
-from bespoke_metric.backends.model_files import ModelFiles, ModelNotFoundError, locate_model_files
+from bespoke_metric.backends.model_files import ModelFiles, ModelNotFoundError, locate_model_files, model_label
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.guards import check_repetition
@@ -57,6 +57,14 @@ def test_gguf_files_that_are_not_there_are_named(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFoundError, match="no such GGUF file: ./models/missing.gguf"):
         locate_model_files("./models/missing.gguf")
     assert locate_model_files(smollm2_path()) == ModelFiles(str(Path(smollm2_path()).parent), SMOLLM2_FILE)
+
+
+def test_a_local_model_is_named_by_its_file_or_folder_not_by_where_it_is_installed() -> None:
+    assert model_label(f"hf:{smollm2_path()}") == "hf:" + SMOLLM2_FILE.removesuffix(".gguf")  # not the venv's path
+    assert (model_label("vllm:/data/models/Qwen3-8B/"), model_label("hf:./models/tiny"), model_label("hf:~/m.gguf")) == (
+        "vllm:Qwen3-8B", "hf:tiny", "hf:m")
+    for spec in ("hf:Qwen/Qwen3-8B", "openai:gpt-5", "hf:owner/repo/model.Q4_1.gguf", "my-system"):  # Hub ids, names
+        assert model_label(spec) == spec
 
 
 def test_smollm2_answers_under_a_profile_and_every_mark_matches_the_guard(smollm2, smollm2_cache, tmp_path: Path) -> None:
