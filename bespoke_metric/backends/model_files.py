@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from bespoke_dataset.errors import UserError
+from bespoke_dataset.errors import UserError, did_you_mean
 
 HUB_TIMEOUT_S = 10.0
 """How long the one request asking the Hub about a model may take."""
@@ -69,21 +69,33 @@ def locate_model(
     except (LocalEntryNotFoundError, ValueError, OSError):
         pass  # not cached: ask the Hub below
     neither = f"no such folder {text}, and no model {text} in the local Hub cache" if folder else None
+    cached = did_you_mean(text, cached_model_ids(), cutoff=0.8)  # a misspelt Hub id of a model that is here
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        raise ModelNotFoundError(f"{neither} (HF_HUB_OFFLINE is set)" if neither else
-                                 f"model {text} is not in the local Hub cache and HF_HUB_OFFLINE is set")
+        raise ModelNotFoundError(f"{neither} (HF_HUB_OFFLINE is set){cached}" if neither else
+                                 f"model {text} is not in the local Hub cache and HF_HUB_OFFLINE is set{cached}")
     try:
         HfApi().model_info(text, revision=revision, timeout=HUB_TIMEOUT_S)
     except (RepositoryNotFoundError, RevisionNotFoundError):
         at = f" at revision {revision}" if revision else ""
-        raise ModelNotFoundError(f"no such folder {text}, nor a model named {text}{at} on the Hub" if folder else
-                                 f"no model named {text}{at} on the Hub (nor in the local cache)") from None
+        raise ModelNotFoundError(f"no such folder {text}, nor a model named {text}{at} on the Hub{cached}" if folder else
+                                 f"no model named {text}{at} on the Hub (nor in the local cache){cached}") from None
     except Exception as error:  # DNS, refused connection, timeout, proxy: the Hub is out of reach
         reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
-        raise ModelNotFoundError(f"{neither}; the Hub cannot be reached ({reason})" if neither else
-                                 f"model {text} is not in the local Hub cache and the Hub cannot be reached ({reason})"
+        raise ModelNotFoundError(f"{neither}; the Hub cannot be reached ({reason}){cached}" if neither else
+                                 f"model {text} is not in the local Hub cache and the Hub cannot be reached ({reason}){cached}"
                                  ) from None
     return snapshot_download(text, revision=revision, allow_patterns=list(allow_patterns) if allow_patterns else None)
+
+
+def cached_model_ids() -> list[str]:
+    """The Hub ids of the models in the local Hub cache (its `models--ORG--NAME` folders)."""
+    from huggingface_hub import constants
+
+    try:
+        names = os.listdir(constants.HF_HUB_CACHE)
+    except OSError:
+        return []
+    return [name.removeprefix("models--").replace("--", "/") for name in names if name.startswith("models--")]
 
 
 def _close_folder(path: Path) -> str | None:

