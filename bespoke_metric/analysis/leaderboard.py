@@ -372,10 +372,11 @@ def compare(
     for j, metric in enumerate(COLUMNS):
         both = ~np.isnan(va[:, j]) & ~np.isnan(vb[:, j])
         if not both.any():
-            metrics[metric] = {"n": 0, "a": None, "b": None, "difference": None, "ci": None, "p_value": None}
+            metrics[metric] = {"n": 0, "a": None, "b": None, "difference": None, "ci": None, "p_value": None, "differing": 0}
             continue
         result = test(va[both, j], vb[both, j], n_resamples=n_resamples, seed=seed)
-        metrics[metric] = {"a": float(va[both, j].mean()), "b": float(vb[both, j].mean()), **result.to_dict()}
+        metrics[metric] = {"a": float(va[both, j].mean()), "b": float(vb[both, j].mean()), **result.to_dict(),
+                           "differing": int(np.count_nonzero(va[both, j] != vb[both, j]))}
     return {
         "a": {"system": a.system, "path": a.path},
         "b": {"system": b.system, "path": b.path},
@@ -402,7 +403,27 @@ def format_comparison(comparison: Mapping[str, Any], alpha: float = 0.05) -> str
         mark = " *" if m["p_value"] < alpha else ""
         lines.append(f"{metric:<20}{m['n']:>5}{m['a']:>9.2f}{m['b']:>9.2f}{m['difference']:>+9.2f}  {ci:<18}{m['p_value']:>8.4f}{mark}")
     lines.append(f"* p < {alpha}; " + _SOURCES[comparison["method"]])
+    lines += [note for metric, m in comparison["metrics"].items()
+              if (note := disagreement(metric, m, comparison["method"], alpha)) is not None]
     return "\n".join(lines)
+
+
+def disagreement(metric: str, m: Mapping[str, Any], method: str, alpha: float) -> str | None:
+    """A `note:` line when a metric's 95% interval and its p-value say different things (the interval
+    excludes 0 and p >= alpha, or the reverse), saying why, and which to read; None when they agree."""
+    if m["difference"] is None or not m["ci"]:
+        return None
+    excludes_zero = m["ci"][0] > 0 or m["ci"][1] < 0
+    if excludes_zero == (m["p_value"] < alpha):
+        return None
+    said = (f"the 95% interval excludes 0 but p = {m['p_value']:.3g}" if excludes_zero
+            else f"p = {m['p_value']:.3g} < {alpha} but the 95% interval includes 0")
+    k, n = m["differing"], m["n"]
+    floor = 2.0 ** (1 - k) if k else 1.0  # a sign-flip test over k differences: at best 2 of its 2**k sign patterns
+    cannot = (f", and a sign-flip test over {k} differences gives p of {floor:.3g} at best (2 of their {2 ** k} sign patterns)"
+              if method == "permutation" and floor >= alpha else "")
+    return (f"note: {metric}: {said}, the two tests parting near the threshold; {k} of the {n} shared queries "
+            f"differ{cannot}: take the difference as not shown at p < {alpha} (more queries would settle it)")
 
 
 _SOURCES = {
