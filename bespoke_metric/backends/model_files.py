@@ -111,17 +111,23 @@ def _close_folder(path: Path) -> str | None:
 
 @contextmanager
 def loading_bar_on_terminal() -> Iterator[None]:
-    """While a model loads: `transformers`' loading bar ("Loading weights") only where stderr is a terminal,
-    as every bar of this package (`calls.progress`); it draws one into a pipe or a log file as well."""
+    """While a model loads: `transformers`' loading bars ("Loading weights", and the GGUF conversion's
+    "Converting and de-quantizing GGUF tensors") only where stderr is a terminal, as every bar of this
+    package (`calls.progress`), and only when transformers' bars are on (`bespoke` turns them off without
+    `-v`: `calls.progress.quiet_library_bars`); it would draw them into a pipe or a log file as well."""
     import transformers
+    import transformers.modeling_gguf_pytorch_utils as gguf_reading
 
     bars = transformers.utils.logging
     hidden = bars.is_progress_bar_enabled() and not sys.stderr.isatty()
     if hidden:
         bars.disable_progress_bar()
+    # the GGUF reader draws its bar with a bare tqdm: routed through transformers' switch while a model loads
+    bare, gguf_reading.tqdm = gguf_reading.tqdm, bars.tqdm
     try:
         yield
     finally:
+        gguf_reading.tqdm = bare
         if hidden:
             bars.enable_progress_bar()
 
