@@ -262,8 +262,9 @@ def test_a_comparison_says_which_test_gave_its_p_value_and_which_its_interval(me
     rng = np.random.default_rng(3)
     a, b = (parse_results(make_results(np.column_stack([rng.integers(1, 6, size=(12, 4)), rng.random(12)]), system=name), name)
             for name in ("a.json", "b.json"))
-    last = leaderboard.format_comparison(compare(a, b, method=method, n_resamples=200)).splitlines()[-1]
-    assert last.startswith("* p < 0.05; ") and source in last
+    lines = leaderboard.format_comparison(compare(a, b, method=method, n_resamples=200)).splitlines()
+    legend = next(line for line in lines if line.startswith("* p < 0.05; "))  # under the table, before any note
+    assert source in legend and all(line.startswith("note: ") for line in lines[lines.index(legend) + 1:])
 
 
 def test_compare_says_why_an_interval_and_a_p_value_disagree(make_results, tmp_path, capsys):
