@@ -57,6 +57,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_metric_space.py::test_evaluate_doctest_check_of_the_written_folder_passes",
     "test_plugins.py::test_a_broken_plugin_is_named_and_troubles_no_other_engine",
     "test_report.py::test_report_embeds_every_plot_as_png",
+    "test_readme.py::test_the_python_example_prints_rounded_figures_its_notes_and_no_loading_bar",
     "test_results_display.py::test_embed_judge_shows_progress_and_says_what_it_did",
     "test_results_display.py::test_failures_chart_only_when_something_failed",
     "test_results_display.py::test_meta_eval_with_a_proxy_judge_on_synthetic_data_says_so",

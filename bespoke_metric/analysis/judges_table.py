@@ -225,6 +225,17 @@ def judge_row(judge: JudgeRuns, reference: JudgeRuns, lengths: np.ndarray, *, n_
     return row
 
 
+RANK_DIGITS = 3
+"""Judges whose average Pearson is equal at the digits `judges.md` shows are tied."""
+
+
+def tied_ranks(values: Sequence[float | None]) -> list[int]:
+    """Each value's rank, highest first (None last), equal values (at `RANK_DIGITS`) sharing the best rank of
+    the tie, as in a competition: 1, 1, 3."""
+    keys = [-2.0 if value is None else round(value, RANK_DIGITS) for value in values]
+    return [1 + sum(other > key for other in keys) for key in keys]
+
+
 def judges_table(judges: Sequence[JudgeRuns], lengths: Sequence[int], *, reference: str | None = None,
                  n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0, pending: Sequence[str] = ()) -> dict[str, Any]:
     """`judges.json`: a row per judge (in the order given, each with its `rank` by average Pearson), the
@@ -234,9 +245,8 @@ def judges_table(judges: Sequence[JudgeRuns], lengths: Sequence[int], *, referen
     chosen = by_spec[reference] if reference is not None else judges[0]
     length_array = np.asarray(lengths, dtype=float)
     rows = [judge_row(judge, chosen, length_array, n_resamples=n_resamples, seed=seed) for judge in judges]
-    ordered = sorted(range(len(rows)), key=lambda i: -(rows[i]["pearson"]["average"]["value"] or -2.0))
-    for rank, index in enumerate(ordered, start=1):
-        rows[index]["rank"] = rank
+    for row, rank in zip(rows, tied_ranks([row["pearson"]["average"]["value"] for row in rows])):
+        row["rank"] = rank
     first = judges[0].runs[0]
     return {"judges": rows, "reference": chosen.spec, "published": PUBLISHED, "data": first.data,
             "responses": len(first.items), "repeats": max(len(judge.runs) for judge in judges),
@@ -313,7 +323,9 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
              "| rank | judge | served | Pearson (avg) | Spearman (avg) | exact | within 1 | length bias | "
              "self-consistency | Δ Pearson vs reference (p) | unparsed | guarded | calls | tokens | cost | wall s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    ranks = [row["rank"] for row in table["judges"]]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):
+        rank = f"={row['rank']}" if ranks.count(row["rank"]) > 1 else str(row["rank"])  # a tie, said as one
         bias = row["length_bias"]
         flag = " **flagged**" if bias["flagged"] else ""
         consistency = row["self_consistency"]
@@ -327,7 +339,7 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
         usage = row["usage"]
         cost = "n/a" if usage["cost"] is None else f"${usage['cost']:.4f}"
         judge = f"`{row['spec']}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
-        lines.append(f"| {row['rank']} | {judge} | {served} | {_value(row['pearson']['average'])} | "
+        lines.append(f"| {rank} | {judge} | {served} | {_value(row['pearson']['average'])} | "
                      f"{_value(row['spearman']['average'])} | {_value(row['agreement']['exact'], 2)} | "
                      f"{_value(row['agreement']['within_one'], 2)} | {_value(bias, 2)}{flag} | {agree} | {shown} | "
                      f"{row['unparsed']} | {row['guarded']} | {usage['calls']} (+{usage['cached']} cached) | "
@@ -338,7 +350,8 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
     published = table["published"]
     lines.append(f"| published | `{published['spec']}` | | {published['pearson']['average']['value']:.3f} | "
                  f"{published['spearman']['average']['value']:.3f} | | | | | | | | | | | |")
-    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses."]
+    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses. "
+              f"Judges are ranked by average Pearson; `=N` marks judges tied at the {RANK_DIGITS} digits shown."]
     if any(judge_marks(row["judge"]) for row in table["judges"]):
         lines.append(f"A row marked {PROXY_MARK} or {STAND_IN_MARK} judge is not a judge to choose: a proxy's figures (the "
                      "`embed:` judge, a rule), or answers a stand-in made (a test server), not the model named.")

@@ -58,7 +58,7 @@ from .openai_models import SAMPLING_PARAMETERS, family_of
 from .openai_session import CallFailed, Session, model_ids, model_shutdown_date, scrub_url, short
 from .options import REASONING_EFFORTS
 from .retirement import ModelNotice, known_shutdown, shutdown_notice
-from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
+from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
 from .tool_calls import decode_call, with_tool_calls
 from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
 
@@ -253,7 +253,7 @@ class OpenAIBackend(Client):
         # OpenAI's own models endpoint is the one known to publish shutdown dates (a subclass's provider may not)
         published = endpoint.provider and self.default_url == OPENAI_BASE_URL
         self.shutdown_lookup = published if shutdown_lookup is None else shutdown_lookup
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
         self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
                               self._api_key, log)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
+from bespoke_dataset.errors import did_you_mean
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.options import (
     EXECUTORS,
@@ -206,7 +207,8 @@ def parse_spec(spec: str) -> Spec:
     if not sep or not model:
         raise OptionError(f"an engine is named ENGINE:MODEL with ENGINE one of {_known()} (e.g. openai:gpt-5), got {spec!r}")
     if prefix not in ENGINES and load_plugin(prefix) is None:
-        raise OptionError(f"unknown engine {prefix!r} in {spec!r}; known: {_known()}")
+        known = _known()
+        raise OptionError(f"unknown engine {prefix!r} in {spec!r}{did_you_mean(prefix, known.split(', '))}; known: {known}")
     engine = ENGINES[prefix]
     if "@" not in model or "revision" not in option_names(engine.options):
         return Spec(engine, model)

@@ -55,6 +55,14 @@ class RetryPolicy:
         return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
 
 
+def check_timeout(timeout: float, flag: str = "--timeout") -> float:
+    """`timeout` (seconds per call), refused as `--concurrency` is when it is no positive number: a call with
+    no time to answer could only fail."""
+    if not timeout > 0:  # NaN too
+        raise UserError(f"{flag} must be more than 0 seconds, got {timeout:g}")
+    return timeout
+
+
 def scrub_secret(text: str, secret: str) -> str:
     """`text` without `secret` or any bearer token. A short placeholder ("x", "EMPTY") is no secret, and
     replacing it would garble the text."""

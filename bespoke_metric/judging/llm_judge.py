@@ -19,6 +19,7 @@ from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, run_requests
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.aggregation import recall_from_verdicts
+from bespoke_metric.results.records import recall_error_reason
 
 from . import protocol
 from .judge import JudgeItem
@@ -178,8 +179,8 @@ def _apply(result: ItemResult, verdicts: list[bool | None], call: _Call, outcome
             result.scores[dimension] = judgment.scores[dimension]
             result.feedback[dimension] = judgment.feedback[dimension]
     elif outcome.error is not None:
-        where = "all claims" if call.kind == "claims" else f"claim {call.claim + 1}"
-        result.errors.append({"metric": "recall", "reason": f"{where}: {outcome.error}"})
+        claim = None if call.kind == "claims" else call.claim + 1
+        result.errors.append({"metric": "recall", "reason": recall_error_reason(claim, outcome.error)})
     elif call.kind == "claims":
         verdicts[:] = list(outcome.value)
     else:

