@@ -178,8 +178,12 @@ class _Landing:
             raise RuntimeError(f"{run.backend.name} backend reported request {position} twice")
         self.answered.add(position)
         key = self.keys[position]
-        for usage in (run.usage, self.jobs[self.misses[key][0]].result.usage):  # a shared call counts on its first asker
+        first, *others = self.misses[key]
+        for usage in (run.usage, self.jobs[first].result.usage):  # a shared call counts on its first asker
             _count(usage, outcome, run.backend.model)
+        if isinstance(outcome, Completion):  # who answered, on every asker (as a cache hit is): a cell judged
+            for index in others:  # entirely through another's calls still says its judge's model, or a stand-in
+                _count_served(self.jobs[index].result.usage, outcome, run.backend.model)
         if isinstance(outcome, Completion) and run.cache is not None:
             run.cache.put(key, outcome)
         self._settle_all(key, outcome)

@@ -470,7 +470,10 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     response = clean_response(outcome.raw)
     if not response:
         return "the answer is empty once its reasoning, citations and URLs are left out"
-    echoed = check_context_echo(response, context.text) if context.text else None
+    # A stand-in's answer (a dry run's placeholder, made like the placeholder profile in its context) says
+    # nothing of whether the system would echo its context: no echo is recorded, so a dry run counts its judge calls.
+    stand_in = outcome.completion is not None and outcome.completion.stand_in
+    echoed = check_context_echo(response, context.text) if context.text and not stand_in else None
     record: dict[str, Any] = {
         "user": context.user,
         "query_id": context.query_id,
@@ -483,7 +486,7 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     if plan.engine != NONE:
         record["search"] = outcome.search
     completion = outcome.completion
-    if completion is not None and completion.stand_in:  # served by no model: a stand-in wrote it
+    if stand_in:  # served by no model: a stand-in wrote it
         record["stand_in"] = True
     else:
         record["served_model"] = (completion.served_model if completion is not None else "") or model

@@ -106,7 +106,7 @@ def test_a_table_of_stand_in_judges_marks_their_rows(stand_in, tmp_path: Path, m
     assert main(["meta-eval", "--judge", "openai:gpt-5", "--judge", "openai:gpt-5-mini", "--source", "sample",
                  "--limit", "6", "--no-feedback-accuracy", "--resamples", "20", "--out", "judges"]) == 0
     table = (tmp_path / "judges" / "judges.md").read_text(encoding="utf-8")
-    rows = [line for line in table.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    rows = [line for line in table.splitlines() if line.startswith(("| 1 |", "| 2 |", "| =1 |"))]  # equal stand-ins tie
     assert len(rows) == 2 and all("**STAND-IN judge**" in row and "STAND-IN ×6" in row and "$0.0000" in row
                                   for row in rows)
     assert "A row marked PROXY judge or STAND-IN judge" in table
