@@ -127,6 +127,8 @@ def test_second_load_is_served_from_the_cache(synthetic_hub, tmp_path, monkeypat
     assert counter.builds == ["benchmark"]
     assert second.to_list() == first.to_list()
     assert second.cache_files == first.cache_files
+    # named as the dataset, not after the module that defines the builder, built and served from the cache alike
+    assert (first.info.builder_name, second.info.builder_name, second.info.dataset_name) == ("bespoke",) * 3
 
 
 def test_changed_source_is_rebuilt(synthetic_hub, tmp_path, monkeypatch):
