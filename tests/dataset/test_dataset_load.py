@@ -182,6 +182,14 @@ def test_hub_source_downloads_a_pinned_snapshot(synthetic_hub, tmp_path, monkeyp
                       "fingerprint": bespoke_dataset.fingerprint(synthetic_hub)}
 
 
+def test_available_configs_takes_a_source_as_load_does(synthetic_hub, synthetic_github):
+    assert bespoke_dataset.available_configs("sample") == list(CONFIGS)
+    assert bespoke_dataset.available_configs(str(synthetic_github)) == [c for c in CONFIGS if c != "histories"]
+    assert bespoke_dataset.available_configs(synthetic_hub) == bespoke_dataset.available_configs(resolve_source(synthetic_hub))
+    with pytest.raises(ValueError, match="applies to Hub repos only"):
+        bespoke_dataset.available_configs(synthetic_hub, revision="main")
+
+
 def test_unknown_sources_and_configs_are_refused(synthetic_hub, tmp_path):
     with pytest.raises(BespokeDataError, match="no such folder"):
         load("queries", source=str(tmp_path / "missing" / "deeper"), cache_dir=tmp_path)
