@@ -14,11 +14,11 @@ import datasets
 import evaluate
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.keys import parse_query_key
 from bespoke_dataset.registration import CITATION
 from bespoke_metric.results.figure_stats import HEADLINE
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import score
+from bespoke_metric.scoring.predictions import reference_records
 
 DESCRIPTION = """\
 BESPOKE scores how well a search-augmented LLM personalizes its answers to a real user. A judge model
@@ -95,10 +95,7 @@ class Bespoke(evaluate.Metric):
         )
 
     def _compute(self, predictions: list[str], references: list[str]) -> dict[str, Any]:
-        records = []
-        for response, reference in zip(predictions, references):
-            user, query_id = parse_query_key(reference)
-            records.append({"user": user, "query_id": query_id, "response": response})
+        records = reference_records(predictions, references)
         results = score(records, self.judge, source=self.source, revision=self.data_revision, allow_repeats=True,
                         **self.judge_options).to_json()
         figures = {name: results["summary"][name] for name in FIGURES}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterable, Mapping, Sequence, Union
 
 from bespoke_dataset.errors import UserError
-from bespoke_dataset.keys import normalise_query_id, query_key
+from bespoke_dataset.keys import normalise_query_id, parse_query_key, query_key
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,24 @@ def _records(predictions: PredictionsInput) -> tuple[str, list[tuple[int, Any]]]
         with _open(origin) as handle:
             return origin, [(number, _decode(number, raw)) for number, raw in enumerate(handle, start=1) if raw.strip()]
     return "(in memory)", [(number, record) for number, record in enumerate(predictions, start=1)]
+
+
+def reference_records(responses: Sequence[str], references: Sequence[str]) -> list[dict[str, str]]:
+    """Responses and the queries they answer, written "user/query_id" (the `evaluate` metric's input), as
+    prediction records. Raises `PredictionError` naming every malformed reference by its 1-based position,
+    as `read_predictions` names every unknown one."""
+    records: list[dict[str, str]] = []
+    problems: list[str] = []
+    for number, (response, reference) in enumerate(zip(responses, references), start=1):
+        try:
+            user, query_id = parse_query_key(reference)
+        except ValueError as error:
+            problems.append(f"line {number}: {error}")
+            continue
+        records.append({"user": user, "query_id": query_id, "response": response})
+    if problems:
+        raise PredictionError("(in memory)", problems)
+    return records
 
 
 def read_predictions(

@@ -11,6 +11,7 @@ import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.hub.evaluate_metric import FIGURES, Bespoke
 from bespoke_metric.scoring.pipeline import score
+from bespoke_metric.scoring.predictions import PredictionError
 from bespoke_metric.testing.judge_responder import judge_answer, score_for
 
 LOADER = str(Path(__file__).resolve().parents[2] / "loaders" / "bespoke")
@@ -46,6 +47,12 @@ def test_metric_class_importable_and_validates_references(synthetic_hub):
     metric = Bespoke(judge="openai:judge", source=str(synthetic_hub), base_url="http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="user/query_id"):
         metric.compute(predictions=["an answer"], references=["no-slash"])
+    # every malformed reference, each by its position, as unknown ones are
+    with pytest.raises(PredictionError) as raised:
+        metric.compute(predictions=["an answer"] * 4, references=["user1", "user1/2", "user1/two", "/3"])
+    assert [problem.split(":")[0] for problem in raised.value.problems] == ["line 1", "line 3", "line 4"]
+    assert "'user1'" in raised.value.problems[0] and "'two'" in raised.value.problems[1]
+    assert str(raised.value).startswith("3 problem(s)")
 
 
 def test_bespoke_metric_works_without_evaluate(tmp_path):
