@@ -118,8 +118,8 @@ def read_predictions(
 ) -> list[Prediction]:
     """Decode and check predictions against the benchmark's query keys.
 
-    Raises `PredictionError` naming every malformed line, unknown `user/query_id`, duplicate and empty
-    response. `allow_repeats` accepts several predictions for one query (the metric scores each: several
+    Raises `PredictionError` naming every malformed line, unknown `user/query_id` and duplicate. An empty
+    response is kept: the response guards score it, lowest and counted, as everywhere. `allow_repeats` accepts several predictions for one query (the metric scores each: several
     samples per prompt, a bootstrap resample); a predictions file keeps one per query."""
     known = set(known_keys)
     origin, records = _records(predictions)
@@ -160,9 +160,7 @@ def read_predictions(
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
         elif prediction.key in seen and not allow_repeats:
             problems.append(f"line {number}: duplicate prediction for {prediction.key!r} (first on line {seen[prediction.key]})")
-        elif not response.strip():
-            problems.append(f"line {number}: empty response for {prediction.key!r}")
-        else:
+        else:  # an empty response is a prediction too: the guards score it (`empty`), as the reward does
             seen.setdefault(prediction.key, number)
             result.append(prediction)
     if problems:

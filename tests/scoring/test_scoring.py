@@ -158,7 +158,6 @@ def test_secret_never_written_or_logged(judge_server, predictions, synthetic_hub
         (['{"user": "@U", "query_id": "999", "response": "ok"}'], "line 1: unknown query '@U/999'"),
         (['{"user": "@U", "query_id": "@Q", "response": "a"}', '{"user": "@U", "query_id": "query-id_@Q", "response": "b"}'],
          "line 2: duplicate prediction for '@U/@Q' (first on line 1)"),
-        (['{"user": "@U", "query_id": "@Q", "response": "   "}'], "line 1: empty response"),
         (['{"user": "@U", "response": "x"}'], "line 1: missing field(s) query_id"),
         (['["@U", "1", "x"]'], "line 1: expected a JSON object"),
         (['{"user": "@U", "query_id": "one", "response": "x"}'], "line 1: bad query_id 'one'"),
