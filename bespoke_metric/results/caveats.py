@@ -59,12 +59,27 @@ def nothing_scored(results: Results) -> str | None:
     failure reason)."""
     if any(results.summary.get("scored", {}).values()):
         return None
-    reasons = Counter(_first_line(error.get("reason", "")) for item in results.items for error in item.errors)
+    reasons = _failure_reasons(results)
     if not reasons:
         return "no item was scored (no judgment was made)"
     reason, count = reasons.most_common(1)[0]
-    failed = sum(reasons.values())
-    return f"no item was scored: all {failed} judgment(s) failed ({count} with: {reason})"
+    return f"no item was scored: all {sum(reasons.values())} judgment(s) failed ({count} with: {reason})"
+
+
+def some_failed(results: Results) -> str | None:
+    """None when no judgment failed; else one line counting the items with a failed judgment, which their
+    figures leave out, and the commonest reason."""
+    reasons = _failure_reasons(results)
+    if not reasons:
+        return None
+    reason, count = reasons.most_common(1)[0]
+    items = sum(1 for item in results.items if item.errors)
+    return (f"{items} of {len(results.items)} item(s) have failed judgments, left out of the figures they failed "
+            f"on: {sum(reasons.values())} judgment(s) failed ({count} with: {reason})")
+
+
+def _failure_reasons(results: Results) -> Counter[str]:
+    return Counter(_first_line(error.get("reason", "")) for item in results.items for error in item.errors)
 
 
 def _first_line(text: str, limit: int = 200) -> str:
