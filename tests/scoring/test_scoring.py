@@ -190,10 +190,14 @@ def _fill(text: str, values: dict[str, str]) -> str:
 
 
 def test_all_problems_reported_at_once():
-    lines = [{"user": "u", "query_id": "1", "response": ""}, {"user": "u", "query_id": "2", "response": "x"}, "oops"]
+    lines = [{"user": "u", "query_id": "1", "response": ""}, {"user": "u", "query_id": "1", "response": "y"},
+             {"user": "u", "query_id": "2", "response": "x"}, "oops"]
     with pytest.raises(PredictionError) as error:
         read_predictions(lines, known_keys={"u/1"})
     assert len(error.value.problems) == 3
+    assert [problem.split(":")[0] for problem in error.value.problems[:2]] == ["line 2", "line 3"]
+    # an empty response is no problem: the guards score it
+    assert [p.response for p in read_predictions(lines[:1], known_keys={"u/1"})] == [""]
 
 
 @pytest.mark.parametrize("model", ["chat-model", "gpt-5"])  # chat completions; Responses API
