@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.backends.options import OptionError, option, option_names
@@ -59,6 +59,18 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         more[1].setdefault("batch_ledger", str(ledger_path(kept)))  # the batches kept beside the answers
     backend = build_backend(parsed, dict(parts.engine), *more)
     return LLMJudge(backend, spec=spec, cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
+
+
+def make_kept_judge(spec: str | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
+    """`make_judge(spec, **options)` for many batches of one benchmark (a reward's steps, a metric's computes),
+    made once and kept: the embed proxy is calibrated here on every R-J example of `rows` (the benchmark's
+    rows), so every batch is scored alike whatever it holds, and it remembers the benchmark's texts it
+    encoded; an LLM judge keeps its answers in its `cache`."""
+    judge = make_judge(spec, **options)
+    calibrate = getattr(judge, "calibrate", None)
+    if calibrate is not None:
+        calibrate(list(rows))
+    return judge
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def nothing_scored(results: Results) -> str | None:
     cause, whichever claim it struck)."""
     if any(results.summary.get("scored", {}).values()):
         return None
-    causes = Counter(_first_line(error_cause(str(error.get("reason", "")))) for item in results.items for error in item.errors)
+    causes = _failure_causes(results)
     if not causes:
         return "no item was scored (no judgment was made)"
     ranked = causes.most_common()
@@ -92,6 +92,23 @@ def nothing_scored(results: Results) -> str | None:
 
 SHOWN_CAUSES = 3
 """The causes of failure `nothing_scored` names; the others are counted."""
+
+
+def some_failed(results: Results) -> str | None:
+    """None when no judgment failed; else one line counting the items with a failed judgment, which their
+    figures leave out, and the commonest cause."""
+    causes = _failure_causes(results)
+    if not causes:
+        return None
+    cause, count = causes.most_common(1)[0]
+    items = sum(1 for item in results.items if item.errors)
+    return (f"{items} of {len(results.items)} item(s) have failed judgments, left out of the figures they failed "
+            f"on: {causes.total()} judgment(s) failed ({count} with: {cause})")
+
+
+def _failure_causes(results: Results) -> Counter[str]:
+    """Each cause of the failed judgments with its count (a recall claim's failure under its cause)."""
+    return Counter(_first_line(error_cause(str(error.get("reason", "")))) for item in results.items for error in item.errors)
 
 
 def _first_line(text: str, limit: int = 200) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterable, Mapping, Sequence, Union
 
 from bespoke_dataset.errors import UserError
-from bespoke_dataset.keys import normalise_query_id, query_key
+from bespoke_dataset.keys import normalise_query_id, parse_query_key, query_key
 from bespoke_metric.judging.guards import GUARD_NAMES, GuardHit
 from bespoke_metric.results.file_kinds import is_results, results_note, whole_json
 
@@ -108,13 +108,31 @@ def _records(predictions: PredictionsInput) -> tuple[str, list[tuple[int, Any]]]
     return "(in memory)", [(number, record) for number, record in enumerate(predictions, start=1)]
 
 
+def reference_records(responses: Sequence[str], references: Sequence[str]) -> list[dict[str, str]]:
+    """Responses and the queries they answer, written "user/query_id" (the `evaluate` metric's input), as
+    prediction records. Raises `PredictionError` naming every malformed reference by its 1-based position,
+    as `read_predictions` names every unknown one."""
+    records: list[dict[str, str]] = []
+    problems: list[str] = []
+    for number, (response, reference) in enumerate(zip(responses, references), start=1):
+        try:
+            user, query_id = parse_query_key(reference)
+        except ValueError as error:
+            problems.append(f"line {number}: {error}")
+            continue
+        records.append({"user": user, "query_id": query_id, "response": response})
+    if problems:
+        raise PredictionError("(in memory)", problems)
+    return records
+
+
 def read_predictions(
     predictions: PredictionsInput, known_keys: Iterable[str], *, allow_repeats: bool = False
 ) -> list[Prediction]:
     """Decode and check predictions against the benchmark's query keys.
 
-    Raises `PredictionError` naming every malformed line, unknown `user/query_id`, duplicate and empty
-    response. `allow_repeats` accepts several predictions for one query (the metric scores each: several
+    Raises `PredictionError` naming every malformed line, unknown `user/query_id` and duplicate. An empty
+    response is kept: the response guards score it, lowest and counted, as everywhere. `allow_repeats` accepts several predictions for one query (the metric scores each: several
     samples per prompt, a bootstrap resample); a predictions file keeps one per query."""
     known = set(known_keys)
     origin, records = _records(predictions)
@@ -168,9 +186,7 @@ def read_predictions(
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
         elif prediction.key in seen and not allow_repeats:
             problems.append(f"line {number}: duplicate prediction for {prediction.key!r} (first on line {seen[prediction.key]})")
-        elif not response.strip():
-            problems.append(f"line {number}: empty response for {prediction.key!r}")
-        else:
+        else:  # an empty response is a prediction too: the guards score it (`empty`), as the reward does
             seen.setdefault(prediction.key, number)
             result.append(prediction)
     if problems and not isinstance(predictions, (str, os.PathLike)):

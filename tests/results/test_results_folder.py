@@ -127,7 +127,7 @@ def test_a_broken_results_file_is_still_an_error(results_folder, capsys):
 
 
 def test_the_leaderboard_space_ships_the_results_files_of_the_folder(results_folder, workdir, capsys):
-    assert main(["space", "leaderboard", "--results", "results", "--out", "board"]) == 0
+    assert main(["space", "leaderboard", "--results", "results", "--out", "board", "--package-from", "registry"]) == 0
     shipped = sorted(p.relative_to(workdir / "board" / "results").as_posix() for p in (workdir / "board" / "results").rglob("*"))
     assert shipped == ["tiny-history.json", "tiny.json"]
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: skipped")]
