@@ -344,16 +344,21 @@ def differences(shown: object, real: object, where: str = "") -> list[str]:
     return []
 
 
-def test_the_results_example_is_what_a_run_writes(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_results_example_is_what_a_run_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example shows a run against the provider: the stand-in's answers, served as a provider serves them
+    (without the stand-in's mark, which would make the results say a stand-in answered)."""
     from bespoke_cli.cli import main
     from bespoke_metric.judging import PROTOCOL_VERSION
+    from bespoke_metric.testing.server import serve
+    from bespoke_metric.testing.system_responder import answer_any
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-placeholder")
-    assert main(["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "selected-profile", "--retriever", "bm25",
-                 "--judge", "openai:gpt-5", "--output", "run.json"]) == 0
+    with serve(answer_any) as provider:
+        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
+        assert main(["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "selected-profile",
+                     "--retriever", "bm25", "--judge", "openai:gpt-5", "--output", "run.json"]) == 0
     real = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
     shown = documented_results()
     assert differences(shown, real) == [], f"docs/results-format.md departs from what `bespoke run` writes:\n{json.dumps(real, indent=1)[:4000]}"
