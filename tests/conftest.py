@@ -19,6 +19,7 @@ _os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its mark
     "test_anthropic.py::test_the_command_line_says_a_retired_claude_in_one_line_and_writes_nothing",
     "test_anthropic_batch.py::test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice",
+    "test_backend_hf.py::test_a_grammar_holds_a_random_model_to_the_schema_and_ends_its_answer",
     "test_backend_hf.py::test_batched_left_padded_equals_one_at_a_time",
     "test_backend_hf.py::test_generates_end_to_end_through_the_scheduler",
     "test_backend_hf.py::test_json_schema_goes_into_the_prompt",
@@ -140,6 +141,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_search_runs.py::test_a_dead_search_engine_fails_its_queries_and_none_is_answered_unsearched",
     "test_search_runs.py::test_a_replayed_run_with_the_search_server_down_gives_identical_predictions",
     "test_search_runs.py::test_bespoke_run_scores_search_predictions_and_keeps_no_key_anywhere",
+    "test_smollm2.py::test_smollm2_as_an_hf_judge_held_to_the_schema_reads_every_judgment",
     "test_stand_in.py::test_a_port_in_use_is_one_error_line",
     "test_stand_in.py::test_a_rewrite_and_an_agent_search_through_the_stand_in",
     "test_stand_in.py::test_the_command_prints_its_url_answers_every_role_and_stops_on_ctrl_c",
@@ -162,6 +164,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_testing_surface.py::test_the_package_example_scores_through_the_local_server",
     "test_tokens.py::test_truncate_gives_the_longest_prefix_within_the_budget",
     "test_tool_calls.py::test_hf_renders_tools_and_a_continued_conversation_through_the_template",
+    "test_truncation.py::test_a_judge_answer_that_runs_on_is_re_asked_once_and_counted",
     "test_truncation.py::test_the_tiny_model_cut_off_by_max_new_tokens_is_marked_scored_and_counted",
     "test_typed_source.py::test_an_export_reads_back_as_the_records_it_was_made_of",
     "test_typed_source.py::test_generate_on_an_export",

@@ -181,6 +181,10 @@ class Backend(Protocol):
     calls in `Completion.tool_calls`; otherwise a caller that offers tools speaks a plain-text protocol."""
     searches: bool
     """Can search the web itself (`Request.native_search`); a request asking it of another engine is refused."""
+    constraint: str | None
+    """How it holds an answer to a request's JSON schema: `"grammar"` (compiled here into a grammar over the
+    next tokens), `"json-schema"` (sent to the server, which holds it), or None (the schema is only written
+    into the prompt). The words are `bespoke_metric.judging.protocol`'s `GRAMMAR` and `JSON_SCHEMA`."""
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines an answer besides the request, for the cache key and the results
@@ -208,6 +212,9 @@ class Usage:
     """Of `input_tokens`, those the provider served from its prompt cache."""
     reasoning_tokens: int = 0
     """Of `output_tokens`, those spent on hidden reasoning."""
+    truncated: int = 0
+    """Answers (made or from the cache) that the output limit cut off (`Completion.truncated`). Not part of
+    `counts()`: results files carry the judge's as `summary.judge_truncated`."""
     provider_cost: float = 0.0
     """Dollars the provider itself reported for the calls that said (`Completion.provider_cost`)."""
     provider_costed: int = 0
@@ -310,6 +317,7 @@ class BackendWrapper:
         self.one_batch = backend.one_batch
         self.takes_tools = backend.takes_tools
         self.searches = backend.searches
+        self.constraint = backend.constraint
 
     def identity(self) -> dict[str, Any]:
         return self.backend.identity()

@@ -132,6 +132,7 @@ class BatchBackend:
         self.model = direct.model
         self.takes_tools = direct.takes_tools
         self.searches = direct.searches
+        self.constraint = direct.constraint
         self.ledger_path = Path(batch_ledger) if batch_ledger is not None else default_ledger()
         self.poll = batch_poll
         self.poll_max = batch_poll_max

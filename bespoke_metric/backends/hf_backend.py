@@ -14,8 +14,17 @@ reads (`gguf_cache`); the engine is still named by the file.
 Generation stops at the model's end of turn: the `eos_token_id`s of its generation config (`<|im_end|>`
 for a ChatML model such as SmolLM2), else its tokenizer's.
 
-Plain `transformers` cannot constrain decoding to a JSON schema: a request's schema is written into its
-prompt instead (`messages_with_schema`).
+A request's JSON schema is written into its prompt (`messages_with_schema`), and with `grammar=True` (what
+a judge gets: `make_judge`, `--no-grammar` turns it off) it also holds the answer: xgrammar compiles the
+schema, bounded by `protocol.bounded_schema` so that an answer always ends, into a grammar whose logits
+processor (`xgrammar.contrib.hf.LogitsProcessor`) masks every next token that would leave it. The layout is
+compact (no free whitespace, where a looping model could run on), and the tokens that hold a control
+character are suppressed (xgrammar lets a bounded string take them; JSON does not). xgrammar rather than
+outlines: vLLM and SGLang hold their structured outputs with it, so an `hf:` and a `vllm:` judge answer under
+the same grammar of the same schema; it ships a transformers logits processor taking one grammar per row of
+a batch; and it compiles the judgment's schema in some 0.05 s. A batch holds only requests with a schema,
+or only requests without. `xgrammar` is an optional extra (`bespoke-eval[grammar]`), imported on the first
+request with a schema.
 
 A model whose chat template renders tools takes them (`takes_tools`): a request's `tools` go through
 `apply_chat_template(..., tools=...)`, and the calls the model writes are parsed out of its answer
@@ -26,9 +35,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 from pathlib import Path
 from typing import Any, Sequence
+
+from bespoke_dataset.errors import MissingExtraError
+from bespoke_metric.judging.protocol import GRAMMAR, bounded_schema
 
 from .base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
 from .gguf_cache import load_causal_lm, load_tokenizer
@@ -61,6 +74,7 @@ class HFBackend:
         max_batch_size: int = 64,
         revision: str | None = None,
         trust_remote_code: bool = False,
+        grammar: bool = False,
     ) -> None:
         """
         Args:
@@ -72,6 +86,8 @@ class HFBackend:
             batch_size: a fixed batch size; default: adapted to free GPU memory, or 8 on CPU.
             max_batch_size: the most prompts per batch when adapting.
             revision: the Hub revision to load.
+            grammar: hold the answer to a request's JSON schema with xgrammar's grammar of it (see the
+                module docstring); without it the schema is only written into the prompt.
         """
         # A local folder, or the Hub snapshot, found in seconds and before the heavy imports
         # (ModelNotFoundError when there is none): transformers would retry an unreachable Hub for a minute.
@@ -84,6 +100,10 @@ class HFBackend:
         self.batch_size = batch_size
         self.max_batch_size = max_batch_size
         self.revision = revision
+        self.grammar = grammar
+        self.constraint = GRAMMAR if grammar else None
+        self._compiler: Any = None  # xgrammar's, made for the first request with a schema
+        self._control_tokens: list[int] = []  # the tokens a held answer never takes (see `_grammar_of`)
         if files is not None:
             self.model = str(model)  # what results name: the GGUF file, never its folder in the cache
             load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code}
@@ -108,19 +128,23 @@ class HFBackend:
     # -- Backend interface -------------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        return hf_identity(self.model, self.revision, self.dtype)
+        return hf_identity(self.model, self.revision, self.dtype, self.grammar)
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         prompts = [self._encode(r) for r in requests]
-        # Longest first: similar lengths share a batch (little padding), and memory trouble surfaces early.
-        order = sorted(range(len(requests)), key=lambda i: (-len(prompts[i]), -requests[i].max_tokens))
+        grammars = [self._grammar_of(r) for r in requests]
+        # Longest first: similar lengths share a batch (little padding), and memory trouble surfaces early;
+        # the requests held to a grammar apart from the others (a batch is all one or all the other).
+        order = sorted(range(len(requests)),
+                       key=lambda i: (grammars[i] is None, -len(prompts[i]), -requests[i].max_tokens))
         start = 0
         while start < len(order):
             first = order[start]
             size = self._batch_size_for(len(prompts[first]) + requests[first].max_tokens)
-            batch = order[start : start + size]
+            batch = [i for i in order[start : start + size] if (grammars[i] is None) == (grammars[first] is None)]
             outcomes = await asyncio.to_thread(
-                self._generate_safely, [prompts[i] for i in batch], [requests[i].max_tokens for i in batch]
+                self._generate_safely, [prompts[i] for i in batch], [requests[i].max_tokens for i in batch],
+                None if grammars[first] is None else [grammars[i] for i in batch],
             )
             if outcomes is None:  # out of memory: a smaller cap is set, try again from the same place
                 continue
@@ -151,6 +175,27 @@ class HFBackend:
         ids = tokenizer.apply_chat_template(messages, **options)
         return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
 
+    def _grammar_of(self, request: Request) -> Any:
+        """xgrammar's compiled grammar of the request's bounded schema (None: no schema, or no grammar)."""
+        if request.json_schema is None or not self.grammar:
+            return None
+        if self._compiler is None:
+            try:
+                import xgrammar
+            except ImportError as err:
+                raise MissingExtraError(
+                    "the hf engine holds JSON answers to their schema with xgrammar, which is not installed: "
+                    "pip install 'bespoke-eval[grammar]' (or --no-grammar to write the schema into the prompt only)"
+                ) from err
+            info = xgrammar.TokenizerInfo.from_huggingface(
+                self._tokenizer, vocab_size=self._model.config.get_text_config().vocab_size, stop_token_ids=self._eos_ids
+            )
+            self._compiler = xgrammar.GrammarCompiler(info)  # it keeps what it compiled: one compile per schema
+            self._control_tokens = [token for token, piece in enumerate(info.decoded_vocab) if any(byte < 0x20 for byte in piece)]
+        schema = bounded_schema(request.json_schema, request.max_tokens)
+        # in the schema's own order of properties: reasoning first, so the judge thinks before it scores
+        return self._compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
+
     def _batch_size_for(self, total_length: int) -> int:
         if self.batch_size is not None:
             return max(1, min(self.batch_size, self._batch_cap))
@@ -164,11 +209,11 @@ class HFBackend:
         fits = int(free * MEMORY_HEADROOM // max(per_sequence, 1))
         return max(1, min(fits, self._batch_cap))
 
-    def _generate_safely(self, prompts: list[list[int]], max_tokens: list[int]) -> list[Outcome] | None:
+    def _generate_safely(self, prompts: list[list[int]], max_tokens: list[int], grammars: list[Any] | None) -> list[Outcome] | None:
         import torch
 
         try:
-            return self._generate(prompts, max_tokens)
+            return self._generate(prompts, max_tokens, grammars)
         except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
             if len(prompts) == 1:
@@ -177,7 +222,7 @@ class HFBackend:
             log.warning("out of GPU memory with %d prompts per batch; trying %d", len(prompts), self._batch_cap)
             return None
 
-    def _generate(self, prompts: list[list[int]], max_tokens: list[int]) -> list[Outcome]:
+    def _generate(self, prompts: list[list[int]], max_tokens: list[int], grammars: list[Any] | None) -> list[Outcome]:
         import torch
         import transformers
 
@@ -186,11 +231,17 @@ class HFBackend:
         input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
         attention_mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         config = transformers.GenerationConfig(
-            max_new_tokens=max(max_tokens), do_sample=False, pad_token_id=pad, eos_token_id=self._eos_ids or None
+            max_new_tokens=max(max_tokens), do_sample=False, pad_token_id=pad, eos_token_id=self._eos_ids or None,
+            suppress_tokens=self._control_tokens if grammars is not None else None,
         )
+        processors = transformers.LogitsProcessorList()
+        if grammars is not None:
+            from xgrammar.contrib.hf import LogitsProcessor
+
+            processors.append(LogitsProcessor(list(grammars)))  # one per generate call: it keeps the rows' state
         with torch.inference_mode():
             sequences = self._model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, generation_config=config
+                input_ids=input_ids, attention_mask=attention_mask, generation_config=config, logits_processor=processors
             )
         outcomes: list[Outcome] = []
         for row, prompt, limit in zip(sequences[:, width:].tolist(), prompts, max_tokens):
@@ -215,13 +266,15 @@ def default_dtype(device: str) -> str:
     return "bfloat16" if device.startswith("cuda") else "float32"
 
 
-def hf_identity(model: str, revision: str | None, dtype: str) -> dict[str, Any]:
-    """The identity of an `hf:` engine, also for one built elsewhere (a Ray actor): same key, same cache."""
+def hf_identity(model: str, revision: str | None, dtype: str, grammar: bool = False) -> dict[str, Any]:
+    """The identity of an `hf:` engine, also for one built elsewhere (a Ray actor): same key, same cache.
+    `grammar`: whether a request's schema holds its answer (`schema: grammar`) or is only written into the
+    prompt (`schema: in prompt`, as every `hf:` engine was before grammars, so its answers keep their keys)."""
     return {
         "engine": HFBackend.name,
         "model": model,
         "revision": revision,
-        "settings": {"do_sample": False, "dtype": dtype, "schema": "in prompt"},
+        "settings": {"do_sample": False, "dtype": dtype, "schema": GRAMMAR if grammar else "in prompt"},
     }
 
 

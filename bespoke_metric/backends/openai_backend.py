@@ -24,6 +24,13 @@ there, or, where the chat API was chosen, is refused in one line before any call
   tool parser failed on the model's output) still yields them: the text is read as a local model's is. A conversation continues in OpenAI's chat shape (`tool_calls.assistant_turn`,
   `tool_calls.tool_turn`), which the Responses API gets as `function_call` / `function_call_output` items.
 
+A request's JSON schema goes as a structured-output format (`response_format` in chat completions, `text.format`
+in the Responses API; `constraint` is `json-schema`). Another server than the provider's (a `vllm serve`,
+llama.cpp's `llama-server`, which compile the schema into a grammar) gets it bounded
+(`protocol.bounded_schema`: a `maxLength` on every free string), so that a small model that loops inside a
+string is made to close it and its answer ends; OpenAI's own API gets it as the protocol writes it, its
+strict mode taking a subset of JSON Schema.
+
 The SDK does what it is for (authentication, the base URL, its error types) through `openai_session`, which
 keeps its per-call request pipeline off the hot path: each body is serialised once, here, and the answer is
 read from the raw JSON by `_chat_completion` / `_responses_completion`, which take a raw response body (a
@@ -52,6 +59,7 @@ from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequenc
 from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
+from bespoke_metric.judging.protocol import JSON_SCHEMA, bounded_schema
 
 from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
 from .openai_models import SAMPLING_PARAMETERS, family_of
@@ -248,6 +256,8 @@ class OpenAIBackend(Client):
         self.temperature, self.reasoning_effort = self._sampling(temperature, reasoning_effort)
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
+        self.constraint = JSON_SCHEMA if schema_format else None
+        self._bounded_schemas = not endpoint.provider  # a server that compiles the schema itself
         self.web_search = self._web_search(search_context_size, search_location, search_domains,
                                            search_external_web_access)
         # OpenAI's own models endpoint is the one known to publish shutdown dates (a subclass's provider may not)
@@ -503,7 +513,7 @@ class OpenAIBackend(Client):
         if self.reasoning_effort is not None:
             args["reasoning_effort"] = self.reasoning_effort
         if self.schema_format and request.json_schema is not None:
-            args["response_format"] = self._response_format(request.json_schema)
+            args["response_format"] = self._response_format(self._schema_of(request))
         if request.tools:
             args["tools"] = list(request.tools)
         args.update(self._chat_search_args(request))
@@ -511,6 +521,11 @@ class OpenAIBackend(Client):
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
         return {"type": "json_schema", "json_schema": _named_schema(schema)}
+
+    def _schema_of(self, request: Request) -> dict[str, Any]:
+        """The schema sent for a request that has one: bounded for a server that compiles it itself."""
+        assert request.json_schema is not None
+        return bounded_schema(request.json_schema, request.max_tokens) if self._bounded_schemas else request.json_schema
 
     def _chat_search_args(self, request: Request) -> dict[str, Any]:
         """What a chat-completions body adds for (or against) native search."""
@@ -526,7 +541,7 @@ class OpenAIBackend(Client):
         if self.reasoning_effort is not None:
             args["reasoning"] = {"effort": self.reasoning_effort}
         if self.schema_format and request.json_schema is not None:
-            args["text"] = {"format": {"type": "json_schema", **_named_schema(request.json_schema)}}
+            args["text"] = {"format": {"type": "json_schema", **_named_schema(self._schema_of(request))}}
         tools = [responses_function(tool) for tool in request.tools]
         if request.native_search:
             tools.append(self.web_search.responses_tool())

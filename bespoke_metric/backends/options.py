@@ -212,6 +212,8 @@ class HFOptions:
     max_batch_size: int | None = option()
     revision: str | None = option()
     trust_remote_code: bool | None = option()
+    grammar: bool | None = option("--no-grammar", "hf judge: write its answers freely, in the paper's lines, instead of "
+                                  "JSON held to the schema by xgrammar's grammar (default for a judge: held)")
 
 
 @dataclass(frozen=True)

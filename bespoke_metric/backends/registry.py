@@ -103,6 +103,9 @@ class Engine:
     """For judges of their own (no LLM): `(spec, model, options) -> Judge`, or `"module:function"` naming it."""
     guided_decoding: bool = False
     """Constrains decoding to a JSON schema, so structured answers always parse: on by default."""
+    constraint_option: str | None = None
+    """The engine option that turns its guided decoding on (hf's `grammar`, off unless a judge asks): a judge
+    turns it on unless told not to, and answers in JSON only with it (`judging.factory.judge_defaults`)."""
     own_tokenizer: bool = False
     """The model's tokenizer is at hand (a local model): budgets are counted in it."""
     search_default: str = "none"
@@ -139,7 +142,8 @@ ENGINES: dict[str, Engine] = {
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
     "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
                         batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
-    "hf": Engine("hf", HFOptions, backend=_hf, own_tokenizer=True, local=True),
+    "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
+                 local=True),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
 }

@@ -36,6 +36,7 @@ import json
 from typing import Any, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
+from bespoke_metric.judging.protocol import GRAMMAR
 
 from .base import CallError, Completion, EngineError, OnDone, Request
 from .model_files import is_gguf, locate_model_files
@@ -57,6 +58,7 @@ class VLLMBackend:
     one_batch = True
     takes_tools = False
     searches = False
+    constraint = GRAMMAR
 
     def __init__(
         self,

@@ -3,8 +3,11 @@
 `run_requests` looks every request up in the cache, sends the misses to the backend in one go, writes
 each completion to the cache the moment it lands (so a killed run, rerun, pays only for the calls that
 had not finished), parses each answer, and re-asks the ones that cannot be parsed with a repair request
-(up to `max_parse_retries` times). Identical requests within a round are sent once. Every request ends
-as exactly one `CallResult`: a parsed value, or an error saying why not — never a silent default.
+(up to `max_parse_retries` times). An answer the output limit cut off (a model looping, or rambling) is
+never parsed: it is re-asked once (`RUN_ON_RETRIES`), its repair turn showing only its start
+(`RUN_ON_ECHO_CHARS`), and counted (`CallResult.truncated`, `Usage.truncated`); cut off again, the request
+fails saying so. Identical requests within a round are sent once. Every request ends as exactly one
+`CallResult`: a parsed value, or an error saying why not — never a silent default.
 """
 
 from __future__ import annotations
@@ -37,6 +40,14 @@ Parse = Callable[[int, str], Any]
 Repair = Callable[[Request, str, str], Request]
 """`repair(request, bad_text, reason) -> request` asking the model to fix its answer."""
 
+RUN_ON_RETRIES = 1
+"""Re-asks an answer cut off at the output limit gets: a model that ran on once mostly runs on again, and
+each try costs the whole output limit."""
+RUN_ON_ECHO_CHARS = 1000
+"""How much of a cut-off answer its re-ask shows the model: the start, not the loop it ran into."""
+RUN_ON = "the answer was cut off at the output limit before it ended"
+"""The reason a cut-off answer is re-asked with."""
+
 
 @dataclass
 class CallResult:
@@ -57,6 +68,8 @@ class CallResult:
     is counted on the first), so a caller can say what each item, or each file, cost."""
     completion: Completion | None = None
     """The last answer received, whole (its tool calls, its native search), None if the call failed."""
+    truncated: int = 0
+    """Answers received for it that the output limit cut off (at most `RUN_ON_RETRIES` + 1)."""
 
     @property
     def ok(self) -> bool:
@@ -149,7 +162,7 @@ async def _round(run: _Run, jobs: list[_Job], pending: list[int]) -> list[int]:
             continue
         for usage in (run.usage, jobs[index].result.usage):
             usage.cached += 1
-            _count_served(usage, hit, run.backend.model)
+            _count_answer(usage, hit, run.backend.model)
         if not _settle(run, jobs[index], index, hit, cached=True):
             repairs.append(index)
     if misses:
@@ -183,7 +196,7 @@ class _Landing:
             _count(usage, outcome, run.backend.model)
         if isinstance(outcome, Completion):  # who answered, on every asker (as a cache hit is): a cell judged
             for index in others:  # entirely through another's calls still says its judge's model, or a stand-in
-                _count_served(self.jobs[index].result.usage, outcome, run.backend.model)
+                _count_answer(self.jobs[index].result.usage, outcome, run.backend.model)
         if isinstance(outcome, Completion) and run.cache is not None:
             run.cache.put(key, outcome)
         self._settle_all(key, outcome)
@@ -214,13 +227,15 @@ def _count(usage: Usage, outcome: Outcome, model: str) -> None:
             usage.provider_cost += outcome.provider_cost
             usage.provider_costed += 1
         usage.web_searches += searches_made(outcome.search)
-        _count_served(usage, outcome, model)
+        _count_answer(usage, outcome, model)
 
 
-def _count_served(usage: Usage, completion: Completion, model: str) -> None:
-    """Count the model that served an answer: the one the provider names, else `model`, the one asked for (a
-    local model is the one loaded), and keep what the provider said of its stage (`model_status`); an answer a
-    stand-in made is counted as such, served by no model."""
+def _count_answer(usage: Usage, completion: Completion, model: str) -> None:
+    """Count an answer, made or from the cache: whether the output limit cut it off, and the model that served
+    it: the one the provider names, else `model`, the one asked for (a local model is the one loaded), keeping
+    what the provider said of its stage (`model_status`); an answer a stand-in made is counted as such, served
+    by no model."""
+    usage.truncated += completion.truncated
     if completion.stand_in:
         usage.stand_in += 1
         return
@@ -240,14 +255,19 @@ def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool)
         result.text, result.value, result.error, result.completion = None, None, outcome.reason, None
     else:
         result.text, result.error, result.completion = outcome.text, None, outcome
+        result.truncated += outcome.truncated
         reason = _read(run.reading, result, index, outcome)
         if reason is not None:
             reading = run.reading
-            if reading.repair is not None and result.attempts <= reading.max_parse_retries:
-                job.request = reading.repair(job.request, outcome.text, reason)
+            ran_on_again = outcome.truncated and result.truncated > RUN_ON_RETRIES
+            if reading.repair is not None and result.attempts <= reading.max_parse_retries and not ran_on_again:
+                shown = outcome.text[:RUN_ON_ECHO_CHARS] if outcome.truncated else outcome.text
+                job.request = reading.repair(job.request, shown, reason)
                 return False
             result.value = None
-            result.error = f"unparseable answer after {result.attempts} attempt(s): {reason}"
+            result.error = (f"cut off at the output limit in {result.truncated} of {result.attempts} answers "
+                            f"({outcome.output_tokens} tokens the last): a model that runs on is re-asked once"
+                            if ran_on_again else f"unparseable answer after {result.attempts} attempt(s): {reason}")
     if result.error is not None:
         for usage in (run.usage, result.usage):
             usage.failed += 1
@@ -262,7 +282,7 @@ def _read(reading: _Reading, result: CallResult, index: int, completion: Complet
         return None
     try:
         if completion.truncated:
-            raise ParseError("the answer was cut off at the output limit before it ended")
+            raise ParseError(RUN_ON)
         result.value = reading.parse(index, completion.text)
     except ParseError as err:
         return err.reason

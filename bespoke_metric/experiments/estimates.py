@@ -26,7 +26,7 @@ from bespoke_metric.backends.options import OptionError, option_names
 from bespoke_metric.backends.registry import make_backend, parse_spec, pinned
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
-from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.judging.factory import ProtocolOptions, judge_defaults
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
@@ -72,6 +72,7 @@ class ProbeBackend:
     one_batch = True
     takes_tools = False
     searches = False
+    constraint = None
 
     def __init__(self, spec: str, identity: dict[str, Any], answer: str | None) -> None:
         parsed = parse_spec(spec)
@@ -111,7 +112,7 @@ def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
         locate_model_files(parsed.model, revision, allow_patterns=["config.json"])
         dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
-        return hf_identity(parsed.model, revision, dtype)
+        return hf_identity(parsed.model, revision, dtype, bool(options.get("grammar")))
     if local and parsed.engine.name == "vllm":
         from bespoke_metric.backends.vllm_backend import VLLMBackend, default_enforce_eager, vllm_identity
 
@@ -198,7 +199,7 @@ def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
     protocol_names = option_names(ProtocolOptions)
     options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards") and value is not None}
     protocol = {name: value for name, value in options.items() if name in protocol_names}
-    protocol.setdefault("structured", parsed.engine.guided_decoding)  # as `make_judge` sets it
     engine = {name: value for name, value in options.items() if name not in protocol_names}
+    judge_defaults(parsed, protocol, engine)  # as `make_judge` sets them
     backend = ProbeBackend(plan.judge, engine_identity(plan.judge, engine), None)
     return LLMJudge(backend, spec=plan.judge, cache=cache, **{**protocol, "progress": False})

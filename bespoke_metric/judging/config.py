@@ -17,11 +17,16 @@ from bespoke_metric.backends.shared_options import cost_options, executor_option
 
 from .factory import JudgeParts, ProtocolOptions, judge_parts
 
+JUDGE_ENGINE_KEYS: tuple[str, ...] = ("grammar",)
+"""The local engines' options a judge takes besides the API clients': `HFOptions.grammar` (`--no-grammar`)."""
+
 
 def judge_keys() -> frozenset[str]:
     """Every key a judge config takes: `judge` (the spec), `cache`, `no_guards`, the protocol's and the API
-    clients' options, and where the engines run and the Batch API (shared with the system models)."""
-    return frozenset({"judge", "cache", "no_guards", *option_names(ProtocolOptions), *option_names(ClientOptions), *SHARED_KEYS})
+    clients' options, `JUDGE_ENGINE_KEYS`, and where the engines run and the Batch API (shared with the
+    system models)."""
+    return frozenset({"judge", "cache", "no_guards", *option_names(ProtocolOptions), *option_names(ClientOptions),
+                      *JUDGE_ENGINE_KEYS, *SHARED_KEYS})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -102,8 +102,19 @@ def judge_parts(spec: str, *, cache: str | os.PathLike[str] | Cache | None = Non
     classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
     protocol, engine_options, *more = take(options, *classes)
     refuse(options, f"the {parsed.engine.name} judge ({spec})", *classes, known=(ProtocolOptions,))
-    protocol.setdefault("structured", parsed.engine.guided_decoding)
+    judge_defaults(parsed, protocol, engine_options)
     return JudgeParts(parsed, protocol, engine_options, tuple(more), cache)
+
+
+def judge_defaults(parsed: Spec, protocol: dict[str, Any], engine_options: dict[str, Any]) -> None:
+    """Set what a judge gets unless told otherwise, in place: the engine's guided decoding on (its
+    `constraint_option`, hf's `grammar`), and JSON answers (`structured`) where that holds them to the schema;
+    the paper's lines elsewhere."""
+    option = parsed.engine.constraint_option
+    if option is not None:
+        engine_options.setdefault(option, True)
+    guided = parsed.engine.guided_decoding and (option is None or bool(engine_options[option]))
+    protocol.setdefault("structured", guided)
 
 
 def keeps_answers(spec: str) -> bool:

@@ -91,6 +91,8 @@ class LLMJudge:
             "with_feedback": self.with_feedback,
             "personalized": self.personalized,
             "structured": self.structured,
+            # how the engine held the JSON answers to their schema (protocol.GRAMMAR, JSON_SCHEMA); None for lines
+            "constraint": self.backend.constraint if self.structured else None,
             "max_tokens": self.token_budget.get("max_tokens"),
             "proxy": self.proxy,
             **({"repeat": self.repeat} if self.repeat else {}),  # repeat 0 is the judge as it always was

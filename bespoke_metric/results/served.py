@@ -125,6 +125,14 @@ def truncated_line(truncated: int, answers: int) -> str | None:
             "predictions); scored as given (--strict refuses them)")
 
 
+def judge_truncated_line(judge_truncated: int, calls: int) -> str | None:
+    """`4 of the judge's 80 answers ran on to the output limit ...`, or None when none did."""
+    if not judge_truncated:
+        return None
+    return (f"{judge_truncated} of the judge's {calls} answers ran on to the output limit (summary.judge_truncated): "
+            "never read, each re-asked once")
+
+
 def latest_status(statuses: Iterable[Mapping[str, str] | None]) -> dict[str, str] | None:
     """The last model status given (`{"stage", "retirement_time"}`, as the provider said it in an answer),
     or None where none was."""

@@ -133,6 +133,7 @@ def build_results(
     summary = summarize(list(items))
     summary["benchmark_queries"] = benchmark_queries
     summary["truncated"] = sum(1 for item in items if item.truncated)
+    summary["judge_truncated"] = usage.truncated
     results = Results(summary=summary, **figure_stats(items), items=list(items),
                       judge={**judge.describe(), **answered_by(usage)},
                       data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,

@@ -66,6 +66,7 @@ class ScriptedBackend:
     OpenAI's encoding."""
 
     one_batch = False
+    constraint = None
 
     def __init__(self, answer: Callable[[Request], Completion | str], *, takes_tools: bool = False, searches: bool = False,
                  name: str = "openai", model: str = "gpt-4o") -> None:

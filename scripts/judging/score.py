@@ -12,14 +12,14 @@ from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, 
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.options import ClientOptions
+from bespoke_metric.backends.options import ClientOptions, HFOptions
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.judging.config import JudgeConfig
+from bespoke_metric.judging.config import JUDGE_ENGINE_KEYS, JudgeConfig
 from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.results.served import served_warnings, truncated_line
+from bespoke_metric.results.served import judge_truncated_line, served_warnings, truncated_line
 from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
 from bespoke_metric.systems.runfiles import recorded_model_name
 
@@ -39,6 +39,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured", "max_tokens"))
+    add_option_arguments(parser, HFOptions, only=JUDGE_ENGINE_KEYS)  # --no-grammar
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
@@ -113,6 +114,9 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
     cut = truncated_line(summary.get("truncated") or 0, summary["items"])
     if cut:
         print(cut, file=out)
+    ran_on = judge_truncated_line(summary.get("judge_truncated") or 0, usage.get("calls", 0) + usage.get("cached", 0))
+    if ran_on:
+        print(ran_on, file=out)
     if results.guarded:
         caught = ", ".join(f"{name} {count}" for name, count in sorted(results.guarded.items()))
         print(f"{sum(results.guarded.values())} of {summary['items']} responses caught by a guard ({caught}): lowest "

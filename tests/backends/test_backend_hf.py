@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 
+import jsonschema
 import pytest
 import torch
 import transformers
 
+from bespoke_dataset.errors import MissingExtraError
 from bespoke_metric.backends.base import Completion, Request, messages_with_schema
 from bespoke_metric.backends.hf_backend import HFBackend
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_requests_sync
+from bespoke_metric.judging.protocol import CLAIM_SCHEMA, PERSONALIZATION_SCHEMA, bounded_schema
 
 PROMPTS = [
     "hi",
@@ -120,6 +125,37 @@ def test_json_schema_goes_into_the_prompt(tiny_model_dir):
     assert outcomes[1].input_tokens > outcomes[0].input_tokens
 
 
+def test_a_grammar_holds_a_random_model_to_the_schema_and_ends_its_answer(tiny_model_dir):
+    """Left to itself a random model writes no JSON; held by xgrammar's grammar of the bounded schema, it writes
+    an answer the schema takes and ends it within its token limit, whatever it would have rambled. A request
+    without a schema goes in a batch of its own and comes out as without the grammar."""
+    judge = ({"role": "system", "content": "judge"}, {"role": "user", "content": "Does the answer convey the claim?"})
+    claim = Request(messages=judge, max_tokens=96, json_schema=CLAIM_SCHEMA)
+    judgment = Request(messages=judge, max_tokens=420, json_schema=PERSONALIZATION_SCHEMA)
+    plain = requests()[1]
+    backend = HFBackend(str(tiny_model_dir), grammar=True, batch_size=4)
+    held = complete(backend, [claim, plain, judgment])
+    for index, request in ((0, claim), (2, judgment)):
+        outcome = held[index]
+        assert not outcome.truncated and outcome.output_tokens <= request.max_tokens
+        jsonschema.validate(json.loads(outcome.text), bounded_schema(request.json_schema, request.max_tokens))
+    assert list(json.loads(held[2].text)) == list(PERSONALIZATION_SCHEMA["properties"])  # reasoning first
+    free = complete(HFBackend(str(tiny_model_dir)), [claim, plain])
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(free[0].text)
+    assert held[1] == free[1]
+    assert (backend.constraint, backend.identity()["settings"]["schema"]) == ("grammar", "grammar")
+    assert HFBackend(str(tiny_model_dir)).identity()["settings"]["schema"] == "in prompt"  # as before grammars
+
+
+def test_a_grammar_without_xgrammar_names_the_extra(tiny_model_dir, monkeypatch):
+    monkeypatch.setitem(sys.modules, "xgrammar", None)  # what an environment without the extra imports
+    backend = HFBackend(str(tiny_model_dir), grammar=True)
+    assert complete(backend, [requests()[0]])[0].text  # a request without a schema needs no grammar
+    with pytest.raises(MissingExtraError, match=r"pip install 'bespoke-eval\[grammar\]' \(or --no-grammar"):
+        complete(backend, [Request(messages=requests()[0].messages, json_schema=CLAIM_SCHEMA)])
+
+
 def test_outcomes_arrive_per_batch_while_the_loop_runs(tiny_model_dir):
     backend = HFBackend(str(tiny_model_dir), batch_size=2)
     reqs = requests()
@@ -154,11 +190,11 @@ def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
     real_generate = backend._generate
     sizes: list[int] = []
 
-    def generate(prompts, max_tokens):
+    def generate(prompts, max_tokens, grammars):
         sizes.append(len(prompts))
         if len(prompts) > 2:  # stands in for a GPU running out of memory
             raise torch.cuda.OutOfMemoryError("CUDA out of memory")
-        return real_generate(prompts, max_tokens)
+        return real_generate(prompts, max_tokens, grammars)
 
     monkeypatch.setattr(backend, "_generate", generate)
     outcomes = complete(backend, requests())

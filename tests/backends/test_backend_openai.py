@@ -19,6 +19,7 @@ from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.scheduler import run_requests_sync
 from bespoke_metric.judging.parsing import ParseError
+from bespoke_metric.judging.protocol import PERSONALIZATION_SCHEMA, bounded_schema
 from bespoke_metric.testing.server import Fault, messages_of
 
 KEY = "sk-test-SECRET-7f3a9c21e5b4d680"
@@ -82,6 +83,29 @@ def test_chat_completion_success(openai_server):
         "api": "chat",
         "settings": {"schema_format": True, "temperature": 0.0},
     }
+
+
+def test_a_local_server_gets_the_schema_bounded_openai_its_own(openai_server):
+    """`vllm serve` and llama.cpp's `llama-server` compile `response_format`'s `json_schema.schema` into a grammar
+    (llama.cpp tools/server/utils.hpp, `oaicompat_chat_params_parse`: `response_format.json_schema.schema`;
+    vLLM's OpenAI server: the same field), `maxLength` included: a server other than the provider's gets the
+    bounded schema, so a small judge that loops in a string must close it. OpenAI's API gets the schema as written."""
+    openai_server.responder = echo
+    judged = request("score it", max_tokens=2048, json_schema=PERSONALIZATION_SCHEMA)
+    backend = backend_for(openai_server, model="SmolLM2-135M-Instruct")
+    complete(backend, [judged])
+    sent = openai_server.calls[-1].body["response_format"]
+    assert sent == {"type": "json_schema", "json_schema": {"name": "answer", "strict": True,
+                                                           "schema": bounded_schema(PERSONALIZATION_SCHEMA, 2048)}}
+    assert sent["json_schema"]["schema"]["properties"]["tone"]["properties"]["feedback"]["maxLength"] > 0
+    assert backend.constraint == "json-schema"
+    responses = backend_for(openai_server, model="SmolLM2-135M-Instruct", api="responses")
+    complete(responses, [judged])
+    assert openai_server.calls[-1].body["text"]["format"]["schema"] == bounded_schema(PERSONALIZATION_SCHEMA, 2048)
+    provider = make_backend("openai:gpt-4o", api_key=KEY)  # nothing is sent: the body is only built
+    _, body = provider.path_and_body(judged)
+    assert json.loads(body)["response_format"]["json_schema"]["schema"] == PERSONALIZATION_SCHEMA
+    assert backend_for(openai_server, schema_format=False).constraint is None
 
 
 def test_responses_api_for_reasoning_models(openai_server):

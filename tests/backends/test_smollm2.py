@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import bespoke_dataset
+from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Completion, Request
 from bespoke_metric.backends.gguf_cache import MANIFEST, TOKENIZER, conversions_folder
 from bespoke_metric.backends.model_files import (
@@ -25,7 +27,9 @@ from bespoke_metric.backends.model_files import (
 )
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_sync
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guards import check_repetition
+from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.systems import GenerationSettings, generate
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.systems.tokens import token_counter
@@ -176,3 +180,23 @@ def test_a_broken_cache_entry_and_a_killed_conversions_leftovers_are_never_read(
     assert counter.count(text) == len(smollm2._tokenizer.encode(text, add_special_tokens=False))
     assert json.loads((entry / MANIFEST).read_text())["files"]["tokenizer.json"] == vocabulary.stat().st_size > 1000
     assert leftover.is_dir() and (leftover / "tokenizer.json").stat().st_size == 1000  # untouched, unread
+
+
+def test_smollm2_as_an_hf_judge_held_to_the_schema_reads_every_judgment(smollm2_cache) -> None:
+    """SmolLM2 judging the sample's predictions as a judge runs by default: JSON held by xgrammar's grammar of
+    the bounded schema. Every judgment is read (the four scores, each claim's verdict), none runs on to the
+    output limit, and none needs a second answer. (Its scores are a 135M model's: nothing is asserted of them.)"""
+    judge = make_judge(f"hf:{smollm2_path()}", max_shots=1, progress=False)
+    try:
+        results = score(Path(bespoke_dataset.__file__).parent / "sample" / "predictions.jsonl", judge, source="sample",
+                        limit=2, guards=False).to_json()
+    finally:
+        judge.close()
+    assert (results["judge"]["structured"], results["judge"]["constraint"]) == (True, "grammar")
+    claims = 0
+    for item in results["items"]:
+        assert item["errors"] == [] and None not in item["scores"].values() and None not in item["claim_verdicts"]
+        assert all(item["feedback"][dimension].strip() for dimension in DIMENSIONS)
+        claims += len(item["claim_verdicts"])
+    assert claims > 0 and results["summary"]["judge_truncated"] == 0
+    assert results["usage"]["calls"] == 2 + claims  # one answer each: none re-asked

@@ -152,7 +152,7 @@ def test_prompt_tokens_count_as_openai_counts_a_chat_prompt():
 class Answering:
     """A backend answering at once with a fixed token usage, counting what it was sent."""
 
-    name, model, one_batch, takes_tools, searches, concurrency = "openai", "m", False, False, False, 2
+    name, model, one_batch, takes_tools, searches, constraint, concurrency = "openai", "m", False, False, False, None, 2
 
     def __init__(self):
         self.sent = 0

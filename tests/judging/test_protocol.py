@@ -14,15 +14,18 @@ from bespoke_metric.judging.protocol import (
     CLAIM_SCHEMA,
     PERSONALIZATION_SCHEMA,
     PROTOCOL_VERSION,
+    REASONING_SHARE,
     ParseError,
     batched_recall_request,
     batched_recall_schema,
+    bounded_schema,
     claim_request,
     parse_batched_recall,
     parse_claim_verdict,
     parse_personalization,
     personalization_request,
     repair_request,
+    skeleton_chars,
 )
 
 
@@ -252,3 +255,55 @@ def test_builders_are_pure():
     first = personalization_request(row, RESPONSE)
     assert row == ROW
     assert personalization_request(row, RESPONSE) == first
+
+
+def _longest(schema: dict, fill: dict | None = None):
+    """The longest answer to `schema`: every enum at its longest value, every string as long as allowed
+    (`fill` given: at its `maxLength`; None: empty), every array at its `maxItems`."""
+    if "enum" in schema:
+        return max(schema["enum"], key=lambda value: len(json.dumps(value)))
+    if schema["type"] == "object":
+        return {key: _longest(child, fill) for key, child in schema["properties"].items()}
+    if schema["type"] == "array":
+        return [_longest(schema["items"], fill) for _ in range(schema.get("maxItems", 1))]
+    if schema["type"] == "string":
+        return "x" * (schema.get("maxLength", 0) if fill is not None else 0)
+    return False  # the longer boolean
+
+
+def _compact(value) -> str:
+    """JSON as a grammar without free whitespace lays it out."""
+    return json.dumps(value, separators=(", ", ": "))
+
+
+@pytest.mark.parametrize("schema", [PERSONALIZATION_SCHEMA, CLAIM_SCHEMA, batched_recall_schema(4)])
+def test_skeleton_chars_is_the_longest_answer_with_empty_strings(schema):
+    assert skeleton_chars(schema) == len(_compact(_longest(schema)))
+
+
+@pytest.mark.parametrize(("schema", "max_tokens"), [(PERSONALIZATION_SCHEMA, 2048), (PERSONALIZATION_SCHEMA, 700),
+                                                    (CLAIM_SCHEMA, 512), (CLAIM_SCHEMA, 64)])
+def test_a_bounded_answer_ends_within_its_output_limit(schema, max_tokens):
+    bounded = bounded_schema(schema, max_tokens)
+    longest = _longest(bounded, fill={})
+    jsonschema.validate(longest, bounded)  # the longest answer the bounds allow is still an answer
+    # at one token or more per character, plus the end of turn: it fits
+    assert len(_compact(longest)) + 1 <= max_tokens
+    limits = {key: child.get("maxLength") for key, child in bounded["properties"].items() if child["type"] == "string"}
+    feedback = [bounded["properties"][d]["properties"]["feedback"]["maxLength"] for d in DIMENSIONS] if "tone" in bounded["properties"] else []
+    assert limits["reasoning"] > 0 and all(limit * REASONING_SHARE == limits["reasoning"] for limit in feedback)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**longest, "reasoning": longest["reasoning"] + "x"}, bounded)
+    assert bounded_schema(schema, max_tokens) == bounded and "maxLength" not in json.dumps(schema)  # pure
+
+
+def test_bounded_schema_leaves_what_has_no_free_string_alone():
+    schema = batched_recall_schema(3)
+    assert bounded_schema(schema, 100) is schema
+    already = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 7}, "b": {"type": "string", "enum": ["x"]},
+                                                "c": {"type": "string"}}, "required": ["a", "b", "c"]}
+    bounded = bounded_schema(already, 100)
+    assert bounded["properties"]["a"] == {"type": "string", "maxLength": 7}
+    assert bounded["properties"]["b"] == {"type": "string", "enum": ["x"]}
+    assert bounded["properties"]["c"]["maxLength"] == 100 - 1 - skeleton_chars(already)
+    assert bounded_schema(already, 10)["properties"]["c"]["maxLength"] == 0  # no room: an empty string

@@ -1,6 +1,8 @@
 """Cut-off answers: a prediction whose answer the output limit ended carries `truncated: true` and
 `truncation_reason`, is scored as given, counted in every summary (`summary.truncated`, "3 of 3 answers were
-cut off") and in the leaderboard, and refused by `--strict` (exit 1, nothing written).
+cut off") and in the leaderboard, and refused by `--strict` (exit 1, nothing written). A judge's answer that
+runs on to the output limit is never read: it is re-asked once, showing the judge only its start, and
+counted (`summary.judge_truncated`); cut off again, the judgment fails saying so.
 
 Two real cases: the transformers backend running the tiny model at a small `--max-new-tokens`, and an
 OpenAI-compatible server answering `finish_reason: "length"` (openai-python `Choice.finish_reason`, the
@@ -17,13 +19,18 @@ from typing import Any
 
 import pytest
 
+import bespoke_dataset
 from bespoke_cli.cli import main
+from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
 from bespoke_metric.analysis.report import to_csv, to_markdown
+from bespoke_metric.calls.scheduler import RUN_ON_ECHO_CHARS
+from bespoke_metric.judging.protocol import PERSONALIZATION_SCHEMA, bounded_schema
 from bespoke_metric.results import ItemResult
+from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.scoring.predictions import PredictionError, read_predictions
-from bespoke_metric.testing.judge_responder import judge_answer
-from bespoke_metric.testing.server import Cutoff
+from bespoke_metric.testing.judge_responder import judge_answer, response_text
+from bespoke_metric.testing.server import Cutoff, messages_of
 from bespoke_metric.testing.system_responder import answer_any, system_answer
 
 
@@ -134,3 +141,57 @@ def test_an_item_keeps_its_truncation_through_a_results_file() -> None:
     item = ItemResult("user1", "1", truncated=True, truncation_reason="max_output_tokens")
     assert ItemResult.from_json(json.loads(json.dumps(item.to_json()))) == item
     assert "truncated" not in ItemResult("user1", "1").to_json()
+
+
+RAMBLE = "The answer covers the need of the user. " * 200
+"""What a small judge writes when it loops: one sentence again and again, until the output limit cuts it."""
+
+
+def test_a_judge_answer_that_runs_on_is_re_asked_once_and_counted(openai_server, here: Path, capsys) -> None:
+    rows = list(bespoke_dataset.load("benchmark", source="sample"))[:2]
+    records = [{"user": row["user"], "query_id": row["query_id"], "response": row["shots"][0]["response"]} for row in rows]
+    recovers = records[0]["response"].strip()
+
+    def runs_on(body: dict[str, Any]) -> Any:
+        """Every first answer runs on; re-asked, the judge of the first response recovers, the other loops again."""
+        messages = messages_of(body)
+        if messages[-2]["role"] == "assistant" and response_text(messages[1]["content"]).strip() == recovers:
+            return judge_answer(body)
+        return Cutoff(RAMBLE)
+
+    openai_server.responder = runs_on
+    judge = {"base_url": openai_server.base_url, "api_key": "sk-truncation-test", "recall": "none", "guards": False,
+             "progress": False}
+    results = score(records, "openai:judge-model", source="sample", structured=True, **judge).to_json()
+    first, second = results["items"]
+    assert None not in first["scores"].values() and first["errors"] == []
+    assert second["scores"] == {dimension: None for dimension in DIMENSIONS}
+    assert [error["metric"] for error in second["errors"]] == list(DIMENSIONS)
+    assert all(error["reason"].startswith("cut off at the output limit in 2 of 2 answers (") and
+               error["reason"].endswith("tokens the last): a model that runs on is re-asked once") for error in second["errors"])
+    assert results["summary"]["judge_truncated"] == 3 and results["summary"]["truncated"] == 0  # the judge's, not the system's
+    assert results["usage"]["calls"] == 4 and results["usage"]["failed"] == 1
+    re_asks = [call.body for call in openai_server.calls if call.body["messages"][-2]["role"] == "assistant"]
+    assert len(re_asks) == 2  # once each, never a third time
+    assert all(body["messages"][-2]["content"] == RAMBLE[:RUN_ON_ECHO_CHARS] for body in re_asks)  # its start, not the loop
+    assert {call.body["max_tokens"] for call in openai_server.calls} == {2048}
+    # a server other than the provider's compiles the schema itself: it gets the bounded one, and the results say so
+    assert all(call.body["response_format"]["json_schema"]["schema"] == bounded_schema(PERSONALIZATION_SCHEMA, 2048)
+               for call in openai_server.calls)
+    assert (results["judge"]["structured"], results["judge"]["constraint"]) == (True, "json-schema")
+
+    # the paper's lines (the default of an API judge): no schema, no constraint; no repair turn, no re-ask
+    openai_server.reset()
+    lines = score(records, "openai:judge-model", source="sample", max_parse_retries=0, **judge).to_json()
+    assert (lines["judge"]["structured"], lines["judge"]["constraint"]) == (False, None)
+    assert lines["summary"]["judge_truncated"] == 2 and len(openai_server.calls) == 2
+    assert not any("response_format" in call.body for call in openai_server.calls)
+    assert {error["reason"] for item in lines["items"] for error in item["errors"]} == {
+        "unparseable answer after 1 attempt(s): the answer was cut off at the output limit before it ended"}
+
+    # the command line says how many of the judge's answers ran on
+    (here / "p.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    assert main(["score", "--predictions", "p.jsonl", "--judge", "openai:judge-model", "--base-url", openai_server.base_url,
+                 "--source", "sample", "--recall", "none", "--no-guards", "--structured", "--output", "s.json"]) == 0
+    assert "3 of the judge's 4 answers ran on to the output limit (summary.judge_truncated): never read, each re-asked once" \
+        in capsys.readouterr().out

@@ -40,6 +40,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
+from bespoke_metric.judging.protocol import JSON_SCHEMA
 
 from ..base import Completion, ModelUnavailableError, OnDone, Request, Withheld, messages_with_schema
 from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
@@ -141,6 +142,7 @@ class GeminiBackend(Client):
         self.thinking_config = _thinking_config(model, thinking_level, thinking_budget)
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
+        self.constraint = JSON_SCHEMA if schema_format else None
         self.timeout = check_timeout(timeout)
         self._noticed: set[str] = set()
         """The model-status notices already given (one line each, however many answers say it)."""

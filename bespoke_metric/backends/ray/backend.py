@@ -46,7 +46,8 @@ class Plan(Protocol):
     """As the in-process engine: schedules best seeing every request at once."""
     takes_tools: bool
     searches: bool
-    """What the engine can do on Ray (`Backend.takes_tools`, `Backend.searches`)."""
+    constraint: str | None
+    """What the engine can do on Ray (`Backend.takes_tools`, `Backend.searches`, `Backend.constraint`)."""
 
     def order(self, requests: Sequence[Request]) -> list[int]:
         """The order to put the requests in the dataset."""
@@ -115,6 +116,7 @@ class RayBackend:
         self.one_batch = self._plan.one_batch
         self.takes_tools: bool = self._plan.takes_tools
         self.searches: bool = self._plan.searches
+        self.constraint: str | None = self._plan.constraint
 
     # -- Backend interface -------------------------------------------------------------------------
 

@@ -17,6 +17,8 @@ import inspect
 import json
 from typing import Any, Sequence
 
+from bespoke_metric.judging.protocol import GRAMMAR
+
 from ..base import CallError, Outcome, Request
 from ..vllm_backend import VLLMBackend, sampling_args, vllm_identity
 from .rows import decode_request, row_outcome
@@ -33,6 +35,7 @@ class VLLMPlan:
     one_batch = True
     takes_tools = False
     searches = False
+    constraint = GRAMMAR
 
     def __init__(self, model: str, replicas: int, pipeline_parallel_size: int, options: dict[str, Any]) -> None:
         if "llm" in options:

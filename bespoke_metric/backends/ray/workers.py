@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
+from bespoke_metric.judging.protocol import GRAMMAR
+
 from ..base import Backend, Outcome, Request
 from .rows import decode_request, outcome_row, row_outcome
 
@@ -45,13 +47,14 @@ class ActorPlan:
         self.options = dict(options)
         self.takes_tools = False
         self.searches = False
+        self.constraint: str | None = None
         if engine != "hf":
             if gpus_per_replica:
                 raise ValueError(f"gpus_per_replica is for hf and vllm: a {engine} actor is a client")
             # Built here only to check the options and know the identity and abilities: it makes no call.
             local = build(model, self.options)
             self.identity = local.identity()
-            self.takes_tools, self.searches = local.takes_tools, local.searches
+            self.takes_tools, self.searches, self.constraint = local.takes_tools, local.searches, local.constraint
             self.options["concurrency"] = share(local.concurrency, replicas)
             local.close()
             self.gpus = 0.0
@@ -66,7 +69,9 @@ class ActorPlan:
             # Fixed here, not left to each actor: the identity (and so the cache key) names the dtype.
             self.options.setdefault("device", "cuda" if self.gpus > 0 else "cpu")
             self.options.setdefault("dtype", default_dtype(self.options["device"]))
-            self.identity = hf_identity(model, self.options.get("revision"), self.options["dtype"])
+            grammar = bool(self.options.get("grammar"))
+            self.identity = hf_identity(model, self.options.get("revision"), self.options["dtype"], grammar)
+            self.constraint = GRAMMAR if grammar else None
             self.rows_per_task = self.options.get("batch_size") or HF_ROWS_PER_TASK
             self.tasks_per_actor = 1  # one batch at a time on a model: its memory is sized for one
 
