@@ -30,6 +30,9 @@ WARNINGS_FILE = "bespoke_warnings.json"
 """Saved in each built config's cache folder: the BespokeDataWarnings its build emitted, which `loading.load`
 emits again whenever it serves that build."""
 
+BUILDER_NAME = "bespoke"
+"""The builder's and the dataset's name (`ds.info.builder_name`, `ds.info.dataset_name`)."""
+
 _RELEASE = re.match(r"\d+\.\d+\.\d+", __version__)
 VERSION = datasets.Version(_RELEASE.group(0) if _RELEASE else "0.0.0")
 
@@ -48,8 +51,11 @@ class BespokeBuilder(datasets.GeneratorBasedBuilder):
 
     def __init__(self, source: ResolvedSource, config_name: str, cache_dir: str | Path | None = None) -> None:
         self.source = source
-        super().__init__(cache_dir=None if cache_dir is None else str(cache_dir), dataset_name="bespoke",
+        super().__init__(cache_dir=None if cache_dir is None else str(cache_dir), dataset_name=BUILDER_NAME,
                          config_name=config_name, hash=cache_hash(source))
+        # `datasets` names a builder after the module that defines it ("builder"), and a cached build's info
+        # keeps the name it was built under: both are set here
+        self.name = self.info.builder_name = BUILDER_NAME
 
     def _download_and_prepare(self, dl_manager: Any, verification_mode: Any, **kwargs: Any) -> None:
         """Build as `datasets` does, saving the BespokeDataWarnings of the build (category and text) in

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class UserError(ValueError):
     """A user's mistake (bad data, file, folder, flag or model name): its message is all they need, so the
     command line prints it as one `error:` line, without a traceback. Every such error derives from it."""
+
+
+def did_you_mean(given: str, known: Iterable[str], cutoff: float = 0.6) -> str:
+    """` (did you mean NAME?)`, NAME the one of `known` closest to a mistyped `given`; "" when none is close."""
+    close = difflib.get_close_matches(given, sorted(set(known)), n=1, cutoff=cutoff)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 class MissingExtraError(UserError, ImportError):

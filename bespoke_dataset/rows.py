@@ -30,9 +30,11 @@ def resolve_config_source(config: str, source: str | Path | ResolvedSource = DEF
     return resolved
 
 
-def available_configs(source: ResolvedSource) -> list[str]:
-    """The configs a source can give: all of them from the Hub layout; from the GitHub layout all but
-    `histories`, and `meta_test` only when its files are there; from an export, those it holds."""
+def available_configs(source: str | Path | ResolvedSource = DEFAULT_SOURCE, revision: str | None = None) -> list[str]:
+    """The configs a source (a Hub repo id, a local folder in any layout, ``"sample"``, or one already
+    resolved) can give: all of them from the Hub layout; from the GitHub layout all but `histories`, and
+    `meta_test` only when its files are there; from an export, those it holds."""
+    source = source if isinstance(source, ResolvedSource) else resolve_source(source, revision)
     if source.layout == "hub":
         return list(BUILDERS)
     if source.layout == "typed":

@@ -41,6 +41,7 @@ _LAZY: dict[str, str] = {
     "ModelNotFoundError": ".backends.model_files",
     "PredictionError": ".scoring.predictions",
     "build_leaderboard": ".analysis.leaderboard",
+    "caveats": ".results.caveats",
     "compare": ".analysis.leaderboard",
     "generate": ".systems",
     "load_results": ".analysis.leaderboard",
@@ -56,7 +57,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "Bespoke", "DIMENSIONS", "ENGINES", "Engine", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",
-    "ModelNotFoundError", "PredictionError", "__version__", "build_leaderboard", "compare", "generate",
+    "ModelNotFoundError", "PredictionError", "__version__", "build_leaderboard", "caveats", "compare", "generate",
     "load_results", "make_backend", "make_judge", "make_reward_fn", "meta_evaluate", "register_engine", "score", "score_many", "write_results",
 ]
 

@@ -46,9 +46,11 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 from bespoke_dataset.rows import load_rows
+from bespoke_metric.backends.base import content_text
 from bespoke_metric.calls.scheduler import run_sync
-from bespoke_metric.judging.factory import make_judge
+from bespoke_metric.judging.factory import make_kept_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
+from bespoke_metric.judging.guards import check_context_echo
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 from bespoke_metric.results.metrics import METRIC_NAMES, REGISTRY
@@ -93,6 +95,14 @@ def _raw_completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
             # multimodal content: the text parts in order
             return "".join(part.get("text", "") for part in content or [] if part.get("type") == "text")
     raise ValueError("a conversational completion has no assistant message")
+
+
+def prompt_text(prompt: Any) -> str:
+    """What a prompt gave the policy, as text: a string (standard format) as it is, or the text of every
+    message (conversational format): what an answer must not hand back (`check_context_echo`)."""
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
+    return "\n".join(content_text(message.get("content")) for message in prompt if isinstance(message, Mapping))
 
 
 def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:
@@ -140,11 +150,7 @@ def make_reward_fn(
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
     benchmark, _ = load_benchmark(source, revision)
-    inner = make_judge(judge, **judge_options)
-    calibrate = getattr(inner, "calibrate", None)
-    if calibrate is not None:  # the embed proxy: calibrated once on every R-J example, not per batch
-        calibrate(list(benchmark.values()))
-    judge_object = GuardedJudge(inner, enabled=guards)
+    judge_object = GuardedJudge(make_kept_judge(judge, list(benchmark.values()), **judge_options), enabled=guards)
 
     def bespoke_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float | None]:
         missing = [name for name in ("user", "query_id") if name not in columns]
@@ -155,6 +161,7 @@ def make_reward_fn(
             raise ValueError(f"{len(completions)} completions but {len(users)} users and {len(query_ids)} query ids")
         items: list[JudgeItem] = []
         judged: list[int] = []  # positions of the completions that have an answer to judge
+        given = list(prompts) if prompts is not None else [None] * len(completions)
         for index, (user, query_id, completion) in enumerate(zip(users, query_ids, completions)):
             key = query_key(user, query_id)
             if key not in benchmark:
@@ -163,7 +170,8 @@ def make_reward_fn(
                 text = completion_text(completion)
             except ParseError:  # reasoning that never closed: no answer to judge
                 continue
-            items.append(JudgeItem(benchmark[key], text))
+            # the guards at the judge see the query only: an answer made of its prompt is caught here
+            items.append(JudgeItem(benchmark[key], text, guard=check_context_echo(text, prompt_text(given[index]))))
             judged.append(index)
         rewards: list[float | None] = [None] * len(completions)
         guards_fired: list[str] = [""] * len(completions)

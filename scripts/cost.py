@@ -62,10 +62,14 @@ def check_cost_flags(args: argparse.Namespace, specs: Sequence[str | None]) -> N
     shared_options.check_cost_options(vars(args), specs)
 
 
-def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | None = None) -> None:
-    """What a dry run found: per model its calls, what the cache holds, input tokens, estimated cost."""
+def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | None = None, *,
+               without_calls: Sequence[str] = ()) -> None:
+    """What a dry run found: per model its calls, what the cache holds, input tokens, estimated cost; a line
+    for each judge of `without_calls` (an `embed:` judge: it calls no model), so every judge has its line."""
     out = out or sys.stdout
-    if not planned:
+    for spec in without_calls:
+        print(f"judge {spec}: no model call to make (it judges on this machine, calling no model); no cost", file=out)
+    if not planned and not without_calls:
         print("no model call to make (the judge makes none of its own)", file=out)
     total: float | None = 0.0
     unknown = []

@@ -18,12 +18,14 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from bespoke_metric.analysis.leaderboard import COLUMNS, LABELS, Entry, LeaderboardError, compare, per_query
 from bespoke_metric.results import stats
+from bespoke_metric.results.caveats import marks
+from bespoke_metric.scoring.rescore import find_predictions
 
 
 @dataclass(frozen=True)
@@ -37,10 +39,13 @@ class Pair:
 
 def pairing_key(entry: Entry) -> str:
     """What makes two results files the same system's: the predictions they judged (`system.predictions`,
-    which `bespoke rescore` keeps), else the system's name."""
+    which `bespoke rescore` keeps, found as rescore finds it), else the system's name."""
     system = entry.results.system or {}
     predictions = system.get("predictions")
-    return f"predictions:{os.path.normpath(str(predictions))}" if predictions else f"system:{entry.system}"
+    if not predictions:
+        return f"system:{entry.system}"
+    found = find_predictions(entry.path, {"system": system})
+    return f"predictions:{os.path.normpath(os.path.abspath(found if found is not None else str(predictions)))}"
 
 
 def pair_results(old: Sequence[Entry], new: Sequence[Entry]) -> list[Pair]:
@@ -164,6 +169,14 @@ def flips(pairs: Sequence[Pair], *, alpha: float = 0.05, n_resamples: int = stat
     return out
 
 
+def judged_by(entry: Entry) -> dict[str, Any]:
+    """One side's judge and data as `bridge.json` records them, with the `caveats.marks` its figures carry
+    (`PROXY judge`, `SYNTHETIC data`), so a bridge read alone says what a leaderboard would."""
+    data = entry.results.data
+    return {"spec": str(entry.judge["spec"]), "protocol_version": entry.judge.get("protocol_version"),
+            "data": f"{data.get('source')}@{data.get('revision') or 'local'}", "marks": marks(entry.judge, data)}
+
+
 def bridge(old: Sequence[Entry], new: Sequence[Entry], *, alpha: float = 0.05,
            n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
     """The bridge between two judges' leaderboards of the same systems (the `bridge.json` content)."""
@@ -172,6 +185,7 @@ def bridge(old: Sequence[Entry], new: Sequence[Entry], *, alpha: float = 0.05,
     return {
         "old_judge": str(pairs[0].old.judge["spec"]),
         "new_judge": str(pairs[0].new.judge["spec"]),
+        "judged_by": {"old": judged_by(pairs[0].old), "new": judged_by(pairs[0].new)},
         "kendall_tau": kendall_tau(pairs, n_resamples=n_resamples, seed=seed),
         "systems": [{
             "name": pair.name,
@@ -194,11 +208,24 @@ def _interval(ci: Sequence[float] | None) -> str:
     return "" if not ci else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
 
+def judges_line(content: Mapping[str, Any], strong: Callable[[str], str], escape: Callable[[str], str] = str) -> str:
+    """Each side's judge and data, and its marks: the marks through `strong` (bold in Markdown, in HTML),
+    the rest through `escape`."""
+    sides = []
+    for side in ("old", "new"):
+        judge = content["judged_by"][side]
+        words = f"{side} judge {judge['spec']} (protocol {judge['protocol_version'] or '?'}) on data {judge['data']}"
+        sides.append(" · ".join([escape(words), *map(strong, judge["marks"])]))
+    return "; ".join(sides)
+
+
 def format_bridge(content: Mapping[str, Any]) -> str:
-    """`bridge.md`: the rank correlation, each system's ranks and shifts, and the flips, in Markdown."""
+    """`bridge.md`: the judges and their marks, the rank correlation, each system's ranks and shifts, and
+    the flips, in Markdown."""
     tau = content["kendall_tau"]
     tau_ci = "" if not tau["ci"] else f" (95% CI {tau['ci'][0]:.2f} to {tau['ci'][1]:.2f})"
     lines = [f"# Bridge: {content['old_judge']} -> {content['new_judge']}", "",
+             judges_line(content, lambda mark: f"**{mark}**"), "",
              f"Kendall's tau between the rankings by average: **{_number(tau['value'])}**{tau_ci}, "
              f"over {tau['queries']} queries every system has under both judges.", "",
              "| system | rank before | rank after | " + " | ".join(f"{LABELS[m]} shift" for m in COLUMNS) + " |",

@@ -32,6 +32,7 @@ import numpy as np
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.results import Results, stats
+from bespoke_metric.results.caveats import PROXY_MARK, STAND_IN_MARK, judge_marks
 
 from .meta_eval import REFERENCE, meta_evaluate, meta_items
 
@@ -199,9 +200,11 @@ def judge_row(judge: JudgeRuns, reference: JudgeRuns, lengths: np.ndarray, *, n_
     matrix, human = score_matrix(first), human_matrix(first)
     meta = first.meta_eval or {}
     pooled = meta.get("pooled", {})
+    stand_in = sum(run.judge.get("stand_in", 0) for run in judge.runs)  # answers a stand-in made, all repeats
     row: dict[str, Any] = {
         "spec": judge.spec,
         "served_models": _served(judge.runs),
+        **({"stand_in": stand_in} if stand_in else {}),
         "judge": first.judge,
         "n": int(len(first.items)),
         "scored": int(scored(matrix).sum()),
@@ -222,21 +225,33 @@ def judge_row(judge: JudgeRuns, reference: JudgeRuns, lengths: np.ndarray, *, n_
     return row
 
 
+RANK_DIGITS = 3
+"""Judges whose average Pearson is equal at the digits `judges.md` shows are tied."""
+
+
+def tied_ranks(values: Sequence[float | None]) -> list[int]:
+    """Each value's rank, highest first (None last), equal values (at `RANK_DIGITS`) sharing the best rank of
+    the tie, as in a competition: 1, 1, 3."""
+    keys = [-2.0 if value is None else round(value, RANK_DIGITS) for value in values]
+    return [1 + sum(other > key for other in keys) for key in keys]
+
+
 def judges_table(judges: Sequence[JudgeRuns], lengths: Sequence[int], *, reference: str | None = None,
-                 n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+                 n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0, pending: Sequence[str] = ()) -> dict[str, Any]:
     """`judges.json`: a row per judge (in the order given, each with its `rank` by average Pearson), the
-    reference judge's spec (default the first), the published row, and what the data was."""
+    reference judge's spec (default the first), the published row, and what the data was; `pending`: the
+    judges not done yet, for a table written as each judge finishes."""
     by_spec = {judge.spec: judge for judge in judges}
     chosen = by_spec[reference] if reference is not None else judges[0]
     length_array = np.asarray(lengths, dtype=float)
     rows = [judge_row(judge, chosen, length_array, n_resamples=n_resamples, seed=seed) for judge in judges]
-    ordered = sorted(range(len(rows)), key=lambda i: -(rows[i]["pearson"]["average"]["value"] or -2.0))
-    for rank, index in enumerate(ordered, start=1):
-        rows[index]["rank"] = rank
+    for row, rank in zip(rows, tied_ranks([row["pearson"]["average"]["value"] for row in rows])):
+        row["rank"] = rank
     first = judges[0].runs[0]
     return {"judges": rows, "reference": chosen.spec, "published": PUBLISHED, "data": first.data,
             "responses": len(first.items), "repeats": max(len(judge.runs) for judge in judges),
-            "length_bias_threshold": LENGTH_BIAS_THRESHOLD, "resamples": n_resamples}
+            "length_bias_threshold": LENGTH_BIAS_THRESHOLD, "resamples": n_resamples,
+            **({"pending": list(pending)} if pending else {})}
 
 
 def compare_judges(
@@ -251,12 +266,16 @@ def compare_judges(
     n_resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = 0,
     options_for: Callable[[str], Mapping[str, Any]] = lambda spec: {},
+    on_judge: Callable[[dict[str, Any], list[JudgeRuns]], None] | None = None,
     **common: Any,
 ) -> tuple[dict[str, Any], list[JudgeRuns]]:
     """Meta-evaluate every judge of `specs` on the same meta-test responses (loaded once), `repeats` runs
     each for an LLM judge (a judge of its own, such as `embed:`, is deterministic: one run), and build
     the table. `options_for(spec)` gives each judge its options (one `cache` file may serve them all:
-    the keys name the judge); `common` go to every `meta_evaluate`. Returns the table and the runs."""
+    the keys name the judge); `common` go to every `meta_evaluate`. The reference judge goes first; as each
+    judge but the last finishes, `on_judge(table so far, runs so far)` is called with the table of the judges
+    done (the others `pending`), so a judge that fails or is stopped loses no other judge's row. Returns
+    the table and the runs, in the order of `specs`."""
     from bespoke_metric.backends.registry import parse_spec
 
     if len(set(specs)) != len(specs):
@@ -268,15 +287,21 @@ def compare_judges(
     loaded = meta_items(source, revision, rubrics)
     if limit is not None:
         loaded = (loaded[0][:limit], loaded[1][:limit], loaded[2])
-    judges = []
-    for spec in specs:
+    lengths = [words(item.response) for item in loaded[0]]
+    chosen = reference if reference is not None else specs[0]
+    done: dict[str, JudgeRuns] = {}
+    for spec in sorted(specs, key=lambda spec: spec != chosen):  # stable: the reference first, the others as given
         times = repeats if parse_spec(spec).engine.llm else 1
         runs = [meta_evaluate(spec, loaded=loaded, n_resamples=n_resamples, seed=seed,
                               **{**common, **options_for(spec), **({"repeat": r, "feedback_accuracy_check": False} if r else {})})
                 for r in range(times)]
-        judges.append(JudgeRuns(spec, runs))
-    lengths = [words(item.response) for item in loaded[0]]
-    return judges_table(judges, lengths, reference=reference, n_resamples=n_resamples, seed=seed), judges
+        done[spec] = JudgeRuns(spec, runs)
+        if on_judge is not None and len(done) < len(specs):
+            so_far = [done[given] for given in specs if given in done]
+            on_judge(judges_table(so_far, lengths, reference=chosen, n_resamples=n_resamples, seed=seed,
+                                  pending=[given for given in specs if given not in done]), so_far)
+    judges = [done[spec] for spec in specs]
+    return judges_table(judges, lengths, reference=chosen, n_resamples=n_resamples, seed=seed), judges
 
 
 # -- judges.md ---------------------------------------------------------------------------------------
@@ -298,7 +323,9 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
              "| rank | judge | served | Pearson (avg) | Spearman (avg) | exact | within 1 | length bias | "
              "self-consistency | Δ Pearson vs reference (p) | unparsed | guarded | calls | tokens | cost | wall s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    ranks = [row["rank"] for row in table["judges"]]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):
+        rank = f"={row['rank']}" if ranks.count(row["rank"]) > 1 else str(row["rank"])  # a tie, said as one
         bias = row["length_bias"]
         flag = " **flagged**" if bias["flagged"] else ""
         consistency = row["self_consistency"]
@@ -307,18 +334,28 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
         diff = row["vs_reference"]["pearson_diff"]
         shown = "reference" if row["spec"] == table["reference"] else \
             f"{_value(diff)} (p={diff['p_value']:.3g})" if diff.get("p_value") is not None else _value(diff)
-        served = ", ".join(f"{name} ×{count}" for name, count in row["served_models"].items()) or "n/a"
+        served = ", ".join([f"{name} ×{count}" for name, count in row["served_models"].items()]
+                           + ([f"{STAND_IN_MARK} ×{row['stand_in']}"] if row.get("stand_in") else [])) or "n/a"
         usage = row["usage"]
         cost = "n/a" if usage["cost"] is None else f"${usage['cost']:.4f}"
-        lines.append(f"| {row['rank']} | `{row['spec']}` | {served} | {_value(row['pearson']['average'])} | "
+        judge = f"`{row['spec']}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
+        lines.append(f"| {rank} | {judge} | {served} | {_value(row['pearson']['average'])} | "
                      f"{_value(row['spearman']['average'])} | {_value(row['agreement']['exact'], 2)} | "
                      f"{_value(row['agreement']['within_one'], 2)} | {_value(bias, 2)}{flag} | {agree} | {shown} | "
                      f"{row['unparsed']} | {row['guarded']} | {usage['calls']} (+{usage['cached']} cached) | "
                      f"{usage['input_tokens']} in, {usage['output_tokens']} out | {cost} | {usage['wall_seconds']:.1f} |")
+    if table.get("pending"):
+        lines.append(f"| … | {', '.join(f'`{spec}`' for spec in table['pending'])} | not done yet: this table is "
+                     "rewritten as each judge finishes | | | | | | | | | | | | | |")
     published = table["published"]
     lines.append(f"| published | `{published['spec']}` | | {published['pearson']['average']['value']:.3f} | "
                  f"{published['spearman']['average']['value']:.3f} | | | | | | | | | | | |")
-    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses.", "",
+    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses. "
+              f"Judges are ranked by average Pearson; `=N` marks judges tied at the {RANK_DIGITS} digits shown."]
+    if any(judge_marks(row["judge"]) for row in table["judges"]):
+        lines.append(f"A row marked {PROXY_MARK} or {STAND_IN_MARK} judge is not a judge to choose: a proxy's figures (the "
+                     "`embed:` judge, a rule), or answers a stand-in made (a test server), not the model named.")
+    lines += ["",
               "## Per dimension", "", "| judge | " + " | ".join(f"{d} Pearson" for d in DIMENSIONS) + " |",
               "|---|" + "---|" * len(DIMENSIONS)]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):

@@ -29,9 +29,11 @@ from huggingface_hub import HfApi
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
+from bespoke_metric.backends.model_files import model_label
 from bespoke_metric.results import Results, stats
-from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, is_synthetic, nothing_scored
+from bespoke_metric.results.caveats import STAND_IN_MARK, SYNTHETIC_MARK, is_synthetic, judge_marks, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
+from bespoke_metric.results.file_kinds import not_results, read_json
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.served import asked_model, mismatched
 
@@ -75,8 +77,9 @@ class Entry:
         models that served it in place of the one asked for) and the data."""
         data = self.results.data
         data_id = {"fingerprint": data["fingerprint"]} if data.get("fingerprint") else {"source": data.get("source"), "revision": data.get("revision")}
-        judge = {key: value for key, value in self.judge.items() if key != "served_models"}
-        return json.dumps({"judge": judge, "served_instead": judge_served_instead(self.judge), "data": data_id},
+        judge = {key: value for key, value in self.judge.items() if key not in ("served_models", "stand_in")}
+        return json.dumps({"judge": judge, "served_instead": judge_served_instead(self.judge),
+                           "stand_in": bool(self.judge.get("stand_in")), "data": data_id},
                           sort_keys=True, default=str)
 
     @property
@@ -92,17 +95,19 @@ def judge_served_instead(judge: Mapping[str, Any]) -> list[str]:
 
 
 def system_label(system: Mapping[str, Any]) -> str | None:
-    """A `system` block's display name: `name`, else the model's spec (+ context and search), else None.
+    """A `system` block's display name: `name`, else the model (+ context and search), else None.
 
-    `bespoke run` writes `name` (`hf:/path/to/model (history)`); results written before it did record the
-    model as a dict (`{"spec": ..., "backend": ...}`), whose spec is used."""
+    `bespoke run` writes `name` (`hf:Qwen3-8B (history)`); results written before it did record the model
+    as a dict (`{"spec": ..., "backend": ...}`). The model is the name given to it (`--model-name`,
+    recorded as `model_name`), else its spec, a local file or folder by its own name (`model_label`)."""
     if system.get("name"):
         return str(system["name"])
-    model = system.get("model")
+    model = system.get("model_name") or system.get("model")
     if isinstance(model, Mapping):
         model = model.get("spec") or model.get("model")
     if not model:
         return None
+    model = model_label(str(model))
     details = [str(system["context"])] if system.get("context") else []
     if isinstance(system.get("search"), Mapping):
         details.append(search_label(system["search"]))
@@ -144,56 +149,9 @@ def parse_results(results: Mapping[str, Any], path: str) -> Entry:
     return Entry(path, system_name(results, path), typed)
 
 
-def _read_json(path: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        if _is_prediction(_first_line(path)):
-            raise LeaderboardError(f"{path}: {_PREDICTIONS_NOTE.format(path=path)}") from None
-        raise LeaderboardError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
-
-
-_PREDICTIONS_NOTE = ("a predictions file (a system's responses), not a results file: score it first, "
-                     "`bespoke score --predictions {path} --judge ENGINE:MODEL --output results/NAME.json`, "
-                     "then rank results/NAME.json")
-
-
-def _first_line(path: str) -> Any:
-    """The first line of a JSON Lines file, parsed; None where it is no JSON."""
-    with open(path, encoding="utf-8") as handle:
-        try:
-            return json.loads(handle.readline())
-        except json.JSONDecodeError:
-            return None
-
-
-def _is_prediction(record: Any) -> bool:
-    """Whether `record` is a line of a predictions file (`scoring.predictions`)."""
-    return isinstance(record, dict) and {"query_id", "response"} <= set(record)
-
-
 def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[Entry]:
     """Read results files; a file that is not JSON or not a results file is an error naming it."""
-    return [parse_results(_read_json(os.fspath(path)), os.fspath(path)) for path in paths]
-
-
-def not_results(content: Any, path: str) -> str | None:
-    """Why a JSON file is evidently not a system's results file (a run's settings file, a sweep's summary, a
-    judge's meta-evaluation), or None when it is meant to be one (`parse_results` then checks it whole)."""
-    if _is_prediction(content):  # a predictions file of one line
-        return _PREDICTIONS_NOTE.format(path=path)
-    if not isinstance(content, dict):
-        return f"a JSON {type(content).__name__}, not a results file"
-    if "meta_eval" in content:
-        return "a meta-evaluation of a judge, not a system's results"
-    if "summary" in content or "items" in content:
-        return None
-    if {"model", "settings"} <= set(content):
-        return "the run file of a generation (the system's settings), not a results file"
-    if os.path.basename(path) == "sweep.json":
-        return "a sweep's summary, not a results file"
-    return "not a results file (it has no summary and no items)"
+    return [parse_results(read_json(os.fspath(path), LeaderboardError), os.fspath(path)) for path in paths]
 
 
 @dataclass(frozen=True)
@@ -218,7 +176,7 @@ def gather_results(paths: Sequence[str | os.PathLike[str]]) -> Gathered:
         if real in seen:
             continue
         seen[real] = path
-        content = _read_json(path)
+        content = read_json(path, LeaderboardError)
         reason = not_results(content, path)
         if reason is not None:
             notes.append(f"note: skipped {path}: {reason}")
@@ -257,9 +215,14 @@ class Row:
 
     @property
     def system(self) -> str:
-        """The system's name; marked with the model that served it when that is not the one asked for."""
+        """The system's name; marked with the model that served it when that is not the one asked for, and
+        with the answers written without their profile or rewrite (degenerate: its context label does not
+        hold for them)."""
         instead = self.served_instead
-        return f"{self.entry.system} [served by {', '.join(sorted(instead))}]" if instead else self.entry.system
+        marks = [f"served by {', '.join(sorted(instead))}"] * bool(instead)
+        degenerate = (self.entry.results.system or {}).get("degenerate") or {}
+        marks += [f"{count} of {self.items} without their {part}" for part, count in sorted(degenerate.items())]
+        return self.entry.system + "".join(f" [{mark}]" for mark in marks)
 
     @property
     def items(self) -> int:
@@ -295,8 +258,11 @@ class Row:
 
     @property
     def served(self) -> str:
-        """The models that served the system, most answers first (`gpt-5-2025-08-07`), or `not said`."""
-        ranked = sorted(self.served_models.items(), key=lambda pair: (-pair[1], pair[0]))
+        """The models that served the system, most answers first (`gpt-5-2025-08-07`), `STAND-IN` for
+        answers a stand-in wrote, or `not said`."""
+        stand_in = int((self.entry.results.system or {}).get("stand_in") or 0)
+        ranked = sorted({**self.served_models, **({STAND_IN_MARK: stand_in} if stand_in else {})}.items(),
+                        key=lambda pair: (-pair[1], pair[0]))
         return ", ".join(name if len(ranked) == 1 else f"{name} ({count})" for name, count in ranked) or "not said"
 
     @property
@@ -350,7 +316,7 @@ class Group:
         protocol = self.judge.get("protocol_version", "?")
         revision = self.data.get("revision") or "local"
         fingerprint = (self.data.get("fingerprint") or "")[:12]
-        proxy = f" · {PROXY_MARK}" if self.judge.get("proxy") else ""
+        proxy = "".join(f" · {mark}" for mark in judge_marks(self.judge))
         instead = judge_served_instead(self.judge)
         served = f" · judge SERVED BY {', '.join(instead)}" if instead else ""
         synthetic = f" · {SYNTHETIC_MARK}" if is_synthetic(self.data) else ""
@@ -361,7 +327,7 @@ class Group:
     @property
     def settings(self) -> str:
         """The judge's settings besides spec and protocol, as `k=v` pairs."""
-        skip = {"spec", "protocol_version", "proxy", "served_models"}
+        skip = {"spec", "protocol_version", "proxy", "served_models", "stand_in"}
         return ", ".join(f"{k}={v}" for k, v in sorted(self.judge.items()) if k not in skip)
 
 
@@ -415,10 +381,11 @@ def compare(
     for j, metric in enumerate(COLUMNS):
         both = ~np.isnan(va[:, j]) & ~np.isnan(vb[:, j])
         if not both.any():
-            metrics[metric] = {"n": 0, "a": None, "b": None, "difference": None, "ci": None, "p_value": None}
+            metrics[metric] = {"n": 0, "a": None, "b": None, "difference": None, "ci": None, "p_value": None, "differing": 0}
             continue
         result = test(va[both, j], vb[both, j], n_resamples=n_resamples, seed=seed)
-        metrics[metric] = {"a": float(va[both, j].mean()), "b": float(vb[both, j].mean()), **result.to_dict()}
+        metrics[metric] = {"a": float(va[both, j].mean()), "b": float(vb[both, j].mean()), **result.to_dict(),
+                           "differing": int(np.count_nonzero(va[both, j] != vb[both, j]))}
     return {
         "a": {"system": a.system, "path": a.path},
         "b": {"system": b.system, "path": b.path},
@@ -445,7 +412,27 @@ def format_comparison(comparison: Mapping[str, Any], alpha: float = 0.05) -> str
         mark = " *" if m["p_value"] < alpha else ""
         lines.append(f"{metric:<20}{m['n']:>5}{m['a']:>9.2f}{m['b']:>9.2f}{m['difference']:>+9.2f}  {ci:<18}{m['p_value']:>8.4f}{mark}")
     lines.append(f"* p < {alpha}; " + _SOURCES[comparison["method"]])
+    lines += [note for metric, m in comparison["metrics"].items()
+              if (note := disagreement(metric, m, comparison["method"], alpha)) is not None]
     return "\n".join(lines)
+
+
+def disagreement(metric: str, m: Mapping[str, Any], method: str, alpha: float) -> str | None:
+    """A `note:` line when a metric's 95% interval and its p-value say different things (the interval
+    excludes 0 and p >= alpha, or the reverse), saying why, and which to read; None when they agree."""
+    if m["difference"] is None or not m["ci"]:
+        return None
+    excludes_zero = m["ci"][0] > 0 or m["ci"][1] < 0
+    if excludes_zero == (m["p_value"] < alpha):
+        return None
+    said = (f"the 95% interval excludes 0 but p = {m['p_value']:.3g}" if excludes_zero
+            else f"p = {m['p_value']:.3g} < {alpha} but the 95% interval includes 0")
+    k, n = m["differing"], m["n"]
+    floor = 2.0 ** (1 - k) if k else 1.0  # a sign-flip test over k differences: at best 2 of its 2**k sign patterns
+    cannot = (f", and a sign-flip test over {k} differences gives p of {floor:.3g} at best (2 of their {2 ** k} sign patterns)"
+              if method == "permutation" and floor >= alpha else "")
+    return (f"note: {metric}: {said}, the two tests parting near the threshold; {k} of the {n} shared queries "
+            f"differ{cannot}: take the difference as not shown at p < {alpha} (more queries would settle it)")
 
 
 _SOURCES = {

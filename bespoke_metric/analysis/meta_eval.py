@@ -177,7 +177,7 @@ def meta_evaluate(
             finally:
                 if grader is not None:
                     grader.close()
-            graded = Usage(**{name: block["usage"][name] for name in USAGE_COUNTS})
+            graded = Usage(**{name: block["usage"][name] for name in USAGE_COUNTS}, stand_in=block["usage"].get("stand_in", 0))
             uses = (judge_uses(judge_object) + [backend_use(grader.backend, grader.spec, ["grader"], [graded])]
                     if grader is not None else judge_uses(judge_object, graded))
             results.usage.update(usage_models(uses, prices or PriceTable()))

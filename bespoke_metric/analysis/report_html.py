@@ -27,6 +27,7 @@ from bespoke_metric.results import stats  # noqa: E402
 from bespoke_metric.results.figure_stats import figure_matrix  # noqa: E402
 from bespoke_metric.results.metrics import METRIC_NAMES  # noqa: E402
 
+from .bridge import judges_line  # noqa: E402
 from .leaderboard import COLUMNS, COUNTS, LABELS, Group, Row  # noqa: E402
 
 STYLE = """
@@ -40,10 +41,13 @@ img { max-width: 100%; display: block; margin: 1em 0; }
 """
 
 
-def png_bytes(fig: plt.Figure) -> bytes:
-    """The figure as a PNG file's bytes (the figure is closed)."""
+def png_bytes(fig: plt.Figure, caption: str) -> bytes:
+    """The figure as a PNG file's bytes (the figure is closed), `caption` written above it and kept as the
+    file's `Description`: what its figures are of (the judge, the data, and their `caveats.marks`), so a PNG
+    shown alone, away from the page's title, still says that a proxy judged it or the data is synthetic."""
+    fig.text(0.0, 1.01, caption, ha="left", va="bottom", fontsize=8, color="#555")
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight", metadata={"Description": caption})
     plt.close(fig)
     return buffer.getvalue()
 
@@ -53,8 +57,8 @@ def img_tag(png: bytes, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
 
 
-def _img(fig: plt.Figure, alt: str) -> str:
-    return img_tag(png_bytes(fig), alt)
+def _img(fig: plt.Figure, alt: str, caption: str) -> str:
+    return img_tag(png_bytes(fig, caption), alt)
 
 
 class Scored(Protocol):
@@ -159,7 +163,9 @@ def bridge_section(bridge: Mapping[str, Any]) -> str:
     flips = "".join(f"<li>{html.escape(flip['ahead_before'])} was ahead of {html.escape(flip['ahead_after'])}; now behind "
                     f"(significant under: {html.escape(', '.join(flip['significant_under']) or 'neither judge')})</li>"
                     for flip in bridge["flips"]) or "<li>No pair of systems changes order.</li>"
+    judges = judges_line(bridge, lambda mark: f"<strong>{mark}</strong>", html.escape) if "judged_by" in bridge else ""  # older files lack it
     return (f"<h2>Moved from {html.escape(bridge['old_judge'])} to {html.escape(bridge['new_judge'])}</h2>"
+            f'<p class="settings">{judges}</p>'
             f"<p>Kendall's tau between the rankings: {value}{interval}.</p>"
             "<table><tr><th>System</th><th>Rank before</th><th>Rank after</th><th>Average shift</th></tr>"
             f"{''.join(rows)}</table><ul>{flips}</ul>")
@@ -174,10 +180,10 @@ def render_html(groups: Sequence[Group], title: str = "BESPOKE leaderboard", bri
                  f'<p class="settings">Judge settings: {html.escape(group.settings or "none")}. '
                  "Systems are ranked only against others scored by the same judge on the same data.</p>",
                  _table(group),
-                 _img(bars_figure(group.rows), "scores per dimension with 95% confidence intervals")]
-        parts += [_img(heatmap_figure(row), f"per-user heat map of {row.system}") for row in group.rows]
+                 _img(bars_figure(group.rows), "scores per dimension with 95% confidence intervals", group.title)]
+        parts += [_img(heatmap_figure(row), f"per-user heat map of {row.system}", group.title) for row in group.rows]
         if any(row.failures for row in group.rows):  # an empty chart would only say "nothing failed"
-            parts.append(_img(failures_figure(group.rows), "failures per metric"))
+            parts.append(_img(failures_figure(group.rows), "failures per metric", group.title))
         sections.append("\n".join(parts))
     if bridge is not None:
         sections.append(bridge_section(bridge))

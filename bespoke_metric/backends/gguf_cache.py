@@ -90,7 +90,8 @@ def _load(files: ModelFiles, part: str, what: str, read: Callable[[str | Path, d
     if _complete(folder):
         return read(folder, {})
     log.info("converting the %s of %s into %s, once: later loads read it there", what, gguf.name, folder)
-    loaded = read(files.folder, {"gguf_file": files.gguf_file, **(gguf_options or {})})
+    with loading_bar_on_terminal():  # the conversion's bar too, the tokenizer's included
+        loaded = read(files.folder, {"gguf_file": files.gguf_file, **(gguf_options or {})})
     try:
         _save(loaded, gguf, folder)
     except OSError as error:  # a cache that cannot be written costs the next load its time, not this one its model

@@ -22,9 +22,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
-from bespoke_dataset.errors import UserError
+from bespoke_dataset.errors import UserError, did_you_mean
 
 HUB_TIMEOUT_S = 10.0
 """How long the one request asking the Hub about a model may take."""
@@ -69,21 +69,33 @@ def locate_model(
     except (LocalEntryNotFoundError, ValueError, OSError):
         pass  # not cached: ask the Hub below
     neither = f"no such folder {text}, and no model {text} in the local Hub cache" if folder else None
+    cached = did_you_mean(text, cached_model_ids(), cutoff=0.8)  # a misspelt Hub id of a model that is here
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        raise ModelNotFoundError(f"{neither} (HF_HUB_OFFLINE is set)" if neither else
-                                 f"model {text} is not in the local Hub cache and HF_HUB_OFFLINE is set")
+        raise ModelNotFoundError(f"{neither} (HF_HUB_OFFLINE is set){cached}" if neither else
+                                 f"model {text} is not in the local Hub cache and HF_HUB_OFFLINE is set{cached}")
     try:
         HfApi().model_info(text, revision=revision, timeout=HUB_TIMEOUT_S)
     except (RepositoryNotFoundError, RevisionNotFoundError):
         at = f" at revision {revision}" if revision else ""
-        raise ModelNotFoundError(f"no such folder {text}, nor a model named {text}{at} on the Hub" if folder else
-                                 f"no model named {text}{at} on the Hub (nor in the local cache)") from None
+        raise ModelNotFoundError(f"no such folder {text}, nor a model named {text}{at} on the Hub{cached}" if folder else
+                                 f"no model named {text}{at} on the Hub (nor in the local cache){cached}") from None
     except Exception as error:  # DNS, refused connection, timeout, proxy: the Hub is out of reach
         reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
-        raise ModelNotFoundError(f"{neither}; the Hub cannot be reached ({reason})" if neither else
-                                 f"model {text} is not in the local Hub cache and the Hub cannot be reached ({reason})"
+        raise ModelNotFoundError(f"{neither}; the Hub cannot be reached ({reason}){cached}" if neither else
+                                 f"model {text} is not in the local Hub cache and the Hub cannot be reached ({reason}){cached}"
                                  ) from None
     return snapshot_download(text, revision=revision, allow_patterns=list(allow_patterns) if allow_patterns else None)
+
+
+def cached_model_ids() -> list[str]:
+    """The Hub ids of the models in the local Hub cache (its `models--ORG--NAME` folders)."""
+    from huggingface_hub import constants
+
+    try:
+        names = os.listdir(constants.HF_HUB_CACHE)
+    except OSError:
+        return []
+    return [name.removeprefix("models--").replace("--", "/") for name in names if name.startswith("models--")]
 
 
 def _close_folder(path: Path) -> str | None:
@@ -99,17 +111,23 @@ def _close_folder(path: Path) -> str | None:
 
 @contextmanager
 def loading_bar_on_terminal() -> Iterator[None]:
-    """While a model loads: `transformers`' loading bar ("Loading weights") only where stderr is a terminal,
-    as every bar of this package (`calls.progress`); it draws one into a pipe or a log file as well."""
+    """While a model loads: `transformers`' loading bars ("Loading weights", and the GGUF conversion's
+    "Converting and de-quantizing GGUF tensors") only where stderr is a terminal, as every bar of this
+    package (`calls.progress`), and only when transformers' bars are on (`bespoke` turns them off without
+    `-v`: `calls.progress.quiet_library_bars`); it would draw them into a pipe or a log file as well."""
     import transformers
+    import transformers.modeling_gguf_pytorch_utils as gguf_reading
 
     bars = transformers.utils.logging
     hidden = bars.is_progress_bar_enabled() and not sys.stderr.isatty()
     if hidden:
         bars.disable_progress_bar()
+    # the GGUF reader draws its bar with a bare tqdm: routed through transformers' switch while a model loads
+    bare, gguf_reading.tqdm = gguf_reading.tqdm, bars.tqdm
     try:
         yield
     finally:
+        gguf_reading.tqdm = bare
         if hidden:
             bars.enable_progress_bar()
 
@@ -121,6 +139,18 @@ class ModelFiles:
     folder: str
     gguf_file: str | None = None
     """The file's name in `folder`; `gguf_cache` says which folders `from_pretrained` reads."""
+
+
+def model_label(spec: str) -> str:
+    """A model's spec as a reader names it: a local file or folder by its own name, without the folders
+    that hold it (`hf:/venv/lib/.../SmolLM2-135M-Instruct.Q4_1.gguf` -> `hf:SmolLM2-135M-Instruct.Q4_1`);
+    a Hub id, or a plain name, as it is. Tables and results show it; the spec itself stays recorded."""
+    engine, colon, model = spec.partition(":") if ":" in spec else ("", "", spec)
+    if not model.startswith((".", "/", "~")):  # as `locate_model` tells a path from a Hub id
+        return spec
+    path = PurePath(model.rstrip("/\\"))
+    name = path.stem if is_gguf(path.name) else path.name
+    return f"{engine}{colon}{name or model}"
 
 
 def is_gguf(name: str | os.PathLike[str]) -> bool:

@@ -3,12 +3,16 @@
 OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently through a `retries.Caller`
 (a limit on calls in flight, a timeout per call, backoff honouring `Retry-After`, a run-wide retry budget).
 
-Reasoning models (gpt-5, the o-series) go through the Responses API with `reasoning_effort` ("high" by
-default, as in the paper) and no temperature; other models through chat completions at temperature 0.
-The output cap goes by the name each API and model family takes (`token_parameter`).
+What a model takes is its family's (`openai_models`: one row per family): reasoning models (the o-series,
+GPT-5, GPT-6) go through the Responses API with `reasoning_effort` ("high" by default, as in the paper; an
+effort the family refuses is a `UserError`) and no temperature unless their family takes one at the
+effort given (GPT-5.1 and later, GPT-6: only at effort `none`); other models through chat completions at
+temperature 0. The output cap goes by the name each API and model family takes (`token_parameter`).
+From GPT-6.1 tools, web search included, live in the Responses API only: a request with tools goes
+there, or, where the chat API was chosen, is refused in one line before any call.
 
 - Native search (`Request.native_search`): the Responses API with the `web_search` tool (its context size,
-  approximate user location and allowed domains are this backend's settings), asking for the sources it
+  approximate user location, allowed domains and `external_web_access` are this backend's settings), asking for the sources it
   searched (`include=["web_search_call.action.sources"]`). The queries and sources come from the
   `web_search_call` output items (each `search` one search, a `failed` one counted as failed, `open_page`
   and `find_in_page` the pages opened), the citations from the final answer's `url_citation` annotations
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import difflib
 import json
 import logging
 import os
@@ -57,10 +62,11 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.judging.protocol import JSON_SCHEMA, bounded_schema
 
 from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
-from .openai_session import CallFailed, Session, model_shutdown_date, scrub_url, short
+from .openai_models import SAMPLING_PARAMETERS, family_of
+from .openai_session import CallFailed, Session, model_ids, model_shutdown_date, scrub_url, short
 from .options import REASONING_EFFORTS
-from .retirement import ModelNotice, shutdown_notice
-from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy
+from .retirement import ModelNotice, known_shutdown, shutdown_notice
+from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
 from .tool_calls import decode_call, with_tool_calls
 from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
 
@@ -84,31 +90,34 @@ SHUTDOWN_LOOKUP_S = 5.0
 
 _shutdown_dates: dict[tuple[str, str], str | None] = {}
 """(endpoint, model) -> the shutdown date its provider published (None: none), looked up once a process."""
-
-_REASONING_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5(?!.*-chat))", re.IGNORECASE)
-_SEARCH_MODEL = re.compile(r"-search-(?:preview|api)\b", re.IGNORECASE)
-_COMPLETION_TOKENS_MODEL = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
-"""The families that refuse `max_tokens` on chat completions: the o-series and every GPT-5 model (gpt-5-chat,
-gpt-5-search-api and gpt-5.1 too)."""
+_close_models: dict[tuple[str, str], str | None] = {}
+"""(endpoint, model) -> the endpoint's model whose name is closest to it (None: none close), looked up once."""
+TYPO_CUTOFF = 0.75
+"""How alike (difflib's ratio) a served model's name must be to the unknown one asked for, to be offered as
+what was meant: `gtp-5` and `gpt-5` are 0.8 alike."""
+STAND_IN_FIELD = "bespoke_stand_in"
+"""A top-level field of an answer body (not OpenAI's) by which a server says that a stand-in made the answer,
+not a model: `bespoke stand-in` sets it on every answer (`Completion.stand_in`)."""
 
 
 def token_parameter(model: str, path: str) -> str:
     """The name of the output-token cap a call to `path` of `model` takes: `max_output_tokens` on the
-    Responses API; on chat completions `max_completion_tokens` for the o-series and the GPT-5 family (which
-    answer `max_tokens` with a 400), `max_tokens` for every other model (what other servers read)."""
+    Responses API; on chat completions the family's (`openai_models`): `max_completion_tokens` for the
+    o-series, GPT-5 and GPT-6 (which answer `max_tokens` with a 400), `max_tokens` for every other model
+    (what other servers read)."""
     if path == "/responses":
         return "max_output_tokens"
-    return "max_completion_tokens" if _COMPLETION_TOKENS_MODEL.match(model) else "max_tokens"
+    return family_of(model).chat_token_parameter
 
 
 def is_reasoning_model(model: str) -> bool:
-    """True for OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; not gpt-5-chat)."""
-    return bool(_REASONING_MODEL.match(model)) and not is_search_model(model)
+    """True for OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, gpt-6.2-astra, ...; not gpt-5-chat)."""
+    return family_of(model).reasoning
 
 
 def is_search_model(model: str) -> bool:
     """True for OpenAI's chat-completions search models (gpt-4o-search-preview, gpt-5-search-api, ...)."""
-    return bool(_SEARCH_MODEL.search(model))
+    return family_of(model).chat_search
 
 
 class MissingKeyError(UserError):
@@ -135,12 +144,14 @@ class WebSearch:
     """The user's approximate location: `country`, `region`, `city`, `timezone`."""
     domains: tuple[str, ...] = ()
     """Search only these domains (the Responses API only)."""
+    external_web_access: bool | None = None
+    """False: cached pages only, nothing fetched live (the Responses API only; the API's default is True)."""
 
     @classmethod
     def from_options(cls, context_size: str | None, location: str | Mapping[str, str] | None,
-                     domains: str | Iterable[str] | None) -> "WebSearch":
+                     domains: str | Iterable[str] | None, external_web_access: bool | None = None) -> "WebSearch":
         return cls(check_choice("--search-context-size", context_size, SEARCH_CONTEXT_SIZES),
-                   tuple(parse_location(location, "--search-location").items()), split_list(domains))
+                   tuple(parse_location(location, "--search-location").items()), split_list(domains), external_web_access)
 
     def settings(self) -> dict[str, Any]:
         """What sets this search apart from the default, for the engine's identity."""
@@ -151,9 +162,12 @@ class WebSearch:
             settings["user_location"] = dict(self.location)
         if self.domains:
             settings["allowed_domains"] = list(self.domains)
+        if self.external_web_access is not None:
+            settings["external_web_access"] = self.external_web_access
         return settings
 
     def responses_tool(self) -> dict[str, Any]:
+        """The `web_search` tool (openai-python `WebSearchToolParam`)."""
         tool: dict[str, Any] = {"type": "web_search"}
         if self.context_size is not None:
             tool["search_context_size"] = self.context_size
@@ -161,6 +175,8 @@ class WebSearch:
             tool["user_location"] = {"type": "approximate", **dict(self.location)}
         if self.domains:
             tool["filters"] = {"allowed_domains": list(self.domains)}
+        if self.external_web_access is not None:
+            tool["external_web_access"] = self.external_web_access
         return tool
 
     def chat_options(self) -> dict[str, Any]:
@@ -200,6 +216,7 @@ class OpenAIBackend(Client):
         search_context_size: str | None = None,
         search_location: str | Mapping[str, str] | None = None,
         search_domains: str | Iterable[str] | None = None,
+        search_external_web_access: bool | None = None,
         shutdown_lookup: bool | None = None,
         **retry: Any,
     ) -> None:
@@ -221,6 +238,8 @@ class OpenAIBackend(Client):
             schema_format: send a request's `json_schema` as a structured-output format.
             search_context_size, search_location, search_domains: how native search searches (`WebSearch`):
                 `low`/`medium`/`high`; `"country=GB,city=London"`; `"a.org,b.com"` (Responses API only).
+            search_external_web_access: False: the web search reads cached pages only, fetching nothing live
+                (Responses API only; default the API's, live access).
             shutdown_lookup: ask the endpoint once for the model's published shutdown date (`describe()`
                 records it; a `ModelNotice` when it is near); default: on OpenAI's API only.
             retry: how failed calls are retried, `retries.RetryPolicy`'s fields (`max_retries`,
@@ -230,18 +249,21 @@ class OpenAIBackend(Client):
         endpoint = self.endpoint(base_url, api_key)
         self.base_url = endpoint.base_url
         self._api_key = endpoint.api_key
-        self.reasoning = is_reasoning_model(model)
+        self.family = family_of(model)
+        """What the API takes from this model (`openai_models.Family`)."""
+        self.reasoning = self.family.reasoning
         self.api, self._api_chosen = self._resolve_api(api)
         self.temperature, self.reasoning_effort = self._sampling(temperature, reasoning_effort)
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
         self.constraint = JSON_SCHEMA if schema_format else None
         self._bounded_schemas = not endpoint.provider  # a server that compiles the schema itself
-        self.web_search = self._web_search(search_context_size, search_location, search_domains)
+        self.web_search = self._web_search(search_context_size, search_location, search_domains,
+                                           search_external_web_access)
         # OpenAI's own models endpoint is the one known to publish shutdown dates (a subclass's provider may not)
         published = endpoint.provider and self.default_url == OPENAI_BASE_URL
         self.shutdown_lookup = published if shutdown_lookup is None else shutdown_lookup
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
         self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
                               self._api_key, log)
@@ -275,24 +297,37 @@ class OpenAIBackend(Client):
         return api, True
 
     def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
-        """(temperature, reasoning effort) to send."""
+        """(temperature, reasoning effort) to send: what the model's family takes (`openai_models`), a
+        `UserError` in one line for what it would refuse. A chat model gets temperature 0 unless given; a
+        reasoning model effort "high" unless given, and a temperature only where given and taken."""
+        family = self.family
         check_choice("--reasoning-effort", reasoning_effort, REASONING_EFFORTS)
-        if self.reasoning:
-            if temperature is not None:
-                raise UserError(f"{self.model} is a reasoning model: it takes reasoning_effort, not temperature")
-            return None, reasoning_effort or "high"
-        if is_search_model(self.model):
-            if temperature is not None:
-                raise UserError(f"{self.model} is a search model: it takes no temperature")
-            return None, reasoning_effort
-        return (0.0 if temperature is None else temperature), reasoning_effort
+        if reasoning_effort is not None and family.efforts is not None and reasoning_effort not in family.efforts:
+            raise UserError(f"{self.name}:{self.model} ({family.name}) takes --reasoning-effort "
+                            f"{', '.join(family.efforts)}, not {reasoning_effort!r}")
+        effort = reasoning_effort or ("high" if family.reasoning else None)
+        if temperature is not None and not family.takes_sampling(effort):
+            sampling = ", ".join(SAMPLING_PARAMETERS)
+            if family.sampling == "effort-none" and "none" in (family.efforts or ("none",)):
+                raise UserError(f"{self.name}:{self.model} ({family.name}) takes {sampling} only at --reasoning-effort "
+                                f"none, not at {effort!r}: leave the temperature out, or give --reasoning-effort none")
+            if family.sampling == "effort-none":
+                raise UserError(f"{self.name}:{self.model} ({family.name}) takes no {sampling}: they need reasoning "
+                                "effort none, which it does not take; leave the temperature out")
+            kind = "a reasoning model: it takes reasoning_effort, not" if family.reasoning else "a search model: it takes no"
+            raise UserError(f"{self.model} is {kind} temperature")
+        if family.reasoning or family.chat_search:
+            return temperature, effort
+        return (0.0 if temperature is None else temperature), effort
 
     def _web_search(self, context_size: str | None, location: str | Mapping[str, str] | None,
-                    domains: str | Iterable[str] | None) -> WebSearch:
-        search = WebSearch.from_options(context_size, location, domains)
-        if search.domains and (is_search_model(self.model) or (self._api_chosen and self.api == "chat")):
-            raise UserError(f"{self.name}:{self.model}: --search-domains needs the Responses API; chat-completions "
-                            f"search takes no domain filter")
+                    domains: str | Iterable[str] | None, external_web_access: bool | None) -> WebSearch:
+        search = WebSearch.from_options(context_size, location, domains, external_web_access)
+        chat = self.family.chat_search or (self._api_chosen and self.api == "chat")
+        for flag, given in (("--search-domains", search.domains), ("--no-external-web-access", search.external_web_access is not None)):
+            if given and chat:
+                raise UserError(f"{self.name}:{self.model}: {flag} needs the Responses API; chat-completions search "
+                                "takes no such setting")
         return search
 
     # -- Backend interface -------------------------------------------------------------------------
@@ -324,18 +359,32 @@ class OpenAIBackend(Client):
         return described
 
     def shutdown_date(self) -> str | None:
-        """The model's published shutdown date (OpenAI's `GET /v1/models/{model}`), looked up once a process
-        (`shutdown_lookup`), with one `ModelNotice` when it is within `retirement.NOTICE_DAYS`; None when
-        none is published or the look-up failed."""
+        """The model's published shutdown date (OpenAI's `GET /v1/models/{model}`, else the date its
+        deprecations page announced: `retirement.SHUTDOWNS`), looked up once a process (`shutdown_lookup`),
+        with one `ModelNotice` when it is within `retirement.NOTICE_DAYS`; None when none is known."""
         if not self.shutdown_lookup:
             return None
         key = (self.base_url, self.model)
         if key not in _shutdown_dates:
-            _shutdown_dates[key] = model_shutdown_date(self.base_url, self._api_key, self.model, SHUTDOWN_LOOKUP_S)
-            notice = shutdown_notice(f"{self.name}:{self.model}", _shutdown_dates[key], datetime.date.today())
+            published = model_shutdown_date(self.base_url, self._api_key, self.model, SHUTDOWN_LOOKUP_S)
+            announced = known_shutdown(self.name, self.model) if published is None else None
+            _shutdown_dates[key] = published or (announced.date if announced is not None else None)
+            notice = shutdown_notice(f"{self.name}:{self.model}", _shutdown_dates[key], datetime.date.today(),
+                                     *((announced.source,) if announced is not None else ()))
             if notice:
                 warnings.warn(notice, ModelNotice, stacklevel=2)
         return _shutdown_dates[key]
+
+    def close_model(self) -> str | None:
+        """The spec of the endpoint's model (`GET /models`) whose name is closest to this one's, when the
+        endpoint does not serve this one: a typo (`openai:gtp-5` -> `openai:gpt-5`); None when none is close
+        or the endpoint lists none. Looked up once a process, on the way to stopping the run."""
+        key = (self.base_url, self.model)
+        if key not in _close_models:
+            served = [name for name in model_ids(self.base_url, self._api_key, SHUTDOWN_LOOKUP_S) if name != self.model]
+            close = difflib.get_close_matches(self.model, served, n=1, cutoff=TYPO_CUTOFF)
+            _close_models[key] = f"{self.name}:{close[0]}" if close else None
+        return _close_models[key]
 
     def search_settings(self) -> dict[str, Any]:
         """How native search is set up, where it differs from the provider's default (part of the identity)."""
@@ -343,6 +392,8 @@ class OpenAIBackend(Client):
         return {"web_search": search} if search else {}
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        for request in requests:  # a request the model's API would refuse stops the run before any call
+            self._api_for(request)
         # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
         # new loop for every run (unless `keep_session` made one for this loop).
         kept = self._kept_sessions.get(asyncio.get_running_loop())
@@ -406,7 +457,8 @@ class OpenAIBackend(Client):
             raw = await session.post(path, body)
         except CallFailed as failure:
             if failure.unavailable:  # every call would fail so: the run stops here
-                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable))) from None
+                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable)),
+                                            did_you_mean=self.close_model()) from None
             raise
         try:
             return self.parse(path, json.loads(raw))
@@ -431,8 +483,18 @@ class OpenAIBackend(Client):
         return path, json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def _api_for(self, request: Request) -> str:
-        # OpenAI's web search tool lives in the Responses API; only the search models search in chat.
-        if request.native_search and not self._api_chosen and not is_search_model(self.model):
+        """The API a request goes through: its model's own (`api`), but OpenAI's web search tool lives in the
+        Responses API (only the search models search in chat), and from GPT-6.1 every tool does
+        (`Family.chat_tools`): such a request is mapped there, or refused in one line where the chat API was
+        chosen (`UserError`)."""
+        if self.family.chat_search:
+            return self.api
+        if (request.tools or request.native_search) and not self.family.chat_tools:
+            if self._api_chosen and self.api == "chat":
+                raise UserError(f"{self.name}:{self.model} ({self.family.name}) calls tools, web search included, only "
+                                "through the Responses API, not chat completions: leave api='chat' out")
+            return "responses"
+        if request.native_search and not self._api_chosen:
             return "responses"
         return self.api
 
@@ -606,10 +668,11 @@ def _responses_completion(answer: dict[str, Any]) -> Completion:
     )
 
 
-def _served(answer: Mapping[str, Any]) -> dict[str, str]:
-    """Which model served a call, its `system_fingerprint` and service tier, as the response body says."""
+def _served(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """Which model served a call, its `system_fingerprint` and service tier, and whether a stand-in made it
+    (`STAND_IN_FIELD`), as the response body says."""
     return {"served_model": str(answer.get("model") or ""), "system_fingerprint": str(answer.get("system_fingerprint") or ""),
-            "service_tier": str(answer.get("service_tier") or "")}
+            "service_tier": str(answer.get("service_tier") or ""), "stand_in": answer.get(STAND_IN_FIELD) is True}
 
 
 def _responses_search(calls: list[dict[str, Any]], citations: list[dict[str, Any]]) -> dict[str, Any]:

@@ -150,18 +150,33 @@ def model_shutdown_date(base_url: str, api_key: str, model: str, timeout: float)
     null when none is announced); None when it gives none, or the lookup fails in any way (it is a courtesy:
     silent). One blocking call: made once per model, not per request."""
     import urllib.parse
+
+    found = _get_json(base_url, api_key, f"/models/{urllib.parse.quote(model, safe='')}", timeout)
+    date = found.get("shutdown_date") if isinstance(found, dict) else None
+    return str(date) if date else None
+
+
+def model_ids(base_url: str, api_key: str, timeout: float) -> list[str]:
+    """The model ids the endpoint's `GET /models` lists (OpenAI's `{"object": "list", "data": [Model]}`), for
+    a key: empty when the lookup fails in any way (a courtesy: silent). One blocking call."""
+    found = _get_json(base_url, api_key, "/models", timeout)
+    data = found.get("data") if isinstance(found, dict) else None
+    return [str(model["id"]) for model in data or () if isinstance(model, dict) and model.get("id")]
+
+
+def _get_json(base_url: str, api_key: str, path: str, timeout: float) -> Any:
+    """The JSON body of `GET path` under `base_url` with the key, or None when the call fails in any way."""
     import urllib.request
 
-    url = f"{base_url.rstrip('/')}/models/{urllib.parse.quote(model, safe='')}"
+    url = f"{base_url.rstrip('/')}{path}"
     request = urllib.request.Request(url, headers={"authorization": f"Bearer {api_key}", "accept": "application/json",
                                                    "user-agent": f"bespoke-eval/{__version__}"})
     tls = tls_context() if urlsplit(url).scheme == "https" else None
     try:
         with urllib.request.urlopen(request, timeout=timeout, context=tls) as answer:
-            date = json.loads(answer.read()).get("shutdown_date")
-    except Exception:  # noqa: BLE001 - any failure (HTTP, network, body) means: no date known
+            return json.loads(answer.read())
+    except Exception:  # noqa: BLE001 - any failure (HTTP, network, body) means: nothing known
         return None
-    return str(date) if date else None
 
 
 def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: float | None = None) -> CallFailed:
@@ -175,11 +190,14 @@ def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: f
     return CallFailed(reason, retryable=status in _RETRYABLE_STATUS or status >= 500, wait=wait)
 
 
-def sdk_error(status: int, content: bytes) -> str:
+def sdk_error(status: int, content: bytes, error_class: type | None = None) -> str:
     """The error response as the official SDK reports it: the SDK's public error class for the status
-    (`RateLimitError`, `BadRequestError`, ...) and its message, `Error code: 429 - <the body's message>`."""
-    import openai  # only now: a failed call can afford the import
+    (`RateLimitError`, `BadRequestError`, ...) and its message, `Error code: 429 - <the body's message>`;
+    `error_class` is another provider's SDK's class for it (default: the openai SDK's)."""
+    if error_class is None:
+        import openai  # only now: a failed call can afford the import
 
+        error_class = sdk_error_class(openai, status)
     message = f"Error code: {status}"
     try:
         body = json.loads(content)
@@ -188,7 +206,7 @@ def sdk_error(status: int, content: bytes) -> str:
     error = body.get("error", body) if isinstance(body, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"]:
         message += f" - {error['message']}"
-    return f"{sdk_error_class(openai, status).__name__}: {message}"
+    return f"{error_class.__name__}: {message}"
 
 
 def sdk_error_class(openai: Any, status: int) -> type:

@@ -18,19 +18,28 @@ from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_S
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """What `--reasoning-effort` takes: the openai SDK's `ReasoningEffort` (openai/types/shared/reasoning_effort.py,
-openai 3.57); which of them a model accepts is the model's to say (gpt-5 takes minimal to high)."""
+openai 3.57); which of them a model accepts is its family's (`openai_models.Family.efforts`: gpt-5 takes
+minimal to high, gpt-6.2 neither none nor minimal)."""
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 """What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
+ANTHROPIC_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+"""What an `anthropic:` model's `--reasoning-effort` takes: the anthropic SDK's `OutputConfigParam.effort`
+(anthropic/types/output_config_param.py, anthropic 2.15)."""
+WEB_SEARCH_TOOLS = ("web_search_20250305", "web_search_20260209", "web_search_20260318")
+"""The versions of Anthropic's server web search tool (anthropic/types/web_search_tool_*_param.py, anthropic
+2.15): the first on every model, the later two with dynamic filtering."""
 
 
 class OptionError(UserError):
     """An option the chosen engine does not take, or a malformed engine spec."""
 
 
-def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | None = None) -> Any:
+def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | None = None, *,
+           positive: bool = False) -> Any:
     """A typed option whose default (None) means: the engine's own default. `flag` is how the command
-    line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these."""
-    return field(default=None, metadata={"flag": flag, "help": help, "choices": choices})
+    line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these.
+    `positive`: a count of at least 1 (the flag refuses another)."""
+    return field(default=None, metadata={"flag": flag, "help": help, "choices": choices, "positive": positive})
 
 
 def setting(default: Any, flag: str | None = None, help: str = "", *, choices: tuple[str, ...] | None = None,
@@ -79,10 +88,10 @@ class ClientOptions:
 
     base_url: str | None = option("--base-url", "the engine's endpoint (default: the provider's API; for openai: "
                                   "$OPENAI_BASE_URL, else OpenAI)")
-    api_key: str | None = option("--api-key", "API key (default: $OPENAI_API_KEY, $PERPLEXITY_API_KEY or "
-                                 "$GEMINI_API_KEY, by engine); never written anywhere")
+    api_key: str | None = option("--api-key", "API key (default: $OPENAI_API_KEY, $PERPLEXITY_API_KEY, "
+                                 "$GEMINI_API_KEY or $ANTHROPIC_API_KEY, by engine); never written anywhere")
     concurrency: int | None = option("--concurrency", "calls in flight at most (default: 32 for OpenAI, 8 for Perplexity, "
-                                     "16 for Gemini, 128 for other endpoints)")
+                                     "16 for Gemini and Anthropic, 128 for other endpoints)")
     timeout: float | None = option("--timeout", "seconds per call (default 600)")
     max_retries: int | None = option()
     retry_budget: int | None = option()
@@ -104,7 +113,7 @@ class OpenAIOptions(ClientOptions):
 
     api: str | None = option(help="auto, chat or responses")
     reasoning_effort: str | None = option("--reasoning-effort", "openai: how hard a reasoning model thinks (default "
-                                          "high, as in the paper; which efforts a model takes is the model's to say)",
+                                          "high, as in the paper; checked against what the model's family takes)",
                                           choices=REASONING_EFFORTS)
     reasoning_max_tokens: int | None = option()
     search_context_size: str | None = _search_context_size()
@@ -112,6 +121,9 @@ class OpenAIOptions(ClientOptions):
                                          "KEY=VALUE pairs of country, region, city, timezone (e.g. country=GB,city=London)")
     search_domains: str | None = option("--search-domains", "openai native search: search only these domains, "
                                         "comma-separated (Responses API)")
+    search_external_web_access: bool | None = option("--no-external-web-access", "openai native search: read cached "
+                                                     "pages only, fetch nothing live (the web_search tool's "
+                                                     "external_web_access: false; Responses API)")
     shutdown_lookup: bool | None = option(help="look up the model's published shutdown date once (default: on OpenAI's API)")
 
 
@@ -144,13 +156,36 @@ class GeminiOptions(ClientOptions):
 
 
 @dataclass(frozen=True)
+class AnthropicOptions(ClientOptions):
+    """`anthropic:MODEL`: Anthropic's Messages API with its server web search tool
+    (`backends.providers.anthropic.AnthropicBackend`; pip install 'bespoke-eval[anthropic]')."""
+
+    reasoning_effort: str | None = option("--reasoning-effort", "anthropic: the Messages API's output_config.effort "
+                                          "(default: the model's own)", choices=ANTHROPIC_EFFORTS)
+    search_domains: str | None = option("--search-domains", "anthropic native search: only these domains, "
+                                        "comma-separated (the tool's allowed_domains)")
+    search_blocked_domains: str | None = option("--search-blocked-domains", "anthropic native search: never these "
+                                                "domains, comma-separated (the tool's blocked_domains; not with "
+                                                "--search-domains)")
+    search_location: str | None = option("--search-location", "anthropic native search: the user's approximate "
+                                         "location, KEY=VALUE pairs of country, region, city, timezone")
+    search_max_uses: int | None = option("--search-max-uses", "anthropic native search: searches per answer at most "
+                                         "(the tool's max_uses; default: as many as the model makes)")
+    search_tool: str | None = option("--search-tool", "anthropic native search: the web search tool's version "
+                                     "(default web_search_20250305; the later ones filter dynamically)",
+                                     choices=WEB_SEARCH_TOOLS)
+
+
+@dataclass(frozen=True)
 class BatchOptions:
     """The provider's Batch API, for engines that offer it (`backends.openai_batch.OpenAIBatchBackend`)."""
 
-    batch: bool | None = option("--batch", "send the calls of openai: models through the provider's Batch API "
-                                "(about half price; answers within 24 h; a rerun collects batches already submitted)")
-    batch_max_requests: int | None = option("--batch-max-requests", "requests per batch at most (default 50000, OpenAI's limit)")
-    batch_max_bytes: int | None = option("--batch-max-bytes", "bytes of a batch's input file at most (default 200 MiB, OpenAI's limit)")
+    batch: bool | None = option("--batch", "send the calls of openai: and anthropic: models through the provider's Batch "
+                                "API (about half price; answers within 24 h; a rerun collects batches already submitted)")
+    batch_max_requests: int | None = option("--batch-max-requests", "requests per batch at most (default: the provider's "
+                                            "limit, 50000 for OpenAI, 100000 for Anthropic)")
+    batch_max_bytes: int | None = option("--batch-max-bytes", "bytes of a batch at most (default: the provider's limit, "
+                                         "200 MiB for OpenAI, 256 MB for Anthropic)")
     batch_poll: float | None = option("--batch-poll", "seconds before the first poll of a batch, growing by half each "
                                       "poll up to 60 (default 5)")
     batch_poll_max: float | None = option(help="the longest wait between polls (default 60)")

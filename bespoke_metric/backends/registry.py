@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
+from bespoke_dataset.errors import did_you_mean
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.options import (
     EXECUTORS,
+    AnthropicOptions,
     BatchOptions,
     ClientOptions,
     CostOptions,
@@ -60,6 +62,12 @@ def _gemini(model: str, options: dict[str, Any]) -> Backend:
     from bespoke_metric.backends.providers.gemini import GeminiBackend
 
     return GeminiBackend(model, **options)
+
+
+def _anthropic(model: str, options: dict[str, Any]) -> Backend:
+    from bespoke_metric.backends.providers.anthropic import AnthropicBackend
+
+    return AnthropicBackend(model, **options)
 
 
 def _hf(model: str, options: dict[str, Any]) -> Backend:
@@ -104,12 +112,18 @@ class Engine:
     """The `--search` a system model of this engine gets when none is given (`native` for an engine that
     always searches, such as Perplexity's)."""
     batch_api: bool = False
-    """Offers the OpenAI Batch API (`BatchOptions`, `--batch`)."""
+    """Offers a Batch API (`BatchOptions`, `--batch`)."""
+    batch_backend: str = "bespoke_metric.backends.openai_batch:OpenAIBatchBackend"
+    """`"module:Class"` of the backend that sends its calls through that Batch API: `Class(direct, **options)`
+    (the OpenAI Batch API's by default)."""
     substitute: Callable[[str], dict[str, Any] | None] | str | None = None
     """`(model) -> {asked, ran_as, reason, date}` for a model name the engine runs as another (a retired
     one, as its provider's documented successor), else None; or `"module:function"` naming it."""
     local: bool = False
     """Runs its model here (or on this Ray cluster): it costs machine time, not a provider's price per token."""
+    proxy: bool = False
+    """Judges by an approximation, not a real judge model (a rule): its judge is recorded as a proxy
+    (`proxy: true`), so leaderboards rank its figures only when told to (`--allow-proxy`), as the `embed:` judge's."""
 
     @property
     def llm(self) -> bool:
@@ -126,6 +140,8 @@ ENGINES: dict[str, Engine] = {
     "perplexity": Engine("perplexity", PerplexityOptions, backend=_perplexity, search_default="native",
                          substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
+    "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
+                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
     "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
                  local=True),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True),
@@ -195,7 +211,8 @@ def parse_spec(spec: str) -> Spec:
     if not sep or not model:
         raise OptionError(f"an engine is named ENGINE:MODEL with ENGINE one of {_known()} (e.g. openai:gpt-5), got {spec!r}")
     if prefix not in ENGINES and load_plugin(prefix) is None:
-        raise OptionError(f"unknown engine {prefix!r} in {spec!r}; known: {_known()}")
+        known = _known()
+        raise OptionError(f"unknown engine {prefix!r} in {spec!r}{did_you_mean(prefix, known.split(', '))}; known: {known}")
     engine = ENGINES[prefix]
     if "@" not in model or "revision" not in option_names(engine.options):
         return Spec(engine, model)
@@ -288,10 +305,8 @@ def build_backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str,
     if batch_options.pop("batch", False):
         if executor_options.get("executor", "local") != "local":
             raise OptionError("--batch sends the calls to the provider's Batch API: it does not run on Ray (--executor ray)")
-        from bespoke_metric.backends.openai_batch import OpenAIBatchBackend
-
         direct = _local_backend(parsed, engine_options, executor_options)
-        return OpenAIBatchBackend(direct, spending=spending, **batch_options)  # type: ignore[arg-type]
+        return _resolve(parsed.engine.batch_backend)(direct, spending=spending, **batch_options)
     if batch_options:
         flags = [flag_of(BatchOptions, name) for name in sorted(batch_options)]
         raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch")

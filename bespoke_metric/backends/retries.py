@@ -55,6 +55,14 @@ class RetryPolicy:
         return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
 
 
+def check_timeout(timeout: float, flag: str = "--timeout") -> float:
+    """`timeout` (seconds per call), refused as `--concurrency` is when it is no positive number: a call with
+    no time to answer could only fail."""
+    if not timeout > 0:  # NaN too
+        raise UserError(f"{flag} must be more than 0 seconds, got {timeout:g}")
+    return timeout
+
+
 def scrub_secret(text: str, secret: str) -> str:
     """`text` without `secret` or any bearer token. A short placeholder ("x", "EMPTY") is no secret, and
     replacing it would garble the text."""
@@ -173,6 +181,10 @@ class Client:
     @property
     def retries_made(self) -> int:
         return self._caller.retries_made
+
+    def scrub(self, text: str) -> str:
+        """`text` without this backend's key (a reason, a log line)."""
+        return self._caller.scrub(text)
 
     async def _run_all(self, requests: Sequence[Request], attempt_for: Callable[[Request], Attempt], on_done: OnDone) -> None:
         """Every request at once (the caller bounds how many are in flight), `on_done` called for each as

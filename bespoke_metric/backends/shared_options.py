@@ -74,4 +74,5 @@ def check_cost_options(values: Mapping[str, Any], specs: Sequence[str | None]) -
     if given and not any(parse_spec(spec).engine.batch_api for spec in specs if spec):
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         engines = ", ".join(sorted({parse_spec(spec).engine.name for spec in specs if spec}))
-        raise OptionError(f"{flags} applies to openai: engines (the Batch API), and this command has none ({engines})")
+        batched = " and ".join(f"{engine.name}:" for engine in ENGINES.values() if engine.batch_api)
+        raise OptionError(f"{flags} applies to {batched} engines (their Batch APIs), and this command has none ({engines})")

@@ -93,6 +93,20 @@ def search_record(queries: Iterable[str], results: Iterable[Mapping[str, Any]], 
     return record
 
 
+def searches_made(search: Mapping[str, Any] | None) -> int:
+    """How many searches a record says were made (what a provider bills): its `calls` where the provider
+    counted them (`query_count` in records cached before `calls` was kept); else one per query, at least
+    one per failure, and a search that reported results but no query was still one search, never none.
+    0 for no record. Pure."""
+    if not search:
+        return 0
+    reported = search.get("calls", search.get("query_count"))
+    if reported is not None:
+        return int(reported)
+    failed = int(search.get("failed") or len(search.get("failures") or ()))
+    return max(len(search.get("queries") or ()), failed, 1 if search.get("results") else 0)
+
+
 def in_answer(text: str, citations: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The citations (each with `start_index` into `text`, where known) that point into the final answer,
     not into a reasoning block before it; none when the reasoning never closes (there is no answer)."""

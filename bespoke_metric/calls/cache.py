@@ -84,6 +84,16 @@ class Cache:
                 time.sleep(0.05)
 
     @classmethod
+    def in_memory(cls) -> "Cache":
+        """A cache that lives as long as the object, in memory (SQLite's ``:memory:``): what keeps the answers of
+        a judge used many times in one process (the `evaluate` metric's computes) when no file is given."""
+        cache = cls.__new__(cls)
+        cache.path, cache._lock = Path(":memory:"), threading.Lock()
+        cache._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        cache._db.execute(_SCHEMA)
+        return cache
+
+    @classmethod
     def read_only(cls, path: str | os.PathLike[str]) -> "Cache | None":
         """The cache at `path` opened for reading only, with nothing written to it (not even the set-up a
         writer does), or None when there is no such file: what a dry run reads."""

@@ -102,7 +102,7 @@ class PlanningBackend(BackendWrapper):
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         for index, request in enumerate(requests):
             self.requests.append(request)
-            on_done(index, Completion(filler(request.max_tokens)) if self.fill else CallError(PLANNED))
+            on_done(index, Completion(filler(request.max_tokens), stand_in=True) if self.fill else CallError(PLANNED))
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 Prices are dollars per million tokens, as the providers list them: input, cached input (tokens the
 provider served from its prompt cache), output (hidden reasoning included: it is billed as output), and
-the Batch API's, which are half unless given. They come, in this order, from:
+the Batch API's, which are half unless given; and the provider's own web search, in dollars per 1,000
+searches (`web_search`, the same through a batch). They come, in this order, from:
 
 1. `--prices FILE`, which adds or overrides entries (`date` optional: else the file's modification day):
 
@@ -39,9 +40,9 @@ from bespoke_metric.backends.registry import ENGINES
 PRICES_CHECKED = "2025-11"
 """When the built-in table was read off openai.com/api/pricing (standard tier): its prices' `date`."""
 
-PRICE_FIELDS = ("input", "cached_input", "output", "batch_input", "batch_output")
-"""The numbers of one entry of a prices file, dollars per million tokens; `input` and `output` are required
-(an entry may also give its `date`, YYYY-MM-DD)."""
+PRICE_FIELDS = ("input", "cached_input", "output", "batch_input", "batch_output", "web_search")
+"""The numbers of one entry of a prices file, dollars per million tokens (`web_search`: per 1,000 searches);
+`input` and `output` are required (an entry may also give its `date`, YYYY-MM-DD)."""
 BUILT_IN = "built-in table"
 """The `source` of a price of `DEFAULT_PRICES`."""
 MAINTAINED_PROVIDERS = {"openai": "openai", "perplexity": "perplexity", "gemini": "google", "google": "google",
@@ -97,6 +98,9 @@ class Price:
     """Default: `input` × `BATCH_DISCOUNT`."""
     batch_output: float | None = None
     """Default: `output` × `BATCH_DISCOUNT`."""
+    web_search: float | None = None
+    """Dollars per 1,000 searches of the provider's own web search, billed besides the tokens, batch or not
+    (no provider publishes a batch rate for them); None: not known."""
     source: str = BUILT_IN
     """Where the price came from: `genai-prices 0.2.3 (openai gpt-5)`, a prices file, the built-in table."""
     date: str = PRICES_CHECKED
@@ -120,11 +124,18 @@ class Price:
         return ((tokens.input - tokens.cached_input) * input_rate + tokens.cached_input * cached_rate
                 + tokens.output * output_rate) / 1e6
 
+    def search_cost(self, searches: int) -> float | None:
+        """Dollars for `searches` web searches; None when there were some and their price is not known."""
+        if not searches:
+            return 0.0
+        return None if self.web_search is None else searches * self.web_search / 1000
+
     def to_json(self) -> dict[str, Any]:
         input_rate, cached_rate, output_rate = self.rates(batch=False)
         batch_input, _, batch_output = self.rates(batch=True)
+        searches = {"web_search": self.web_search} if self.web_search is not None else {}
         return {"input": input_rate, "cached_input": cached_rate, "output": output_rate,
-                "batch_input": batch_input, "batch_output": batch_output, "source": self.source, "date": self.date}
+                "batch_input": batch_input, "batch_output": batch_output, **searches, "source": self.source, "date": self.date}
 
 
 def _openai(input: float, cached_input: float, output: float) -> Price:
@@ -243,7 +254,8 @@ def maintained_price(spec: str, *, day: _dt.date | None = None) -> Price | None:
     batch = info.get_prices(moment, {"processing": "batch"})
     if direct.input_mtok is None or direct.output_mtok is None:
         return None
-    rates = {"input": direct.input_mtok, "output": direct.output_mtok, "cached_input": direct.cache_read_mtok}
+    rates = {"input": direct.input_mtok, "output": direct.output_mtok, "cached_input": direct.cache_read_mtok,
+             "web_search": getattr(direct, "web_searches_kcount", None)}
     if batch is not direct and batch.input_mtok != direct.input_mtok:  # genai-prices knows a batch price
         rates.update(batch_input=batch.input_mtok, batch_output=batch.output_mtok)
     return Price(**{name: _per_million(value) for name, value in rates.items() if value is not None},
@@ -251,7 +263,8 @@ def maintained_price(spec: str, *, day: _dt.date | None = None) -> Price | None:
 
 
 def _per_million(value: Any) -> float:
-    """A genai-prices rate (a Decimal, or tiered prices: their base tier) as a float."""
+    """A genai-prices rate (a Decimal, or tiered prices: their base tier) as a float (per million tokens, or
+    `web_searches_kcount` per 1,000 searches)."""
     return float(getattr(value, "base", value))
 
 
@@ -279,7 +292,8 @@ def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
         if unknown or missing:
             what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"missing {' and '.join(missing)}"
             raise PricesError(f"prices file {file}, {model!r}: {what}; an entry has {', '.join(PRICE_FIELDS)} "
-                              "(dollars per million tokens; input and output required) and may give its date")
+                              "(dollars per million tokens, web_search per 1,000 searches; input and output required) "
+                              "and may give its date")
         for name, value in entry.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise PricesError(f"prices file {file}, {model!r}: {name} must be a number of dollars >= 0, got {value!r}")
@@ -332,28 +346,41 @@ def is_local(spec: str) -> bool:
 
 
 LOCAL_NOTE = "a local model: no price per token (give one with --prices FILE to count its machine time)"
+STAND_IN_NOTE = "answered by a stand-in (a rule or a test server), not the model: no cost"
 
 
 def model_usage(usage: Usage, price: Price | None, *, batch: Usage | None = None, local: bool = False) -> dict[str, Any]:
-    """One model's entry of a results file's `usage.models`: its calls, tokens, and cost.
+    """One model's entry of a results file's `usage.models`: its calls, tokens, web searches, and cost.
 
-    `batch` is the part of `usage` served through the Batch API (priced at its rates); `cost` is None, and
-    `price_note` says why, when no price is known. Where the provider reported what its calls cost,
+    `batch` is the part of `usage` served through the Batch API (priced at its rates); the provider's own
+    web searches (`web_searches`, where it made any) at the price per 1,000; `cost` is None, and
+    `price_note` says why, when no price is known (of the tokens, or of searches it made). Where the provider reported what its calls cost,
     `provider_cost` (dollars) and `provider_costed` (of how many calls) stand beside `cost`. A `local` model
-    (marked so) has no price, for it has none per token."""
+    (marked so) has no price, for it has none per token; answers a stand-in made (`Usage.stand_in`) cost
+    nothing, whatever the model's price."""
     batch = batch or Usage()
     total = Tokens.of(usage)
     record: dict[str, Any] = {"calls": usage.calls, "batch_calls": batch.calls, "cached": usage.cached, **total.to_json()}
     if usage.provider_costed:
         record.update(provider_cost=round(usage.provider_cost, 6), provider_costed=usage.provider_costed)
+    if usage.stand_in:  # one backend's answers are all a stand-in's or none: its endpoint is part of its identity
+        record.update(cost=0.0, price=None, stand_in=usage.stand_in, price_note=STAND_IN_NOTE)
+        return record
     if price is None and local:
         record.update(cost=None, price=None, local=True, price_note=LOCAL_NOTE)
         return record
     if price is None:
         record.update(cost=None, price=None, price_note="no price known for this model: give one with --prices FILE")
         return record
+    if usage.web_searches:
+        record["web_searches"] = usage.web_searches
+    searches = price.search_cost(usage.web_searches)
+    if searches is None:
+        record.update(cost=None, price=price.to_json(), price_note=f"no price known for its {usage.web_searches} web "
+                      "search(es): give web_search (dollars per 1,000) with --prices FILE")
+        return record
     batched = Tokens.of(batch)
-    record["cost"] = round(price.cost(total - batched) + price.cost(batched, batch=True), 6)
+    record["cost"] = round(price.cost(total - batched) + price.cost(batched, batch=True) + searches, 6)
     record["price"] = price.to_json()
     return record
 

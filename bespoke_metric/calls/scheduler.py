@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, Request, Usage
+from bespoke_metric.backends.web_search import searches_made
 
 from .cache import Cache, key_for
 from .progress import ProgressBar, ProgressHook
@@ -190,8 +191,12 @@ class _Landing:
             raise RuntimeError(f"{run.backend.name} backend reported request {position} twice")
         self.answered.add(position)
         key = self.keys[position]
-        for usage in (run.usage, self.jobs[self.misses[key][0]].result.usage):  # a shared call counts on its first asker
+        first, *others = self.misses[key]
+        for usage in (run.usage, self.jobs[first].result.usage):  # a shared call counts on its first asker
             _count(usage, outcome, run.backend.model)
+        if isinstance(outcome, Completion):  # who answered, on every asker (as a cache hit is): a cell judged
+            for index in others:  # entirely through another's calls still says its judge's model, or a stand-in
+                _count_answer(self.jobs[index].result.usage, outcome, run.backend.model)
         if isinstance(outcome, Completion) and run.cache is not None:
             run.cache.put(key, outcome)
         self._settle_all(key, outcome)
@@ -221,15 +226,23 @@ def _count(usage: Usage, outcome: Outcome, model: str) -> None:
         if outcome.provider_cost is not None:
             usage.provider_cost += outcome.provider_cost
             usage.provider_costed += 1
+        usage.web_searches += searches_made(outcome.search)
         _count_answer(usage, outcome, model)
 
 
 def _count_answer(usage: Usage, completion: Completion, model: str) -> None:
     """Count an answer, made or from the cache: whether the output limit cut it off, and the model that served
-    it: the one the provider names, else `model`, the one asked for (a local model is the one loaded)."""
+    it: the one the provider names, else `model`, the one asked for (a local model is the one loaded), keeping
+    what the provider said of its stage (`model_status`); an answer a stand-in made is counted as such, served
+    by no model."""
     usage.truncated += completion.truncated
+    if completion.stand_in:
+        usage.stand_in += 1
+        return
     served = completion.served_model or model
     usage.served_models[served] = usage.served_models.get(served, 0) + 1
+    if completion.model_status:
+        usage.model_status = dict(completion.model_status)
 
 
 def _settle(run: _Run, job: _Job, index: int, outcome: Outcome, *, cached: bool) -> bool:

@@ -5,7 +5,7 @@ Every request is admitted just before it is sent (a direct call when a slot free
 its batch is written) with its estimated cost reserved: its input tokens at the model's input price, and
 as output its `max_tokens` cap or the longest answer this model has given in the run, whichever is more
 (a reasoning model's hidden reasoning counts as output, past any cap). When the call ends, its real cost
-from the provider's usage replaces the reservation. Once one request does not fit, the limit stops the run
+from the provider's usage (and its web searches, where priced) replaces the reservation. Once one request does not fit, the limit stops the run
 for good: the requests not sent end as failed calls with `refusal` as the reason, and every answer that
 came is kept in the cache, so a rerun with a higher limit pays only for the rest.
 
@@ -21,6 +21,7 @@ from typing import Callable, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Outcome, Request
+from bespoke_metric.backends.web_search import searches_made
 
 from .pricing import Price, PriceTable, Tokens, prompt_tokens
 
@@ -99,7 +100,8 @@ class SpendingLimit:
             self.reserved -= ticket.estimate
             if isinstance(outcome, Completion):
                 tokens = Tokens(outcome.input_tokens, outcome.cached_input_tokens, outcome.output_tokens, outcome.reasoning_tokens)
-                self.spent += ticket.price.cost(tokens, batch=ticket.batch)
+                searches = ticket.price.search_cost(searches_made(outcome.search)) or 0.0  # unpriced: not counted
+                self.spent += ticket.price.cost(tokens, batch=ticket.batch) + searches
                 self._longest[ticket.spec] = max(self._longest.get(ticket.spec, 0), outcome.output_tokens)
 
 

@@ -44,8 +44,12 @@ def flag_keys() -> frozenset[str]:
                                                 if item.metadata.get("flag") and flag_type(typing.get_type_hints(cls)[item.name]) is bool)})
 
 
+NAMES_KEY = "model_name"
+"""The key of the names given to the sweep's models (`--model-name`), one per model, in their order."""
+
+
 def sweep_keys() -> frozenset[str]:
-    return system_keys() | judge_keys() | OWN_KEYS
+    return system_keys() | judge_keys() | OWN_KEYS | {NAMES_KEY}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,8 +72,13 @@ class SweepConfig:
     """The sweep's one spending limit, in dollars, shared by every model of every cell."""
     strict: bool = False
     """A judgment that failed fails the sweep."""
+    model_names: Sequence[str] = ()
+    """The names of `models` in tables and results (`--model-name`), one per model; none: their specs."""
 
     def __post_init__(self) -> None:
+        if self.model_names and len(self.model_names) != len(self.models):
+            raise SweepConfigError(f"--model-name gives {len(self.model_names)} name(s) for {len(self.models)} model(s): "
+                                   "give one per --models value, in the same order")
         unknown = [key for key in self.settings if key not in system_keys() or key in ("model", "context")]
         if unknown:
             raise SweepConfigError(f"settings: {unknown[0]!r} is not a setting of a cell (models and contexts have their own fields)")
@@ -93,7 +102,7 @@ class SweepConfig:
         for key, value in values.items():
             if key in flag_keys() and not isinstance(value, bool):
                 raise SweepConfigError(f"{where}{key} is a flag without a value: write {key}: true or {key}: false")
-            if isinstance(value, (list, tuple)) and (not value or key in SHARED_KEYS or key not in system_keys()):
+            if isinstance(value, (list, tuple)) and (not value or key in SHARED_KEYS or key not in system_keys()) and key != NAMES_KEY:
                 raise SweepConfigError(f"{where}{key} takes one value, got {value!r}")
             if isinstance(value, dict):
                 raise SweepConfigError(f"{where}{key} takes a value or a list of values, got {value!r}")
@@ -101,7 +110,7 @@ class SweepConfig:
         settings = {key: value for key, value in values.items() if key in system_keys() and key not in ("model", "context")}
         own = {key: values[key] for key in OWN_KEYS if values.get(key) is not None}
         return cls(models=_listed(values["model"]), contexts=_listed(values.get("context", "none")), judge=judge,
-                   settings=settings, **own)
+                   settings=settings, model_names=_listed(values.get(NAMES_KEY, ())), **own)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> "SweepConfig":

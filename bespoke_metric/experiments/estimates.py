@@ -92,7 +92,7 @@ class ProbeBackend:
             if self._answer is None:
                 on_done(index, CallError("dry run"))
             else:  # one placeholder per request, as answers differ: what depends on two of them differs too
-                on_done(index, Completion(f"{self._answer} ({key_for(self._identity, request)[:12]})"))
+                on_done(index, Completion(f"{self._answer} ({key_for(self._identity, request)[:12]})", stand_in=True))
 
     def close(self) -> None:
         pass

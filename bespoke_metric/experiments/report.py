@@ -19,16 +19,17 @@ from bespoke_metric.results.caveats import marks
 
 from .grid import CONTEXT, MODEL, Axis, Cell
 from .outputs import SweepFolder, load_entries, read_sweep
-from .table import TableRow, build_table, table_notes, text_table
+from .table import TableRow, build_table, sweep_title, table_notes, text_table
 
 REPORT_FILE = "report.html"
 FIGURES = "figures"
 
 
-def system_of(cell: Cell, axes: Sequence[Axis]) -> str:
-    """A cell's system without its context: the model, then each other axis that varies (`top-k 5`)."""
-    return " · ".join([str(cell.values[MODEL])] + [f"{axis.flag.lstrip('-')} {cell.values[axis.name]}" for axis in axes
-                                                   if axis.name not in (MODEL, CONTEXT) and len(axis.values) > 1])
+def system_of(row: TableRow, axes: Sequence[Axis]) -> str:
+    """A row's system without its context: the model as the table names it, then each other axis that
+    varies (`top-k 5`)."""
+    return " · ".join([row.model] + [f"{axis.flag.lstrip('-')} {row.cell.values[axis.name]}" for axis in axes
+                                     if axis.name not in (MODEL, CONTEXT) and len(axis.values) > 1])
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,12 @@ def heatmap_figure(rows: Sequence[TableRow], axes: Sequence[Axis]) -> plt.Figure
     import numpy as np
 
     contexts = [str(value) for value in next(axis for axis in axes if axis.name == CONTEXT).values]
-    systems = list(dict.fromkeys(system_of(row.cell, axes) for row in rows))
+    systems = list(dict.fromkeys(system_of(row, axes) for row in rows))
     grid = np.full((len(systems), len(contexts)), np.nan)
     for row in rows:
         value = row.values["average"]
         if value is not None:
-            grid[systems.index(system_of(row.cell, axes)), contexts.index(str(row.cell.values[CONTEXT]))] = value
+            grid[systems.index(system_of(row, axes)), contexts.index(str(row.cell.values[CONTEXT]))] = value
     fig, ax = plt.subplots(figsize=(1.6 * len(contexts) + 3, 0.6 * len(systems) + 1.6))
     image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", vmin=0, vmax=100, aspect="auto")
     for (i, j), value in np.ndenumerate(grid):
@@ -66,8 +67,8 @@ def heatmap_figure(rows: Sequence[TableRow], axes: Sequence[Axis]) -> plt.Figure
 def system_bars(rows: Sequence[TableRow], axes: Sequence[Axis]) -> list[tuple[str, plt.Figure]]:
     """Per system: the five numbers and the average, one bar per context with its 95% interval."""
     figures = []
-    for system in dict.fromkeys(system_of(row.cell, axes) for row in rows):
-        mine = [row for row in rows if system_of(row.cell, axes) == system and row.values["average"] is not None]
+    for system in dict.fromkeys(system_of(row, axes) for row in rows):
+        mine = [row for row in rows if system_of(row, axes) == system and row.values["average"] is not None]
         if not mine:
             continue
         fig = bars_figure([_Bar(str(row.cell.values[CONTEXT]), row.values, row.cis) for row in mine])
@@ -81,7 +82,7 @@ def noise_figure(rows: Sequence[TableRow], axes: Sequence[Axis]) -> plt.Figure |
     dropped = [row for row in rows if row.noise_drop is not None]
     if not dropped:
         return None
-    labels = [f"{system_of(row.cell, axes)} ({row.cell.values[CONTEXT]})" for row in dropped]
+    labels = [f"{system_of(row, axes)} ({row.cell.values[CONTEXT]})" for row in dropped]
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(dropped) + 1.5))
     bars = ax.barh(range(len(dropped)), [row.noise_drop for row in dropped],
                    color=["#c0392b" if row.noise_drop < 0 else "#27ae60" for row in dropped])
@@ -116,11 +117,12 @@ def write_report(root: str | os.PathLike[str]) -> Path:
         figures.append(("noise", "relative drop of the average under search noise", noise))
     (folder.root / FIGURES).mkdir(exist_ok=True)
     images = []
+    judge, data = sweep.get("judge", {}), sweep.get("data", {})
+    caption = sweep_title({"judge": judge, "data": data, "grid": {"cells": len(cells)}})
     for name, alt, fig in figures:
-        png = png_bytes(fig)
+        png = png_bytes(fig, caption)
         (folder.root / FIGURES / f"{name}.png").write_bytes(png)
         images.append(f"<h2>{html.escape(alt)}</h2>{img_tag(png, alt)}")
-    judge, data = sweep.get("judge", {}), sweep.get("data", {})
     title = f"BESPOKE sweep: {folder.root.name}"
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     page = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title><style>{STYLE}</style></head>"

@@ -54,6 +54,8 @@ class CellPlan:
     model: str
     settings: GenerationSettings
     fingerprint: str
+    model_name: str | None = None
+    """The name given to its model (`--model-name`), recorded in its run file and results."""
 
 
 @dataclass(frozen=True)
@@ -115,10 +117,11 @@ class SweepOutcome:
 
 
 def results_system(report: GenerationReport, predictions: str) -> dict[str, Any]:
-    """The `system` block of a results file of generated predictions (`bespoke run`'s): the run's record,
-    where the predictions are, which queries have none, and a display name."""
+    """The `system` block of a results file of generated predictions (`bespoke run`'s): the run's record
+    (with the name given to its model, `model_name`, if any), where the predictions are, which queries have
+    none, and a display name."""
     system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
-    system["name"] = system_label(system)  # a string for tables and legends: "hf:/path/to/model (history)"
+    system["name"] = system_label(system)  # a string for tables and legends: "hf:Qwen3-8B (history)"
     return system
 
 
@@ -227,7 +230,7 @@ def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemDa
             predictions = folder.predictions(name)
             try:
                 report = generate(models.backend(cp.model, cp.settings.model_options), predictions, models.settings_for(cp),
-                                  data=data, progress=progress)
+                                  data=data, progress=progress, model_name=cp.model_name)
             except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
                 outcome.status, outcome.reason = FAILED, str(error)
             except Exception as error:  # a bug in one cell: the others still run, and its traceback is logged
@@ -356,6 +359,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     judge = dataclasses.replace(config.judge, options={**config.shared, **config.judge.options})
     prices = PriceTable.load(config.prices)
     spending = SpendingLimit(config.max_cost, prices, count_prompt=counted_prompt_tokens) if config.max_cost is not None else None
+    names = dict(zip(map(str, config.models), config.model_names))
     plans = []
     taken: set[str] = set()
     for cell in grid:
@@ -370,7 +374,8 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
             where = f"cell {cell.name}: " if len(grid) > 1 else ""
             raise SweepConfigError(f"{where}{error}") from None
         taken.update(system.settings.model_options)
-        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(values, judge, config)))
+        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(values, judge, config),
+                              names.get(str(cell.values[MODEL]))))
     unused = [key for key, name in MODEL_ENGINE_KEYS.items() if one.get(key) is not None and name not in taken]
     unused += [name for name in engine_values(one) if name not in MODEL_ENGINE_KEYS.values() and name not in taken]
     if unused:

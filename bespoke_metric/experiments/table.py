@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from bespoke_metric.analysis.leaderboard import COLUMNS, LABELS, Entry, compare, system_row
+from bespoke_metric.backends.model_files import model_label
 from bespoke_metric.results import stats
 from bespoke_metric.results.caveats import marks
 
@@ -39,6 +40,19 @@ class TableRow:
     """The average's relative change, in percent, from the same system at the lowest noise."""
     items: int = 0
     failures: int = 0
+    model: str = ""
+    """The cell's model as the table names it (`shown_models`)."""
+
+
+def shown_models(cells: Sequence[Cell], entries: Mapping[str, Entry]) -> dict[str, str]:
+    """Each model spec of the grid -> its name in the table: the name given to it (`--model-name`, as its
+    cells' results record it), else the spec with a local file or folder by its own name (`model_label`);
+    the spec itself where two models would show the same name."""
+    given = {str(cell.values[MODEL]): entries[cell.name].results.model_name for cell in cells if cell.name in entries}
+    specs = list(dict.fromkeys(str(cell.values[MODEL]) for cell in cells if MODEL in cell.values))
+    shown = {spec: given.get(spec) or model_label(spec) for spec in specs}
+    taken = list(shown.values())
+    return {spec: name if taken.count(name) == 1 else spec for spec, name in shown.items()}
 
 
 def baselines(cells: Sequence[Cell], axis: str, value: Any) -> dict[str, str]:
@@ -70,13 +84,14 @@ def build_table(cells: Sequence[Cell], entries: Mapping[str, Entry], statuses: M
     versus = {name: compare(entries[name], entries[base], seed=seed)["metrics"]
               for name, base in baselines(cells, CONTEXT, BASELINE_CONTEXT).items() if name in entries and base in entries}
     drops = relative_drops(cells, {name: row.values["average"] for name, row in figures.items()})
+    models = shown_models(cells, entries)
     rows = []
     for cell in cells:
         row = figures.get(cell.name)
         rows.append(TableRow(cell, statuses.get(cell.name, ""),
                              row.values if row else dict.fromkeys(COLUMNS), row.cis if row else dict.fromkeys(COLUMNS),
                              versus.get(cell.name), drops.get(cell.name),
-                             row.items if row else 0, row.failures if row else 0))
+                             row.items if row else 0, row.failures if row else 0, models.get(str(cell.values.get(MODEL)), "")))
     return rows
 
 
@@ -114,7 +129,7 @@ def text_table(rows: Sequence[TableRow], axes: Sequence[Axis]) -> tuple[list[str
     noise = any(axis.name == NOISE for axis in axes)
     header = ([_heading(axis) for axis in shown] + [HEADINGS[c] for c in COLUMNS] + [f"Δ Average vs {BASELINE_CONTEXT} (p)"]
               + (["Noise drop"] if noise else []) + ["Items", "Failures", "Status"])
-    body = [[str(row.cell.values[axis.name]) for axis in shown] + [_figure(row, c) for c in COLUMNS]
+    body = [[row.model if axis.name == MODEL else str(row.cell.values[axis.name]) for axis in shown] + [_figure(row, c) for c in COLUMNS]
             + [_versus(row)] + ([_drop(row.noise_drop)] if noise else []) + [str(row.items), str(row.failures), row.status]
             for row in rows]
     return header, body

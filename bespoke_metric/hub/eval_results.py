@@ -20,6 +20,7 @@ import yaml
 from bespoke_dataset.registration import BENCHMARK_CONFIG, BENCHMARK_TASKS, NAME
 from bespoke_dataset.vocabulary import SPLIT
 from bespoke_metric.analysis.leaderboard import LABELS, Entry
+from bespoke_metric.results.caveats import STAND_IN_MARK
 
 from .submission import SubmissionError
 
@@ -72,6 +73,8 @@ def notes(results: Entry, figure: str) -> str:
     text = "; ".join(parts)
     if results.proxy:
         text = f"PROXY judge: not comparable with LLM-judge results; {text}"
+    if results.judge.get("stand_in") or (results.results.system or {}).get("stand_in"):
+        text = f"{STAND_IN_MARK}: answered by a stand-in (a rule or a test server), not a model; {text}"
     return text
 
 

@@ -8,17 +8,22 @@ in its check of community modules. `bespoke space metric` writes that script fro
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import datasets
 import evaluate
 
-from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.keys import parse_query_key
+from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, resolve_source
 from bespoke_dataset.registration import CITATION
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.judging.factory import keeps_answers, make_kept_judge
+from bespoke_metric.judging.judge import Judge
+from bespoke_metric.results.caveats import nothing_scored, some_failed
 from bespoke_metric.results.figure_stats import HEADLINE
 from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.scoring.pipeline import score
+from bespoke_metric.scoring.pipeline import load_benchmark, score
+from bespoke_metric.scoring.predictions import reference_records
 
 DESCRIPTION = """\
 BESPOKE scores how well a search-augmented LLM personalizes its answers to a real user. A judge model
@@ -43,16 +48,28 @@ Keyword arguments of `evaluate.load` (given to the metric):
         module's revision).
     details (bool): return the whole results file, not only the six figures (default False).
     and the judge options of `bespoke score`: base_url, api_key, concurrency, cache, max_shots, recall,
-    structured.
+    structured. The metric object keeps its judge and every judgment (in memory, or in the `cache` file):
+    computing the same predictions again, as a bootstrap does, makes no judge call.
 Returns:
     need_alignment, content_depth, tone, explanation_style, recall, average (float or None, 0-100,
     higher is better). With details=True also: summary (counts of scored items and failures), stderr,
     n_samples, higher_is_better, items (per prediction: scores, the judge's feedback, recall, the gold
     claims found, errors), judge, data, usage.
+Raises NothingJudgedError (with the reason) when every judgment failed; warns JudgeFailureWarning (with the
+count) when some did.
 """
 
 FIGURES: tuple[str, ...] = (*METRIC_NAMES, HEADLINE)
 """What `compute` returns by default: numbers only, so `evaluate.evaluator`'s bootstrap can resample them."""
+
+
+class NothingJudgedError(RuntimeError):
+    """`compute()` judged no prediction: every judgment failed (an unreachable judge, a wrong key); the
+    message gives the commonest reason."""
+
+
+class JudgeFailureWarning(UserWarning):
+    """Some judgments of a `compute()` failed: the figures leave those items out; the message counts them."""
 
 
 class Bespoke(evaluate.Metric):
@@ -80,7 +97,9 @@ class Bespoke(evaluate.Metric):
         self.source = source
         self.data_revision = data_revision
         self.details = details
+        self.guards: bool = kwargs.pop("guards", True)
         self.judge_options = kwargs
+        self._kept: tuple[ResolvedSource, Judge] | None = None
         super().__init__(**metric_kwargs)
 
     def _info(self) -> evaluate.MetricInfo:
@@ -94,13 +113,29 @@ class Bespoke(evaluate.Metric):
             reference_urls=["https://huggingface.co/datasets/yonsei-dli/BESPOKE"],
         )
 
+    def _kept_judge(self) -> tuple[ResolvedSource, Judge]:
+        """The source, resolved once, and the one judge of this metric, made at its first compute and kept
+        for every later one (`make_kept_judge`): an LLM judge's answers are kept in `cache=` (a file) or else
+        in memory, so a judgment asked again (a bootstrap resample, a second compute) makes no call."""
+        if self._kept is None:
+            source = resolve_source(self.source, self.data_revision)
+            options = {name: value for name, value in self.judge_options.items() if value is not None}
+            if options.get("cache") is None and isinstance(self.judge, str) and keeps_answers(self.judge):
+                options["cache"] = Cache.in_memory()
+            self._kept = source, make_kept_judge(self.judge, list(load_benchmark(source)[0].values()), **options)
+        return self._kept
+
     def _compute(self, predictions: list[str], references: list[str]) -> dict[str, Any]:
-        records = []
-        for response, reference in zip(predictions, references):
-            user, query_id = parse_query_key(reference)
-            records.append({"user": user, "query_id": query_id, "response": response})
-        results = score(records, self.judge, source=self.source, revision=self.data_revision, allow_repeats=True,
-                        **self.judge_options).to_json()
+        records = reference_records(predictions, references)
+        source, judge = self._kept_judge()
+        scored = score(records, judge, source=source, allow_repeats=True, guards=self.guards)
+        unscored = nothing_scored(scored)
+        if unscored is not None:
+            raise NothingJudgedError(f"BESPOKE ({self.judge}): {unscored}")
+        failed = some_failed(scored)
+        if failed is not None:
+            warnings.warn(f"BESPOKE ({self.judge}): {failed}", JudgeFailureWarning, stacklevel=2)
+        results = scored.to_json()
         figures = {name: results["summary"][name] for name in FIGURES}
         return {**figures, **results} if self.details else figures
 

@@ -3,9 +3,16 @@ them from any directory:
 
 - the metric Space: the `evaluate` module script `DIR/<name>.py` (named after its folder, as `evaluate`
   finds it) holding the documented examples, the Space card with the metric card's sections, `app.py`
-  (a demo: pick a query, paste a response, pick a judge) and `requirements.txt` pinning this package;
+  (a demo: pick a query, paste a response, pick a judge) and `requirements.txt`;
 - the leaderboard Space: `app.py` ranking the results files it ships in `results/` (or reads from a Hub
   dataset repo), its card and `requirements.txt`.
+
+Where a Space gets this package (`SpacePackage`, `--package-from`): by default its own wheel, built from
+the source tree and written beside `app.py`, so a Space builds with no release on the package registry.
+The Space's build installs `requirements.txt` before it copies the folder (its Dockerfile mounts that file
+alone), so a wheel in the folder cannot be named there: `requirements.txt` lists the package's
+dependencies and `app.py` installs the wheel at start. Or a VCS requirement (`git+https://...@TAG`), or
+the registry's release of this version.
 
 Writing keeps whatever else the folder holds (`.git`, other files); files of ours that were not written
 here are replaced only when forced. Pushing creates the Space (Gradio SDK) and uploads the folder.
@@ -16,6 +23,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -44,6 +57,123 @@ class SpaceError(UserError):
     """A Space that cannot be written as asked; the message names the flag or file at fault."""
 
 
+PACKAGE_NAME = "bespoke-eval"
+WHEEL = f"bespoke_eval-{__version__}-py3-none-any.whl"
+"""The file name of this version's wheel (pure Python, any platform)."""
+PACKAGE_SOURCES = ("wheel", "registry")
+"""What `--package-from` takes besides a VCS URL."""
+VCS_PREFIXES = ("git+", "hg+", "svn+", "bzr+")
+"""How a VCS URL that pip installs from begins (`git+https://host/org/bespoke-eval@v0.4.1`)."""
+
+
+@dataclass(frozen=True)
+class SpacePackage:
+    """Where a Space, and a user loading its module, get bespoke-eval: `wheel` (this version's wheel, written
+    beside `app.py`: `wheel_file`), `registry` (the release on the package registry), or a VCS URL."""
+
+    source: str
+    wheel_file: Path | None = None
+    """The built wheel (`wheel` only), copied into the Space."""
+
+    def pip_target(self, repo: str) -> str:
+        """What `pip install` takes for the package alone: the wheel's address in the Space `repo`, the VCS URL,
+        or the registry's `bespoke-eval==VERSION`."""
+        if self.source == "wheel":
+            return f"https://huggingface.co/spaces/{repo}/resolve/main/{WHEEL}"
+        if self.source == "registry":
+            return f"{PACKAGE_NAME}=={__version__}"
+        return self.source
+
+    def requirement(self, extras: str, repo: str) -> str:
+        """The package with `extras` as a requirement (`pip install "..."`, a requirements file)."""
+        named = f"{PACKAGE_NAME}[{extras}]"
+        return f"{named}=={__version__}" if self.source == "registry" else f"{named} @ {self.pip_target(repo)}"
+
+    def requirements_txt(self, extras: str) -> str:
+        """The Space's `requirements.txt`: the package itself from the registry or the VCS URL; with the wheel,
+        the dependencies that the wheel declares for `extras` (the wheel is installed by `app.py`)."""
+        if self.source != "wheel":
+            return self.requirement(extras, "") + "\n"
+        assert self.wheel_file is not None
+        note = (f"# {PACKAGE_NAME}'s dependencies: the package itself is {WHEEL} beside app.py, which app.py installs\n"
+                "# at start (the Space's build installs this file before it copies the folder, so no file of it can be named here)\n")
+        return note + "".join(f"{line}\n" for line in wheel_dependencies(self.wheel_file, extras.split(",")))
+
+    def app_install(self) -> str:
+        """The lines of `app.py` that install the wheel beside it when the package is not there yet."""
+        return render("install_wheel.py.tmpl", {"wheel": WHEEL}) if self.source == "wheel" else ""
+
+    def files(self) -> dict[str, bytes]:
+        return {WHEEL: self.wheel_file.read_bytes()} if self.wheel_file is not None else {}
+
+
+def space_package(source: str, build_dir: str | os.PathLike[str] | None = None) -> SpacePackage:
+    """The `SpacePackage` that `--package-from source` names; `wheel` builds this version's wheel into
+    `build_dir` (`build_wheel`). A SpaceError for anything else."""
+    if source == "wheel":
+        if build_dir is None:
+            raise ValueError("a wheel needs a folder to be built in")
+        return SpacePackage(source, build_wheel(Path(build_dir)))
+    if source == "registry" or source.startswith(VCS_PREFIXES):
+        return SpacePackage(source)
+    raise SpaceError(f"--package-from must be {' or '.join(PACKAGE_SOURCES)}, or a VCS URL such as "
+                     f"git+https://host/org/bespoke-eval@v{__version__}; got {source!r}")
+
+
+SOURCE_TREE = Path(__file__).resolve().parents[2]
+"""The source tree this package runs from, when it runs from one (an editable install)."""
+_TREE_PARTS = ("setup.cfg", "pyproject.toml", "README.md", "bespoke_dataset", "bespoke_metric", "scripts")
+
+
+def build_wheel(into: Path) -> Path:
+    """Build this version's wheel from the source tree into `into` (a copy of the tree's packaging parts is
+    built, so nothing is written in the tree and no stale build output slips in); a SpaceError when there is
+    no source tree or the build fails."""
+    if not (SOURCE_TREE / "setup.cfg").is_file():
+        raise SpaceError("--package-from wheel builds bespoke-eval's wheel from its source tree, and this installation "
+                         "has none: give --package-from registry, or a VCS URL (git+https://...@TAG)")
+    with tempfile.TemporaryDirectory(prefix="bespoke-wheel-") as tree:
+        for part in _TREE_PARTS:
+            source = SOURCE_TREE / part
+            if source.is_dir():
+                shutil.copytree(source, Path(tree, part), ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                shutil.copy2(source, Path(tree, part))
+        # no build isolation: the build needs no network (setuptools, the test extra's, builds it)
+        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                               "--wheel-dir", str(into), tree], capture_output=True, text=True)
+    wheel = into / WHEEL
+    if done.returncode != 0 or not wheel.is_file():
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise SpaceError(f"building the wheel of bespoke-eval {__version__} failed (it needs setuptools>=70.1):\n{tail}")
+    return wheel
+
+
+def wheel_dependencies(wheel: Path, extras: list[str]) -> list[str]:
+    """The requirements a wheel declares (its METADATA's Requires-Dist) for `extras`, each as a requirements
+    file line: those of no extra as written (markers kept), those of `extras` without their extra marker."""
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as archive:
+        [metadata] = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+        lines = archive.read(metadata).decode("utf-8").splitlines()
+    found: list[str] = []
+    for line in lines:
+        if not line.startswith("Requires-Dist:"):
+            continue
+        requirement = Requirement(line.removeprefix("Requires-Dist:").strip())
+        if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+            kept = str(requirement)
+        elif any(requirement.marker.evaluate({"extra": extra}) for extra in extras):
+            requirement.marker = None
+            kept = str(requirement)
+        else:
+            continue
+        if kept not in found:
+            found.append(kept)
+    return found
+
+
 def render(template: str, values: Mapping[str, str]) -> str:
     """A template of `space_files/` with its `{{name}}` placeholders filled."""
     text = (SPACE_FILES / template).read_text(encoding="utf-8")
@@ -52,11 +182,12 @@ def render(template: str, values: Mapping[str, str]) -> str:
     return text
 
 
-def _common(dataset: str = DEFAULT_SOURCE) -> dict[str, str]:
+def _common(package: SpacePackage, extras: str, repo: str, dataset: str = DEFAULT_SOURCE) -> dict[str, str]:
     if __version__ == "0.0.0":
-        raise SpaceError("bespoke-eval is not installed (run from a source tree): a Space cannot pin its version; pip install it first")
+        raise SpaceError("bespoke-eval is not installed (run from a source tree): a Space cannot name its version; pip install it first")
     return {"version": __version__, "sdk_version": GRADIO_SDK_VERSION, "marker": MARKER, "dataset": dataset,
-            "source": DEFAULT_SOURCE, "citation": CITATION}
+            "source": DEFAULT_SOURCE, "citation": CITATION, "requirements": package.requirements_txt(extras),
+            "app_install": package.app_install()}
 
 
 def space_name(out: str | os.PathLike[str], repo: str | None) -> str:
@@ -74,14 +205,18 @@ def space_name(out: str | os.PathLike[str], repo: str | None) -> str:
     return name
 
 
-def metric_space_files(name: str, repo: str | None = None) -> dict[str, str]:
-    """`{file: text}` of the metric Space whose module is `name` (the folder's name)."""
-    values = {**_common(), "name": name, "repo": repo or f"<org>/{name}"}
+def metric_space_files(name: str, repo: str | None = None, *, package: SpacePackage) -> dict[str, str | bytes]:
+    """`{file: content}` of the metric Space whose module is `name` (the folder's name), getting bespoke-eval
+    from `package` (its wheel among the files, when it is one)."""
+    repo = repo or f"<org>/{name}"
+    values = {**_common(package, "evaluate,offline", repo), "name": name, "repo": repo,
+              "install": package.requirement("evaluate", repo), "pip_target": package.pip_target(repo)}
     return {
         f"{name}.py": render("metric/script.py.tmpl", values),
         "README.md": render("metric/README.md.tmpl", values),
         "app.py": render("metric/app.py.tmpl", values),
-        "requirements.txt": render("metric/requirements.txt.tmpl", values),
+        "requirements.txt": values["requirements"],
+        **package.files(),
     }
 
 
@@ -106,17 +241,20 @@ def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = F
     return {path.relative_to(folder).as_posix(): path for path in files}, gathered.notes
 
 
-def leaderboard_space_files(results: dict[str, Path] | str, *, allow_proxy: bool = False) -> dict[str, str]:
-    """`{file: text}` of the leaderboard Space: shipped results under `results/`, or a Hub repo's id."""
+def leaderboard_space_files(results: dict[str, Path] | str, *, package: SpacePackage, allow_proxy: bool = False) -> dict[str, str | bytes]:
+    """`{file: content}` of the leaderboard Space: shipped results under `results/`, or a Hub repo's id;
+    bespoke-eval from `package`."""
     local = isinstance(results, dict)
     values = {
-        **_common(),
+        **_common(package, "spaces", ""),
         "results": f'Path(__file__).with_name("{RESULTS_DIR}")' if local else json.dumps(results),
         "allow_proxy": str(bool(allow_proxy)),
         "results_origin": (f"the {len(results)} results files in `{RESULTS_DIR}/`" if local else
                            f"the Hub dataset repo [`{results}`](https://huggingface.co/datasets/{results})"),
     }
-    files = {name: render(f"leaderboard/{name}.tmpl", values) for name in ("app.py", "README.md", "requirements.txt")}
+    files: dict[str, str | bytes] = {name: render(f"leaderboard/{name}.tmpl", values) for name in ("app.py", "README.md")}
+    files["requirements.txt"] = values["requirements"]
+    files.update(package.files())
     if local:
         files.update({f"{RESULTS_DIR}/{path}": source.read_text(encoding="utf-8") for path, source in results.items()})
     return files
@@ -131,16 +269,19 @@ SPACE = FolderOwner("a Space written by `bespoke space` (its README.md carries t
 """A folder this module wrote: it may write into it again."""
 
 
-def write_space(files: Mapping[str, str], out: str | os.PathLike[str], *, force: bool = False) -> Path:
+def write_space(files: Mapping[str, str | bytes], out: str | os.PathLike[str], *, force: bool = False) -> Path:
     """Write `files` into `out`, each top-level entry replaced atomically, everything else kept (`.git`).
     A non-empty folder this module did not write is refused unless `force` (the one rule of every
     command that writes a folder: `bespoke_dataset.atomic.check_folder`)."""
     target = Path(out)
     with atomic_entries(target, SPACE, force=force) as tmp:
-        for name, text in files.items():
+        for name, content in files.items():
             path = tmp / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
     return target
 
 

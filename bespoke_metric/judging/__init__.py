@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "make_judge": ".factory",
     "PROTOCOL_VERSION": ".prompts",
     "RECALL_MODES": ".protocol",
+    "check_context_echo": ".guards",
     "check_response": ".guards",
     "strip_reasoning": ".parsing",
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.backends.options import OptionError, option, option_names
@@ -29,7 +29,8 @@ class ProtocolOptions:
     personalized: bool | None = option("--no-personalization", "ablation: no rubric, gold need or examples")
     structured: bool | None = option("--structured", "ask for JSON output (guided decoding where the engine has it)")
     max_parse_retries: int | None = option(help="repair turns for an unreadable answer (default 2)")
-    max_tokens: int | None = option(help="output token cap of every judge call (default: per kind of call)")
+    max_tokens: int | None = option("--judge-max-tokens", "output token cap of every judge call, e.g. for a small "
+                                    "local judge (default: per kind of call)", positive=True)
     progress: bool | None = option(help="show a progress bar (default True)")
     repeat: int | None = option(help="which of several runs of the same judgments this is (`meta-eval --repeats`): "
                                 "from 1 on, part of the cache key, so each repeat is a fresh answer (default 0)")
@@ -57,7 +58,19 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
         more[1].setdefault("batch_ledger", str(ledger_path(kept)))  # the batches kept beside the answers
     backend = build_backend(parsed, dict(parts.engine), *more)
-    return LLMJudge(backend, spec=spec, cache=cache, **parts.protocol)
+    return LLMJudge(backend, spec=spec, cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
+
+
+def make_kept_judge(spec: str | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
+    """`make_judge(spec, **options)` for many batches of one benchmark (a reward's steps, a metric's computes),
+    made once and kept: the embed proxy is calibrated here on every R-J example of `rows` (the benchmark's
+    rows), so every batch is scored alike whatever it holds, and it remembers the benchmark's texts it
+    encoded; an LLM judge keeps its answers in its `cache`."""
+    judge = make_judge(spec, **options)
+    calibrate = getattr(judge, "calibrate", None)
+    if calibrate is not None:
+        calibrate(list(rows))
+    return judge
 
 
 @dataclass(frozen=True)

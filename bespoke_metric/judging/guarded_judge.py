@@ -59,7 +59,7 @@ class GuardedJudge:
     def check(self, items: list[JudgeItem]) -> list[GuardHit | None]:
         if not self.enabled:
             return [None] * len(items)
-        return [check_response(item.response, str(item.row["query"])) for item in items]
+        return [item.guard or check_response(item.response, str(item.row["query"])) for item in items]
 
     async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
         hits = self.check(items)

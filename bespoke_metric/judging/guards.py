@@ -3,7 +3,9 @@
 A policy trained against a judge drifts to whatever the judge overrates; an embedding proxy or a lenient
 LLM can overrate an empty answer, a string of random letters or the query echoed back. These checks run
 before every judge (see `guarded_judge`), so scoring, the `evaluate` metric and the training reward agree
-on them. `check_response(response, query)` is pure: it returns the first guard that fires, or None.
+on them. `check_response(response, query)` is pure: it returns the first guard that fires, or None;
+`check_context_echo(response, context)` is the echo guard against the context a system was given, run where
+that context is known.
 
 The guards read the response as a reader would: URLs, citation markers (`[1]`, `[^2]`, `【3†source】`) and
 link targets left out (`readable`), so an answer that ends with its sources is judged by its words. In the
@@ -14,7 +16,10 @@ order they are tried, with their thresholds:
   `MIN_LANGUAGE_LETTERS` (40) letters. "ok", "ok ok ok", `"ok " * 25`, "", a line of punctuation;
   "Feed it more." has three and passes.
 - `echo`: at least `ECHO_SHARE` (80%) of the response's word tokens occur in the query: the query, or
-  most of it, handed back.
+  most of it, handed back; or, where the context the system was given is known (the user's history or
+  profile as its prompt held it: `context`), at least `CONTEXT_ECHO_SHARE` (50%) of the response's words
+  lie in runs of `ECHO_SPAN` (8) or more words copied from it: the context handed back. Copied runs, not
+  shared words: an answer that draws on a long history shares most of its words with it.
 - `repetition`: from `MIN_REPETITION_TOKENS` (12) word tokens on, at least `MAX_REPEATED_SHARE` (70%) of
   them repeat what the response said before: a line said again (its list marker aside), or a word
   trigram said again within its line; or a line of `MIN_COMPRESSION_CHARS` (300) characters or more that
@@ -49,11 +54,14 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-GUARDS_VERSION = "guards-3"
+GUARDS_VERSION = "guards-4"
 """Version of the checks and thresholds; recorded with every judge block that used them."""
 
 MIN_TOKENS = 3
 ECHO_SHARE = 0.8
+CONTEXT_ECHO_SHARE = 0.5
+ECHO_SPAN = 8
+"""Words in a row that must match the context for them to count as copied from it."""
 MIN_REPETITION_TOKENS = 12
 MAX_REPEATED_SHARE = 0.7
 MIN_COMPRESSION_CHARS = 300
@@ -119,6 +127,15 @@ def check_response(response: str, query: str) -> GuardHit | None:
     return None
 
 
+def check_context_echo(response: str, context: str) -> GuardHit | None:
+    """The `echo` guard against `context`, what the system was given besides the query (its history or
+    profile block, its prompt), run where a response is made (`bespoke generate`, the reward's prompts): the
+    context is not kept for later, so its hit is (`JudgeItem.guard`)."""
+    text = readable(response)
+    words = tokens(text)
+    return _echo(text, words, "", context=context) if words else None
+
+
 def check_repetition(text: str) -> GuardHit | None:
     """The `repetition` guard alone, for a text that answers no query (a profile, a rewrite's queries)."""
     readable_text = readable(text)
@@ -135,12 +152,26 @@ def _empty(response: str, words: list[str], query: str) -> GuardHit | None:
     return GuardHit("empty", f"the response has {shown}; at least {MIN_TOKENS} are needed")
 
 
-def _echo(response: str, words: list[str], query: str) -> GuardHit | None:
+def _echo(response: str, words: list[str], query: str, context: str = "") -> GuardHit | None:
     asked = set(tokens(query))
     share = sum(word in asked for word in words) / len(words)
-    if share < ECHO_SHARE:
-        return None
-    return GuardHit("echo", f"{share:.0%} of the response's words are the query's (echo threshold {ECHO_SHARE:.0%})")
+    if share >= ECHO_SHARE:
+        return GuardHit("echo", f"{share:.0%} of the response's words are the query's (echo threshold {ECHO_SHARE:.0%})")
+    copied = _copied_share(words, tokens(readable(context))) if context else 0.0
+    if copied >= CONTEXT_ECHO_SHARE:
+        return GuardHit("echo", f"{copied:.0%} of the response's words are copied from the context it was given, in runs "
+                                f"of {ECHO_SPAN} or more words (echo threshold {CONTEXT_ECHO_SHARE:.0%})")
+    return None
+
+
+def _copied_share(words: list[str], source: list[str]) -> float:
+    """Share of `words` inside a run of `ECHO_SPAN` or more consecutive words that `source` holds too."""
+    spans = {tuple(source[i : i + ECHO_SPAN]) for i in range(len(source) - ECHO_SPAN + 1)}
+    copied = [False] * len(words)
+    for start in range(len(words) - ECHO_SPAN + 1):
+        if tuple(words[start : start + ECHO_SPAN]) in spans:
+            copied[start : start + ECHO_SPAN] = [True] * ECHO_SPAN
+    return sum(copied) / len(words) if words else 0.0
 
 
 def _repetition(response: str, words: list[str], query: str) -> GuardHit | None:

@@ -12,6 +12,8 @@ from typing import Any, Mapping, Protocol
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.results import ItemResult
 
+from .guards import GuardHit
+
 
 @dataclass(frozen=True)
 class JudgeItem:
@@ -19,6 +21,10 @@ class JudgeItem:
 
     row: Mapping[str, Any]
     response: str
+    guard: GuardHit | None = None
+    """A guard that fired where the response was made, against what only that place knew: the context the
+    system was given (`guards.check_context_echo`, which `bespoke generate` records in the prediction and the
+    reward runs on its prompts). Honoured as any guard that fires here (not with guards off)."""
 
 
 class Judge(Protocol):

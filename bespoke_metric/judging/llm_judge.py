@@ -19,6 +19,7 @@ from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, run_requests
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.aggregation import recall_from_verdicts
+from bespoke_metric.results.records import recall_error_reason
 
 from . import protocol
 from .judge import JudgeItem
@@ -37,8 +38,6 @@ class _Call:
 class LLMJudge:
     """A judge made of the BESPOKE protocol and an LLM backend (the grader model is an argument)."""
 
-    proxy = False
-
     def __init__(
         self,
         backend: Backend,
@@ -54,6 +53,7 @@ class LLMJudge:
         max_tokens: int | None = None,
         progress: bool = True,
         repeat: int = 0,
+        proxy: bool = False,
     ) -> None:
         if recall not in RECALL_MODES:
             raise UserError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
@@ -61,6 +61,8 @@ class LLMJudge:
             raise UserError(f"--max-shots must be >= 0, got {max_shots}")
         if repeat < 0:
             raise ValueError(f"repeat must be >= 0, got {repeat}")
+        if max_tokens is not None and max_tokens < 1:
+            raise UserError(f"--judge-max-tokens must be at least 1, got {max_tokens}")
         self.backend = backend
         self.spec = spec or f"{backend.name}:{backend.model}"
         self.max_shots = max_shots
@@ -75,6 +77,8 @@ class LLMJudge:
         self.token_budget = {} if max_tokens is None else {"max_tokens": max_tokens}
         self.progress = progress
         self.repeat = repeat
+        self.proxy = proxy
+        """Its engine approximates a judge (`Engine.proxy`, a rule): never ranked as a real judge."""
         self.usage = Usage()
 
     def describe(self) -> dict[str, Any]:
@@ -177,8 +181,8 @@ def _apply(result: ItemResult, verdicts: list[bool | None], call: _Call, outcome
             result.scores[dimension] = judgment.scores[dimension]
             result.feedback[dimension] = judgment.feedback[dimension]
     elif outcome.error is not None:
-        where = "all claims" if call.kind == "claims" else f"claim {call.claim + 1}"
-        result.errors.append({"metric": "recall", "reason": f"{where}: {outcome.error}"})
+        claim = None if call.kind == "claims" else call.claim + 1
+        result.errors.append({"metric": "recall", "reason": recall_error_reason(claim, outcome.error)})
     elif call.kind == "claims":
         verdicts[:] = list(outcome.value)
     else:

@@ -7,6 +7,7 @@
 | `aggregation` | the summary of a results file from the registry |
 | `figure_stats`, `stats` | standard errors and intervals of the figures; the statistics behind them |
 | `caveats` | the notes printed beside figures from a proxy judge or synthetic data |
+| `file_kinds` | which of bespoke's files a file is (predictions, results, ...), for one-line errors |
 """
 
 from bespoke_dataset.lazy import lazy_attributes

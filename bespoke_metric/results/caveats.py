@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from bespoke_dataset.source import SAMPLE, SYNTHETIC_MARKER
 
-from .records import Results
+from .records import Results, error_cause
 
 
 def is_synthetic(data: Mapping[str, Any]) -> bool:
@@ -30,11 +30,19 @@ PROXY_MARK = "PROXY judge"
 SYNTHETIC_MARK = "SYNTHETIC data"
 """The words a title over figures carries (a leaderboard's group, a sweep's table and report) when their
 judge is a proxy, or their data synthetic."""
+STAND_IN_MARK = "STAND-IN"
+"""Said where a stand-in answered (a rule, the `bespoke stand-in` server), not a model: `STAND-IN judge`
+beside the figures of a judge it answered for, `STAND-IN` as the model that served a system."""
+
+
+def judge_marks(judge: Mapping[str, Any]) -> list[str]:
+    """`PROXY_MARK` for a proxy judge's block, and `STAND-IN judge` where a stand-in made its answers."""
+    return [PROXY_MARK] * bool(judge.get("proxy")) + [f"{STAND_IN_MARK} judge"] * bool(judge.get("stand_in"))
 
 
 def marks(judge: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
-    """`PROXY_MARK` and `SYNTHETIC_MARK` where they apply to figures of `judge` on `data`."""
-    return [PROXY_MARK] * bool(judge.get("proxy")) + [SYNTHETIC_MARK] * is_synthetic(data)
+    """`judge_marks` and `SYNTHETIC_MARK` where they apply to figures of `judge` on `data`."""
+    return judge_marks(judge) + [SYNTHETIC_MARK] * is_synthetic(data)
 
 
 def caveats(results: Results) -> list[str]:
@@ -43,6 +51,17 @@ def caveats(results: Results) -> list[str]:
     if results.proxy:
         notes.append(f"note: {results.judge.get('spec')} is a proxy judge for quick checks: these figures are not "
                      "comparable with the paper's, and leaderboards rank them only when told to (--allow-proxy)")
+    judged = results.judge.get("stand_in")
+    if judged:
+        notes.append(f"note: {results.judge.get('spec')} was answered by a stand-in ({judged} answers from a rule or a "
+                     "test server, not the model): these figures test the plumbing, they judge nothing")
+    written = (results.system or {}).get("stand_in")
+    if written:
+        notes.append(f"note: {written} of the {len(results.items)} answers scored were written by a stand-in (a rule or a "
+                     "test server), not the system's model: these figures score no model")
+    for part, count in sorted(((results.system or {}).get("degenerate") or {}).items()):
+        notes.append(f"note: {count} of the {len(results.items)} answers were written without their {part} (the {part} "
+                     f"was degenerate, caught by a guard): for them the system ran without the {part} it is named after")
     data = results.data
     if is_synthetic(data):
         notes.append(f"note: the data ({data.get('source')}) is a synthetic release, invented users and judgments in "
@@ -55,16 +74,41 @@ def caveats(results: Results) -> list[str]:
 
 
 def nothing_scored(results: Results) -> str | None:
-    """None when some item was scored on some metric; else one line saying why nothing was (the commonest
-    failure reason)."""
+    """None when some item was scored on some metric; else one line saying why nothing was: every cause
+    of the failed judgments, with its count, most frequent first (a recall claim's failure counted under its
+    cause, whichever claim it struck)."""
     if any(results.summary.get("scored", {}).values()):
         return None
-    reasons = Counter(_first_line(error.get("reason", "")) for item in results.items for error in item.errors)
-    if not reasons:
+    causes = _failure_causes(results)
+    if not causes:
         return "no item was scored (no judgment was made)"
-    reason, count = reasons.most_common(1)[0]
-    failed = sum(reasons.values())
-    return f"no item was scored: all {failed} judgment(s) failed ({count} with: {reason})"
+    ranked = causes.most_common()
+    said = "; ".join(f"{count} with: {cause}" for cause, count in ranked[:SHOWN_CAUSES])
+    rest = ranked[SHOWN_CAUSES:]
+    if rest:
+        said += f"; {sum(count for _, count in rest)} with {len(rest)} other cause(s), in the results file"
+    return f"no item was scored: all {causes.total()} judgment(s) failed ({said})"
+
+
+SHOWN_CAUSES = 3
+"""The causes of failure `nothing_scored` names; the others are counted."""
+
+
+def some_failed(results: Results) -> str | None:
+    """None when no judgment failed; else one line counting the items with a failed judgment, which their
+    figures leave out, and the commonest cause."""
+    causes = _failure_causes(results)
+    if not causes:
+        return None
+    cause, count = causes.most_common(1)[0]
+    items = sum(1 for item in results.items if item.errors)
+    return (f"{items} of {len(results.items)} item(s) have failed judgments, left out of the figures they failed "
+            f"on: {causes.total()} judgment(s) failed ({count} with: {cause})")
+
+
+def _failure_causes(results: Results) -> Counter[str]:
+    """Each cause of the failed judgments with its count (a recall claim's failure under its cause)."""
+    return Counter(_first_line(error_cause(str(error.get("reason", "")))) for item in results.items for error in item.errors)
 
 
 def _first_line(text: str, limit: int = 200) -> str:

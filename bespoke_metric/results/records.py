@@ -8,6 +8,7 @@ reads one back (files of older versions included) without losing a field.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -15,6 +16,22 @@ from bespoke_dataset.keys import query_key
 from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Usage
+
+RECALL_PARTS = re.compile(r"^(?:claim \d+|all claims): ")
+"""How a recall error's reason begins: the part of the recall that failed (`recall_error_reason`)."""
+
+
+def recall_error_reason(claim: int | None, reason: str) -> str:
+    """The reason of a recall error: `claim 2: ...` for one claim's call (1-based), `all claims: ...` for the
+    call judging them all."""
+    return f"{'all claims' if claim is None else f'claim {claim}'}: {reason}"
+
+
+def error_cause(reason: str) -> str:
+    """An error's reason without the part of the recall it is of: the same cause, said once, whichever
+    claims it struck."""
+    return RECALL_PARTS.sub("", reason, count=1)
+
 
 _OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human", "search", "truncated", "truncation_reason")
 

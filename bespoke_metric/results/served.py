@@ -4,7 +4,9 @@ Providers say in every response which model served it (`Completion.served_model`
 the one asked for, or a dated snapshot of it (`gpt-5` -> `gpt-5-2025-08-07`), is the model asked for; any
 other (`gemini-2.5-pro` -> `gemini-3.8-flash`, `gpt-5` -> `gpt-5-mini`) means the provider routed the call
 elsewhere: a `warning:` line, `served_mismatch: true` in the results, a leaderboard row of its own, and
-`--strict` refuses it. An answer the output limit cut off is kept and scored as given (as the official
+`--strict` refuses it. An answer a stand-in made (a rule, the `bespoke stand-in` server:
+`Completion.stand_in`) was served by no model: it is counted as `stand_in`, and the figures of a judge so
+answered are marked. An answer the output limit cut off is kept and scored as given (as the official
 evaluator would) but counted wherever figures are shown, and `--strict` refuses it too.
 
 No I/O here: the commands print and refuse.
@@ -15,6 +17,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from bespoke_metric.backends.base import Usage
 
 if TYPE_CHECKING:
     from bespoke_metric.results import Results
@@ -55,6 +59,15 @@ def is_same_model(asked: str, served: str) -> bool:
 def count_served(names: Iterable[str]) -> dict[str, int]:
     """`{served model: count}` of the names given, those the engine did not say (empty) left out."""
     return dict(Counter(name for name in names if name))
+
+
+def answered_by(usage: Usage) -> dict[str, Any]:
+    """What a judge block records of who answered its calls: `served_models`, how the provider said the model
+    stands (`model_status`) where it said, and how many answers a stand-in made (`stand_in`) where it made
+    any, so its figures are marked wherever they are shown."""
+    return {"served_models": dict(usage.served_models),
+            **({"model_status": dict(usage.model_status)} if usage.model_status else {}),
+            **({"stand_in": usage.stand_in} if usage.stand_in else {})}
 
 
 def mismatched(asked: str | None, served_models: Mapping[str, int]) -> dict[str, int]:
@@ -120,12 +133,25 @@ def judge_truncated_line(judge_truncated: int, calls: int) -> str | None:
             "never read, each re-asked once")
 
 
-def mark_served(results: Results, system_served: Mapping[str, int] | None = None) -> None:
+def latest_status(statuses: Iterable[Mapping[str, str] | None]) -> dict[str, str] | None:
+    """The last model status given (`{"stage", "retirement_time"}`, as the provider said it in an answer),
+    or None where none was."""
+    given = [dict(status) for status in statuses if status]
+    return given[-1] if given else None
+
+
+def mark_served(results: Results, system_served: Mapping[str, int] | None = None,
+                system_status: Mapping[str, str] | None = None, system_stand_in: int = 0) -> None:
     """Record `system_served` (`{model: predictions}`, as the predictions say) as `system.served_models`,
-    and mark the results `served_mismatch` when a call of the judge or the system was served by another
-    model than the one asked for."""
+    `system_status` (how the provider said the system's model stands) as `system.model_status`, and
+    `system_stand_in` (predictions a stand-in wrote) as `system.stand_in`; mark the results `served_mismatch`
+    when a call of the judge or the system was served by another model than the one asked for."""
     if system_served is not None:
         results.system = {**(results.system or {}), "served_models": dict(system_served)}
+    if system_status:
+        results.system = {**(results.system or {}), "model_status": dict(system_status)}
+    if system_stand_in:
+        results.system = {**(results.system or {}), "stand_in": system_stand_in}
     other = [mismatched(asked_model(block), (block or {}).get("served_models") or {}) for block in (results.judge, results.system)]
     results.served_mismatch = any(other)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
@@ -16,6 +17,7 @@ from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import Usage
+from bespoke_metric.backends.model_files import model_label
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
@@ -25,9 +27,10 @@ from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
-from bespoke_metric.results.served import count_served, mark_served
+from bespoke_metric.results.served import answered_by, count_served, latest_status, mark_served
 
 from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
+from .rescore import recorded_predictions
 
 
 def load_benchmark(
@@ -132,7 +135,7 @@ def build_results(
     summary["truncated"] = sum(1 for item in items if item.truncated)
     summary["judge_truncated"] = usage.truncated
     results = Results(summary=summary, **figure_stats(items), items=list(items),
-                      judge={**judge.describe(), "served_models": dict(usage.served_models)},
+                      judge={**judge.describe(), **answered_by(usage)},
                       data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                       model_name=model_name(system) if system is not None else None)
     mark_served(results)
@@ -151,13 +154,15 @@ def judge_uses(judge: Judge, *more: Usage, own: Usage | None = None) -> list[Mod
 
 
 def model_name(system: Mapping[str, Any]) -> str | None:
-    """The system under test as lm-eval names it (its settings stay in `system`): the model's spec
-    (`bespoke run` records the model as `{"spec", "backend"}`), else the system's name."""
-    model = system.get("model")
+    """The system under test as lm-eval names it (its settings stay in `system`): the name given to its
+    model (`--model-name`, recorded as `model_name`), else the model's spec (`bespoke run` records the model
+    as `{"spec", "backend"}`), a local file or folder by its own name (`model_label`), else the system's name."""
+    model = system.get("model_name") or system.get("model")
     if isinstance(model, Mapping):
         model = model.get("spec")
-    name = model or system.get("name")
-    return None if name is None else str(name)
+    if model:
+        return model_label(str(model))
+    return None if system.get("name") is None else str(system["name"])
 
 
 def score(
@@ -221,7 +226,12 @@ def score_many(
             if prediction.truncated:  # and whether its answer was cut off (scored as given)
                 item.truncated, item.truncation_reason = True, prediction.truncation_reason or None
         results.summary["truncated"] = sum(1 for item in results.items if item.truncated)
-        mark_served(results, count_served(prediction.served_model for prediction in checked))
+        mark_served(results, count_served(prediction.served_model for prediction in checked),
+                    latest_status(prediction.model_status for prediction in checked),
+                    sum(prediction.stand_in for prediction in checked))
+        degenerate = Counter(part for prediction in checked for part in prediction.degenerate)
+        if degenerate:  # answered without their profile (or rewrite): the system's label no longer holds for them
+            results.system = {**(results.system or {}), "degenerate": dict(sorted(degenerate.items()))}
     return outputs
 
 
@@ -243,7 +253,7 @@ def judge_groups(
         checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
         if limit is not None:
             checked = checked[:limit]
-        groups.append([JudgeItem(benchmark[prediction.key], prediction.response) for prediction in checked])
+        groups.append([JudgeItem(benchmark[prediction.key], prediction.response, guard=prediction.guard) for prediction in checked])
         read.append(checked)
     return JudgeGroups(groups, data, len(benchmark), read)
 
@@ -295,6 +305,11 @@ def failure_count(results: Results) -> int:
 
 
 def write_results(results: Results, path: str | os.PathLike[str]) -> None:
-    """Write a results file atomically: a crash never leaves half of one."""
-    atomic_write_text(path, json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n")
+    """Write a results file atomically: a crash never leaves half of one. Where its predictions are
+    (`system.predictions`) is recorded relative to the file's folder (`rescore.recorded_predictions`)."""
+    content = results.to_json()
+    system = content.get("system")
+    if isinstance(system, dict) and system.get("predictions"):
+        content["system"] = {**system, "predictions": recorded_predictions(system["predictions"], path)}
+    atomic_write_text(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterable, Mapping, Sequence, Union
 
 from bespoke_dataset.errors import UserError
-from bespoke_dataset.keys import normalise_query_id, query_key
+from bespoke_dataset.keys import normalise_query_id, parse_query_key, query_key
+from bespoke_metric.judging.guards import GUARD_NAMES, GuardHit
+from bespoke_metric.results.file_kinds import is_results, results_note, whole_json
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,17 @@ class Prediction:
     truncated: bool = False
     """The output limit cut the answer off (`bespoke generate` records it): scored as given, and counted."""
     truncation_reason: str = ""
+    model_status: dict[str, str] | None = None
+    """How the provider said its model stands when it wrote it (`bespoke generate` records Gemini's), kept
+    as `system.model_status`."""
+    stand_in: bool = False
+    """A stand-in wrote it, not a model (`bespoke generate` records it): counted in `system.stand_in`."""
+    degenerate: tuple[str, ...] = ()
+    """The parts of its context found degenerate where it was written (`bespoke generate` records them:
+    `profile`, `rewrite`): it was answered without them. Counted in `system.degenerate`."""
+    guard: GuardHit | None = None
+    """A guard that fired where it was written, against the context its system was given (`bespoke generate`
+    records it: `guards.check_context_echo`); its item is guarded as any other."""
 
     @property
     def key(self) -> str:
@@ -95,13 +108,31 @@ def _records(predictions: PredictionsInput) -> tuple[str, list[tuple[int, Any]]]
     return "(in memory)", [(number, record) for number, record in enumerate(predictions, start=1)]
 
 
+def reference_records(responses: Sequence[str], references: Sequence[str]) -> list[dict[str, str]]:
+    """Responses and the queries they answer, written "user/query_id" (the `evaluate` metric's input), as
+    prediction records. Raises `PredictionError` naming every malformed reference by its 1-based position,
+    as `read_predictions` names every unknown one."""
+    records: list[dict[str, str]] = []
+    problems: list[str] = []
+    for number, (response, reference) in enumerate(zip(responses, references), start=1):
+        try:
+            user, query_id = parse_query_key(reference)
+        except ValueError as error:
+            problems.append(f"line {number}: {error}")
+            continue
+        records.append({"user": user, "query_id": query_id, "response": response})
+    if problems:
+        raise PredictionError("(in memory)", problems)
+    return records
+
+
 def read_predictions(
     predictions: PredictionsInput, known_keys: Iterable[str], *, allow_repeats: bool = False
 ) -> list[Prediction]:
     """Decode and check predictions against the benchmark's query keys.
 
-    Raises `PredictionError` naming every malformed line, unknown `user/query_id`, duplicate and empty
-    response. `allow_repeats` accepts several predictions for one query (the metric scores each: several
+    Raises `PredictionError` naming every malformed line, unknown `user/query_id` and duplicate. An empty
+    response is kept: the response guards score it, lowest and counted, as everywhere. `allow_repeats` accepts several predictions for one query (the metric scores each: several
     samples per prompt, a bootstrap resample); a predictions file keeps one per query."""
     known = set(known_keys)
     origin, records = _records(predictions)
@@ -135,19 +166,34 @@ def read_predictions(
         if not isinstance(record.get("truncated", False), bool):
             problems.append(f"line {number}: 'truncated' must be true or false, got {record['truncated']!r}")
             continue
+        degenerate = record.get("degenerate") or {}
+        if not isinstance(degenerate, Mapping):
+            problems.append(f"line {number}: 'degenerate' must be an object of part: guard, got {degenerate!r}")
+            continue
+        guard = record.get("guard")
+        if guard is not None and not (isinstance(guard, Mapping) and guard.get("guard") in GUARD_NAMES
+                                      and isinstance(guard.get("reason"), str)):
+            problems.append(f"line {number}: 'guard' must be {{\"guard\": one of {', '.join(GUARD_NAMES)}, \"reason\": text}}, "
+                            f"got {guard!r}")
+            continue
         prediction = Prediction(str(record["user"]), query_id, response, number, dict(search) if search is not None else None,
                                 served_model=str(record.get("served_model") or ""), truncated=record.get("truncated", False),
-                                truncation_reason=str(record.get("truncation_reason") or ""))
+                                truncation_reason=str(record.get("truncation_reason") or ""),
+                                model_status=dict(record["model_status"]) if isinstance(record.get("model_status"), Mapping) else None,
+                                stand_in=record.get("stand_in") is True, degenerate=tuple(sorted(degenerate)),
+                                guard=GuardHit(guard["guard"], guard["reason"]) if guard is not None else None)
         if prediction.key not in known:
             problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
         elif prediction.key in seen and not allow_repeats:
             problems.append(f"line {number}: duplicate prediction for {prediction.key!r} (first on line {seen[prediction.key]})")
-        elif not response.strip():
-            problems.append(f"line {number}: empty response for {prediction.key!r}")
-        else:
+        else:  # an empty response is a prediction too: the guards score it (`empty`), as the reward does
             seen.setdefault(prediction.key, number)
             result.append(prediction)
+    if problems and not isinstance(predictions, (str, os.PathLike)):
+        raise PredictionError(origin, problems)
     if problems:
+        if is_results(whole_json(origin)):  # a results file given as predictions: one line, not one per line of it
+            raise PredictionError(origin, [results_note(origin)])
         raise PredictionError(origin, problems)
     if not result:
         raise PredictionError(origin, ["no predictions found"])

@@ -1,7 +1,8 @@
 """Judging a leaderboard again with a new judge: the predictions behind each results file, scored anew.
 
 A results file keeps where its predictions are (`system.predictions`: `bespoke run` and `bespoke score`
-record it); a run keeps them in its companion folder (`results/NAME/predictions.jsonl` beside
+record it, relative to the results file's own folder, so it resolves from any directory and still holds
+when the folder is copied with its predictions); a run keeps them in its companion folder (`results/NAME/predictions.jsonl` beside
 `results/NAME.json`). `rescore_plan` finds them for every results file before any judge call, and the new
 results keep the old `system` block, with `rescored_from` naming the file and judge they replace, so
 `bespoke bridge` pairs each system's two results.
@@ -9,13 +10,13 @@ results keep the old `system` block, with `rescored_from` naming the file and ju
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
+from bespoke_metric.results.file_kinds import not_results, read_json
 
 
 class RescoreError(UserError):
@@ -35,14 +36,31 @@ class Rescore:
     output: str
 
 
-def predictions_candidates(results_path: str, content: Mapping[str, Any]) -> list[Path]:
-    """Where the predictions of a results file may be, in order: the path it records (as written, then
-    relative to the results file's folder), then the run's companion folder (`NAME/predictions.jsonl`), then
-    the layout of 0.2 (`NAME.predictions.jsonl` beside it)."""
+def recorded_predictions(predictions: str | os.PathLike[str], results_path: str | os.PathLike[str]) -> str:
+    """How the results file at `results_path` records where its predictions are: relative to its own folder
+    (`../runs/a.jsonl`, with `/`), so it resolves wherever a command runs and moves with a folder copied
+    whole; absolute where no relative path leads there (another drive)."""
+    target = os.path.abspath(predictions)
+    try:
+        return Path(os.path.relpath(target, os.path.dirname(os.path.abspath(results_path)))).as_posix()
+    except ValueError:  # Windows: another drive
+        return target
+
+
+def predictions_candidates(results_path: str | os.PathLike[str], content: Mapping[str, Any]) -> list[Path]:
+    """Where the predictions of a results file may be, in order: the path it records, relative to the
+    results file's folder (as it is written), then as given (files of 0.4.1 and before recorded it as the
+    command was given, relative to where it ran), then the run's companion folder (`NAME/predictions.jsonl`),
+    then the layout of 0.2 (`NAME.predictions.jsonl` beside it)."""
     path = Path(results_path)
     recorded = (content.get("system") or {}).get("predictions")
-    candidates = [Path(str(recorded)), path.parent / str(recorded)] if recorded else []
+    candidates = [path.parent / str(recorded), Path(str(recorded))] if recorded else []
     return candidates + [path.with_name(path.stem) / "predictions.jsonl", path.with_name(f"{path.stem}.predictions.jsonl")]
+
+
+def find_predictions(results_path: str | os.PathLike[str], content: Mapping[str, Any]) -> Path | None:
+    """The predictions file of a results file: the first of `predictions_candidates` that is a file."""
+    return next((candidate for candidate in predictions_candidates(results_path, content) if candidate.is_file()), None)
 
 
 def rescore_plan(paths: Sequence[str], out: str | os.PathLike[str]) -> list[Rescore]:
@@ -51,17 +69,13 @@ def rescore_plan(paths: Sequence[str], out: str | os.PathLike[str]) -> list[Resc
     plans: list[Rescore] = []
     outputs: dict[str, str] = {}
     for given in paths:
-        try:
-            with open(given, encoding="utf-8") as handle:
-                content = json.load(handle)
-        except (OSError, json.JSONDecodeError) as error:
-            raise RescoreError(f"{given}: cannot be read as a results file ({error})") from None
-        if not isinstance(content, dict) or "items" not in content or "judge" not in content or "meta_eval" in content:
-            raise RescoreError(f"{given}: not a system's results file (rescore takes what score or run wrote)")
-        candidates = predictions_candidates(given, content)
-        found = next((candidate for candidate in candidates if candidate.is_file()), None)
+        content = read_json(given, RescoreError)
+        reason = not_results(content, given)
+        if reason is not None or "items" not in content or "judge" not in content:
+            raise RescoreError(f"{given}: {reason or 'not a system results file'} (rescore takes what score or run wrote)")
+        found = find_predictions(given, content)
         if found is None:
-            looked = ", ".join(dict.fromkeys(str(candidate) for candidate in candidates))
+            looked = ", ".join(dict.fromkeys(str(candidate) for candidate in predictions_candidates(given, content)))
             raise RescoreError(f"{given}: its predictions are gone (looked for {looked}); rescoring judges the "
                                "predictions again, so they must be kept beside the results")
         output = str(Path(out) / Path(given).name)

@@ -32,13 +32,24 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
 from bespoke_metric.judging.cleaning import clean_response
+from bespoke_metric.judging.guards import check_context_echo
 from bespoke_metric.results.served import StrictError, asked_model, mismatch_warning
 
 from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
 from .profiler import LLMProfiler, expand_queries
 from .prompts import GENERATION_PROMPT_VERSION
 from .retrieval import Retriever, make_retriever
-from .runfiles import GenerationError, ProfileStore, append_predictions, canonical_sha256, check_resume, read_done, sidecar
+from .runfiles import (
+    GenerationError,
+    ProfileStore,
+    append_predictions,
+    canonical_sha256,
+    check_resume,
+    degenerate_counts,
+    read_done,
+    record_outcomes,
+    sidecar,
+)
 from .search.base import NATIVE, NONE, SearchEngine
 from .search.cache import SearchCache
 from .search.plan import describe_search, make_plan, open_engine
@@ -102,6 +113,7 @@ def generate(
     data: SystemData | None = None,
     progress: bool = True,
     strict: bool = False,
+    model_name: str | None = None,
 ) -> GenerationReport:
     """Generate predictions for every query into the JSONL file `output`, resuming what is there.
 
@@ -113,6 +125,8 @@ def generate(
             once for several runs (`load_system_data`, as a sweep does): the run records the same.
         strict: raise `StrictError` before writing a prediction whose answer was cut off or whose calls
             were served by another model than asked for (`bespoke_metric.results.served`).
+        model_name: the system's name in tables and results (`model_name` in the run file), in place of its
+            model's spec; a resume may change it, as it changes no answer.
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
@@ -146,8 +160,9 @@ def generate(
         manifest = sidecar(output, ".run.json")
         check_resume(output, manifest, system)
         done = read_done(output)
-        writer = _Writer(output, manifest, system, strict)
-        report = GenerationReport(output, system, already_done=sum(row_key(row) in done for row in rows))
+        named = {**system, "model_name": model_name} if model_name else system
+        writer = _Writer(output, manifest, named, strict)
+        report = GenerationReport(output, named, already_done=sum(row_key(row) in done for row in rows))
         pending = [row for row in rows if row_key(row) not in done]
         if pending:
             # a given cache object is used as it is (a dry run's reads without writing)
@@ -160,6 +175,7 @@ def generate(
             plan = make_plan(settings, parts.search, parts.search_engine, searches)
             _generate_pending(pending, histories, parts, plan, settings, cache, store, report, writer, progress)
         writer.write(report, [])  # the files exist even when no query could be asked
+        record_outcomes(manifest, named, output)
         report.uses = _uses(parts, report)
     report.wall_seconds = time.perf_counter() - started
     return report
@@ -434,8 +450,8 @@ class _Writer:
 
 def _count(record: Mapping[str, Any], plan: SearchPlan, report: GenerationReport) -> None:
     """What the run's summary says of one prediction: degenerate parts, fallbacks, answers without search."""
-    for part in record.get("degenerate") or {}:
-        report.degenerate[part] = report.degenerate.get(part, 0) + 1
+    for part, count in degenerate_counts([record]).items():
+        report.degenerate[part] = report.degenerate.get(part, 0) + count
     search = record.get("search") or {}
     report.fallbacks += bool(search.get("fallback"))
     report.unsearched += plan.searcher is not None and plan.policy == "agent" and not search.get("calls")
@@ -445,13 +461,19 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
                 profile_mark: Mapping[str, Any]) -> dict[str, Any] | str:
     """The prediction record of one answered query, or why it has none: with the model that served its
     answer (the provider's word for it, else `model`, the one asked for: a local model is the one loaded),
-    its `system_fingerprint` and `service_tier` where given, and, where the output limit cut it off,
-    `truncated` and why. `profile_mark`: `{"profile": hit}` when its profile was degenerate."""
+    its `system_fingerprint`, `service_tier` and `model_status` where given (`stand_in` instead of the model
+    where a stand-in wrote it), and, where the output limit cut it off, `truncated` and why; `guard` where the
+    answer echoes the context it was given (`check_context_echo`). `profile_mark`: `{"profile": hit}` when its
+    profile was degenerate."""
     if outcome.error is not None or not outcome.raw:
         return outcome.error or "the model returned an empty answer"
     response = clean_response(outcome.raw)
     if not response:
         return "the answer is empty once its reasoning, citations and URLs are left out"
+    # A stand-in's answer (a dry run's placeholder, made like the placeholder profile in its context) says
+    # nothing of whether the system would echo its context: no echo is recorded, so a dry run counts its judge calls.
+    stand_in = outcome.completion is not None and outcome.completion.stand_in
+    echoed = check_context_echo(response, context.text) if context.text and not stand_in else None
     record: dict[str, Any] = {
         "user": context.user,
         "query_id": context.query_id,
@@ -464,8 +486,11 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     if plan.engine != NONE:
         record["search"] = outcome.search
     completion = outcome.completion
-    record["served_model"] = (completion.served_model if completion is not None else "") or model
-    for name in ("system_fingerprint", "service_tier"):  # where the provider gives them
+    if stand_in:  # served by no model: a stand-in wrote it
+        record["stand_in"] = True
+    else:
+        record["served_model"] = (completion.served_model if completion is not None else "") or model
+    for name in ("system_fingerprint", "service_tier", "model_status"):  # where the provider gives them
         if completion is not None and getattr(completion, name):
             record[name] = getattr(completion, name)
     if completion is not None and completion.truncated:
@@ -474,4 +499,6 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     marks = {**profile_mark, **({"rewrite": outcome.degenerate} if outcome.degenerate else {})}
     if marks:
         record["degenerate"] = marks
+    if echoed is not None:  # the context is not kept: the judge's guards learn of the echo from here
+        record["guard"] = echoed.to_dict()
     return record

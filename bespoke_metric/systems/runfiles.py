@@ -1,6 +1,7 @@
 """The files a run keeps beside its predictions `NAME.jsonl`, and the checks that make resuming safe.
 
-`NAME.run.json` (the `system` block: models, context configuration, settings, data), `NAME.profiles.jsonl`
+`NAME.run.json` (the `system` block: models, context configuration, settings, data; and, once the run ends,
+how many of its predictions were answered without a degenerate profile or rewrite), `NAME.profiles.jsonl`
 (profiles and query expansions, for inspection and reuse) and `NAME.cache.sqlite` (every LLM call).
 Predictions are appended as they are generated, so a killed run, started again with the same output,
 generates only what is missing.
@@ -74,13 +75,51 @@ def append_predictions(output: Path, records: Iterable[Mapping[str, Any]]) -> No
         os.fsync(stream.fileno())
 
 
+OUTCOMES = ("degenerate",)
+"""What a run file records of what happened rather than of how the run was set up: not compared on resume."""
+
+
+def degenerate_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How many predictions were answered without their profile or rewrite, by part (their `degenerate`
+    marks): `{"profile": 7}`; empty when none was."""
+    counts: dict[str, int] = {}
+    for record in records:
+        for part in record.get("degenerate") or {}:
+            counts[part] = counts.get(part, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def record_outcomes(manifest: Path, system: Mapping[str, Any], output: Path) -> None:
+    """Rewrite the run file with what its predictions say happened (`degenerate_counts` over the whole
+    predictions file, a resumed run's earlier ones included)."""
+    degenerate = degenerate_counts(read_done(output).values())
+    atomic_write_text(manifest, json.dumps({**system, **({"degenerate": degenerate} if degenerate else {})},
+                                           indent=2, ensure_ascii=False) + "\n")
+
+
+NAMING_KEYS = ("model_name",)
+"""What a run file records that names the system and changes none of its answers: a resume may change it."""
+
+
+def recorded_model_name(predictions: str | os.PathLike[str]) -> str | None:
+    """The name `bespoke generate --model-name` gave the system of a predictions file, from its run file
+    (`NAME.run.json` beside it); None when it has none."""
+    manifest = sidecar(Path(predictions), ".run.json")
+    try:
+        name = json.loads(manifest.read_text(encoding="utf-8")).get("model_name")
+    except (OSError, ValueError, AttributeError):  # no run file, or not one of ours: nothing recorded
+        return None
+    return str(name) if name else None
+
+
 def check_resume(output: Path, manifest: Path, system: Mapping[str, Any]) -> None:
     """Refuse to add to predictions made under other settings or from other data (`system["data"]`),
     naming each setting that differs by its flag, with this run's value and the recorded one."""
     if not (output.exists() and manifest.exists()):
         return
-    before = json.loads(manifest.read_text(encoding="utf-8"))
-    now = json.loads(json.dumps(system))
+    ignored = OUTCOMES + NAMING_KEYS
+    before = {key: value for key, value in json.loads(manifest.read_text(encoding="utf-8")).items() if key not in ignored}
+    now = {key: value for key, value in json.loads(json.dumps(system)).items() if key not in ignored}
     if before != now:
         changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
         what = "from other data" if changed == ["data"] else "with other settings"

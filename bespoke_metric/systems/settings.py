@@ -50,8 +50,11 @@ class GenerationSettings(ContextSettings):
 
     max_new_tokens: int = setting(1024, "--max-new-tokens", "answer length limit", positive=True)
     """The answer's length limit."""
-    profile_max_tokens: int = setting(512, positive=True)
-    expansion_max_tokens: int = setting(256, positive=True)
+    profile_max_tokens: int = setting(512, "--profile-max-tokens", "profile length limit (the profiler's output cap; "
+                                      "a small local model loops to it)", positive=True)
+    """The profile's length limit."""
+    expansion_max_tokens: int = setting(256, "--expansion-max-tokens", "query expansion length limit", positive=True)
+    """A query expansion's length limit (`--expand`)."""
     search_budget: int = setting(DEFAULT_SEARCH_BUDGET, positive=True)
     """Tokens of search results in the prompt (`query`, `rewrite`), or in each search's results an agent
     is shown."""

@@ -127,7 +127,9 @@ def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | No
         try:
             return hf_token_counter(name, revision)
         except ModelNotFoundError as error:
-            raise ModelNotFoundError(f"the tokenizer that counts token budgets is not available: {error}") from None
+            if not tokenizer:  # the model itself is not to be had: say so, not what its tokenizer is for
+                raise
+            raise ModelNotFoundError(f"the tokenizer that counts token budgets (--tokenizer) is not available: {error}") from None
     if _OPENAI_MODEL.match(model):
         return openai_token_counter(model)
     # An OpenAI-compatible server of an open model usually serves it under its Hub id.

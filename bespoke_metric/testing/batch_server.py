@@ -30,14 +30,11 @@ judge) until it is stopped, writing its base URL to FILE once it listens.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import contextlib
 import functools
 import itertools
 import json
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from email.parser import BytesParser
@@ -48,7 +45,7 @@ from urllib.parse import parse_qs, urlsplit
 from bespoke_metric.calls.pricing import prompt_tokens
 from bespoke_metric.systems.tokens import TokenCounter, openai_token_counter
 
-from .server import RecordedRequest, Responder, TestServer, _default_responder, _Handler, messages_of
+from .server import RecordedRequest, Responder, TestServer, _default_responder, _Handler, messages_of, serve_until_stopped
 
 ENDS = ("completed", "expired", "cancelled", "failed")
 """How a batch ends; before, it passes through `validating`, `in_progress` and `finalizing`."""
@@ -397,14 +394,6 @@ class _BatchHandler(_Handler):
             self._send(record, status, _error(f"scripted failure {status}", "server_error" if status >= 500 else "invalid_request_error"))
         return status is not None
 
-    def _send_bytes(self, record: RecordedRequest, content: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(content)))
-        self.end_headers()
-        self.state._end(record, 200)
-        self.wfile.write(content)
-
 
 BatchServer.handler = _BatchHandler
 
@@ -423,21 +412,9 @@ def serve_batches(responder: Responder = _default_responder, **options: Any) -> 
 def main(argv: list[str] | None = None) -> int:
     from .judge_responder import judge_answer
 
-    parser = argparse.ArgumentParser(prog="python -m bespoke_metric.testing.batch_server",
-                                     description="serve the Files and Batch APIs (and direct calls) on 127.0.0.1, answering as the stand-in judge")
-    parser.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
-    args = parser.parse_args(argv)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with serve_batches(judge_answer) as server:
-        with open(args.url_file, "w", encoding="utf-8") as out:
-            out.write(server.base_url + "\n")
-        try:
-            stop.wait()
-        except KeyboardInterrupt:
-            pass
-    return 0
-
+    return serve_until_stopped(BatchServer(judge_answer), argv, prog="python -m bespoke_metric.testing.batch_server",
+                               description="serve the Files and Batch APIs (and direct calls) on 127.0.0.1, answering "
+                                           "as the stand-in judge")
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,11 +6,15 @@ whole response body in its provider's shape:
 - `openai_responder`: OpenAI's Responses API with `web_search_call` items (a `search` with its sources,
   an `open_page`) and `url_citation` annotations (or none, `cite=False`), and chat completions with
   `message.annotations` (for `web_search_options`) and `tool_calls` (for `tools=`);
+  `serve_strict` serves it as strictly as OpenAI's API: an unknown field (by the SDK's parameter types),
+  `max_tokens` where `max_completion_tokens` is taken, or what a GPT-6 model refuses is a 400;
 - `perplexity_responder`: Perplexity's Agent API (`POST /v1/agent`): `search_results` output items, a
   message in several `output_text` parts, `usage.cost`, a 200 `failed` and an `incomplete` answer; served by
   `serve_perplexity`, which rejects an unknown field with a 400 as the real API does;
 - `gemini_responder`: Gemini's `generateContent` with `groundingMetadata` (`webSearchQueries`,
-  `groundingChunks`, `groundingSupports`) when the request carries the Google Search tool.
+  `groundingChunks`, `groundingSupports`) when the request carries the Google Search tool, and the model's
+  `modelStatus` where given; `serve_strict` serves it as strictly as the Gemini API (an unknown field, a
+  thinking level with a thinking budget, a level the model does not take: a 400).
 
 They search a small fixed web (`PAGES`), so what a test expects follows from its question. A model
 offered tools calls the first one with `{"query": QUESTION}` until it has a tool's answer, then answers.
@@ -29,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .server import Fault, RecordedRequest, Responder, TestServer, messages_of, serve
+from .server import Cutoff, Fault, RecordedRequest, Responder, TestServer, messages_of, serve
 
 CACHED_TOKENS = 3
 """Input tokens every fake reports as served from the provider's prompt cache."""
@@ -74,11 +78,15 @@ def _usage_numbers(prompt: str, text: str) -> tuple[int, int]:
 # -- OpenAI: Responses API and chat completions ---------------------------------------------------------
 
 
-def openai_responder(*, cite: bool = True) -> Responder:
+def openai_responder(*, cite: bool = True, answer: Responder | None = None) -> Responder:
     """Answers Responses and chat-completions bodies alike (see the module docstring); `cite=False`: the
-    answer carries no `url_citation` annotation (as many real ones), only the searched sources."""
+    answer carries no `url_citation` annotation (as many real ones), only the searched sources. `answer`: a
+    request that neither searches nor is offered tools is answered by it instead (`answer_any` answers as a
+    system, a profiler and a judge would; a text it gives is sent in the API's shape by the server)."""
 
-    def respond(body: dict[str, Any]) -> dict[str, Any]:
+    def respond(body: dict[str, Any]) -> str | Cutoff | dict[str, Any]:
+        if answer is not None and not body.get("tools") and "web_search_options" not in body:
+            return answer(body)
         return _responses(body, cite) if "input" in body else _chat(body, cite)
 
     return respond
@@ -159,6 +167,104 @@ def _chat(body: dict[str, Any], cite: bool) -> dict[str, Any]:
                   "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS},
                   "completion_tokens_details": {"reasoning_tokens": REASONING_TOKENS}},
     }
+
+
+# -- OpenAI, as strict as its API ---------------------------------------------------------------------------
+
+# The request fields OpenAI's API takes: the official SDK's own parameter types (openai-python 3.57:
+# types/responses/response_create_params.py ResponseCreateParamsBase, web_search_tool_param.py
+# WebSearchToolParam {type, external_web_access, filters{allowed_domains}, search_context_size, user_location},
+# function_tool_param.py, shared_params/reasoning.py; types/chat/completion_create_params.py
+# CompletionCreateParamsBase, WebSearchOptions). The API answers any other field with a 400
+# ("Unrecognized request argument supplied: NAME", `invalid_request_error`).
+
+
+def _sdk_fields(module: str, name: str) -> frozenset[str]:
+    import importlib
+
+    return frozenset(getattr(importlib.import_module(f"openai.types.{module}"), name).__annotations__)
+
+
+def openai_fields() -> dict[str, frozenset[str]]:
+    """The fields each part of a request body may hold, by where it is (`""`: the top level of a Responses
+    API body, `"chat"`: of a chat-completions body), read off the SDK's parameter types."""
+    return {
+        "": _sdk_fields("responses.response_create_params", "ResponseCreateParamsBase"),
+        "chat": _sdk_fields("chat.completion_create_params", "CompletionCreateParamsBase"),
+        "reasoning": _sdk_fields("shared_params.reasoning", "Reasoning"),
+        "web_search": _sdk_fields("responses.web_search_tool_param", "WebSearchToolParam"),
+        "web_search.filters": _sdk_fields("responses.web_search_tool_param", "Filters"),
+        "web_search.user_location": _sdk_fields("responses.web_search_tool_param", "UserLocation"),
+        "function": _sdk_fields("responses.function_tool_param", "FunctionToolParam"),
+        "web_search_options": _sdk_fields("chat.completion_create_params", "WebSearchOptions"),
+    }
+
+
+def unknown_openai_field(path: str, body: dict[str, Any]) -> str | None:
+    """The first field of a request body that OpenAI's API does not know (its path), or None."""
+    fields = openai_fields()
+    chat = path.endswith("/chat/completions")
+    checks: list[tuple[str, Any, frozenset[str]]] = [("", body, fields["chat" if chat else ""])]
+    if chat:
+        checks.append(("web_search_options.", body.get("web_search_options"), fields["web_search_options"]))
+    else:
+        checks.append(("reasoning.", body.get("reasoning"), fields["reasoning"]))
+        for tool in body.get("tools") or ():
+            kind = tool.get("type")
+            if kind == "web_search":
+                checks += [("tools[].", tool, fields["web_search"]), ("tools[].filters.", tool.get("filters"), fields["web_search.filters"]),
+                           ("tools[].user_location.", tool.get("user_location"), fields["web_search.user_location"])]
+            elif kind == "function":
+                checks.append(("tools[].", tool, fields["function"]))
+    for where, part, known in checks:
+        for name in part if isinstance(part, dict) else ():
+            if name not in known:
+                return where + name
+    return None
+
+
+_GPT6 = re.compile(r"^(?:.*/)?gpt-6(?:\.(\d+))?", re.IGNORECASE)
+_REASONING_CHAT = re.compile(r"^(?:.*/)?(?:o\d|gpt-[56])", re.IGNORECASE)
+
+
+def gpt6_refusal(path: str, body: dict[str, Any]) -> str | None:
+    """What OpenAI's API refuses of a request to a GPT-6 model (as issue 32 quotes OpenAI, 2026-12-01), in
+    the manner of its parameter errors, or None: tools (web search included) on chat completions from GPT-6.1; efforts `none` and
+    `minimal` on GPT-6.2 and later; `temperature`, `top_p` and logprobs unless the effort is `none`."""
+    match = _GPT6.match(str(body.get("model") or ""))
+    if match is None:
+        return None
+    minor = int(match.group(1) or 0)
+    chat = path.endswith("/chat/completions")
+    effort = body.get("reasoning_effort") if chat else (body.get("reasoning") or {}).get("effort")
+    if chat and minor >= 1 and (body.get("tools") or "web_search_options" in body):
+        return "Tools, including web search, are supported with this model only in the Responses API (/v1/responses)."
+    if minor >= 2 and effort in ("none", "minimal"):
+        return (f"Unsupported value: 'reasoning.effort' does not support '{effort}' with this model. "
+                "Supported values are: 'low', 'medium', 'high', 'xhigh' and 'max'.")
+    for name in ("temperature", "top_p", "logprobs", "top_logprobs"):
+        if name in body and effort != "none":
+            return f"Unsupported parameter: '{name}' is not supported with this model unless reasoning effort is 'none'."
+    return None
+
+
+def openai_error(path: str, body: dict[str, Any]) -> Fault | None:
+    """OpenAI's 400 for a body it rejects: an unknown field, `max_tokens` on chat completions to a model that
+    takes `max_completion_tokens` (the o-series, GPT-5, GPT-6), or what a GPT-6 model refuses
+    (`gpt6_refusal`); the error object as the API sends it (`{message, type, param, code}`)."""
+    unknown = unknown_openai_field(path, body)
+    if unknown is not None:
+        return Fault(status=400, body={"error": {"message": f"Unrecognized request argument supplied: {unknown.rsplit('.', 1)[-1]}",
+                                                 "type": "invalid_request_error", "param": unknown, "code": None}})
+    if path.endswith("/chat/completions") and "max_tokens" in body and _REASONING_CHAT.match(str(body.get("model") or "")):
+        return Fault(status=400, body={"error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}})
+    refused = gpt6_refusal(path, body)
+    if refused is not None:
+        return Fault(status=400, body={"error": {"message": refused, "type": "invalid_request_error", "param": None,
+                                                 "code": "unsupported_parameter"}})
+    return None
 
 
 # -- Perplexity: the Agent API -----------------------------------------------------------------------------
@@ -325,9 +431,13 @@ def perplexity_responder() -> Responder:
 # -- Gemini ----------------------------------------------------------------------------------------------
 
 
-def gemini_responder() -> Responder:
+def gemini_responder(*, answer: Responder | None = None, model_status: dict[str, str] | None = None) -> Responder:
     """Gemini's `generateContent`: with the Google Search tool, two queries, three grounding chunks (each
-    uri a redirect, its title the page's domain, as Gemini gives them) and supports pointing at the first two."""
+    uri a redirect, its title the page's domain, as Gemini gives them) and supports pointing at the first two.
+    `answer`: the text of an answer without search comes from this responder, asked with the request as chat
+    messages (`answer_any` answers as a system, a profiler and a judge would). `model_status`: every answer
+    carries it, in the response's `modelStatus` (google-genai 3.6 `types.ModelStatus`: `modelStage`,
+    `retirementTime`, `message`; the Gemini API's, not Vertex's)."""
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         texts = [part.get("text", "") for content in body.get("contents") or () for part in content.get("parts") or ()]
@@ -335,6 +445,9 @@ def gemini_responder() -> Responder:
         searching = any("googleSearch" in tool or "google_search" in tool for tool in body.get("tools") or ())
         pages = search_pages(question) if searching else []
         text = answer_citing(question, pages[:2]) if pages else f"answer to {question}"
+        if answer is not None and not pages:
+            answered = answer(_as_chat(body))
+            text = answered if isinstance(answered, str) else text
         prompt_tokens, output_tokens = _usage_numbers(" ".join(texts), text)
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": "thinking it over", "thought": True},
                                                                            {"text": text}]},
@@ -351,7 +464,7 @@ def gemini_responder() -> Responder:
                 ],
                 "searchEntryPoint": {"renderedContent": "<div>search suggestions</div>"},
             }
-        return {
+        response = {
             "candidates": [candidate],
             "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens - REASONING_TOKENS,
                               "thoughtsTokenCount": REASONING_TOKENS, "cachedContentTokenCount": CACHED_TOKENS,
@@ -359,8 +472,65 @@ def gemini_responder() -> Responder:
                               "totalTokenCount": prompt_tokens + output_tokens},
             "modelVersion": "gemini-fake",
         }
+        if model_status is not None:
+            response["modelStatus"] = dict(model_status)
+        return response
 
     return respond
+
+
+def _as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A `generateContent` body as a chat-completions one (its system instruction and contents as messages), for
+    a responder that reads chat messages."""
+    def text(content: dict[str, Any]) -> str:
+        return "".join(part.get("text", "") for part in content.get("parts") or ())
+
+    system = body.get("systemInstruction") or body.get("system_instruction")
+    messages = [{"role": "system", "content": text(system)}] if system else []
+    messages += [{"role": "assistant" if content.get("role") == "model" else "user", "content": text(content)}
+                 for content in body.get("contents") or ()]
+    return {"model": body.get("model", ""), "messages": messages}
+
+
+# The fields of a `generateContent` request body: the Gemini API reference's request body (ai.google.dev/api/
+# generate-content#request-body: contents, tools, toolConfig, safetySettings, systemInstruction, generationConfig,
+# cachedContent) and, inside, google-genai 3.6's own types (types.GenerationConfig, ThinkingConfig, Tool). Field
+# names are protobuf JSON: camelCase or the proto's snake_case. The API answers any other with a 400
+# INVALID_ARGUMENT ('Invalid JSON payload received. Unknown name "x" at 'generation_config': Cannot find field.').
+GEMINI_REQUEST_FIELDS = frozenset({"contents", "tools", "toolConfig", "safetySettings", "systemInstruction", "generationConfig",
+                                   "cachedContent"})
+
+
+def _genai_fields(name: str) -> frozenset[str]:
+    from google.genai import types
+
+    return frozenset(getattr(types, name).model_fields)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", lambda match: "_" + match.group(1).lower(), name)
+
+
+def gemini_refusal(path: str, body: dict[str, Any]) -> str | None:
+    """What the Gemini API answers a `generateContent` body with a 400 for, in the manner of its errors, or
+    None: an unknown field, a thinking level and a thinking budget together, and a thinking level the model
+    does not take (MINIMAL on Gemini 3.8 Flash, as issue 32 quotes Google, 2026-12-01)."""
+    generation = body.get("generationConfig") or body.get("generation_config") or {}
+    thinking = generation.get("thinkingConfig") or generation.get("thinking_config") or {}
+    checks = [("", body, frozenset(map(_snake, GEMINI_REQUEST_FIELDS))), ("generation_config", generation, _genai_fields("GenerationConfig")),
+              ("generation_config.thinking_config", thinking, _genai_fields("ThinkingConfig"))]
+    checks += [("tools", tool, _genai_fields("Tool")) for tool in body.get("tools") or ()]
+    for where, part, known in checks:
+        for name in part:
+            if _snake(name) not in known:
+                return f"Invalid JSON payload received. Unknown name \"{name}\" at '{where or 'request'}': Cannot find field."
+    names = {_snake(name) for name in thinking}
+    if {"thinking_level", "thinking_budget"} <= names:
+        return "thinking_budget and thinking_level cannot both be set."
+    level = str(thinking.get("thinkingLevel") or thinking.get("thinking_level") or "")
+    if level == "MINIMAL" and re.search(r"gemini-3\.8-flash", path):
+        return "Thinking level MINIMAL is not supported for this model. Supported levels: LOW, MEDIUM, HIGH."
+    return None
 
 
 def gemini_redirect(page: Page) -> str:
@@ -377,6 +547,63 @@ def serve_provider(responder: Responder, **options: Any) -> Iterator[TestServer]
     with serve(responder, **options) as server:
         server.paths = (*server.paths, GEMINI_ROUTE)
         yield server
+
+
+class StrictServer(TestServer):
+    """A `TestServer` answering OpenAI's chat completions and Responses API and Gemini's `generateContent` as
+    strictly as those APIs: a body OpenAI's API refuses (`openai_error`) or the Gemini API does
+    (`gemini_refusal`, a 400 `INVALID_ARGUMENT` as a `google.rpc.Status` body) is refused, its error message
+    kept in `refused`; every sampling parameter a Gemini body carries (Gemini 3 deprecates them) is kept in
+    `deprecated`. Scripted faults and a `rule` come first."""
+
+    def __init__(self, responder: Responder, **options: Any) -> None:
+        super().__init__(responder, **options)
+        self.paths = (*self.paths, GEMINI_ROUTE)
+        self.refused: list[str] = []
+        """The error message of every call refused (since the last `reset`)."""
+        self.deprecated: list[str] = []
+        """The deprecated sampling parameters Gemini bodies carried (since the last `reset`)."""
+
+    def reset(self) -> None:
+        super().reset()
+        with self._lock:
+            self.refused.clear()
+            self.deprecated.clear()
+
+    def _begin(self, record: RecordedRequest) -> Fault | None:
+        fault = super()._begin(record)
+        if fault is not None or record.method != "POST" or not isinstance(record.body, dict):
+            return fault
+        if record.path.endswith(GEMINI_ROUTE):
+            refused = gemini_refusal(record.path, record.body)
+            generation = record.body.get("generationConfig") or {}
+            with self._lock:
+                self.deprecated += [name for name in ("temperature", "topP", "topK", "top_p", "top_k") if name in generation]
+            fault = Fault(status=400, body={"error": {"code": 400, "message": refused, "status": "INVALID_ARGUMENT"}}) if refused else None
+        else:
+            fault = openai_error(record.path, record.body)
+        if fault is not None and fault.body is not None:
+            with self._lock:
+                self.refused.append(str(fault.body["error"]["message"]))
+        return fault
+
+
+def strict_responder(*, answer: Responder | None = None) -> Responder:
+    """Answers OpenAI's bodies as `openai_responder(answer=answer)` and Gemini's (`contents`) as
+    `gemini_responder(answer=answer)`: one server for both providers."""
+    openai, gemini = openai_responder(answer=answer), gemini_responder(answer=answer)
+    return lambda body: gemini(body) if "contents" in body else openai(body)
+
+
+@contextlib.contextmanager
+def serve_strict(responder: Responder | None = None, **options: Any) -> Iterator[StrictServer]:
+    """A `StrictServer` answering with `responder` (default `strict_responder()`) on 127.0.0.1 for the `with`
+    block: `server.base_url` for `openai:` (it ends in `/v1`), `root_url(server)` for `gemini:`."""
+    server = StrictServer(responder or strict_responder(), **options).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def root_url(server: TestServer) -> str:

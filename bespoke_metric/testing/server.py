@@ -17,10 +17,12 @@ tracked, so tests can assert behaviour (overlap, waits, retries) from the server
 
 from __future__ import annotations
 
+import argparse
 import collections
 import contextlib
 import itertools
 import json
+import signal
 import threading
 import time
 import urllib.parse
@@ -83,9 +85,11 @@ def tool_call(body: dict[str, Any], name: str, arguments: dict[str, Any]) -> dic
 
 
 def messages_of(body: dict[str, Any]) -> list[dict[str, str]]:
-    """The chat messages of a chat-completions or Responses API request body, as role/content dicts."""
+    """The chat messages of a chat-completions, Responses API or Anthropic Messages API request body, as
+    role/content dicts (the Messages API's top-level `system` first)."""
     if "messages" in body:
-        return [{"role": m["role"], "content": _text_of(m.get("content"))} for m in body["messages"]]
+        system = [{"role": "system", "content": _text_of(body["system"])}] if body.get("system") else []
+        return system + [{"role": m["role"], "content": _text_of(m.get("content"))} for m in body["messages"]]
     messages = []
     if body.get("instructions"):
         messages.append({"role": "system", "content": body["instructions"]})
@@ -367,8 +371,38 @@ class _Handler(BaseHTTPRequestHandler):
         self.state._end(record, status)  # before the body: a client holding its answer finds the call recorded
         self.wfile.write(data)
 
+    def _send_bytes(self, record: RecordedRequest, content: bytes, content_type: str = "application/octet-stream") -> None:
+        """A 200 whose body is `content` as it is (a file's bytes, a JSONL stream), not JSON."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(content)))
+        self.end_headers()
+        self.state._end(record, 200)
+        self.wfile.write(content)
+
 
 TestServer.handler = _Handler
+
+
+def serve_until_stopped(server: TestServer, argv: list[str] | None, *, prog: str, description: str) -> int:
+    """A test server's command line, `python -m PROG --url-file FILE`: serve `server` on a free port until
+    SIGTERM or Ctrl-C, its base URL written to FILE once it listens (what a docs page waits for)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    server.start()
+    try:
+        with open(args.url_file, "w", encoding="utf-8") as out:
+            out.write(server.base_url + "\n")
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+    finally:
+        server.stop()
+    return 0
 
 
 @contextlib.contextmanager

@@ -6,7 +6,8 @@ every `openai:` command runs without a key. `bespoke stand-in` runs it.
     export OPENAI_BASE_URL=$(cat stand-in.url) OPENAI_API_KEY=sk-stand-in
 
 Its answers are deterministic functions of the prompt, not a model's: scores from it test the plumbing,
-never a system.
+never a system. Every answer says so (`STAND_IN_FIELD`), so the results from it are marked: its judge a
+proxy, its system's answers a stand-in's, and none of it costs anything.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.openai_backend import STAND_IN_FIELD
 
 from .server import TestServer
 from .system_responder import answer_any
@@ -33,7 +36,8 @@ def serve_stand_in(port: int = 0, *, url_file: str | os.PathLike[str] | None = N
     """Serve on `port` of 127.0.0.1 (0: a free one) until the process is interrupted (KeyboardInterrupt
     goes to the caller). The URL (`http://127.0.0.1:PORT/v1`) is said on one line and
     written to `url_file` once the server answers."""
-    server = TestServer(answer_any, model_ids=MODEL_IDS, keep_requests=KEEP_REQUESTS)
+    server = TestServer(_marked, model_ids=MODEL_IDS, keep_requests=KEEP_REQUESTS)
+    server.answer_fields = {STAND_IN_FIELD: True}
     try:
         server.start(port)
     except OSError as error:
@@ -46,3 +50,10 @@ def serve_stand_in(port: int = 0, *, url_file: str | os.PathLike[str] | None = N
     finally:
         server.stop()
 
+
+
+def _marked(body: dict[str, Any]) -> Any:
+    """`answer_any`'s answer; a whole body (a tool call) carries the stand-in's mark too, as every text
+    answer does through `answer_fields`."""
+    answer = answer_any(body)
+    return {**answer, STAND_IN_FIELD: True} if isinstance(answer, dict) else answer

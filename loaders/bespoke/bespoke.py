@@ -2,12 +2,12 @@
 
 `evaluate.load("bespoke", judge=..., source=...)` loads this script from the folder `bespoke/` (or
 from the Hub Space that holds it). The judging lives in the `bespoke-eval` package, which must be
-installed: `pip install "bespoke-eval[evaluate]==0.4.1"`. Written by `bespoke space metric` from
+installed: `pip install "bespoke-eval[evaluate] @ https://huggingface.co/spaces/<org>/bespoke/resolve/main/bespoke_eval-0.4.1-py3-none-any.whl"`. Written by `bespoke space metric` from
 the package's template (`bespoke_metric/hub/space_files/metric/`): change the template, not this copy.
 """
 
 import evaluate
-import bespoke_metric.hub.evaluate_metric  # From: bespoke-eval==0.4.1
+import bespoke_metric.hub.evaluate_metric  # From: https://huggingface.co/spaces/<org>/bespoke/resolve/main/bespoke_eval-0.4.1-py3-none-any.whl
 
 _EXAMPLES = """
 Examples:

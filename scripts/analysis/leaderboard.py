@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results, push_to_hub
 from bespoke_metric.analysis.report import render
 from bespoke_metric.results.caveats import caveats
+from bespoke_metric.results.file_kinds import read_json
 
 HELP = "rank results files (one table per judge and data revision) with 95% bootstrap intervals"
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     fmt = output_format(args.format, args.output)
     if args.bridge and fmt != "html":
         raise UserError(f"--bridge is shown in the HTML leaderboard only; give --format html (not {fmt})")
-    text = render(groups, fmt, bridge=json.loads(Path(args.bridge).read_text(encoding="utf-8")) if args.bridge else None)
+    text = render(groups, fmt, bridge=read_json(args.bridge, LeaderboardError) if args.bridge else None)
     if args.output:
         atomic_write_text(args.output, text)
         print(f"{fmt} leaderboard of {sum(len(g.rows) for g in groups)} system(s) in {len(groups)} group(s) "

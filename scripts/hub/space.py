@@ -6,6 +6,7 @@ import argparse
 import os
 import runpy
 import sys
+import tempfile
 
 from bespoke_cli.interrupt import EXIT_INTERRUPTED, ctrl_c_seen
 from bespoke_metric.hub.spaces import (
@@ -15,6 +16,7 @@ from bespoke_metric.hub.spaces import (
     metric_space_files,
     push_space,
     space_name,
+    space_package,
     write_space,
 )
 
@@ -37,17 +39,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         command.add_argument("--private", action="store_true", help="create the Space as private")
         command.add_argument("--token", help="Hub token (default: the logged-in token or HF_TOKEN); never written anywhere")
         command.add_argument("--force", action="store_true", help="replace files of ours in --out that `bespoke space` did not write")
+        command.add_argument("--package-from", default="wheel", metavar="FROM",
+                             help="where the Space gets bespoke-eval: wheel (default: this version's wheel, built from the source tree, "
+                                  "beside app.py; needs no release on the package registry), registry (the release of this version), "
+                                  "or a VCS URL pip installs from (git+https://host/org/bespoke-eval@TAG)")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        if args.kind == "metric":
-            files = metric_space_files(space_name(args.out, args.push_to_hub), args.push_to_hub)
-        else:
-            results, notes = leaderboard_results(args.results, allow_proxy=args.allow_proxy)
-            for note in notes:
-                print(note, file=sys.stderr)
-            files = leaderboard_space_files(results, allow_proxy=args.allow_proxy)
+        with tempfile.TemporaryDirectory(prefix="bespoke-space-") as build_dir:
+            if args.kind == "metric":
+                name = space_name(args.out, args.push_to_hub)
+                files = metric_space_files(name, args.push_to_hub, package=space_package(args.package_from, build_dir))
+            else:
+                results, notes = leaderboard_results(args.results, allow_proxy=args.allow_proxy)
+                for note in notes:
+                    print(note, file=sys.stderr)
+                files = leaderboard_space_files(results, package=space_package(args.package_from, build_dir),
+                                                allow_proxy=args.allow_proxy)
         out = write_space(files, args.out, force=args.force)
     except (SpaceError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

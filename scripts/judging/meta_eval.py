@@ -37,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                           "as `bespoke build --rubrics-only` writes) instead of the release's")
     parser.add_argument("--output", help="write the meta-evaluation results (JSON) here (one judge)")
     parser.add_argument("--out", metavar="DIR", help="write the table of judges here: judges.json, judges.md, and "
-                        "each judge's results in results/ (needed with several judges or --repeats)")
+                        "each judge's results in results/ (needed with several judges or --repeats), rewritten as each "
+                        "judge finishes; the judges' calls are cached in DIR/judges.cache.sqlite unless --cache says "
+                        "otherwise, so a rerun resumes")
     parser.add_argument("--reference", metavar="SPEC", help="the judge the others are compared with (default the first --judge)")
     parser.add_argument("--repeats", type=positive_int, default=1, help="judge every response N times with each LLM "
                         "judge (each repeat its own cache entries; the first is the plain run): its self-consistency")
@@ -45,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_resample_arguments(parser)
     add_cost_arguments(parser)
 
+
+TABLE_CACHE = "judges.cache.sqlite"
+"""The judges' answer cache in the `--out` folder, when `--cache` names none."""
 
 META_OPTIONS = frozenset({"guards", "feedback_grader", "feedback_accuracy_check"})
 """Options of `meta_evaluate` itself, not of a judge: every judge gets them."""
@@ -71,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--output is one judge's results file; with several judges --out DIR writes each one's")
     if args.reference is not None and args.reference not in specs:
         raise UserError(f"--reference {args.reference} is not one of the --judge specs ({', '.join(specs)})")
+    if table and args.cache is None:  # a judge that fails or is stopped: the rerun pays for what is missing only
+        args.cache = str(Path(args.out) / TABLE_CACHE)
     check_executor_flags(args, specs)
     check_cost_flags(args, [*specs, args.feedback_grader])
     prices = price_table(args)
@@ -89,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         found, judges = compare_judges(specs, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
                                        reference=args.reference, repeats=args.repeats, n_resamples=args.resamples,
-                                       seed=args.seed, prices=prices, options_for=judge_flags)
+                                       seed=args.seed, prices=prices, options_for=judge_flags,
+                                       on_judge=lambda so_far, runs: write_progress(so_far, runs, specs, Path(args.out)))
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     if not table:
@@ -120,14 +128,23 @@ def publish_status(results: Any, *, named: bool = False) -> int:
     return 0
 
 
-def write_table(table: Mapping[str, Any], firsts: list[Any], out: Path) -> None:
-    """judges.json, judges.md and each judge's results (`results/N-ENGINE-MODEL.json`), each written atomically
-    once everything is computed: a failure leaves no half-written file."""
-    for number, results in enumerate(firsts, start=1):
-        name = "".join(c if c.isalnum() or c in "-." else "-" for c in results.judge["spec"])
-        write_results(results, out / "results" / f"{number}-{name}.json")
+def write_table(table: Mapping[str, Any], firsts: list[Any], out: Path, specs: list[str] | None = None) -> None:
+    """judges.json, judges.md and each judge's results (`results/N-ENGINE-MODEL.json`, N its place among
+    `specs`, default the order of `firsts`), each written atomically: a failure leaves no half-written file."""
+    order = specs or [results.judge["spec"] for results in firsts]
+    for results in firsts:
+        spec = results.judge["spec"]
+        name = "".join(c if c.isalnum() or c in "-." else "-" for c in spec)
+        write_results(results, out / "results" / f"{order.index(spec) + 1}-{name}.json")
     atomic_write_text(out / "judges.md", format_judges_md(table))
     atomic_write_text(out / "judges.json", json.dumps(table, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_progress(table: Mapping[str, Any], runs: list[Any], specs: list[str], out: Path) -> None:
+    """The table of the judges done so far, written as one finishes (the others `pending`)."""
+    write_table(table, [judge.runs[0] for judge in runs], out, specs)
+    print(f"{len(runs)} of {len(specs)} judges done: {out / 'judges.md'} written (pending {', '.join(table['pending'])})",
+          flush=True)
 
 
 def dry_run(args: argparse.Namespace, specs: list[str], options_for: Callable[[str], dict[str, Any]], prices: Any) -> int:
@@ -135,13 +152,16 @@ def dry_run(args: argparse.Namespace, specs: list[str], options_for: Callable[[s
     items, _, _ = meta_items(args.source, args.revision, args.rubrics)
     items = items[: args.limit] if args.limit else items
     planned = []
+    without_calls = []
     for spec in specs:
         options = {name: value for name, value in options_for(spec).items() if name not in META_OPTIONS or name == "guards"}
-        if parse_spec(spec).engine.llm:
-            options.setdefault("recall", "none")  # as meta_evaluate judges: agreement needs no claim calls
+        if not parse_spec(spec).engine.llm:  # a judge that calls no model: its line says so (and it has no repeats)
+            without_calls.append(spec)
+            continue
+        options.setdefault("recall", "none")  # as meta_evaluate judges: agreement needs no claim calls
         for repeat in range(args.repeats):
             planned += plan_judging(spec, [items], **options, **({"repeat": repeat} if repeat else {}))
-    print_plan(planned, prices)
+    print_plan(planned, prices, without_calls=without_calls)
     if not args.no_feedback_accuracy:
         print(f"  (feedback accuracy adds up to {len(items)} grader call(s) per LLM judge, not estimated: "
               "--no-feedback-accuracy skips them)")

@@ -21,6 +21,7 @@ from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.served import judge_truncated_line, served_warnings, truncated_line
 from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
+from bespoke_metric.systems.runfiles import recorded_model_name
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
 STRICT_HELP = ("exit 1 if any judgment failed; and, writing nothing, if an answer was cut off at the output limit or "
@@ -37,7 +38,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     add_source_arguments(parser, **source)  # type: ignore[arg-type]
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
-    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured"))
+    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured", "max_tokens"))
     add_option_arguments(parser, HFOptions, only=JUDGE_ENGINE_KEYS)  # --no-grammar
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
@@ -133,10 +134,12 @@ def cost_line(usage: Mapping[str, Any]) -> str | None:
         return None
     parts = []
     for spec, record in models.items():
-        cost = f"${record['cost']:.4f}" if record.get("cost") is not None else "local, no price per token" if record.get("local") else "cost unknown"
+        cost = ("stand-in answers, no cost" if record.get("stand_in") else f"${record['cost']:.4f}" if record.get("cost") is not None
+                else "local, no price per token" if record.get("local") else "cost unknown")
         batch = f", {record['batch_calls']} by batch" if record.get("batch_calls") else ""
+        searches = f", {record['web_searches']} web searches" if record.get("web_searches") else ""
         parts.append(f"{spec}: {record['input_tokens']} in ({record['cached_input_tokens']} cached), "
-                     f"{record['output_tokens']} out ({record['reasoning_tokens']} reasoning){batch}, {cost}")
+                     f"{record['output_tokens']} out ({record['reasoning_tokens']} reasoning){batch}{searches}, {cost}")
     total = "unknown (no price for " + ", ".join(usage.get("cost_unknown", [])) + ": --prices FILE)" if usage.get("cost") is None else f"${usage['cost']:.4f}"
     return f"tokens {'; '.join(parts)}; total cost {total}"
 
@@ -183,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     spending = spending_limit(args, prices, [args.cache])
     # each results file names its predictions, so `bespoke rescore` can judge them again
-    systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else {})}
+    systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else named(given))}
                for given in args.predictions]
     all_results = score_many(args.predictions, judge.spec, source=args.source, revision=args.revision, limit=args.limit,
                              systems=systems, prices=prices, **judge.judge_options(spending))
@@ -199,6 +202,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n{given}")
         statuses.append(publish(results, output, strict=args.strict))
     return max(statuses)
+
+
+def named(predictions: str) -> dict[str, str]:
+    """The name `bespoke generate --model-name` gave the system of the predictions, as a `system` block
+    records it; empty when none was given."""
+    name = recorded_model_name(predictions)
+    return {"model_name": name} if name else {}
 
 
 def publish(results: Results, output: str, *, strict: bool) -> int:

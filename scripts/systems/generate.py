@@ -31,6 +31,8 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
     nargs = "+" if several else None
     parser.add_argument(*(("--models",) if several else ()), "--model", dest="model", nargs=nargs, required=not several,
                         help="the system under test: hf:MODEL, vllm:MODEL or openai:MODEL")
+    parser.add_argument("--model-name", nargs=nargs, help="the system's name in tables and results (default: the model's "
+                        "spec, a local file or folder by its own name)" + ("; one per --models value, in order" if several else ""))
     add_option_arguments(parser, GenerationSettings, exclude=SEARCH_SETTINGS, several=several,
                          aliases={"context": "--contexts"} if several else None)
     url_flag, key_flag = endpoint_flags
@@ -81,7 +83,7 @@ def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit
     config = system_config(args, spending)
     # progress bars (the retriever's embedding bars too) only on a terminal, never into a pipe or a log
     return generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=on_terminal(),
-                    strict=args.strict)
+                    strict=args.strict, model_name=args.model_name)
 
 
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:

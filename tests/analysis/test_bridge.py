@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from bespoke_cli import cli
-from bespoke_metric.analysis.bridge import rowwise_kendall
+from bespoke_metric.analysis.bridge import bridge, format_bridge, rowwise_kendall
+from bespoke_metric.analysis.leaderboard import parse_results
+from bespoke_metric.analysis.report_html import bridge_section
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
@@ -81,7 +83,7 @@ def test_rescore_keeps_the_system_and_judges_the_same_predictions_again(old_resu
 
 
 def test_a_judge_that_keeps_the_order_gives_tau_one_and_no_flip(old_results, capsys):
-    root, _ = old_results
+    root, paths = old_results
     new = _rescore(root, judge_answer, "kept")
     assert cli.main(["bridge", str(root / "old"), "--to", str(new), "--out", str(root / "bridge-kept")]) == 0
     content = json.loads((root / "bridge-kept" / "bridge.json").read_text())
@@ -91,7 +93,26 @@ def test_a_judge_that_keeps_the_order_gives_tau_one_and_no_flip(old_results, cap
     for system in content["systems"]:
         assert system["shift"]["average"]["value"] == pytest.approx(0.0)
         assert system["old"]["rank"] == system["new"]["rank"]
-    assert "No pair of systems changes order." in (root / "bridge-kept" / "bridge.md").read_text()
+    markdown = (root / "bridge-kept" / "bridge.md").read_text()
+    assert "No pair of systems changes order." in markdown
+    # the sample is a synthetic release: the bridge says so, as a leaderboard of these files would
+    protocol = json.loads(paths[0].read_text())["judge"]["protocol_version"]
+    assert content["judged_by"] == {side: {"spec": f"openai:{side}-judge", "protocol_version": protocol, "data": "sample@local",
+                                           "marks": ["SYNTHETIC data"]} for side in ("old", "new")}
+    assert markdown.splitlines()[2] == (f"old judge openai:old-judge (protocol {protocol}) on data sample@local · **SYNTHETIC data**; "
+                                        f"new judge openai:new-judge (protocol {protocol}) on data sample@local · **SYNTHETIC data**")
+
+
+def test_a_bridge_to_a_proxy_judge_is_marked_proxy(make_results):
+    rng = np.random.default_rng(4)
+    real = {"source": "org/bespoke", "revision": "main", "fingerprint": "f" * 16}
+    sides = [[parse_results(make_results(np.column_stack([rng.integers(1, 6, size=(10, 4)), rng.random(10)]), system=name,
+                                         judge={"spec": spec, "protocol_version": "1"}, data=real, proxy=proxy), f"{name}.json")
+              for name in ("a", "b")] for spec, proxy in (("openai:gpt-5", False), ("embed:m", True))]
+    content = bridge(*sides, n_resamples=50)
+    assert [content["judged_by"][side]["marks"] for side in ("old", "new")] == [[], ["PROXY judge"]]
+    assert "new judge embed:m (protocol 1) on data org/bespoke@main · **PROXY judge**" in format_bridge(content)
+    assert "<strong>PROXY judge</strong>" in bridge_section(content)
 
 
 def test_a_judge_that_reverses_the_order_reports_every_flip(old_results):
@@ -168,3 +189,35 @@ def test_a_folder_without_results_files_is_named_in_one_line(tmp_path, capsys):
         [line] = capsys.readouterr().err.strip().splitlines()
         assert line == f"error: {tmp_path / 'empty'} is a folder without results files (*.json)"
     assert not (tmp_path / "out").exists() and not (tmp_path / "b").exists()
+
+
+def test_recorded_predictions_resolve_from_anywhere_and_move_with_a_copied_folder(tmp_path, monkeypatch):
+    """`score` run in a folder records its predictions relative to the results file, so `rescore` finds them
+    from any directory, and in a copy of the whole folder once the original is gone."""
+    import shutil
+    from pathlib import Path
+
+    work = tmp_path / "work"
+    (work / "demo").mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parents[2] / "bespoke_dataset" / "sample" / "predictions.jsonl",
+                work / "demo" / "predictions.jsonl")
+    (tmp_path / "elsewhere").mkdir()
+    with serve(responder=judge_answer) as judge:
+        judging = ["--judge", "openai:a-judge", "--base-url", judge.base_url, "--api-key", "test", "--recall", "batched"]
+        monkeypatch.chdir(work)
+        assert cli.main(["score", "--source", "sample", "--predictions", "demo/predictions.jsonl", *judging,
+                         "--output", "move/board/sample.json"]) == 0
+        recorded = json.loads((work / "move" / "board" / "sample.json").read_text())["system"]["predictions"]
+        assert recorded == "../../demo/predictions.jsonl"
+
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        assert cli.main(["rescore", str(work / "move" / "board" / "sample.json"), *judging, "--out", "new"]) == 0
+        rescored = json.loads((tmp_path / "elsewhere" / "new" / "sample.json").read_text())
+        assert (tmp_path / "elsewhere" / "new" / rescored["system"]["predictions"]).resolve() == work / "demo" / "predictions.jsonl"
+
+        shutil.copytree(work, tmp_path / "copy")
+        shutil.rmtree(work)
+        assert cli.main(["rescore", str(tmp_path / "copy" / "move" / "board" / "sample.json"), *judging, "--out", "moved"]) == 0
+        moved = json.loads((tmp_path / "elsewhere" / "moved" / "sample.json").read_text())
+        assert (tmp_path / "elsewhere" / "moved" / moved["system"]["predictions"]).resolve() == \
+            tmp_path / "copy" / "demo" / "predictions.jsonl"

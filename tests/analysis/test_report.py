@@ -38,6 +38,7 @@ def test_report_embeds_every_plot_as_png(make_results):
         image = Image.open(io.BytesIO(base64.b64decode(data)))
         assert image.format == "PNG"
         assert image.width > 300
+        assert image.text["Description"] == groups[0].title  # the judge, the data and their marks, on the figure
     assert "http" not in page.replace("http-equiv", "")  # no external resource
     assert page.index(">good<") < page.index(">weak<")  # ranked
 

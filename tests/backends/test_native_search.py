@@ -5,11 +5,11 @@ call gives back all of it without a call and without the key."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 
 import pytest
+from backend_outcomes import complete
 from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
@@ -39,17 +39,6 @@ PAGES = search_pages(QUESTION)
 
 def ask(text: str = QUESTION, **kwargs) -> Request:
     return Request(messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": text}), **kwargs)
-
-
-def complete(backend, requests) -> list:
-    outcomes: dict[int, object] = {}
-
-    def on_done(index, outcome):
-        assert index not in outcomes
-        outcomes[index] = outcome
-
-    asyncio.run(backend.complete(requests, on_done))
-    return [outcomes[i] for i in range(len(requests))]
 
 
 @pytest.fixture(scope="module")
@@ -345,6 +334,7 @@ def test_gemini_records_grounding_through_the_real_sdk(gemini_server):
         # the redirect and its title recorded together, at once
         "results": [{"url": gemini_redirect(p), "title": p.url.split("/")[2]} for p in PAGES],
         "cited": [gemini_redirect(p) for p in PAGES[:2]],
+        "calls": 2,  # one search per query executed (what Gemini 3 bills)
     }
     assert searched.text.startswith(f"On {QUESTION!r}")  # the thought part is left out
     assert "thinking it over" not in searched.text

@@ -1,18 +1,19 @@
 """OpenAI as it is on 2026-12-01, over real HTTP against the test server on 127.0.0.1: the token parameter
 per model family, reasoning effort as an option, exact search records of the Responses API, refusals named,
-the model that served every call, and retired models and shutdown dates (issues 24 and 25).
+the model that served every call, and retired models and shutdown dates (issues 24 and 25); GPT-6.x as
+OpenAI serves it, against a server as strict as OpenAI's API (issue 32).
 
 The bodies are in OpenAI's documented shapes, each fixture citing where its shape comes from."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 import os
 import warnings
 
 import pytest
+from backend_outcomes import complete
 from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
@@ -27,12 +28,6 @@ KEY = "sk-test-SECRET-today-5c2e81f0"
 
 def ask(text: str = "hiking near Seoul", **kwargs) -> Request:
     return Request(messages=({"role": "user", "content": text},), **kwargs)
-
-
-def complete(backend, requests) -> list:
-    outcomes: dict[int, object] = {}
-    asyncio.run(backend.complete(requests, lambda index, outcome: outcomes.__setitem__(index, outcome)))
-    return [outcomes[index] for index in range(len(requests))]
 
 
 def backend_for(server, model: str, **options):
@@ -54,6 +49,9 @@ def backend_for(server, model: str, **options):
     ("Qwen/Qwen3-8B", "/chat/completions", "max_tokens"),  # another server reads max_tokens
     ("gpt-5", "/responses", "max_output_tokens"),
     ("gpt-4.1", "/responses", "max_output_tokens"),
+    ("gpt-6.2-astra", "/chat/completions", "max_completion_tokens"),
+    ("gpt-6-luna", "/chat/completions", "max_completion_tokens"),
+    ("openai/gpt-6.1-terra", "/chat/completions", "max_completion_tokens"),
 ])
 def test_the_token_parameter_follows_the_model_family_and_the_endpoint(model, path, name):
     assert token_parameter(model, path) == name
@@ -327,10 +325,34 @@ def test_a_failed_shutdown_lookup_is_silent(openai_server):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         unknown = backend_for(openai_server, "gpt-unknown-model", shutdown_lookup=True).describe()  # a 404
-        gone = make_backend("openai:gpt-5", base_url="http://127.0.0.1:9/v1", api_key=KEY, shutdown_lookup=True).describe()
+        gone = make_backend("openai:gpt-4.1-mini", base_url="http://127.0.0.1:9/v1", api_key=KEY, shutdown_lookup=True).describe()
     assert "shutdown_date" not in unknown and "shutdown_date" not in gone
     assert "shutdown_date" not in backend_for(openai_server, "test-model").describe()  # not OpenAI's API: not asked
     assert not [r for r in openai_server.requests if r.path.endswith("/models/test-model")]
+
+
+@pytest.mark.parametrize("model, date", [("gpt-5", "2026-12-11"), ("o3-2025-04-16", "2026-12-11"), ("gpt-4o", "2027-01-14"),
+                                         ("gpt-4.1", "2027-01-14"), ("o4-mini", "2026-10-23")])
+def test_where_the_api_publishes_no_date_the_announced_one_is_recorded_and_noticed(model, date):
+    from bespoke_metric.backends.openai_backend import _shutdown_dates
+
+    # an endpoint that answers no look-up (nothing listens on port 9): the date comes from OpenAI's deprecations page
+    backend = make_backend(f"openai:{model}", base_url="http://127.0.0.1:9/v1", api_key=KEY, shutdown_lookup=True)
+    _shutdown_dates.pop((backend.base_url, model), None)
+    days = (datetime.date.fromisoformat(date) - datetime.date.today()).days
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert backend.describe()["shutdown_date"] == date
+    notices = [str(w.message) for w in caught if issubclass(w.category, ModelNotice)]
+    if days <= 90:
+        assert notices == [f"openai:{model} shuts down on {date} ({'today' if days == 0 else f'in {days} days' if days > 0 else f'{-days} days ago'}, "
+                           "as OpenAI's deprecations page (platform.openai.com/docs/deprecations, as read 2026-12-01)"
+                           + ("; OpenAI's e-mail to users says 2026-12-10" if date == "2026-12-11" else "")
+                           + " says); docs/choosing-a-judge.md compares successors against the human labels"]
+    else:
+        assert notices == []
+    assert "shutdown_date" not in make_backend("openai:gpt-6.2-astra", base_url="http://127.0.0.1:9/v1", api_key=KEY,
+                                               shutdown_lookup=True).describe()  # none announced
 
 
 def test_the_command_line_prints_a_notice_line():
@@ -338,3 +360,137 @@ def test_the_command_line_prints_a_notice_line():
 
     assert _format_warning(ModelNotice("openai:gpt-5 shuts down on 2026-12-11"), ModelNotice, "x.py", 1) == (
         "notice: openai:gpt-5 shuts down on 2026-12-11\n")
+
+
+# -- GPT-6.x (issue 32), against a server as strict as OpenAI's API -------------------------------------------
+
+GPT6 = ("gpt-6.2-astra", "gpt-6.2-sol", "gpt-6.1-terra", "gpt-6-luna")
+
+
+@pytest.fixture(scope="module")
+def strict_openai():
+    from bespoke_metric.testing.provider_servers import serve_strict
+
+    with serve_strict() as server:
+        yield server
+
+
+def strict_backend(server, model: str, **options):
+    return make_backend(f"openai:{model}", base_url=server.base_url, api_key=KEY, backoff_base=0.01, max_retries=0, **options)
+
+
+@pytest.mark.parametrize("model", GPT6)
+def test_every_gpt6_model_searches_on_the_responses_api_with_nothing_refused(strict_openai, model):
+    strict_openai.reset()
+    backend = strict_backend(strict_openai, model, search_context_size="high", search_domains="trails.example",
+                             search_external_web_access=False)
+    (searched, plain, tooled) = complete(backend, [ask(native_search=True, max_tokens=64), ask(max_tokens=64),
+                                                   ask(tools=(SEARCH_TOOL,))])
+    assert [call.path for call in strict_openai.calls] == ["/v1/responses"] * 3
+    assert strict_openai.refused == []
+    body = strict_openai.calls[0].body
+    assert body["tools"] == [{"type": "web_search", "search_context_size": "high",
+                              "filters": {"allowed_domains": ["trails.example"]}, "external_web_access": False}]
+    assert body["reasoning"] == {"effort": "high"} and not {"temperature", "top_p", "max_output_tokens"} & body.keys()
+    assert searched.search["calls"] == 1 and searched.search["queries"] == ["hiking near Seoul"]
+    assert plain.text == "answer to hiking near Seoul" and tooled.tool_calls[0].name == "search"
+    assert backend.identity()["settings"]["web_search"]["external_web_access"] is False
+
+
+SEARCH_TOOL = {"type": "function", "function": {"name": "search", "description": "search the web",
+                                                "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}}
+
+
+def test_the_strict_server_refuses_what_openai_refuses_so_the_tests_above_mean_something(strict_openai):
+    import urllib.error
+    import urllib.request
+
+    def post(path: str, body: dict) -> str:
+        request = urllib.request.Request(strict_openai.base_url + path, json.dumps(body).encode(), {"content-type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as raised:
+            urllib.request.urlopen(request, timeout=30)
+        assert raised.value.code == 400
+        return json.loads(raised.value.read())["error"]["message"]
+
+    user = [{"role": "user", "content": "hi"}]
+    assert "web search" in post("/chat/completions", {"model": "gpt-6.1-terra", "messages": user, "web_search_options": {}})
+    assert "'none'" in post("/responses", {"model": "gpt-6.2-sol", "input": user, "reasoning": {"effort": "none"}})
+    assert "'temperature'" in post("/responses", {"model": "gpt-6-luna", "input": user, "temperature": 0})
+    assert "max_completion_tokens" in post("/chat/completions", {"model": "gpt-6-luna", "messages": user, "max_tokens": 9})
+    assert "external_web_access" not in post("/responses", {"model": "gpt-6-luna", "input": user, "tools": [
+        {"type": "web_search", "external_web_access": False, "maximum_results": 3}]})  # refused for the other field
+
+
+def test_gpt6_on_chat_completions_takes_no_tools_and_is_refused_before_any_call(strict_openai):
+    strict_openai.reset()
+    backend = strict_backend(strict_openai, "gpt-6.2-astra", api="chat")
+    with pytest.raises(UserError, match=r"^openai:gpt-6.2-astra \(GPT-6.2 and later\) calls tools, web search included, only "
+                                        r"through the Responses API"):
+        complete(backend, [ask(), ask(native_search=True)])
+    assert strict_openai.calls == []
+    # without tools chat completions serve it, with the cap it takes
+    (plain,) = complete(backend, [ask(max_tokens=32)])
+    assert strict_openai.calls[-1].path == "/v1/chat/completions" and strict_openai.refused == []
+    # gpt-6-luna (GPT-6.0) still calls tools on chat completions
+    complete(strict_backend(strict_openai, "gpt-6-luna", api="chat"), [ask(tools=(SEARCH_TOOL,))])
+    assert strict_openai.calls[-1].path == "/v1/chat/completions" and strict_openai.refused == []
+
+
+@pytest.mark.parametrize("model, options, words", [
+    ("gpt-6.2-astra", {"reasoning_effort": "none"}, "takes --reasoning-effort low, medium, high, xhigh, max, not 'none'"),
+    ("gpt-6.2-sol", {"reasoning_effort": "minimal"}, "not 'minimal'"),
+    ("gpt-5", {"reasoning_effort": "xhigh"}, r"\(GPT-5\) takes --reasoning-effort minimal, low, medium, high, not 'xhigh'"),
+    ("o3", {"reasoning_effort": "none"}, r"\(o-series\) takes --reasoning-effort low, medium, high"),
+    ("gpt-6.1-terra", {"temperature": 0.0}, "takes temperature, top_p, logprobs only at --reasoning-effort none, not at 'high'"),
+    ("gpt-6.2-astra", {"temperature": 0.0}, "takes no temperature, top_p, logprobs: they need reasoning effort none"),
+    ("gpt-5", {"temperature": 0.0}, "is a reasoning model"),
+])
+def test_what_a_model_family_refuses_is_one_user_error_before_any_call(strict_openai, model, options, words):
+    strict_openai.reset()
+    with pytest.raises(UserError, match=words):
+        strict_backend(strict_openai, model, **options)
+    assert strict_openai.calls == []
+
+
+@pytest.mark.parametrize("model", ["gpt-6.1-terra", "gpt-6-luna"])
+def test_temperature_is_sent_to_gpt6_at_effort_none_and_the_api_takes_it(strict_openai, model):
+    strict_openai.reset()
+    complete(strict_backend(strict_openai, model, reasoning_effort="none", temperature=0.0), [ask(native_search=True)])
+    body = strict_openai.calls[-1].body
+    assert (body["reasoning"], body["temperature"]) == ({"effort": "none"}, 0.0)
+    assert strict_openai.refused == []
+
+
+def test_a_gpt62_system_with_native_search_runs_from_the_command_line(strict_openai, synthetic_hub, tmp_path):
+    from bespoke_cli.cli import main
+
+    strict_openai.reset()
+    output = tmp_path / "gpt-6.2.jsonl"
+    code = main(["generate", "--model", "openai:gpt-6.2-astra", "--search", "native", "--no-external-web-access",
+                 "--reasoning-effort", "medium", "--base-url", strict_openai.base_url, "--api-key", KEY,
+                 "--source", str(synthetic_hub), "--limit", "2", "--output", str(output)])
+    assert code == 0
+    assert strict_openai.refused == [] and {call.path for call in strict_openai.calls} == {"/v1/responses"}
+    assert all(call.body["tools"][0]["external_web_access"] is False for call in strict_openai.calls)
+    predictions = [json.loads(line) for line in output.read_text().splitlines()]
+    assert len(predictions) == 2 and all(p["search"]["calls"] >= 1 and p["served_model"] == "gpt-6.2-astra" for p in predictions)
+    run = json.loads(output.with_suffix(".run.json").read_text())
+    assert run["model"]["backend"]["settings"]["web_search"] == {"external_web_access": False}
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--model", "openai:gpt-6.2-astra", "--reasoning-effort", "none"],
+     "error: openai:gpt-6.2-astra (GPT-6.2 and later) takes --reasoning-effort low, medium, high, xhigh, max, not 'none'"),
+    (["--model", "gemini:gemini-3.8-flash", "--thinking-level", "minimal"],
+     "error: gemini:gemini-3.8-flash takes --thinking-level low, medium, high, not 'minimal'"),
+])
+def test_a_refused_parameter_is_one_error_line_before_any_call_and_nothing_written(strict_openai, argv, line, tmp_path, capsys):
+    from bespoke_cli.cli import main
+
+    strict_openai.reset()
+    output = tmp_path / "p.jsonl"
+    code = main(["generate", *argv, "--base-url", strict_openai.base_url, "--api-key", KEY,
+                 "--source", "sample", "--output", str(output)])
+    assert code == 2
+    assert [text for text in capsys.readouterr().err.splitlines() if text.startswith("error:")] == [line]
+    assert strict_openai.calls == [] and not output.exists()

@@ -43,13 +43,22 @@ def plugins(tmp_path_factory) -> Path:
 def test_an_installed_plugin_engine_scores(plugins, tmp_path):
     predictions = ROOT / "bespoke_dataset" / "sample" / "predictions.jsonl"
     done = _bespoke(["score", "--source", "sample", "--predictions", str(predictions), "--judge", "rules:need-words",
-                     "--recall", "batched", "--output", "out.json"], plugins, tmp_path)
+                     "--recall", "batched", "--output", "out.json", "--strict"], plugins, tmp_path)
     assert done.returncode == 0, done.stderr
     results = json.loads((tmp_path / "out.json").read_text())
     assert results["judge"]["spec"] == "rules:need-words"
     assert results["judge"]["engine"] == "rules" and results["judge"]["rule"] == "need-words-v1"
     assert results["summary"]["scored"]["need_alignment"] == 15
     assert 20.0 <= results["summary"]["need_alignment"] <= 100.0
+    # a rule is no model: no served-model check to trip (--strict passed), no price to miss, a proxy's mark
+    assert "warning:" not in done.stderr and not results["served_mismatch"]
+    answers = results["usage"]["calls"] + results["usage"]["cached"]
+    assert results["judge"]["proxy"] is True and results["judge"]["stand_in"] == answers > 0
+    assert results["judge"]["served_models"] == {}
+    model = results["usage"]["models"]["rules:need-words"]
+    assert model["cost"] == 0.0 and model["stand_in"] == answers and results["usage"]["cost"] == 0.0
+    assert "cost unknown" not in done.stdout and "rules:need-words: " in done.stdout and "stand-in answers, no cost" in done.stdout
+    assert "note: rules:need-words is a proxy judge" in done.stdout and "note: rules:need-words was answered by a stand-in" in done.stdout
 
 
 def test_an_unknown_engine_names_the_installed_plugins(plugins, tmp_path):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bespoke_metric.backends.retirement import shutdown_notice, unavailable_reason
+from bespoke_metric.backends.retirement import is_retired, known_shutdown, shutdown_notice, status_notice, unavailable_reason
 
 
 @pytest.mark.parametrize("status, body, words", [
@@ -26,6 +26,10 @@ from bespoke_metric.backends.retirement import shutdown_notice, unavailable_reas
     (400, {"error": {"message": "Invalid model 'sonar-reasoning'. Permitted models can be found in the documentation at "
                      "https://docs.perplexity.ai/getting-started/models.", "type": "invalid_model", "code": 400}}, "Invalid model"),
     (404, "The model has been deprecated", "deprecated"),  # a body that is not JSON
+    # Anthropic's 404 for a model it does not (or no longer) serve: an ErrorResponse whose error is a
+    # NotFoundErrorObject (anthropic/types/shared/error_response.py, not_found_error_object.py)
+    (404, {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-3-opus-20240229"},
+           "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}, "model: claude-3-opus-20240229"),
 ])
 def test_a_retired_or_unknown_model_is_recognised_with_the_providers_words(status, body, words):
     reason = unavailable_reason(status, body)
@@ -40,6 +44,10 @@ def test_a_retired_or_unknown_model_is_recognised_with_the_providers_words(statu
     (429, {"error": {"message": "Rate limit reached for model gpt-5", "code": "rate_limit_exceeded"}}),
     (500, b"<html>bad gateway</html>"),
     (404, None),
+    # Anthropic: a batch that is not found is not the model; a parameter the model refuses is not the model
+    (404, {"type": "error", "error": {"type": "not_found_error", "message": "Message batch msgbatch_01 not found"}}),
+    (400, {"type": "error", "error": {"type": "invalid_request_error",
+                                      "message": "`temperature` is deprecated for this model."}}),
 ])
 def test_other_errors_are_not_a_retired_model(status, body):
     assert unavailable_reason(status, body) is None
@@ -54,3 +62,24 @@ def test_a_shutdown_is_noticed_within_90_days_only():
     assert shutdown_notice("openai:gpt-4o", "2027-03-02", today) is None  # 91 days
     assert shutdown_notice("openai:gpt-4.1", None, today) is None
     assert shutdown_notice("openai:gpt-4.1", "soon", today) is None
+
+
+def test_announced_shutdowns_cover_snapshots_and_prefixes_only_of_their_model():
+    assert known_shutdown("openai", "gpt-5-2025-08-07").date == "2026-12-11"
+    assert known_shutdown("openai", "openai/o3").date == "2026-12-11"
+    assert known_shutdown("openai", "gpt-4o-search-preview").date == "2026-07-23"
+    assert known_shutdown("openai", "gpt-5-mini") is None and known_shutdown("openai", "gpt-4o-mini") is None
+    assert known_shutdown("perplexity", "gpt-5") is None  # another engine's model of that name is not OpenAI's
+
+
+def test_a_model_status_is_noticed_when_deprecated_or_retiring_within_90_days():
+    today = datetime.date(2026, 12, 1)
+    # google-genai types.ModelStatus: model_stage (types.ModelStage), retirement_time (a datetime)
+    assert status_notice("gemini:gemini-3.6-flash", {"stage": "DEPRECATED", "retirement_time": "2027-06-01T00:00:00Z"}, today) == (
+        "gemini:gemini-3.6-flash is DEPRECATED, retiring on 2027-06-01 (in 182 days), as its provider says in every answer "
+        "(model_status); docs/choosing-a-judge.md compares successors against the human labels")
+    assert status_notice("gemini:gemini-3.6-flash", {"stage": "DEPRECATED"}, today).startswith("gemini:gemini-3.6-flash is DEPRECATED, as")
+    assert "LEGACY, retiring on 2027-01-15 (in 45 days)" in status_notice("gemini:x", {"stage": "LEGACY", "retirement_time": "2027-01-15T00:00:00Z"}, today)
+    assert status_notice("gemini:x", {"stage": "LEGACY", "retirement_time": "2027-03-02T00:00:00Z"}, today) is None  # 91 days
+    assert status_notice("gemini:x", {"stage": "STABLE"}, today) is None
+    assert is_retired({"stage": "RETIRED"}) and not is_retired({"stage": "DEPRECATED"}) and not is_retired({})

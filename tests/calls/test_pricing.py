@@ -121,6 +121,28 @@ def test_usage_models_price_the_batch_share_at_batch_rates_and_add_up_one_model(
     assert usage_models([ModelUse("openai:x", ("judge",), Usage(cached=5))], table)["cost"] == 0.0
 
 
+def test_web_searches_are_priced_per_thousand_besides_the_tokens_or_leave_the_cost_unknown(tmp_path):
+    """A provider's own searches are billed per search (genai-prices' `web_searches_kcount`: Anthropic's,
+    OpenAI's $10 per 1,000), batch or not; searches whose price no source gives leave the cost unknown."""
+    maintained = PriceTable().price("anthropic:claude-sonnet-5-5")
+    assert maintained.web_search == 10.0 and maintained.to_json()["web_search"] == 10.0
+    assert maintained.source.endswith("(anthropic claude-sonnet-5-5)")
+    table = PriceTable({"anthropic:c": Price(input=2.0, output=10.0, web_search=10.0), "openai:m": Price(input=1.0, output=1.0)})
+    searched = Usage(calls=2, input_tokens=1_000_000, output_tokens=100_000, web_searches=3)
+    block = usage_models([ModelUse("anthropic:c", ("system",), searched)], table)
+    record = block["models"]["anthropic:c"]
+    assert record["web_searches"] == 3
+    assert record["cost"] == pytest.approx(2.0 + 1.0 + 3 * 10.0 / 1000)
+    assert "anthropic:c: 1000000 in (0 cached), 100000 out (0 reasoning), 3 web searches, $3.0300;" in cost_line(block)
+    unpriced = usage_models([ModelUse("openai:m", ("system",), searched)], table)
+    assert unpriced["cost"] is None and unpriced["cost_unknown"] == ["openai:m"]
+    assert "web search" in unpriced["models"]["openai:m"]["price_note"]
+    assert "web_searches" not in usage_models([ModelUse("openai:m", ("judge",), Usage(calls=1))], table)["models"]["openai:m"]
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"anthropic:mine": {"input": 1, "output": 2, "web_search": 12.5}}))
+    assert PriceTable.load(path).price("anthropic:mine").search_cost(4) == pytest.approx(0.05)
+
+
 def test_prompt_tokens_count_as_openai_counts_a_chat_prompt():
     words = lambda text: len(text.split())  # noqa: E731 - a stand-in tokenizer
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "one two three"}]

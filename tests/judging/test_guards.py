@@ -214,3 +214,62 @@ def test_meta_eval_guards_on_and_off(meta_release, openai_server, tmp_path, caps
                          "--output", str(out), *flags]) == 0
         assert json.loads(out.read_text())["guarded"] == expected
     capsys.readouterr()
+
+
+def _echo_of(context: str, start: int = 20, length: int = 70) -> str:
+    """A slice of the context handed back, cut off mid-word as a model at its token limit leaves it (the
+    issue's SmolLM2 answer: "User: I'm a freelance graphic designer. ... [chat, 2025-03-08T23:46:00] Conversation star")."""
+    words = context.split()
+    return " ".join(words[start:start + length]) + " Conversation star"
+
+
+@pytest.fixture(scope="module")
+def history_prompts():
+    """The sample's queries as `bespoke generate` asks them with the user's history (`selected-history`)."""
+    from bespoke_metric.reward import prompt_dataset, prompt_text
+
+    rows = list(prompt_dataset("sample", context="selected-history"))
+    return [(row["user"], row["query_id"], prompt_text(row["prompt"])) for row in rows]
+
+
+def test_an_answer_made_of_the_context_it_was_given_is_an_echo(history_prompts):
+    benchmark = {(row["user"], row["query_id"]): row for row in bespoke_dataset.load("benchmark", source="sample")}
+    for user, query_id, context in history_prompts:
+        row = benchmark[(user, query_id)]
+        echo = _echo_of(context)
+        assert check_response(echo, row["query"]) is None  # the query alone cannot tell
+        hit = guards.check_context_echo(echo, context)
+        assert hit is not None and hit.guard == "echo" and "copied from the context" in hit.reason, (user, query_id)
+        # real answers to this very user, drawing on the same needs, are not echoes of its history
+        for shot in row["shots"]:
+            assert guards.check_context_echo(shot["response"], context) is None, (user, query_id, shot["response"][:60])
+    for _, _, response in REAL.values():
+        assert all(guards.check_context_echo(response, context) is None for _, _, context in history_prompts[:3])
+
+
+def test_an_echo_of_the_context_is_guarded_when_scored_and_in_the_reward(history_prompts, openai_server, tmp_path):
+    """`bespoke generate` records the echo it saw (the context is not kept); `score` guards the item (lowest
+    scores, no judge call) instead of judging it; the reward guards a completion that hands back its prompt."""
+    from bespoke_metric.reward import make_reward_fn
+    from bespoke_metric.systems import GenerationSettings, generate
+
+    # a system that hands back a slice of its prompt's context block
+    openai_server.responder = lambda body: _echo_of(messages_of(body)[-1]["content"])
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test"}
+    settings = GenerationSettings(context="history", limit=2, model_options=options)
+    generate("openai:small", tmp_path / "p.jsonl", settings, source="sample", progress=False)
+    predictions = [json.loads(line) for line in (tmp_path / "p.jsonl").open()]
+    assert [p["guard"]["guard"] for p in predictions] == ["echo", "echo"]
+
+    openai_server.responder = judge_answer
+    openai_server.reset()
+    results = score(tmp_path / "p.jsonl", "openai:judge", source="sample", recall="batched", **options)
+    assert results.guarded == {"echo": 2} and len(openai_server.calls) == 0
+    assert all(item.scores == {d: 1 for d in item.scores} for item in results.items)
+
+    reward = make_reward_fn("openai:judge", source="sample", recall="batched", **options)
+    user, query_id, context = history_prompts[0]
+    fired: list[list[str]] = []
+    rewards = reward([context, context], [_echo_of(context), "Keep the receipts and ask the shop first."],
+                     user=[user, user], query_id=[query_id, query_id], log_extra=lambda name, value: fired.append(value))
+    assert fired == [["echo", ""]] and rewards[0] < rewards[1]

@@ -22,7 +22,7 @@ from bespoke_metric.testing.judge_responder import judge_answer
 OLD_SYSTEM = {"model": {"spec": "hf:/path/to/model", "backend": {"engine": "hf", "model": "/path/to/model"}},
               "context": "history", "predictions": "p.jsonl"}
 """The `system` block `bespoke run` wrote before it wrote a name."""
-NAME = "hf:/path/to/model (history)"
+NAME = "hf:model (history)"  # the local model folder by its name, not its path
 
 
 class Terminal(io.StringIO):

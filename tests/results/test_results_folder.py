@@ -43,7 +43,7 @@ def test_run_keeps_its_companion_files_in_a_folder_beside_the_results(tiny_model
     files = sorted(p.relative_to(workdir / "results").as_posix() for p in (workdir / "results").rglob("*") if p.is_file())
     assert files == ["tiny.json", "tiny/predictions.cache.sqlite", "tiny/predictions.jsonl", "tiny/predictions.run.json"]
     results = json.loads((workdir / "results" / "tiny.json").read_text())
-    assert results["system"]["predictions"] == str(Path("results") / "tiny" / "predictions.jsonl")
+    assert results["system"]["predictions"] == "tiny/predictions.jsonl"  # relative to the results file's folder
     assert glob.glob("results/*.json") == [str(Path("results") / "tiny.json")]  # only the results file
     capsys.readouterr()
 
@@ -70,7 +70,7 @@ def test_a_run_begun_by_an_earlier_version_resumes_from_its_files(tiny_model_dir
     assert "system calls 0 (0 cached)" in out
     assert earlier.read_text() == before
     assert not folder.exists()
-    assert json.loads((workdir / "results" / "tiny.json").read_text())["system"]["predictions"] == str(Path("results") / "tiny.predictions.jsonl")
+    assert json.loads((workdir / "results" / "tiny.json").read_text())["system"]["predictions"] == "tiny.predictions.jsonl"
 
 
 @pytest.fixture
@@ -127,7 +127,7 @@ def test_a_broken_results_file_is_still_an_error(results_folder, capsys):
 
 
 def test_the_leaderboard_space_ships_the_results_files_of_the_folder(results_folder, workdir, capsys):
-    assert main(["space", "leaderboard", "--results", "results", "--out", "board"]) == 0
+    assert main(["space", "leaderboard", "--results", "results", "--out", "board", "--package-from", "registry"]) == 0
     shipped = sorted(p.relative_to(workdir / "board" / "results").as_posix() for p in (workdir / "board" / "results").rglob("*"))
     assert shipped == ["tiny-history.json", "tiny.json"]
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: skipped")]

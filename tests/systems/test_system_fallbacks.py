@@ -140,3 +140,42 @@ def _queries(count: int) -> list[dict[str, Any]]:
     import bespoke_dataset
 
     return list(bespoke_dataset.load("queries", source="sample"))[:count]
+
+
+def test_answers_without_their_profile_are_counted_in_the_run_file_the_results_and_the_leaderboard(tmp_path: Path) -> None:
+    """One user's profile loops (degenerate), the other's is fine: the run file and the results file count the
+    answers written without a profile, the results say so beside the figures, and the leaderboard row's
+    `(profile)` is qualified."""
+    from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
+    from bespoke_metric.results.caveats import caveats
+    from bespoke_metric.scoring.pipeline import score, write_results
+    from bespoke_metric.testing.judge_responder import judge_answer
+    from bespoke_metric.testing.server import serve
+
+    profiles: list[str] = []
+
+    def answer(request: Request) -> str:
+        if is_profiler(request):
+            profiles.append(request.messages[-1]["content"])
+            return LOOP if len(profiles) == 1 else "This person compares prices before buying and likes plain answers."
+        return "Check the battery's state of health and the warranty before you buy."
+
+    output = tmp_path / "p.jsonl"
+    report = generate(ScriptedBackend(answer), output, GenerationSettings(context="profile", limit=7), source="sample",
+                      progress=False)
+    without = sum("degenerate" in record for record in predictions(output))
+    assert len(profiles) == 2 and 0 < without < 7 and report.degenerate == {"profile": without}
+    run_file = json.loads(sidecar(output, ".run.json").read_text(encoding="utf-8"))
+    assert run_file["degenerate"] == {"profile": without}
+    # the count is an outcome, not a setting: the same command resumes
+    assert generate(ScriptedBackend(answer), output, GenerationSettings(context="profile", limit=7), source="sample",
+                    progress=False).already_done == 7
+
+    with serve(responder=judge_answer) as judge:
+        results = score(output, "openai:judge", source="sample", base_url=judge.base_url, api_key="sk-test",
+                        recall="batched", system={"name": "scripted (profile)", "predictions": str(output)})
+    assert results.system["degenerate"] == {"profile": without}
+    assert any(f"{without} of the 7 answers were written without their profile" in note for note in caveats(results))
+    write_results(results, tmp_path / "results.json")
+    [group] = build_leaderboard(load_results([tmp_path / "results.json"]), allow_proxy=True, n_resamples=20)
+    assert group.rows[0].system == f"scripted (profile) [{without} of 7 without their profile]"

@@ -14,10 +14,14 @@ the citations (a support inside a thought part is not one). A request's JSON sch
 the prompt.
 
 How much a model thinks is set as the SDK names it (`types.ThinkingConfig`): `thinking_level` on 3.x
-(minimal to xhigh), `thinking_budget` (tokens; 0 off, -1 automatic) on 2.5. Thought parts never reach
-the answer. The model that served is the response's `modelVersion`; an answer the provider stopped
-(`finishReason` `SAFETY`, `RECITATION`, `PROHIBITED_CONTENT`, ...) fails naming that reason, and a model
-it does not serve ("not found for API version") stops the run (`ModelUnavailableError`).
+(those the model takes: `thinking_levels`; Gemini 3.8 Flash low to high), `thinking_budget` (tokens; 0 off,
+-1 automatic) on 2.5, never both. Gemini 3.x is sent no sampling parameter (it deprecates them); 2.5 gets
+temperature 0. Thought parts never reach the answer. The model that served is the response's
+`modelVersion`, and how it stands its `modelStatus` (`Completion.model_status`: a `DEPRECATED` model or a
+retirement within 90 days is one notice, a `RETIRED` one the retirement error); an answer the provider
+stopped (`finishReason` `SAFETY`, `RECITATION`, `PROHIBITED_CONTENT`, ...) fails naming that reason, and a
+model it does not serve ("not found for API version") stops the run (`ModelUnavailableError`). Each search
+query executed is one search (`calls`), as Gemini 3 bills its grounding.
 
 The key (`GEMINI_API_KEY`, else `GOOGLE_API_KEY`) goes into the SDK's header and nowhere else; every
 reason and log line is scrubbed of it. `base_url` points the SDK elsewhere (a proxy, a test server).
@@ -26,10 +30,12 @@ reason and log line is scrubbed of it. `base_url` points the SDK elsewhere (a pr
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import os
 import re
 import ssl
+import warnings
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
@@ -40,8 +46,8 @@ from ..base import Completion, ModelUnavailableError, OnDone, Request, Withheld,
 from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
 from ..openai_session import CallFailed, scrub_url, short, status_failure, tls_context
 from ..options import THINKING_LEVELS
-from ..retirement import unavailable_reason
-from ..retries import Attempt, Caller, Client, RetryPolicy
+from ..retirement import ModelNotice, is_retired, status_notice, unavailable_reason
+from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..web_search import check_choice, search_record
 
 log = logging.getLogger(__name__)
@@ -55,6 +61,16 @@ ANSWERED = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
 BLOCKED = frozenset({"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "LANGUAGE"})
 """Finish reasons of an answer the provider stopped: what text came is not the model's answer."""
 
+THINKING_LEVELS_BY_MODEL: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"gemini-3\.8-flash", ("low", "medium", "high")),
+)
+"""The `thinking_level`s a model takes, where it takes fewer than the SDK names (`options.THINKING_LEVELS`):
+Gemini 3.8 Flash answers MINIMAL with a 400 (Google's Gemini 3.8 model page, as issue 32 quotes it, 2026-12-01).
+A pattern is searched for in the model name; a model none matches is sent any level the SDK names."""
+SAMPLING_DEPRECATED = ("temperature", "top_p", "top_k")
+"""The sampling parameters Gemini 3.x deprecates (Google's Gemini 3 developer guide: leave them at their
+defaults): never sent to it, and refused when given."""
+
 _THINKING_MODEL = re.compile(r"gemini-(?:2\.5|[3-9])", re.IGNORECASE)
 _LEVEL_MODEL = re.compile(r"gemini-[3-9]", re.IGNORECASE)
 _DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
@@ -66,8 +82,15 @@ def is_thinking_model(model: str) -> bool:
 
 
 def takes_thinking_level(model: str) -> bool:
-    """Gemini 3.x and later set their thinking by `thinking_level` (2.5 by `thinking_budget`)."""
+    """Gemini 3.x and later set their thinking by `thinking_level` (2.5 by `thinking_budget`); their
+    sampling parameters are deprecated (`SAMPLING_DEPRECATED`)."""
     return bool(_LEVEL_MODEL.search(model))
+
+
+def thinking_levels(model: str) -> tuple[str, ...]:
+    """The `thinking_level`s `model` takes: its row of `THINKING_LEVELS_BY_MODEL`, else every one the SDK names."""
+    return next((levels for pattern, levels in THINKING_LEVELS_BY_MODEL if re.search(pattern, model, re.IGNORECASE)),
+                THINKING_LEVELS)
 
 
 class GeminiBackend(Client):
@@ -100,10 +123,10 @@ class GeminiBackend(Client):
             api_key: default `GEMINI_API_KEY`, else `GOOGLE_API_KEY`; a placeholder for another endpoint.
             concurrency: calls in flight at most (default 16 on Google's API, 128 elsewhere).
             timeout: seconds per call before it counts as failed (and is retried).
-            temperature: default 0.
+            temperature: default 0; none on Gemini 3.x, which deprecates it (refused when given).
             reasoning_max_tokens: the output cap of a thinking model (2.5 and later), whose thinking counts
                 against it; default none (the request's `max_tokens` would starve the thinking).
-            thinking_level: 3.x: one of `THINKING_LEVELS` (the SDK's `ThinkingConfig.thinking_level`).
+            thinking_level: 3.x: one of the model's `thinking_levels` (the SDK's `ThinkingConfig.thinking_level`).
             thinking_budget: 2.5 (3.x too, though Google advises the level): thinking tokens, 0 off, -1
                 automatic (the SDK's `ThinkingConfig.thinking_budget`).
             schema_format: send a request's `json_schema` as `response_json_schema`.
@@ -114,13 +137,15 @@ class GeminiBackend(Client):
         self.base_url = (base_url or GEMINI_BASE_URL).rstrip("/")
         provider = urlsplit(self.base_url).hostname == urlsplit(GEMINI_BASE_URL).hostname
         self._api_key = _api_key(api_key, provider)
-        self.temperature = 0.0 if temperature is None else temperature
+        self.temperature = _temperature(model, temperature)
         self.thinking = is_thinking_model(model)
         self.thinking_config = _thinking_config(model, thinking_level, thinking_budget)
         self.reasoning_max_tokens = reasoning_max_tokens
         self.schema_format = schema_format
         self.constraint = JSON_SCHEMA if schema_format else None
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
+        self._noticed: set[str] = set()
+        """The model-status notices already given (one line each, however many answers say it)."""
         default_concurrency = GEMINI_CONCURRENCY if provider else SERVER_CONCURRENCY
         self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
                               self._api_key, log)
@@ -128,7 +153,9 @@ class GeminiBackend(Client):
     # -- Backend interface -------------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"schema_format": self.schema_format, "temperature": self.temperature}
+        settings: dict[str, Any] = {"schema_format": self.schema_format}
+        if self.temperature is not None:
+            settings["temperature"] = self.temperature
         if self.thinking:
             settings["reasoning_max_tokens"] = self.reasoning_max_tokens
         settings.update(self.thinking_config)
@@ -167,7 +194,7 @@ class GeminiBackend(Client):
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         contents = [types.Content(role="model" if m["role"] == "assistant" else "user", parts=[types.Part(text=m["content"])])
                     for m in messages if m["role"] != "system"]
-        config: dict[str, Any] = {"temperature": self.temperature}
+        config: dict[str, Any] = {} if self.temperature is None else {"temperature": self.temperature}
         limit = self.reasoning_max_tokens if self.thinking else request.max_tokens
         if limit is not None:
             config["max_output_tokens"] = limit
@@ -215,12 +242,27 @@ class GeminiBackend(Client):
         if not body.get("candidates") and blocked:
             raise CallFailed(f"{self.name}:{self.model} refused the prompt ({blocked})", retryable=False)
         try:
-            return _gemini_completion(body)
+            completion = _gemini_completion(body)
         except Withheld as withheld:
             raise CallFailed(f"{self.name}:{self.model} {withheld.reason}", retryable=False) from None
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
             raise CallFailed(f"malformed response from {self.name}:{self.model} at {where}: "
                              f"{short(f'{type(err).__name__}: {err}')}", retryable=True) from None
+        self._check_status(completion.model_status or {}, body)
+        return completion
+
+    def _check_status(self, status: Mapping[str, str], body: Mapping[str, Any]) -> None:
+        """What the answer's `model_status` calls for: a `RETIRED` model stops the run
+        (`ModelUnavailableError`, with the provider's message), a `DEPRECATED` one or a retirement within
+        `retirement.NOTICE_DAYS` is one `ModelNotice` (once per backend)."""
+        spec = f"{self.name}:{self.model}"
+        if is_retired(status):
+            said = str((body.get("modelStatus") or {}).get("message") or "")
+            raise ModelUnavailableError(spec, self._caller.scrub(short(f"model_status says RETIRED{': ' + said if said else ''}")))
+        notice = status_notice(spec, status, datetime.date.today()) if status else None
+        if notice and notice not in self._noticed:
+            self._noticed.add(notice)
+            warnings.warn(notice, ModelNotice, stacklevel=2)
 
 
 def _gemini_completion(body: dict[str, Any]) -> Completion:
@@ -238,6 +280,9 @@ def _gemini_completion(body: dict[str, Any]) -> Completion:
     if finish in BLOCKED or (finish not in ANSWERED and not text.strip()):
         message = f": {short(str(candidate['finishMessage']))}" if candidate.get("finishMessage") else ""
         raise Withheld(f"stopped the answer (finishReason {finish}){message}")
+    status = body.get("modelStatus") or {}  # google-genai types.ModelStatus {model_stage, retirement_time, message}
+    model_status = {name: str(status[key]) for name, key in (("stage", "modelStage"), ("retirement_time", "retirementTime"))
+                    if status.get(key)}
     return Completion(
         text=text,
         input_tokens=int(usage.get("promptTokenCount") or 0) + int(usage.get("toolUsePromptTokenCount") or 0),
@@ -248,6 +293,7 @@ def _gemini_completion(body: dict[str, Any]) -> Completion:
         search=_grounding_search(grounding, parts) if grounding else None,
         served_model=str(body.get("modelVersion") or ""),
         truncation_reason="MAX_TOKENS" if finish == "MAX_TOKENS" else "",
+        model_status=model_status or None,
     )
 
 
@@ -261,17 +307,33 @@ def _grounding_search(grounding: Mapping[str, Any], parts: Sequence[Mapping[str,
                             if int((support.get("segment") or {}).get("partIndex") or 0) not in thought
                             for index in support.get("groundingChunkIndices") or ())
     cited = [results[index] for index in pointed if isinstance(index, int) and 0 <= index < len(results)]
-    return search_record(grounding.get("webSearchQueries") or (), results, cited)
+    queries = grounding.get("webSearchQueries") or ()
+    # each query is one search executed, which is what Gemini 3 bills (per 1,000 queries, not per prompt)
+    return search_record(queries, results, cited, calls=len(queries))
+
+
+def _temperature(model: str, temperature: float | None) -> float | None:
+    """The temperature to send: none to Gemini 3.x, which deprecates it (a `UserError` when given), else the
+    one given, 0 by default."""
+    if takes_thinking_level(model):
+        if temperature is not None:
+            raise UserError(f"gemini:{model}: Gemini 3.x deprecates {', '.join(SAMPLING_DEPRECATED)}; leave the "
+                            "temperature out (its thinking is set by --thinking-level)")
+        return None
+    return 0.0 if temperature is None else temperature
 
 
 def _thinking_config(model: str, level: str | None, budget: int | None) -> dict[str, Any]:
     """The `ThinkingConfig` fields to send, as the SDK names them; a `UserError` for a level on a model
-    before 3.x or a level and a budget together (the API refuses both)."""
+    before 3.x, a level the model does not take (`thinking_levels`), or a level and a budget together (the
+    API refuses both)."""
     check_choice("--thinking-level", level, THINKING_LEVELS)
     if level is not None and budget is not None:
         raise UserError("give one of --thinking-level (gemini 3.x) and --thinking-budget (gemini 2.5), not both")
     if level is not None and not takes_thinking_level(model):
         raise UserError(f"gemini:{model} takes --thinking-budget, not --thinking-level (a gemini 3.x option)")
+    if level is not None and level not in thinking_levels(model):
+        raise UserError(f"gemini:{model} takes --thinking-level {', '.join(thinking_levels(model))}, not {level!r}")
     if budget is not None and not is_thinking_model(model):
         raise UserError(f"gemini:{model} does not think: --thinking-budget applies to gemini 2.5 and later")
     config: dict[str, Any] = {}

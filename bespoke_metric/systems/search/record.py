@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bespoke_metric.backends.base import CallError
-from bespoke_metric.backends.web_search import distinct_pages, page_key
+from bespoke_metric.backends.web_search import distinct_pages, page_key, searches_made
 
 from .noise import Marked
 from .providers import SearchResult
@@ -113,14 +113,13 @@ def native_block(search: Mapping[str, Any] | None) -> dict[str, Any]:
     results = [result for result in search.get("results") or () if isinstance(result, Mapping)]
     trace.failures = [str(reason) for reason in search.get("failures") or ()]
     trace.failed = int(search.get("failed") or len(trace.failures))
-    # `query_count`, and results marked `opened`: records cached before `calls` and `opened` were kept
-    reported = search.get("calls", search.get("query_count"))
-    trace.calls = int(reported) if reported is not None else max(len(trace.queries), trace.failed, 1 if results else 0)
+    trace.calls = searches_made(search)
     for rank, result in enumerate(results, start=1):
         entry = {"round": 1, "rank": rank, "url": str(result.get("url") or ""), "title": str(result.get("title") or "")}
         if not entry["url"] and result.get("name"):
             entry.update(type=str(result.get("type") or "api"), name=str(result["name"]))
         trace.results.append({**entry, "noise": False})
+    # results marked `opened`: records cached before `opened` was kept
     opened = [*(search.get("opened") or ()), *(result["url"] for result in results if result.get("opened") and result.get("url"))]
     trace.opened = distinct_pages(opened)
     return trace.block("", cited=[str(url) for url in search.get("cited") or ()])

@@ -22,7 +22,7 @@ from typing import Any
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.backends.http import ApiSession, Refused
 from bespoke_metric.backends.openai_session import CallFailed, scrub_url
-from bespoke_metric.backends.retries import Caller, RetryPolicy
+from bespoke_metric.backends.retries import Caller, RetryPolicy, check_timeout
 
 from .base import DEFAULT_K, SearchEngineError, SearchOptions, key_from_env
 from .providers import Provider, SearchFailed, SearchResult, ShapeError, decode
@@ -43,7 +43,7 @@ class WebEngine:
         self.base_url = base_url.rstrip("/")
         self.spec = f"searxng:{scrub_url(base_url)}" if provider.base_url is None else provider.name
         self.k = k
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, "--search-timeout")
         self._key = key
         self._caller = Caller(policy, concurrency, key or "", log)
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ApiSession] = weakref.WeakKeyDictionary()
@@ -65,7 +65,7 @@ class WebEngine:
         given = {name: value for name, value in options.given().items() if name in ("max_retries", "retry_budget",
                                                                                        "backoff_base", "max_retry_wait")}
         return cls(provider, url, key, k=options.k or DEFAULT_K, concurrency=options.concurrency or DEFAULT_CONCURRENCY,
-                   timeout=options.timeout or DEFAULT_TIMEOUT, policy=RetryPolicy(**{**vars(DEFAULT_POLICY), **given}))
+                   timeout=DEFAULT_TIMEOUT if options.timeout is None else options.timeout, policy=RetryPolicy(**{**vars(DEFAULT_POLICY), **given}))
 
     def identity(self) -> dict[str, Any]:
         return {"engine": self.provider.name, "url": scrub_url(self.base_url), "k": self.k}

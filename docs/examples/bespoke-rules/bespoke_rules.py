@@ -42,7 +42,8 @@ class RulesBackend:
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         for index, request in enumerate(requests):
             text = judge_answer({"messages": list(request.messages)})
-            on_done(index, Completion(text, served_model=f"rules-{self.model}"))
+            # a rule answered, not a model: no served model to check, and no cost
+            on_done(index, Completion(text, stand_in=True))
 
     def close(self) -> None:
         pass
@@ -52,4 +53,5 @@ def build(model: str, options: dict[str, Any]) -> RulesBackend:
     return RulesBackend(model, **options)
 
 
-ENGINE = Engine("rules", RulesOptions, backend=build)
+# a rule approximates a judge: its results are a proxy's, ranked only with --allow-proxy
+ENGINE = Engine("rules", RulesOptions, backend=build, proxy=True)

@@ -1,0 +1,21 @@
+"""A backend's outcomes for a list of requests, as the tests of the provider engines read them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from bespoke_metric.backends.base import Backend, Outcome, Request
+
+
+def complete(backend: Backend, requests: Sequence[Request]) -> list[Outcome]:
+    """Run `requests` through `backend.complete` on a fresh event loop: one outcome per request, in order
+    (`on_done` called once for each, never twice)."""
+    outcomes: dict[int, Outcome] = {}
+
+    def on_done(index: int, outcome: Outcome) -> None:
+        assert index not in outcomes, f"on_done called twice for {index}"
+        outcomes[index] = outcome
+
+    asyncio.run(backend.complete(requests, on_done))
+    return [outcomes[index] for index in range(len(requests))]

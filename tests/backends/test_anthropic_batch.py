@@ -1,0 +1,214 @@
+"""Claude with `--batch`: Anthropic's Message Batches over real HTTP against the strict Messages API server
+(`bespoke_metric.testing.anthropic_server`), with the ledger OpenAI's batch mode keeps. What the server
+received and ran is what is asserted: the batches created, the requests they ran (each billed once), the
+direct calls (none)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bespoke_metric.backends.base import ModelUnavailableError, Request, Usage
+from bespoke_metric.backends.batch_ledger import ledger_path, running_batches
+from bespoke_metric.backends.batches import BatchUnsupported
+from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.calls.pricing import ModelUse, PriceTable, Tokens, usage_models
+from bespoke_metric.calls.scheduler import run_requests, run_requests_sync
+from bespoke_metric.testing.anthropic_server import serve_anthropic
+from bespoke_metric.testing.server import messages_of, serve
+
+KEY = "sk-ant-batch-SECRET-0123456789"
+MODEL = "claude-haiku-5-5"
+
+
+def answer(body):
+    return "answer to " + messages_of(body)[-1]["content"]
+
+
+@pytest.fixture
+def server():
+    with serve_anthropic(answer) as running:
+        yield running
+
+
+def requests_for(n: int, prefix: str = "q") -> list[Request]:
+    return [Request(messages=({"role": "user", "content": f"{prefix}{i}"},), max_tokens=16) for i in range(n)]
+
+
+def batched(server, tmp_path: Path, model: str = MODEL, **options):
+    options = {"batch_poll": 0.01, "batch_poll_max": 0.05, "batch_ledger": str(ledger_path(tmp_path / "c.sqlite")), **options}
+    return make_backend(f"anthropic:{model}", base_url=server.root_url, api_key=KEY, backoff_base=0.01, batch=True, **options)
+
+
+def direct(server, model: str = MODEL):
+    return make_backend(f"anthropic:{model}", base_url=server.root_url, api_key=KEY, backoff_base=0.01)
+
+
+def submitted(server) -> list[list[dict]]:
+    """The requests of every batch creation the server received, per creation."""
+    return [call.body["requests"] for call in server.batch_creations]
+
+
+def test_a_batch_answers_as_direct_calls_would_at_half_the_price_and_sends_none(server, tmp_path):
+    requests = requests_for(5)
+    with Cache(tmp_path / "c.sqlite") as cache:
+        backend, usage = batched(server, tmp_path), Usage()
+        results = run_requests_sync(backend, requests, cache=cache, usage=usage)
+        assert server.direct_calls == []
+        [batch] = server.batches.values()
+        assert batch.status == "ended" and server.processed == 5
+        [lines] = submitted(server)
+        direct_backend = direct(server)
+        for line, request in zip(lines, requests):  # the SDK's batch Request: custom_id and the direct call's very body
+            assert set(line) == {"custom_id", "params"}
+            path, body = direct_backend.path_and_body(request)
+            assert path == "/v1/messages" and line["params"] == json.loads(body)
+        assert all(r.completion.service_tier == "batch" for r in results)
+        # the same answers as direct calls, under the same cache keys: a direct rerun makes no call
+        fresh = run_requests_sync(direct_backend, requests)
+        assert [(r.text, r.ok) for r in results] == [(r.text, r.ok) for r in fresh]
+        calls = len(server.direct_calls)
+        again = run_requests_sync(direct_backend, requests, cache=cache)
+        assert len(server.direct_calls) == calls and all(r.cached for r in again)
+    assert backend.batch_usage.calls == 5 and backend.batch_usage.input_tokens == usage.input_tokens > 0
+    prices = PriceTable()
+    record = usage_models([ModelUse(f"anthropic:{MODEL}", ("judge",), usage, backend.batch_usage)], prices)["models"][f"anthropic:{MODEL}"]
+    price = prices.price(f"anthropic:{MODEL}")
+    assert record["batch_calls"] == 5 and record["cost"] == round(price.cost(Tokens.of(usage), batch=True), 6)
+    assert price.rates(batch=True) == pytest.approx([rate / 2 for rate in price.rates(batch=False)])  # Message Batches: half price
+
+
+def test_large_runs_are_split_under_the_limits(server, tmp_path):
+    results = run_requests_sync(batched(server, tmp_path, batch_max_requests=3), requests_for(7))
+    assert [len(lines) for lines in submitted(server)] == [3, 3, 1]
+    assert all(r.ok for r in results) and server.processed == 7
+
+
+def die_once_batches_run(server, run) -> None:
+    """Run the coroutine `run` and kill it (cancel: the process ends, its batches go on) once the server
+    has a batch."""
+
+    async def dies() -> None:
+        task = asyncio.create_task(run)
+        while not server.batches:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert task.cancelled()
+
+    asyncio.run(dies())
+
+
+def test_a_batch_killed_mid_run_is_collected_by_the_rerun_paying_nothing_twice(server, tmp_path):
+    server.hold_batches = True
+    requests = requests_for(5)
+    with Cache(tmp_path / "c.sqlite") as cache:
+        die_once_batches_run(server, run_requests(batched(server, tmp_path), requests, cache=cache))
+        assert running_batches(ledger_path(cache.path)) == ["msgbatch_000001"]
+        server.hold_batches = False
+        results = run_requests_sync(batched(server, tmp_path), requests, cache=cache)
+        assert [r.text for r in results] == [f"answer to q{i}" for i in range(5)]
+        assert len(server.batch_creations) == 1 and server.processed == 5 and server.direct_calls == []
+        again = run_requests_sync(batched(server, tmp_path), requests, cache=cache)  # and a third run: from the cache
+    assert all(r.cached for r in again) and len(server.batch_creations) == 1 and server.processed == 5
+    assert running_batches(ledger_path(tmp_path / "c.sqlite")) == []
+
+
+def test_a_creation_whose_answer_was_lost_is_found_not_submitted_again(server, tmp_path):
+    """The server made the batch and its answer never came (a 500 here; a driver killed before the answer
+    on a real run): the creation is not retried, and the next poll finds the batch among the endpoint's."""
+    server.lose_creations = 1
+    results = run_requests_sync(batched(server, tmp_path), requests_for(4))
+    assert [r.text for r in results] == [f"answer to q{i}" for i in range(4)]
+    assert len(server.batch_creations) == 1 and server.processed == 4 and server.direct_calls == []
+    assert any(call.method == "GET" and call.path.startswith("/v1/messages/batches?limit=") for call in server.requests)
+
+
+def test_canceled_and_expired_requests_go_in_a_next_batch_then_directly(server, tmp_path):
+    server.fates.extend(["expired", "canceled"])
+    results = run_requests_sync(batched(server, tmp_path, batch_retries=1), requests_for(8))
+    assert [len(lines) for lines in submitted(server)] == [8, 4]  # 8 -> 4 expired, resubmitted -> 2 canceled
+    assert len(server.direct_calls) == 2 and server.processed == 6
+    assert [r.text for r in results] == [f"answer to q{i}" for i in range(8)]
+
+
+def test_a_request_the_api_refuses_ends_as_its_error_and_a_retired_model_stops_the_run(tmp_path):
+    with serve_anthropic(answer, retired=("claude-3-opus-20240229",)) as server:
+        refused = [Request(messages=({"role": "user", "content": "q"},), max_tokens=16)]
+        backend = batched(server, tmp_path, "claude-opus-4-7")
+        backend.direct.temperature = 0.5  # sent as if the check before any call were not there: the API refuses it
+        [result] = run_requests_sync(backend, refused)
+        assert result.error == ("the batch failed it: invalid_request_error: `temperature` is deprecated for this model.")
+        with pytest.raises(ModelUnavailableError, match="'anthropic:claude-3-opus-20240229' is not served: model: claude-3-opus"):
+            run_requests_sync(batched(server, tmp_path, "claude-3-opus-20240229"), requests_for(2))
+        assert running_batches(ledger_path(tmp_path / "c.sqlite")) == []  # the batch is collected, not left to rerun
+
+
+def test_an_endpoint_without_message_batches_is_said_in_one_line(tmp_path):
+    with serve(answer) as plain:
+        backend = make_backend(f"anthropic:{MODEL}", base_url=plain.base_url.removesuffix("/v1"), api_key=KEY, batch=True,
+                               batch_ledger=str(tmp_path / "l.sqlite"))
+        with pytest.raises(BatchUnsupported, match=r"offers no Batch API \(POST /v1/messages/batches: HTTP 404"):
+            run_requests_sync(backend, requests_for(2))
+    assert running_batches(tmp_path / "l.sqlite") == []  # the refused submission is not left to collect
+
+
+def test_no_key_in_the_cache_or_the_ledger(server, tmp_path):
+    with Cache(tmp_path / "c.sqlite") as cache:
+        run_requests_sync(batched(server, tmp_path), requests_for(3), cache=cache)
+    written = [p for p in tmp_path.iterdir() if p.is_file()]
+    assert {p.name for p in written} >= {"c.sqlite", "c.batches.sqlite"}
+    for path in written:
+        assert KEY.encode() not in path.read_bytes(), path
+    assert all(r.headers.get("x-api-key") == KEY for r in server.requests)  # it was sent, though
+
+
+def test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice(server, synthetic_hub, tmp_path, capsys, caplog):
+    """`bespoke score --batch` with a Claude judge, its driver killed (SIGKILL) while its batch runs: the rerun
+    collects that batch, submits nothing again and makes no direct call."""
+    import bespoke_dataset
+    from bespoke_cli.cli import main
+    from bespoke_metric.testing.judge_responder import judge_answer
+
+    server.responder = judge_answer
+    rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[:2]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps({"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]})
+                                   + "\n" for r in rows))
+    args = ["score", "--predictions", str(predictions), "--source", str(synthetic_hub), "--judge", f"anthropic:{MODEL}",
+            "--base-url", server.root_url, "--api-key", KEY, "--recall", "batched", "--cache", str(tmp_path / "judge.sqlite"),
+            "--output", str(tmp_path / "results.json"), "--batch", "--batch-poll", "0.05"]
+    server.hold_batches = True
+    driver = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", *args], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, cwd=tmp_path)
+    ledger = ledger_path(tmp_path / "judge.sqlite")
+    deadline = time.monotonic() + 300
+    while not running_batches(ledger) and driver.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert driver.poll() is None, driver.stderr.read().decode()
+    driver.send_signal(signal.SIGKILL)
+    driver.wait(timeout=30)
+    [held] = running_batches(ledger)
+    requested = sum(len(lines) for lines in submitted(server))
+    assert held == "msgbatch_000001" and requested > 0 and not (tmp_path / "results.json").exists()
+    server.hold_batches = False
+    caplog.set_level("INFO")
+    assert main(args) == 0, capsys.readouterr().err
+    assert "collecting 1 batch(es) submitted before: msgbatch_000001" in caplog.text
+    assert len(server.batch_creations) == 1 and server.processed == requested and server.direct_calls == []
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["summary"]["items"] == 2 and sum(results["summary"]["failures"].values()) == 0
+    judge_use = results["usage"]["models"][f"anthropic:{MODEL}"]
+    assert judge_use["batch_calls"] == judge_use["calls"] == requested
+    assert running_batches(ledger) == []
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
