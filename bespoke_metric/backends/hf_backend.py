@@ -24,9 +24,10 @@ A model whose chat template renders tools takes them (`takes_tools`): a request'
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
+import threading
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,6 +35,7 @@ from .base import CallError, Completion, OnDone, Outcome, Request, messages_with
 from .gguf_cache import load_causal_lm, load_tokenizer
 from .model_files import locate_model_files
 from .tool_calls import template_messages, template_takes_tools, with_tool_calls
+from .worker import Report, run_in_worker
 
 log = logging.getLogger(__name__)
 
@@ -113,20 +115,23 @@ class HFBackend:
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         prompts = [self._encode(r) for r in requests]
         # Longest first: similar lengths share a batch (little padding), and memory trouble surfaces early.
-        order = sorted(range(len(requests)), key=lambda i: (-len(prompts[i]), -requests[i].max_tokens))
-        start = 0
-        while start < len(order):
-            first = order[start]
-            size = self._batch_size_for(len(prompts[first]) + requests[first].max_tokens)
-            batch = order[start : start + size]
-            outcomes = await asyncio.to_thread(
-                self._generate_safely, [prompts[i] for i in batch], [requests[i].max_tokens for i in batch]
-            )
-            if outcomes is None:  # out of memory: a smaller cap is set, try again from the same place
-                continue
-            for index, outcome in zip(batch, outcomes):
+        pending = sorted(range(len(requests)), key=lambda i: (-len(prompts[i]), -requests[i].max_tokens))
+        while pending:
+            first = pending[0]
+            batch = pending[: self._batch_size_for(len(prompts[first]) + requests[first].max_tokens)]
+            ended: set[int] = set()
+
+            def land(row: int, outcome: Outcome, batch: list[int] = batch, ended: set[int] = ended) -> None:
+                index = batch[row]
+                ended.add(index)
                 on_done(index, with_tool_calls(outcome, requests[index]) if isinstance(outcome, Completion) else outcome)
-            start += len(batch)
+
+            def work(report: Report, stop: threading.Event, batch: list[int] = batch) -> None:
+                self._generate_safely([prompts[i] for i in batch], [requests[i].max_tokens for i in batch], report, stop)
+
+            await run_in_worker(work, land)
+            # Out of memory: a smaller cap is set; the rows that had ended are kept, the others asked again.
+            pending = [i for i in pending if i not in ended]
 
     def close(self) -> None:
         self._model = None
@@ -164,20 +169,25 @@ class HFBackend:
         fits = int(free * MEMORY_HEADROOM // max(per_sequence, 1))
         return max(1, min(fits, self._batch_cap))
 
-    def _generate_safely(self, prompts: list[list[int]], max_tokens: list[int]) -> list[Outcome] | None:
+    def _generate_safely(self, prompts: list[list[int]], max_tokens: list[int], report: Report,
+                         stop: threading.Event) -> None:
+        """`_generate`, and out of GPU memory, the batch cap halved (the caller asks the rows not reported again)
+        or, on a single prompt, that prompt failed."""
         import torch
 
         try:
-            return self._generate(prompts, max_tokens)
+            self._generate(prompts, max_tokens, report, stop)
         except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
             if len(prompts) == 1:
-                return [CallError(f"out of GPU memory on a single prompt of {len(prompts[0])} tokens")]
+                report(0, CallError(f"out of GPU memory on a single prompt of {len(prompts[0])} tokens"))
+                return
             self._batch_cap = (len(prompts) + 1) // 2
             log.warning("out of GPU memory with %d prompts per batch; trying %d", len(prompts), self._batch_cap)
-            return None
 
-    def _generate(self, prompts: list[list[int]], max_tokens: list[int]) -> list[Outcome]:
+    def _generate(self, prompts: list[list[int]], max_tokens: list[int], report: Report, stop: threading.Event) -> None:
+        """One left-padded batch through `generate`, each row reported (`report(row, outcome)`) as it ends;
+        `stop` set ends the batch at the next step, the rows that had not ended unreported."""
         import torch
         import transformers
 
@@ -188,19 +198,66 @@ class HFBackend:
         config = transformers.GenerationConfig(
             max_new_tokens=max(max_tokens), do_sample=False, pad_token_id=pad, eos_token_id=self._eos_ids or None
         )
+        rows = _Rows(self, prompts, max_tokens, width, report, stop)
         with torch.inference_mode():
             sequences = self._model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, generation_config=config
+                input_ids=input_ids, attention_mask=attention_mask, generation_config=config,
+                stopping_criteria=transformers.StoppingCriteriaList([rows]),
             )
-        outcomes: list[Outcome] = []
-        for row, prompt, limit in zip(sequences[:, width:].tolist(), prompts, max_tokens):
-            # Greedy decoding: a longer shared budget yields the same prefix, so cut to this request's own.
-            row = row[:limit]
-            stop = next((k for k, token in enumerate(row) if token in self._eos_ids), len(row))
-            text = self._tokenizer.decode(row[:stop], skip_special_tokens=True)
-            outcomes.append(Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row)),
-                                       truncated=stop == len(row)))
-        return outcomes
+        rows.report_ended(sequences[:, width:].tolist(), every=not stop.is_set())
+
+    def _completion(self, row: list[int], prompt: list[int], limit: int) -> Completion:
+        """One row's answer: cut at its own token limit (greedy decoding: a longer shared budget yields the
+        same prefix) and at its end of turn."""
+        row = row[:limit]
+        stop = next((k for k, token in enumerate(row) if token in self._eos_ids), len(row))
+        text = self._tokenizer.decode(row[:stop], skip_special_tokens=True)
+        return Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row)),
+                          truncated=stop == len(row))
+
+
+REPORT_EVERY_S = 0.25
+"""How often a batch being generated is looked at for rows that ended. Looking copies the batch to the host,
+which on a GPU waits for the step to finish: often enough for the progress bar, not at every token."""
+
+
+class _Rows:
+    """A stopping criterion for one batch of `generate`: ends each row at its own token limit, ends the whole
+    batch when `stop` is set (Ctrl-C), and reports each row, now and then, as soon as it has ended (its end
+    of turn or its limit), so the progress bar moves and an interrupted batch keeps what it finished."""
+
+    def __init__(self, backend: HFBackend, prompts: list[list[int]], limits: list[int], width: int, report: Report,
+                 stop: threading.Event) -> None:
+        import torch
+
+        self.backend = backend
+        self.prompts = prompts
+        self.limits = limits
+        self.width = width
+        self.report = report
+        self.stop = stop
+        self.unreported = set(range(len(prompts)))
+        self.limit_tensor = torch.tensor(limits, device=backend.device)
+        self.looked = time.monotonic()
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        if self.stop.is_set():
+            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        if time.monotonic() - self.looked >= REPORT_EVERY_S:
+            self.report_ended(input_ids[:, self.width :].tolist(), every=False)
+            self.looked = time.monotonic()
+        return input_ids.shape[1] - self.width >= self.limit_tensor  # computed on the device: no wait
+
+    def report_ended(self, generated: list[list[int]], *, every: bool) -> None:
+        """Report the rows not reported yet that have ended; `every`: all of them (the batch is done)."""
+        eos = self.backend._eos_ids
+        for row in sorted(self.unreported):
+            tokens = generated[row][: self.limits[row]]
+            if every or len(tokens) == self.limits[row] or any(token in eos for token in tokens):
+                self.unreported.discard(row)
+                self.report(row, self.backend._completion(tokens, self.prompts[row], self.limits[row]))
 
 
 def default_device() -> str:

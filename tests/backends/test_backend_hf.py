@@ -8,6 +8,7 @@ import pytest
 import torch
 import transformers
 
+from bespoke_metric.backends import hf_backend
 from bespoke_metric.backends.base import Completion, Request, messages_with_schema
 from bespoke_metric.backends.hf_backend import HFBackend
 from bespoke_metric.backends.registry import make_backend
@@ -154,11 +155,11 @@ def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
     real_generate = backend._generate
     sizes: list[int] = []
 
-    def generate(prompts, max_tokens):
+    def generate(prompts, max_tokens, report, stop):
         sizes.append(len(prompts))
         if len(prompts) > 2:  # stands in for a GPU running out of memory
             raise torch.cuda.OutOfMemoryError("CUDA out of memory")
-        return real_generate(prompts, max_tokens)
+        real_generate(prompts, max_tokens, report, stop)
 
     monkeypatch.setattr(backend, "_generate", generate)
     outcomes = complete(backend, requests())
@@ -185,3 +186,36 @@ def test_make_backend_errors():
         make_backend("gpt-5")
     with pytest.raises(ValueError, match="--base-url does not apply to the hf engine"):
         make_backend("hf:some/model", base_url="http://x")
+
+
+def test_a_row_lands_when_it_ends_and_a_cancelled_batch_stops_keeping_it(tiny_model_dir, monkeypatch):
+    """Ctrl-C cancels the run: the batch stops at its next step instead of generating to its end in a thread
+    nobody waits for, and the answer of the row that had ended in it is delivered, not thrown away."""
+    monkeypatch.setattr(hf_backend, "REPORT_EVERY_S", 0.0)  # look at the batch after every step
+    backend = HFBackend(str(tiny_model_dir), batch_size=2)
+    short, long = (Request(messages=({"role": "user", "content": "hi"},), max_tokens=limit) for limit in (2, 4000))
+    steps = 0
+    forward = backend._model.forward
+
+    def counted(*args, **kwargs):
+        nonlocal steps
+        steps += 1
+        return forward(*args, **kwargs)
+
+    backend._model.forward = counted
+    landed: dict[int, Completion] = {}
+
+    async def main():
+        task = asyncio.current_task()
+
+        def on_done(index, outcome):
+            landed[index] = outcome
+            task.cancel()  # the user presses Ctrl-C as the first answer lands
+
+        await backend.complete([long, short], on_done)
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+    assert list(landed) == [1]  # the short answer landed while its batch was still generating
+    assert landed[1] == complete(HFBackend(str(tiny_model_dir)), [short])[0]
+    assert steps < long.max_tokens  # the long one was stopped, not generated to its limit
