@@ -37,6 +37,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_cost_cli.py::test_ctrl_c_names_the_batches_still_running",
     "test_cost_cli.py::test_score_batch_gives_the_direct_figures_and_sends_no_direct_call",
     "test_dataset_synthetic.py::test_relevant_sessions_are_retrievable",
+    "test_progress.py::test_hf_generation_into_a_log_reports_as_answers_land",
     "test_docs.py::test_every_example_of_the_page_runs",
     "test_docs.py::test_the_readme_quickstart_scores_the_sample",
     "test_docs.py::test_the_warm_bespoke_answers_as_the_installed_one",

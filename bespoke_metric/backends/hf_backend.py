@@ -1,11 +1,15 @@
 """`hf:MODEL`: local generation with `transformers`, batched.
 
-Prompts are rendered with the model's chat template, sorted by length (longest first, so an
-out-of-memory error shows up on the first batch rather than the last) and generated in left-padded
-batches with greedy decoding. On a GPU the model runs in bfloat16 with SDPA attention and the batch size
-follows the free memory (and halves if a batch still runs out); on a CPU it runs in float32. The blocking
-`generate` runs in a worker thread so the event loop (progress bar, other backends) stays alive, and each
-request's outcome is reported as soon as its batch finishes.
+Prompts are rendered with the model's chat template, sorted by length (longest first: rows of a batch have
+similar lengths, so little padding, and an out-of-memory error shows up on the first batch rather than the
+last) and generated in left-padded batches with greedy decoding. A batch takes as many rows as its padded
+width fits in memory: on a GPU (bfloat16, SDPA attention) the free memory, halved if a batch still runs
+out; on a CPU (float32) `CPU_BATCH_BYTES`. Each row ends at its own token limit or end of turn.
+
+The blocking `generate` runs in a worker thread (`worker.run_in_worker`) so the event loop (progress bar,
+other backends) stays alive; each row's answer is reported as soon as it ends, not when its batch does, so
+the progress bar moves as answers finish. Ctrl-C stops the batch at its next step, keeping the answers
+that had ended.
 
 A GGUF file (`hf:folder/model.gguf`, `hf:owner/repo/model.gguf`) loads the same way, dequantised by
 transformers (`model_files.locate_model_files`); its tokenizer and chat template come from the file. Its first
@@ -39,7 +43,11 @@ from .worker import Report, run_in_worker
 
 log = logging.getLogger(__name__)
 
-CPU_BATCH_SIZE = 8
+CPU_BATCH_BYTES = 2 << 30
+"""Memory a batch may plan to use on a CPU (key/value cache and activations, `_bytes_per_token`): short
+prompts share a large batch (a step costs about as much for 64 rows as for 8), long ones a smaller one."""
+CPU_MIN_BATCH = 8
+"""Rows per batch on a CPU however long the prompts: fewer would read the weights once per step for too few rows."""
 MEMORY_HEADROOM = 0.7
 """Share of the free GPU memory a batch may plan to use; the rest absorbs estimation error."""
 
@@ -71,7 +79,8 @@ class HFBackend:
             tokenizer: a loaded tokenizer; default: loaded from `model`.
             device: default "cuda" when available, else "cpu".
             dtype: default "bfloat16" on GPU, "float32" on CPU.
-            batch_size: a fixed batch size; default: adapted to free GPU memory, or 8 on CPU.
+            batch_size: a fixed batch size; default: adapted to the prompts' length and the free GPU memory
+                (on a CPU: `CPU_BATCH_BYTES`, at least `CPU_MIN_BATCH`).
             max_batch_size: the most prompts per batch when adapting.
             revision: the Hub revision to load.
         """
@@ -157,16 +166,19 @@ class HFBackend:
         return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
 
     def _batch_size_for(self, total_length: int) -> int:
+        """Rows for a batch whose longest row (the first: longest first) is `total_length` tokens, prompt and
+        answer: as many as its padded width fits in the memory at hand, at most the cap."""
         if self.batch_size is not None:
             return max(1, min(self.batch_size, self._batch_cap))
-        if not self.device.startswith("cuda"):
-            return max(1, min(CPU_BATCH_SIZE, self._batch_cap))
-        import torch
-
-        free, _ = torch.cuda.mem_get_info(torch.device(self.device))
         config = self._model.config
-        per_sequence = total_length * _bytes_per_token(config, self.dtype) + _bytes_for_logits(config)
-        fits = int(free * MEMORY_HEADROOM // max(per_sequence, 1))
+        per_sequence = max(total_length * _bytes_per_token(config, self.dtype) + _bytes_for_logits(config), 1)
+        if self.device.startswith("cuda"):
+            import torch
+
+            free, _ = torch.cuda.mem_get_info(torch.device(self.device))
+            fits = int(free * MEMORY_HEADROOM // per_sequence)
+        else:
+            fits = max(CPU_MIN_BATCH, CPU_BATCH_BYTES // per_sequence)
         return max(1, min(fits, self._batch_cap))
 
     def _generate_safely(self, prompts: list[list[int]], max_tokens: list[int], report: Report,

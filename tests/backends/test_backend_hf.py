@@ -219,3 +219,23 @@ def test_a_row_lands_when_it_ends_and_a_cancelled_batch_stops_keeping_it(tiny_mo
     assert list(landed) == [1]  # the short answer landed while its batch was still generating
     assert landed[1] == complete(HFBackend(str(tiny_model_dir)), [short])[0]
     assert steps < long.max_tokens  # the long one was stopped, not generated to its limit
+
+
+def test_on_a_cpu_short_prompts_share_one_batch_and_long_ones_what_memory_fits(tiny_model_dir, monkeypatch):
+    backend = HFBackend(str(tiny_model_dir))
+    sizes: list[int] = []
+    real_generate = backend._generate
+
+    def generate(prompts, max_tokens, report, stop):
+        sizes.append(len(prompts))
+        real_generate(prompts, max_tokens, report, stop)
+
+    monkeypatch.setattr(backend, "_generate", generate)
+    short = [Request(messages=({"role": "user", "content": f"question {i}"},), max_tokens=3) for i in range(20)]
+    complete(backend, short)
+    assert sizes == [20]  # more than the eight of a fixed CPU batch: one step serves them all
+    config = backend._model.config
+    row = 500 * hf_backend._bytes_per_token(config, "float32") + hf_backend._bytes_for_logits(config)
+    monkeypatch.setattr(hf_backend, "CPU_BATCH_BYTES", 12 * row)
+    assert backend._batch_size_for(500) == 12
+    assert backend._batch_size_for(1000) == hf_backend.CPU_MIN_BATCH  # never fewer rows than that
