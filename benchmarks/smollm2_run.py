@@ -12,9 +12,10 @@ conversion's size on disk. Then, on that cache, the wall time of the whole comma
 
 Then, in this process, with the model loaded once: bespoke's generation of the sample's 15 answers
 (`systems.generate` with the loaded engine, a fresh cache each time: what `bespoke generate --context none`
-does once the model is loaded) and the engine alone (`run_requests`, no cache), against one bare batched
+does once the model is loaded) and the engine alone (`run_requests`, no cache; and with batches of 8, as
+the engine batched on a CPU before it batched by length and memory), against one bare batched
 `model.generate` of the very same prompts (the same model object, left-padded, greedy, the same token
-limit), the sides taken in turn `--runs` times; the ratio of their output tokens per second, median over
+limit), the sides taken in turn `--runs` times, each first in its turn; the ratio of their output tokens per second, median over
 the runs (goal: at least 0.8). The machine is shared: the load at start and end is recorded beside the figures.
 
     python benchmarks/smollm2_run.py [--max-new-tokens 32] [--runs 3] [--threads N]
@@ -82,15 +83,19 @@ def bespoke_generate(backend: Any, max_new_tokens: int, work: Path) -> tuple[flo
     return elapsed, report.usage.output_tokens, report.usage.input_tokens
 
 
-def bespoke_engine(backend: Any, requests: list[Any]) -> tuple[float, int, int]:
-    """The engine alone through the scheduler, no cache: (seconds, output tokens, prompt tokens)."""
+def bespoke_engine(backend: Any, requests: list[Any], batch_size: int | None = None) -> tuple[float, int, int]:
+    """The engine alone through the scheduler, no cache, its batches its own or of `batch_size`: (seconds,
+    output tokens, prompt tokens)."""
     from bespoke_metric.backends.base import Usage
     from bespoke_metric.calls.scheduler import run_requests_sync
 
     usage = Usage()
+    backend.batch_size = batch_size
     started = time.perf_counter()
     run_requests_sync(backend, requests, usage=usage)
-    return time.perf_counter() - started, usage.output_tokens, usage.input_tokens
+    elapsed = time.perf_counter() - started
+    backend.batch_size = None
+    return elapsed, usage.output_tokens, usage.input_tokens
 
 
 def against_bare(path: str, max_new_tokens: int, runs: int, work: Path) -> dict[str, Any]:
@@ -104,11 +109,17 @@ def against_bare(path: str, max_new_tokens: int, runs: int, work: Path) -> dict[
     backend = make_backend(f"hf:{path}")
     requests = sample_requests(max_new_tokens)
     bespoke_engine(backend, requests[:2])  # warm-up: first calls, lazy imports
-    sides: dict[str, list[tuple[float, int, int]]] = {"generate": [], "engine": [], "bare": []}
-    for _ in range(runs):
-        sides["generate"].append(bespoke_generate(backend, max_new_tokens, work))
-        sides["engine"].append(bespoke_engine(backend, requests))
-        sides["bare"].append(bare_generate(backend, requests, max_new_tokens))
+    measure = {"generate": lambda: bespoke_generate(backend, max_new_tokens, work),
+               "engine": lambda: bespoke_engine(backend, requests),
+               # the CPU batching before prompts were batched by length and memory: 8 rows a batch
+               "engine_batches_of_8": lambda: bespoke_engine(backend, requests, batch_size=8),
+               "bare": lambda: bare_generate(backend, requests, max_new_tokens)}
+    sides: dict[str, list[tuple[float, int, int]]] = {name: [] for name in measure}
+    names = list(measure)
+    for turn in range(runs):
+        first = turn % len(names)  # each side first in turn: the machine's load drifts
+        for name in names[first:] + names[:first]:
+            sides[name].append(measure[name]())
     prompt_tokens = {name: {measured[2] for measured in runs_} for name, runs_ in sides.items()}
     if len(set().union(*prompt_tokens.values())) != 1:
         sys.exit(f"the sides did not get the same prompts (prompt tokens: {prompt_tokens})")
@@ -120,7 +131,7 @@ def against_bare(path: str, max_new_tokens: int, runs: int, work: Path) -> dict[
         "output_tokens": {name: runs_[0][1] for name, runs_ in sides.items()},
         "tokens_per_s": {name: over_runs(values, 1) for name, values in rate.items()},
     }
-    for name in ("generate", "engine"):
+    for name in ("generate", "engine", "engine_batches_of_8"):
         figures[f"{name}_vs_bare"] = over_runs([ours / bare for ours, bare in zip(rate[name], rate["bare"])], 3)
     backend.close()
     return figures
@@ -197,7 +208,7 @@ def main() -> None:
         "tokens_per_s": "system output tokens / generation_s",
         "against_bare_generate": "in this process, the model loaded once: bespoke's generation of the sample "
                                  "(`generate`: prompts, scheduler, cache, predictions file; `engine`: run_requests on the "
-                                 "hf engine, no cache) and one bare batched transformers `generate` of the same prompts "
+                                 "hf engine, no cache; `engine_batches_of_8`: the same with batch_size=8) and one bare batched transformers `generate` of the same prompts "
                                  "with the same model object, in turn; tokens_per_s: output tokens (up to each end of "
                                  "turn) per second; *_vs_bare: bespoke's rate over the bare one's, per turn",
     })
