@@ -274,9 +274,9 @@ def test_on_a_cpu_short_prompts_share_one_batch_and_long_ones_what_memory_fits(t
     sizes: list[int] = []
     real_generate = backend._generate
 
-    def generate(prompts, max_tokens, report, stop):
+    def generate(prompts, max_tokens, grammars, report, stop):
         sizes.append(len(prompts))
-        real_generate(prompts, max_tokens, report, stop)
+        real_generate(prompts, max_tokens, grammars, report, stop)
 
     monkeypatch.setattr(backend, "_generate", generate)
     short = [Request(messages=({"role": "user", "content": f"question {i}"},), max_tokens=3) for i in range(20)]
