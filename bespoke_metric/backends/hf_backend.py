@@ -1,11 +1,16 @@
 """`hf:MODEL`: local generation with `transformers`, batched.
 
-Prompts are rendered with the model's chat template, sorted by length (longest first, so an
-out-of-memory error shows up on the first batch rather than the last) and generated in left-padded
-batches with greedy decoding. On a GPU the model runs in bfloat16 with SDPA attention and the batch size
-follows the free memory (and halves if a batch still runs out); on a CPU it runs in float32. The blocking
-`generate` runs in a worker thread so the event loop (progress bar, other backends) stays alive, and each
-request's outcome is reported as soon as its batch finishes.
+Prompts are rendered with the model's chat template, sorted by length (longest first: rows of a batch have
+similar lengths, so little padding, and an out-of-memory error shows up on the first batch rather than the
+last) and generated in left-padded batches with greedy decoding. A batch takes as many rows as its padded
+width fits in memory: on a GPU (bfloat16, SDPA attention) the free memory, halved if a batch still runs
+out; on a CPU (float32) `CPU_BATCH_BYTES`. Each row ends at its own token limit or end of turn (in a batch
+held to grammars, at its end of turn or the batch's end, reported cut to its limit: see `_Rows`).
+
+The blocking `generate` runs in a worker thread (`worker.run_in_worker`) so the event loop (progress bar,
+other backends) stays alive; each row's answer is reported as soon as it ends, not when its batch does, so
+the progress bar moves as answers finish. Ctrl-C stops the batch at its next step, keeping the answers
+that had ended.
 
 A GGUF file (`hf:folder/model.gguf`, `hf:owner/repo/model.gguf`) loads the same way, dequantised by
 transformers (`model_files.locate_model_files`); its tokenizer and chat template come from the file. Its first
@@ -33,10 +38,11 @@ A model whose chat template renders tools takes them (`takes_tools`): a request'
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
+import threading
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -47,10 +53,15 @@ from .base import CallError, Completion, OnDone, Outcome, Request, messages_with
 from .gguf_cache import load_causal_lm, load_tokenizer
 from .model_files import locate_model_files
 from .tool_calls import template_messages, template_takes_tools, with_tool_calls
+from .worker import Report, run_in_worker
 
 log = logging.getLogger(__name__)
 
-CPU_BATCH_SIZE = 8
+CPU_BATCH_BYTES = 2 << 30
+"""Memory a batch may plan to use on a CPU (key/value cache and activations, `_bytes_per_token`): short
+prompts share a large batch (a step costs about as much for 64 rows as for 8), long ones a smaller one."""
+CPU_MIN_BATCH = 8
+"""Rows per batch on a CPU however long the prompts: fewer would read the weights once per step for too few rows."""
 MEMORY_HEADROOM = 0.7
 """Share of the free GPU memory a batch may plan to use; the rest absorbs estimation error."""
 
@@ -83,7 +94,8 @@ class HFBackend:
             tokenizer: a loaded tokenizer; default: loaded from `model`.
             device: default "cuda" when available, else "cpu".
             dtype: default "bfloat16" on GPU, "float32" on CPU.
-            batch_size: a fixed batch size; default: adapted to free GPU memory, or 8 on CPU.
+            batch_size: a fixed batch size; default: adapted to the prompts' length and the free GPU memory
+                (on a CPU: `CPU_BATCH_BYTES`, at least `CPU_MIN_BATCH`).
             max_batch_size: the most prompts per batch when adapting.
             revision: the Hub revision to load.
             grammar: hold the answer to a request's JSON schema with xgrammar's grammar of it (see the
@@ -135,22 +147,25 @@ class HFBackend:
         grammars = [self._grammar_of(r) for r in requests]
         # Longest first: similar lengths share a batch (little padding), and memory trouble surfaces early;
         # the requests held to a grammar apart from the others (a batch is all one or all the other).
-        order = sorted(range(len(requests)),
-                       key=lambda i: (grammars[i] is None, -len(prompts[i]), -requests[i].max_tokens))
-        start = 0
-        while start < len(order):
-            first = order[start]
+        pending = sorted(range(len(requests)), key=lambda i: (grammars[i] is None, -len(prompts[i]), -requests[i].max_tokens))
+        while pending:
+            first = pending[0]
             size = self._batch_size_for(len(prompts[first]) + requests[first].max_tokens)
-            batch = [i for i in order[start : start + size] if (grammars[i] is None) == (grammars[first] is None)]
-            outcomes = await asyncio.to_thread(
-                self._generate_safely, [prompts[i] for i in batch], [requests[i].max_tokens for i in batch],
-                None if grammars[first] is None else [grammars[i] for i in batch],
-            )
-            if outcomes is None:  # out of memory: a smaller cap is set, try again from the same place
-                continue
-            for index, outcome in zip(batch, outcomes):
+            batch = [i for i in pending[:size] if (grammars[i] is None) == (grammars[first] is None)]
+            ended: set[int] = set()
+
+            def land(row: int, outcome: Outcome, batch: list[int] = batch, ended: set[int] = ended) -> None:
+                index = batch[row]
+                ended.add(index)
                 on_done(index, with_tool_calls(outcome, requests[index]) if isinstance(outcome, Completion) else outcome)
-            start += len(batch)
+
+            def work(report: Report, stop: threading.Event, batch: list[int] = batch) -> None:
+                held = None if grammars[batch[0]] is None else [grammars[i] for i in batch]
+                self._generate_safely([prompts[i] for i in batch], [requests[i].max_tokens for i in batch], held, report, stop)
+
+            await run_in_worker(work, land)
+            # Out of memory: a smaller cap is set; the rows that had ended are kept, the others asked again.
+            pending = [i for i in pending if i not in ended]
 
     def close(self) -> None:
         self._model = None
@@ -197,32 +212,42 @@ class HFBackend:
         return self._compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
 
     def _batch_size_for(self, total_length: int) -> int:
+        """Rows for a batch whose longest row (the first: longest first) is `total_length` tokens, prompt and
+        answer: as many as its padded width fits in the memory at hand, at most the cap."""
         if self.batch_size is not None:
             return max(1, min(self.batch_size, self._batch_cap))
-        if not self.device.startswith("cuda"):
-            return max(1, min(CPU_BATCH_SIZE, self._batch_cap))
-        import torch
-
-        free, _ = torch.cuda.mem_get_info(torch.device(self.device))
         config = self._model.config
-        per_sequence = total_length * _bytes_per_token(config, self.dtype) + _bytes_for_logits(config)
-        fits = int(free * MEMORY_HEADROOM // max(per_sequence, 1))
+        per_sequence = max(total_length * _bytes_per_token(config, self.dtype) + _bytes_for_logits(config), 1)
+        if self.device.startswith("cuda"):
+            import torch
+
+            free, _ = torch.cuda.mem_get_info(torch.device(self.device))
+            fits = int(free * MEMORY_HEADROOM // per_sequence)
+        else:
+            fits = max(CPU_MIN_BATCH, CPU_BATCH_BYTES // per_sequence)
         return max(1, min(fits, self._batch_cap))
 
-    def _generate_safely(self, prompts: list[list[int]], max_tokens: list[int], grammars: list[Any] | None) -> list[Outcome] | None:
+    def _generate_safely(self, prompts: list[list[int]], max_tokens: list[int], grammars: list[Any] | None,
+                         report: Report, stop: threading.Event) -> None:
+        """`_generate`, and out of GPU memory, the batch cap halved (the caller asks the rows not reported again)
+        or, on a single prompt, that prompt failed."""
         import torch
 
         try:
-            return self._generate(prompts, max_tokens, grammars)
+            self._generate(prompts, max_tokens, grammars, report, stop)
         except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
             if len(prompts) == 1:
-                return [CallError(f"out of GPU memory on a single prompt of {len(prompts[0])} tokens")]
+                report(0, CallError(f"out of GPU memory on a single prompt of {len(prompts[0])} tokens"))
+                return
             self._batch_cap = (len(prompts) + 1) // 2
             log.warning("out of GPU memory with %d prompts per batch; trying %d", len(prompts), self._batch_cap)
-            return None
 
-    def _generate(self, prompts: list[list[int]], max_tokens: list[int], grammars: list[Any] | None) -> list[Outcome]:
+    def _generate(self, prompts: list[list[int]], max_tokens: list[int], grammars: list[Any] | None, report: Report,
+                  stop: threading.Event) -> None:
+        """One left-padded batch through `generate` (held to `grammars`, one a row, where given), each row
+        reported (`report(row, outcome)`) as it ends; `stop` set ends the batch at the next step, the rows that
+        had not ended unreported."""
         import torch
         import transformers
 
@@ -239,19 +264,72 @@ class HFBackend:
             from xgrammar.contrib.hf import LogitsProcessor
 
             processors.append(LogitsProcessor(list(grammars)))  # one per generate call: it keeps the rows' state
+        rows = _Rows(self, prompts, max_tokens, width, report, stop, own_limits=grammars is None)
         with torch.inference_mode():
             sequences = self._model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, generation_config=config, logits_processor=processors
+                input_ids=input_ids, attention_mask=attention_mask, generation_config=config, logits_processor=processors,
+                stopping_criteria=transformers.StoppingCriteriaList([rows]),
             )
-        outcomes: list[Outcome] = []
-        for row, prompt, limit in zip(sequences[:, width:].tolist(), prompts, max_tokens):
-            # Greedy decoding: a longer shared budget yields the same prefix, so cut to this request's own.
-            row = row[:limit]
-            stop = next((k for k, token in enumerate(row) if token in self._eos_ids), len(row))
-            text = self._tokenizer.decode(row[:stop], skip_special_tokens=True)
-            outcomes.append(Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row)),
-                                       truncated=stop == len(row)))
-        return outcomes
+        rows.report_ended(sequences[:, width:].tolist(), every=not stop.is_set())
+
+    def _completion(self, row: list[int], prompt: list[int], limit: int) -> Completion:
+        """One row's answer: cut at its own token limit (greedy decoding: a longer shared budget yields the
+        same prefix) and at its end of turn."""
+        row = row[:limit]
+        stop = next((k for k, token in enumerate(row) if token in self._eos_ids), len(row))
+        text = self._tokenizer.decode(row[:stop], skip_special_tokens=True)
+        return Completion(text=text, input_tokens=len(prompt), output_tokens=min(stop + 1, len(row)),
+                          truncated=stop == len(row))
+
+
+REPORT_EVERY_S = 0.25
+"""How often a batch being generated is looked at for rows that ended. Looking copies the batch to the host,
+which on a GPU waits for the step to finish: often enough for the progress bar, not at every token."""
+
+
+class _Rows:
+    """A stopping criterion for one batch of `generate`: ends each row at its own token limit, ends the whole
+    batch when `stop` is set (Ctrl-C), and reports each row, now and then, as soon as it has ended (its end
+    of turn or its limit), so the progress bar moves and an interrupted batch keeps what it finished."""
+
+    def __init__(self, backend: HFBackend, prompts: list[list[int]], limits: list[int], width: int, report: Report,
+                 stop: threading.Event, *, own_limits: bool = True) -> None:
+        """`own_limits`: end a row at its own limit. Not in a batch held to grammars: xgrammar's logits processor
+        asserts that each row's next token is one its grammar takes, and a row ended here before its end of
+        turn gets padding; such a row runs on to the batch's end, and is reported cut to its limit."""
+        import torch
+
+        self.backend = backend
+        self.prompts = prompts
+        self.limits = limits
+        self.width = width
+        self.report = report
+        self.stop = stop
+        self.unreported = set(range(len(prompts)))
+        self.own_limits = own_limits
+        self.limit_tensor = torch.tensor(limits, device=backend.device)
+        self.looked = time.monotonic()
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        if self.stop.is_set():
+            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        if time.monotonic() - self.looked >= REPORT_EVERY_S:
+            self.report_ended(input_ids[:, self.width :].tolist(), every=False)
+            self.looked = time.monotonic()
+        if not self.own_limits:
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        return input_ids.shape[1] - self.width >= self.limit_tensor  # computed on the device: no wait
+
+    def report_ended(self, generated: list[list[int]], *, every: bool) -> None:
+        """Report the rows not reported yet that have ended; `every`: all of them (the batch is done)."""
+        eos = self.backend._eos_ids
+        for row in sorted(self.unreported):
+            tokens = generated[row][: self.limits[row]]
+            if every or len(tokens) == self.limits[row] or any(token in eos for token in tokens):
+                self.unreported.discard(row)
+                self.report(row, self.backend._completion(tokens, self.prompts[row], self.limits[row]))
 
 
 def default_device() -> str:

@@ -1,7 +1,10 @@
-"""Progress: the hook every long run reports to, and the bar that shows it, on a terminal only.
+"""Progress: the hook every long run reports to, and what shows it: a bar on a terminal, a plain line now and
+then into a log file.
 
 A bar is drawn only where someone watches it: when stderr is a terminal. Into a pipe or a log file it
-would write hundreds of carriage-return lines. The loading bars of the libraries underneath
+would write hundreds of carriage-return lines; there a run writes instead one plain line every
+`log_every_s()` seconds (`BESPOKE_PROGRESS_EVERY`, default 30) while it lasts, and a last one when it ends,
+so a long run is never silent for minutes and a short one adds nothing to the log. The loading bars of the libraries underneath
 (`datasets`, `huggingface_hub`, `transformers`) are the command line's to silence (`quiet_library_bars`);
 `transformers` draws its model-loading bar into a pipe too, so a model loads under `backends.model_files.loading_bar_on_terminal`.
 """
@@ -10,10 +13,17 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from typing import Callable
+
+from bespoke_dataset.errors import UserError
 
 ProgressHook = Callable[[str, int], None]
 """`hook(kind, n)`: `kind` is `"done"`, `"cached"` or `"failed"`; called as requests or items finish."""
+
+LOG_EVERY_S = 30.0
+"""Seconds between two progress lines of a run that writes into a log file, unless `BESPOKE_PROGRESS_EVERY` says."""
 
 
 def on_terminal() -> bool:
@@ -21,17 +31,31 @@ def on_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-class ProgressBar:
-    """A tqdm progress bar usable as a `ProgressHook`: counts requests done, cached and failed.
+def log_every_s() -> float:
+    """Seconds between two progress lines into a log file: `BESPOKE_PROGRESS_EVERY`, else `LOG_EVERY_S`."""
+    value = os.environ.get("BESPOKE_PROGRESS_EVERY", "")
+    try:
+        seconds = float(value) if value else LOG_EVERY_S
+    except ValueError:
+        raise UserError(f"BESPOKE_PROGRESS_EVERY must be a number of seconds, not {value!r}") from None
+    if seconds <= 0:
+        raise UserError(f"BESPOKE_PROGRESS_EVERY must be more than 0 seconds, not {value!r}")
+    return seconds
 
-    `disable=True` hides it; otherwise it is drawn only when stderr is a terminal."""
+
+class ProgressBar:
+    """Progress usable as a `ProgressHook`: counts requests done, cached and failed, and shows them as a tqdm
+    bar when stderr is a terminal, as a `LogLines` line now and then when it is not.
+
+    `disable=True` shows nothing."""
 
     def __init__(self, total: int, desc: str = "calls", disable: bool | None = None, unit: str = "call") -> None:
         from tqdm.auto import tqdm
 
         self.counts = {"done": 0, "cached": 0, "failed": 0}
-        # tqdm's disable=None is "only on a terminal"
-        self._bar = tqdm(total=total, desc=desc, unit=unit, disable=True if disable else None, dynamic_ncols=True)
+        terminal = on_terminal()
+        self._bar = tqdm(total=total, desc=desc, unit=unit, disable=bool(disable) or not terminal, dynamic_ncols=True)
+        self._lines = None if disable or terminal else LogLines(total, desc, unit, self.counts, log_every_s())
 
     def __call__(self, kind: str, n: int = 1) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + n
@@ -40,12 +64,69 @@ class ProgressBar:
 
     def close(self) -> None:
         self._bar.close()
+        if self._lines is not None:
+            self._lines.close()
 
     def __enter__(self) -> "ProgressBar":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class LogLines:
+    """Progress as plain lines into stderr when it is no terminal (a log file, a pipe): one every `every_s`
+    seconds while the run lasts, written by a timer thread (so a run whose answers all land late, a long
+    batch, still says it is alive), and a last one at `close` if any was written.
+
+        generating (none): 40/150 calls (27%), 38 done, 2 cached, 0 failed; 1m05s so far, about 2m59s left
+    """
+
+    def __init__(self, total: int, desc: str, unit: str, counts: dict[str, int], every_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.desc, self.unit, self.counts, self.clock = total, desc, unit, counts, clock
+        self.started = clock()
+        self.written = 0
+        self._closed = threading.Event()
+        self._timer = threading.Thread(target=self._every, args=(every_s,), name=f"progress: {desc}", daemon=True)
+        self._timer.start()
+
+    def line(self) -> str:
+        """The progress so far, in one line."""
+        finished = sum(self.counts.values())
+        elapsed = self.clock() - self.started
+        share = f" ({100 * finished // self.total}%)" if self.total else ""
+        counts = ", ".join(f"{n} {kind}" for kind, n in self.counts.items())
+        left = (f", about {_duration(elapsed * (self.total - finished) / finished)} left"
+                if 0 < finished < self.total else "")
+        return f"{self.desc}: {finished}/{self.total} {self.unit}s{share}, {counts}; {_duration(elapsed)} so far{left}"
+
+    def write(self) -> None:
+        print(self.line(), file=sys.stderr, flush=True)  # stderr looked up now: it may have been replaced
+        self.written += 1
+
+    def close(self) -> None:
+        """Stop the timer; write the last line if the run wrote any (a short run writes none)."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        self._timer.join()
+        if self.written:
+            self.write()
+
+    def _every(self, every_s: float) -> None:
+        while not self._closed.wait(every_s):
+            self.write()
+
+
+def _duration(seconds: float) -> str:
+    """`45s`, `3m05s`, `2h07m`."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def quiet_library_bars() -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from bespoke_dataset.source import default_cache_dir
 from bespoke_metric.backends.encoders import DEFAULT_ENCODER, encoder_name, encoder_path, load_encoder
 from bespoke_metric.backends.model_files import ModelNotFoundError
+from bespoke_metric.calls.progress import on_terminal
 
 
 class EmbeddingCache:
@@ -127,7 +128,7 @@ class Embedder:
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
-                show_progress_bar=self.progress,
+                show_progress_bar=self.progress and on_terminal(),  # its tqdm bar would fill a log with \r lines
             ).astype(np.float32)
             self.encoded += len(missing)
             self._cache.put(list(missing), fresh)

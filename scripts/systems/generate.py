@@ -9,7 +9,6 @@ from typing import TextIO
 
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_source_arguments
-from bespoke_metric.calls.progress import on_terminal
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.systems import GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
@@ -81,8 +80,8 @@ def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit
     """Run generation as the parsed arguments say (shared with `bespoke run`), within the command's
     spending limit if it has one; `--strict` refuses cut-off answers and calls served by another model."""
     config = system_config(args, spending)
-    # progress bars (the retriever's embedding bars too) only on a terminal, never into a pipe or a log
-    return generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=on_terminal(),
+    # a bar on a terminal, a line now and then into a log (`calls.progress`)
+    return generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=True,
                     strict=args.strict, model_name=args.model_name)
 
 

@@ -20,7 +20,6 @@ from bespoke_cli.judging.score import add_judge_arguments
 from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.plan import estimate as estimate_calls
 from bespoke_metric.calls.pricing import PriceTable
-from bespoke_metric.calls.progress import on_terminal
 from bespoke_metric.experiments import CellEstimate, SweepConfig, SweepPlan, dry_run, plan_sweep, run_sweep
 from bespoke_metric.experiments.outputs import SweepFolder
 from bespoke_metric.systems.tokens import counted_prompt_tokens
@@ -71,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {len(problems)} of {len(plan.cells)} cells would fail: {problems[0].name} ({problems[0].problem})",
                   file=sys.stderr)
         return 1 if problems else 0
-    outcome = run_sweep(plan, progress=on_terminal(), say=print)
+    outcome = run_sweep(plan, progress=True, say=print)  # a bar on a terminal, a line now and then into a log
     if stopped_by_limit(plan.spending, answer_caches(args)):  # the sweep's limit: a local judge holds none
         return 1
     print()

@@ -12,6 +12,7 @@ import torch
 import transformers
 
 from bespoke_dataset.errors import MissingExtraError
+from bespoke_metric.backends import hf_backend
 from bespoke_metric.backends.base import Completion, Request, messages_with_schema
 from bespoke_metric.backends.hf_backend import HFBackend
 from bespoke_metric.backends.registry import make_backend
@@ -148,6 +149,18 @@ def test_a_grammar_holds_a_random_model_to_the_schema_and_ends_its_answer(tiny_m
     assert HFBackend(str(tiny_model_dir)).identity()["settings"]["schema"] == "in prompt"  # as before grammars
 
 
+def test_a_row_held_to_a_grammar_cut_off_at_its_own_limit_leaves_the_batch_running(tiny_model_dir):
+    """A row stopped at its own limit before its end of turn would be given padding, which xgrammar's processor
+    refuses for a grammar not yet ended: in a batch held to grammars it runs on to the batch's end and is
+    reported cut to its limit, and the other rows end as they would alone."""
+    judge = ({"role": "system", "content": "judge"}, {"role": "user", "content": "Does the answer convey the claim?"})
+    cut = Request(messages=judge, max_tokens=3, json_schema=PERSONALIZATION_SCHEMA)  # too short for any judgment
+    whole = Request(messages=judge, max_tokens=420, json_schema=PERSONALIZATION_SCHEMA)
+    outcomes = complete(HFBackend(str(tiny_model_dir), grammar=True, batch_size=2), [cut, whole])
+    assert outcomes[0].truncated and outcomes[0].output_tokens == 3
+    assert outcomes[1] == complete(HFBackend(str(tiny_model_dir), grammar=True, batch_size=1), [whole])[0]
+
+
 def test_a_grammar_without_xgrammar_names_the_extra(tiny_model_dir, monkeypatch):
     monkeypatch.setitem(sys.modules, "xgrammar", None)  # what an environment without the extra imports
     backend = HFBackend(str(tiny_model_dir), grammar=True)
@@ -190,11 +203,11 @@ def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
     real_generate = backend._generate
     sizes: list[int] = []
 
-    def generate(prompts, max_tokens, grammars):
+    def generate(prompts, max_tokens, grammars, report, stop):
         sizes.append(len(prompts))
         if len(prompts) > 2:  # stands in for a GPU running out of memory
             raise torch.cuda.OutOfMemoryError("CUDA out of memory")
-        return real_generate(prompts, max_tokens, grammars)
+        real_generate(prompts, max_tokens, grammars, report, stop)
 
     monkeypatch.setattr(backend, "_generate", generate)
     outcomes = complete(backend, requests())
@@ -221,3 +234,56 @@ def test_make_backend_errors():
         make_backend("gpt-5")
     with pytest.raises(ValueError, match="--base-url does not apply to the hf engine"):
         make_backend("hf:some/model", base_url="http://x")
+
+
+def test_a_row_lands_when_it_ends_and_a_cancelled_batch_stops_keeping_it(tiny_model_dir, monkeypatch):
+    """Ctrl-C cancels the run: the batch stops at its next step instead of generating to its end in a thread
+    nobody waits for, and the answer of the row that had ended in it is delivered, not thrown away."""
+    monkeypatch.setattr(hf_backend, "REPORT_EVERY_S", 0.0)  # look at the batch after every step
+    backend = HFBackend(str(tiny_model_dir), batch_size=2)
+    short, long = (Request(messages=({"role": "user", "content": "hi"},), max_tokens=limit) for limit in (2, 4000))
+    steps = 0
+    forward = backend._model.forward
+
+    def counted(*args, **kwargs):
+        nonlocal steps
+        steps += 1
+        return forward(*args, **kwargs)
+
+    backend._model.forward = counted
+    landed: dict[int, Completion] = {}
+
+    async def main():
+        task = asyncio.current_task()
+
+        def on_done(index, outcome):
+            landed[index] = outcome
+            task.cancel()  # the user presses Ctrl-C as the first answer lands
+
+        await backend.complete([long, short], on_done)
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+    assert list(landed) == [1]  # the short answer landed while its batch was still generating
+    assert landed[1] == complete(HFBackend(str(tiny_model_dir)), [short])[0]
+    assert steps < long.max_tokens  # the long one was stopped, not generated to its limit
+
+
+def test_on_a_cpu_short_prompts_share_one_batch_and_long_ones_what_memory_fits(tiny_model_dir, monkeypatch):
+    backend = HFBackend(str(tiny_model_dir))
+    sizes: list[int] = []
+    real_generate = backend._generate
+
+    def generate(prompts, max_tokens, grammars, report, stop):
+        sizes.append(len(prompts))
+        real_generate(prompts, max_tokens, grammars, report, stop)
+
+    monkeypatch.setattr(backend, "_generate", generate)
+    short = [Request(messages=({"role": "user", "content": f"question {i}"},), max_tokens=3) for i in range(20)]
+    complete(backend, short)
+    assert sizes == [20]  # more than the eight of a fixed CPU batch: one step serves them all
+    config = backend._model.config
+    row = 500 * hf_backend._bytes_per_token(config, "float32") + hf_backend._bytes_for_logits(config)
+    monkeypatch.setattr(hf_backend, "CPU_BATCH_BYTES", 12 * row)
+    assert backend._batch_size_for(500) == 12
+    assert backend._batch_size_for(1000) == hf_backend.CPU_MIN_BATCH  # never fewer rows than that

@@ -46,17 +46,28 @@ def predictions(tmp_path: Path, synthetic_hub: Path) -> Path:
     return path
 
 
-def interrupt_once_answers_land(args: list[str], cache: Path, tmp_path: Path) -> tuple[int, str]:
-    """Run `bespoke ARGS`, send SIGINT once the cache holds two answers; (exit code, stderr)."""
+def interrupt_once_answers_land(args: list[str], cache: Path, tmp_path: Path, *, answers: int = 2,
+                                presses: int = 1, wait_s: float = 240) -> tuple[int, str]:
+    """Run `bespoke ARGS`, press Ctrl-C (SIGINT) `presses` times, half a second apart, once the cache holds
+    `answers` answers (waiting `wait_s` at most); (exit code, stderr)."""
     env = {**os.environ, "OPENAI_API_KEY": "sk-test", "BESPOKE_CACHE": str(tmp_path / "bespoke-cache")}
     process = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
-    deadline = time.monotonic() + 240
-    while count_answers(cache) < 2 and process.poll() is None and time.monotonic() < deadline:
+    deadline = time.monotonic() + wait_s
+    while count_answers(cache) < answers and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert process.poll() is None, "the command ended before it could be interrupted"
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    for press in range(presses):
+        if press:
+            time.sleep(0.5)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+    try:
+        _, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError("the command did not stop within two minutes of Ctrl-C") from None
     return process.returncode, err
 
 
@@ -101,3 +112,28 @@ def test_ctrl_c_in_meta_eval(slow_judge, synthetic_hub, tmp_path):
             "--cache", str(cache), "--concurrency", "2", "--output", str(tmp_path / "meta.json")]
     check_interrupted(*interrupt_once_answers_land(args, cache, tmp_path), cache)
     assert not (tmp_path / "meta.json").exists()
+
+
+def test_ctrl_c_in_generate_with_an_hf_model_stops_at_once_keeping_every_ended_answer(smollm2_cache, tmp_path,
+                                                                                       monkeypatch):
+    """SmolLM2 answering the sample's first two queries one at a time, longest prompt first: the second query's
+    answer ends after about 280 tokens, the first's runs on to the 8,000-token cap, for many minutes. Ctrl-C once
+    the first answer lands stops the second at its next token (the command ends within the two minutes
+    `communicate` waits, not after the cap), keeps the answer that had ended, and a second press meanwhile
+    does not abort the process."""
+    from bespoke_metric.testing import smollm2_path
+
+    # one torch thread: on a loaded machine of few cores, two spin against each other and a step takes many times longer
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    output, cache = tmp_path / "preds.jsonl", tmp_path / "preds.cache.sqlite"
+    args = ["generate", "--model", f"hf:{smollm2_path()}", "--source", "sample", "--context", "none", "--limit", "2",
+            "--batch-size", "1", "--max-new-tokens", "8000", "--output", str(output)]
+    code, err = interrupt_once_answers_land(args, cache, tmp_path, answers=1, presses=2, wait_s=600)
+    assert code == 130, err
+    assert "Traceback" not in err and "terminate called" not in err
+    lines = [line for line in err.strip().splitlines() if not line.startswith("generating (none): ")]  # progress
+    assert len(lines) == 1, err
+    match = LINE.match(lines[0])
+    assert match, lines[0]
+    assert int(match.group(1)) == count_answers(cache) == 1  # the answer that had ended, not the one cut short
+    assert not output.exists()  # the run's predictions are written when its group ends: none was
