@@ -149,7 +149,7 @@ def test_hf_parses_the_calls_a_model_writes(tools_model_dir):
     scripted = '<tool_call>{"name": "search", "arguments": {"query": "Seoul trails"}}</tool_call>'
 
     class Scripted(transformers.LlamaForCausalLM):
-        def generate(self, input_ids, attention_mask, generation_config, logits_processor=None):
+        def generate(self, input_ids, attention_mask, generation_config, logits_processor=None, stopping_criteria=None):
             reply = tokenizer(scripted, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
             return torch.cat([input_ids, torch.tensor([reply] * len(input_ids))], dim=1)
 
