@@ -14,6 +14,7 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
 import time
 import warnings
@@ -203,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}; {kept}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
+        # the command is ending: a second press while a model's thread reaches its next token (the interpreter
+        # waits for it at exit) would end the process by the signal instead of the exit status below
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(interrupted_line(caches, before, started), file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -399,8 +399,11 @@ def perplexity_responder() -> Responder:
                 output.append({"type": "search_results", "queries": [query], "results": [
                     {"id": index, "url": page.url, "title": page.title, "snippet": page.snippet, "date": page.date,
                      "last_updated": page.date, "source": "web"} for index, page in enumerate(found, 1)]})
-        first = f"On {question!r}: " + (pages[0].snippet if pages else "no search.")
-        rest = " " + " ".join(page.snippet for page in pages[1:]) if pages else f" answer to {question}"
+        # the answer names the question's last line only: a user message that carries a profile or history
+        # before its question would otherwise come back whole, and the context-echo guard rightly catches it
+        topic = question.strip().splitlines()[-1] if question.strip() else question
+        first = f"On {topic!r}: " + (pages[0].snippet if pages else "no search.")
+        rest = " " + " ".join(page.snippet for page in pages[1:]) if pages else f" answer to {topic}"
         annotations = ([{"type": "url_citation", "url": pages[0].url, "title": pages[0].title,
                          "start_index": first.index(pages[0].snippet), "end_index": len(first)}] if pages else [])
         if CUT_WORD in question:

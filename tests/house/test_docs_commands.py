@@ -135,5 +135,5 @@ def test_every_marked_command_runs_against_the_strict_test_servers(command, serv
         server = SERVED[engine](servers)[0]
         routes = {"gemini": r":generateContent$", "openai": r"/v1/(responses|chat/completions)$", "perplexity": r"/v1/agent$",
                   "anthropic": r"/v1/messages(/batches)?$"}[engine]
-        assert any(re.search(routes, call.path) for call in server.calls), f"{engine} was never called: {command.argv}"
+        assert any(re.search(routes, call.path) for call in server.calls), f"{engine} was never called: {command.argv}\n{printed.out}\n{printed.err}"
     assert KEY not in printed.out + printed.err
