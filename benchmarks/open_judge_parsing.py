@@ -13,10 +13,13 @@ off: every response goes to the judge. Run small by default, to finish on a load
     python benchmarks/open_judge_parsing.py [--limit 3] [--max-shots 1] [--recall none] [--max-tokens 1024] [--threads 1]
     python benchmarks/open_judge_parsing.py --limit 15 --recall per-claim --rows hf-grammar   # the whole sample
 
-The `vllm` row (`vllm:` in process) runs where vLLM is installed, in its own environment, and is added to the
-rows the main environment's run wrote under the same settings:
+The `vllm` row (`vllm:` in process) and the `vllm-serve` row (`openai:` with `--structured` against a `vllm
+serve` of the same folder, which the script starts on 127.0.0.1) run where vLLM is installed, in its own
+environment, and are added to the rows the main environment's run wrote under the same settings:
 
-    .venv-vllm/bin/python benchmarks/open_judge_parsing.py --rows vllm
+    .venv-vllm/bin/python benchmarks/open_judge_parsing.py --rows vllm vllm-serve
+
+`--out NAME` writes `benchmarks/results/NAME.json` instead (a run of other settings beside the default one).
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from record import write_results  # first: it notes the load the run starts under
+from record import RESULTS, write_results  # first: it notes the load the run starts under
 
+from bespoke_metric.testing.smollm2 import SERVED_NAME
+
+MAX_MODEL_LEN = 4096
+"""The served model's context: the judge's longest prompt and answer fit."""
 PREDICTIONS = Path(__file__).resolve().parent.parent / "bespoke_dataset" / "sample" / "predictions.jsonl"
 """The sample's predictions (`bespoke synth --sample` writes them too)."""
 
@@ -43,6 +51,8 @@ class Row:
     """The spec for a model file or folder."""
     options: dict[str, Any] = field(default_factory=dict)
     about: str = ""
+    served: bool = False
+    """Judged through a `vllm serve` of the model that the script starts (`--base-url` its address)."""
 
 
 ROWS: dict[str, Row] = {
@@ -50,6 +60,8 @@ ROWS: dict[str, Row] = {
     "hf-grammar": Row(lambda path: f"hf:{path}", {}, "hf: as a judge runs, JSON held by xgrammar's grammar"),
     # where vLLM is installed (its own environment, docs/serving-an-open-judge.md): the rows above are kept
     "vllm": Row(lambda path: f"vllm:{path}", {}, "vllm: in process, JSON held by vLLM's structured outputs"),
+    "vllm-serve": Row(lambda path: f"openai:{SERVED_NAME}", {"structured": True, "api_key": "not-needed"},
+                      "openai: --structured against vllm serve, the schema sent as response_format", served=True),
 }
 
 
@@ -87,13 +99,21 @@ def measure(spec: str, options: dict[str, Any], limit: int) -> dict[str, Any]:
     }
 
 
-def earlier_rows(settings: dict[str, Any]) -> dict[str, Any]:
-    """The rows of the results file this script wrote before under the same settings (the `vllm` row runs in
-    an environment of its own, the `hf` rows in the main one: each run adds its rows to the others')."""
-    from record import RESULTS
+def served_options(path: str, log: Path) -> tuple[Any, dict[str, Any]]:
+    """A `vllm serve` of SmolLM2's folder, started, and the judge options that reach it."""
+    from bespoke_metric.backends.gguf_cache import serving_folder
+    from bespoke_metric.backends.model_files import locate_model_files
+    from bespoke_metric.testing.smollm2 import VLLMServer
 
+    server = VLLMServer(serving_folder(locate_model_files(path)), log, max_model_len=MAX_MODEL_LEN)
+    return server, {"base_url": server.base_url}
+
+
+def earlier_rows(out: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """The rows of the results file this script wrote before under the same settings (the `vllm` rows run in
+    an environment of its own, the `hf` rows in the main one: each run adds its rows to the others')."""
     try:
-        figures = json.loads((RESULTS / "open_judge_parsing.json").read_text(encoding="utf-8"))["figures"]
+        figures = json.loads(out.read_text(encoding="utf-8"))["figures"]
     except (OSError, ValueError, KeyError):
         return {}
     same = {k: v for k, v in figures.get("settings", {}).items() if k != "threads"} == {
@@ -108,7 +128,9 @@ def main() -> None:
     parser.add_argument("--recall", default="none", choices=("per-claim", "batched", "none"), help="default none")
     parser.add_argument("--max-tokens", type=int, default=1024,
                         help="output cap of every judge call (default 1024; the protocol's own: 2048, 512 a claim)")
-    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--rows", nargs="+", default=["hf", "hf-grammar"], choices=list(ROWS),
+                        help="default: the rows of the main environment (hf, hf-grammar)")
+    parser.add_argument("--out", default="open_judge_parsing", help="the results file's name in benchmarks/results/")
     parser.add_argument("--threads", type=int, help="torch's CPU threads (default: torch's own; on a machine other "
                         "processes load, 1 is several times faster: threads of one step wait on each other)")
     args = parser.parse_args()
@@ -124,11 +146,21 @@ def main() -> None:
     for name in args.rows:
         row = ROWS[name]
         options = {"max_shots": args.max_shots, "recall": args.recall, "max_tokens": args.max_tokens, **row.options}
-        rows[name] = {"about": row.about, **measure(row.spec(smollm2_path()), options, args.limit)}
+        server = None
+        if row.served:
+            server, reach = served_options(smollm2_path(), Path(tempfile.mkdtemp()) / "vllm-serve.log")
+            options.update(reach)
+        try:
+            rows[name] = {"about": row.about, **measure(row.spec(smollm2_path()), options, args.limit)}
+        finally:
+            if server is not None:
+                server.stop()
         print(name, json.dumps(rows[name]), flush=True)
-    rows = {**earlier_rows(settings), **rows}
-    goals = {f"rows.{name}.parsed_share": (">=", 1.0) for name in rows if name.endswith("grammar")}
-    write_results(__file__, {"settings": settings, "rows": rows}, goals=goals, notes={
+    out = RESULTS / f"{args.out}.json"
+    rows = {**earlier_rows(out, settings), **rows}
+    # a judge held to the schema must parse every judgment; one without is measured, not held to it
+    goals = {f"rows.{name}.parsed_share": (">=", 1.0) for name, row in rows.items() if row["judge"]["structured"]}
+    write_results(__file__, {"settings": settings, "rows": rows}, goals=goals, out=out, notes={
         "judgments": "per response: its four scores (one judgment) and, with recall, one verdict per gold claim",
         "parsed": "judgments the protocol's parser read, after at most the re-asks the judge allows",
         "answers": "the judge's calls, re-asks included; cut_off: those the output limit ended (each re-asked once)",

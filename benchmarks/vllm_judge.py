@@ -69,8 +69,11 @@ def bare_chat(llm: Any, requests: Sequence[Any]) -> float:
     """Seconds of one bare `LLM.chat` of `requests`, in their order."""
     import vllm
 
+    from bespoke_metric.backends.vllm_backend import structured_schema
+
+    # the schema each request is held to, as bespoke sends it (bounded)
     params = [vllm.SamplingParams(temperature=0.0, max_tokens=r.max_tokens, structured_outputs=(
-        vllm.sampling_params.StructuredOutputsParams(json=r.json_schema) if r.json_schema is not None else None))
+        None if structured_schema(r) is None else vllm.sampling_params.StructuredOutputsParams(json=structured_schema(r))))
         for r in requests]
     started = time.perf_counter()
     llm.chat([[dict(m) for m in r.messages] for r in requests], params, use_tqdm=False)
@@ -113,14 +116,14 @@ def main() -> None:
     import vllm
 
     from bespoke_metric.backends.registry import make_backend
-    from bespoke_metric.backends.vllm_backend import engine_model
+    from bespoke_metric.backends.vllm_backend import STRUCTURED_OUTPUTS, engine_model
     from bespoke_metric.testing import smollm2_path
 
     path = smollm2_path()
     records = predictions(args.limit)
     started = time.perf_counter()
     llm = vllm.LLM(model=engine_model(path), max_model_len=MAX_MODEL_LEN, seed=0, enforce_eager=True,
-                   disable_log_stats=False)
+                   disable_log_stats=False, structured_outputs_config=dict(STRUCTURED_OUTPUTS))
     start_s = time.perf_counter() - started
     bespoke_s, bare_s, requests, judged = [], [], [], {}
     for _ in range(args.runs):

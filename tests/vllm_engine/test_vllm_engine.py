@@ -17,6 +17,7 @@ from bespoke_dataset import SAMPLE_DIR
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import CallError, Completion, Request
 from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.backends.vllm_backend import STRUCTURED_OUTPUTS
 from bespoke_metric.testing import smollm2_path
 
 pytestmark = pytest.mark.vllm
@@ -92,9 +93,10 @@ def test_the_judge_scores_the_sample_in_structured_mode(vllm_llm):
     from bespoke_metric.scoring.pipeline import score
 
     results = score(sample_predictions(2), f"vllm:{smollm2_path()}", source="sample", llm=vllm_llm).to_json()
-    # SmolLM2 in process may still run on (in the whitespace the grammar allows between JSON tokens): what it
-    # cannot do is go unnoticed. Every response is scored or its failure counted with its reason.
-    check_judged(results, 0)
+    # the bounded schema without free whitespace (STRUCTURED_OUTPUTS): SmolLM2 cannot run on, every answer ends
+    # and parses, where the unbounded one let it fill its token limit with blank lines or one repeated sentence
+    check_judged(results, 2)
+    assert results["summary"]["judge_truncated"] == 0
     assert results["judge"]["engine"] == "vllm" and results["judge"]["model"] == smollm2_path()
     (served,) = results["judge"]["served_models"].items()
     assert served[0] == smollm2_path() and 0 < served[1] <= results["usage"]["calls"]
@@ -116,6 +118,7 @@ def test_bespoke_score_on_the_command_line(vllm_llm, smollm2_folder, gguf_cache,
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert [kwargs["model"] for kwargs in built] == [str(smollm2_folder)]
+    assert built[0]["structured_outputs_config"] == STRUCTURED_OUTPUTS
     check_judged(json.loads(output.read_text()), 0)
 
 

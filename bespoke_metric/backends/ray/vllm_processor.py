@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from bespoke_metric.judging.protocol import GRAMMAR
 
 from ..base import CallError, Outcome, Request
-from ..vllm_backend import VLLMBackend, sampling_args, vllm_identity
+from ..vllm_backend import STRUCTURED_OUTPUTS, VLLMBackend, sampling_args, structured_schema, vllm_identity
 from .rows import decode_request, row_outcome
 
 VLLM_ROWS_PER_TASK = 64
@@ -87,7 +87,7 @@ def engine_kwargs(model: str, options: dict[str, Any]) -> dict[str, Any]:
         for name, parameter in inspect.signature(VLLMBackend).parameters.items()
         if name not in ("model", "llm")
     }
-    merged = {**defaults, **options}
+    merged = {**defaults, "structured_outputs_config": dict(STRUCTURED_OUTPUTS), **options}
     return {name: value for name, value in merged.items() if value is not None}
 
 
@@ -96,7 +96,8 @@ def preprocess(row: dict[str, Any]) -> dict[str, Any]:
     request = decode_request(row["request"])
     sampling = sampling_args(request)
     # The schema as JSON text: rows with different schemas still share one column type.
-    sampling["structured_outputs"] = None if request.json_schema is None else {"json": json.dumps(request.json_schema)}
+    schema = structured_schema(request)
+    sampling["structured_outputs"] = None if schema is None else {"json": json.dumps(schema)}
     return {
         "position": row["position"],
         "messages": [dict(m) for m in request.messages],
