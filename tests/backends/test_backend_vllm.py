@@ -20,6 +20,7 @@ import pytest
 from bespoke_metric.backends.base import CallError, Completion, EngineError, Request
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_requests_sync
+from bespoke_metric.judging.protocol import bounded_schema
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
 
@@ -144,6 +145,7 @@ def test_engine_arguments_with_tensor_parallelism(vllm_module):
         "enable_prefix_caching": True,
         "seed": 0,
         "trust_remote_code": False,
+        "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
         "max_model_len": 8192,
         "revision": "abc",
     }
@@ -151,8 +153,19 @@ def test_engine_arguments_with_tensor_parallelism(vllm_module):
         "engine": "vllm",
         "model": "org/model",
         "revision": "abc",
-        "settings": {"temperature": 0.0, "dtype": "auto", "schema_format": True},
+        "settings": {"temperature": 0.0, "dtype": "auto", "schema_format": "bounded"},
     }
+
+
+def test_a_schema_is_sent_bounded_to_end_within_the_token_limit(vllm_module):
+    """The schema a request is held to bounds its free strings (`protocol.bounded_schema`): a small model
+    repeating one sentence in a string still ends within its limit."""
+    backend = make_backend("vllm:m")
+    schema = {"type": "object", "properties": {"feedback": {"type": "string"}, "score": {"type": "integer"}}}
+    request = Request(messages=({"role": "user", "content": "judge"},), max_tokens=64, json_schema=schema)
+    held = backend.sampling_params(request).kwargs["structured_outputs"].json
+    assert held == bounded_schema(schema, request.max_tokens)
+    assert 0 < held["properties"]["feedback"]["maxLength"] < 64 and "maxLength" not in held["properties"]["score"]
 
 
 def test_answers_are_reported_as_the_engine_finishes_them(vllm_module):
