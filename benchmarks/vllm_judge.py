@@ -112,8 +112,8 @@ def main() -> None:
 
     import vllm
 
+    from bespoke_metric.backends.local.vllm_backend import engine_model
     from bespoke_metric.backends.registry import make_backend
-    from bespoke_metric.backends.vllm_backend import engine_model
     from bespoke_metric.testing import smollm2_path
 
     path = smollm2_path()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .openai_session import CallFailed, Session, short, status_failure
+from .providers.openai_session import CallFailed, Session, short, status_failure
 
 FINAL_STATUS = frozenset({401, 403, 404})
 """Refused (a key, a disabled format) or not found: another try gives the same."""

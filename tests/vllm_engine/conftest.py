@@ -26,8 +26,8 @@ START_TIMEOUT_S = 900
 @pytest.fixture(scope="session")
 def smollm2_folder(gguf_cache) -> Path:
     """SmolLM2 as one Hugging Face folder, converted into the session's `gguf_cache` once."""
-    from bespoke_metric.backends.gguf_cache import serving_folder
-    from bespoke_metric.backends.model_files import locate_model_files
+    from bespoke_metric.backends.local.gguf_cache import serving_folder
+    from bespoke_metric.backends.local.model_files import locate_model_files
     from bespoke_metric.testing import smollm2_path
 
     with pytest.MonkeyPatch.context() as patch:

@@ -47,11 +47,11 @@ from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request, Withheld, messages_with_schema
 from ..http import ApiSession
-from ..openai_backend import OpenAIBackend, _named_schema
-from ..openai_session import CallFailed, scrub_url, sdk_error, short, status_failure
 from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS
 from ..retirement import unavailable_reason
 from ..web_search import check_choice, in_answer, parse_location, search_record, split_list
+from .openai_backend import OpenAIBackend, _named_schema
+from .openai_session import CallFailed, scrub_url, sdk_error, short, status_failure
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 MESSAGES_PATH = "/v1/messages"

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from bespoke_metric.judging.protocol import GRAMMAR
 
 from ..base import CallError, Outcome, Request
-from ..vllm_backend import VLLMBackend, sampling_args, vllm_identity
+from ..local.vllm_backend import VLLMBackend, sampling_args, vllm_identity
 from .rows import decode_request, row_outcome
 
 VLLM_ROWS_PER_TASK = 64

@@ -21,7 +21,7 @@ from typing import Any
 
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.backends.http import ApiSession, Refused
-from bespoke_metric.backends.openai_session import CallFailed, scrub_url
+from bespoke_metric.backends.providers.openai_session import CallFailed, scrub_url
 from bespoke_metric.backends.retries import Caller, RetryPolicy, check_timeout
 
 from .base import DEFAULT_K, SearchEngineError, SearchOptions, key_from_env

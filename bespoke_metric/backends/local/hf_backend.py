@@ -49,10 +49,10 @@ from typing import Any, Sequence
 from bespoke_dataset.errors import MissingExtraError
 from bespoke_metric.judging.protocol import GRAMMAR, bounded_schema
 
-from .base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
+from ..base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
+from ..tool_calls import template_messages, template_takes_tools, with_tool_calls
 from .gguf_cache import load_causal_lm, load_tokenizer
 from .model_files import locate_model_files
-from .tool_calls import template_messages, template_takes_tools, with_tool_calls
 from .worker import Report, run_in_worker
 
 log = logging.getLogger(__name__)

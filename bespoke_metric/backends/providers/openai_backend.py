@@ -61,14 +61,14 @@ from urllib.parse import urlsplit
 from bespoke_dataset.errors import UserError
 from bespoke_metric.judging.protocol import JSON_SCHEMA, bounded_schema
 
-from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
+from ..base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
+from ..options import REASONING_EFFORTS
+from ..retirement import ModelNotice, known_shutdown, shutdown_notice
+from ..retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
+from ..tool_calls import decode_call, with_tool_calls
+from ..web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
 from .openai_models import SAMPLING_PARAMETERS, family_of
 from .openai_session import CallFailed, Session, model_ids, model_shutdown_date, scrub_url, short
-from .options import REASONING_EFFORTS
-from .retirement import ModelNotice, known_shutdown, shutdown_notice
-from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
-from .tool_calls import decode_call, with_tool_calls
-from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -20,7 +20,7 @@ import json
 import logging
 from typing import Any
 
-from .base import CallError, Request
+from ..base import CallError, Request
 from .batches import BatchBackend, BatchCollection, BatchLine, BatchUnsupported, SubmittedBatch, custom_id
 from .openai_session import short
 

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from bespoke_dataset.version import __version__
 
-from .retirement import unavailable_reason
+from ..retirement import unavailable_reason
 
 _RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
