@@ -13,8 +13,8 @@ import pytest
 from key_scan import stored_bytes
 
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
+from bespoke_metric.backends.http import parse_retry_after, scrub_url
 from bespoke_metric.backends.providers.openai_backend import UNREACHABLE_RETRIES, is_reasoning_model
-from bespoke_metric.backends.providers.openai_session import parse_retry_after, scrub_url
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.scheduler import run_requests_sync

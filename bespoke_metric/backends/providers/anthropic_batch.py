@@ -30,10 +30,10 @@ import uuid
 from typing import Any
 
 from ..base import CallError, ModelUnavailableError, Request
+from ..http import short
 from ..retirement import unavailable_reason
 from .anthropic import MESSAGES_PATH
 from .batches import BatchBackend, BatchCollection, BatchLine, BatchUnsupported, SubmittedBatch, custom_id
-from .openai_session import short
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,9 @@ from typing import Any, Protocol, Sequence
 from bespoke_dataset.errors import UserError
 
 from ..base import CallError, Completion, OnDone, Outcome, Request, Usage, Withheld, backend_description
+from ..http import CallFailed, Session, short
 from .batch_ledger import BatchLedger, LedgerBatch, default_ledger
 from .openai_backend import OpenAIBackend
-from .openai_session import CallFailed, Session, short
 
 log = logging.getLogger(__name__)
 

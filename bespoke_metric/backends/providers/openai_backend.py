@@ -31,8 +31,8 @@ llama.cpp's `llama-server`, which compile the schema into a grammar) gets it bou
 string is made to close it and its answer ends; OpenAI's own API gets it as the protocol writes it, its
 strict mode taking a subset of JSON Schema.
 
-The SDK does what it is for (authentication, the base URL, its error types) through `openai_session`, which
-keeps its per-call request pipeline off the hot path: each body is serialised once, here, and the answer is
+Calls go out through OpenAI's session on the HTTP core (`openai_session.OpenAISession` on `backends.http`),
+which keeps the SDK's per-call request pipeline off the hot path: each body is serialised once, here, and the answer is
 read from the raw JSON by `_chat_completion` / `_responses_completion`, which take a raw response body (a
 batch's output lines too) and record the model that served it (`model`, `system_fingerprint`,
 `service_tier`). A refusal, or a response that failed, fails its call naming it (`base.Withheld`); a model
@@ -62,13 +62,14 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.judging.protocol import JSON_SCHEMA, bounded_schema
 
 from ..base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
+from ..http import CallFailed, Session, scrub_url, short
 from ..options import REASONING_EFFORTS
 from ..retirement import ModelNotice, known_shutdown, shutdown_notice
 from ..retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..tool_calls import decode_call, with_tool_calls
 from ..web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
 from .openai_models import SAMPLING_PARAMETERS, family_of
-from .openai_session import CallFailed, Session, model_ids, model_shutdown_date, scrub_url, short
+from .openai_session import OpenAISession, model_ids, model_shutdown_date
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -427,7 +428,7 @@ class OpenAIBackend(Client):
 
     def new_session(self) -> Session:
         """A session to this endpoint with this backend's key, for the running event loop; the caller closes it."""
-        return Session(self.base_url, self._api_key, self.timeout)
+        return OpenAISession(self.base_url, self._api_key, self.timeout)
 
     async def release_session(self) -> None:
         """Close the session `keep_session` kept for the running event loop, before the loop ends."""

@@ -38,9 +38,9 @@ from typing import Any, Iterable, Mapping
 from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request
+from ..http import CallFailed, scrub_url, short
 from ..web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, check_choice, search_record, split_list
 from .openai_backend import OpenAIBackend, _named_schema, is_reasoning_model
-from .openai_session import CallFailed, scrub_url, short
 
 PERPLEXITY_BASE_URL = "https://api.perplexity.ai"
 AGENT_PATH = "/v1/agent"

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bespoke_metric.backends.http import scrub_url
 from bespoke_metric.backends.options import flag_of
-from bespoke_metric.backends.providers.openai_session import scrub_url
 
 from .base import DEFAULT_K, NATIVE, NONE, HookEngine, SearchEngine, SearchEngineError, SearchHook, SearchOptions
 from .providers import PROVIDERS
