@@ -36,7 +36,7 @@ import json
 from typing import Any, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
-from bespoke_metric.judging.protocol import GRAMMAR
+from bespoke_metric.backends.schema import GRAMMAR
 
 from ..base import CallError, Completion, EngineError, OnDone, Request
 from ..tool_calls import template_takes_tools, with_tool_calls

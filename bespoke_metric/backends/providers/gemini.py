@@ -40,7 +40,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.judging.protocol import JSON_SCHEMA
+from bespoke_metric.backends.schema import JSON_SCHEMA
 
 from ..base import Completion, ModelUnavailableError, OnDone, Request, Withheld, messages_with_schema
 from ..http import CallFailed, scrub_url, short, status_failure, tls_context

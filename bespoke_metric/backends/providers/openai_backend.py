@@ -27,7 +27,7 @@ there, or, where the chat API was chosen, is refused in one line before any call
 A request's JSON schema goes as a structured-output format (`response_format` in chat completions, `text.format`
 in the Responses API; `constraint` is `json-schema`). Another server than the provider's (a `vllm serve`,
 llama.cpp's `llama-server`, which compile the schema into a grammar) gets it bounded
-(`protocol.bounded_schema`: a `maxLength` on every free string), so that a small model that loops inside a
+(`schema.bounded_schema`: a `maxLength` on every free string), so that a small model that loops inside a
 string is made to close it and its answer ends; OpenAI's own API gets it as the protocol writes it, its
 strict mode taking a subset of JSON Schema.
 
@@ -59,7 +59,7 @@ from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequenc
 from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.judging.protocol import JSON_SCHEMA, bounded_schema
+from bespoke_metric.backends.schema import JSON_SCHEMA, bounded_schema
 
 from ..base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
 from ..http import CallFailed, Session, scrub_url, short

@@ -17,7 +17,7 @@ import inspect
 import json
 from typing import Any, Sequence
 
-from bespoke_metric.judging.protocol import GRAMMAR
+from bespoke_metric.backends.schema import GRAMMAR
 
 from ..base import CallError, Outcome, Request
 from ..local.vllm_backend import VLLMBackend, sampling_args, vllm_identity

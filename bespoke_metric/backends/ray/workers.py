@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-from bespoke_metric.judging.protocol import GRAMMAR
+from bespoke_metric.backends.schema import GRAMMAR
 
 from ..base import Backend, Outcome, Request
 from .rows import decode_request, outcome_row, row_outcome
