@@ -521,7 +521,7 @@ class OpenAIBackend(Client):
         return args
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "json_schema", "json_schema": _named_schema(schema)}
+        return {"type": "json_schema", "json_schema": named_schema(schema)}
 
     def _schema_of(self, request: Request) -> dict[str, Any]:
         """The schema sent for a request that has one: bounded for a server that compiles it itself."""
@@ -542,7 +542,7 @@ class OpenAIBackend(Client):
         if self.reasoning_effort is not None:
             args["reasoning"] = {"effort": self.reasoning_effort}
         if self.schema_format and request.json_schema is not None:
-            args["text"] = {"format": {"type": "json_schema", **_named_schema(self._schema_of(request))}}
+            args["text"] = {"format": {"type": "json_schema", **named_schema(self._schema_of(request))}}
         tools = [responses_function(tool) for tool in request.tools]
         if request.native_search:
             tools.append(self.web_search.responses_tool())
@@ -593,7 +593,9 @@ def responses_function(tool: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "strict": False, **function}
 
 
-def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def named_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` as OpenAI's structured outputs take it (`{"name", "schema", "strict"}`, the name from its
+    `title`, in the characters and length the API allows)."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "answer")))[:64] or "answer"
     return {"name": name, "schema": schema, "strict": True}
 
