@@ -24,7 +24,7 @@ from record import over_runs, write_results  # first: it notes the load the run 
 
 from bespoke_dataset import load
 from bespoke_dataset.synthetic import write_release
-from bespoke_metric.backends.encoders import load_encoder
+from bespoke_metric.backends.local.encoders import load_encoder
 from bespoke_metric.judging.embed_judge import EmbedJudge, split_sentences
 from bespoke_metric.judging.judge import JudgeItem
 

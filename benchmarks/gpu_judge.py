@@ -97,7 +97,7 @@ def judge_by_batch_size(path: str, device: str, rows: list[dict[str, Any]], size
     """The judge on `path`, one run per batch size, the model loaded once."""
     import torch
 
-    from bespoke_metric.backends.hf_backend import HFBackend
+    from bespoke_metric.backends.local.hf_backend import HFBackend
     from bespoke_metric.calls.scheduler import run_sync
     from bespoke_metric.judging.judge import JudgeItem
     from bespoke_metric.judging.llm_judge import LLMJudge

@@ -106,8 +106,8 @@ def measure(spec: str, options: dict[str, Any], limit: int) -> dict[str, Any]:
 
 def served_options(path: str, log: Path) -> tuple[Any, dict[str, Any]]:
     """A `vllm serve` of SmolLM2's folder, started, and the judge options that reach it."""
-    from bespoke_metric.backends.gguf_cache import serving_folder
-    from bespoke_metric.backends.model_files import locate_model_files
+    from bespoke_metric.backends.local.gguf_cache import serving_folder
+    from bespoke_metric.backends.local.model_files import locate_model_files
     from bespoke_metric.testing.smollm2 import VLLMServer
 
     server = VLLMServer(serving_folder(locate_model_files(path)), log, max_model_len=MAX_MODEL_LEN)

@@ -3,7 +3,7 @@ and bespoke's `hf:` generation against transformers' own `generate`.
 
 First, in a fresh cache, how long loading the model as `hf:` takes in a fresh process (imports left
 out): the first load, which reads the GGUF file and converts it into the cache
-(`bespoke_metric.backends.gguf_cache`), then a second, which reads the conversion; their ratio, and the
+(`bespoke_metric.backends.local.gguf_cache`), then a second, which reads the conversion; their ratio, and the
 conversion's size on disk. Then, on that cache, the wall time of the whole command, one fresh process
 (imports, loading the model, 15 answers, the `embed:` proxy judge):
 

@@ -72,7 +72,7 @@ def bare_chat(llm: Any, requests: Sequence[Any]) -> float:
     """Seconds of one bare `LLM.chat` of `requests`, in their order."""
     import vllm
 
-    from bespoke_metric.backends.vllm_backend import structured_schema
+    from bespoke_metric.backends.local.vllm_backend import structured_schema
 
     # the schema each request is held to, as bespoke sends it (bounded)
     params = [vllm.SamplingParams(temperature=0.0, max_tokens=r.max_tokens, structured_outputs=(
@@ -120,8 +120,8 @@ def main() -> None:
 
     import vllm
 
+    from bespoke_metric.backends.local.vllm_backend import STRUCTURED_OUTPUTS, engine_model
     from bespoke_metric.backends.registry import make_backend
-    from bespoke_metric.backends.vllm_backend import STRUCTURED_OUTPUTS, engine_model
     from bespoke_metric.testing import smollm2_path
 
     path = smollm2_path()

@@ -20,8 +20,13 @@ DEFAULT_SOURCE = "yonsei-dli/BESPOKE"
 """The public release on the Hugging Face Hub."""
 SAMPLE = "sample"
 SAMPLE_DIR = Path(__file__).parent / "sample"
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_REPO_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+REPO_ID = re.compile(rf"^(?!.*(?:--|\.\.))(?!.*\.git$){_REPO_PART}/{_REPO_PART}$")
+"""A Hub repo id, `ORG/NAME`, as the Hub allows it: each part 1 to 96 of `A-Z a-z 0-9 _ - .`, neither starting
+nor ending with `-` or `.`, no `--` or `..`, not ending in `.git` (the Hub's own refusal of a name says so;
+huggingface_hub's `validate_repo_id` checks the same). `org/_x` is one; `org/-x`, `org/x.` and `o/a--b` are not."""
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+"""A Hub revision that is a commit: 40 hexadecimal digits."""
 SYNTHETIC_MARKER = "SYNTHETIC.md"
 """The file `bespoke_dataset.synthetic` writes into every synthetic release (and `export` copies into an
 export of one)."""
@@ -64,7 +69,8 @@ class ResolvedSource:
 
 
 def is_repo_id(source: str) -> bool:
-    return bool(_REPO_ID.match(source)) and not Path(source).exists()
+    """Whether `source` names a Hub repo (`REPO_ID`) and no local path of that name exists."""
+    return bool(REPO_ID.match(source)) and not Path(source).exists()
 
 
 def download(repo_id: str, revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
@@ -125,7 +131,7 @@ def resolve_source(source: str | Path = DEFAULT_SOURCE, revision: str | None = N
         path, hub_revision = Path(text), None
     elif is_repo_id(text):
         path = _download_or_explain(text, revision, hub_cache_dir)
-        hub_revision = path.name if _COMMIT.match(path.name) else revision
+        hub_revision = path.name if COMMIT.match(path.name) else revision
     else:
         raise BespokeDataError(text, "no such folder, and not a Hub repo id like 'yonsei-dli/BESPOKE'")
     if revision is not None and hub_revision is None:

@@ -38,7 +38,7 @@ _LAZY: dict[str, str] = {
     "ItemResult": ".results.records",
     "Judge": ".judging.judge",
     "JudgeItem": ".judging.judge",
-    "ModelNotFoundError": ".backends.model_files",
+    "ModelNotFoundError": ".backends.local.model_files",
     "PredictionError": ".scoring.predictions",
     "build_leaderboard": ".analysis.leaderboard",
     "caveats": ".results.caveats",

@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, query_key, resolve_source
 from bespoke_dataset.rows import load_rows
-from bespoke_metric.backends.base import content_text
+from bespoke_metric.backends.base import ParseError, content_text
+from bespoke_metric.backends.reasoning import strip_reasoning
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.factory import make_kept_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
 from bespoke_metric.judging.guards import check_context_echo
 from bespoke_metric.judging.judge import Judge, JudgeItem
-from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 from bespoke_metric.results.metrics import METRIC_NAMES, REGISTRY
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.systems.context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, Profiler, build_contexts

@@ -13,7 +13,7 @@ import sys
 from typing import Any, Sequence, TextIO
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends import shared_options
+from bespoke_metric.backends.config import shared_options
 from bespoke_metric.backends.options import BatchOptions
 from bespoke_metric.calls.plan import Planned, estimate
 from bespoke_metric.calls.pricing import PriceTable, is_local
@@ -53,7 +53,7 @@ def spending_limit(args: argparse.Namespace, prices: PriceTable, caches: Sequenc
 
 
 def cost_options(args: argparse.Namespace, spec: str, spending: SpendingLimit | None) -> dict[str, Any]:
-    """The cost options for the engine of `spec` (`backends.shared_options.cost_options`)."""
+    """The cost options for the engine of `spec` (`backends.config.shared_options.cost_options`)."""
     return shared_options.cost_options(vars(args), spec, spending)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
-from bespoke_metric.backends import shared_options
+from bespoke_metric.backends.config import shared_options
 from bespoke_metric.backends.options import ExecutorOptions, VLLMOptions
 
 from .options import add_option_arguments

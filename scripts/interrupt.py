@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from bespoke_metric.backends.batch_ledger import default_ledger, ledger_path, running_batches
+from bespoke_metric.backends.providers.batch_ledger import default_ledger, ledger_path, running_batches
 from bespoke_metric.calls.cache import count_answers
 
 EXIT_INTERRUPTED = 130

@@ -281,7 +281,7 @@ def stand_in(tmp_path_factory):
 
 @_pytest.fixture(scope="session")
 def gguf_cache(tmp_path_factory):
-    """The session's folder of GGUF conversions (`$BESPOKE_CACHE/gguf`, `backends.gguf_cache`): the `smollm2`
+    """The session's folder of GGUF conversions (`$BESPOKE_CACHE/gguf`, `backends.local.gguf_cache`): the `smollm2`
     fixture's load fills it, and every test's `bespoke_cache` shares it."""
     folder = tmp_path_factory.mktemp("bespoke-cache") / "gguf"
     folder.mkdir()

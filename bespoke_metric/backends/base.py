@@ -165,6 +165,16 @@ class Withheld(Exception):
         self.reason = reason
 
 
+class ParseError(ValueError):
+    """An answer that cannot be read unambiguously: a parser raises it (the judges' parsers, `reasoning`'s
+    for a reasoning block that never closes), and the scheduler (`calls.scheduler`) then asks for a repair.
+    `reason` says why, in one short sentence."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 Outcome = Union[Completion, CallError]
 OnDone = Callable[[int, Outcome], None]
 """Called once per request index as soon as its outcome is known, so results can be cached as they land."""
@@ -184,7 +194,7 @@ class Backend(Protocol):
     constraint: str | None
     """How it holds an answer to a request's JSON schema: `"grammar"` (compiled here into a grammar over the
     next tokens), `"json-schema"` (sent to the server, which holds it), or None (the schema is only written
-    into the prompt). The words are `bespoke_metric.judging.protocol`'s `GRAMMAR` and `JSON_SCHEMA`."""
+    into the prompt). The words are `schema`'s `GRAMMAR` and `JSON_SCHEMA`."""
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines an answer besides the request, for the cache key and the results

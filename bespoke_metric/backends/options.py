@@ -18,7 +18,7 @@ from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_S
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """What `--reasoning-effort` takes: the openai SDK's `ReasoningEffort` (openai/types/shared/reasoning_effort.py,
-openai 3.57); which of them a model accepts is its family's (`openai_models.Family.efforts`: gpt-5 takes
+openai 3.57); which of them a model accepts is its family's (`providers.openai_models.Family.efforts`: gpt-5 takes
 minimal to high, gpt-6.2 neither none nor minimal)."""
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 """What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
@@ -109,7 +109,7 @@ def _search_context_size() -> Any:
 
 @dataclass(frozen=True)
 class OpenAIOptions(ClientOptions):
-    """`openai:MODEL`: any OpenAI-compatible endpoint (`backends.openai_backend.OpenAIBackend`)."""
+    """`openai:MODEL`: any OpenAI-compatible endpoint (`backends.providers.openai_backend.OpenAIBackend`)."""
 
     api: str | None = option(help="auto, chat or responses")
     reasoning_effort: str | None = option("--reasoning-effort", "openai: how hard a reasoning model thinks (default "
@@ -178,7 +178,7 @@ class AnthropicOptions(ClientOptions):
 
 @dataclass(frozen=True)
 class BatchOptions:
-    """The provider's Batch API, for engines that offer it (`backends.openai_batch.OpenAIBatchBackend`)."""
+    """The provider's Batch API, for engines that offer it (`backends.providers.openai_batch.OpenAIBatchBackend`)."""
 
     batch: bool | None = option("--batch", "send the calls of openai: and anthropic: models through the provider's Batch "
                                 "API (about half price; answers within 24 h; a rerun collects batches already submitted)")
@@ -203,7 +203,7 @@ class CostOptions:
 
 @dataclass(frozen=True)
 class HFOptions:
-    """`hf:MODEL`: batched local generation with transformers (`backends.hf_backend.HFBackend`)."""
+    """`hf:MODEL`: batched local generation with transformers (`backends.local.hf_backend.HFBackend`)."""
 
     batch_size: int | None = option("--batch-size", "prompts per batch (default: adapted to memory)")
     tokenizer: Any = option(help="a loaded tokenizer, for a preloaded model")
@@ -218,7 +218,7 @@ class HFOptions:
 
 @dataclass(frozen=True)
 class VLLMOptions:
-    """`vllm:MODEL`: offline vLLM, every prompt of a run at once (`backends.vllm_backend.VLLMBackend`)."""
+    """`vllm:MODEL`: offline vLLM, every prompt of a run at once (`backends.local.vllm_backend.VLLMBackend`)."""
 
     tensor_parallel_size: int | None = option("--tensor-parallel-size", "vllm: GPUs each model replica is sharded "
                                               "over (default 1)")

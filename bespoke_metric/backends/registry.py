@@ -47,7 +47,7 @@ ENTRY_POINT_GROUP = "bespoke.engines"
 
 
 def _openai(model: str, options: dict[str, Any]) -> Backend:
-    from bespoke_metric.backends.openai_backend import OpenAIBackend
+    from bespoke_metric.backends.providers.openai_backend import OpenAIBackend
 
     return OpenAIBackend(model, **options)
 
@@ -71,13 +71,13 @@ def _anthropic(model: str, options: dict[str, Any]) -> Backend:
 
 
 def _hf(model: str, options: dict[str, Any]) -> Backend:
-    from bespoke_metric.backends.hf_backend import HFBackend
+    from bespoke_metric.backends.local.hf_backend import HFBackend
 
     return HFBackend(model, **options)
 
 
 def _vllm(model: str, options: dict[str, Any]) -> Backend:
-    from bespoke_metric.backends.vllm_backend import VLLMBackend
+    from bespoke_metric.backends.local.vllm_backend import VLLMBackend
 
     return VLLMBackend(model, **options)
 
@@ -113,7 +113,7 @@ class Engine:
     always searches, such as Perplexity's)."""
     batch_api: bool = False
     """Offers a Batch API (`BatchOptions`, `--batch`)."""
-    batch_backend: str = "bespoke_metric.backends.openai_batch:OpenAIBatchBackend"
+    batch_backend: str = "bespoke_metric.backends.providers.openai_batch:OpenAIBatchBackend"
     """`"module:Class"` of the backend that sends its calls through that Batch API: `Class(direct, **options)`
     (the OpenAI Batch API's by default)."""
     substitute: Callable[[str], dict[str, Any] | None] | str | None = None

@@ -23,7 +23,7 @@ from typing import Awaitable, Callable, Sequence
 from bespoke_dataset.errors import UserError
 
 from .base import CallError, Completion, OnDone, Outcome, Request
-from .openai_session import CallFailed
+from .http import CallFailed
 
 Attempt = Callable[[], Awaitable[Completion]]
 """One try at a call: a completion, or `CallFailed`."""

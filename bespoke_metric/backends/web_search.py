@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .base import ParseError
+from .reasoning import answer_start, strip_reasoning
+
 TRACKING_PARAMETERS = frozenset({"gclid", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "igshid",
                                  "mc_cid", "mc_eid", "_hsenc", "_hsmi", "srsltid"})
 """Query parameters that say who sent a reader to a page, not which page it is (besides every `utm_*`)."""
@@ -110,8 +113,6 @@ def searches_made(search: Mapping[str, Any] | None) -> int:
 def in_answer(text: str, citations: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The citations (each with `start_index` into `text`, where known) that point into the final answer,
     not into a reasoning block before it; none when the reasoning never closes (there is no answer)."""
-    from bespoke_metric.judging.parsing import ParseError, answer_start, strip_reasoning
-
     try:
         strip_reasoning(text)
     except ParseError:

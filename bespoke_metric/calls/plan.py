@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Request
-from bespoke_metric.backends.openai_backend import is_reasoning_model
+from bespoke_metric.backends.providers.openai_backend import is_reasoning_model
 
 from .cache import Cache
 from .pricing import PriceTable, Tokens

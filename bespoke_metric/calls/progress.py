@@ -6,7 +6,7 @@ would write hundreds of carriage-return lines; there a run writes instead one pl
 `log_every_s()` seconds (`BESPOKE_PROGRESS_EVERY`, default 30) while it lasts, and a last one when it ends,
 so a long run is never silent for minutes and a short one adds nothing to the log. The loading bars of the libraries underneath
 (`datasets`, `huggingface_hub`, `transformers`) are the command line's to silence (`quiet_library_bars`);
-`transformers` draws its model-loading bar into a pipe too, so a model loads under `backends.model_files.loading_bar_on_terminal`.
+`transformers` draws its model-loading bar into a pipe too, so a model loads under `backends.local.model_files.loading_bar_on_terminal`.
 """
 
 from __future__ import annotations

@@ -17,21 +17,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
-from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, Request, Usage
+from bespoke_metric.backends.base import Backend, CallError, Completion, Outcome, ParseError, Request, Usage
 from bespoke_metric.backends.web_search import searches_made
 
 from .cache import Cache, key_for
 from .progress import ProgressBar, ProgressHook
-
-
-class ParseError(ValueError):
-    """An answer that cannot be read unambiguously (a parser raises it; the scheduler then asks for a repair).
-    `reason` says why, in one short sentence."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
 
 T = TypeVar("T")
 

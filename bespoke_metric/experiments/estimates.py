@@ -107,14 +107,14 @@ def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
     local = options.get("executor", "local") == "local"
     revision = pinned(parsed, dict(options)).get("revision")  # the spec's @revision or the option
     if local and parsed.engine.name == "hf":
-        from bespoke_metric.backends.hf_backend import default_device, default_dtype, hf_identity
-        from bespoke_metric.backends.model_files import locate_model_files
+        from bespoke_metric.backends.local.hf_backend import default_device, default_dtype, hf_identity
+        from bespoke_metric.backends.local.model_files import locate_model_files
 
         locate_model_files(parsed.model, revision, allow_patterns=["config.json"])
         dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
         return hf_identity(parsed.model, revision, dtype, bool(options.get("grammar")))
     if local and parsed.engine.name == "vllm":
-        from bespoke_metric.backends.vllm_backend import VLLMBackend, default_enforce_eager, vllm_identity
+        from bespoke_metric.backends.local.vllm_backend import VLLMBackend, default_enforce_eager, vllm_identity
 
         dtype = options.get("dtype") or inspect.signature(VLLMBackend).parameters["dtype"].default
         eager = options.get("enforce_eager")

@@ -18,8 +18,8 @@ from typing import Any, Callable, Mapping, Sequence
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.analysis.leaderboard import Entry, system_label
 from bespoke_metric.backends.base import Backend
+from bespoke_metric.backends.config.shared_options import check_cost_options, check_executor_options
 from bespoke_metric.backends.registry import make_backend
-from bespoke_metric.backends.shared_options import check_cost_options, check_executor_options
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, PriceTable
 from bespoke_metric.calls.spending import SpendingLimit

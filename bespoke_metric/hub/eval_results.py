@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from bespoke_dataset.registration import BENCHMARK_CONFIG, BENCHMARK_TASKS, NAME
+from bespoke_dataset.source import COMMIT, REPO_ID
 from bespoke_dataset.vocabulary import SPLIT
 from bespoke_metric.analysis.leaderboard import LABELS, Entry
 from bespoke_metric.results.caveats import STAND_IN_MARK
@@ -29,9 +30,6 @@ MODEL_CARD = "README.md"
 TASK_TYPE = "text-generation"
 """The model-index task type of a system answering BESPOKE's queries."""
 
-REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-"""A Hub repo id, `ORG/NAME`."""
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def check_repo_id(repo_id: str, flag: str) -> str:
@@ -82,7 +80,7 @@ def _revision(results: Entry, dataset: str) -> str | None:
     # the data's commit is the dataset's revision only when the results were scored on that very repo
     data = results.results.data
     revision = str(data.get("revision") or "")
-    return revision if data.get("source") == dataset and _COMMIT.match(revision) else None
+    return revision if data.get("source") == dataset and COMMIT.match(revision) else None
 
 
 def eval_result_entries(results: Entry, dataset: str, *, source_url: str | None = None) -> list[dict[str, Any]]:

@@ -36,11 +36,9 @@ from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.atomic import FolderOwner, atomic_entries
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.registration import CITATION
-from bespoke_dataset.source import is_repo_id
+from bespoke_dataset.source import REPO_ID, is_repo_id
 from bespoke_dataset.version import __version__
 from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results
-
-from .eval_results import REPO_ID
 
 SPACE_FILES = Path(__file__).parent / "space_files"
 GRADIO_SDK_VERSION = "6.31.0"

@@ -19,12 +19,13 @@ from bespoke_dataset.building import Authored, ClaimTask, RubricTask
 from bespoke_dataset.reading.payloads import claim_lines
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
 from bespoke_metric.backends.base import Backend, Request, Usage
+from bespoke_metric.backends.reasoning import strip_reasoning
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressBar
 from bespoke_metric.calls.scheduler import ParseError, run_requests_sync
 
 from . import prompts
-from .parsing import find_json, strip_reasoning
+from .parsing import find_json
 from .protocol import delimit, example_block, repair_request
 
 RUBRIC_MAX_TOKENS = 2048

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .parsing import strip_reasoning
+from bespoke_metric.backends.reasoning import strip_reasoning
 
 _URL = r"(?:https?://|www\.)[^\s<>()\[\]{}\"']+(?:\([^\s()]*\)[^\s<>()\[\]{}\"']*)*"
 _MARKER = r"(?:\[\^?\d+(?:\s*[,;–-]\s*\d+)*\]|【\d+(?:[†:][^】]*)?】)"

@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
+from bespoke_metric.backends.config.shared_options import cost_options, executor_options
+from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import ClientOptions, option_names
-from bespoke_metric.backends.shared_options import cost_options, executor_options
 
 from .factory import JudgeParts, ProtocolOptions, judge_parts
 

@@ -35,7 +35,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Usage
-from bespoke_metric.backends.encoders import DEFAULT_ENCODER, encoder_name, load_encoder
+from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER, encoder_name, load_encoder
 from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.results import ItemResult, stats
 

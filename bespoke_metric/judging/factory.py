@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.backends.options import OptionError, option, option_names
+from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.registry import Spec, build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge

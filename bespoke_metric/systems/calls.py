@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bespoke_metric.backends.base import Backend, Request, Usage
+from bespoke_metric.backends.base import Backend, ParseError, Request, Usage
+from bespoke_metric.backends.reasoning import strip_reasoning
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, run_requests, run_sync
-from bespoke_metric.judging.parsing import ParseError, strip_reasoning
 
 from .prompts import GENERATION_PROMPT_VERSION
 

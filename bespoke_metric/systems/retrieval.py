@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.encoders import DEFAULT_ENCODER
+from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER
 
 from .embeddings import Embedder
 

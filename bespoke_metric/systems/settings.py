@@ -9,7 +9,7 @@ from typing import Any
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.backends.encoders import DEFAULT_ENCODER
+from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER
 from bespoke_metric.backends.options import setting
 from bespoke_metric.calls.cache import Cache
 

@@ -1,6 +1,6 @@
 """Token counting for budgets: the system model's own tokenizer, OpenAI's encodings, or an estimate.
 
-A Hugging Face tokenizer is found with `bespoke_metric.backends.model_files.locate_model` first (a local folder,
+A Hugging Face tokenizer is found with `bespoke_metric.backends.local.model_files.locate_model` first (a local folder,
 the Hub cache, or a download of the tokenizer files alone), so a tokenizer that is not here and cannot be
 fetched is a `ModelNotFoundError` in seconds, not a minute of retries.
 """
@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bespoke_metric.backends.gguf_cache import load_tokenizer
-from bespoke_metric.backends.model_files import ModelNotFoundError, locate_model_files
+from bespoke_metric.backends.local.gguf_cache import load_tokenizer
+from bespoke_metric.backends.local.model_files import ModelNotFoundError, locate_model_files
 from bespoke_metric.backends.registry import parse_spec
 
 log = logging.getLogger(__name__)

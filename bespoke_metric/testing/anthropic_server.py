@@ -64,7 +64,7 @@ from typing import Any, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 from .provider_servers import CACHED_TOKENS, REASONING_TOKENS, Page, search_pages
-from .server import RecordedRequest, Responder, TestServer, _Handler, messages_of, serve_until_stopped
+from .server import RecordedRequest, RequestHandler, Responder, TestServer, messages_of, serve_until_stopped
 from .system_responder import answer_any
 
 MESSAGES_ROUTE = "/v1/messages"
@@ -379,7 +379,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-class _AnthropicHandler(_Handler):
+class _AnthropicHandler(RequestHandler):
     state: AnthropicServer
 
     def _refusal(self) -> tuple[int, dict[str, Any]] | None:

@@ -45,7 +45,7 @@ from urllib.parse import parse_qs, urlsplit
 from bespoke_metric.calls.pricing import prompt_tokens
 from bespoke_metric.systems.tokens import TokenCounter, openai_token_counter
 
-from .server import RecordedRequest, Responder, TestServer, _default_responder, _Handler, messages_of, serve_until_stopped
+from .server import RecordedRequest, RequestHandler, Responder, TestServer, default_responder, messages_of, serve_until_stopped
 
 ENDS = ("completed", "expired", "cancelled", "failed")
 """How a batch ends; before, it passes through `validating`, `in_progress` and `finalizing`."""
@@ -107,7 +107,7 @@ class BatchServer(TestServer):
 
     def __init__(
         self,
-        responder: Responder = _default_responder,
+        responder: Responder = default_responder,
         *,
         fates: list[str] | None = None,
         partial: float = 0.5,
@@ -316,7 +316,7 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
     return fields
 
 
-class _BatchHandler(_Handler):
+class _BatchHandler(RequestHandler):
     state: BatchServer
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
@@ -399,7 +399,7 @@ BatchServer.handler = _BatchHandler
 
 
 @contextlib.contextmanager
-def serve_batches(responder: Responder = _default_responder, **options: Any) -> Iterator[BatchServer]:
+def serve_batches(responder: Responder = default_responder, **options: Any) -> Iterator[BatchServer]:
     """Run a `BatchServer` on a free port of 127.0.0.1 for the duration of the `with` block (options as
     `BatchServer` takes them)."""
     server = BatchServer(responder, **options).start()

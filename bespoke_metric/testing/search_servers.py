@@ -28,8 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import server as server_module
-from .server import Fault, RecordedRequest, TestServer
+from .server import Fault, RecordedRequest, RequestHandler, TestServer
 
 Document = dict[str, str]
 """`{"title", "url", "text", "date"}` (date optional)."""
@@ -158,7 +157,7 @@ def _payload(provider: str, query: str, found: list[Document], count: int) -> di
                         for rank, d in enumerate(docs, start=1)]}
 
 
-class _Handler(server_module._Handler):
+class _SearchHandler(RequestHandler):
     """The OpenAI-compatible server's handler (reading bodies, recording, faults, sending JSON), answering
     as a search API."""
 
@@ -201,7 +200,7 @@ class _Handler(server_module._Handler):
         self.wfile.write(data)
 
 
-SearchServer.handler = _Handler
+SearchServer.handler = _SearchHandler
 
 
 @contextlib.contextmanager

@@ -107,7 +107,8 @@ def _text_of(content: Any) -> str:
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
-def _default_responder(body: dict[str, Any]) -> str:
+def default_responder(body: dict[str, Any]) -> str:
+    """What a server answers when given no responder: `ok` to every call."""
     return "ok"
 
 
@@ -119,14 +120,14 @@ class TestServer:
     """The running server's state; configure it by assigning its attributes between calls."""
 
     __test__ = False  # not a pytest test class
-    handler: type["_Handler"]
-    """The request handler class (`_Handler`, set below; a server offering more routes subclasses it)."""
+    handler: type["RequestHandler"]
+    """The request handler class (`RequestHandler`, set below; a server offering more routes subclasses it)."""
     url_path = "/v1"
     """Where the API lives under the server's address (`base_url`)."""
 
     def __init__(
         self,
-        responder: Responder = _default_responder,
+        responder: Responder = default_responder,
         *,
         latency: float = 0.0,
         faults: list[Fault | None] | None = None,
@@ -289,7 +290,10 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256  # a burst of concurrent connections must not overflow the listen backlog
 
 
-class _Handler(BaseHTTPRequestHandler):
+class RequestHandler(BaseHTTPRequestHandler):
+    """Reads a call's body, records it, applies the server's faults and latency, and answers in OpenAI's
+    JSON; a server offering more routes (a Batch API, a search API) subclasses it."""
+
     state: TestServer
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
     disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
@@ -381,7 +385,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(content)
 
 
-TestServer.handler = _Handler
+TestServer.handler = RequestHandler
 
 
 def serve_until_stopped(server: TestServer, argv: list[str] | None, *, prog: str, description: str) -> int:
@@ -407,7 +411,7 @@ def serve_until_stopped(server: TestServer, argv: list[str] | None, *, prog: str
 
 @contextlib.contextmanager
 def serve(
-    responder: Responder = _default_responder,
+    responder: Responder = default_responder,
     *,
     latency: float = 0.0,
     faults: list[Fault | None] | None = None,

@@ -53,7 +53,7 @@ class VLLMServer:
     (`vllm_backend.STRUCTURED_OUTPUTS`); `base_url` ends in /v1. Started at once (minutes on a CPU); `stop()` ends it."""
 
     def __init__(self, folder: Path, log: Path, *, max_model_len: int) -> None:
-        from bespoke_metric.backends.vllm_backend import STRUCTURED_OUTPUTS
+        from bespoke_metric.backends.local.vllm_backend import STRUCTURED_OUTPUTS
 
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))

@@ -20,7 +20,7 @@ from typing import Any
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.openai_backend import STAND_IN_FIELD
+from bespoke_metric.backends.providers.openai_backend import STAND_IN_FIELD
 
 from .server import TestServer
 from .system_responder import answer_any

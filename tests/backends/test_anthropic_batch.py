@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bespoke_metric.backends.base import ModelUnavailableError, Request, Usage
-from bespoke_metric.backends.batch_ledger import ledger_path, running_batches
-from bespoke_metric.backends.batches import BatchUnsupported
+from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
+from bespoke_metric.backends.providers.batches import BatchUnsupported
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, Tokens, usage_models

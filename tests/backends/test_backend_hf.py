@@ -12,9 +12,9 @@ import torch
 import transformers
 
 from bespoke_dataset.errors import MissingExtraError
-from bespoke_metric.backends import hf_backend
 from bespoke_metric.backends.base import Completion, Request, messages_with_schema
-from bespoke_metric.backends.hf_backend import HFBackend
+from bespoke_metric.backends.local import hf_backend
+from bespoke_metric.backends.local.hf_backend import HFBackend
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_requests_sync
 from bespoke_metric.judging.protocol import CLAIM_SCHEMA, PERSONALIZATION_SCHEMA, bounded_schema

@@ -13,8 +13,8 @@ import pytest
 from key_scan import stored_bytes
 
 from bespoke_metric.backends.base import CallError, Completion, Request, Usage
-from bespoke_metric.backends.openai_backend import UNREACHABLE_RETRIES, is_reasoning_model
-from bespoke_metric.backends.openai_session import parse_retry_after, scrub_url
+from bespoke_metric.backends.http import parse_retry_after, scrub_url
+from bespoke_metric.backends.providers.openai_backend import UNREACHABLE_RETRIES, is_reasoning_model
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.scheduler import run_requests_sync
@@ -253,7 +253,7 @@ def test_a_dead_endpoint_warns_once_not_per_retry(openai_server, caplog):
     """A judge that is down: every call retried, one warning line for the run (the rest at DEBUG, shown by
     -v), so stderr holds the reason the run ends with rather than a line per retry."""
     openai_server.rule = lambda record: Fault(status=503)
-    caplog.set_level(logging.DEBUG, logger="bespoke_metric.backends.openai_backend")
+    caplog.set_level(logging.DEBUG, logger="bespoke_metric.backends.providers.openai_backend")
     outcomes = complete(backend_for(openai_server, max_retries=2), [request(f"q{i}") for i in range(4)])
     assert all(isinstance(outcome, CallError) for outcome in outcomes.values())
     retries = [r for r in caplog.records if "; retry " in r.getMessage()]
@@ -273,7 +273,7 @@ def test_an_unreachable_endpoint_fails_every_call_in_seconds_with_no_warning(cap
     refused.bind(("127.0.0.1", 0))  # bound, never listening: connections to it are refused
     backend = make_backend("openai:m", base_url=f"http://127.0.0.1:{refused.getsockname()[1]}/v1", api_key=KEY,
                            backoff_base=0.05)
-    caplog.set_level(logging.DEBUG, logger="bespoke_metric.backends.openai_backend")
+    caplog.set_level(logging.DEBUG, logger="bespoke_metric.backends.providers.openai_backend")
     try:
         outcomes = complete(backend, [request(f"q{i}") for i in range(300)])
     finally:
@@ -457,7 +457,7 @@ def test_429_waits_at_least_retry_after_ms(openai_server):
 def test_error_reasons_read_as_the_sdks_own_errors(openai_server, status):
     # what our session says of an error answer is what the official client raises for it (its public
     # error class and message), without calling into the SDK's private parts
-    from bespoke_metric.backends.openai_session import sdk_error
+    from bespoke_metric.backends.providers.openai_session import sdk_error
 
     body = {"error": {"message": f"scripted {status}", "type": "invalid_request_error"}}
     openai_server.faults.append(Fault(status=status, body=body))

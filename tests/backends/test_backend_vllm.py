@@ -182,7 +182,7 @@ def test_answers_are_reported_as_the_engine_finishes_them(vllm_module):
 
 
 def test_vllm_not_installed_names_both_installs(monkeypatch):
-    from bespoke_metric.backends.vllm_backend import VLLM_CPU_INSTALL
+    from bespoke_metric.backends.local.vllm_backend import VLLM_CPU_INSTALL
 
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(ImportError) as raised:
@@ -241,13 +241,13 @@ def test_cli_engine_failure_is_one_line_and_exit_1(monkeypatch, synthetic_hub, t
 
 
 def test_a_prompt_without_output_is_a_call_error():
-    from bespoke_metric.backends.vllm_backend import _completion
+    from bespoke_metric.backends.local.vllm_backend import _completion
 
     assert _completion(FakeRequestOutput([1, 2], [])) == CallError("vLLM returned no completion for this prompt")
 
 
 def test_finish_reason_length_marks_the_completion_truncated():
-    from bespoke_metric.backends.vllm_backend import _completion
+    from bespoke_metric.backends.local.vllm_backend import _completion
 
     @dataclass
     class Output:
@@ -314,7 +314,7 @@ def test_a_template_without_tools_takes_none(vllm_module):
 def test_a_gguf_file_is_served_from_its_converted_folder(vllm_module, smollm2, smollm2_cache):
     """vLLM reads a GGUF file of only some architectures: it is given the folder `serving_folder` makes of
     the conversions (tokenizer and weights together, links), made once; the spec keeps the file's name."""
-    from bespoke_metric.backends.gguf_cache import MANIFEST
+    from bespoke_metric.backends.local.gguf_cache import MANIFEST
     from bespoke_metric.testing import smollm2_path
 
     backend = make_backend(f"vllm:{smollm2_path()}")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bespoke_metric.backends.base import Request, Usage
-from bespoke_metric.backends.batch_ledger import ledger_path, running_batches
-from bespoke_metric.backends.openai_batch import BatchUnsupported
+from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
+from bespoke_metric.backends.providers.openai_batch import BatchUnsupported
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import PriceTable

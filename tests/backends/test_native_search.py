@@ -476,7 +476,7 @@ def test_the_command_line_says_a_key_is_missing_in_one_line(monkeypatch, capsys,
 
 
 def test_responses_body_with_several_queries_and_pages_read():
-    from bespoke_metric.backends.openai_backend import _responses_completion
+    from bespoke_metric.backends.providers.openai_backend import _responses_completion
 
     body = {"status": "incomplete", "output": [
         {"type": "reasoning", "summary": []},

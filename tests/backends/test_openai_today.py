@@ -18,7 +18,7 @@ from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, ModelUnavailableError, Request, backend_description
-from bespoke_metric.backends.openai_backend import _chat_completion, _responses_completion, token_parameter
+from bespoke_metric.backends.providers.openai_backend import _chat_completion, _responses_completion, token_parameter
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.backends.retirement import ModelNotice
 from bespoke_metric.testing.server import Fault
@@ -334,7 +334,7 @@ def test_a_failed_shutdown_lookup_is_silent(openai_server):
 @pytest.mark.parametrize("model, date", [("gpt-5", "2026-12-11"), ("o3-2025-04-16", "2026-12-11"), ("gpt-4o", "2027-01-14"),
                                          ("gpt-4.1", "2027-01-14"), ("o4-mini", "2026-10-23")])
 def test_where_the_api_publishes_no_date_the_announced_one_is_recorded_and_noticed(model, date):
-    from bespoke_metric.backends.openai_backend import _shutdown_dates
+    from bespoke_metric.backends.providers.openai_backend import _shutdown_dates
 
     # an endpoint that answers no look-up (nothing listens on port 9): the date comes from OpenAI's deprecations page
     backend = make_backend(f"openai:{model}", base_url="http://127.0.0.1:9/v1", api_key=KEY, shutdown_lookup=True)
@@ -388,7 +388,8 @@ def test_every_gpt6_model_searches_on_the_responses_api_with_nothing_refused(str
                                                    ask(tools=(SEARCH_TOOL,))])
     assert [call.path for call in strict_openai.calls] == ["/v1/responses"] * 3
     assert strict_openai.refused == []
-    body = strict_openai.calls[0].body
+    # the three calls run at once: the searched one is the one whose tool is web search, whichever came first
+    [body] = [call.body for call in strict_openai.calls if any(tool.get("type") == "web_search" for tool in call.body.get("tools", ()))]
     assert body["tools"] == [{"type": "web_search", "search_context_size": "high",
                               "filters": {"allowed_domains": ["trails.example"]}, "external_web_access": False}]
     assert body["reasoning"] == {"effort": "high"} and not {"temperature", "top_p", "max_output_tokens"} & body.keys()

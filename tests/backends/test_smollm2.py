@@ -17,8 +17,8 @@ import torch
 import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Completion, Request
-from bespoke_metric.backends.gguf_cache import MANIFEST, TOKENIZER, conversions_folder
-from bespoke_metric.backends.model_files import (
+from bespoke_metric.backends.local.gguf_cache import MANIFEST, TOKENIZER, conversions_folder
+from bespoke_metric.backends.local.model_files import (
     ModelFiles,
     ModelNotFoundError,
     loading_bar_on_terminal,

@@ -11,7 +11,7 @@ import huggingface_hub.constants
 import pytest
 from transformers import AutoTokenizer
 
-from bespoke_metric.backends.model_files import ModelNotFoundError
+from bespoke_metric.backends.local.model_files import ModelNotFoundError
 from bespoke_metric.systems.tokens import TokenCounter, openai_token_counter, token_counter
 
 

@@ -118,7 +118,7 @@ def _prompt(backend, request: Request) -> str:
 
 
 def test_hf_renders_tools_and_a_continued_conversation_through_the_template(tools_model_dir, tiny_model_dir):
-    from bespoke_metric.backends.hf_backend import HFBackend
+    from bespoke_metric.backends.local.hf_backend import HFBackend
 
     backend = HFBackend(str(tools_model_dir))
     assert backend.takes_tools
@@ -143,7 +143,7 @@ def test_hf_parses_the_calls_a_model_writes(tools_model_dir):
     import torch
     import transformers
 
-    from bespoke_metric.backends.hf_backend import HFBackend
+    from bespoke_metric.backends.local.hf_backend import HFBackend
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(tools_model_dir)
     scripted = '<tool_call>{"name": "search", "arguments": {"query": "Seoul trails"}}</tool_call>'
@@ -166,7 +166,7 @@ def test_hf_parses_the_calls_a_model_writes(tools_model_dir):
 
 
 def test_hf_refuses_tools_its_template_cannot_render(tiny_model_dir):
-    from bespoke_metric.backends.hf_backend import HFBackend
+    from bespoke_metric.backends.local.hf_backend import HFBackend
 
     backend = HFBackend(str(tiny_model_dir))
     with pytest.raises(ValueError, match="renders no tools"):
@@ -238,7 +238,7 @@ def test_calls_a_server_left_in_the_text_are_still_read(openai_server):
 
 
 def test_an_api_call_with_broken_arguments_is_no_call():
-    from bespoke_metric.backends.openai_backend import _chat_completion
+    from bespoke_metric.backends.providers.openai_backend import _chat_completion
 
     body = {"choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": "let me look", "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "search", "arguments": '{"query": '}},

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bespoke_cli.cli import main
-from bespoke_metric.backends.batch_ledger import ledger_path, running_batches
+from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
 from bespoke_metric.calls.cache import count_answers
 from bespoke_metric.calls.pricing import PriceTable, Tokens
 from bespoke_metric.results import Results

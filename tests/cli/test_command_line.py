@@ -16,7 +16,7 @@ from test_cli_mistakes import one_error_line
 
 from bespoke_cli.cli import COMMANDS, build_parser, main
 from bespoke_dataset import SAMPLE_DIR
-from bespoke_metric.backends.vllm_backend import VLLM_CPU_INSTALL
+from bespoke_metric.backends.local.vllm_backend import VLLM_CPU_INSTALL
 from bespoke_metric.testing.judge_responder import judge_answer
 
 SAMPLE_PREDICTIONS = str(SAMPLE_DIR / "predictions.jsonl")

@@ -124,6 +124,48 @@ def test_repo_ids_are_checked_before_anything_is_written(results_file, tmp_path,
     assert not (tmp_path / "out").exists()
 
 
+REPO_IDS = ["org/name", "org/_x", "_org/x", "Org-1/Na.me_2", "o/n", "org/" + "n" * 96, "org/" + "n" * 97, "org/-x",
+            "org/x-", "org/.x", "org/x.", "org/a--b", "org/a..b", "org/x.git", "org/x y", "org/x/y", "org/", "/x", "name",
+            "org/a.b-c_d"]
+
+
+@pytest.mark.parametrize("repo_id", REPO_IDS)
+def test_one_repo_id_rule_for_every_command_the_hubs_own(repo_id, tmp_path):
+    """A source, a `--model`/`--dataset` of submit and a Space id are held to one rule, the Hub's own: what
+    huggingface_hub's `validate_repo_id` takes as an `ORG/NAME`."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    from bespoke_dataset.source import is_repo_id
+    from bespoke_metric.hub.eval_results import check_repo_id
+    from bespoke_metric.hub.spaces import SpaceError, space_name
+    from bespoke_metric.hub.submission import SubmissionError
+
+    try:
+        validate_repo_id(repo_id)
+        hub_takes = repo_id.count("/") == 1
+    except HFValidationError:
+        hub_takes = False
+    assert is_repo_id(repo_id) is hub_takes
+    try:
+        check_repo_id(repo_id, "--model")
+        submit_takes = True
+    except SubmissionError:
+        submit_takes = False
+    assert submit_takes is hub_takes
+    try:
+        space_name(tmp_path / "space", repo_id)
+        space_takes = True
+    except SpaceError as error:  # a good id names another Space than the folder: refused, but not for its id
+        space_takes = "must be a Space id" not in str(error)
+    assert space_takes is hub_takes
+
+
+def test_a_repo_id_is_ascii_as_the_hub_takes_it():
+    from bespoke_dataset.source import REPO_ID
+
+    assert REPO_ID.match("org/name") and not REPO_ID.match("org/nämé")  # huggingface_hub's \w would take it
+
+
 def test_model_index_updates_the_card_and_keeps_the_rest(results_file, tmp_path):
     from huggingface_hub import ModelCard
 

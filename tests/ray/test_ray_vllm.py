@@ -14,10 +14,10 @@ import json
 import pytest
 
 from bespoke_metric.backends.base import CallError, Completion, Request
+from bespoke_metric.backends.local.vllm_backend import vllm_identity
 from bespoke_metric.backends.ray.rows import encode_request
 from bespoke_metric.backends.ray.vllm_processor import INFERENCE_ERROR, postprocess, preprocess
 from bespoke_metric.backends.registry import make_backend
-from bespoke_metric.backends.vllm_backend import vllm_identity
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
 

@@ -22,7 +22,7 @@ from ranx import Qrels, Run, evaluate
 
 import bespoke_dataset
 from bespoke_dataset.synthetic import write_release
-from bespoke_metric.backends import encoders
+from bespoke_metric.backends.local import encoders
 from bespoke_metric.systems.embeddings import Embedder
 from bespoke_metric.systems.retrieval import BM25Retriever, DenseRetriever, Hit, HybridRetriever, make_retriever, reciprocal_rank_fusion
 from bespoke_metric.systems.search import DocumentCollection, SearchCollectionError

@@ -9,10 +9,10 @@ import random
 import pytest
 
 from bespoke_metric.backends.base import Completion, ToolCall
+from bespoke_metric.backends.reasoning import strip_reasoning
 from bespoke_metric.backends.web_search import page_key, search_record
 from bespoke_metric.calls.scheduler import ParseError
 from bespoke_metric.judging.cleaning import clean_response, strip_citations
-from bespoke_metric.judging.parsing import strip_reasoning
 from bespoke_metric.systems.search.noise import add_noise, noise_rng
 from bespoke_metric.systems.search.protocol import render_search_results, results_for, rewrite_queries, search_calls, without_search_lines
 from bespoke_metric.systems.search.record import SearchTrace, cited_urls, native_block

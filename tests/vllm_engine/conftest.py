@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bespoke_metric.backends.vllm_backend import STRUCTURED_OUTPUTS
+from bespoke_metric.backends.local.vllm_backend import STRUCTURED_OUTPUTS
 from bespoke_metric.testing.smollm2 import VLLMServer
 
 # vLLM on the CPU reserves this many GiB for its KV cache (its default is several): SmolLM2 at 4,096 tokens needs little.
@@ -21,8 +21,8 @@ MAX_MODEL_LEN = 4096
 @pytest.fixture(scope="session")
 def smollm2_folder(gguf_cache) -> Path:
     """SmolLM2 as one Hugging Face folder, converted into the session's `gguf_cache` once."""
-    from bespoke_metric.backends.gguf_cache import serving_folder
-    from bespoke_metric.backends.model_files import locate_model_files
+    from bespoke_metric.backends.local.gguf_cache import serving_folder
+    from bespoke_metric.backends.local.model_files import locate_model_files
     from bespoke_metric.testing import smollm2_path
 
     with pytest.MonkeyPatch.context() as patch:

@@ -16,8 +16,8 @@ import pytest
 from bespoke_dataset import SAMPLE_DIR
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import CallError, Completion, Request
+from bespoke_metric.backends.local.vllm_backend import STRUCTURED_OUTPUTS
 from bespoke_metric.backends.registry import make_backend
-from bespoke_metric.backends.vllm_backend import STRUCTURED_OUTPUTS
 from bespoke_metric.testing import smollm2_path
 
 pytestmark = pytest.mark.vllm

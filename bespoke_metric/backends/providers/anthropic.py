@@ -46,12 +46,12 @@ from typing import Any, Iterable, Mapping
 from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request, Withheld, messages_with_schema
-from ..http import ApiSession
-from ..openai_backend import OpenAIBackend, _named_schema
-from ..openai_session import CallFailed, scrub_url, sdk_error, short, status_failure
+from ..http import CallFailed, Session, scrub_url, short, status_failure
 from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS
 from ..retirement import unavailable_reason
 from ..web_search import check_choice, in_answer, parse_location, search_record, split_list
+from .openai_backend import OpenAIBackend, named_schema
+from .openai_session import sdk_error
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 MESSAGES_PATH = "/v1/messages"
@@ -124,7 +124,7 @@ class WebSearchTool:
         return settings
 
 
-class AnthropicSession(ApiSession):
+class AnthropicSession(Session):
     """Calls to Anthropic's API within one event loop: its key and version headers on every call, an error
     named as the anthropic SDK names it, and a retired model recognised (`retirement.unavailable_reason`)."""
 
@@ -243,7 +243,7 @@ class AnthropicBackend(OpenAIBackend):
         tools = [self.search_tool.param()] if request.native_search else []
         if structured:
             assert request.json_schema is not None
-            name = _named_schema(request.json_schema)["name"]
+            name = named_schema(request.json_schema)["name"]
             tools.append({"name": name, "description": STRUCTURED_TOOL_HELP, "input_schema": request.json_schema})
             params["tool_choice"] = {"type": "tool", "name": name}
         if tools:

@@ -8,7 +8,7 @@ It is polled (`GET /v1/messages/batches/{id}`: a `MessageBatch`, `processing_sta
 /v1/messages/batches/{id}/results` (JSONL of `MessageBatchIndividualResponse`: `succeeded` with the
 `message`, `errored` with the API's error, `canceled`, `expired`). What every Batch API shares (the same
 ledger as OpenAI's batch mode, resuming, rounds of retries, the direct rest, the spending limit) is
-`backends.batches`'.
+`backends.providers.batches`'.
 
 Its requests travel in the creating call, so the submission is recorded in the ledger under a key of its
 own before that call is sent, and the call is never retried (a retry after an answer lost on the way
@@ -30,10 +30,10 @@ import uuid
 from typing import Any
 
 from ..base import CallError, ModelUnavailableError, Request
-from ..batches import BatchBackend, BatchCollection, BatchLine, BatchUnsupported, SubmittedBatch, custom_id
-from ..openai_session import short
+from ..http import short
 from ..retirement import unavailable_reason
 from .anthropic import MESSAGES_PATH
+from .batches import BatchBackend, BatchCollection, BatchLine, BatchUnsupported, SubmittedBatch, custom_id
 
 log = logging.getLogger(__name__)
 

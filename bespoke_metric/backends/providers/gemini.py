@@ -40,15 +40,15 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.judging.protocol import JSON_SCHEMA
+from bespoke_metric.backends.schema import JSON_SCHEMA
 
 from ..base import Completion, ModelUnavailableError, OnDone, Request, Withheld, messages_with_schema
-from ..openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
-from ..openai_session import CallFailed, scrub_url, short, status_failure, tls_context
+from ..http import CallFailed, scrub_url, short, status_failure, tls_context
 from ..options import THINKING_LEVELS
 from ..retirement import ModelNotice, is_retired, status_notice, unavailable_reason
 from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..web_search import check_choice, search_record
+from .openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
 
 log = logging.getLogger(__name__)
 

@@ -38,9 +38,9 @@ from typing import Any, Iterable, Mapping
 from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request
-from ..openai_backend import OpenAIBackend, _named_schema, is_reasoning_model
-from ..openai_session import CallFailed, scrub_url, short
+from ..http import CallFailed, scrub_url, short
 from ..web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, check_choice, search_record, split_list
+from .openai_backend import OpenAIBackend, is_reasoning_model, named_schema
 
 PERPLEXITY_BASE_URL = "https://api.perplexity.ai"
 AGENT_PATH = "/v1/agent"
@@ -231,7 +231,7 @@ class PerplexityBackend(OpenAIBackend):
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.schema_format and request.json_schema is not None:
-            body["response_format"] = {"type": "json_schema", "json_schema": _named_schema(request.json_schema)}
+            body["response_format"] = {"type": "json_schema", "json_schema": named_schema(request.json_schema)}
         if request.native_search:
             body["tools"] = [self.search_filters.tool()]
         elif self.preset is not None:

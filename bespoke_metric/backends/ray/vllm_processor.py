@@ -17,10 +17,10 @@ import inspect
 import json
 from typing import Any, Sequence
 
-from bespoke_metric.judging.protocol import GRAMMAR
+from bespoke_metric.backends.schema import GRAMMAR
 
 from ..base import CallError, Outcome, Request
-from ..vllm_backend import STRUCTURED_OUTPUTS, VLLMBackend, sampling_args, structured_schema, vllm_identity
+from ..local.vllm_backend import STRUCTURED_OUTPUTS, VLLMBackend, sampling_args, structured_schema, vllm_identity
 from .rows import decode_request, row_outcome
 
 VLLM_ROWS_PER_TASK = 64

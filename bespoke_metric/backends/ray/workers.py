@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-from bespoke_metric.judging.protocol import GRAMMAR
+from bespoke_metric.backends.schema import GRAMMAR
 
 from ..base import Backend, Outcome, Request
 from .rows import decode_request, outcome_row, row_outcome
@@ -63,7 +63,7 @@ class ActorPlan:
             self.rows_per_task = share(self.options["concurrency"], OPENAI_TASKS_PER_ACTOR)
             self.tasks_per_actor = OPENAI_TASKS_PER_ACTOR
         else:
-            from ..hf_backend import default_dtype, hf_identity
+            from ..local.hf_backend import default_dtype, hf_identity
 
             self.gpus = float(_driver_gpus() if gpus_per_replica is None else gpus_per_replica)
             # Fixed here, not left to each actor: the identity (and so the cache key) names the dtype.

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bespoke_metric.backends.openai_session import scrub_url
+from bespoke_metric.backends.http import scrub_url
 from bespoke_metric.backends.options import flag_of
 
 from .base import DEFAULT_K, NATIVE, NONE, HookEngine, SearchEngine, SearchEngineError, SearchHook, SearchOptions

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bespoke_metric.backends.base import Backend, CallError, Completion, Request, Usage
+from bespoke_metric.backends.reasoning import strip_reasoning
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, ParseError, run_sync
 from bespoke_metric.judging.guards import check_repetition
-from bespoke_metric.judging.parsing import strip_reasoning
 from bespoke_metric.systems.calls import ask_results
 from bespoke_metric.systems.prompts import agent_messages, answer_request, rewrite_request
 from bespoke_metric.systems.tokens import TokenCounter

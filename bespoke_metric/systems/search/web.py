@@ -1,7 +1,7 @@
 """A web search API as an engine: a batch of queries searched concurrently over one aiohttp session,
 kept for every batch of a run on its event loop (a run's rounds reuse their connections).
 
-The client is the model APIs' (`backends.retries.Caller` over `backends.http.ApiSession`): a concurrency
+The client is the model APIs' (`backends.retries.Caller` over `backends.http.Session`): a concurrency
 limit, a timeout per call, backoff honouring `Retry-After`, a retry budget for the whole run, and an
 endpoint that never answered given up on in seconds. What no retry can mend stops the run with one
 `SearchEngineError` naming the engine: a key refused (401/403; for SearXNG, JSON output not enabled), a
@@ -20,8 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bespoke_metric.backends.base import CallError
-from bespoke_metric.backends.http import ApiSession, Refused
-from bespoke_metric.backends.openai_session import CallFailed, scrub_url
+from bespoke_metric.backends.http import CallFailed, Refused, Session, scrub_url
 from bespoke_metric.backends.retries import Caller, RetryPolicy, check_timeout
 
 from .base import DEFAULT_K, SearchEngineError, SearchOptions, key_from_env
@@ -46,7 +45,7 @@ class WebEngine:
         self.timeout = check_timeout(timeout, "--search-timeout")
         self._key = key
         self._caller = Caller(policy, concurrency, key or "", log)
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ApiSession] = weakref.WeakKeyDictionary()
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
 
     @classmethod
     def build(cls, provider: Provider, base_url: str | None, options: SearchOptions, *, need_key: bool) -> "WebEngine":
@@ -83,7 +82,7 @@ class WebEngine:
         loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None:
-            session = self._sessions[loop] = ApiSession(self.base_url, self.provider.headers(self._key), self.timeout)
+            session = self._sessions[loop] = Session(self.base_url, self.provider.headers(self._key), self.timeout)
 
         async def one(query: str) -> list[SearchResult] | CallError:
             attempt = lambda: self._call(session, query)  # noqa: E731 - one try, made again on each retry
@@ -107,7 +106,7 @@ class WebEngine:
         self._sessions.clear()  # each was released on its own loop
         self._caller.forget_loops()
 
-    async def _call(self, session: ApiSession, query: str) -> list[SearchResult]:
+    async def _call(self, session: Session, query: str) -> list[SearchResult]:
         call = self.provider.call(query, self.k)
         try:
             if call.body is None:

@@ -19,7 +19,7 @@ import asyncio
 import threading
 from typing import Callable, TypeVar
 
-from .base import OnDone, Outcome
+from ..base import OnDone, Outcome
 
 T = TypeVar("T")
 

@@ -1,5 +1,5 @@
 """A direct backend's calls through its provider's Batch API, at about half the price: what every Batch API
-shares. `openai_batch` (OpenAI's Files and Batch APIs) and `providers.anthropic_batch` (Anthropic's Message
+shares. `openai_batch` (OpenAI's Files and Batch APIs) and `anthropic_batch` (Anthropic's Message
 Batches) are the two providers'.
 
 A run's requests are written as batch lines holding the very body a direct call would send, split under
@@ -31,10 +31,10 @@ from typing import Any, Protocol, Sequence
 
 from bespoke_dataset.errors import UserError
 
-from .base import CallError, Completion, OnDone, Outcome, Request, Usage, Withheld, backend_description
+from ..base import CallError, Completion, OnDone, Outcome, Request, Usage, Withheld, backend_description
+from ..http import CallFailed, Session, short
 from .batch_ledger import BatchLedger, LedgerBatch, default_ledger
 from .openai_backend import OpenAIBackend
-from .openai_session import CallFailed, Session, short
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ import json
 import logging
 from typing import Any
 
-from .base import CallError, Request
+from ..base import CallError, Request
+from ..http import short
 from .batches import BatchBackend, BatchCollection, BatchLine, BatchUnsupported, SubmittedBatch, custom_id
-from .openai_session import short
 
 log = logging.getLogger(__name__)
 

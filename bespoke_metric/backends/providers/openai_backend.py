@@ -27,12 +27,12 @@ there, or, where the chat API was chosen, is refused in one line before any call
 A request's JSON schema goes as a structured-output format (`response_format` in chat completions, `text.format`
 in the Responses API; `constraint` is `json-schema`). Another server than the provider's (a `vllm serve`,
 llama.cpp's `llama-server`, which compile the schema into a grammar) gets it bounded
-(`protocol.bounded_schema`: a `maxLength` on every free string), so that a small model that loops inside a
+(`schema.bounded_schema`: a `maxLength` on every free string), so that a small model that loops inside a
 string is made to close it and its answer ends; OpenAI's own API gets it as the protocol writes it, its
 strict mode taking a subset of JSON Schema.
 
-The SDK does what it is for (authentication, the base URL, its error types) through `openai_session`, which
-keeps its per-call request pipeline off the hot path: each body is serialised once, here, and the answer is
+Calls go out through OpenAI's session on the HTTP core (`openai_session.OpenAISession` on `backends.http`),
+which keeps the SDK's per-call request pipeline off the hot path: each body is serialised once, here, and the answer is
 read from the raw JSON by `_chat_completion` / `_responses_completion`, which take a raw response body (a
 batch's output lines too) and record the model that served it (`model`, `system_fingerprint`,
 `service_tier`). A refusal, or a response that failed, fails its call naming it (`base.Withheld`); a model
@@ -59,16 +59,17 @@ from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequenc
 from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.judging.protocol import JSON_SCHEMA, bounded_schema
+from bespoke_metric.backends.schema import JSON_SCHEMA, bounded_schema
 
-from .base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
+from ..base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
+from ..http import CallFailed, Session, scrub_url, short
+from ..options import REASONING_EFFORTS
+from ..retirement import ModelNotice, known_shutdown, shutdown_notice
+from ..retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
+from ..tool_calls import decode_call, with_tool_calls
+from ..web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
 from .openai_models import SAMPLING_PARAMETERS, family_of
-from .openai_session import CallFailed, Session, model_ids, model_shutdown_date, scrub_url, short
-from .options import REASONING_EFFORTS
-from .retirement import ModelNotice, known_shutdown, shutdown_notice
-from .retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
-from .tool_calls import decode_call, with_tool_calls
-from .web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
+from .openai_session import OpenAISession, model_ids, model_shutdown_date
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -427,7 +428,7 @@ class OpenAIBackend(Client):
 
     def new_session(self) -> Session:
         """A session to this endpoint with this backend's key, for the running event loop; the caller closes it."""
-        return Session(self.base_url, self._api_key, self.timeout)
+        return OpenAISession(self.base_url, self._api_key, self.timeout)
 
     async def release_session(self) -> None:
         """Close the session `keep_session` kept for the running event loop, before the loop ends."""
@@ -520,7 +521,7 @@ class OpenAIBackend(Client):
         return args
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "json_schema", "json_schema": _named_schema(schema)}
+        return {"type": "json_schema", "json_schema": named_schema(schema)}
 
     def _schema_of(self, request: Request) -> dict[str, Any]:
         """The schema sent for a request that has one: bounded for a server that compiles it itself."""
@@ -541,7 +542,7 @@ class OpenAIBackend(Client):
         if self.reasoning_effort is not None:
             args["reasoning"] = {"effort": self.reasoning_effort}
         if self.schema_format and request.json_schema is not None:
-            args["text"] = {"format": {"type": "json_schema", **_named_schema(self._schema_of(request))}}
+            args["text"] = {"format": {"type": "json_schema", **named_schema(self._schema_of(request))}}
         tools = [responses_function(tool) for tool in request.tools]
         if request.native_search:
             tools.append(self.web_search.responses_tool())
@@ -592,7 +593,9 @@ def responses_function(tool: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "strict": False, **function}
 
 
-def _named_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def named_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` as OpenAI's structured outputs take it (`{"name", "schema", "strict"}`, the name from its
+    `title`, in the characters and length the API allows)."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "answer")))[:64] or "answer"
     return {"name": name, "schema": schema, "strict": True}
 

@@ -13,12 +13,12 @@ import yaml
 
 from bespoke_dataset.errors import UserError, did_you_mean
 
-from .options import BatchOptions, option_names
+from ..options import BatchOptions, option_names
 from .shared_options import APPLIES_TO
 
 SHARED_KEYS = frozenset({*APPLIES_TO, *option_names(BatchOptions)})
 """Where the engines run and the Batch API: a command's one value for every engine it has (system model,
-profiler, judge), each reaching the engines it applies to (`backends.shared_options`)."""
+profiler, judge), each reaching the engines it applies to (`backends.config.shared_options`)."""
 
 
 class ConfigError(UserError):

@@ -38,11 +38,11 @@ import json
 from typing import Any, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
-from bespoke_metric.judging.protocol import GRAMMAR, bounded_schema
+from bespoke_metric.backends.schema import GRAMMAR, bounded_schema
 
-from .base import CallError, Completion, EngineError, OnDone, Request
+from ..base import CallError, Completion, EngineError, OnDone, Request
+from ..tool_calls import template_takes_tools, with_tool_calls
 from .model_files import is_gguf, locate_model_files
-from .tool_calls import template_takes_tools, with_tool_calls
 
 REQUEST_ERRORS: tuple[type[Exception], ...] = (ValueError,)
 """What vLLM raises for a request it refuses (input validation, sampling and structured-output

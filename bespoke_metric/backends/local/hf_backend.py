@@ -21,7 +21,7 @@ for a ChatML model such as SmolLM2), else its tokenizer's.
 
 A request's JSON schema is written into its prompt (`messages_with_schema`), and with `grammar=True` (what
 a judge gets: `make_judge`, `--no-grammar` turns it off) it also holds the answer: xgrammar compiles the
-schema, bounded by `protocol.bounded_schema` so that an answer always ends, into a grammar whose logits
+schema, bounded by `schema.bounded_schema` so that an answer always ends, into a grammar whose logits
 processor (`xgrammar.contrib.hf.LogitsProcessor`) masks every next token that would leave it. The layout is
 compact (no free whitespace, where a looping model could run on), and the tokens that hold a control
 character are suppressed (xgrammar lets a bounded string take them; JSON does not). xgrammar rather than
@@ -47,12 +47,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
-from bespoke_metric.judging.protocol import GRAMMAR, bounded_schema
+from bespoke_metric.backends.schema import GRAMMAR, bounded_schema
 
-from .base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
+from ..base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
+from ..tool_calls import template_messages, template_takes_tools, with_tool_calls
 from .gguf_cache import load_causal_lm, load_tokenizer
 from .model_files import locate_model_files
-from .tool_calls import template_messages, template_takes_tools, with_tool_calls
 from .worker import Report, run_in_worker
 
 log = logging.getLogger(__name__)
