@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 from bespoke_metric.backends.base import Backend, Outcome, Request
 
@@ -19,3 +20,18 @@ def complete(backend: Backend, requests: Sequence[Request]) -> list[Outcome]:
 
     asyncio.run(backend.complete(requests, on_done))
     return [outcomes[index] for index in range(len(requests))]
+
+
+def cancel_once(run: Coroutine[Any, Any, Any], ready: Callable[[], bool]) -> None:
+    """Run the coroutine `run` and cancel it once `ready()` holds, as a killed process ends: what a provider
+    runs for it (a batch) goes on."""
+
+    async def dies() -> None:
+        task = asyncio.create_task(run)
+        while not ready():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert task.cancelled()
+
+    asyncio.run(dies())

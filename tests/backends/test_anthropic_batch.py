@@ -5,7 +5,6 @@ direct calls (none)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
@@ -14,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from backend_outcomes import cancel_once
 
 from bespoke_metric.backends.base import ModelUnavailableError, Request, Usage
 from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
@@ -92,26 +92,11 @@ def test_large_runs_are_split_under_the_limits(server, tmp_path):
     assert all(r.ok for r in results) and server.processed == 7
 
 
-def die_once_batches_run(server, run) -> None:
-    """Run the coroutine `run` and kill it (cancel: the process ends, its batches go on) once the server
-    has a batch."""
-
-    async def dies() -> None:
-        task = asyncio.create_task(run)
-        while not server.batches:
-            await asyncio.sleep(0.01)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        assert task.cancelled()
-
-    asyncio.run(dies())
-
-
 def test_a_batch_killed_mid_run_is_collected_by_the_rerun_paying_nothing_twice(server, tmp_path):
     server.hold_batches = True
     requests = requests_for(5)
     with Cache(tmp_path / "c.sqlite") as cache:
-        die_once_batches_run(server, run_requests(batched(server, tmp_path), requests, cache=cache))
+        cancel_once(run_requests(batched(server, tmp_path), requests, cache=cache), lambda: bool(server.batches))
         assert running_batches(ledger_path(cache.path)) == ["msgbatch_000001"]
         server.hold_batches = False
         results = run_requests_sync(batched(server, tmp_path), requests, cache=cache)

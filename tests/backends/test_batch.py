@@ -6,11 +6,11 @@ What the server received is what is asserted: the files uploaded, the batches cr
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
+from backend_outcomes import cancel_once
 
 from bespoke_metric.backends.base import Request, Usage
 from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
@@ -141,26 +141,16 @@ def test_a_batch_that_fails_validation_is_recorded_on_every_request(server, tmp_
     assert len(server.batches) == 1 and server.direct_calls == []
 
 
-def die_once_batches_run(server, run) -> None:
-    """Run the coroutine `run` and kill it (cancel: the process ends, its batches go on) once the server
-    has a batch in progress."""
-
-    async def dies() -> None:
-        task = asyncio.create_task(run)
-        while not any(batch.status == "in_progress" for batch in server.batches.values()):
-            await asyncio.sleep(0.01)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        assert task.cancelled()
-
-    asyncio.run(dies())
+def in_progress(server) -> bool:
+    """Whether the server has a batch in progress (a run killed then leaves it running)."""
+    return any(batch.status == "in_progress" for batch in server.batches.values())
 
 
 def test_a_rerun_collects_the_batches_a_dead_run_left(server, tmp_path):
     server.hold_batches = True
     requests = requests_for(5)
     with Cache(tmp_path / "c.sqlite") as cache:
-        die_once_batches_run(server, run_requests(batched(server, tmp_path), requests, cache=cache))
+        cancel_once(run_requests(batched(server, tmp_path), requests, cache=cache), lambda: in_progress(server))
         assert running_batches(ledger_path(cache.path)) == ["batch_1"]
         server.hold_batches = False
         results = run_requests_sync(batched(server, tmp_path), requests, cache=cache)
@@ -171,7 +161,7 @@ def test_a_rerun_collects_the_batches_a_dead_run_left(server, tmp_path):
 
 def test_answers_the_rerun_did_not_ask_for_stay_in_the_ledger(server, tmp_path):
     server.hold_batches = True
-    die_once_batches_run(server, run_requests(batched(server, tmp_path), requests_for(4)))
+    cancel_once(run_requests(batched(server, tmp_path), requests_for(4)), lambda: in_progress(server))
     server.hold_batches = False
     first = run_requests_sync(batched(server, tmp_path), requests_for(4)[:2])  # a smaller rerun
     later = run_requests_sync(batched(server, tmp_path), requests_for(4)[2:])
