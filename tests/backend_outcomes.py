@@ -8,6 +8,14 @@ from typing import Any
 
 from bespoke_metric.backends.base import Backend, Outcome, Request
 
+QUESTION = "hiking trails near Seoul on weekends"
+"""The question the provider engines' tests ask (the test servers search and answer it)."""
+
+
+def ask(text: str = QUESTION, **kwargs: Any) -> Request:
+    """A request of `text` after a brief system message; `kwargs` are `Request`'s other fields."""
+    return Request(messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": text}), **kwargs)
+
 
 def complete(backend: Backend, requests: Sequence[Request]) -> list[Outcome]:
     """Run `requests` through `backend.complete` on a fresh event loop: one outcome per request, in order

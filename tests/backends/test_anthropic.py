@@ -13,11 +13,11 @@ import urllib.error
 import urllib.request
 
 import pytest
-from backend_outcomes import complete
+from backend_outcomes import QUESTION, ask, complete
 from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.base import CallError, Completion, ModelUnavailableError, Request
+from bespoke_metric.backends.base import CallError, Completion, ModelUnavailableError
 from bespoke_metric.backends.options import OptionError
 from bespoke_metric.backends.providers.anthropic import ANTHROPIC_VERSION, message_completion, refuses_temperature
 from bespoke_metric.backends.registry import ENGINES, make_backend
@@ -28,12 +28,7 @@ from bespoke_metric.testing.provider_servers import CACHED_TOKENS, REASONING_TOK
 from bespoke_metric.testing.server import Fault
 
 KEY = "sk-ant-test-SECRET-7f3a09c1d2e4"
-QUESTION = "hiking trails near Seoul on weekends"
 PAGES = search_pages(QUESTION)
-
-
-def ask(text: str = QUESTION, **kwargs) -> Request:
-    return Request(messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": text}), **kwargs)
 
 
 @pytest.fixture(scope="module")

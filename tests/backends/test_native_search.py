@@ -9,11 +9,11 @@ import json
 import logging
 
 import pytest
-from backend_outcomes import complete
+from backend_outcomes import QUESTION, ask, complete
 from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.base import CallError, Completion, Request
+from bespoke_metric.backends.base import CallError, Completion
 from bespoke_metric.backends.options import OptionError
 from bespoke_metric.backends.registry import ENGINES, make_backend
 from bespoke_metric.calls.cache import Cache
@@ -33,12 +33,7 @@ from bespoke_metric.testing.provider_servers import (
 from bespoke_metric.testing.server import Fault
 
 KEY = "sk-test-SECRET-3b9d7e1f24c68a05"
-QUESTION = "hiking trails near Seoul on weekends"
 PAGES = search_pages(QUESTION)
-
-
-def ask(text: str = QUESTION, **kwargs) -> Request:
-    return Request(messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": text}), **kwargs)
 
 
 @pytest.fixture(scope="module")
