@@ -52,8 +52,8 @@ from .runfiles import (
 )
 from .search.base import NATIVE, NONE, SearchEngine
 from .search.cache import SearchCache
-from .search.plan import describe_search, make_plan, open_engine
 from .search.policies import Answered, SearchPlan, answer_all
+from .search_plan import describe_search, make_plan, open_engine
 from .settings import GenerationSettings
 from .tokens import TokenCounter, token_counter
 
