@@ -68,7 +68,7 @@ def main() -> None:
     write_results(__file__, {
         "queries": len(items), "distinct_texts": len(unique), "load_s": round(load_s, 2),
         "judge_s": over_runs(judge_s, 2), "baseline_s": over_runs(baseline_s, 2),
-        "judge_over_baseline": over_runs((j / b for j, b in zip(judge_s, baseline_s)), 3),
+        "judge_over_baseline": over_runs((j / b for j, b in zip(judge_s, baseline_s, strict=True)), 3),
     }, notes={"judge_s": "EmbedJudge.judge_sync over every query, model loaded",
               "baseline_s": "one SentenceTransformer.encode of the same distinct texts"})
 

@@ -121,7 +121,8 @@ def main() -> None:
     responses = [row["shots"][len(row["shots"]) // 2]["response"] for row in rows]
     predictions = work / "preds.jsonl"
     predictions.write_text("".join(
-        json.dumps({"user": r["user"], "query_id": r["query_id"], "response": text}) + "\n" for r, text in zip(rows, responses)))
+        json.dumps({"user": r["user"], "query_id": r["query_id"], "response": text}) + "\n"
+        for r, text in zip(rows, responses, strict=True)))
 
     context = multiprocessing.get_context("spawn")
     queue, stop = context.Queue(), context.Event()
@@ -131,7 +132,7 @@ def main() -> None:
 
     # The exact bodies bespoke sends, for the bare client and the official pattern.
     judge = make_judge("openai:bench", base_url=base_url, api_key=API_KEY)
-    requests, _ = judge.requests([JudgeItem(row, text) for row, text in zip(rows, responses)])
+    requests, _ = judge.requests([JudgeItem(row, text) for row, text in zip(rows, responses, strict=True)])
     bodies = [judge.backend.path_and_body(request) for request in requests]
     calls = len(bodies)
 
@@ -187,7 +188,7 @@ def main() -> None:
         "rounds": args.repeats,
         "bespoke_calls_per_s": over_runs(calls / w for w in walls["bespoke"]),
         "bare_calls_per_s": over_runs(calls / w for w in walls["bare"]),
-        "bespoke_over_bare": over_runs(b / a for b, a in zip(walls["bespoke"], walls["bare"])),
+        "bespoke_over_bare": over_runs(b / a for b, a in zip(walls["bespoke"], walls["bare"], strict=True)),
         "ideal_s": round(ideal, 3),
         "bespoke_over_ideal": over_runs(w / ideal for w in walls["bespoke"]),
         "bare_over_ideal": over_runs(w / ideal for w in walls["bare"]),

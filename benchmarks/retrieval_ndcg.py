@@ -52,7 +52,7 @@ def main() -> None:
         retriever.fit(sessions)
         found = retriever.search(asked, 10)
         seconds[retriever.name] = round(time.perf_counter() - start, 1)
-        run = Run({key: {hit.id: hit.score for hit in hits} for key, hits in zip(keys, found)})
+        run = Run({key: {hit.id: hit.score for hit in hits} for key, hits in zip(keys, found, strict=True)})
         ndcg[retriever.name] = round(float(evaluate(qrels, run, "ndcg@10")), 3)
         print(f"{retriever.name:>7}: nDCG@10 {ndcg[retriever.name]:.3f} ({seconds[retriever.name]:.1f} s)")
 
@@ -63,7 +63,7 @@ def main() -> None:
     for seed in range(args.random_seeds):
         rng = random.Random(seed)
         ranking = {}
-        for key, row in zip(keys, queries):
+        for key, row in zip(keys, queries, strict=True):
             shuffled = rng.sample(by_user[row["user"]], len(by_user[row["user"]]))
             ranking[key] = {sid: 1.0 / rank for rank, sid in enumerate(shuffled, start=1)}
         randoms.append(float(evaluate(qrels, Run(ranking), "ndcg@10")))

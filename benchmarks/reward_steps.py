@@ -82,7 +82,7 @@ def main() -> None:
             runs[name]["texts"].append(texts)
         print(f"step {step}: remembering {runs['remembering']['s'][-1]:.2f} s ({runs['remembering']['texts'][-1]} texts "
               f"encoded), fresh {runs['fresh']['s'][-1]:.2f} s ({runs['fresh']['texts'][-1]} texts)")
-    ratios = [f / r for f, r in zip(runs["fresh"]["s"], runs["remembering"]["s"])]
+    ratios = [f / r for f, r in zip(runs["fresh"]["s"], runs["remembering"]["s"], strict=True)]
     print(f"make_reward_fn: {first_make_s:.2f} s the first time (MiniLM loaded), {again_make_s:.3f} s again with the "
           f"same judge ({again_texts} texts encoded), {fresh_make_s:.2f} s with a new judge ({fresh_make_texts} texts)")
     print(f"fresh / remembering per step: median {over_runs(ratios, 2)['median']}x")

@@ -132,7 +132,7 @@ def against_bare(path: str, max_new_tokens: int, runs: int, work: Path) -> dict[
         "tokens_per_s": {name: over_runs(values, 1) for name, values in rate.items()},
     }
     for name in ("generate", "engine", "engine_batches_of_8"):
-        figures[f"{name}_vs_bare"] = over_runs([ours / bare for ours, bare in zip(rate[name], rate["bare"])], 3)
+        figures[f"{name}_vs_bare"] = over_runs([ours / bare for ours, bare in zip(rate[name], rate["bare"], strict=True)], 3)
     backend.close()
     return figures
 

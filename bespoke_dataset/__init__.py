@@ -19,7 +19,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("CONFIGS", "FEATURES"), ".features"),
     "load": ".loading",
     "available_configs": ".rows",
-    **dict.fromkeys(("CheckReport", "check"), ".reading.report"),
+    **dict.fromkeys(("CheckReport", "check"), ".report"),
 }
 
 __all__ = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import importlib.util
 import sys
 import warnings
 from types import ModuleType
@@ -58,9 +59,10 @@ class _MovedFinder:  # a meta path finder (PEP 451)
 
 
 def serve_moved(package: str, moved: Mapping[str, str], removed_in: str) -> None:
-    """Serve the old module paths of `package` for one more release: `moved` maps each old module (relative
-    to `package`) to where it lives now, and `import package.OLD` gives that module object itself, with a
-    `DeprecationWarning` naming the new path (what a user patched or imported before still works)."""
-    full = {f"{package}.{old}": f"{package}.{new}" for old, new in moved.items()}
+    """Serve the old module paths of `package` for one more release: `moved` maps each old module of it to
+    where that module lives now (relative to `package` as in an import: `.sub.name`, `..name`), and
+    `import package.OLD` gives that module object itself, with a `DeprecationWarning` naming the new path
+    (what a user patched or imported before still works)."""
+    full = {f"{package}.{old}": importlib.util.resolve_name(new, package) for old, new in moved.items()}
     if not any(isinstance(finder, _MovedFinder) and finder.moved == full for finder in sys.meta_path):
         sys.meta_path.append(_MovedFinder(full, removed_in))

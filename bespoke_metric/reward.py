@@ -162,7 +162,7 @@ def make_reward_fn(
         items: list[JudgeItem] = []
         judged: list[int] = []  # positions of the completions that have an answer to judge
         given = list(prompts) if prompts is not None else [None] * len(completions)
-        for index, (user, query_id, completion) in enumerate(zip(users, query_ids, completions)):
+        for index, (user, query_id, completion) in enumerate(zip(users, query_ids, completions, strict=True)):
             key = query_key(user, query_id)
             if key not in benchmark:
                 raise ValueError(f"completion {index}: no BESPOKE query {key} in {os.fspath(source)}")
@@ -178,7 +178,7 @@ def make_reward_fn(
         unanswered = len(completions) - len(judged)
         if items:
             results = run_sync(judge_object.judge(items))
-            for index, result in zip(judged, results):
+            for index, result in zip(judged, results, strict=True):
                 guarded = result.guard is not None and guarded_value is not None
                 rewards[index] = guarded_value if guarded else item_reward(result, chosen, scale)
                 guards_fired[index] = result.guard["guard"] if result.guard else ""
@@ -242,6 +242,6 @@ def prompt_dataset(
         # only the messages are used: the trainer sets its own generation length
         {"prompt": [dict(message) for message in answer_request(str(row["query"]), user_context.text, "", max_tokens=1).messages],
          "user": user_context.user, "query_id": user_context.query_id}
-        for row, user_context in zip(rows, contexts)
+        for row, user_context in zip(rows, contexts, strict=True)
     ]
     return datasets.Dataset.from_list(records)

@@ -406,9 +406,9 @@ def make_results():
         judge_block["proxy"] = proxy
         items = []
         for index, row in enumerate(np.asarray(values, dtype=object)):
-            missing = [m for m, v in zip(METRIC_NAMES, row) if v is None or (isinstance(v, float) and math.isnan(v))]
+            missing = [m for m, v in zip(METRIC_NAMES, row, strict=True) if v is None or (isinstance(v, float) and math.isnan(v))]
             item = ItemResult(f"user{index // 5 + 1}", str(index % 5 + 1))
-            for dimension, value in zip(DIMENSIONS, row):
+            for dimension, value in zip(DIMENSIONS, row[:-1], strict=True):  # the last is recall, below
                 item.scores[dimension] = None if dimension in missing else int(value)
             item.recall = None if "recall" in missing else float(row[-1])
             item.errors = [{"metric": m, "reason": "planted failure"} for m in missing]

@@ -59,13 +59,13 @@ def run_author(author: Author, tasks: Sequence[Task], what: str) -> dict[tuple[s
     outcomes = list(author(tasks))
     if len(outcomes) != len(tasks):
         raise RuntimeError(f"the {what} author returned {len(outcomes)} outcomes for {len(tasks)} tasks")
-    failed = [(task, outcome) for task, outcome in zip(tasks, outcomes) if outcome.error is not None]
+    failed = [(task, outcome) for task, outcome in zip(tasks, outcomes, strict=True) if outcome.error is not None]
     if failed:
         task, outcome = failed[0]
         raise IncompleteBuild(f"{len(failed)} of {len(tasks)} {what} could not be written (first: "
                               f"{query_key(task.user, task.query_id)}: {outcome.error}); nothing was written. "
                               "The answers received are cached: run the same command again to retry the rest")
-    return {(task.user, task.query_id): outcome.value for task, outcome in zip(tasks, outcomes)}
+    return {(task.user, task.query_id): outcome.value for task, outcome in zip(tasks, outcomes, strict=True)}
 
 
 def rubric_tasks(rows: Sequence[dict[str, Any]]) -> list[RubricTask]:

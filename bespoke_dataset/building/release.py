@@ -145,7 +145,7 @@ def _claims(inputs: Inputs, author: Author | None,
         made.update({"from": "extracted from the gold responses and reviewed",
                      "kept": sum(sum(flags) for flags in keep.values()), "reviewed": sum(len(f) for f in keep.values())})
         ordered = {key: every[key] for key in inputs.keys}
-        kept = {key: [claim for claim, k in zip(every[key], keep[key]) if k] for key in inputs.keys}
+        kept = {key: [claim for claim, k in zip(every[key], keep[key], strict=True) if k] for key in inputs.keys}
         return kept, review_lines(ordered, keep)
     if author is None:
         made["from"] = "given in claims.jsonl"

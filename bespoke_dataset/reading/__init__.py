@@ -8,5 +8,10 @@
 | `timestamps` | times as exports write them (python-dateutil), zones kept |
 | `records` | the typed records of each config, joined and validated |
 | `notes` | what was met per table: forms, counts, fallbacks; one summary warning per table |
-| `report` | `check(source)`: the notes of a whole release as figures (`bespoke info --check`) |
+
+What a whole release's notes come to (`check`, `bespoke info --check`) is `bespoke_dataset.report`'s.
 """
+
+from bespoke_dataset.lazy import serve_moved
+
+serve_moved(__name__, {"report": "..report"}, removed_in="0.6")  # its path in 0.4 (issue 33)

@@ -22,6 +22,7 @@ never an exception. Times are read as `timestamps` says (zones kept).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable
@@ -150,7 +151,7 @@ def _oldest_first(entries: list[Entry], google: bool) -> list[Entry]:
     around, entries whose times run up are kept. Otherwise (fewer than two distinct times, or out of order)
     Google's activity (`google`) is taken as newest first, as Google writes it, and other lines as given."""
     times = [instant(time) for _, time in entries if time is not None]
-    pairs = list(zip(times, times[1:]))
+    pairs = list(itertools.pairwise(times))
     if times and times[0] != times[-1] and all(a >= b for a, b in pairs):
         return entries[::-1]
     if times and times[0] != times[-1] and all(a <= b for a, b in pairs):

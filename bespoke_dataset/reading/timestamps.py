@@ -35,7 +35,7 @@ _PATTERNS = (
     rf"{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}(?P<written_time>,?\s+(?:at\s+)?{_CLOCK}{_ZONE})?",
     rf"\d{{1,2}}\s+{_MONTH},?\s+\d{{4}}(?P<day_first_time>,?\s+(?:at\s+)?{_CLOCK}{_ZONE})?",
 )
-_CANDIDATE = re.compile("|".join(f"\\b(?P<{name}>{p})" for name, p in zip(("iso", "written", "day_first"), _PATTERNS)))
+_CANDIDATE = re.compile("|".join(f"\\b(?P<{name}>{p})" for name, p in zip(("iso", "written", "day_first"), _PATTERNS, strict=True)))
 _NAMED_ZONE = re.compile(rf"\s({_ZONE_NAMES})$")
 _TIME_GROUPS = ("iso_time", "written_time", "day_first_time")
 _TZINFOS = {name: timezone(timedelta(seconds=offset), name) for name, offset in TIME_ZONES.items()}

@@ -140,7 +140,7 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
         topics = rng.sample(TOPICS, len(TOPICS))
         query_topics, background = topics[:queries_per_user], topics[queries_per_user:]
         query_ids = sorted(rng.sample(range(1, 3 * queries_per_user + 1), queries_per_user))
-        for qid, topic in zip(query_ids, query_topics):
+        for qid, topic in zip(query_ids, query_topics, strict=True):
             user.queries.append(_make_query(user, str(qid), topic, shots_per_query, meta_test_per_query, rng,
                                            responses))
         sources = ["search"] * search_counts[u] + ["chat"] * chat_counts[u]
@@ -154,7 +154,7 @@ def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int =
         plan += [(rng.choice(background), None) for _ in range(n_user - len(plan))]
         rng.shuffle(plan)
         starts = sorted(START + timedelta(seconds=rng.randrange(HISTORY_DAYS * 86400)) for _ in range(n_user))
-        for source, start, (topic, query) in zip(sources, starts, plan):
+        for source, start, (topic, query) in zip(sources, starts, plan, strict=True):
             counters[source] += 1
             session_id = f"{source}_{counters[source]:04d}"
             text = _chat_text(topic, start, rng, notes) if source == "chat" else _search_text(topic, start, rng)
@@ -248,7 +248,7 @@ def _make_query(user: User, query_id: str, topic: Topic, shots: int, meta: int, 
         query.shot_quality.append(quality)
         query.shot_claims.append(used)
     sources = sorted(rng.sample(range(shots), meta))  # the shot a paraphrase rewords
-    for kind, shot_index in zip(responses.sample(META_KINDS, meta), sources):
+    for kind, shot_index in zip(responses.sample(META_KINDS, meta), sources, strict=True):
         if kind == "paraphrase":
             source: int | None = shot_index
             shot = query.shots[shot_index]

@@ -218,7 +218,7 @@ def judgment(user: Asker, topic: Topic, scores: dict[str, int], rng: random.Rand
 def kind_scores(kind: str, rng: random.Random) -> dict[str, int]:
     """Human scores of a held-out response of `kind` (not `paraphrase`), with rater noise."""
     scores = {}
-    for dim, base in zip(DIMENSIONS, KIND_SCORES[kind]):
+    for dim, base in zip(DIMENSIONS, KIND_SCORES[kind], strict=True):
         shift = rng.choice((-1, 1)) if rng.random() < NOISE else 0
         scores[dim] = min(5, max(1, base + shift))
     return scores

@@ -81,7 +81,7 @@ async def feedback_accuracy(
     requests: list[Request] = []
     asked: list[tuple[int, list[str]]] = []
     skipped = 0
-    for index, (item, row, query) in enumerate(zip(judged, human, queries)):
+    for index, (item, row, query) in enumerate(zip(judged, human, queries, strict=True)):
         pairs = {d: (row[d]["feedback"], item.feedback[d]) for d in DIMENSIONS
                  if item.guard is None and item.scores[d] is not None and item.feedback[d] and row[d]["feedback"]}
         skipped += len(DIMENSIONS) - len(pairs)
@@ -94,7 +94,7 @@ async def feedback_accuracy(
     )
     verdicts: dict[str, list[float]] = {d: [] for d in DIMENSIONS}
     failures = {d: 0 for d in DIMENSIONS}
-    for (_, dimensions), outcome in zip(asked, outcomes):
+    for (_, dimensions), outcome in zip(asked, outcomes, strict=True):
         for dimension in dimensions:
             if outcome.error is not None:
                 failures[dimension] += 1

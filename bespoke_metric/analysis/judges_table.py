@@ -245,7 +245,7 @@ def judges_table(judges: Sequence[JudgeRuns], lengths: Sequence[int], *, referen
     chosen = by_spec[reference] if reference is not None else judges[0]
     length_array = np.asarray(lengths, dtype=float)
     rows = [judge_row(judge, chosen, length_array, n_resamples=n_resamples, seed=seed) for judge in judges]
-    for row, rank in zip(rows, tied_ranks([row["pearson"]["average"]["value"] for row in rows])):
+    for row, rank in zip(rows, tied_ranks([row["pearson"]["average"]["value"] for row in rows]), strict=True):
         row["rank"] = rank
     first = judges[0].runs[0]
     return {"judges": rows, "reference": chosen.spec, "published": PUBLISHED, "data": first.data,

@@ -293,7 +293,7 @@ def system_row(entry: Entry, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed
     columns = [matrix[:, j] for j in range(matrix.shape[1])]
     values: dict[str, float | None] = {}
     cis: dict[str, tuple[float, float] | None] = {}
-    for metric, column in zip(METRIC_NAMES, columns):
+    for metric, column in zip(METRIC_NAMES, columns, strict=True):
         values[metric] = _value(stats.rowwise_nanmean(column[None, :])[0]) if len(column) else None
         cis[metric] = stats.bootstrap_ci(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
     five = [values[m] for m in METRIC_NAMES]
@@ -354,7 +354,7 @@ def per_query(entry: Entry) -> dict[str, np.ndarray]:
     matrix = figure_matrix(entry.results.items)
     averages = matrix.mean(axis=1)  # NaN unless all five were scored
     return {item.key: np.append(row, avg)
-            for item, row, avg in zip(entry.results.items, matrix, averages)}
+            for item, row, avg in zip(entry.results.items, matrix, averages, strict=True)}
 
 
 def compare(

@@ -103,7 +103,7 @@ def agreement_table(
     pooled_human: list[float] = []
     failures: dict[str, int] = {}
     for dimension in DIMENSIONS:
-        pairs = [(j[dimension], h[dimension]["score"]) for j, h in zip(judged, human) if j[dimension] is not None]
+        pairs = [(j[dimension], h[dimension]["score"]) for j, h in zip(judged, human, strict=True) if j[dimension] is not None]
         failures[dimension] = len(judged) - len(pairs)
         judge_scores = [p[0] for p in pairs]
         human_scores = [p[1] for p in pairs]
@@ -158,7 +158,7 @@ def meta_evaluate(
     judge_object = make_judge(judge, **options)
     try:
         results = run_judge(judge_object, items, data=data, guards=guards, prices=prices)
-        for item, row in zip(results.items, rows):
+        for item, row in zip(results.items, rows, strict=True):
             item.index = row["index"]
             item.human = {dimension: row[dimension]["score"] for dimension in DIMENSIONS}
         variant = judge_variant(results.judge)

@@ -76,8 +76,8 @@ def bars_figure(rows: Sequence[Scored]) -> plt.Figure:
     x = np.arange(len(COLUMNS))
     for i, row in enumerate(rows):
         heights = np.array([row.values[c] if row.values[c] is not None else np.nan for c in COLUMNS])
-        low = np.array([h - row.cis[c][0] if row.cis[c] else 0.0 for c, h in zip(COLUMNS, heights)])
-        high = np.array([row.cis[c][1] - h if row.cis[c] else 0.0 for c, h in zip(COLUMNS, heights)])
+        low = np.array([h - row.cis[c][0] if row.cis[c] else 0.0 for c, h in zip(COLUMNS, heights, strict=True)])
+        high = np.array([row.cis[c][1] - h if row.cis[c] else 0.0 for c, h in zip(COLUMNS, heights, strict=True)])
         ax.bar(x + (i - (len(rows) - 1) / 2) * width, np.nan_to_num(heights), width, yerr=[low, high], capsize=3, label=row.system)
     ax.set_xticks(x, [LABELS[c] for c in COLUMNS])
     ax.set_ylim(0, 100)

@@ -13,10 +13,10 @@ from .base import Backend, CallError, Completion, EngineError, ModelUnavailableE
 __all__ = ["Backend", "CallError", "Completion", "EngineError", "ModelUnavailableError", "Request", "Usage"]
 
 MOVED: dict[str, str] = {
-    "shared_options": "config.shared_options", "config_values": "config.values",
-    **{name: f"providers.{name}" for name in ("openai_backend", "openai_models", "openai_session", "openai_batch",
+    "shared_options": ".config.shared_options", "config_values": ".config.values",
+    **{name: f".providers.{name}" for name in ("openai_backend", "openai_models", "openai_session", "openai_batch",
                                              "batches", "batch_ledger")},
-    **{name: f"local.{name}" for name in ("hf_backend", "vllm_backend", "worker", "model_files", "gguf_cache", "encoders")},
+    **{name: f".local.{name}" for name in ("hf_backend", "vllm_backend", "worker", "model_files", "gguf_cache", "encoders")},
 }
 """The modules of 0.4 that moved into a sub-folder (issue 33) -> where they live now. Their old paths still
 import, as the same module with a `DeprecationWarning`, until 0.6."""

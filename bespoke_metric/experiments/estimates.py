@@ -31,7 +31,7 @@ from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
 from bespoke_metric.systems.runfiles import sidecar
-from bespoke_metric.systems.search.plan import dry_run_search
+from bespoke_metric.systems.search_plan import dry_run_search
 
 from .outputs import is_finished, previous_cells
 from .runner import CellPlan, Models, SweepPlan

@@ -59,8 +59,8 @@ class Cell:
 def cells(axes: Sequence[Axis]) -> list[Cell]:
     """Every combination of the axes' values, the first axis outermost (so the cells of one model come
     together when `model` is first), each named by `cell_names`."""
-    combos = [dict(zip((axis.name for axis in axes), combo)) for combo in itertools.product(*(axis.values for axis in axes))]
-    return [Cell(name, combo) for name, combo in zip(cell_names(combos, axes), combos)]
+    combos = [dict(zip((axis.name for axis in axes), combo, strict=True)) for combo in itertools.product(*(axis.values for axis in axes))]
+    return [Cell(name, combo) for name, combo in zip(cell_names(combos, axes), combos, strict=True)]
 
 
 def cell_names(combos: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> list[str]:

@@ -291,7 +291,7 @@ def _score_all(plans: Sequence[CellPlan], systems: Mapping[str, dict[str, Any]],
             outcomes[cp.cell.name].status, outcomes[cp.cell.name].reason = FAILED, f"scoring failed: {error}"
         say(f"scoring failed: {error}")
         return
-    for cp, results in zip(plans, all_results):
+    for cp, results in zip(plans, all_results, strict=True):
         outcome = outcomes[cp.cell.name]
         write_results(results, plan.folder.results(cp.cell.name))
         unscored = nothing_scored(results)
@@ -359,7 +359,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     judge = dataclasses.replace(config.judge, options={**config.shared, **config.judge.options})
     prices = PriceTable.load(config.prices)
     spending = SpendingLimit(config.max_cost, prices, count_prompt=counted_prompt_tokens) if config.max_cost is not None else None
-    names = dict(zip(map(str, config.models), config.model_names))
+    names = dict(zip(map(str, config.models), config.model_names, strict=True)) if config.model_names else {}  # none: the specs
     plans = []
     taken: set[str] = set()
     for cell in grid:

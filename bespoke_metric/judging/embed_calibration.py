@@ -47,8 +47,9 @@ def knn_vote(similarity: np.ndarray, scores: Sequence[int | None], k: int, tempe
     logits = np.array([similarity[i] for i in nearest]) / temperature
     weights = np.exp(logits - logits.max())
     weights /= weights.sum()
-    value = float(sum(w * scores[i] for w, i in zip(weights, nearest)))  # type: ignore[operator]
-    return Vote(value, [(i, float(similarity[i]), float(w), int(scores[i])) for w, i in zip(weights, nearest)])  # type: ignore[arg-type]
+    value = float(sum(w * scores[i] for w, i in zip(weights, nearest, strict=True)))  # type: ignore[operator]
+    neighbours = [(i, float(similarity[i]), float(w), int(scores[i])) for w, i in zip(weights, nearest, strict=True)]  # type: ignore[arg-type]
+    return Vote(value, neighbours)
 
 
 def to_score(value: float) -> int:

@@ -134,7 +134,7 @@ class EmbedJudge:
                 raise asyncio.CancelledError("embedding stopped")
             chunk = missing[start : start + ENCODE_CHUNK]
             encoded = dict(zip(chunk, encoder.encode(chunk, batch_size=self.batch_size, normalize_embeddings=True,
-                                                     convert_to_numpy=True, show_progress_bar=False)))
+                                                     convert_to_numpy=True, show_progress_bar=False), strict=True))
             vectors.update(encoded)
             if remember:
                 self._remembered.update(encoded)
@@ -179,7 +179,7 @@ class EmbedJudge:
         sentences = [split_sentences(item.response) for item in items]
         benchmark_texts = [[shot["response"] for shot in item.row["shots"][: self.max_shots]] + list(item.row["claims"])
                            for item in items]
-        response_texts = [[item.response, *item_sentences] for item, item_sentences in zip(items, sentences)]
+        response_texts = [[item.response, *item_sentences] for item, item_sentences in zip(items, sentences, strict=True)]
         uncounted = {text for item_texts in benchmark_texts + response_texts for text in item_texts
                      if text not in self._remembered}  # what this batch encodes
         with ProgressBar(len(uncounted), desc="embedding", unit="text", disable=progress is not None) as bar:
@@ -189,8 +189,8 @@ class EmbedJudge:
         if self.calibration is None:
             rows = {query_key(item.row["user"], item.row["query_id"]): item.row for item in items}
             self._fit(list(rows.values()), vectors)
-        results = [self._judge_one(item, item_sentences, vectors) for item, item_sentences in zip(items, sentences)]
-        for result, item_benchmark, item_response in zip(results, benchmark_texts, response_texts):
+        results = [self._judge_one(item, item_sentences, vectors) for item, item_sentences in zip(items, sentences, strict=True)]
+        for result, item_benchmark, item_response in zip(results, benchmark_texts, response_texts, strict=True):
             new = uncounted.intersection(item_benchmark + item_response)  # a text shared by items counts for the first
             uncounted -= new
             result.usage = Usage(extra={"texts_encoded": len(new)})

@@ -63,12 +63,12 @@ class GuardedJudge:
 
     async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
         hits = self.check(items)
-        passed = [item for item, hit in zip(items, hits) if hit is None]
+        passed = [item for item, hit in zip(items, hits, strict=True) if hit is None]
         judged = iter(await self.inner.judge(passed, progress) if passed else [])
         # an LLM judge asked for no recall leaves it unset: a guarded item must not be the only one with a 0
         with_recall = getattr(self.inner, "recall", None) != "none"
         return [next(judged) if hit is None else guarded_result(item, hit, with_recall=with_recall)
-                for item, hit in zip(items, hits)]
+                for item, hit in zip(items, hits, strict=True)]
 
 
 def guard_counts(items: list[ItemResult]) -> dict[str, int]:

@@ -157,11 +157,11 @@ class LLMJudge:
             )
         results = [ItemResult(str(item.row["user"]), str(item.row["query_id"]), usage=Usage()) for item in items]
         verdicts: list[list[bool | None]] = [[None] * len(item.row["claims"]) for item in items]
-        for call, outcome in zip(calls, outcomes):
+        for call, outcome in zip(calls, outcomes, strict=True):
             _apply(results[call.item], verdicts[call.item], call, outcome)
             results[call.item].usage.add(outcome.usage)  # type: ignore[union-attr]
         if self.recall != "none":
-            for item, result, item_verdicts in zip(items, results, verdicts):
+            for item, result, item_verdicts in zip(items, results, verdicts, strict=True):
                 _finish_recall(item, result, item_verdicts)
         return results
 
@@ -192,7 +192,7 @@ def _apply(result: ItemResult, verdicts: list[bool | None], call: _Call, outcome
 def _finish_recall(item: JudgeItem, result: ItemResult, verdicts: list[bool | None]) -> None:
     claims = list(item.row["claims"])
     result.claim_verdicts = verdicts
-    result.matched_claims = [claim for claim, verdict in zip(claims, verdicts) if verdict]
+    result.matched_claims = [claim for claim, verdict in zip(claims, verdicts, strict=True) if verdict]
     # An unanswered claim makes recall unknown, never a silent False.
     result.recall = recall_from_verdicts(verdicts)
     if not claims:

@@ -1,6 +1,6 @@
 """Every prompt of the judging protocol, whole, with named placeholders: read them here, in one place.
 
-Our own wording of the paper's protocol (DESIGN.md). `bespoke_metric.judging.protocol` fills these templates;
+Our own wording of the paper's protocol (docs/protocol.md). `bespoke_metric.judging.protocol` fills these templates;
 nothing else writes prompt text. Shared parts come first and what varies comes last, so engines with
 prefix caching reuse the work: the personalization prompt ends with the response (one prefix per query,
 shared by every system's response), the claim prompt ends with the claim (one prefix per response).

@@ -1,6 +1,6 @@
 """The BESPOKE judging protocol: the prompts a judge receives and the answers it must give.
 
-Our own wording of the paper's protocol (see DESIGN.md). Three kinds of request:
+Our own wording of the paper's protocol (docs/protocol.md says what the judge is asked). Three kinds of request:
 
 - `personalization_request`: the four 1-5 scores with feedback for one response. The judge sees the
   query, the user's gold information need, the personalized rubric and the first `max_shots`

@@ -45,12 +45,12 @@ def figure_stats(
     columns = [matrix[:, col] for col in range(matrix.shape[1])]
     stderr: dict[str, float | None] = {
         metric.name: stats.bootstrap_se(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
-        for metric, column in zip(METRICS, columns)
+        for metric, column in zip(METRICS, columns, strict=True)
     }
     complete = all(np.isfinite(column).any() for column in columns)
     stderr[HEADLINE] = (stats.bootstrap_se(mean_of_figures, *columns, n_resamples=n_resamples, seed=seed)
                         if complete and len(items) else None)
-    scored = {metric.name: int(np.isfinite(column).sum()) for metric, column in zip(METRICS, columns)}
+    scored = {metric.name: int(np.isfinite(column).sum()) for metric, column in zip(METRICS, columns, strict=True)}
     return {
         "stderr": stderr,
         "n_samples": {"given": len(items), "scored": scored},

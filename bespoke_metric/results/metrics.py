@@ -5,7 +5,7 @@ As in lighteval's registry, each metric has a sample-level function (`Metric.sam
 corpus-level function (`Metric.corpus`: those numbers -> the benchmark's 0-100 figure).
 `bespoke_metric.results.aggregation` builds the summary of a results file from `METRICS` and nothing else.
 
-Scale (DESIGN.md): a dimension's figure is the mean of its 1-5 scores ÷ 5 × 100; recall's is the mean
+Scale (docs/protocol.md, inferred from the paper's published cells): a dimension's figure is the mean of its 1-5 scores ÷ 5 × 100; recall's is the mean
 per-query recall (0-1) × 100. Both are "mean ÷ top of scale × 100". The headline average of the five
 figures is computed in `aggregation`.
 """

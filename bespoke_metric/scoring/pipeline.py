@@ -99,7 +99,7 @@ def run_judge_many(
     run_usage: Usage = getattr(checked, "usage", None) or Usage()  # a judge of one's own may count nothing
     outputs = []
     start_index = 0
-    for index, (group, system) in enumerate(zip(groups, systems)):
+    for index, (group, system) in enumerate(zip(groups, systems, strict=True)):
         part = judged[start_index : start_index + len(group)]
         start_index += len(group)
         usage = Usage.total(item.usage for item in part if item.usage is not None) if itemised else run_usage
@@ -220,8 +220,8 @@ def score_many(
     judging = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
     outputs = run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
                              uses=uses, group_uses=group_uses, benchmark_queries=judging.benchmark_queries, **judge_options)
-    for results, checked in zip(outputs, judging.predictions):
-        for item, prediction in zip(results.items, checked):  # each item keeps what its system searched
+    for results, checked in zip(outputs, judging.predictions, strict=True):
+        for item, prediction in zip(results.items, checked, strict=True):  # each item keeps what its system searched
             item.search = prediction.search
             if prediction.truncated:  # and whether its answer was cut off (scored as given)
                 item.truncated, item.truncation_reason = True, prediction.truncation_reason or None

@@ -114,7 +114,7 @@ def reference_records(responses: Sequence[str], references: Sequence[str]) -> li
     as `read_predictions` names every unknown one."""
     records: list[dict[str, str]] = []
     problems: list[str] = []
-    for number, (response, reference) in enumerate(zip(responses, references), start=1):
+    for number, (response, reference) in enumerate(zip(responses, references, strict=True), start=1):
         try:
             user, query_id = parse_query_key(reference)
         except ValueError as error:

@@ -11,6 +11,7 @@
 | `packing` | history sessions packed into token budgets and profiler chunks |
 | `retrieval`, `embeddings` | history selection (dense, BM25, hybrid) and cached sentence embeddings |
 | `search` | search engines (`--search`), how a model uses them (`--search-policy`), noise, cache and replay |
+| `search_plan` | a run's search from its settings, checked, and its record in the run file |
 | `profiler`, `calls` | the profiler model's profiles and query expansions; asking a model |
 | `prompts` | every text a model is sent, and the version derived from them |
 | `tokens` | token counters for budgets |

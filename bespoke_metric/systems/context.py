@@ -146,7 +146,7 @@ def select_sessions(
     already be fitted; `retrieval_queries` replaces the query text (query expansion)."""
     queries = [(str(row["user"]), (retrieval_queries or {}).get(row_key(row), row["query"])) for row in rows]
     hits = retriever.search(queries, top_k)
-    return {row_key(row): [sessions_by_id[(str(row["user"]), hit.id)] for hit in found] for row, found in zip(rows, hits)}
+    return {row_key(row): [sessions_by_id[(str(row["user"]), hit.id)] for hit in found] for row, found in zip(rows, hits, strict=True)}
 
 
 def build_contexts(
@@ -192,7 +192,7 @@ def build_contexts(
     tasks, task_of_row = _profile_tasks(rows, kind, by_user, selected, settings, profile_counter or counter)
     profiles = _write_profiles(profiler, tasks)
     return [block.context(row, profiles[key], tasks[key].session_ids, profiles[key], used.get(row_key(row)))
-            for row, key in zip(rows, task_of_row)]
+            for row, key in zip(rows, task_of_row, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -281,4 +281,4 @@ def _write_profiles(profiler: Profiler, tasks: Mapping[str, ProfileTask]) -> dic
     written = list(profiler(ordered))
     if len(written) != len(ordered):
         raise ValueError(f"the profiler returned {len(written)} profiles for {len(ordered)} tasks")
-    return {task.key: text for task, text in zip(ordered, written)}
+    return {task.key: text for task, text in zip(ordered, written, strict=True)}

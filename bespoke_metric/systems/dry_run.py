@@ -25,7 +25,7 @@ from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, k
 
 from .generation import generate
 from .runfiles import read_done, sidecar
-from .search.plan import dry_run_search
+from .search_plan import dry_run_search
 from .settings import GenerationSettings
 
 RUN_FILES = (".run.json", ".profiles.jsonl")

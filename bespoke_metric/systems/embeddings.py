@@ -45,7 +45,7 @@ class EmbeddingCache:
             self._vectors = {}
             for shard in sorted(self.directory.glob("*.npz")):
                 with np.load(shard) as data:
-                    self._vectors.update(zip(data["keys"].tolist(), data["vectors"]))
+                    self._vectors.update(zip(data["keys"].tolist(), data["vectors"], strict=True))
         return self._vectors
 
     def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -65,7 +65,7 @@ class EmbeddingCache:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-        self._load().update(zip(keys, vectors))
+        self._load().update(zip(keys, vectors, strict=True))
 
 
 class Embedder:
@@ -119,7 +119,7 @@ class Embedder:
         keys = [EmbeddingCache.text_key(text) for text in texts]
         known = self._cache.get(keys)
         missing: dict[str, str] = {}
-        for key, text in zip(keys, texts):
+        for key, text in zip(keys, texts, strict=True):
             if key not in known and key not in missing:
                 missing[key] = text
         if missing:
@@ -132,7 +132,7 @@ class Embedder:
             ).astype(np.float32)
             self.encoded += len(missing)
             self._cache.put(list(missing), fresh)
-            known.update(zip(missing, fresh))
+            known.update(zip(missing, fresh, strict=True))
         return np.stack([known[key] for key in keys]).astype(np.float32, copy=False)
 
     def describe(self) -> dict[str, Any]:

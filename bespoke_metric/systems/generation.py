@@ -52,8 +52,8 @@ from .runfiles import (
 )
 from .search.base import NATIVE, NONE, SearchEngine
 from .search.cache import SearchCache
-from .search.plan import describe_search, make_plan, open_engine
 from .search.policies import Answered, SearchPlan, answer_all
+from .search_plan import describe_search, make_plan, open_engine
 from .settings import GenerationSettings
 from .tokens import TokenCounter, token_counter
 
@@ -278,14 +278,14 @@ def _generate_pending(
     )
     degenerate: dict[str, dict[str, Any]] = {}
     if llm_profiler is not None:
-        for row, context in zip(pending, contexts):
+        for row, context in zip(pending, contexts, strict=True):
             task_key = str(row["user"]) if settings.context == "profile" else context.key
             if task_key in llm_profiler.failed:
                 failures[context.key] = llm_profiler.failed[task_key]
             if task_key in llm_profiler.degenerate:
                 degenerate[context.key] = {"profile": llm_profiler.degenerate[task_key]}
     report.failed = [{"user": key.partition("/")[0], "query_id": key.partition("/")[2], "reason": reason} for key, reason in failures.items()]
-    jobs = [(row, context) for row, context in zip(pending, contexts) if context.key not in failures]
+    jobs = [(row, context) for row, context in zip(pending, contexts, strict=True) if context.key not in failures]
     _answer(jobs, parts.system_backend, plan, parts.counter, settings, cache, report, writer, progress, degenerate)
 
 
@@ -409,7 +409,7 @@ def _answer(
             answered = answer_all([(str(row["query"]), context.text) for row, context in group], plan, backend, counter=counter,
                                   cache=cache, usage=report.usage, max_tokens=settings.max_new_tokens, progress=bar)
             records = []
-            for (_, context), outcome in zip(group, answered):
+            for (_, context), outcome in zip(group, answered, strict=True):
                 record = _prediction(context, outcome, plan, backend.model, degenerate.get(context.key, {}))
                 if isinstance(record, str):
                     report.failed.append({"user": context.user, "query_id": context.query_id, "reason": record})

@@ -53,7 +53,7 @@ class LLMProfiler:
         notes_for = [(task, i) for task in todo for i in range(len(task.chunks))]
         answers = self._ask([notes_request(task.chunks, i, task.query, self.max_tokens) for task, i in notes_for], "profile notes")
         notes: dict[str, list[Answer]] = {}
-        for (task, _), answer in zip(notes_for, answers):
+        for (task, _), answer in zip(notes_for, answers, strict=True):
             notes.setdefault(task.key, []).append(answer)
         finished: dict[str, str] = {}
         to_merge: list[tuple[ProfileTask, list[str]]] = []
@@ -69,7 +69,7 @@ class LLMProfiler:
             else:
                 to_merge.append((task, [text or "" for text, _ in found]))
         merged = self._ask([merge_request(texts, task.query, self.max_tokens) for task, texts in to_merge], "profile merge")
-        for (task, _), (text, error) in zip(to_merge, merged):
+        for (task, _), (text, error) in zip(to_merge, merged, strict=True):
             if error is None:
                 finished[task.key] = text or ""
             else:
@@ -113,15 +113,15 @@ def expand_queries(
     the query followed by the profiler's expansion."""
     store_kind = f"expansion:{kind}"
     keys = [row_key(row) for row in rows]
-    todo = [(key, row) for key, row in zip(keys, rows) if store.get(store_kind, key) is None]
+    todo = [(key, row) for key, row in zip(keys, rows, strict=True) if store.get(store_kind, key) is None]
     with ProgressBar(len(todo), desc="query expansion", disable=not progress or not todo) as bar:
         requests = [expansion_request(str(row["query"]), kind, max_tokens) for _, row in todo]
         answers = ask(backend, requests, purpose="expansion", cache=cache, usage=usage, progress=bar)
     store.add(
         {"kind": store_kind, "key": key, "user": str(row["user"]), "query": str(row["query"]), "text": text or ""}
-        for (key, row), (text, error) in zip(todo, answers)
+        for (key, row), (text, error) in zip(todo, answers, strict=True)
         if error is None
     )
-    failed = {key: f"query expansion failed: {error}" for (key, _), (_, error) in zip(todo, answers) if error is not None}
-    expanded = {key: f"{row['query']}\n{store.get(store_kind, key)}" for key, row in zip(keys, rows) if key not in failed}
+    failed = {key: f"query expansion failed: {error}" for (key, _), (_, error) in zip(todo, answers, strict=True) if error is not None}
+    expanded = {key: f"{row['query']}\n{store.get(store_kind, key)}" for key, row in zip(keys, rows, strict=True) if key not in failed}
     return expanded, failed

@@ -102,7 +102,7 @@ class DenseRetriever:
     def search(self, queries: Sequence[tuple[str, str]], k: int) -> list[list[Hit]]:
         query_vectors = self.embedder.encode([text for _, text in queries])
         results = []
-        for (user, _), vector in zip(queries, query_vectors):
+        for (user, _), vector in zip(queries, query_vectors, strict=True):
             if user not in self._index:
                 raise _unknown_user(user)
             ids, matrix = self._index[user]
@@ -208,7 +208,7 @@ class HybridRetriever:
         lexical = self.lexical.search(queries, depth)
         return [
             reciprocal_rank_fusion([[hit.id for hit in a], [hit.id for hit in b]], self.rrf_k)[:k]
-            for a, b in zip(dense, lexical)
+            for a, b in zip(dense, lexical, strict=True)
         ]
 
     def describe(self) -> dict[str, Any]:

@@ -63,6 +63,6 @@ def acceptance_rewards(source: str, judge: str, *, guards: bool, seed: int = 0) 
     reward = make_reward_fn(judge, source=source, guards=guards)
     values = reward([""] * len(completions), completions, user=users, query_id=query_ids)
     table: dict[str, list[float]] = {}
-    for kind, value in zip(kinds, values):
+    for kind, value in zip(kinds, values, strict=True):
         table.setdefault(kind, []).append(value)
     return table

@@ -112,7 +112,7 @@ def known_quality_judges(meta_test: list[dict[str, Any]]) -> Any:
     lengths = sorted(words(text) for text in humans)
     median = (lengths[(len(lengths) - 1) // 2] + lengths[len(lengths) // 2]) / 2
     seen: dict[tuple[str, str], int] = {}
-    labels = dict(zip(DIMENSIONS, ("Need Alignment", "Content Depth", "Tone", "Explanation Style")))
+    labels = dict(zip(DIMENSIONS, ("Need Alignment", "Content Depth", "Tone", "Explanation Style"), strict=True))
 
     def respond(body: dict[str, Any]) -> str:
         prompt = messages_of(body)[-1]["content"]

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     for (source, revision), batch in batches:
         results = score_many([plan.predictions for plan in batch], args.judge, source=source, revision=revision or None,
                              systems=[plan.system for plan in batch], prices=prices, **judge_options(args, spending))
-        scored += list(zip(batch, results))
+        scored += list(zip(batch, results, strict=True))
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     statuses = []

@@ -193,11 +193,11 @@ def run(args: argparse.Namespace) -> int:
     if stopped_by_limit(spending, answer_caches(args)):
         return 1
     if len(outputs) > 1 and args.strict:  # refused in any file: none is written
-        refusals = [refused(results, output, strict=True) for results, output in zip(all_results, outputs)]
+        refusals = [refused(results, output, strict=True) for results, output in zip(all_results, outputs, strict=True)]
         if any(refusals):
             return 1
     statuses = []
-    for given, results, output in zip(args.predictions, all_results, outputs):
+    for given, results, output in zip(args.predictions, all_results, outputs, strict=True):
         if len(outputs) > 1:
             print(f"\n{given}")
         statuses.append(publish(results, output, strict=args.strict))

@@ -161,7 +161,7 @@ def test_rowwise_kendall_matches_scipy():
 
     rng = np.random.default_rng(3)
     x, y = rng.integers(0, 4, size=(20, 6)).astype(float), rng.integers(0, 4, size=(20, 6)).astype(float)
-    expected = [kendalltau(a, b).statistic for a, b in zip(x, y)]
+    expected = [kendalltau(a, b).statistic for a, b in zip(x, y, strict=True)]
     np.testing.assert_allclose(rowwise_kendall(x, y), expected, equal_nan=True)
 
 

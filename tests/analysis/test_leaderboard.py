@@ -120,7 +120,7 @@ def test_csv_has_one_line_per_system_with_bounds(make_results, tmp_path):
     groups = build_leaderboard(load_results(paths), n_resamples=200)
     rows = list(csv.DictReader(io.StringIO(report.to_csv(groups))))
     assert [r["system"] for r in rows] == [row.system for row in groups[0].rows]
-    for line, row in zip(rows, groups[0].rows):
+    for line, row in zip(rows, groups[0].rows, strict=True):
         assert float(line["average"]) == pytest.approx(row.values["average"], abs=1e-4)
         assert float(line["tone_low"]) <= float(line["tone"]) <= float(line["tone_high"])
         assert line["judge"] == "openai:gpt-5"

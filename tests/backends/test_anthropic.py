@@ -297,7 +297,7 @@ def test_a_claude_system_with_native_search_and_a_claude_judge_run_from_the_comm
     results = json.loads((tmp_path / "results.json").read_text())
     made = [json.loads(line) for line in (tmp_path / "results" / "predictions.jsonl").read_text().splitlines()]
     assert results["summary"]["items"] == 2 and not any(results["summary"]["failures"].values())
-    for prediction, item in zip(made, results["items"]):
+    for prediction, item in zip(made, results["items"], strict=True):
         assert prediction["search"]["engine"] == "native" and prediction["search"]["calls"] == 2
         assert prediction["search"]["cited"] and prediction["search"]["cited"][0] in [r["url"] for r in prediction["search"]["results"]]
         assert item["search"] == prediction["search"]

@@ -67,7 +67,7 @@ def test_a_batch_answers_as_direct_calls_would_at_half_the_price_and_sends_none(
         assert batch.status == "ended" and server.processed == 5
         [lines] = submitted(server)
         direct_backend = direct(server)
-        for line, request in zip(lines, requests):  # the SDK's batch Request: custom_id and the direct call's very body
+        for line, request in zip(lines, requests, strict=True):  # the SDK's batch Request: custom_id and the direct call's very body
             assert set(line) == {"custom_id", "params"}
             path, body = direct_backend.path_and_body(request)
             assert path == "/v1/messages" and line["params"] == json.loads(body)

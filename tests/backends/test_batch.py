@@ -66,7 +66,7 @@ def test_a_batch_answers_as_the_direct_calls_would_and_sends_none(server, tmp_pa
         assert batch.endpoint == endpoint and batch.status == "completed"
         [lines] = input_lines(server)
         direct_backend = direct(server, model)
-        for line, request in zip(lines, requests):  # the documented line, holding the very body a direct call sends
+        for line, request in zip(lines, requests, strict=True):  # the documented line, holding the very body a direct call sends
             assert set(line) == {"custom_id", "method", "url", "body"}
             assert line["method"] == "POST" and line["url"] == endpoint
             path, body = direct_backend.path_and_body(request)

@@ -47,7 +47,7 @@ def test_histories_keep_ids_times_queries_and_turns(variants, original, variant)
         rewritten = load_rows("histories", variants[variant])
     before = original["histories"]
     assert [(s["user"], s["id"], s["source"]) for s in rewritten] == [(s["user"], s["id"], s["source"]) for s in before]
-    for new, old in zip(rewritten, before):
+    for new, old in zip(rewritten, before, strict=True):
         assert new["text"] != old["text"] or not (old["turns"] or old["search_queries"]), old["id"]
         assert (new["timestamp"] is None) == (old["timestamp"] is None), old["id"]
         if old["timestamp"]:  # the rewrite writes the same moments in UTC: the zone is kept, the instant is the same

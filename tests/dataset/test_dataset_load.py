@@ -102,7 +102,7 @@ def test_sample_loads_and_matches_its_predictions(tmp_path):
     assert len(set(bench["user"])) == 3
     lines = (bespoke_dataset.SAMPLE_DIR / "predictions.jsonl").read_text().splitlines()
     predictions = [json.loads(line) for line in lines]
-    assert {(p["user"], p["query_id"]) for p in predictions} == set(zip(bench["user"], bench["query_id"]))
+    assert {(p["user"], p["query_id"]) for p in predictions} == set(zip(bench["user"], bench["query_id"], strict=True))
     assert all(p["response"].strip() for p in predictions)
     assert "SYNTHETIC" in (bespoke_dataset.SAMPLE_DIR / "SYNTHETIC.md").read_text()
     assert sum(f.stat().st_size for f in bespoke_dataset.SAMPLE_DIR.rglob("*") if f.is_file()) < 500_000

@@ -128,7 +128,7 @@ def test_meta_test_responses_of_every_kind_carry_their_planted_scores(synthetic_
             assert overlap[source] > 0.7
             continue
         assert source is None
-        assert all(abs(score - base) <= 1 for score, base in zip(scores, KIND_SCORES[kind]))  # rater noise
+        assert all(abs(score - base) <= 1 for score, base in zip(scores, KIND_SCORES[kind], strict=True))  # rater noise
         for index in conveyed:
             assert claims[key][index] in row["response"] or paraphrase(claims[key][index]) in row["response"]
         if kind == "off_need":  # on-topic, no claim, judged as missing the need
@@ -170,7 +170,7 @@ def test_shot_quality_orders_scores_and_claims(synthetic_hub, tmp_path):
         key = f"{row['user']}/{row['query_id']}"
         facts = planted[key]
         assert sorted(facts["shot_quality"]) == [1, 2, 3, 4, 5]
-        for shot, quality, used in zip(row["shots"], facts["shot_quality"], facts["shot_claims"]):
+        for shot, quality, used in zip(row["shots"], facts["shot_quality"], facts["shot_claims"], strict=True):
             assert all(abs(shot[d]["score"] - quality) <= 1 for d in DIMENSIONS)
             for index in used:  # planted claims appear verbatim or as a close paraphrase
                 claim = claims[key][index]

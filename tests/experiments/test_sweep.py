@@ -172,7 +172,7 @@ def test_a_sweep_killed_twice_and_rerun_equals_separate_runs_and_repeats_no_call
 
     rows = read_csv(out / "table.csv")
     assert [row["cell"] for row in rows] == [cell["name"] for cell in sweep["cells"]]
-    for row, cell in zip(rows, sweep["cells"]):
+    for row, cell in zip(rows, sweep["cells"], strict=True):
         for column in ("need_alignment", "content_depth", "tone", "explanation_style", "recall", "average"):
             assert float(row[f"{column}_low"]) <= float(row[column]) <= float(row[f"{column}_high"])
         if cell["values"]["context"] == "none":

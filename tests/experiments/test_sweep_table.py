@@ -62,7 +62,7 @@ def test_each_cell_pairs_with_the_same_system_at_the_baseline():
 
 def test_the_noise_drop_is_relative_to_the_same_system_at_the_lowest_noise():
     made = grid(MODELS, CONTEXTS, NOISE_AXIS)
-    averages = dict(zip((cell.name for cell in made), [55.0, 44.0, 60.0, 45.0, 62.5, 48.04375, 0.0, 10.0]))
+    averages = dict(zip((cell.name for cell in made), [55.0, 44.0, 60.0, 45.0, 62.5, 48.04375, 0.0, 10.0], strict=True))
     drops = relative_drops(made, averages)
     assert set(drops) == {cell.name for cell in made if cell.values[NOISE] == 0.7}
     assert drops[made[1].name] == pytest.approx(-20.0)
@@ -145,7 +145,8 @@ def test_a_config_file_is_read_into_the_settings_of_a_sweep_by_key(tmp_path):
 def test_a_noise_axis_adds_the_drop_column(sweep_entries):
     made, entries = sweep_entries
     values = [("none", 0.0), ("none", 0.7), ("selected-profile", 0.0), ("selected-profile", 0.7)]
-    noisy = [Cell(cell.name, {"model": "openai:gpt-4o", "context": context, NOISE: noise}) for cell, (context, noise) in zip(made, values)]
+    noisy = [Cell(cell.name, {"model": "openai:gpt-4o", "context": context, NOISE: noise})
+             for cell, (context, noise) in zip(made, values, strict=True)]
     rows = build_table(noisy, entries, dict.fromkeys(entries, "done"))
     average = [row.values["average"] for row in rows]
     assert [row.noise_drop for row in rows] == [None, pytest.approx(100 * (average[1] - average[0]) / average[0]),

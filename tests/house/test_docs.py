@@ -174,7 +174,8 @@ def output_departures(shown: object, written: object, where: str = "") -> list[s
         listed = [value for value in shown if value != ELIDED]
         if not isinstance(written, list) or len(written) < len(listed) or (ELIDED not in shown and len(written) != len(listed)):
             return [f"{where}: {json.dumps(shown)[:80]} on the page, {json.dumps(written)[:80]} in the file"]
-        return [problem for index, (value, real) in enumerate(zip(listed, written))
+        # strict=False: an elided list (`...`) shows only the first of the values written
+        return [problem for index, (value, real) in enumerate(zip(listed, written, strict=False))
                 for problem in output_departures(value, real, f"{where}[{index}]")]
     if isinstance(shown, float) and isinstance(written, (int, float)) and not isinstance(written, bool):
         digits = len(repr(shown).partition(".")[2])
@@ -334,7 +335,7 @@ def differences(shown: object, real: object, where: str = "") -> list[str]:
     if isinstance(shown, list):
         if not isinstance(real, list):
             return [f"{where}: a list in the example, {type(real).__name__} in a run"]
-        pairs = zip([value for value in shown if value != ELIDED], real)
+        pairs = zip([value for value in shown if value != ELIDED], real, strict=False)  # an elided list shows the first values
         return [problem for index, (value, actual) in enumerate(pairs) for problem in differences(value, actual, f"{where}[{index}]")]
     if shown is None or real is None:
         return []  # optional fields: null in one file, set in another

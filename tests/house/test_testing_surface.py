@@ -43,5 +43,5 @@ def test_the_package_example_scores_through_the_local_server():
         results = score(predictions, "openai:judge", source="sample", base_url=server.base_url, api_key="test")
     assert len(server.calls) == results.usage["calls"] >= 2 * len(rows)
     # the stand-in judge's rule, visible from outside: the score follows the need's words the response repeats
-    for item, row in zip(results.items, rows):
+    for item, row in zip(results.items, rows, strict=True):
         assert set(item.scores.values()) == {testing.score_for(row["gold_information_need"], row["shots"][0]["response"])}

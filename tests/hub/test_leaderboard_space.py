@@ -230,7 +230,7 @@ def test_chart_per_table(board_page, results_dir):
     assert all(src.startswith("data:image/") for src in charts)
     images = [base64.b64decode(src.split(",", 1)[1]) for src in charts]
     systems = {"openai:judge-a": 3, "openai:judge-b": 1}
-    for judge, image in zip(judges, images):
+    for judge, image in zip(judges, images, strict=True):
         assert bar_colours(image) == [n < systems[judge] for n in range(3)], judge
 
 

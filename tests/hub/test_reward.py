@@ -60,7 +60,7 @@ def test_one_batch_per_step_and_better_completions_earn_more(sample, embed_judge
     assert judge.batches == [len(completions)] == [30]
     assert all(0.0 <= r <= 1.0 for r in rewards)
     best, worst = rewards[0::2], rewards[1::2]
-    assert all(b > w for b, w in zip(best, worst))
+    assert all(b > w for b, w in zip(best, worst, strict=True))
     # the conversational format gives the same rewards
     chat = _step(rows, quality, conversational=True)
     assert reward(prompts=chat[0], completions=chat[1], user=chat[2], query_id=chat[3]) == rewards
@@ -79,7 +79,7 @@ def test_weights_choose_the_metrics(sample, embed_judge):
     r = recall_only(prompts, completions, user=users, query_id=query_ids)
     b = both(prompts, completions, user=users, query_id=query_ids)
     assert all(round(x * 5) == pytest.approx(x * 5) for x in t)  # a 1-5 tone score / 5
-    assert b == pytest.approx([(x + 3 * y) / 4 for x, y in zip(t, r)])
+    assert b == pytest.approx([(x + 3 * y) / 4 for x, y in zip(t, r, strict=True)])
     with pytest.raises(ValueError, match="unknown reward metric"):
         make_reward_fn(embed_judge, source="sample", weights={"tone": 1, "fluency": 1})
     with pytest.raises(ValueError, match="positive sum"):
@@ -233,7 +233,7 @@ def test_the_prompt_dataset_asks_what_generate_asks_and_feeds_the_reward(sample,
         assert report.generated == len(rows)
         sent = sorted(json.dumps(call.body["messages"]) for call in openai_server.calls)
         assert sorted(json.dumps(prompt) for prompt in dataset["prompt"]) == sent
-    assert all(row["gold_information_need"] in prompt[1]["content"] for row, prompt in zip(rows, dataset["prompt"]))
+    assert all(row["gold_information_need"] in prompt[1]["content"] for row, prompt in zip(rows, dataset["prompt"], strict=True))
 
     # what the trainer passes the reward: the dataset's own columns beside the completions
     reward = make_reward_fn(embed_judge, source="sample")
@@ -252,7 +252,7 @@ def test_the_prompt_dataset_under_the_history_contexts(sample):
     sessions = list(bespoke_dataset.load("histories", source="sample"))
     selected = prompt_dataset(source="sample", context="selected-history", settings=ContextSettings(budget=300, top_k=2))
     counter = TokenCounter.approximate()
-    for row, prompt in zip(rows, selected["prompt"]):
+    for row, prompt in zip(rows, selected["prompt"], strict=True):
         user_message = prompt[1]["content"]
         context = user_message.rpartition("Question: ")[0].strip()
         assert context.startswith(HEADINGS["selected-history"])
@@ -265,6 +265,6 @@ def test_the_prompt_dataset_under_the_history_contexts(sample):
     with pytest.raises(ValueError, match="needs a profiler"):
         prompt_dataset(source="sample", context="profile")
     profiles = prompt_dataset(source="sample", context="profile", profiler=lambda tasks: [f"Profile of {t.user}." for t in tasks])
-    assert all(f"Profile of {row['user']}." in p[1]["content"] for row, p in zip(rows, profiles["prompt"]))
+    assert all(f"Profile of {row['user']}." in p[1]["content"] for row, p in zip(rows, profiles["prompt"], strict=True))
     with pytest.raises(ValueError, match="unknown context"):
         prompt_dataset(source="sample", context="everything")

@@ -134,12 +134,13 @@ def test_recall_matches_the_planted_claims_and_records_evidence(release, example
     source, truth = release
     items, results = examples_judged
     planted = [set(claims) for key in load_benchmark(source)[0] for claims in truth[key]["shot_claims"]]
-    verdicts = [(verdict, claim in conveyed) for result, conveyed in zip(results, planted) for claim, verdict in enumerate(result.claim_verdicts)]
+    verdicts = [(verdict, claim in conveyed) for result, conveyed in zip(results, planted, strict=True)
+                for claim, verdict in enumerate(result.claim_verdicts)]
     assert all(verdict for verdict, expected in verdicts if expected)  # every planted claim found
     assert sum(v == e for v, e in verdicts) / len(verdicts) >= 0.95
     result = results[0]
     assert len(result.claim_matches) == len(items[0].row["claims"])
-    for match, claim in zip(result.claim_matches, items[0].row["claims"]):
+    for match, claim in zip(result.claim_matches, items[0].row["claims"], strict=True):
         assert match["claim"] == claim
         assert match["threshold"] == 0.7
         assert match["sentence"] in split_sentences(items[0].response)

@@ -24,7 +24,7 @@ EXPECTED = {name: case for name, case in json.loads((CORPUS / "expected.json").r
 
 
 def _lines(na: object, cd: object, tone: object, es: object) -> str:
-    scores = dict(zip(DIMENSIONS, (na, cd, tone, es)))
+    scores = dict(zip(DIMENSIONS, (na, cd, tone, es), strict=True))
     labels = {"need_alignment": "Need Alignment", "content_depth": "Content Depth", "tone": "Tone",
               "explanation_style": "Explanation Style"}
     return "\n".join(f"{labels[d]} Score: {scores[d]}\n{labels[d]} Feedback: fb {d}" for d in DIMENSIONS)
@@ -147,7 +147,7 @@ def test_inline_mentions_in_prose_are_not_fields():
 
 def test_json_variants():
     body = {"reasoning": "Need Alignment Score: 5",
-            **{d: {"score": s, "feedback": f"fb {d}"} for d, s in zip(DIMENSIONS, (1, 2, 3, 4))}}
+            **{d: {"score": s, "feedback": f"fb {d}"} for d, s in zip(DIMENSIONS, (1, 2, 3, 4), strict=True)}}
     raw = json.dumps(body)
     for text in (raw, json.dumps(body, indent=4), f"```json\n{raw}\n```", f"Some thoughts first.\n```\n{raw}\n```\nDone.",
                  f"<think>{{\"need_alignment\": 5}}</think>\n{raw}"):

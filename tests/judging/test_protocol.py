@@ -171,7 +171,7 @@ def test_structured_personalization_schema_round_trip():
     assert request.json_schema == PERSONALIZATION_SCHEMA
     assert "JSON" in request.messages[0]["content"]
     answer = {"reasoning": "Need Alignment Score: 5 appears in the response; ignored.",
-              **{d: {"score": s, "feedback": f"why {d}"} for d, s in zip(DIMENSIONS, (2, 3, 4, 5))}}
+              **{d: {"score": s, "feedback": f"why {d}"} for d, s in zip(DIMENSIONS, (2, 3, 4, 5), strict=True)}}
     jsonschema.validate(answer, PERSONALIZATION_SCHEMA)
     assert list(parse_personalization(json.dumps(answer)).scores.values()) == [2, 3, 4, 5]
     for bad in ({**answer, "tone": {"score": 6, "feedback": "x"}}, {k: v for k, v in answer.items() if k != "tone"},

@@ -179,7 +179,7 @@ def test_api_engines_on_actors_keep_tool_calls_search_and_token_details(ray_clus
             assert all(outcome.cached_input_tokens for outcome in got)
             if takes_tools:
                 assert all(outcome.tool_calls[0].arguments == {"query": request.messages[-1]["content"]}
-                           for outcome, request in zip(got[1::2], requests[1::2]))
+                           for outcome, request in zip(got[1::2], requests[1::2], strict=True))
 
 
 def run_cli(*args: str) -> subprocess.Popen:

@@ -41,7 +41,7 @@ def test_one_run_judges_every_system_as_separate_runs_would(judge_server, system
     judge_server.reset()
     apart = [score(path, "openai:judge", source=synthetic_hub, base_url=judge_server.base_url, progress=False).to_json()
              for path in systems]
-    for joint, alone in zip(together, apart):
+    for joint, alone in zip(together, apart, strict=True):
         assert joint["items"] == alone["items"]
         assert joint["summary"] == alone["summary"]
     assert together[0]["summary"] != together[1]["summary"]  # different systems, different scores

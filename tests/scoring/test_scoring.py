@@ -58,7 +58,7 @@ def test_score_over_http_matches_hand_arithmetic(judge_server, predictions, synt
         # the stand-in judge's rule, not the item's own verdicts, says which claims the response conveys
         verdicts = [conveys(claim, response) for claim in row["claims"]]
         assert item["claim_verdicts"] == verdicts
-        assert item["matched_claims"] == [c for c, v in zip(row["claims"], verdicts) if v]
+        assert item["matched_claims"] == [c for c, v in zip(row["claims"], verdicts, strict=True) if v]
         expected_recalls.append(sum(verdicts) / len(verdicts))
         assert item["recall"] == pytest.approx(expected_recalls[-1])
         all_verdicts += verdicts

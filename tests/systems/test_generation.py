@@ -101,7 +101,7 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
     by_question = {r.messages[1]["content"].rpartition("Question: ")[2]: r for r in answers(recorder)}
     assert len(by_question) == LIMIT
     by_key = {}
-    for row, prediction in zip(data["queries"], predictions):
+    for row, prediction in zip(data["queries"], predictions, strict=True):
         request = by_question[row["query"]]
         block = context_block(request)
         by_key[f"{row['user']}/{row['query_id']}"] = block

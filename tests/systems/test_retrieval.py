@@ -56,7 +56,7 @@ def rankings(release: dict, embedder: Embedder) -> dict[str, dict[str, list[Hit]
     found = {}
     for retriever in (DenseRetriever(embedder), BM25Retriever(), HybridRetriever(embedder)):
         retriever.fit(release["sessions"])
-        found[retriever.name] = dict(zip(keys, retriever.search(queries, 10)))
+        found[retriever.name] = dict(zip(keys, retriever.search(queries, 10), strict=True))
     return found
 
 

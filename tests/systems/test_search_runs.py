@@ -184,7 +184,7 @@ def test_noise_replaces_its_share_with_other_queries_results_the_same_way_for_th
     with serve_search("searxng") as searxng:
         first, again, other = noisy(1, "first"), noisy(1, "again"), noisy(2, "other")
     own = {row["query"]: {d["url"] for d in made_up_results(row["query"])[:5]} for row in rows}
-    for prediction, row in zip(first, rows):
+    for prediction, row in zip(first, rows, strict=True):
         results = prediction["search"]["results"]
         noise = [r for r in results if r["noise"]]
         assert len(results) == 5 and len(noise) == round(0.6 * 5) == 3

@@ -397,7 +397,7 @@ class BatchCollection:
                 ticket.settle(None)
         admitted = self._admitted(custom_ids, batch=False)
         results = await asyncio.gather(*(self._one_direct(custom_id) for custom_id in admitted))
-        for custom_id, outcome in zip(admitted, results):
+        for custom_id, outcome in zip(admitted, results, strict=True):
             self._finish(custom_id, outcome, via_batch=False)
 
     async def _one_direct(self, custom_id: str) -> Outcome:

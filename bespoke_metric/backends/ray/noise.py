@@ -131,8 +131,8 @@ def _log_line_from(text: bytes) -> int:
     """Where in `text` (a line's part, no newline) one of Ray's log lines may begin: its length if nowhere."""
     start = text.find(b"[")
     while start != -1:
-        head = text[start:start + len(_LOG_LINE_START)]
-        if all(have == want or (want == ord("d") and chr(have).isdigit()) for have, want in zip(head, _LOG_LINE_START)):
+        head = text[start:start + len(_LOG_LINE_START)]  # shorter where the text ends: a start that may go on
+        if all(have == want or (want == ord("d") and chr(have).isdigit()) for have, want in zip(head, _LOG_LINE_START, strict=False)):
             return start
         start = text.find(b"[", start + 1)
     return len(text)

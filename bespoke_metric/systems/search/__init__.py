@@ -15,10 +15,11 @@
 | `policies` | `query`, `rewrite`, `agent`: how a model uses an engine, every round batched across questions |
 | `protocol` | results as the model reads them, and the queries it writes, as tool calls or plain text (pure) |
 | `record` | the `search` block of a prediction: queries, results, citations (pure) |
-| `plan` | a run's search from its settings, checked, and its record in the run file |
+
+A run's search from its settings, checked, and its record in the run file, is `systems.search_plan`'s.
 """
 
-from bespoke_dataset.lazy import lazy_attributes
+from bespoke_dataset.lazy import lazy_attributes, serve_moved
 
 # name -> the module that defines it, imported on first use
 _LAZY: dict[str, str] = {
@@ -45,3 +46,5 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY)
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+
+serve_moved(__name__, {"plan": "..search_plan"}, removed_in="0.6")  # its path in 0.4 (issue 33)

@@ -156,7 +156,7 @@ class _Run:
         assert self.plan.searcher is not None
         answers = iter(await self.plan.searcher.search([query for asked in queries for query in asked]))
         out: list[list[tuple[str, list[SearchResult]]] | CallError] = []
-        for trace, asked in zip(traces, queries):
+        for trace, asked in zip(traces, queries, strict=True):
             found: list[tuple[str, list[SearchResult]]] = []
             failure: CallError | None = None
             for query in asked:
@@ -179,7 +179,7 @@ class _Run:
         marks: list[dict[str, str] | None] = [None] * len(jobs)
         if plan.policy == "rewrite":
             written = await self.ask([rewrite_request(query, context, plan.queries, self.max_tokens) for query, context in jobs], "rewrite")
-            for index, ((query, _), result) in enumerate(zip(jobs, written)):
+            for index, ((query, _), result) in enumerate(zip(jobs, written, strict=True)):
                 reason = result.error
                 if result.ok:
                     try:
@@ -193,7 +193,7 @@ class _Run:
         found = await self.search_round(traces, queries, 1)
         asking: list[int] = []
         requests: list[Request] = []
-        for index, ((query, context), answer) in enumerate(zip(jobs, found)):
+        for index, ((query, context), answer) in enumerate(zip(jobs, found, strict=True)):
             if out[index] is not None:
                 continue
             if isinstance(answer, CallError):
@@ -204,7 +204,7 @@ class _Run:
             rendered = render_search_results(shown, plan.budget, self.counter, first=first)
             asking.append(index)
             requests.append(answer_request(query, context, rendered, self.max_tokens))
-        for index, result in zip(asking, await self.ask(requests, "answer", report=True)):
+        for index, result in zip(asking, await self.ask(requests, "answer", report=True), strict=True):
             out[index] = self.final(result, traces[index], degenerate=marks[index])
         return _complete(out)
 
@@ -223,7 +223,7 @@ class _Run:
             last = round_ > plan.rounds
             results = await self.ask([Request(tuple(conversations[i]), self.max_tokens, tools=offered) for i in active], "agent")
             searching: list[tuple[int, str, list[tuple[str, str]]]] = []
-            for index, result in zip(active, results):
+            for index, result in zip(active, results, strict=True):
                 calls, answer = self._turn(result, tools)
                 if calls and not last:
                     searching.append((index, answer, calls[: plan.queries]))
@@ -235,7 +235,7 @@ class _Run:
                 break
             found = await self.search_round([traces[i] for i, _, _ in searching], [[q for _, q in calls] for _, _, calls in searching], round_)
             active = []
-            for (index, answer, calls), searched in zip(searching, found):
+            for (index, answer, calls), searched in zip(searching, found, strict=True):
                 if isinstance(searched, CallError):
                     out[index] = self.failed(searched.reason)
                     continue

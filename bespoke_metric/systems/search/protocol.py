@@ -106,11 +106,11 @@ def turn_messages(answer: str, calls: Sequence[tuple[str, str]], rendered: Seque
     assistant = {"role": "assistant", "content": answer, "tool_calls": [
         {"id": call_id, "type": "function",
          "function": {"name": SEARCH_TOOL_NAME, "arguments": json.dumps({"query": query}, ensure_ascii=False)}}
-        for call_id, (_, query) in zip(ids, calls)
+        for call_id, (_, query) in zip(ids, calls, strict=True)
     ]}
     messages: list[dict[str, Any]] = [assistant]
     messages += [{"role": "tool", "tool_call_id": call_id, "name": SEARCH_TOOL_NAME, "content": text}
-                 for call_id, text in zip(ids, rendered)]
+                 for call_id, text in zip(ids, rendered, strict=True)]
     if not rounds_left:
         messages.append({"role": "user", "content": AGENT_LAST_CALL})
     return messages

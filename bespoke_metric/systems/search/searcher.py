@@ -54,7 +54,7 @@ class Searcher:
             raise SearchReplayMiss(f"--search-replay: {self.cache.path} holds no {self.engine.spec} search for "
                                    f"{missing[0]!r} ({len(missing)} search(es) missing); run without --search-replay to make them")
         if missing:
-            for query, answer in zip(missing, await self.engine.search(missing)):
+            for query, answer in zip(missing, await self.engine.search(missing), strict=True):
                 found[query] = answer
                 if self.cache is not None and not isinstance(answer, CallError):
                     self.cache.put_results(keys[query], self.engine.spec, query, answer)

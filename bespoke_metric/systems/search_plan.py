@@ -9,15 +9,14 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import NATIVE, NONE, SearchEngine, SearchEngineError
-from .engines import hook_engine, make_search_engine, parse_search_spec
-from .policies import SearchPlan
-from .searcher import Searcher
+from .search.base import NATIVE, NONE, SearchEngine, SearchEngineError
+from .search.engines import hook_engine, make_search_engine, parse_search_spec
+from .search.policies import SearchPlan
+from .search.searcher import Searcher
 
 if TYPE_CHECKING:
-    from bespoke_metric.systems.settings import GenerationSettings
-
-    from .cache import SearchCache
+    from .search.cache import SearchCache
+    from .settings import GenerationSettings
 
 
 def open_engine(settings: "GenerationSettings", default: str) -> tuple[str, SearchEngine | None]:

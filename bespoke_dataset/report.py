@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BespokeDataError
-from ..keys import query_key
-from ..rows import available_configs
-from ..source import DEFAULT_SOURCE, ResolvedSource, resolve_source
-from .notes import Notes, TableNotes
-from .raw import TABLES, RawRelease
-from .records import BENCHMARK, Record, build_records
+from .errors import BespokeDataError
+from .keys import query_key
+from .reading.notes import Notes, TableNotes
+from .reading.raw import TABLES, RawRelease
+from .reading.records import BENCHMARK, Record, build_records
+from .rows import available_configs
+from .source import DEFAULT_SOURCE, ResolvedSource, resolve_source
 
 _JUDGED = {"rj_pairs": "evaluation_shot", "meta_test": "meta_test"}
 
