@@ -202,6 +202,34 @@ class Spec:
     def __str__(self) -> str:
         return f"{self.engine.name}:{self.model}" + (f"@{self.revision}" if self.revision else "")
 
+    @property
+    def name(self) -> str:
+        """The engine's name, the spec's prefix (`openai`)."""
+        return self.engine.name
+
+
+def as_spec(spec: str | Spec) -> Spec:
+    """The parsed spec: a `Spec` as it is, a string parsed (`parse_spec`). A public function that takes a spec
+    calls this once at its entry and hands the `Spec` on, so no layer below parses or splits it again."""
+    return spec if isinstance(spec, Spec) else parse_spec(spec)
+
+
+def split_spec(spec: str | Spec) -> tuple[str, str]:
+    """`ENGINE:MODEL` as (engine name, model), unchecked: for a spec read back (a price table's key, a results
+    file's model), where an unknown engine or a bare name (`("", "gpt-5")`) is no mistake."""
+    if isinstance(spec, Spec):
+        return spec.name, spec.model + (f"@{spec.revision}" if spec.revision else "")
+    prefix, sep, model = str(spec).partition(":")
+    return (prefix, model) if sep else ("", str(spec))
+
+
+def engine_of(spec: str | Spec) -> Engine | None:
+    """The registered engine a spec names, unchecked (None for a bare name or an engine not registered): for a
+    spec read back, whose capabilities (`local`, `search_default`) are asked without refusing it."""
+    if isinstance(spec, Spec):
+        return spec.engine
+    return ENGINES.get(split_spec(spec)[0])
+
 
 def parse_spec(spec: str) -> Spec:
     """`"openai:gpt-5"` -> `Spec(ENGINES["openai"], "gpt-5")`; an engine that takes a `revision` option (`hf:`,
@@ -239,11 +267,11 @@ def pinned(parsed: Spec, engine_options: dict[str, Any]) -> dict[str, Any]:
     return {**engine_options, "revision": parsed.revision}
 
 
-def substitution(spec: str) -> dict[str, Any] | None:
+def substitution(spec: str | Spec) -> dict[str, Any] | None:
     """What the engine of `spec` runs in place of the model it names, when it does (`Engine.substitute`):
     the record a results file keeps as `system.substitution`; None for a spec run as named, or not a spec."""
     try:
-        parsed = parse_spec(spec)
+        parsed = as_spec(spec)
     except OptionError:  # a backend given as an object has no spec to look up
         return None
     if parsed.engine.substitute is None:
@@ -279,13 +307,13 @@ def _any_flag(name: str, *classes: type) -> str:
     return f"{name}="
 
 
-def refuse_executor(options: dict[str, Any], spec: str) -> None:
+def refuse_executor(options: dict[str, Any], spec: Spec) -> None:
     """A judge of its own (`embed:`) has no LLM engine to place: it always runs in this process, so an
     executor option is refused as such, not with a list of options that no command takes."""
     given = sorted(name for name in options if name in option_names(ExecutorOptions) and options[name] is not None)
     if given:
         flags = ", ".join(flag_of(ExecutorOptions, name) for name in given)
-        raise OptionError(f"{flags}: the {parse_spec(spec).engine.name} judge ({spec}) runs in this process, with no LLM "
+        raise OptionError(f"{flags}: the {spec.name} judge ({spec}) runs in this process, with no LLM "
                           "engine to place on Ray (it encodes on the CPU in seconds); leave out the executor flags")
 
 
@@ -333,11 +361,11 @@ def _local_backend(parsed: Spec, engine_options: dict[str, Any], executor_option
     return parsed.engine.backend(parsed.model, engine_options)
 
 
-def make_backend(spec: str, **options: Any) -> Backend:
+def make_backend(spec: str | Spec, **options: Any) -> Backend:
     """The LLM backend named by `spec` (`openai:`, `perplexity:`, `gemini:`, `hf:`, `vllm:`); `options` are its engine's options and
     the executor's (`executor="ray"`, `replicas`, ...). None means the default, so command-line flags
     pass through as they are."""
-    parsed = parse_spec(spec)
+    parsed = as_spec(spec)
     if not parsed.engine.llm:
         raise OptionError(f"{spec} is a judge, not an LLM engine; use make_judge")
     options = dict(options)

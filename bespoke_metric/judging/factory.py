@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.options import OptionError, option, option_names
 from bespoke_metric.backends.providers.batch_ledger import ledger_path
-from bespoke_metric.backends.registry import Spec, build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
+from bespoke_metric.backends.registry import Spec, as_spec, build_backend, llm_option_classes, refuse, refuse_executor, take
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.judging.protocol import RECALL_MODES
@@ -36,12 +36,13 @@ class ProtocolOptions:
                                 "from 1 on, part of the cache key, so each repeat is a fresh answer (default 0)")
 
 
-def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> Judge:
+def make_judge(spec: str | Spec | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> Judge:
     """A judge from its spec, e.g. `make_judge("openai:gpt-5", base_url=..., concurrency=32, cache="judge.sqlite")`.
 
-    `options` are the fields of `ProtocolOptions` (LLM engines) and of the engine's options class; None
-    means the default. A ready judge object is returned as it is (no options allowed then)."""
-    if not isinstance(spec, str):
+    `spec` is the string or the `Spec` parsed from it. `options` are the fields of `ProtocolOptions` (LLM
+    engines) and of the engine's options class; None means the default. A ready judge object is returned as
+    it is (no options allowed then)."""
+    if not isinstance(spec, (str, Spec)):
         given = sorted(name for name, value in options.items() if value is not None)
         if given or cache is not None:
             raise OptionError(f"options {', '.join(given) or 'cache'} given with a ready judge object")
@@ -49,7 +50,7 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
     parts = judge_parts(spec, cache=cache, **options)
     parsed = parts.parsed
     if parsed.engine.judge is not None:
-        return parsed.engine.build_judge(spec, parsed.model, parts.engine)
+        return parsed.engine.build_judge(str(parsed), parsed.model, parts.engine)
     from bespoke_metric.judging.llm_judge import LLMJudge
 
     cache = parts.cache
@@ -58,10 +59,10 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
         more[1].setdefault("batch_ledger", str(ledger_path(kept)))  # the batches kept beside the answers
     backend = build_backend(parsed, dict(parts.engine), *more)
-    return LLMJudge(backend, spec=spec, cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
+    return LLMJudge(backend, spec=str(parsed), cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
 
 
-def make_kept_judge(spec: str | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
+def make_kept_judge(spec: str | Spec | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
     """`make_judge(spec, **options)` for many batches of one benchmark (a reward's steps, a metric's computes),
     made once and kept: the embed proxy is calibrated here on every R-J example of `rows` (the benchmark's
     rows), so every batch is scored alike whatever it holds, and it remembers the benchmark's texts it
@@ -87,21 +88,21 @@ class JudgeParts:
     cache: str | os.PathLike[str] | Cache | None
 
 
-def judge_parts(spec: str, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> JudgeParts:
+def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> JudgeParts:
     """`make_judge`'s checks without building anything: an `OptionError` (named by its flag) for an option
     the judge's engine does not take, or an unknown engine. Nothing is loaded or called."""
-    parsed = parse_spec(spec)
+    parsed = as_spec(spec)
     options = dict(options)
     if parsed.engine.judge is not None:
         [own] = take(options, parsed.engine.options)
-        refuse_executor(options, spec)
+        refuse_executor(options, parsed)
         if cache is not None:
             options["cache"] = cache
-        refuse(options, f"the {parsed.engine.name} judge ({spec})", parsed.engine.options, known=(ProtocolOptions,))
+        refuse(options, f"the {parsed.engine.name} judge ({parsed})", parsed.engine.options, known=(ProtocolOptions,))
         return JudgeParts(parsed, {}, own, (), None)
     classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
     protocol, engine_options, *more = take(options, *classes)
-    refuse(options, f"the {parsed.engine.name} judge ({spec})", *classes, known=(ProtocolOptions,))
+    refuse(options, f"the {parsed.engine.name} judge ({parsed})", *classes, known=(ProtocolOptions,))
     judge_defaults(parsed, protocol, engine_options)
     return JudgeParts(parsed, protocol, engine_options, tuple(more), cache)
 
@@ -117,16 +118,16 @@ def judge_defaults(parsed: Spec, protocol: dict[str, Any], engine_options: dict[
     protocol.setdefault("structured", guided)
 
 
-def keeps_answers(spec: str) -> bool:
+def keeps_answers(spec: str | Spec) -> bool:
     """Whether the judge `spec` calls a model whose answers a cache keeps (an LLM engine); a judge of its
     own (`embed:`) makes no calls and takes no cache."""
-    return parse_spec(spec).engine.judge is None
+    return as_spec(spec).engine.judge is None
 
 
-def judge_option_names(spec: str) -> frozenset[str]:
+def judge_option_names(spec: str | Spec) -> frozenset[str]:
     """The options `make_judge(spec, ...)` takes (`cache` included for an LLM judge): what a command judging
     with several judges gives each of them."""
-    parsed = parse_spec(spec)
+    parsed = as_spec(spec)
     if parsed.engine.judge is not None:
         return option_names(parsed.engine.options)
     classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
