@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence, TextIO
+from typing import Sequence, TextIO
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.config import shared_options
 from bespoke_metric.backends.options import BatchOptions
 from bespoke_metric.calls.plan import Planned, estimate
 from bespoke_metric.calls.pricing import PriceTable, is_local
@@ -50,16 +49,6 @@ def spending_limit(args: argparse.Namespace, prices: PriceTable, caches: Sequenc
     if not all(caches):
         raise UserError("--max-cost keeps every answer it paid for in the cache, for the rerun: give --cache FILE")
     return SpendingLimit(args.max_cost, prices, count_prompt=counted_prompt_tokens)
-
-
-def cost_options(args: argparse.Namespace, spec: str, spending: SpendingLimit | None) -> dict[str, Any]:
-    """The cost options for the engine of `spec` (`backends.config.shared_options.cost_options`)."""
-    return shared_options.cost_options(vars(args), spec, spending)
-
-
-def check_cost_flags(args: argparse.Namespace, specs: Sequence[str | None]) -> None:
-    """An `OptionError` for batch flags given to a command none of whose engines has a Batch API."""
-    shared_options.check_cost_options(vars(args), specs)
 
 
 def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | None = None, *,

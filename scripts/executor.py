@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from bespoke_metric.backends.config import shared_options
 from bespoke_metric.backends.options import ExecutorOptions, VLLMOptions
+from bespoke_metric.backends.registry import Spec, as_spec
 
 from .options import add_option_arguments
 
@@ -23,11 +24,12 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
     add_option_arguments(group, VLLMOptions, only=("tensor_parallel_size",))
 
 
-def executor_options(args: argparse.Namespace, spec: str) -> dict[str, Any]:
+def executor_options(args: argparse.Namespace, spec: str | Spec) -> dict[str, Any]:
     """The executor flags given that apply to the engine of `spec` (`ENGINE:MODEL`)."""
-    return shared_options.executor_options(vars(args), spec)
+    return shared_options.executor_options(vars(args), as_spec(spec))
 
 
-def check_executor_flags(args: argparse.Namespace, specs: Sequence[str | None]) -> None:
-    """An `OptionError` for an executor flag that applies to none of the command's engines (`specs`)."""
-    shared_options.check_executor_options(vars(args), specs)
+def check_executor_flags(args: argparse.Namespace, specs: Sequence[str | Spec | None]) -> None:
+    """An `OptionError` for an executor flag that applies to none of the command's engines (`specs`); a
+    command that calls models checks them as it builds its context (`bespoke_cli.context`)."""
+    shared_options.check_executor_options(vars(args), [as_spec(spec) for spec in specs if spec])

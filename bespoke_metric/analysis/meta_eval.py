@@ -24,7 +24,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.options import option_names
-from bespoke_metric.backends.registry import parse_spec
+from bespoke_metric.backends.registry import Spec, as_spec
 from bespoke_metric.calls.pricing import USAGE_COUNTS, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.factory import ProtocolOptions, make_judge
@@ -115,7 +115,7 @@ def agreement_table(
 
 
 def meta_evaluate(
-    judge: str | Judge,
+    judge: str | Spec | Judge,
     source: str | os.PathLike[str] = DEFAULT_SOURCE,
     *,
     revision: str | None = None,
@@ -151,7 +151,9 @@ def meta_evaluate(
     items, rows, data = loaded if loaded is not None else meta_items(source, revision, rubrics)
     if limit is not None:
         items, rows = items[:limit], rows[:limit]
-    if isinstance(judge, str) and parse_spec(judge).engine.llm:
+    if isinstance(judge, (str, Spec)):
+        judge = as_spec(judge)  # parsed once, here: the judge is made from the `Spec`
+    if isinstance(judge, Spec) and judge.engine.llm:
         # Agreement is measured on the four dimensions only: the claim calls would be paid for nothing.
         judge_options.setdefault("recall", "none")
     options = {name: value for name, value in judge_options.items() if value is not None}
@@ -185,7 +187,7 @@ def meta_evaluate(
         if check is not None:
             meta["calibration_check"] = check(n_resamples=n_resamples, seed=seed)
     finally:
-        if isinstance(judge, str) and hasattr(judge_object, "close"):
+        if isinstance(judge, Spec) and hasattr(judge_object, "close"):  # made here: closed here
             judge_object.close()
     return results
 

@@ -29,7 +29,6 @@ from bespoke_metric.backends.options import (
     AnthropicOptions,
     BatchOptions,
     ClientOptions,
-    CostOptions,
     EmbedOptions,
     ExecutorOptions,
     GeminiOptions,
@@ -180,8 +179,8 @@ def load_plugin(name: str) -> Engine | None:
     return None
 
 
-SHARED_OPTIONS: tuple[type, ...] = (ExecutorOptions, BatchOptions, CostOptions, ClientOptions)
-"""Option classes beyond each engine's own: where an LLM engine runs, the Batch API, what it may spend."""
+SHARED_OPTIONS: tuple[type, ...] = (ExecutorOptions, BatchOptions, ClientOptions)
+"""Option classes beyond each engine's own: where an LLM engine runs, the Batch API, the API clients'."""
 
 
 def option_classes() -> tuple[type, ...]:
@@ -201,6 +200,34 @@ class Spec:
 
     def __str__(self) -> str:
         return f"{self.engine.name}:{self.model}" + (f"@{self.revision}" if self.revision else "")
+
+    @property
+    def name(self) -> str:
+        """The engine's name, the spec's prefix (`openai`)."""
+        return self.engine.name
+
+
+def as_spec(spec: str | Spec) -> Spec:
+    """The parsed spec: a `Spec` as it is, a string parsed (`parse_spec`). A public function that takes a spec
+    calls this once at its entry and hands the `Spec` on, so no layer below parses or splits it again."""
+    return spec if isinstance(spec, Spec) else parse_spec(spec)
+
+
+def split_spec(spec: str | Spec) -> tuple[str, str]:
+    """`ENGINE:MODEL` as (engine name, model), unchecked: for a spec read back (a price table's key, a results
+    file's model), where an unknown engine or a bare name (`("", "gpt-5")`) is no mistake."""
+    if isinstance(spec, Spec):
+        return spec.name, spec.model + (f"@{spec.revision}" if spec.revision else "")
+    prefix, sep, model = str(spec).partition(":")
+    return (prefix, model) if sep else ("", str(spec))
+
+
+def engine_of(spec: str | Spec) -> Engine | None:
+    """The registered engine a spec names, unchecked (None for a bare name or an engine not registered): for a
+    spec read back, whose capabilities (`local`, `search_default`) are asked without refusing it."""
+    if isinstance(spec, Spec):
+        return spec.engine
+    return ENGINES.get(split_spec(spec)[0])
 
 
 def parse_spec(spec: str) -> Spec:
@@ -239,11 +266,11 @@ def pinned(parsed: Spec, engine_options: dict[str, Any]) -> dict[str, Any]:
     return {**engine_options, "revision": parsed.revision}
 
 
-def substitution(spec: str) -> dict[str, Any] | None:
+def substitution(spec: str | Spec) -> dict[str, Any] | None:
     """What the engine of `spec` runs in place of the model it names, when it does (`Engine.substitute`):
     the record a results file keeps as `system.substitution`; None for a spec run as named, or not a spec."""
     try:
-        parsed = parse_spec(spec)
+        parsed = as_spec(spec)
     except OptionError:  # a backend given as an object has no spec to look up
         return None
     if parsed.engine.substitute is None:
@@ -251,13 +278,33 @@ def substitution(spec: str) -> dict[str, Any] | None:
     return _resolve(parsed.engine.substitute)(parsed.model)
 
 
-def take(options: dict[str, Any], *classes: type) -> list[dict[str, Any]]:
-    """Split `options` over the option classes (first match wins), dropping Nones; leftovers stay in `options`."""
-    taken: list[dict[str, Any]] = []
+def take(options: dict[str, Any], *classes: type) -> dict[type, dict[str, Any]]:
+    """Split `options` over the option classes (first match wins), dropping Nones: each class's part by the
+    class; leftovers stay in `options`."""
+    taken: dict[type, dict[str, Any]] = {}
     for cls in classes:
         names = {item.name for item in dataclasses.fields(cls)}
-        taken.append({name: options.pop(name) for name in list(options) if name in names})
-    return [{name: value for name, value in part.items() if value is not None} for part in taken]
+        part = {name: options.pop(name) for name in list(options) if name in names}
+        taken[cls] = {name: value for name, value in part.items() if value is not None}
+    return taken
+
+
+@dataclass(frozen=True)
+class EngineParts:
+    """An LLM engine's options split by part (`engine_parts`): each the options given of that part, by name."""
+
+    engine: dict[str, Any]
+    """Its engine's own options class's."""
+    executor: dict[str, Any]
+    """Where it runs (`ExecutorOptions`)."""
+    batch: dict[str, Any]
+    """Its provider's Batch API (`BatchOptions`); empty for an engine without one."""
+
+
+def engine_parts(options: dict[str, Any], engine: Engine) -> EngineParts:
+    """Take an LLM engine's options out of `options` (`take`), by part; leftovers stay in `options`."""
+    taken = take(options, *llm_option_classes(engine))
+    return EngineParts(taken[engine.options], taken[ExecutorOptions], taken.get(BatchOptions, {}))
 
 
 def refuse(leftover: dict[str, Any], what: str, *classes: type, known: tuple[type, ...] = ()) -> None:
@@ -279,29 +326,27 @@ def _any_flag(name: str, *classes: type) -> str:
     return f"{name}="
 
 
-def refuse_executor(options: dict[str, Any], spec: str) -> None:
+def refuse_executor(options: dict[str, Any], spec: Spec) -> None:
     """A judge of its own (`embed:`) has no LLM engine to place: it always runs in this process, so an
     executor option is refused as such, not with a list of options that no command takes."""
     given = sorted(name for name in options if name in option_names(ExecutorOptions) and options[name] is not None)
     if given:
         flags = ", ".join(flag_of(ExecutorOptions, name) for name in given)
-        raise OptionError(f"{flags}: the {parse_spec(spec).engine.name} judge ({spec}) runs in this process, with no LLM "
+        raise OptionError(f"{flags}: the {spec.name} judge ({spec}) runs in this process, with no LLM "
                           "engine to place on Ray (it encodes on the CPU in seconds); leave out the executor flags")
 
 
 def llm_option_classes(engine: Engine) -> tuple[type, ...]:
-    """The option classes of an LLM engine, past its own: where it runs, the Batch API if it has one, cost."""
-    return (ExecutorOptions, *((BatchOptions,) if engine.batch_api else ()), CostOptions)
+    """The option classes of an LLM engine: its own, where it runs, the Batch API if it has one."""
+    return (engine.options, ExecutorOptions, *((BatchOptions,) if engine.batch_api else ()))
 
 
-def build_backend(parsed: Spec, engine_options: dict[str, Any], *more: dict[str, Any]) -> Backend:
+def build_backend(parsed: Spec, parts: EngineParts, *, spending: Any = None) -> Backend:
     """The engine's backend (in this process, or on Ray with `executor="ray"`), through the Batch API with
-    `batch=True`, admitted against a spending limit with `spending=`; `more` are the option dicts of
-    `llm_option_classes`, in order."""
-    engine_options = pinned(parsed, engine_options)
-    executor_options, *batch, cost = [dict(part) for part in more]
-    batch_options = batch[0] if batch else {}
-    spending = cost.get("spending")
+    `batch=True`, admitted against `spending` (a `calls.spending.SpendingLimit`, shared by every model of a
+    run) when one is given."""
+    engine_options = pinned(parsed, parts.engine)
+    executor_options, batch_options = dict(parts.executor), dict(parts.batch)
     if batch_options.pop("batch", False):
         if executor_options.get("executor", "local") != "local":
             raise OptionError("--batch sends the calls to the provider's Batch API: it does not run on Ray (--executor ray)")
@@ -333,15 +378,14 @@ def _local_backend(parsed: Spec, engine_options: dict[str, Any], executor_option
     return parsed.engine.backend(parsed.model, engine_options)
 
 
-def make_backend(spec: str, **options: Any) -> Backend:
+def make_backend(spec: str | Spec, *, spending: Any = None, **options: Any) -> Backend:
     """The LLM backend named by `spec` (`openai:`, `perplexity:`, `gemini:`, `hf:`, `vllm:`); `options` are its engine's options and
     the executor's (`executor="ray"`, `replicas`, ...). None means the default, so command-line flags
-    pass through as they are."""
-    parsed = parse_spec(spec)
+    pass through as they are. `spending`: a `calls.spending.SpendingLimit` its calls are admitted against."""
+    parsed = as_spec(spec)
     if not parsed.engine.llm:
         raise OptionError(f"{spec} is a judge, not an LLM engine; use make_judge")
     options = dict(options)
-    classes = (parsed.engine.options, *llm_option_classes(parsed.engine))
-    taken = take(options, *classes)
-    refuse(options, f"the {parsed.engine.name} engine ({spec})", *classes)
-    return build_backend(parsed, *taken)
+    parts = engine_parts(options, parsed.engine)
+    refuse(options, f"the {parsed.engine.name} engine ({spec})", *llm_option_classes(parsed.engine))
+    return build_backend(parsed, parts, spending=spending)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Request
 from bespoke_metric.backends.providers.openai_backend import is_reasoning_model
+from bespoke_metric.backends.registry import Spec, split_spec
 
 from .cache import Cache
 from .pricing import PriceTable, Tokens
@@ -27,11 +28,11 @@ PLACEHOLDER_KEY = "dry-run"
 """The key a dry run builds an `openai:` backend with where none is given: nothing is sent."""
 
 
-def keyless(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def keyless(spec: str | Spec, options: Mapping[str, Any]) -> dict[str, Any]:
     """Backend options for a dry run: an `openai:` model gets a placeholder key when none is given, as a
     run that sends nothing needs none."""
     options = dict(options)
-    if spec.startswith("openai:") and not options.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
+    if split_spec(spec)[0] == "openai" and not options.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
         options["api_key"] = PLACEHOLDER_KEY
     return options
 
@@ -151,5 +152,5 @@ def estimate(planned: Planned, count_prompt: Callable[[str, Sequence[Mapping[str
         basis = "the requests' output caps"
     price = prices.price(planned.spec)
     cost = None if price is None else price.cost(Tokens(input=input_tokens, output=output_tokens), batch=planned.batch)
-    engine, _, model = planned.spec.partition(":")
+    engine, model = split_spec(planned.spec)
     return Estimate(calls, planned.cached, input_tokens, output_tokens, basis, cost, engine == "openai" and is_reasoning_model(model))

@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Usage
-from bespoke_metric.backends.registry import ENGINES
+from bespoke_metric.backends.registry import Spec, engine_of, split_spec
 
 PRICES_CHECKED = "2025-11"
 """When the built-in table was read off openai.com/api/pricing (standard tier): its prices' `date`."""
@@ -199,10 +199,8 @@ class PriceTable:
 def _lookup(prices: Mapping[str, Price], spec: str) -> Price | None:
     if spec in prices:
         return prices[spec]
-    engine, sep, model = spec.partition(":")
-    if not sep:
-        engine, model = "openai", spec
-    if engine != "openai":
+    engine, model = split_spec(spec)
+    if engine not in ("", "openai"):  # a bare name is an OpenAI model's
         return None
     for name in (model, _DATED.sub("", model), model.rsplit("/", 1)[-1], _DATED.sub("", model.rsplit("/", 1)[-1])):
         if name in prices:
@@ -227,9 +225,8 @@ def maintained_price(spec: str, *, day: _dt.date | None = None) -> Price | None:
     import genai_prices
     from genai_prices.data_snapshot import get_snapshot
 
-    engine, sep, model = spec.partition(":")
-    if not sep:
-        engine, model = "openai", spec
+    engine, model = split_spec(spec)
+    engine = engine or "openai"  # a bare name is an OpenAI model's
     provider = MAINTAINED_PROVIDERS.get(engine)
     if engine == "perplexity":
         from bespoke_metric.backends.providers.perplexity import PRESET_PREFIX, agent_model
@@ -339,9 +336,9 @@ def usage_models(uses: Sequence[ModelUse], prices: PriceTable) -> dict[str, Any]
     return {"models": models, **cost_summary(models)}
 
 
-def is_local(spec: str) -> bool:
+def is_local(spec: str | Spec) -> bool:
     """Whether the model of `spec` runs here (`hf:`, `vllm:`: `Engine.local`), with no provider's price."""
-    engine = ENGINES.get(spec.partition(":")[0])
+    engine = engine_of(spec)
     return engine is not None and engine.local
 
 

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
 from bespoke_metric.backends.options import OptionError, option_names
-from bespoke_metric.backends.registry import make_backend, parse_spec, pinned
+from bespoke_metric.backends.registry import Spec, as_spec, make_backend, pinned
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
 from bespoke_metric.judging.factory import ProtocolOptions, judge_defaults
@@ -74,10 +74,9 @@ class ProbeBackend:
     searches = False
     constraint = None
 
-    def __init__(self, spec: str, identity: dict[str, Any], answer: str | None) -> None:
-        parsed = parse_spec(spec)
-        self.spec = spec
-        self.name, self.model = parsed.engine.name, parsed.model
+    def __init__(self, spec: Spec, identity: dict[str, Any], answer: str | None) -> None:
+        self.spec = str(spec)
+        self.name, self.model = spec.name, spec.model
         self._identity = identity
         self._answer = answer
         self.requests: list[Request] = []
@@ -98,12 +97,12 @@ class ProbeBackend:
         pass
 
 
-def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def engine_identity(spec: str | Spec, options: Mapping[str, Any]) -> dict[str, Any]:
     """The cache identity of the engine `spec` with `options`, without loading a model: a local `hf:` or
     `vllm:` engine is named from its options as it names itself (an `hf:` model's folder is found first,
     as loading it would: `ModelNotFoundError` when there is none; of a Hub model only its config is
     fetched); other engines (API clients, Ray plans, which load nothing until called) are built and asked."""
-    parsed = parse_spec(spec)
+    parsed = as_spec(spec)
     local = options.get("executor", "local") == "local"
     revision = pinned(parsed, dict(options)).get("revision")  # the spec's @revision or the option
     if local and parsed.engine.name == "hf":
@@ -119,16 +118,18 @@ def engine_identity(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
         dtype = options.get("dtype") or inspect.signature(VLLMBackend).parameters["dtype"].default
         eager = options.get("enforce_eager")
         return vllm_identity(parsed.model, revision, dtype, default_enforce_eager() if eager is None else eager)
-    backend = make_backend(spec, **dict(options))
+    backend = make_backend(parsed, **dict(options))
     try:
         return backend.identity()
     finally:
         backend.close()
 
 
-def probe(spec: str, **options: Any) -> ProbeBackend:
-    """The stand-in of a system or profiler model: a placeholder for each call the cache does not answer."""
-    return ProbeBackend(spec, engine_identity(spec, options), PLACEHOLDER)
+def probe(spec: str | Spec, **options: Any) -> ProbeBackend:
+    """The stand-in of a system or profiler model (`make_backend`'s): a placeholder for each call the cache
+    does not answer."""
+    parsed = as_spec(spec)
+    return ProbeBackend(parsed, engine_identity(parsed, options), PLACEHOLDER)
 
 
 def dry_run(plan: SweepPlan) -> list[CellEstimate]:
@@ -180,7 +181,7 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
             score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit, guards=guards)
             # every cell is judged in one run, where a call two cells share is made once: counted for the first
             judge_calls, judge_cached = len(judge_cache.missed - missed), judge.usage.cached - cached
-            planned.append(Planned(plan.judge, "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
+            planned.append(Planned(str(plan.judge), "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
     except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
         return CellEstimate(name, False, problem=str(error))
     return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
@@ -193,7 +194,7 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
 def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
     """The sweep's judge with a stand-in engine that fails every call the cache does not answer; None
     for a judge of its own (`embed:`), which makes no calls."""
-    parsed = parse_spec(plan.judge)
+    parsed = plan.judge
     if not parsed.engine.llm:
         return None
     protocol_names = option_names(ProtocolOptions)
@@ -201,5 +202,5 @@ def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
     protocol = {name: value for name, value in options.items() if name in protocol_names}
     engine = {name: value for name, value in options.items() if name not in protocol_names}
     judge_defaults(parsed, protocol, engine)  # as `make_judge` sets them
-    backend = ProbeBackend(plan.judge, engine_identity(plan.judge, engine), None)
-    return LLMJudge(backend, spec=plan.judge, cache=cache, **{**protocol, "progress": False})
+    backend = ProbeBackend(parsed, engine_identity(parsed, engine), None)
+    return LLMJudge(backend, spec=str(parsed), cache=cache, **{**protocol, "progress": False})

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.registry import split_spec
 
 MODEL = "model"
 CONTEXT = "context"
@@ -92,7 +93,7 @@ def _model_names(specs: Sequence[str]) -> dict[str, str]:
 
 
 def _model_name(spec: str) -> str:
-    engine, _, model = str(spec).partition(":")
+    engine, model = split_spec(str(spec))
     if model.startswith(("/", ".", "~")):  # a folder: its path says where it is, not what it is
         model = model.rstrip("/").rsplit("/", 1)[-1]
     return _safe(f"{engine}-{model.replace('/', '--')}" if model else engine)

@@ -19,7 +19,7 @@ from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.analysis.leaderboard import Entry, system_label
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.config.shared_options import check_cost_options, check_executor_options
-from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.backends.registry import Spec, as_spec, make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
@@ -64,7 +64,7 @@ class SweepPlan:
 
     axes: tuple[Axis, ...]
     cells: tuple[CellPlan, ...]
-    judge: str
+    judge: Spec
     judge_options: Mapping[str, Any] = field(repr=False)
     """May hold a key: never written anywhere."""
     out: Path
@@ -313,7 +313,7 @@ def _record(plan: SweepPlan, outcomes: Mapping[str, CellOutcome], entries: Mappi
         "status": "running" if not rows else DONE if statuses == {DONE} else FAILED,
         "grid": {"axes": [{"name": axis.name, "flag": axis.flag, "values": list(axis.values)} for axis in plan.axes],
                  "cells": len(plan.cells)},
-        "judge": dict(first.judge) if first is not None else {"spec": plan.judge},
+        "judge": dict(first.judge) if first is not None else {"spec": str(plan.judge)},
         "data": dict(first.results.data) if first is not None else {"source": plan.source, "revision": plan.revision},
         "cells": [_cell_record(plan, cp, outcomes[cp.cell.name], entries.get(cp.cell.name), by_name.get(cp.cell.name))
                   for cp in plan.cells],
@@ -364,12 +364,12 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     taken: set[str] = set()
     for cell in grid:
         values = {**one, **cell.values}
-        specs = [values[MODEL], values.get("profiler"), judge.spec]
         try:
+            specs = [as_spec(values[MODEL]), as_spec(values["profiler"]) if values.get("profiler") else None, judge.spec]
             check_executor_options(values, specs)
             check_cost_options(values, specs)
             # each model takes the engine options its engine has (--model-base-url the openai: ones, --batch-size hf:)
-            system = SystemConfig.from_values(values, spending=spending, every_engine_option=False)
+            system = SystemConfig.from_values({**values, MODEL: specs[0]}, spending=spending, every_engine_option=False)
         except ValueError as error:
             where = f"cell {cell.name}: " if len(grid) > 1 else ""
             raise SweepConfigError(f"{where}{error}") from None
@@ -390,7 +390,7 @@ def _fingerprint(values: Mapping[str, Any], judge: JudgeConfig, config: SweepCon
     gives the same answers)."""
     options = {name: value for name, value in judge.options.items() if "api_key" not in name}
     settings = {key: value for key, value in values.items() if "api_key" not in key}
-    return canonical_sha256({"cell": settings, "judge": judge.spec, "judge_options": options, "judge_cache": judge.cache,
+    return canonical_sha256({"cell": settings, "judge": str(judge.spec), "judge_options": options, "judge_cache": judge.cache,
                              "guards": judge.guards, "source": config.source, "revision": config.revision})
 
 

@@ -3,6 +3,9 @@ options), made the same way from Python, a YAML file or the command line; checke
 it, without building anything.
 
     JudgeConfig(spec="openai:gpt-5", options={"base_url": "http://127.0.0.1:8000/v1", "recall": "batched"})
+
+Its spec is parsed when it is made (a string given is parsed there, once): every layer it reaches gets the
+`Spec`, and asks it what the engine is.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, Mapping
 from bespoke_metric.backends.config.shared_options import cost_options, executor_options
 from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import ClientOptions, option_names
+from bespoke_metric.backends.registry import Spec, as_spec
 
 from .factory import JudgeParts, ProtocolOptions, judge_parts
 
@@ -34,11 +38,15 @@ class JudgeConfig:
     """A judge: its spec and options (by name: `ProtocolOptions`, the engine's options class, where it
     runs and the Batch API; a None is the default), the cache of its calls, whether the guards are on."""
 
-    spec: str
+    spec: Spec
+    """The judge's spec; a string given is parsed when the config is made (`OptionError` if it is no spec)."""
     options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """May hold a key: never written anywhere."""
     cache: str | os.PathLike[str] | None = None
     guards: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "spec", as_spec(self.spec))
 
     def judge_options(self, spending: Any = None) -> dict[str, Any]:
         """The options `scoring.pipeline.score` and `score_many` take for this judge: its own, the placement
@@ -65,7 +73,7 @@ class JudgeConfig:
             raise ConfigError(f"{where}judge is required")
         options = {name: value for name, value in values.items()
                    if name not in ("judge", "cache", "no_guards") and value is not None}
-        return cls(spec=str(values["judge"]), options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
+        return cls(spec=as_spec(values["judge"]), options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> "JudgeConfig":

@@ -6,13 +6,24 @@ An LLM engine of the registry (`bespoke_metric.backends.registry`) is judged thr
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.options import OptionError, option, option_names
 from bespoke_metric.backends.providers.batch_ledger import ledger_path
-from bespoke_metric.backends.registry import Spec, build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
+from bespoke_metric.backends.registry import (
+    EngineParts,
+    Spec,
+    as_spec,
+    build_backend,
+    engine_parts,
+    llm_option_classes,
+    refuse,
+    refuse_executor,
+    take,
+)
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.judging.protocol import RECALL_MODES
@@ -36,32 +47,36 @@ class ProtocolOptions:
                                 "from 1 on, part of the cache key, so each repeat is a fresh answer (default 0)")
 
 
-def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> Judge:
+def make_judge(spec: str | Spec | Judge, *, cache: str | os.PathLike[str] | Cache | None = None, spending: Any = None,
+               **options: Any) -> Judge:
     """A judge from its spec, e.g. `make_judge("openai:gpt-5", base_url=..., concurrency=32, cache="judge.sqlite")`.
 
-    `options` are the fields of `ProtocolOptions` (LLM engines) and of the engine's options class; None
-    means the default. A ready judge object is returned as it is (no options allowed then)."""
-    if not isinstance(spec, str):
-        given = sorted(name for name, value in options.items() if value is not None)
+    `spec` is the string or the `Spec` parsed from it. `options` are the fields of `ProtocolOptions` (LLM
+    engines) and of the engine's options class; None means the default. `cache` keeps its answers, `spending`
+    (a `calls.spending.SpendingLimit`) admits its calls. A ready judge object is returned as it is (no options
+    allowed then)."""
+    if not isinstance(spec, (str, Spec)):
+        given = sorted(name for name, value in {**options, "spending": spending}.items() if value is not None)
         if given or cache is not None:
             raise OptionError(f"options {', '.join(given) or 'cache'} given with a ready judge object")
         return spec
-    parts = judge_parts(spec, cache=cache, **options)
+    parts = judge_parts(spec, cache=cache, spending=spending, **options)
     parsed = parts.parsed
     if parsed.engine.judge is not None:
-        return parsed.engine.build_judge(spec, parsed.model, parts.engine)
+        return parsed.engine.build_judge(str(parsed), parsed.model, parts.engine)
     from bespoke_metric.judging.llm_judge import LLMJudge
 
-    cache = parts.cache
-    more = [dict(part) for part in parts.more]
-    if parsed.engine.batch_api and more[1].get("batch") and cache is not None:
+    cache, llm = parts.cache, parts.llm
+    assert llm is not None  # an LLM engine's judge
+    if llm.batch.get("batch") and cache is not None:
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
-        more[1].setdefault("batch_ledger", str(ledger_path(kept)))  # the batches kept beside the answers
-    backend = build_backend(parsed, dict(parts.engine), *more)
-    return LLMJudge(backend, spec=spec, cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
+        # the batches kept beside the answers
+        llm = dataclasses.replace(llm, batch={"batch_ledger": str(ledger_path(kept)), **llm.batch})
+    backend = build_backend(parsed, llm, spending=parts.spending)
+    return LLMJudge(backend, spec=str(parsed), cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
 
 
-def make_kept_judge(spec: str | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
+def make_kept_judge(spec: str | Spec | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
     """`make_judge(spec, **options)` for many batches of one benchmark (a reward's steps, a metric's computes),
     made once and kept: the embed proxy is calibrated here on every R-J example of `rows` (the benchmark's
     rows), so every batch is scored alike whatever it holds, and it remembers the benchmark's texts it
@@ -82,28 +97,31 @@ class JudgeParts:
     """`ProtocolOptions` (LLM engines; with `structured` defaulted to the engine's guided decoding)."""
     engine: dict[str, Any]
     """The engine's own options class."""
-    more: tuple[dict[str, Any], ...]
-    """The option dicts of `llm_option_classes` (where it runs, the Batch API, cost); none for a judge of its own."""
+    llm: EngineParts | None
+    """An LLM engine's options by part (its own, where it runs, the Batch API); None for a judge of its own."""
     cache: str | os.PathLike[str] | Cache | None
+    spending: Any = None
+    """The spending limit its calls are admitted against (`calls.spending.SpendingLimit`), if any."""
 
 
-def judge_parts(spec: str, *, cache: str | os.PathLike[str] | Cache | None = None, **options: Any) -> JudgeParts:
+def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | None = None, spending: Any = None,
+                **options: Any) -> JudgeParts:
     """`make_judge`'s checks without building anything: an `OptionError` (named by its flag) for an option
     the judge's engine does not take, or an unknown engine. Nothing is loaded or called."""
-    parsed = parse_spec(spec)
+    parsed = as_spec(spec)
     options = dict(options)
     if parsed.engine.judge is not None:
-        [own] = take(options, parsed.engine.options)
-        refuse_executor(options, spec)
-        if cache is not None:
-            options["cache"] = cache
-        refuse(options, f"the {parsed.engine.name} judge ({spec})", parsed.engine.options, known=(ProtocolOptions,))
-        return JudgeParts(parsed, {}, own, (), None)
-    classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
-    protocol, engine_options, *more = take(options, *classes)
-    refuse(options, f"the {parsed.engine.name} judge ({spec})", *classes, known=(ProtocolOptions,))
-    judge_defaults(parsed, protocol, engine_options)
-    return JudgeParts(parsed, protocol, engine_options, tuple(more), cache)
+        own = take(options, parsed.engine.options)[parsed.engine.options]
+        refuse_executor(options, parsed)
+        options.update({name: value for name, value in (("cache", cache), ("spending", spending)) if value is not None})
+        refuse(options, f"the {parsed.engine.name} judge ({parsed})", parsed.engine.options, known=(ProtocolOptions,))
+        return JudgeParts(parsed, {}, own, None, None)
+    protocol = take(options, ProtocolOptions)[ProtocolOptions]
+    llm = engine_parts(options, parsed.engine)
+    refuse(options, f"the {parsed.engine.name} judge ({parsed})", ProtocolOptions, *llm_option_classes(parsed.engine),
+           known=(ProtocolOptions,))
+    judge_defaults(parsed, protocol, llm.engine)
+    return JudgeParts(parsed, protocol, llm.engine, llm, cache, spending)
 
 
 def judge_defaults(parsed: Spec, protocol: dict[str, Any], engine_options: dict[str, Any]) -> None:
@@ -117,17 +135,17 @@ def judge_defaults(parsed: Spec, protocol: dict[str, Any], engine_options: dict[
     protocol.setdefault("structured", guided)
 
 
-def keeps_answers(spec: str) -> bool:
+def keeps_answers(spec: str | Spec) -> bool:
     """Whether the judge `spec` calls a model whose answers a cache keeps (an LLM engine); a judge of its
     own (`embed:`) makes no calls and takes no cache."""
-    return parse_spec(spec).engine.judge is None
+    return as_spec(spec).engine.judge is None
 
 
-def judge_option_names(spec: str) -> frozenset[str]:
+def judge_option_names(spec: str | Spec) -> frozenset[str]:
     """The options `make_judge(spec, ...)` takes (`cache` included for an LLM judge): what a command judging
     with several judges gives each of them."""
-    parsed = parse_spec(spec)
+    parsed = as_spec(spec)
     if parsed.engine.judge is not None:
         return option_names(parsed.engine.options)
-    classes = (ProtocolOptions, parsed.engine.options, *llm_option_classes(parsed.engine))
-    return frozenset({"cache"}.union(*(option_names(cls) for cls in classes)))
+    classes = (ProtocolOptions, *llm_option_classes(parsed.engine))
+    return frozenset({"cache", "spending"}.union(*(option_names(cls) for cls in classes)))

@@ -19,6 +19,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from bespoke_metric.backends.base import Usage
+from bespoke_metric.backends.registry import split_spec
 
 if TYPE_CHECKING:
     from bespoke_metric.results import Results
@@ -104,8 +105,8 @@ def asked_model(block: Mapping[str, Any] | None) -> str | None:
         return None
     if "engine" in block:  # a judge block: the backend's identity, engine and model apart
         return _identity_model(block)
-    engine, colon, rest = str(model).partition(":")
-    return rest if colon and rest and re.fullmatch(r"[a-z][a-z0-9_-]*", engine) else None
+    engine, rest = split_spec(str(model))
+    return rest if rest and re.fullmatch(r"[a-z][a-z0-9_-]*", engine) else None
 
 
 def _identity_model(identity: Mapping[str, Any]) -> str | None:

@@ -18,6 +18,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.local.model_files import model_label
+from bespoke_metric.backends.registry import Spec
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
@@ -93,7 +94,7 @@ def run_judge_many(
         judged = run_sync(pending)
         wall = time.perf_counter() - start
     finally:
-        if isinstance(judge, str) and hasattr(judge_object, "close"):
+        if isinstance(judge, (str, Spec)) and hasattr(judge_object, "close"):
             judge_object.close()
     itemised = any(item.usage is not None for item in judged)  # guarded items cost nothing: no usage
     run_usage: Usage = getattr(checked, "usage", None) or Usage()  # a judge of one's own may count nothing
@@ -269,7 +270,7 @@ class JudgeGroups(NamedTuple):
 
 
 def plan_judging(
-    judge: str,
+    judge: str | Spec,
     groups: Sequence[Sequence[JudgeItem]],
     *,
     guards: bool = True,
@@ -296,7 +297,7 @@ def plan_judging(
         run_sync(pending)
     finally:
         judge_object.close()
-    return [Planned(judge, "judge", planner.requests, cache.served, batch=planner.batch, response_bound=response_bound,
+    return [Planned(str(judge), "judge", planner.requests, cache.served, batch=planner.batch, response_bound=response_bound,
                     served_output_tokens=cache.served_output_tokens)]
 
 

@@ -21,7 +21,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.config.shared_options import cost_options, executor_options
 from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import GeminiOptions, OpenAIOptions, dest_of, flag_of, option_names
-from bespoke_metric.backends.registry import ENGINES, parse_spec
+from bespoke_metric.backends.registry import ENGINES, Spec, as_spec
 
 from .search.base import SearchOptions
 from .settings import GenerationSettings
@@ -83,12 +83,12 @@ def engine_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in given.items() if value is not None}
 
 
-def model_options(spec: str, values: Mapping[str, Any], spending: Any = None, *, every: bool = False) -> dict[str, Any]:
+def model_options(spec: Spec, values: Mapping[str, Any], spending: Any = None, *, every: bool = False) -> dict[str, Any]:
     """The engine options for the model `spec` (a system model or a profiler): the engine options given that
     its engine takes (`every`: all given, so that `make_backend` refuses one its engine does not take, for the
     one system model of a command: `--batch-size` with a `vllm:` model is an error, not ignored), the
     placement and Batch API options that apply to it, and the spending limit."""
-    takes = option_names(parse_spec(spec).engine.options)
+    takes = option_names(spec.engine.options)
     engine = {name: value for name, value in engine_values(values).items() if every or name in takes}
     return {**engine, **executor_options(values, spec), **cost_options(values, spec, spending)}
 
@@ -120,22 +120,23 @@ class SystemConfig:
         refuse_unknown(values, system_keys(), where)
         if not values.get("model"):
             raise ConfigError(f"{where}model is required")
-        model, profiler = str(values["model"]), values.get("profiler")
+        profiler = values.get("profiler")
         fields = {name: values[key] for key, name in setting_keys().items() if values.get(key) is not None}
         search = {name: values[SEARCH_PREFIX + name] for name in option_names(SearchOptions)
                   if values.get(SEARCH_PREFIX + name) is not None}
         try:
+            model = as_spec(values["model"])  # parsed here, once: the engine's options are asked of it
             settings = GenerationSettings(**{
                 **fields, "search": search_spec(values), "search_options": SearchOptions(**search),
                 "model_options": model_options(model, values, spending, every=every_engine_option),
-                "profiler_options": model_options(str(profiler), values, spending) if isinstance(profiler, str) else {}})
+                "profiler_options": model_options(as_spec(profiler), values, spending) if isinstance(profiler, (str, Spec)) else {}})
         except UserError as error:  # a search spec's, a choice's: named as it is, and by the file if there is one
             if where:
                 raise ConfigError(f"{where}{error}") from None
             raise
         except ValueError as error:  # a field's value: the settings name the field
             raise ConfigError(f"{where}{error}") from None
-        return cls(model=model, settings=settings)
+        return cls(model=str(model), settings=settings)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str], **kwargs: Any) -> "SystemConfig":

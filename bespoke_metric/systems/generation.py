@@ -27,7 +27,7 @@ from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.backends.base import Backend, Usage, backend_description
 from bespoke_metric.backends.providers.batch_ledger import ledger_path
-from bespoke_metric.backends.registry import ENGINES, make_backend, substitution
+from bespoke_metric.backends.registry import engine_of, make_backend, substitution
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
@@ -218,7 +218,7 @@ def _find_parts(model: str | Backend, settings: GenerationSettings, progress: bo
 def _search_default(spec: str) -> str:
     """The search of a model whose run names none: its engine's own (`native` for an engine that always
     searches)."""
-    engine = ENGINES.get(spec.partition(":")[0])
+    engine = engine_of(spec)
     return engine.search_default if engine is not None else NONE
 
 

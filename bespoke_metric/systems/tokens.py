@@ -16,7 +16,7 @@ from typing import Any
 
 from bespoke_metric.backends.local.gguf_cache import load_tokenizer
 from bespoke_metric.backends.local.model_files import ModelNotFoundError, locate_model_files
-from bespoke_metric.backends.registry import parse_spec
+from bespoke_metric.backends.registry import Spec, as_spec
 
 log = logging.getLogger(__name__)
 
@@ -112,14 +112,14 @@ def hf_token_counter(name: str, revision: str | None = None) -> TokenCounter:
     return TokenCounter.from_hf(load_tokenizer(files), f"hf:{name}")
 
 
-def token_counter(spec: str, *, tokenizer: str | None = None, revision: str | None = None) -> TokenCounter:
+def token_counter(spec: str | Spec, *, tokenizer: str | None = None, revision: str | None = None) -> TokenCounter:
     """The token counter of a model spec (`hf:`, `vllm:`, `openai:`), or of the tokenizer named by
     `tokenizer` (a Hub id or folder, for an `openai:` endpoint serving an open model).
 
     A tokenizer that was asked for (`tokenizer`, or the model of an `hf:`/`vllm:` spec) and cannot be had
     is a `ModelNotFoundError`; an `openai:` model that is neither an OpenAI model nor a tokenizer to be
     found is counted in OpenAI's `o200k_base`, with a warning."""
-    parsed = parse_spec(spec)
+    parsed = as_spec(spec)
     model = parsed.model
     revision = revision or (None if tokenizer else parsed.revision)  # a pinned hf:/vllm: model's tokenizer is pinned too
     if tokenizer or parsed.engine.own_tokenizer:

@@ -9,14 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
-from bespoke_cli.executor import check_executor_flags
+from bespoke_cli.context import CommandContext, command_context
+from bespoke_cli.cost import add_cost_arguments, print_plan
 from bespoke_cli.options import add_option_arguments, add_resample_arguments, option_values, positive_int
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
 from bespoke_metric.analysis.judges_table import compare_judges, format_judges_md
 from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate, meta_items
-from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.judging.factory import ProtocolOptions, judge_option_names
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.pipeline import plan_judging, write_results
@@ -78,10 +77,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--reference {args.reference} is not one of the --judge specs ({', '.join(specs)})")
     if table and args.cache is None:  # a judge that fails or is stopped: the rerun pays for what is missing only
         args.cache = str(Path(args.out) / TABLE_CACHE)
-    check_executor_flags(args, specs)
-    check_cost_flags(args, [*specs, args.feedback_grader])
-    prices = price_table(args)
-    spending = None if args.dry_run else spending_limit(args, prices, [args.cache])
+    context = command_context(args, [*specs, args.feedback_grader], caches=answer_caches(args), kept=[args.cache])
+    spending, prices = context.spending, context.prices
     options: dict[str, Any] = option_values(args, ProtocolOptions)
     if args.feedback_grader:
         options["feedback_grader"] = args.feedback_grader
@@ -89,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         options["feedback_accuracy_check"] = False
     judge_flags = options_by_judge(lambda spec: {**judge_options(args, spending, spec), **options}, specs)
     if args.dry_run:
-        return dry_run(args, specs, judge_flags, prices)
+        return dry_run(args, context, judge_flags)
     if not table:
         results = meta_evaluate(specs[0], args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
                                 n_resamples=args.resamples, seed=args.seed, prices=prices, **judge_flags(specs[0]))
@@ -98,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                                        reference=args.reference, repeats=args.repeats, n_resamples=args.resamples,
                                        seed=args.seed, prices=prices, options_for=judge_flags,
                                        on_judge=lambda so_far, runs: write_progress(so_far, runs, specs, Path(args.out)))
-    if stopped_by_limit(spending, answer_caches(args)):
+    if context.stopped():
         return 1
     if not table:
         return publish(results, args.output)
@@ -147,21 +144,22 @@ def write_progress(table: Mapping[str, Any], runs: list[Any], specs: list[str], 
           flush=True)
 
 
-def dry_run(args: argparse.Namespace, specs: list[str], options_for: Callable[[str], dict[str, Any]], prices: Any) -> int:
+def dry_run(args: argparse.Namespace, context: CommandContext, options_for: Callable[[str], dict[str, Any]]) -> int:
     """What every judge's calls would be (each repeat's), from the cache as it stands; no call, nothing written."""
+    specs: list[str] = args.judge
     items, _, _ = meta_items(args.source, args.revision, args.rubrics)
     items = items[: args.limit] if args.limit else items
     planned = []
     without_calls = []
-    for spec in specs:
+    for spec, parsed in zip(specs, context.specs[:len(specs)], strict=True):  # the judges first, as given, then the feedback grader
         options = {name: value for name, value in options_for(spec).items() if name not in META_OPTIONS or name == "guards"}
-        if not parse_spec(spec).engine.llm:  # a judge that calls no model: its line says so (and it has no repeats)
+        if not parsed.engine.llm:  # a judge that calls no model: its line says so (and it has no repeats)
             without_calls.append(spec)
             continue
         options.setdefault("recall", "none")  # as meta_evaluate judges: agreement needs no claim calls
         for repeat in range(args.repeats):
-            planned += plan_judging(spec, [items], **options, **({"repeat": repeat} if repeat else {}))
-    print_plan(planned, prices, without_calls=without_calls)
+            planned += plan_judging(parsed, [items], **options, **({"repeat": repeat} if repeat else {}))
+    print_plan(planned, context.prices, without_calls=without_calls)
     if not args.no_feedback_accuracy:
         print(f"  (feedback accuracy adds up to {len(items)} grader call(s) per LLM judge, not estimated: "
               "--no-feedback-accuracy skips them)")

@@ -6,11 +6,12 @@ import argparse
 from itertools import groupby
 from pathlib import Path
 
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
-from bespoke_cli.executor import check_executor_flags
-from bespoke_cli.judging.score import add_judge_arguments, answer_caches, judge_options, publish
+from bespoke_cli.context import command_context
+from bespoke_cli.cost import add_cost_arguments, print_plan
+from bespoke_cli.judging.score import add_judge_arguments, answer_caches, publish
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.errors import UserError
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score_many
 from bespoke_metric.scoring.rescore import Rescore, rescore_plan
 
@@ -44,9 +45,8 @@ def expand(paths: list[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     plans = rescore_plan(expand(args.results), args.out)
-    check_executor_flags(args, [args.judge])
-    check_cost_flags(args, [args.judge])
-    prices = price_table(args)
+    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
+    context = command_context(args, [judge.spec], caches=answer_caches(args), kept=answer_caches(args))
 
     def data_of(plan: Rescore) -> tuple[str, str]:
         return (args.source or plan.source or DEFAULT_SOURCE, args.revision or plan.revision or "")
@@ -55,15 +55,15 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         groups = [group for (source, revision), batch in batches for group in
                   judge_groups([plan.predictions for plan in batch], source=source, revision=revision or None).groups]
-        print_plan(plan_judging(args.judge, groups, **judge_options(args)), prices)
+        print_plan(plan_judging(judge.spec, groups, **judge.judge_options()), context.prices)
         return 0
-    spending = spending_limit(args, prices, answer_caches(args))
     scored = []
     for (source, revision), batch in batches:
-        results = score_many([plan.predictions for plan in batch], args.judge, source=source, revision=revision or None,
-                             systems=[plan.system for plan in batch], prices=prices, **judge_options(args, spending))
+        results = score_many([plan.predictions for plan in batch], judge.spec, source=source, revision=revision or None,
+                             systems=[plan.system for plan in batch], prices=context.prices,
+                             **judge.judge_options(context.spending))
         scored += list(zip(batch, results, strict=True))
-    if stopped_by_limit(spending, answer_caches(args)):
+    if context.stopped():
         return 1
     statuses = []
     for plan, results in sorted(scored, key=lambda pair: plans.index(pair[0])):

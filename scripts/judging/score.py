@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
-from bespoke_cli.executor import add_executor_arguments, check_executor_flags
+from bespoke_cli.context import command_context
+from bespoke_cli.cost import add_cost_arguments, print_plan
+from bespoke_cli.executor import add_executor_arguments
 from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.options import ClientOptions, HFOptions
@@ -175,22 +176,19 @@ def coverage(summary: Mapping[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once
+    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
     outputs = output_paths(args.predictions, args.output, args.output_dir)
-    check_executor_flags(args, [judge.spec])
-    check_cost_flags(args, [judge.spec])
-    prices = price_table(args)
+    context = command_context(args, [judge.spec], caches=answer_caches(args), kept=[args.cache])
     if args.dry_run:
         groups = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit).groups
-        print_plan(plan_judging(judge.spec, groups, **judge.judge_options()), prices)
+        print_plan(plan_judging(judge.spec, groups, **judge.judge_options()), context.prices)
         return 0
-    spending = spending_limit(args, prices, [args.cache])
     # each results file names its predictions, so `bespoke rescore` can judge them again
     systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else named(given))}
                for given in args.predictions]
     all_results = score_many(args.predictions, judge.spec, source=args.source, revision=args.revision, limit=args.limit,
-                             systems=systems, prices=prices, **judge.judge_options(spending))
-    if stopped_by_limit(spending, answer_caches(args)):
+                             systems=systems, prices=context.prices, **judge.judge_options(context.spending))
+    if context.stopped():
         return 1
     if len(outputs) > 1 and args.strict:  # refused in any file: none is written
         refusals = [refused(results, output, strict=True) for results, output in zip(all_results, outputs, strict=True)]

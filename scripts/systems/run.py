@@ -6,12 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from bespoke_cli.cost import add_cost_arguments, check_cost_flags, price_table, print_plan, spending_limit, stopped_by_limit
-from bespoke_cli.executor import check_executor_flags
-from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, judge_options, publish
+from bespoke_cli.context import command_context
+from bespoke_cli.cost import add_cost_arguments, print_plan
+from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, publish
 from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.experiments.runner import results_system
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score
 from bespoke_metric.systems.dry_run import plan_generation
 
@@ -31,15 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cost_arguments(parser)
 
 
-def dry_run(args: argparse.Namespace, predictions: str, prices: PriceTable) -> int:
+def dry_run(args: argparse.Namespace, predictions: str, judge: JudgeConfig, prices: PriceTable) -> int:
     """Print the calls the run would make (generation, then judging what it would write), make none."""
     config = system_config(args)
     plan = plan_generation(config.model, predictions, config.settings, source=args.source, revision=args.revision)
     groups = judge_groups([plan.predictions], source=args.source, revision=args.revision, limit=args.limit).groups
-    options = judge_options(args)
+    options = judge.judge_options()
     if plan.stand_ins:  # a stand-in response would trip the guards: count every response as judged
         options["guards"] = False
-    print_plan(plan.planned + plan_judging(args.judge, groups, response_bound=plan.stand_ins > 0, **options), prices)
+    print_plan(plan.planned + plan_judging(judge.spec, groups, response_bound=plan.stand_ins > 0, **options), prices)
     return 0
 
 
@@ -71,20 +72,19 @@ def run(args: argparse.Namespace) -> int:
     predictions = predictions_path(args)
     if Path(args.output).is_dir():  # before any work: a folder cannot take the results file
         raise UserError(f"--output {args.output} is a folder; name the results file, e.g. {Path(args.output) / 'NAME.json'}")
-    check_executor_flags(args, [args.model, args.profiler, args.judge])
-    check_cost_flags(args, [args.model, args.profiler, args.judge])
-    prices = price_table(args)
+    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
+    # the system model's cache is always there: --max-cost needs the judge's
+    context = command_context(args, [args.model, args.profiler, judge.spec], caches=answer_caches(args), kept=[args.cache])
     if args.dry_run:
-        return dry_run(args, predictions, prices)
-    spending = spending_limit(args, prices, [args.cache])  # the system model's cache is always there
-    report = generate_from(args, predictions, spending)
+        return dry_run(args, predictions, judge, context.prices)
+    report = generate_from(args, predictions, context.spending)
     print_report(report)
-    if stopped_by_limit(spending, answer_caches(args)):
+    if context.stopped():
         return 1
-    results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                    system=results_system(report, predictions), prices=prices, uses=report.uses,
-                    **judge_options(args, spending))
-    if stopped_by_limit(spending, answer_caches(args)):
+    results = score(predictions, judge.spec, source=args.source, revision=args.revision, limit=args.limit,
+                    system=results_system(report, predictions), prices=context.prices, uses=report.uses,
+                    **judge.judge_options(context.spending))
+    if context.stopped():
         return 1
     status = publish(results, args.output, strict=args.strict)
     if report.failed:

@@ -47,16 +47,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sweep_config(args: argparse.Namespace) -> SweepConfig:
-    """The sweep the flags describe, over `--config`'s file."""
-    return SweepConfig.from_cli(args, config=args.config)
+    """The sweep the flags describe, over `--config`'s file: read once per command (kept with the flags, for
+    `answer_caches` asks for it before the command runs)."""
+    config = getattr(args, "_sweep_config", None)
+    if config is None:
+        config = args._sweep_config = SweepConfig.from_cli(args, config=args.config)
+    return config
 
 
 def answer_caches(args: argparse.Namespace) -> list[str]:
     """The caches every cell's answers go to (see `bespoke_cli.interrupt`)."""
     try:
-        config = sweep_config(args)
+        return config_caches(sweep_config(args))
     except UserError:  # said once the command runs
         return []
+
+
+def config_caches(config: SweepConfig) -> list[str]:
+    """The generation cache of every cell and the judge's: in the sweep's folder unless given."""
     folder = SweepFolder(Path(config.out))
     return [config.settings.get("generation_cache") or str(folder.generation_cache), str(config.judge.cache or folder.judge_cache)]
 
@@ -71,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return 1 if problems else 0
     outcome = run_sweep(plan, progress=True, say=print)  # a bar on a terminal, a line now and then into a log
-    if stopped_by_limit(plan.spending, answer_caches(args)):  # the sweep's limit: a local judge holds none
+    if stopped_by_limit(plan.spending, config_caches(config)):  # the sweep's limit: a local judge holds none
         return 1
     print()
     print(plan.folder.table_md.read_text(encoding="utf-8"))

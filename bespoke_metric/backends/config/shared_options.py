@@ -5,7 +5,8 @@ spend), and which of them reach each engine.
 engines it sizes (`gpus_per_replica` an `hf:` one, `tensor_parallel_size` a `vllm:` one); the batch
 options reach engines with a Batch API; a spending limit reaches the API engines. An option that reaches
 none of a command's engines is an `OptionError` rather than silently ignored. `values` are the options by
-name (a command's parsed flags, a config's keys); a None is an option not given.
+name (a command's parsed flags, a config's keys); a None is an option not given. The engines come as parsed
+`Spec`s (`backends.registry.as_spec`): what each engine takes is asked of its `Engine`, never of the spec's text.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from bespoke_metric.backends.options import BatchOptions, OptionError, option_names
-from bespoke_metric.backends.registry import ENGINES, Engine, parse_spec
+from bespoke_metric.backends.registry import ENGINES, Engine, Spec
 
 APPLIES_TO: dict[str, tuple[str, ...] | None] = {
     "executor": None,
@@ -32,15 +33,15 @@ def _applies(name: str, engine: Engine) -> bool:
     return engine.llm and (engines is None or engine.name in engines)
 
 
-def executor_options(values: Mapping[str, Any], spec: str) -> dict[str, Any]:
-    """The placement options given that apply to the engine of `spec` (`ENGINE:MODEL`)."""
-    engine = parse_spec(spec).engine
+def executor_options(values: Mapping[str, Any], spec: Spec) -> dict[str, Any]:
+    """The placement options given that apply to the engine of `spec`."""
+    engine = spec.engine
     return {name: values[name] for name in APPLIES_TO if values.get(name) is not None and _applies(name, engine)}
 
 
-def check_executor_options(values: Mapping[str, Any], specs: Sequence[str | None]) -> None:
+def check_executor_options(values: Mapping[str, Any], specs: Sequence[Spec | None]) -> None:
     """`OptionError` for a placement option that applies to none of the command's engines (`specs`)."""
-    engines = [parse_spec(spec).engine for spec in specs if spec]
+    engines = [spec.engine for spec in specs if spec is not None]
     for name, applies in APPLIES_TO.items():
         if values.get(name) is None or any(_applies(name, engine) for engine in engines):
             continue
@@ -58,21 +59,22 @@ def batch_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: values[name] for name in sorted(option_names(BatchOptions)) if values.get(name) is not None}
 
 
-def cost_options(values: Mapping[str, Any], spec: str, spending: Any = None) -> dict[str, Any]:
+def cost_options(values: Mapping[str, Any], spec: Spec, spending: Any = None) -> dict[str, Any]:
     """The cost options for the engine of `spec`: the batch options given (engines with a Batch API), and
     the command's spending limit (API engines: a local model has no price per token)."""
-    engine = parse_spec(spec).engine
+    engine = spec.engine
     options: dict[str, Any] = batch_values(values) if engine.batch_api else {}
     if spending is not None and engine.llm and not engine.own_tokenizer:
         options["spending"] = spending
     return options
 
 
-def check_cost_options(values: Mapping[str, Any], specs: Sequence[str | None]) -> None:
+def check_cost_options(values: Mapping[str, Any], specs: Sequence[Spec | None]) -> None:
     """`OptionError` for batch options given to a command none of whose engines has a Batch API."""
     given = batch_values(values)
-    if given and not any(parse_spec(spec).engine.batch_api for spec in specs if spec):
+    engines = [spec.engine for spec in specs if spec is not None]
+    if given and not any(engine.batch_api for engine in engines):
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
-        engines = ", ".join(sorted({parse_spec(spec).engine.name for spec in specs if spec}))
+        names = ", ".join(sorted({engine.name for engine in engines}))
         batched = " and ".join(f"{engine.name}:" for engine in ENGINES.values() if engine.batch_api)
-        raise OptionError(f"{flags} applies to {batched} engines (their Batch APIs), and this command has none ({engines})")
+        raise OptionError(f"{flags} applies to {batched} engines (their Batch APIs), and this command has none ({names})")
