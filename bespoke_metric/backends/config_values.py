@@ -9,8 +9,6 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from bespoke_dataset.errors import UserError, did_you_mean
 
 from .options import BatchOptions, option_names
@@ -40,6 +38,8 @@ ALIASES: dict[str, str] = {"models": "model", "contexts": "context"}
 def read_values(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A YAML config file's settings by key: `top-k` and `top_k` alike, `models` for `model`. A missing or
     malformed file is a `ConfigError` naming it."""
+    import yaml  # here: the commands that read no config file start without it
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
