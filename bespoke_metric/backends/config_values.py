@@ -23,12 +23,12 @@ class ConfigError(UserError):
     """A config that cannot be made: an unknown key, a file that cannot be read, a value of the wrong kind."""
 
 
-def refuse_unknown(values: Mapping[str, Any], known: frozenset[str], where: str) -> None:
-    """`ConfigError` for a key none of `known` is, with the closest known key as a hint."""
+def refuse_unknown(values: Mapping[str, Any], known: frozenset[str], where: str, keys: str) -> None:
+    """`ConfigError` for a key none of `known` is, with the closest known key as a hint; `keys` says what the
+    caller's keys are (`the keys are the flags of bespoke sweep, without the dashes`)."""
     for key in values:
         if key not in known:
-            raise ConfigError(f"{where}unknown key {key!r}{did_you_mean(str(key), known)}; the keys are the flags of bespoke "
-                              "sweep, without the dashes")
+            raise ConfigError(f"{where}unknown key {key!r}{did_you_mean(str(key), known)}; {keys}")
 
 
 ALIASES: dict[str, str] = {"models": "model", "contexts": "context"}
