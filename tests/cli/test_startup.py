@@ -1,7 +1,10 @@
-"""`bespoke score` with an API judge starts light: it never imports the heavy optional stacks."""
+"""`bespoke score` with an API judge starts light: it never imports the heavy optional stacks, and what it needs
+only later (prices, once the calls are made) or only elsewhere (a dry run's token counter, YAML, a drawn bar) is
+not imported before its first call."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,12 +19,28 @@ from bespoke_metric.testing.server import serve
 HEAVY = ("torch", "transformers", "sentence_transformers", "matplotlib", "pandas", "datasets",
          "openai")  # the SDK only names an error response: calls that succeed never import it
 
-# Runs the real command line in a fresh interpreter, then reports its exit code and every module it loaded.
+NOT_BEFORE_THE_FIRST_CALL = (
+    "genai_prices",  # prices: looked up where the cost is computed, after the calls
+    "wordfreq",  # the guards read its word lists without importing it (its imports are slow)
+    "yaml",  # read where a config file is
+    "tqdm",  # a bar is drawn only on a terminal
+    "bespoke_metric.systems.generation",  # `systems.tokens` is the dry run's, and none of generation is needed
+)
+
+# Runs the real command line in a fresh interpreter, then reports its exit code, every module it loaded, and
+# those it had loaded when it first connected to the server (an audit hook on socket.connect).
 CHILD = """
 import json, sys
+first_call = []
+
+def hook(event, args):
+    if event == "socket.connect" and not first_call:
+        first_call.extend(sys.modules)
+
+sys.addaudithook(hook)
 from bespoke_cli.cli import main
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "first_call": sorted(first_call)}))
 """
 
 
@@ -59,5 +78,24 @@ def test_the_run_scores_through_the_server(score_run):
 
 @pytest.mark.parametrize("module", HEAVY)
 def test_no_heavy_module_is_imported(score_run, module):
-    loaded = [name for name in score_run[0]["modules"] if name == module or name.startswith(module + ".")]
-    assert loaded == []
+    assert loaded(score_run[0]["modules"], module) == []
+
+
+def loaded(modules: list[str], module: str) -> list[str]:
+    return [name for name in modules if name == module or name.startswith(module + ".")]
+
+
+@pytest.mark.parametrize("module", HEAVY + NOT_BEFORE_THE_FIRST_CALL)
+def test_nothing_needed_only_later_or_elsewhere_is_imported_before_the_first_call(score_run, module):
+    report = score_run[0]
+    assert report["first_call"], "the command made no connection"
+    assert loaded(report["first_call"], module) == []
+
+
+def test_prices_are_loaded_for_the_cost_and_the_guards_word_lists_without_wordfreq(score_run):
+    """After the calls the cost is computed from the maintained prices (where genai-prices is installed: Python
+    3.11 on); the guards ran (they read wordfreq's lists with msgpack) without importing wordfreq."""
+    report, _, results = score_run
+    assert ("genai_prices" in report["modules"]) == (importlib.util.find_spec("genai_prices") is not None)
+    assert "msgpack" in report["first_call"] and loaded(report["modules"], "wordfreq") == []
+    assert results["usage"]["models"]["openai:test-model"]["price_note"].startswith("no price known")
