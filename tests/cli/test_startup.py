@@ -99,3 +99,29 @@ def test_prices_are_loaded_for_the_cost_and_the_guards_word_lists_without_wordfr
     assert ("genai_prices" in report["modules"]) == (importlib.util.find_spec("genai_prices") is not None)
     assert "msgpack" in report["first_call"] and loaded(report["modules"], "wordfreq") == []
     assert results["usage"]["models"]["openai:test-model"]["price_note"].startswith("no price known")
+
+
+# What `bespoke score` has done by its first call, in-process and without one: the command's modules, the API
+# judge built, a response through the guards, the price table made (its prices not looked up yet).
+BEFORE_A_CALL = """
+import json, sys
+import bespoke_cli.cli, bespoke_cli.judging.score
+from bespoke_cli.cost import price_table
+from bespoke_metric.judging.factory import make_judge
+from bespoke_metric.judging.guards import check_response
+
+make_judge("openai:test-model", base_url="http://127.0.0.1:9/v1", api_key="local")
+assert check_response("Feed the starter twice a day with rye flour and keep it warm.", "How do I keep my starter alive?") is None
+price_table(bespoke_cli.cli.build_parser("score").parse_args(["score", "--predictions", "p.jsonl", "--judge", "openai:x"]))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_score_command_up_to_its_first_call_imports_nothing_it_needs_only_later():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.run([sys.executable, "-c", BEFORE_A_CALL], capture_output=True, text=True, env=env, timeout=120)
+    assert child.returncode == 0, child.stderr
+    modules = json.loads(child.stdout.strip().splitlines()[-1])
+    assert "bespoke_metric.backends.openai_backend" in modules and "msgpack" in modules  # the judge, the word lists
+    assert {module: loaded(modules, module) for module in HEAVY + NOT_BEFORE_THE_FIRST_CALL
+            if loaded(modules, module)} == {}
