@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,31 +46,37 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules), "first_call": so
 """
 
 
+def _score(server, source, work: Path, env: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The child's report and the results file of one `bespoke score` run of `work`'s predictions."""
+    output = work / "results.json"
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, "score", "--predictions", str(work / "preds.jsonl"), "--source", str(source),
+         "--judge", "openai:test-model", "--base-url", server.base_url, "--api-key", "local", "--output", str(output)],
+        capture_output=True, text=True, cwd=work, env=env, timeout=120)
+    assert child.returncode == 0, child.stderr
+    return json.loads(child.stdout.strip().splitlines()[-1]), json.loads(output.read_text())
+
+
 @pytest.fixture(scope="module")
 def score_run(synthetic_hub, tmp_path_factory):
-    """A `bespoke score --judge openai:...` run against the test server, in a subprocess."""
+    """A `bespoke score --judge openai:...` run against the test server, in a subprocess, from an empty cache
+    folder: its report, the calls the server received, its results; and the report of the same run again."""
     work = tmp_path_factory.mktemp("startup")
-    predictions = work / "preds.jsonl"
     rows = load_rows("benchmark", synthetic_hub)[:3]
-    predictions.write_text("".join(
+    (work / "preds.jsonl").write_text("".join(
         json.dumps({"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]}) + "\n"
         for r in rows))
-    output = work / "results.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "BESPOKE_CACHE": str(work / "cache")}
     with serve(responder=judge_answer) as server:
-        child = subprocess.run(
-            [sys.executable, "-c", CHILD, "score", "--predictions", str(predictions), "--source", str(synthetic_hub),
-             "--judge", "openai:test-model", "--base-url", server.base_url, "--api-key", "local",
-             "--output", str(output)],
-            capture_output=True, text=True, cwd=work, env=env, timeout=120)
+        report, results = _score(server, synthetic_hub, work, env)
         calls = len(server.calls)
-    assert child.returncode == 0, child.stderr
-    report = json.loads(child.stdout.strip().splitlines()[-1])
-    return report, calls, json.loads(output.read_text())
+        again, results_again = _score(server, synthetic_hub, work, env)
+    assert results_again["usage"]["models"] == results["usage"]["models"]
+    return report, calls, results, again
 
 
 def test_the_run_scores_through_the_server(score_run):
-    report, calls, results = score_run
+    report, calls, results, _ = score_run
     assert report["code"] == 0
     assert calls == results["usage"]["calls"]
     assert calls >= 3 * 2  # a personalization call and at least one claim call per prediction
@@ -94,9 +102,11 @@ def test_nothing_needed_only_later_or_elsewhere_is_imported_before_the_first_cal
 
 def test_prices_are_loaded_for_the_cost_and_the_guards_word_lists_without_wordfreq(score_run):
     """After the calls the cost is computed from the maintained prices (where genai-prices is installed: Python
-    3.11 on); the guards ran (they read wordfreq's lists with msgpack) without importing wordfreq."""
-    report, _, results = score_run
+    3.11 on), and the same run again reads their answer from the cache, without loading them; the guards ran
+    (they read wordfreq's lists with msgpack) without importing wordfreq."""
+    report, _, results, again = score_run
     assert ("genai_prices" in report["modules"]) == (importlib.util.find_spec("genai_prices") is not None)
+    assert again["code"] == 0 and loaded(again["modules"], "genai_prices") == []
     assert "msgpack" in report["first_call"] and loaded(report["modules"], "wordfreq") == []
     assert results["usage"]["models"]["openai:test-model"]["price_note"].startswith("no price known")
 
