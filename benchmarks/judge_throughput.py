@@ -9,6 +9,9 @@ one call per gold claim each), with the server in its own process, measures:
 2. bespoke's wall time against the ideal, calls x latency / concurrency (goal: within 1.3x);
 3. the official evaluator's pattern, one sequential SDK call per response and per claim, against the
    `bespoke score` command as a whole process: start-up, data, calls, results file (goal: 20x faster).
+   The command runs as an installed package does, after one untimed first run (recorded apart) that
+   compiles its bytecode (into a `PYTHONPYCACHEPREFIX` of the run's own: an environment may set
+   `PYTHONDONTWRITEBYTECODE`) and leaves the day's prices in its cache folder, as a user's first run does.
 
 Client CPU time per call is printed beside the walls: on a shared machine the walls move with the load,
 the CPU a call costs much less. Writes `benchmarks/results/judge_throughput.json` (medians and ranges over
@@ -87,7 +90,9 @@ def _children_cpu() -> float:
 def _command(base_url: str, release: Path, predictions: Path, concurrency: int, work: Path) -> tuple[float, float, dict[str, Any]]:
     """Wall and CPU seconds of `bespoke score` as a fresh process, and its results."""
     output = work / "results.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "BESPOKE_CACHE": str(work / "cache"),
+           "PYTHONPYCACHEPREFIX": str(work / "bytecode")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     start, cpu = time.perf_counter(), _children_cpu()
     run = subprocess.run(
         [sys.executable, "-m", "bespoke_cli.cli", "score", "--predictions", str(predictions), "--source", str(release),
@@ -157,6 +162,7 @@ def main() -> None:
                 wall, cpu = one_round()
                 walls[name].append(wall)
                 cpus[name].append(cpu)
+        first_command = _command(base_url, release, predictions, args.concurrency, work)[0]  # bytecode, prices
         commands = [_command(base_url, release, predictions, args.concurrency, work) for _ in range(args.repeats)]
         official, official_cpu = _official_pattern(base_url, bodies)
     finally:
@@ -180,7 +186,8 @@ def main() -> None:
     print(f"official pattern (one sequential SDK call per response and per claim): {official:.2f} s, "
           f"client CPU {official_cpu / calls * 1000:.2f} ms/call")
     print(f"bespoke score command, whole process: {command:.2f} s (judging {command_judge:.2f} s; start-up, data "
-          f"and results file {command - command_judge:.2f} s), CPU {command_cpu:.2f} s")
+          f"and results file {command - command_judge:.2f} s), CPU {command_cpu:.2f} s; its untimed first run "
+          f"{first_command:.2f} s")
     print(f"  official pattern / bespoke score command: {official / command:.1f}x (goal: at least 20x); "
           f"/ its judging alone: {official / command_judge:.1f}x")
     write_results(__file__, {
@@ -194,6 +201,7 @@ def main() -> None:
         "bare_over_ideal": over_runs(w / ideal for w in walls["bare"]),
         "client_cpu_ms_per_call": {name: round(value, 3) for name, value in cpu_ms.items()},
         "official_s": round(official, 2),
+        "command_first_s": round(first_command, 2),
         "command_s": over_runs(seconds for seconds, _, _ in commands),
         "command_cpu_s": over_runs(cpu for _, cpu, _ in commands),
         "command_judging_s": over_runs(results["usage"]["wall_seconds"] for _, _, results in commands),
@@ -202,6 +210,8 @@ def main() -> None:
     }, goals={"bespoke_over_bare.median": ("<=", 1.5), "bespoke_over_ideal.median": ("<=", 1.3),
               "speedup.median": (">=", 20.0)},
        notes={"official_s": "one sequential openai SDK call per response and per claim, the same bodies, measured once",
+              "command_first_s": "the untimed first run of the command, which compiles its bytecode and looks its "
+                                 "prices up (once per install, and once a day)",
               "command_s": "`bespoke score` as a fresh process: start-up, data, guards, calls, results file",
               "speedup": "official_s / command_s, per command run"})
 

@@ -9,7 +9,7 @@ none of the command's engines is an error rather than silently ignored.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from typing import Sequence
 
 from bespoke_metric.backends.config import shared_options
 from bespoke_metric.backends.options import ExecutorOptions, VLLMOptions
@@ -22,11 +22,6 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("where engines run")
     add_option_arguments(group, ExecutorOptions)
     add_option_arguments(group, VLLMOptions, only=("tensor_parallel_size",))
-
-
-def executor_options(args: argparse.Namespace, spec: str | Spec) -> dict[str, Any]:
-    """The executor flags given that apply to the engine of `spec` (`ENGINE:MODEL`)."""
-    return shared_options.executor_options(vars(args), as_spec(spec))
 
 
 def check_executor_flags(args: argparse.Namespace, specs: Sequence[str | Spec | None]) -> None:

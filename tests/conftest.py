@@ -150,6 +150,8 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_stand_in.py::test_the_command_prints_its_url_answers_every_role_and_stops_on_ctrl_c",
     "test_stand_in.py::test_the_responder_module_is_no_silent_command",
     "test_startup.py::test_no_heavy_module_is_imported",
+    "test_startup.py::test_nothing_needed_only_later_or_elsewhere_is_imported_before_the_first_call",
+    "test_startup.py::test_prices_are_loaded_for_the_cost_and_the_guards_word_lists_without_wordfreq",
     "test_startup.py::test_the_run_scores_through_the_server",
     "test_sweep.py::test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it",
     "test_sweep.py::test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1",

@@ -187,17 +187,9 @@ def _load_json(text: str) -> Any:
 
 # ---------------------------------------------------------------- text sessions
 
-def chat_turns(text: str) -> list[Turn]:
-    """Turns of a JSON chat, else speaker-labelled lines (``User:`` / ``Assistant:`` and common variants,
-    optionally after a bracketed time); continuation lines join the turn above. Text without any label
-    gives no turns."""
-    messages = _json_messages(_load_json(text))
-    if messages is not None:
-        return messages[0]
-    return _labelled_turns(text)
-
-
 def _labelled_turns(text: str) -> list[Turn]:
+    """Speaker-labelled lines (``User:`` / ``Assistant:`` and common variants, optionally after a bracketed
+    time) as turns; continuation lines join the turn above. Text without any label gives no turns."""
     turns: list[Turn] = []
     for line in text.splitlines():
         match = _TURN.match(line)
@@ -265,8 +257,3 @@ def read_history(text: str, source: str) -> tuple[Parsed, str]:
     timestamp = _earliest(time for _, time in entries) or first_timestamp(text)  # no entry timed: any date in it
     return Parsed(timestamp=timestamp, turns=[], urls=found,
                   search_queries=[query for query, _ in entries if query is not None]), form
-
-
-def parse_history(text: str, source: str) -> Parsed:
-    """Parse one session's raw text; `source` is ``"chat"`` or ``"search"`` (see `read_history`)."""
-    return read_history(text, source)[0]

@@ -29,7 +29,7 @@ from huggingface_hub import HfApi
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
-from bespoke_metric.backends.local.model_files import model_label
+from bespoke_metric.backends.registry import model_label
 from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import STAND_IN_MARK, SYNTHETIC_MARK, is_synthetic, judge_marks, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures

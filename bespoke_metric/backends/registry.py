@@ -20,6 +20,7 @@ import dataclasses
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import PurePath
 from typing import Any, Callable
 
 from bespoke_dataset.errors import did_you_mean
@@ -220,6 +221,22 @@ def split_spec(spec: str | Spec) -> tuple[str, str]:
         return spec.name, spec.model + (f"@{spec.revision}" if spec.revision else "")
     prefix, sep, model = str(spec).partition(":")
     return (prefix, model) if sep else ("", str(spec))
+
+
+def model_label(spec: str | Spec) -> str:
+    """A model's spec as a reader names it: a local file or folder by its own name, without the folders
+    that hold it (`hf:/venv/lib/.../SmolLM2-135M-Instruct.Q4_1.gguf` -> `hf:SmolLM2-135M-Instruct.Q4_1`);
+    a Hub id, or a plain name, as it is. Tables and results show it; the spec itself stays recorded."""
+    from bespoke_metric.backends.local.model_files import is_gguf
+
+    engine, model = split_spec(spec)
+    spec = str(spec)
+    colon = ":" if engine else ""
+    if not model.startswith((".", "/", "~")):  # as `locate_model` tells a path from a Hub id
+        return spec
+    path = PurePath(model.rstrip("/\\"))
+    name = path.stem if is_gguf(path.name) else path.name
+    return f"{engine}{colon}{name or model}"
 
 
 def engine_of(spec: str | Spec) -> Engine | None:

@@ -24,16 +24,22 @@ resolves to varies; Perplexity's own cost of each call (`usage.cost`) is recorde
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
+import importlib.metadata
+import importlib.util
 import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
+from bespoke_dataset.source import default_cache_dir
+from bespoke_dataset.version import __version__
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.registry import Spec, engine_of, split_spec
 
@@ -209,19 +215,63 @@ def _lookup(prices: Mapping[str, Price], spec: str) -> Price | None:
 
 
 def maintained_prices_installed() -> bool:
-    """Whether genai-prices can be imported (it needs Python 3.11)."""
-    try:
-        import genai_prices  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether genai-prices is installed (it needs Python 3.11): found, not imported, for its price data
+    takes a third of a second to load and is loaded where a price is first looked up."""
+    return importlib.util.find_spec("genai_prices") is not None
+
+
+PRICES_CACHE = "prices"
+"""The `default_cache_dir` kind of genai-prices' answers: ``$BESPOKE_CACHE/prices`` (``~/.cache/bespoke/prices``)."""
 
 
 def maintained_price(spec: str, *, day: _dt.date | None = None) -> Price | None:
     """The price genai-prices gives a model spec on `day` (default today, UTC), or None where it knows none.
 
     A `perplexity:` model is priced as the Agent API model it runs as (a retired Sonar name as its
-    substitute); a third-party slug (`openai/gpt-5.1`) at that provider's price; a preset not at all."""
+    substitute); a third-party slug (`openai/gpt-5.1`) at that provider's price; a preset not at all.
+
+    Loading genai-prices' data takes about a fifth of a second, as long as a short run's calls: a process that
+    has not loaded it reads the answer from `$BESPOKE_CACHE/prices/genai-prices-VERSION.json` (the day's
+    answers of that release of genai-prices, written as they are looked up), and loads it only for a model
+    not in it. A process that has loaded it (or set a snapshot of its own) asks it."""
+    day = day or _dt.datetime.now(_dt.timezone.utc).date()
+    if "genai_prices" in sys.modules:
+        return _genai_price(spec, day)
+    path = default_cache_dir(PRICES_CACHE) / f"genai-prices-{importlib.metadata.version('genai-prices')}.json"
+    written = {"day": day.isoformat(), "bespoke_eval_version": __version__}
+    answers = _cached_answers(path, written)
+    if spec in answers:
+        try:
+            return None if answers[spec] is None else Price(**answers[spec])
+        except TypeError:
+            pass  # an entry that is no price: asked again
+    price = _genai_price(spec, day)
+    answers[spec] = None if price is None else dataclasses.asdict(price)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({**written, "prices": answers}), encoding="utf-8")
+        temporary.replace(path)  # whole or not at all, whoever writes last
+    except OSError:
+        pass  # a cache that cannot be written: the next run asks genai-prices again
+    return price
+
+
+def _cached_answers(path: Path, written: Mapping[str, str]) -> dict[str, Any]:
+    """The answers in the cache file at `path` if it was `written` on that day by this version; none when it
+    is missing, unreadable, or another day's or version's."""
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(cached, dict) or any(cached.get(key) != value for key, value in written.items()):
+        return {}
+    answers = cached.get("prices")
+    return dict(answers) if isinstance(answers, dict) else {}
+
+
+def _genai_price(spec: str, day: _dt.date) -> Price | None:
+    """`maintained_price`, from genai-prices itself."""
     import genai_prices
     from genai_prices.data_snapshot import get_snapshot
 
@@ -241,7 +291,6 @@ def maintained_price(spec: str, *, day: _dt.date | None = None) -> Price | None:
         model = model.removeprefix("openai/")
     if provider is None:
         return None
-    day = day or _dt.datetime.now(_dt.timezone.utc).date()
     moment = _dt.datetime(day.year, day.month, day.day, 12, tzinfo=_dt.timezone.utc)
     try:
         _, info = get_snapshot().find_provider_model(model, None, provider, None)

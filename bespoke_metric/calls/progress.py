@@ -50,20 +50,24 @@ class ProgressBar:
     `disable=True` shows nothing."""
 
     def __init__(self, total: int, desc: str = "calls", disable: bool | None = None, unit: str = "call") -> None:
-        from tqdm.auto import tqdm
-
         self.counts = {"done": 0, "cached": 0, "failed": 0}
         terminal = on_terminal()
-        self._bar = tqdm(total=total, desc=desc, unit=unit, disable=bool(disable) or not terminal, dynamic_ncols=True)
+        self._bar = None
+        if terminal and not disable:
+            from tqdm.auto import tqdm  # here: a run that draws no bar starts without it (and its multiprocessing)
+
+            self._bar = tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
         self._lines = None if disable or terminal else LogLines(total, desc, unit, self.counts, log_every_s())
 
     def __call__(self, kind: str, n: int = 1) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + n
-        self._bar.set_postfix(self.counts, refresh=False)
-        self._bar.update(n)
+        if self._bar is not None:
+            self._bar.set_postfix(self.counts, refresh=False)
+            self._bar.update(n)
 
     def close(self) -> None:
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
         if self._lines is not None:
             self._lines.close()
 

@@ -95,7 +95,7 @@ class SweepConfig:
     def from_values(cls, values: Mapping[str, Any], *, where: str = "") -> "SweepConfig":
         """From settings by key (`sweep_keys`: a setting of the cells, the judge's, the sweep's own); `where`
         goes before a mistake's message."""
-        refuse_unknown(values, sweep_keys(), where)
+        refuse_unknown(values, sweep_keys(), where, "the keys are the flags of bespoke sweep, without the dashes")
         for key, flag in (("model", "--models"), ("judge", "--judge"), ("out", "--out")):
             if not values.get(key):
                 raise SweepConfigError(f"{flag} is required (on the command line or in --config)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from bespoke_metric.analysis.leaderboard import COLUMNS, LABELS, Entry, compare, system_row
-from bespoke_metric.backends.local.model_files import model_label
+from bespoke_metric.backends.registry import model_label
 from bespoke_metric.results import stats
 from bespoke_metric.results.caveats import marks
 

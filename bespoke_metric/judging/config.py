@@ -1,5 +1,5 @@
 """`JudgeConfig`: a judge as configured (its spec, the protocol's options, its engine's client and cost
-options), made the same way from Python, a YAML file or the command line; checked as `make_judge` checks
+options), made the same way from Python, a sweep's YAML file or the command line; checked as `make_judge` checks
 it, without building anything.
 
     JudgeConfig(spec="openai:gpt-5", options={"base_url": "http://127.0.0.1:8000/v1", "recall": "batched"})
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from bespoke_metric.backends.config.shared_options import cost_options, executor_options
-from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
+from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, refuse_unknown
 from bespoke_metric.backends.options import ClientOptions, option_names
 from bespoke_metric.backends.registry import Spec, as_spec
 
@@ -68,16 +68,13 @@ class JudgeConfig:
     @classmethod
     def from_values(cls, values: Mapping[str, Any], *, where: str = "") -> "JudgeConfig":
         """From settings by key (`judge_keys`); `where` goes before a mistake's message."""
-        refuse_unknown(values, judge_keys(), where)
+        refuse_unknown(values, judge_keys(), where, "a judge config's keys are those of "
+                       "bespoke_metric.judging.config.judge_keys()")
         if not values.get("judge"):
             raise ConfigError(f"{where}judge is required")
         options = {name: value for name, value in values.items()
                    if name not in ("judge", "cache", "no_guards") and value is not None}
         return cls(spec=as_spec(values["judge"]), options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
-
-    @classmethod
-    def from_yaml(cls, path: str | os.PathLike[str]) -> "JudgeConfig":
-        return cls.from_values(read_values(path), where=f"{path}: ")
 
     @classmethod
     def from_cli(cls, args: Any, spec: str | None = None) -> "JudgeConfig":

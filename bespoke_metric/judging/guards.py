@@ -49,9 +49,12 @@ loops on one line to its token limit.
 from __future__ import annotations
 
 import functools
+import gzip
+import importlib.util
 import re
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 GUARDS_VERSION = "guards-4"
@@ -202,18 +205,13 @@ def _repetition(response: str, words: list[str], query: str) -> GuardHit | None:
     return None
 
 
-def _known_share(letters: list[str], vocabularies: list[dict[str, float]]) -> float:
+def _known_share(letters: list[str], vocabularies: list[Vocabulary]) -> float:
     """Share of the letters in runs of two or more that belong to known words of one of the vocabularies
     (a single letter, an initial or a unit, tells nothing either way)."""
     runs = [word for word in letters if len(word) >= 2]
     total = sum(map(len, runs))
-    known = sum(len(word) for word in runs if any(_known(word, vocabulary) for vocabulary in vocabularies))
+    known = sum(len(word) for word in runs if any(vocabulary.knows(word) for vocabulary in vocabularies))
     return known / total if total else 1.0
-
-
-def _known(word: str, vocabulary: dict[str, float]) -> bool:
-    frequency = vocabulary.get(word)
-    return frequency is not None and (len(word) > 3 or frequency >= MIN_SHORT_WORD_FREQUENCY)
 
 
 def _mostly_english(text: str) -> bool:
@@ -236,7 +234,7 @@ def _no_words(response: str, words: list[str], query: str) -> GuardHit | None:
     for text in (query, response):
         language, confidence = _language_of(text)
         if confidence >= 0.5 and language != "zxx":  # zxx: the detector's "no linguistic content"
-            if language not in _wordfreq_languages():
+            if language not in _wordfreq_lists():
                 return None  # a language the word list does not cover: cannot tell
             languages.add(language)
     share = _known_share(letters, [_vocabulary(language) for language in sorted(languages)])
@@ -282,15 +280,47 @@ def _identifier() -> Any:
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
-@functools.lru_cache(maxsize=1)
-def _wordfreq_languages() -> frozenset[str]:
-    from wordfreq import available_languages
+@dataclass(frozen=True)
+class Vocabulary:
+    """The words of one language's `wordfreq` list, split at `MIN_SHORT_WORD_FREQUENCY`: a word of two or
+    three letters is known only among the `common` ones."""
 
-    return frozenset(available_languages())
+    common: set[str]
+    rare: set[str]
+
+    def knows(self, word: str) -> bool:
+        return word in self.common or (len(word) > 3 and word in self.rare)
+
+
+CB_FORMAT = {"format": "cB", "version": 1}
+"""The header of a `wordfreq` list (`wordfreq.read_cBpack`): then one list of words per centibel of
+frequency, the i-th at 10 ** (-i / 100)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _wordfreq_lists() -> dict[str, Path]:
+    """`wordfreq`'s best list of each language (`large_`, else `small_`), as `wordfreq.available_languages()`
+    finds them: read from its data folder without importing wordfreq, whose own imports (ftfy, langcodes)
+    take longer than reading a list, and would come before a run's first judge call."""
+    spec = importlib.util.find_spec("wordfreq")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the response guards need wordfreq's word lists: pip install wordfreq")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "data"
+    return {path.name.split(".")[0].split("_", 1)[1]: path
+            for size in ("small", "large") for path in sorted(folder.glob(f"{size}_*.msgpack.gz"))}
 
 
 @functools.lru_cache(maxsize=None)
-def _vocabulary(language: str) -> dict[str, float]:
-    from wordfreq import get_frequency_dict
+def _vocabulary(language: str) -> Vocabulary:
+    import msgpack  # wordfreq's own format
 
-    return get_frequency_dict(language)
+    path = _wordfreq_lists()[language]
+    with gzip.open(path, "rb") as packed:
+        header, *lists = msgpack.unpackb(packed.read(), raw=False)
+    if header != CB_FORMAT:
+        raise ValueError(f"{path}: not a wordfreq word list of the format the guards read ({CB_FORMAT}), got {header!r}")
+    common: set[str] = set()
+    rare: set[str] = set()
+    for centibels, words in enumerate(lists):
+        (common if 10 ** (-centibels / 100) >= MIN_SHORT_WORD_FREQUENCY else rare).update(words)
+    return Vocabulary(common, rare)

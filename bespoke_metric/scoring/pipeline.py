@@ -17,8 +17,7 @@ from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import Usage
-from bespoke_metric.backends.local.model_files import model_label
-from bespoke_metric.backends.registry import Spec
+from bespoke_metric.backends.registry import Spec, model_label
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync

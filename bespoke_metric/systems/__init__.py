@@ -18,15 +18,22 @@
 | `runfiles` | the files beside the predictions and the resume checks |
 """
 
-from .context import CONTEXTS, ContextSettings, Profiler, ProfileTask, UserContext, build_contexts
-from .embeddings import Embedder
-from .generation import GenerationReport, SystemData, generate, load_system_data
-from .prompts import GENERATION_PROMPT_VERSION
-from .retrieval import RETRIEVERS, BM25Retriever, DenseRetriever, HybridRetriever, Retriever, make_retriever
-from .runfiles import GenerationError
-from .search import DocumentCollection, SearchHook, SearchOptions
-from .settings import EXPANSIONS, GenerationSettings
-from .tokens import TokenCounter, token_counter
+from bespoke_dataset.lazy import lazy_attributes
+
+# Imported on first use: `bespoke score` reaches `systems.tokens` for a dry run's estimate and needs none of
+# the rest (generation, contexts, retrieval, search). name -> the module that defines it.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("CONTEXTS", "ContextSettings", "Profiler", "ProfileTask", "UserContext", "build_contexts"), ".context"),
+    "Embedder": ".embeddings",
+    **dict.fromkeys(("GenerationReport", "SystemData", "generate", "load_system_data"), ".generation"),
+    "GENERATION_PROMPT_VERSION": ".prompts",
+    **dict.fromkeys(("RETRIEVERS", "BM25Retriever", "DenseRetriever", "HybridRetriever", "Retriever", "make_retriever"),
+                    ".retrieval"),
+    "GenerationError": ".runfiles",
+    **dict.fromkeys(("DocumentCollection", "SearchHook", "SearchOptions"), ".search"),
+    **dict.fromkeys(("EXPANSIONS", "GenerationSettings"), ".settings"),
+    **dict.fromkeys(("TokenCounter", "token_counter"), ".tokens"),
+}
 
 __all__ = [
     "BM25Retriever", "CONTEXTS", "ContextSettings", "DenseRetriever", "DocumentCollection", "EXPANSIONS", "Embedder",
@@ -34,3 +41,5 @@ __all__ = [
     "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SearchHook", "SearchOptions", "SystemData", "TokenCounter",
     "UserContext", "build_contexts", "generate", "load_system_data", "make_retriever", "token_counter",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

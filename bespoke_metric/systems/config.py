@@ -117,7 +117,8 @@ class SystemConfig:
         """From settings by key (see the module); `spending`: the command's spending limit, shared by its
         models; `every_engine_option`: see `model_options` (False for one of several models, as in a sweep,
         each taking the engine options its engine has). `where` goes before a mistake's message."""
-        refuse_unknown(values, system_keys(), where)
+        refuse_unknown(values, system_keys(), where, "a system config's keys are those of "
+                       "bespoke_metric.systems.config.system_keys()")
         if not values.get("model"):
             raise ConfigError(f"{where}model is required")
         profiler = values.get("profiler")

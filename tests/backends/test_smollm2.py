@@ -23,9 +23,8 @@ from bespoke_metric.backends.local.model_files import (
     ModelNotFoundError,
     loading_bar_on_terminal,
     locate_model_files,
-    model_label,
 )
-from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.backends.registry import make_backend, model_label
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guards import check_repetition

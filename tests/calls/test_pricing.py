@@ -78,6 +78,45 @@ def test_prices_come_from_genai_prices_dated_and_with_their_history():
     assert PriceTable({}).price("openai:gpt-5") is None  # a table of given prices holds those only
 
 
+def test_a_process_without_genai_prices_loaded_reads_its_answers_from_the_cache(monkeypatch, tmp_path):
+    """Loading genai-prices' data costs a short run a fifth of a second: its answers of the day are kept in
+    `$BESPOKE_CACHE/prices`, read by a process that has not loaded it; another day, a file that cannot be read,
+    a process that has loaded it (or set a snapshot of its own) ask genai-prices."""
+    import datetime
+    import sys
+
+    from bespoke_metric.calls import pricing
+
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path))
+    monkeypatch.delitem(sys.modules, "genai_prices", raising=False)  # a fresh process
+    asked = []
+
+    def answer(spec: str, day: datetime.date) -> Price | None:
+        return Price(input=1.25, cached_input=0.125, output=10.0, source="genai-prices (openai gpt-5)",
+                     date=day.isoformat()) if spec == "openai:gpt-5" else None
+
+    def genai_price(spec: str, day: datetime.date) -> Price | None:  # stands in for the lookup in genai-prices
+        asked.append((spec, day))
+        return answer(spec, day)
+
+    monkeypatch.setattr(pricing, "_genai_price", genai_price)
+    day, next_day = datetime.date(2026, 12, 1), datetime.date(2026, 12, 2)
+    found = [pricing.maintained_price(spec, day=day) for spec in ("openai:gpt-5", "openai:bench") * 2]
+    assert found == [answer("openai:gpt-5", day), None] * 2
+    assert asked == [("openai:gpt-5", day), ("openai:bench", day)]  # once each
+    [cache] = (tmp_path / pricing.PRICES_CACHE).iterdir()
+    assert json.loads(cache.read_text(encoding="utf-8"))["prices"] == {"openai:gpt-5": answer("openai:gpt-5", day).__dict__,
+                                                                       "openai:bench": None}
+    asked.clear()
+    assert pricing.maintained_price("openai:gpt-5", day=next_day).date == "2026-12-02" and asked == [("openai:gpt-5", next_day)]
+    cache.write_text("{not json", encoding="utf-8")
+    assert pricing.maintained_price("openai:bench", day=day) is None and len(asked) == 2
+    monkeypatch.setitem(sys.modules, "genai_prices", object())  # loaded: asked every time
+    pricing.maintained_price("openai:bench", day=day)
+    pricing.maintained_price("openai:bench", day=day)
+    assert len(asked) == 4
+
+
 def test_a_prices_file_overrides_the_table_and_names_what_is_wrong(tmp_path):
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"gpt-5": {"input": 1.0, "output": 2.0, "date": "2026-11-30"},

@@ -55,6 +55,18 @@ def test_a_short_run_writes_nothing_and_a_disabled_bar_never_does(capsys, monkey
     assert capsys.readouterr().err == ""
 
 
+def test_on_a_terminal_the_bar_is_drawn_and_disabled_it_is_not(capsys, monkeypatch):
+    monkeypatch.setattr("bespoke_metric.calls.progress.on_terminal", lambda: True)
+    with ProgressBar(total=4, desc="judging") as bar:
+        bar("done", 3)
+        bar("failed")
+    drawn = capsys.readouterr().err
+    assert "judging: 100%" in drawn and "4/4" in drawn and "failed=1" in drawn
+    with ProgressBar(total=4, disable=True) as bar:
+        bar("done", 4)
+    assert capsys.readouterr().err == ""
+
+
 def test_the_line_says_how_far_and_how_long_is_left():
     now = [100.0]
     lines = LogLines(150, "generating (none)", "call", {"done": 38, "cached": 2, "failed": 0}, every_s=3600,

@@ -154,12 +154,14 @@ def test_make_judge_refuses_an_executor_for_the_embed_judge_plainly():
 
 def test_run_on_ray_keeps_an_embed_judge_in_process(tiny_model_dir):
     """`run --executor ray` places the system model; the embed judge is not refused, it gets no executor."""
-    from bespoke_cli.executor import check_executor_flags, executor_options
+    from bespoke_cli.executor import check_executor_flags
+    from bespoke_cli.judging.score import judge_options
+    from bespoke_cli.systems.generate import system_config
 
     args = build_parser("run").parse_args(["run", "--model", f"hf:{tiny_model_dir}", "--judge", EMBED, "--executor", "ray"])
     check_executor_flags(args, [args.model, args.judge])
-    assert executor_options(args, args.judge) == {}
-    assert executor_options(args, args.model) == {"executor": "ray"}
+    assert "executor" not in judge_options(args)
+    assert system_config(args).settings.model_options["executor"] == "ray"
 
 
 # --- where the results go, decided before any judge call ------------------------------------------------

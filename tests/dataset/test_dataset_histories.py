@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from bespoke_dataset.reading.histories import chat_turns, parse_history, urls
+from bespoke_dataset.reading.histories import read_history, urls
 from bespoke_dataset.reading.timestamps import first_timestamp
 
 
 def test_chat_transcript():
     text = ("Conversation started: 2025-03-05 21:03\nUser: How do I fix my bike?\nIt has a flat.\n"
             "Assistant: Patch the tube.\nSee https://bikes.example.org/patch.\nUser: Thanks!")
-    parsed = parse_history(text, "chat")
+    parsed = read_history(text, "chat")[0]
     assert parsed["timestamp"] == "2025-03-05T21:03:00"
     assert parsed["turns"] == [
         {"role": "user", "content": "How do I fix my bike?\nIt has a flat."},
@@ -27,7 +27,7 @@ def test_chat_transcript():
 def test_search_history():
     text = ("[2025-03-04 09:12:44] Searched: sourdough starter\n  -> https://a.example.com/x\n"
             "Searched: levain\n  -> https://a.example.com/x\n  -> http://b.example.com/y?q=1")
-    parsed = parse_history(text, "search")
+    parsed = read_history(text, "search")[0]
     assert parsed["timestamp"] == "2025-03-04T09:12:44"
     assert parsed["search_queries"] == ["sourdough starter", "levain"]
     assert parsed["urls"] == ["https://a.example.com/x", "http://b.example.com/y?q=1"]
@@ -36,9 +36,9 @@ def test_search_history():
 
 def test_unstructured_text_yields_nothing():
     for source in ("chat", "search"):
-        parsed = parse_history("notes on levain and crumb. remember the banneton", source)
+        parsed = read_history("notes on levain and crumb. remember the banneton", source)[0]
         assert parsed == {"timestamp": None, "turns": [], "urls": [], "search_queries": []}
-    assert parse_history("", "chat")["turns"] == []
+    assert read_history("", "chat")[0]["turns"] == []
 
 
 def test_invalid_dates_are_skipped_not_fatal():
@@ -47,10 +47,11 @@ def test_invalid_dates_are_skipped_not_fatal():
 
 
 def test_json_message_lists_are_turns():
-    assert chat_turns('[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]') == [
+    """A JSON list of messages is read as turns; JSON that is not messages, or not JSON, as labelled lines."""
+    assert read_history('[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]', "chat")[0]["turns"] == [
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    assert chat_turns('[{"role": "user"}]') == []  # not messages: no labelled lines either
-    assert chat_turns("[not json\nUser: hi") == [{"role": "user", "content": "hi"}]
+    assert read_history('[{"role": "user"}]', "chat")[0]["turns"] == []  # not messages: no labelled lines either
+    assert read_history("[not json\nUser: hi", "chat")[0]["turns"] == [{"role": "user", "content": "hi"}]
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -69,12 +70,11 @@ def test_json_message_lists_are_turns():
 ])
 def test_urls_lose_trailing_punctuation_and_unbalanced_brackets(text, expected):
     assert urls(text) == expected
-    assert parse_history(text, "search")["urls"] == expected
+    assert read_history(text, "search")[0]["urls"] == expected
 
 
 # ---------------------------------------------------------------- the layouts real exports have
 
-from bespoke_dataset.reading.histories import read_history  # noqa: E402
 from bespoke_dataset.reading.timestamps import instant, read_time  # noqa: E402
 
 

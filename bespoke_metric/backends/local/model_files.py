@@ -22,10 +22,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from bespoke_dataset.errors import UserError, did_you_mean
-from bespoke_metric.backends.registry import split_spec
 
 HUB_TIMEOUT_S = 10.0
 """How long the one request asking the Hub about a model may take."""
@@ -140,19 +139,6 @@ class ModelFiles:
     folder: str
     gguf_file: str | None = None
     """The file's name in `folder`; `gguf_cache` says which folders `from_pretrained` reads."""
-
-
-def model_label(spec: str) -> str:
-    """A model's spec as a reader names it: a local file or folder by its own name, without the folders
-    that hold it (`hf:/venv/lib/.../SmolLM2-135M-Instruct.Q4_1.gguf` -> `hf:SmolLM2-135M-Instruct.Q4_1`);
-    a Hub id, or a plain name, as it is. Tables and results show it; the spec itself stays recorded."""
-    engine, model = split_spec(spec)
-    colon = ":" if engine else ""
-    if not model.startswith((".", "/", "~")):  # as `locate_model` tells a path from a Hub id
-        return spec
-    path = PurePath(model.rstrip("/\\"))
-    name = path.stem if is_gguf(path.name) else path.name
-    return f"{engine}{colon}{name or model}"
 
 
 def is_gguf(name: str | os.PathLike[str]) -> bool:

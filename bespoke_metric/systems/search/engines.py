@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bespoke_metric.backends.http import scrub_url
 from bespoke_metric.backends.options import flag_of
 
 from .base import DEFAULT_K, NATIVE, NONE, HookEngine, SearchEngine, SearchEngineError, SearchHook, SearchOptions
@@ -133,11 +132,5 @@ def hook_engine(hook: SearchHook, k: int = DEFAULT_K) -> SearchEngine:
     """A search callable of one's own as an engine, named by its qualified name."""
     name = getattr(hook, "__qualname__", type(hook).__name__)
     return HookEngine(hook, f"hook:{name}", k)
-
-
-def recorded_spec(spec: str) -> str:
-    """A spec as it may be written down: a URL target without user info or query string."""
-    name, sep, target = spec.partition(":")
-    return f"{name}:{scrub_url(target)}" if sep and "://" in target else spec
 
 
