@@ -132,6 +132,6 @@ def test_the_score_command_up_to_its_first_call_imports_nothing_it_needs_only_la
     child = subprocess.run([sys.executable, "-c", BEFORE_A_CALL], capture_output=True, text=True, env=env, timeout=120)
     assert child.returncode == 0, child.stderr
     modules = json.loads(child.stdout.strip().splitlines()[-1])
-    assert "bespoke_metric.backends.openai_backend" in modules and "msgpack" in modules  # the judge, the word lists
+    assert "bespoke_metric.backends.providers.openai_backend" in modules and "msgpack" in modules  # the judge, the word lists
     assert {module: loaded(modules, module) for module in HEAVY + NOT_BEFORE_THE_FIRST_CALL
             if loaded(modules, module)} == {}
