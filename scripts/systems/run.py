@@ -11,11 +11,11 @@ from bespoke_cli.executor import check_executor_flags
 from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, judge_options, publish
 from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.pricing import PriceTable
-from bespoke_metric.experiments.runner import results_system
-from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score
+from bespoke_metric.scoring.pipeline import judge_groups, plan_judging
 from bespoke_metric.systems.dry_run import plan_generation
+from bespoke_metric.systems.runs import run as run_system
 
-from .generate import add_generation_arguments, generate_from, generation_cache, print_report, system_config
+from .generate import add_generation_arguments, generation_cache, print_report, system_config
 
 HELP = "generate with a system model and score with a judge: one results file recording both"
 
@@ -77,17 +77,15 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run(args, predictions, prices)
     spending = spending_limit(args, prices, [args.cache])  # the system model's cache is always there
-    report = generate_from(args, predictions, spending)
-    print_report(report)
-    if stopped_by_limit(spending, answer_caches(args)):
+    config = system_config(args, spending)
+    # a bar on a terminal, a line now and then into a log (`calls.progress`); the report before judging starts
+    outcome = run_system(config.model, predictions, args.judge, config.settings, source=args.source, revision=args.revision,
+                         progress=True, strict=args.strict, model_name=args.model_name, prices=prices, spending=spending,
+                         on_generated=print_report, **judge_options(args, spending))
+    if stopped_by_limit(spending, answer_caches(args)) or outcome.results is None:
         return 1
-    results = score(predictions, args.judge, source=args.source, revision=args.revision, limit=args.limit,
-                    system=results_system(report, predictions), prices=prices, uses=report.uses,
-                    **judge_options(args, spending))
-    if stopped_by_limit(spending, answer_caches(args)):
-        return 1
-    status = publish(results, args.output, strict=args.strict)
-    if report.failed:
-        print(f"error: {len(report.failed)} quer(ies) have no prediction; rerun to retry them", file=sys.stderr)
+    status = publish(outcome.results, args.output, strict=args.strict)
+    if outcome.report.failed:
+        print(f"error: {len(outcome.report.failed)} quer(ies) have no prediction; rerun to retry them", file=sys.stderr)
         return 1
     return status
