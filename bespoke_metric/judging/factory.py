@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.batch_ledger import ledger_path
 from bespoke_metric.backends.options import OptionError, option, option_names
 from bespoke_metric.backends.registry import Spec, build_backend, llm_option_classes, parse_spec, refuse, refuse_executor, take
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.judging.protocol import RECALL_MODES
+
+if TYPE_CHECKING:  # a dry run's parts, imported by the dry run alone
+    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache
 
 
 @dataclass(frozen=True)
@@ -45,20 +49,60 @@ def make_judge(spec: str | Judge, *, cache: str | os.PathLike[str] | Cache | Non
         given = sorted(name for name, value in options.items() if value is not None)
         if given or cache is not None:
             raise OptionError(f"options {', '.join(given) or 'cache'} given with a ready judge object")
-        return spec
+        return checked_judge(spec, "a ready judge")
     parts = judge_parts(spec, cache=cache, **options)
     parsed = parts.parsed
     if parsed.engine.judge is not None:
-        return parsed.engine.build_judge(spec, parsed.model, parts.engine)
+        return checked_judge(parsed.engine.build_judge(spec, parsed.model, parts.engine), f"the {parsed.engine.name} engine's judge")
     from bespoke_metric.judging.llm_judge import LLMJudge
 
-    cache = parts.cache
+    return LLMJudge(llm_backend(parts), spec=spec, cache=parts.cache, proxy=parsed.engine.proxy, **parts.protocol)
+
+
+def checked_judge(judge: Any, what: str) -> Judge:
+    """`judge`, a `Judge`; a `TypeError` naming `what` gave it otherwise (a judge written before `Judge`
+    was a class to subclass)."""
+    if not isinstance(judge, Judge):
+        raise TypeError(f"{what} is a {type(judge).__name__}, not a bespoke_metric.judging.judge.Judge: subclass "
+                        "Judge (its describe and judge are yours; usage, close and the rest come with it)")
+    return judge
+
+
+def llm_backend(parts: "JudgeParts") -> Backend:
+    """The backend of an LLM judge from its checked options, a Batch API's batches kept beside its cache."""
     more = [dict(part) for part in parts.more]
-    if parsed.engine.batch_api and more[1].get("batch") and cache is not None:
+    cache = parts.cache
+    if parts.parsed.engine.batch_api and more[1].get("batch") and cache is not None:
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
         more[1].setdefault("batch_ledger", str(ledger_path(kept)))  # the batches kept beside the answers
-    backend = build_backend(parsed, dict(parts.engine), *more)
-    return LLMJudge(backend, spec=spec, cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
+    return build_backend(parts.parsed, dict(parts.engine), *more)
+
+
+@dataclass(frozen=True)
+class PlanningJudge:
+    """An LLM judge as a dry run makes it (`plan_judge`): it sends nothing and writes nothing."""
+
+    judge: Judge
+    backend: PlanningBackend
+    """Its backend, recording every request it would send."""
+    cache: ReadOnlyCache
+    """Its cache, read and never written, counting the answers it already holds."""
+
+
+def plan_judge(spec: str, **options: Any) -> PlanningJudge | None:
+    """The judge `make_judge(spec, **options)` makes, for a dry run (`calls.plan`): its backend a
+    `PlanningBackend` (no call sent), its cache a `ReadOnlyCache` (a `cache` file that does not exist yet is
+    an empty cache, and is not created), no progress bar. None for a judge of its own, which calls no model."""
+    parts = judge_parts(spec, **options)
+    if parts.parsed.engine.judge is not None:
+        return None
+    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache
+    from bespoke_metric.judging.llm_judge import LLMJudge
+
+    backend = PlanningBackend(llm_backend(parts))
+    cache = ReadOnlyCache.of_file(parts.cache) if isinstance(parts.cache, (str, os.PathLike)) else ReadOnlyCache(parts.cache)
+    judge = LLMJudge(backend, spec=spec, cache=cache, proxy=parts.parsed.engine.proxy, **{**parts.protocol, "progress": False})
+    return PlanningJudge(judge, backend, cache)
 
 
 def make_kept_judge(spec: str | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
@@ -67,9 +111,7 @@ def make_kept_judge(spec: str | Judge, rows: Sequence[Mapping[str, Any]], **opti
     rows), so every batch is scored alike whatever it holds, and it remembers the benchmark's texts it
     encoded; an LLM judge keeps its answers in its `cache`."""
     judge = make_judge(spec, **options)
-    calibrate = getattr(judge, "calibrate", None)
-    if calibrate is not None:
-        calibrate(list(rows))
+    judge.calibrate(list(rows))
     return judge
 
 

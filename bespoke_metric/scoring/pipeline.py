@@ -9,7 +9,6 @@ import json
 import os
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
@@ -18,10 +17,10 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.model_files import model_label
-from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
+from bespoke_metric.calls.plan import Planned, keyless
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
-from bespoke_metric.judging.factory import make_judge
+from bespoke_metric.judging.factory import make_judge, plan_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge, guard_counts
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
@@ -93,10 +92,10 @@ def run_judge_many(
         judged = run_sync(pending)
         wall = time.perf_counter() - start
     finally:
-        if isinstance(judge, str) and hasattr(judge_object, "close"):
+        if isinstance(judge, str):  # made here: closed here (a ready judge is its owner's to close)
             judge_object.close()
     itemised = any(item.usage is not None for item in judged)  # guarded items cost nothing: no usage
-    run_usage: Usage = getattr(checked, "usage", None) or Usage()  # a judge of one's own may count nothing
+    run_usage = checked.usage
     outputs = []
     start_index = 0
     for index, (group, system) in enumerate(zip(groups, systems)):
@@ -176,11 +175,10 @@ def judge_uses(judge: Judge, *more: Usage, own: Usage | None = None) -> list[Mod
     """The calls of an LLM judge's backend (its own, or `own` where only part of them count, and `more` made
     through the same backend, such as feedback grading's) for the `models` of a usage block; none for a
     judge without an LLM."""
-    backend, total = getattr(judge, "backend", None), getattr(judge, "usage", None)
-    if backend is None or total is None:
+    if judge.backend is None:
         return []
     roles = ["judge", *(["grader"] if more else [])]
-    return [backend_use(backend, judge.spec, roles, [own if own is not None else total, *more])]
+    return [backend_use(judge.backend, judge.spec, roles, [own if own is not None else judge.usage, *more])]
 
 
 def model_name(system: Mapping[str, Any]) -> str | None:
@@ -293,24 +291,15 @@ def plan_judging(
     after the guards and its cache, none sent, nothing written; empty for a judge that makes no model
     calls (`embed:`). `response_bound`: some responses are stand-ins (not yet generated)."""
     options = {name: value for name, value in judge_options.items() if value is not None}
-    if isinstance(options.get("cache"), (str, os.PathLike)) and not Path(options["cache"]).is_file():
-        del options["cache"]  # nothing is cached yet, and a dry run creates no file
-    judge_object = make_judge(judge, **keyless(judge, options))
-    backend = getattr(judge_object, "backend", None)
-    if backend is None:
-        if hasattr(judge_object, "close"):
-            judge_object.close()
+    planning = plan_judge(judge, **keyless(judge, options))
+    if planning is None:
         return []
-    planner = PlanningBackend(backend)
-    cache = ReadOnlyCache(judge_object.cache)
-    judge_object.backend, judge_object.cache, judge_object.progress = planner, cache, False
     try:
-        pending = GuardedJudge(judge_object, enabled=guards).judge([item for group in groups for item in group])
-        run_sync(pending)
+        run_sync(GuardedJudge(planning.judge, enabled=guards).judge([item for group in groups for item in group]))
     finally:
-        judge_object.close()
-    return [Planned(judge, "judge", planner.requests, cache.served, batch=planner.batch, response_bound=response_bound,
-                    served_output_tokens=cache.served_output_tokens)]
+        planning.judge.close()
+    return [Planned(judge, "judge", planning.backend.requests, planning.cache.served, batch=planning.backend.batch,
+                    response_bound=response_bound, served_output_tokens=planning.cache.served_output_tokens)]
 
 
 def failure_count(results: Results) -> int:
