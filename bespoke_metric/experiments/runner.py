@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from bespoke_dataset.atomic import atomic_write_text
+from bespoke_dataset.errors import UserError
 from bespoke_metric.analysis.leaderboard import Entry
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.registry import make_backend
@@ -220,7 +221,7 @@ def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemDa
             try:
                 report = generate(models.backend(cp.model, cp.settings.model_options), predictions, models.settings_for(cp),
                                   data=data, progress=progress, model_name=cp.model_name)
-            except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
+            except (UserError, OSError) as error:  # a user's mistake, or a file: its message says it all
                 outcome.status, outcome.reason = FAILED, str(error)
             except Exception as error:  # a bug in one cell: the others still run, and its traceback is logged
                 log.exception("cell %s failed", name)
@@ -272,7 +273,7 @@ def _score_all(plans: Sequence[CellPlan], reports: Mapping[str, GenerationReport
     try:
         all_results = score_generated([reports[cp.cell.name] for cp in plans], plan.judge, source=plan.source,
                                       revision=plan.revision, limit=limit, prices=plan.prices, **plan.judge_options)
-    except ValueError as error:  # bad predictions, data or judge options (UserError among them)
+    except UserError as error:  # bad predictions, data or judge options; a bug is raised with its traceback
         for cp in plans:
             outcomes[cp.cell.name].status, outcomes[cp.cell.name].reason = FAILED, f"scoring failed: {error}"
         say(f"scoring failed: {error}")
@@ -340,7 +341,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
                 *(Axis(key, flag_for(key), tuple(value)) for key, value in config.settings.items()
                   if isinstance(value, (list, tuple)) and len(value) > 1))
         grid = cells(axes)
-    except ValueError as error:
+    except UserError as error:
         raise SweepConfigError(str(error)) from None
     judge = dataclasses.replace(config.judge, options={**config.shared, **config.judge.options})
     prices = PriceTable.load(config.prices)
@@ -356,11 +357,11 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
             check_cost_options(values, specs)
             # each model takes the engine options its engine has (--model-base-url the openai: ones, --batch-size hf:)
             system = SystemConfig.from_values(values, spending=spending, every_engine_option=False)
-        except ValueError as error:
+        except UserError as error:
             where = f"cell {cell.name}: " if len(grid) > 1 else ""
             raise SweepConfigError(f"{where}{error}") from None
         taken.update(system.settings.model_options)
-        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(values, judge, config),
+        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(system, judge, config),
                               names.get(str(cell.values[MODEL]))))
     unused = [key for key, name in MODEL_ENGINE_KEYS.items() if one.get(key) is not None and name not in taken]
     unused += [name for name in engine_values(one) if name not in MODEL_ENGINE_KEYS.values() and name not in taken]
@@ -371,13 +372,28 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
                      config.source, config.revision, prices=prices, spending=spending)
 
 
-def _fingerprint(values: Mapping[str, Any], judge: JudgeConfig, config: SweepConfig) -> str:
-    """Every setting of a cell and its judge; keys left out (never written, not even hashed; a new key
-    gives the same answers)."""
-    options = {name: value for name, value in judge.options.items() if "api_key" not in name}
-    settings = {key: value for key, value in values.items() if "api_key" not in key}
-    return canonical_sha256({"cell": settings, "judge": judge.spec, "judge_options": options, "judge_cache": judge.cache,
-                             "guards": judge.guards, "source": config.source, "revision": config.revision})
+def _fingerprint(system: SystemConfig, judge: JudgeConfig, config: SweepConfig) -> str:
+    """Every setting of a cell (as its `SystemConfig` holds them: a setting given at its default is the setting
+    left out) and of its judge; keys left out (never written, not even hashed; a new key gives the same
+    answers)."""
+    return canonical_sha256({"cell": cell_settings(system), "judge": judge.spec, "judge_options": _settings_only(judge.options),
+                             "judge_cache": judge.cache, "guards": judge.guards, "source": config.source,
+                             "revision": config.revision})
+
+
+def cell_settings(system: SystemConfig) -> dict[str, Any]:
+    """A cell's model and every field of its `GenerationSettings`, defaults filled in; of the engines' and the
+    search engine's options (None until given: their engines decide the default), those given."""
+    settings = system.settings
+    options = ("model_options", "profiler_options", "search_options")
+    fields = {item.name: getattr(settings, item.name) for item in dataclasses.fields(settings) if item.name not in options}
+    return {"model": system.model, **fields, "search_options": _settings_only(settings.search_options.given()),
+            "model_options": _settings_only(settings.model_options), "profiler_options": _settings_only(settings.profiler_options)}
+
+
+def _settings_only(options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` without the keys (never hashed) and the command's spending limit (a running total, not a setting)."""
+    return {name: value for name, value in options.items() if "api_key" not in name and name != "spending"}
 
 
 def sweep(config: SweepConfig, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
