@@ -51,7 +51,7 @@ def main() -> None:
         with serve_batches(judge_answer) as server:
             options = {"source": folder, "base_url": server.base_url, "api_key": "benchmark", "progress": False}
             start = time.perf_counter()
-            groups, _ = judge_groups([predictions], source=folder)
+            groups = judge_groups([predictions], source=folder).groups
             [planned] = plan_judging(args.judge, groups, base_url=server.base_url, api_key="benchmark")
             planned_tokens = estimate(planned, counted_prompt_tokens, PriceTable()).input_tokens
             dry_run_s = time.perf_counter() - start

@@ -1,7 +1,10 @@
 """The BESPOKE judge on the Hugging Face stack: score predictions, meta-evaluate a judge, rank systems.
 
->>> from bespoke_metric import score
+>>> from bespoke_metric import run, score
 >>> results = score("preds.jsonl", "openai:gpt-5", source="yonsei-dli/BESPOKE")  # doctest: +SKIP
+>>> outcome = run("hf:Qwen/Qwen3-8B", "preds.jsonl", "openai:gpt-5")  # doctest: +SKIP
+
+`run` generates predictions with a system model, then scores them (`bespoke run`).
 
 The package is laid out in wings, each a folder with a curated `__init__`, imports running down only:
 
@@ -50,6 +53,7 @@ _LAZY: dict[str, str] = {
     "make_reward_fn": ".reward",
     "meta_evaluate": ".analysis.meta_eval",
     "register_engine": ".backends.registry",
+    "run": ".systems.runs",
     "score": ".scoring.pipeline",
     "score_many": ".scoring.pipeline",
     "write_results": ".scoring.pipeline",
@@ -58,7 +62,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "Bespoke", "DIMENSIONS", "ENGINES", "Engine", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",
     "ModelNotFoundError", "PredictionError", "__version__", "build_leaderboard", "caveats", "compare", "generate",
-    "load_results", "make_backend", "make_judge", "make_reward_fn", "meta_evaluate", "register_engine", "score", "score_many", "write_results",
+    "load_results", "make_backend", "make_judge", "make_reward_fn", "meta_evaluate", "register_engine", "run", "score", "score_many", "write_results",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

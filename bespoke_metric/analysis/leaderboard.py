@@ -29,11 +29,11 @@ from huggingface_hub import HfApi
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSION_LABELS
-from bespoke_metric.backends.registry import model_label
 from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import STAND_IN_MARK, SYNTHETIC_MARK, is_synthetic, judge_marks, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
 from bespoke_metric.results.file_kinds import not_results, read_json
+from bespoke_metric.results.labels import system_label
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.served import asked_model, mismatched
 
@@ -92,33 +92,6 @@ class Entry:
 def judge_served_instead(judge: Mapping[str, Any]) -> list[str]:
     """The models that served a judge's calls in place of the one asked for (sorted), none when all were it."""
     return sorted(mismatched(asked_model(judge), judge.get("served_models") or {}))
-
-
-def system_label(system: Mapping[str, Any]) -> str | None:
-    """A `system` block's display name: `name`, else the model (+ context and search), else None.
-
-    `bespoke run` writes `name` (`hf:Qwen3-8B (history)`); results written before it did record the model
-    as a dict (`{"spec": ..., "backend": ...}`). The model is the name given to it (`--model-name`,
-    recorded as `model_name`), else its spec, a local file or folder by its own name (`model_label`)."""
-    if system.get("name"):
-        return str(system["name"])
-    model = system.get("model_name") or system.get("model")
-    if isinstance(model, Mapping):
-        model = model.get("spec") or model.get("model")
-    if not model:
-        return None
-    model = model_label(str(model))
-    details = [str(system["context"])] if system.get("context") else []
-    if isinstance(system.get("search"), Mapping):
-        details.append(search_label(system["search"]))
-    return f"{model} ({', '.join(details)})" if details else str(model)
-
-
-def search_label(search: Mapping[str, Any]) -> str:
-    """A run's search in a few words: `native`, `searxng agent`, `tavily, noise 0.7` (engine by name only)."""
-    engine = str(search.get("engine") or "search").partition(":")[0]
-    words = engine if search.get("policy") in (None, "query", "native") else f"{engine} {search['policy']}"
-    return f"{words}, noise {search['noise']:g}" if search.get("noise") else words
 
 
 def system_name(results: Mapping[str, Any], path: str) -> str:

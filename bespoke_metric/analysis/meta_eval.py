@@ -167,7 +167,7 @@ def meta_evaluate(
         table = agreement_table([item.scores for item in results.items], rows, n_resamples=n_resamples, seed=seed)
         meta: dict[str, Any] = {**table, "variant": variant, "reference": REFERENCE[variant]}
         results.meta_eval = meta
-        backend = getattr(judge_object, "backend", None)
+        backend = judge_object.backend
         if backend is not None and feedback_accuracy_check:
             # a second model on the same endpoint takes the engine's options, not the judged protocol's
             grader_options = {k: v for k, v in options.items() if k not in option_names(ProtocolOptions) | {"cache"}}
@@ -175,7 +175,7 @@ def meta_evaluate(
             try:
                 block = meta["feedback_accuracy"] = run_sync(feedback_accuracy(
                     results.items, rows, [item.row["query"] for item in items], grader.backend if grader else backend,
-                    cache=getattr(judge_object, "cache", None), n_resamples=n_resamples, seed=seed))
+                    cache=judge_object.cache, n_resamples=n_resamples, seed=seed))
             finally:
                 if grader is not None:
                     grader.close()
@@ -183,11 +183,11 @@ def meta_evaluate(
             uses = (judge_uses(judge_object) + [backend_use(grader.backend, grader.spec, ["grader"], [graded])]
                     if grader is not None else judge_uses(judge_object, graded))
             results.usage.update(usage_models(uses, prices or PriceTable()))
-        check = getattr(judge_object, "calibration_check", None)
+        check = judge_object.calibration_check(n_resamples=n_resamples, seed=seed)
         if check is not None:
-            meta["calibration_check"] = check(n_resamples=n_resamples, seed=seed)
+            meta["calibration_check"] = check
     finally:
-        if isinstance(judge, Spec) and hasattr(judge_object, "close"):  # made here: closed here
+        if isinstance(judge, (str, Spec)):  # made here: closed here
             judge_object.close()
     return results
 

@@ -11,6 +11,7 @@ so a long run is never silent for minutes and a short one adds nothing to the lo
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
@@ -140,8 +141,8 @@ def quiet_library_bars() -> None:
     run with an API judge never needs `datasets`); those already imported are told directly."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers follows huggingface_hub
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    if "huggingface_hub" in sys.modules:
-        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    if "huggingface_hub" in sys.modules:  # its `utils` is not loaded with it (`huggingface_hub.constants` alone)
+        importlib.import_module("huggingface_hub.utils").disable_progress_bars()
     if "datasets" in sys.modules:
         sys.modules["datasets"].disable_progress_bars()
     if "transformers" in sys.modules:

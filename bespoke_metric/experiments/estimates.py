@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
 from bespoke_metric.backends.options import OptionError, option_names
 from bespoke_metric.backends.registry import Spec, as_spec, make_backend, pinned
@@ -182,7 +183,7 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
             # every cell is judged in one run, where a call two cells share is made once: counted for the first
             judge_calls, judge_cached = len(judge_cache.missed - missed), judge.usage.cached - cached
             planned.append(Planned(str(plan.judge), "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
-    except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
+    except (UserError, OSError) as error:  # a user's mistake, or a file: a bug is raised with its traceback
         return CellEstimate(name, False, problem=str(error))
     return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
                         predicted=report.already_done,

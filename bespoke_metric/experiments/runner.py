@@ -16,22 +16,24 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from bespoke_dataset.atomic import atomic_write_text
-from bespoke_metric.analysis.leaderboard import Entry, system_label
+from bespoke_dataset.errors import UserError
+from bespoke_metric.analysis.leaderboard import Entry
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.config.shared_options import check_cost_options, check_executor_options
 from bespoke_metric.backends.registry import Spec, as_spec, make_backend
 from bespoke_metric.calls.cache import Cache
-from bespoke_metric.calls.pricing import ModelUse, PriceTable
+from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import judge_parts, keeps_answers
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
-from bespoke_metric.scoring.pipeline import score_many, write_results
+from bespoke_metric.scoring.pipeline import write_results
 from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
 from bespoke_metric.systems.config import MODEL_ENGINE_KEYS, SystemConfig, engine_values, flag_for
 from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
 from bespoke_metric.systems.runfiles import canonical_sha256
+from bespoke_metric.systems.runs import score_generated
 from bespoke_metric.systems.tokens import counted_prompt_tokens
 
 from .config import SweepConfig, SweepConfigError
@@ -100,8 +102,6 @@ class CellOutcome:
     reason: str | None = None
     generation: dict[str, Any] = field(default_factory=dict)
     """The cell's generation counts this run: generated, already there, failed, system and profiler calls."""
-    uses: list[ModelUse] = field(default_factory=list)
-    """What its system model and profiler called, for the cell's usage block (tokens and cost per model)."""
 
 
 @dataclass
@@ -114,15 +114,6 @@ class SweepOutcome:
     @property
     def failed(self) -> list[str]:
         return [name for name, outcome in self.cells.items() if outcome.status != DONE]
-
-
-def results_system(report: GenerationReport, predictions: str) -> dict[str, Any]:
-    """The `system` block of a results file of generated predictions (`bespoke run`'s): the run's record
-    (with the name given to its model, `model_name`, if any), where the predictions are, which queries have
-    none, and a display name."""
-    system = {**report.system, "predictions": predictions, "generation_failures": report.failed}
-    system["name"] = system_label(system)  # a string for tables and legends: "hf:Qwen3-8B (history)"
-    return system
 
 
 def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
@@ -138,11 +129,10 @@ def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line
     todo = [cp for cp in plan.cells if outcomes[cp.cell.name].status != DONE]
     say(f"{len(plan.cells)} cells, {len(plan.cells) - len(todo)} finished before; running {len(todo)}")
     _record(plan, outcomes, {}, [])
-    systems: dict[str, dict[str, Any]] = {}
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
-        systems = _generate_all(todo, folder, data, outcomes, progress, say, lambda: _record(plan, outcomes, {}, []))
-        _score_all([cp for cp in todo if cp.cell.name in systems], systems, plan, outcomes, say)
+        reports = _generate_all(todo, folder, data, outcomes, progress, say, lambda: _record(plan, outcomes, {}, []))
+        _score_all([cp for cp in todo if cp.cell.name in reports], reports, plan, outcomes, say)
     entries = load_entries(folder, [cp.cell for cp in plan.cells])
     rows = build_table([cp.cell for cp in plan.cells], entries, {name: o.status for name, o in outcomes.items()})
     sweep = _record(plan, outcomes, entries, rows)
@@ -218,10 +208,10 @@ class Models:
 
 
 def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemData, outcomes: dict[str, CellOutcome],
-                  progress: bool, say: Say, checkpoint: Callable[[], Any]) -> dict[str, dict[str, Any]]:
-    """Generate every cell's predictions (`checkpoint` after each); the `system` block of each cell that
-    produced predictions."""
-    systems: dict[str, dict[str, Any]] = {}
+                  progress: bool, say: Say, checkpoint: Callable[[], Any]) -> dict[str, GenerationReport]:
+    """Generate every cell's predictions (`checkpoint` after each); the report of each cell that produced
+    predictions, holding them."""
+    reports: dict[str, GenerationReport] = {}
     models = Models(plans, progress=progress)
     try:
         for index, cp in enumerate(plans):
@@ -231,15 +221,14 @@ def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemDa
             try:
                 report = generate(models.backend(cp.model, cp.settings.model_options), predictions, models.settings_for(cp),
                                   data=data, progress=progress, model_name=cp.model_name)
-            except (ValueError, OSError) as error:  # a user's mistake (UserError) among them
+            except (UserError, OSError) as error:  # a user's mistake, or a file: its message says it all
                 outcome.status, outcome.reason = FAILED, str(error)
             except Exception as error:  # a bug in one cell: the others still run, and its traceback is logged
                 log.exception("cell %s failed", name)
                 outcome.status, outcome.reason = FAILED, f"{type(error).__name__}: {error}"
             else:
                 outcome.generation = generation_counts(report)
-                outcome.uses = report.uses
-                systems[name] = results_system(report, str(predictions))
+                reports[name] = report
                 if report.failed:
                     outcome.status = FAILED
                     outcome.reason = (f"{len(report.failed)} quer(ies) have no prediction (first: {report.failed[0]['reason']}); "
@@ -250,7 +239,7 @@ def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemDa
             checkpoint()
     finally:
         models.close()
-    return systems
+    return reports
 
 
 def generation_counts(report: GenerationReport) -> dict[str, Any]:
@@ -272,7 +261,7 @@ def _generation_line(name: str, outcome: CellOutcome) -> str:
 
 # ------------------------------------------------------------------------------------------- scoring
 
-def _score_all(plans: Sequence[CellPlan], systems: Mapping[str, dict[str, Any]], plan: SweepPlan,
+def _score_all(plans: Sequence[CellPlan], reports: Mapping[str, GenerationReport], plan: SweepPlan,
                outcomes: dict[str, CellOutcome], say: Say) -> None:
     """Judge every generated cell in one judge run and write each cell's results file."""
     if not plans:
@@ -282,11 +271,9 @@ def _score_all(plans: Sequence[CellPlan], systems: Mapping[str, dict[str, Any]],
     limit = limits.pop() if len(limits) == 1 else None
     say(f"judging {len(plans)} cell(s) with {plan.judge}")
     try:
-        all_results = score_many([systems[cp.cell.name]["predictions"] for cp in plans], plan.judge, source=plan.source,
-                                 revision=plan.revision, limit=limit, systems=[systems[cp.cell.name] for cp in plans],
-                                 prices=plan.prices, group_uses=[outcomes[cp.cell.name].uses for cp in plans],
-                                 **plan.judge_options)
-    except ValueError as error:  # bad predictions, data or judge options (UserError among them)
+        all_results = score_generated([reports[cp.cell.name] for cp in plans], plan.judge, source=plan.source,
+                                      revision=plan.revision, limit=limit, prices=plan.prices, **plan.judge_options)
+    except UserError as error:  # bad predictions, data or judge options; a bug is raised with its traceback
         for cp in plans:
             outcomes[cp.cell.name].status, outcomes[cp.cell.name].reason = FAILED, f"scoring failed: {error}"
         say(f"scoring failed: {error}")
@@ -354,7 +341,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
                 *(Axis(key, flag_for(key), tuple(value)) for key, value in config.settings.items()
                   if isinstance(value, (list, tuple)) and len(value) > 1))
         grid = cells(axes)
-    except ValueError as error:
+    except UserError as error:
         raise SweepConfigError(str(error)) from None
     judge = dataclasses.replace(config.judge, options={**config.shared, **config.judge.options})
     prices = PriceTable.load(config.prices)
@@ -370,11 +357,11 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
             check_cost_options(values, specs)
             # each model takes the engine options its engine has (--model-base-url the openai: ones, --batch-size hf:)
             system = SystemConfig.from_values({**values, MODEL: specs[0]}, spending=spending, every_engine_option=False)
-        except ValueError as error:
+        except UserError as error:
             where = f"cell {cell.name}: " if len(grid) > 1 else ""
             raise SweepConfigError(f"{where}{error}") from None
         taken.update(system.settings.model_options)
-        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(values, judge, config),
+        plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(system, judge, config),
                               names.get(str(cell.values[MODEL]))))
     unused = [key for key, name in MODEL_ENGINE_KEYS.items() if one.get(key) is not None and name not in taken]
     unused += [name for name in engine_values(one) if name not in MODEL_ENGINE_KEYS.values() and name not in taken]
@@ -385,13 +372,28 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
                      config.source, config.revision, prices=prices, spending=spending)
 
 
-def _fingerprint(values: Mapping[str, Any], judge: JudgeConfig, config: SweepConfig) -> str:
-    """Every setting of a cell and its judge; keys left out (never written, not even hashed; a new key
-    gives the same answers)."""
-    options = {name: value for name, value in judge.options.items() if "api_key" not in name}
-    settings = {key: value for key, value in values.items() if "api_key" not in key}
-    return canonical_sha256({"cell": settings, "judge": str(judge.spec), "judge_options": options, "judge_cache": judge.cache,
-                             "guards": judge.guards, "source": config.source, "revision": config.revision})
+def _fingerprint(system: SystemConfig, judge: JudgeConfig, config: SweepConfig) -> str:
+    """Every setting of a cell (as its `SystemConfig` holds them: a setting given at its default is the setting
+    left out) and of its judge; keys left out (never written, not even hashed; a new key gives the same
+    answers)."""
+    return canonical_sha256({"cell": cell_settings(system), "judge": str(judge.spec), "judge_options": _settings_only(judge.options),
+                             "judge_cache": judge.cache, "guards": judge.guards, "source": config.source,
+                             "revision": config.revision})
+
+
+def cell_settings(system: SystemConfig) -> dict[str, Any]:
+    """A cell's model and every field of its `GenerationSettings`, defaults filled in; of the engines' and the
+    search engine's options (None until given: their engines decide the default), those given."""
+    settings = system.settings
+    options = ("model_options", "profiler_options", "search_options")
+    fields = {item.name: getattr(settings, item.name) for item in dataclasses.fields(settings) if item.name not in options}
+    return {"model": system.model, **fields, "search_options": _settings_only(settings.search_options.given()),
+            "model_options": _settings_only(settings.model_options), "profiler_options": _settings_only(settings.profiler_options)}
+
+
+def _settings_only(options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` without the keys (never hashed) and the command's spending limit (a running total, not a setting)."""
+    return {name: value for name, value in options.items() if "api_key" not in name and name != "spending"}
 
 
 def sweep(config: SweepConfig, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:

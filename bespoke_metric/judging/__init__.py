@@ -6,8 +6,8 @@
 | `authoring` | what `bespoke build` asks a model to write: rubrics and atomic claims (versioned apart from the judge) |
 | `protocol` | building the judge's requests for a query and a response (pure) |
 | `parsing` | reading a judge's answer strictly: the final answer only, ambiguity rejected (pure) |
-| `judge` | `Judge` and `JudgeItem`: what every judge takes and returns |
-| `factory` | `make_judge` and `ProtocolOptions`: a judge from its spec, through the engine registry |
+| `judge` | `Judge` (the class every judge subclasses: `usage`, `close()`, ...), `JudgeItem` and `Prediction`: what every judge is, takes and returns |
+| `factory` | `make_judge` and `ProtocolOptions`: a judge from its spec, through the engine registry; `plan_judge`, a dry run's |
 | `llm_judge` | `LLMJudge`: the protocol over any LLM backend |
 | `embed_judge`, `embed_calibration` | the `embed:` proxy judge and its quantile calibration |
 | `guards`, `guarded_judge` | cheap checks for degenerate responses, applied in front of any judge |

@@ -40,7 +40,7 @@ from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.results import ItemResult, stats
 
 from .embed_calibration import CALIBRATION_METHOD, Pair, QuantileMap, example_pairs, fit_maps, knn_vote, leave_one_query_out, to_score
-from .judge import JudgeItem
+from .judge import Judge, JudgeItem
 
 EMBED_PROTOCOL_VERSION = "embed-2"
 """Version of this judge's method; results of different versions are never ranked together."""
@@ -60,10 +60,8 @@ def split_sentences(text: str) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
-class EmbedJudge:
+class EmbedJudge(Judge):
     """Nearest-neighbour scoring against the human-scored examples; claim recall by sentence similarity."""
-
-    proxy = True
 
     def __init__(
         self,
@@ -85,16 +83,15 @@ class EmbedJudge:
             raise UserError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
         if max_shots < 1:
             raise UserError(f"the embed judge needs at least one R-J example per query, got --max-shots {max_shots}")
+        # No LLM calls: `usage.extra["texts_encoded"]` counts the work done.
+        super().__init__(spec or f"embed:{model}", proxy=True, usage=Usage(extra={"texts_encoded": 0}))
         self.encoder, self.model = model, encoder_name(model)
-        self.spec = spec or f"embed:{model}"
         self.k = k
         self.temperature = temperature
         self.threshold = threshold
         self.max_shots = max_shots
         self.device = device
         self.batch_size = batch_size
-        self.usage = Usage(extra={"texts_encoded": 0})
-        """No LLM calls: `extra["texts_encoded"]` counts the work done."""
         self.calibration: dict[str, QuantileMap] | None = None
         self.calibration_pairs: list[Pair] = []
         self._remembered: dict[str, np.ndarray] = {}

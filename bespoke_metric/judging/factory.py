@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.options import OptionError, option, option_names
 from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.registry import (
@@ -27,6 +28,9 @@ from bespoke_metric.backends.registry import (
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.judging.protocol import RECALL_MODES
+
+if TYPE_CHECKING:  # a dry run's parts, imported by the dry run alone
+    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache
 
 
 @dataclass(frozen=True)
@@ -59,21 +63,62 @@ def make_judge(spec: str | Spec | Judge, *, cache: str | os.PathLike[str] | Cach
         given = sorted(name for name, value in {**options, "spending": spending}.items() if value is not None)
         if given or cache is not None:
             raise OptionError(f"options {', '.join(given) or 'cache'} given with a ready judge object")
-        return spec
+        return checked_judge(spec, "a ready judge")
     parts = judge_parts(spec, cache=cache, spending=spending, **options)
     parsed = parts.parsed
     if parsed.engine.judge is not None:
-        return parsed.engine.build_judge(str(parsed), parsed.model, parts.engine)
+        return checked_judge(parsed.engine.build_judge(str(parsed), parsed.model, parts.engine),
+                             f"the {parsed.engine.name} engine's judge")
     from bespoke_metric.judging.llm_judge import LLMJudge
 
-    cache, llm = parts.cache, parts.llm
+    return LLMJudge(llm_backend(parts), spec=str(parsed), cache=parts.cache, proxy=parsed.engine.proxy, **parts.protocol)
+
+
+def checked_judge(judge: Any, what: str) -> Judge:
+    """`judge`, a `Judge`; a `TypeError` naming `what` gave it otherwise (a judge written before `Judge`
+    was a class to subclass)."""
+    if not isinstance(judge, Judge):
+        raise TypeError(f"{what} is a {type(judge).__name__}, not a bespoke_metric.judging.judge.Judge: subclass "
+                        "Judge (its describe and judge are yours; usage, close and the rest come with it)")
+    return judge
+
+
+def llm_backend(parts: "JudgeParts") -> Backend:
+    """The backend of an LLM judge from its checked options, a Batch API's batches kept beside its cache."""
+    llm, cache = parts.llm, parts.cache
     assert llm is not None  # an LLM engine's judge
     if llm.batch.get("batch") and cache is not None:
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
         # the batches kept beside the answers
         llm = dataclasses.replace(llm, batch={"batch_ledger": str(ledger_path(kept)), **llm.batch})
-    backend = build_backend(parsed, llm, spending=parts.spending)
-    return LLMJudge(backend, spec=str(parsed), cache=cache, proxy=parsed.engine.proxy, **parts.protocol)
+    return build_backend(parts.parsed, llm, spending=parts.spending)
+
+
+@dataclass(frozen=True)
+class PlanningJudge:
+    """An LLM judge as a dry run makes it (`plan_judge`): it sends nothing and writes nothing."""
+
+    judge: Judge
+    backend: PlanningBackend
+    """Its backend, recording every request it would send."""
+    cache: ReadOnlyCache
+    """Its cache, read and never written, counting the answers it already holds."""
+
+
+def plan_judge(spec: str | Spec, **options: Any) -> PlanningJudge | None:
+    """The judge `make_judge(spec, **options)` makes, for a dry run (`calls.plan`): its backend a
+    `PlanningBackend` (no call sent), its cache a `ReadOnlyCache` (a `cache` file that does not exist yet is
+    an empty cache, and is not created), no progress bar. None for a judge of its own, which calls no model."""
+    parts = judge_parts(spec, **options)
+    if parts.parsed.engine.judge is not None:
+        return None
+    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache
+    from bespoke_metric.judging.llm_judge import LLMJudge
+
+    backend = PlanningBackend(llm_backend(parts))
+    cache = ReadOnlyCache.of_file(parts.cache) if isinstance(parts.cache, (str, os.PathLike)) else ReadOnlyCache(parts.cache)
+    judge = LLMJudge(backend, spec=str(parts.parsed), cache=cache, proxy=parts.parsed.engine.proxy, **{**parts.protocol, "progress": False})
+    return PlanningJudge(judge, backend, cache)
 
 
 def make_kept_judge(spec: str | Spec | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
@@ -82,9 +127,7 @@ def make_kept_judge(spec: str | Spec | Judge, rows: Sequence[Mapping[str, Any]],
     rows), so every batch is scored alike whatever it holds, and it remembers the benchmark's texts it
     encoded; an LLM judge keeps its answers in its `cache`."""
     judge = make_judge(spec, **options)
-    calibrate = getattr(judge, "calibrate", None)
-    if calibrate is not None:
-        calibrate(list(rows))
+    judge.calibrate(list(rows))
     return judge
 
 

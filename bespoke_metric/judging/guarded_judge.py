@@ -9,14 +9,19 @@ through it, so what a policy is trained on is what evaluation measures.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.backends.base import Backend, Usage
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.results import ItemResult
 
 from .guards import GUARDS_VERSION, GuardHit, check_response
 from .judge import Judge, JudgeItem
+
+if TYPE_CHECKING:
+    from bespoke_metric.calls.cache import Cache
+    from bespoke_metric.calls.plan import ReadOnlyCache
 
 LOWEST_SCORE = 1
 
@@ -39,19 +44,42 @@ def guarded_result(item: JudgeItem, hit: GuardHit, *, with_recall: bool = True) 
     return result
 
 
-class GuardedJudge:
+class GuardedJudge(Judge):
     """A judge that checks every response with the guards first (`enabled=False`: a pass-through that
     still records `"guards": None` in the judge block, so guarded and unguarded runs are never ranked
-    together)."""
+    together). What it costs, calls and holds is the wrapped judge's."""
 
     def __init__(self, inner: Judge, *, enabled: bool = True) -> None:
+        # not `Judge.__init__`: its `usage` is the wrapped judge's, read as it is counted
         self.inner = inner
         self.enabled = enabled
         self.spec = inner.spec
         self.proxy = inner.proxy
 
-    def __getattr__(self, name: str) -> Any:  # usage, close, calibrate, ... of the wrapped judge
-        return getattr(self.inner, name)
+    @property
+    def usage(self) -> Usage:
+        return self.inner.usage
+
+    @property
+    def backend(self) -> Backend | None:
+        return self.inner.backend
+
+    @property
+    def cache(self) -> Cache | ReadOnlyCache | None:
+        return self.inner.cache
+
+    @property
+    def judges_recall(self) -> bool:
+        return self.inner.judges_recall
+
+    def calibrate(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.inner.calibrate(rows)
+
+    def calibration_check(self, *, n_resamples: int, seed: int = 0) -> dict[str, Any] | None:
+        return self.inner.calibration_check(n_resamples=n_resamples, seed=seed)
+
+    def close(self) -> None:
+        self.inner.close()
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "guards": GUARDS_VERSION if self.enabled else None}
@@ -66,8 +94,7 @@ class GuardedJudge:
         passed = [item for item, hit in zip(items, hits, strict=True) if hit is None]
         judged = iter(await self.inner.judge(passed, progress) if passed else [])
         # an LLM judge asked for no recall leaves it unset: a guarded item must not be the only one with a 0
-        with_recall = getattr(self.inner, "recall", None) != "none"
-        return [next(judged) if hit is None else guarded_result(item, hit, with_recall=with_recall)
+        return [next(judged) if hit is None else guarded_result(item, hit, with_recall=self.inner.judges_recall)
                 for item, hit in zip(items, hits, strict=True)]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSIONS
@@ -22,8 +22,11 @@ from bespoke_metric.results.aggregation import recall_from_verdicts
 from bespoke_metric.results.records import recall_error_reason
 
 from . import protocol
-from .judge import JudgeItem
+from .judge import Judge, JudgeItem
 from .protocol import RECALL_MODES
+
+if TYPE_CHECKING:
+    from bespoke_metric.calls.plan import ReadOnlyCache
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,10 @@ class _Call:
     claim: int = -1
 
 
-class LLMJudge:
+class LLMJudge(Judge):
     """A judge made of the BESPOKE protocol and an LLM backend (the grader model is an argument)."""
+
+    backend: Backend
 
     def __init__(
         self,
@@ -45,7 +50,7 @@ class LLMJudge:
         spec: str | None = None,
         max_shots: int = 5,
         recall: str = "per-claim",
-        cache: Cache | str | os.PathLike[str] | None = None,
+        cache: Cache | ReadOnlyCache | str | os.PathLike[str] | None = None,
         with_feedback: bool = True,
         personalized: bool = True,
         structured: bool = False,
@@ -63,8 +68,9 @@ class LLMJudge:
             raise ValueError(f"repeat must be >= 0, got {repeat}")
         if max_tokens is not None and max_tokens < 1:
             raise UserError(f"--judge-max-tokens must be at least 1, got {max_tokens}")
+        # Its engine may approximate a judge (`Engine.proxy`, a rule): then never ranked as a real judge.
+        super().__init__(spec or f"{backend.name}:{backend.model}", proxy=proxy)
         self.backend = backend
-        self.spec = spec or f"{backend.name}:{backend.model}"
         self.max_shots = max_shots
         self.recall = recall
         # a path is opened here, once the backend is built: a judge that cannot be made leaves no cache file
@@ -77,9 +83,6 @@ class LLMJudge:
         self.token_budget = {} if max_tokens is None else {"max_tokens": max_tokens}
         self.progress = progress
         self.repeat = repeat
-        self.proxy = proxy
-        """Its engine approximates a judge (`Engine.proxy`, a rule): never ranked as a real judge."""
-        self.usage = Usage()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -164,6 +167,10 @@ class LLMJudge:
             for item, result, item_verdicts in zip(items, results, verdicts, strict=True):
                 _finish_recall(item, result, item_verdicts)
         return results
+
+    @property
+    def judges_recall(self) -> bool:
+        return self.recall != "none"
 
     def close(self) -> None:
         self.backend.close()

@@ -8,6 +8,7 @@
 | `figure_stats`, `stats` | standard errors and intervals of the figures; the statistics behind them |
 | `caveats` | the notes printed beside figures from a proxy judge or synthetic data |
 | `file_kinds` | which of bespoke's files a file is (predictions, results, ...), for one-line errors |
+| `labels` | how results name their system in tables and legends |
 """
 
 from bespoke_dataset.lazy import lazy_attributes

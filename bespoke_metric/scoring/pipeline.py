@@ -9,7 +9,6 @@ import json
 import os
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, query_key, resolve_source
@@ -18,10 +17,10 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.registry import Spec, model_label
-from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
+from bespoke_metric.calls.plan import Planned, keyless
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
-from bespoke_metric.judging.factory import make_judge
+from bespoke_metric.judging.factory import make_judge, plan_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge, guard_counts
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
@@ -93,17 +92,17 @@ def run_judge_many(
         judged = run_sync(pending)
         wall = time.perf_counter() - start
     finally:
-        if isinstance(judge, (str, Spec)) and hasattr(judge_object, "close"):
+        if isinstance(judge, (str, Spec)):  # made here: closed here (a ready judge is its owner's to close)
             judge_object.close()
     itemised = any(item.usage is not None for item in judged)  # guarded items cost nothing: no usage
-    run_usage: Usage = getattr(checked, "usage", None) or Usage()  # a judge of one's own may count nothing
+    run_usage = checked.usage
     outputs = []
     start_index = 0
     for index, (group, system) in enumerate(zip(groups, systems, strict=True)):
         part = judged[start_index : start_index + len(group)]
         start_index += len(group)
         usage = Usage.total(item.usage for item in part if item.usage is not None) if itemised else run_usage
-        results = build_results(checked, part, data=data, usage=usage, wall_seconds=wall, system=system,
+        results = build_results(checked, part, asked=group, data=data, usage=usage, wall_seconds=wall, system=system,
                                 prices=prices, uses=[*uses, *(group_uses[index] if group_uses else ())],
                                 benchmark_queries=benchmark_queries)
         results.guarded = guard_counts(part)
@@ -117,6 +116,7 @@ def build_results(
     judge: Judge,
     items: Sequence[ItemResult],
     *,
+    asked: Sequence[JudgeItem],
     data: Mapping[str, Any],
     usage: Usage,
     wall_seconds: float,
@@ -127,7 +127,13 @@ def build_results(
 ) -> Results:
     """The `Results` of judged items that cost `usage` (the judge's calls for them), its models priced by
     `prices`; `benchmark_queries` (the benchmark's size, when the items answer its queries) goes into the
-    summary, so a partial run says how much of the benchmark it covers."""
+    summary, so a partial run says how much of the benchmark it covers. `asked`: the judge items `items`
+    answer, in order; where they judge predictions, each item keeps what its system searched and whether
+    its answer was cut off, and the `system` block counts who served them (`system_predictions`)."""
+    predictions = [item.prediction for item in asked if item.prediction is not None]
+    for result, item in zip(items, asked, strict=True):
+        if item.prediction is not None:
+            keep_prediction(result, item.prediction)
     usage_block = {**usage.counts(), "wall_seconds": round(wall_seconds, 3),
                    **usage_models([*judge_uses(judge, own=usage), *uses], prices or PriceTable())}
     summary = summarize(list(items))
@@ -138,19 +144,41 @@ def build_results(
                       judge={**judge.describe(), **answered_by(usage)},
                       data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
                       model_name=model_name(system) if system is not None else None)
-    mark_served(results)
+    if predictions:
+        system_predictions(results, predictions)
+    else:
+        mark_served(results)
     return results
+
+
+def keep_prediction(item: ItemResult, prediction: Prediction) -> None:
+    """What a results item keeps of the prediction it judged: what its system searched, and whether its
+    answer was cut off at the output limit (scored as given, and counted)."""
+    item.search = prediction.search
+    if prediction.truncated:
+        item.truncated, item.truncation_reason = True, prediction.truncation_reason or None
+
+
+def system_predictions(results: Results, predictions: Sequence[Prediction]) -> None:
+    """What the `system` block says of the predictions judged: the models that served them, how the
+    provider said its model stands, how many a stand-in wrote (`mark_served`), and how many were answered
+    without their profile or rewrite (`degenerate`)."""
+    mark_served(results, count_served(prediction.served_model for prediction in predictions),
+                latest_status(prediction.model_status for prediction in predictions),
+                sum(prediction.stand_in for prediction in predictions))
+    degenerate = Counter(part for prediction in predictions for part in prediction.degenerate)
+    if degenerate:  # answered without their profile (or rewrite): the system's label no longer holds for them
+        results.system = {**(results.system or {}), "degenerate": dict(sorted(degenerate.items()))}
 
 
 def judge_uses(judge: Judge, *more: Usage, own: Usage | None = None) -> list[ModelUse]:
     """The calls of an LLM judge's backend (its own, or `own` where only part of them count, and `more` made
     through the same backend, such as feedback grading's) for the `models` of a usage block; none for a
     judge without an LLM."""
-    backend, total = getattr(judge, "backend", None), getattr(judge, "usage", None)
-    if backend is None or total is None:
+    if judge.backend is None:
         return []
     roles = ["judge", *(["grader"] if more else [])]
-    return [backend_use(backend, judge.spec, roles, [own if own is not None else total, *more])]
+    return [backend_use(judge.backend, judge.spec, roles, [own if own is not None else judge.usage, *more])]
 
 
 def model_name(system: Mapping[str, Any]) -> str | None:
@@ -218,21 +246,8 @@ def score_many(
     if len(systems) != len(predictions):
         raise UserError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
     judging = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
-    outputs = run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
-                             uses=uses, group_uses=group_uses, benchmark_queries=judging.benchmark_queries, **judge_options)
-    for results, checked in zip(outputs, judging.predictions, strict=True):
-        for item, prediction in zip(results.items, checked, strict=True):  # each item keeps what its system searched
-            item.search = prediction.search
-            if prediction.truncated:  # and whether its answer was cut off (scored as given)
-                item.truncated, item.truncation_reason = True, prediction.truncation_reason or None
-        results.summary["truncated"] = sum(1 for item in results.items if item.truncated)
-        mark_served(results, count_served(prediction.served_model for prediction in checked),
-                    latest_status(prediction.model_status for prediction in checked),
-                    sum(prediction.stand_in for prediction in checked))
-        degenerate = Counter(part for prediction in checked for part in prediction.degenerate)
-        if degenerate:  # answered without their profile (or rewrite): the system's label no longer holds for them
-            results.system = {**(results.system or {}), "degenerate": dict(sorted(degenerate.items()))}
-    return outputs
+    return run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
+                          uses=uses, group_uses=group_uses, benchmark_queries=judging.benchmark_queries, **judge_options)
 
 
 def judge_groups(
@@ -244,28 +259,24 @@ def judge_groups(
     allow_repeats: bool = False,
 ) -> "JudgeGroups":
     """The judge items of each predictions input (checked against the benchmark, the first `limit` of
-    each), the `data` block and the benchmark's size. Every input is checked readable before the data loads."""
+    each; each item carries its prediction), the `data` block and the benchmark's size. Every input is
+    checked readable before the data loads."""
     for given in predictions:
         check_readable(given)
     benchmark, data = load_benchmark(source, revision)
-    groups, read = [], []
+    groups = []
     for given in predictions:
-        checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)
-        if limit is not None:
-            checked = checked[:limit]
-        groups.append([JudgeItem(benchmark[prediction.key], prediction.response, guard=prediction.guard) for prediction in checked])
-        read.append(checked)
-    return JudgeGroups(groups, data, len(benchmark), read)
+        checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)[:limit]
+        groups.append([JudgeItem.of(benchmark[prediction.key], prediction) for prediction in checked])
+    return JudgeGroups(groups, data, len(benchmark))
 
 
 class JudgeGroups(NamedTuple):
-    """What `judge_groups` reads: each input's judge items, the `data` block, the benchmark's query count,
-    and each item's prediction (its `search` block, served model and truncation, as generation recorded them)."""
+    """What `judge_groups` reads: each input's judge items, the `data` block, the benchmark's query count."""
 
     groups: list[list[JudgeItem]]
     data: dict[str, Any]
     benchmark_queries: int
-    predictions: list[list[Prediction]]
 
 
 def plan_judging(
@@ -280,24 +291,15 @@ def plan_judging(
     after the guards and its cache, none sent, nothing written; empty for a judge that makes no model
     calls (`embed:`). `response_bound`: some responses are stand-ins (not yet generated)."""
     options = {name: value for name, value in judge_options.items() if value is not None}
-    if isinstance(options.get("cache"), (str, os.PathLike)) and not Path(options["cache"]).is_file():
-        del options["cache"]  # nothing is cached yet, and a dry run creates no file
-    judge_object = make_judge(judge, **keyless(judge, options))
-    backend = getattr(judge_object, "backend", None)
-    if backend is None:
-        if hasattr(judge_object, "close"):
-            judge_object.close()
+    planning = plan_judge(judge, **keyless(judge, options))
+    if planning is None:
         return []
-    planner = PlanningBackend(backend)
-    cache = ReadOnlyCache(judge_object.cache)
-    judge_object.backend, judge_object.cache, judge_object.progress = planner, cache, False
     try:
-        pending = GuardedJudge(judge_object, enabled=guards).judge([item for group in groups for item in group])
-        run_sync(pending)
+        run_sync(GuardedJudge(planning.judge, enabled=guards).judge([item for group in groups for item in group]))
     finally:
-        judge_object.close()
-    return [Planned(str(judge), "judge", planner.requests, cache.served, batch=planner.batch, response_bound=response_bound,
-                    served_output_tokens=cache.served_output_tokens)]
+        planning.judge.close()
+    return [Planned(str(judge), "judge", planning.backend.requests, planning.cache.served, batch=planning.backend.batch,
+                    response_bound=response_bound, served_output_tokens=planning.cache.served_output_tokens)]
 
 
 def failure_count(results: Results) -> int:

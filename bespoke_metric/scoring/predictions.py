@@ -13,40 +13,10 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterable, Mapping, Sequence, Union
 
 from bespoke_dataset.errors import UserError
-from bespoke_dataset.keys import normalise_query_id, parse_query_key, query_key
+from bespoke_dataset.keys import normalise_query_id, parse_query_key
 from bespoke_metric.judging.guards import GUARD_NAMES, GuardHit
+from bespoke_metric.judging.judge import Prediction
 from bespoke_metric.results.file_kinds import is_results, results_note, whole_json
-
-
-@dataclass(frozen=True)
-class Prediction:
-    user: str
-    query_id: str
-    response: str
-    line: int
-    """1-based line in the file, or 1-based position in a list."""
-    search: dict[str, Any] | None = None
-    """What the system searched for it (`bespoke generate` records it), kept in its results item."""
-    served_model: str = ""
-    """The model that wrote it (`bespoke generate` records it), counted in `system.served_models`."""
-    truncated: bool = False
-    """The output limit cut the answer off (`bespoke generate` records it): scored as given, and counted."""
-    truncation_reason: str = ""
-    model_status: dict[str, str] | None = None
-    """How the provider said its model stands when it wrote it (`bespoke generate` records Gemini's), kept
-    as `system.model_status`."""
-    stand_in: bool = False
-    """A stand-in wrote it, not a model (`bespoke generate` records it): counted in `system.stand_in`."""
-    degenerate: tuple[str, ...] = ()
-    """The parts of its context found degenerate where it was written (`bespoke generate` records them:
-    `profile`, `rewrite`): it was answered without them. Counted in `system.degenerate`."""
-    guard: GuardHit | None = None
-    """A guard that fired where it was written, against the context its system was given (`bespoke generate`
-    records it: `guards.check_context_echo`); its item is guarded as any other."""
-
-    @property
-    def key(self) -> str:
-        return query_key(self.user, self.query_id)
 
 
 class PredictionError(UserError):
@@ -66,7 +36,16 @@ def _describe(origin: str, problems: list[str]) -> str:
     return f"{len(problems)} problem(s) in predictions {origin}:\n  {shown}{more}"
 
 
-PredictionsInput = Union[str, "os.PathLike[str]", Iterable[Mapping[str, Any]]]
+@dataclass(frozen=True)
+class PredictionRecords:
+    """Prediction records held in memory that a file also holds (`GenerationReport.predictions`, those of
+    `generate`'s output): read as they are, without reading the file again, and named by `origin` in errors."""
+
+    origin: str
+    records: Sequence[Mapping[str, Any]]
+
+
+PredictionsInput = Union[str, "os.PathLike[str]", PredictionRecords, Iterable[Mapping[str, Any]]]
 
 
 def _decode(number: int, raw: bytes) -> Any:
@@ -105,6 +84,8 @@ def _records(predictions: PredictionsInput) -> tuple[str, list[tuple[int, Any]]]
         origin = os.fspath(predictions)
         with _open(origin) as handle:
             return origin, [(number, _decode(number, raw)) for number, raw in enumerate(handle, start=1) if raw.strip()]
+    if isinstance(predictions, PredictionRecords):
+        return predictions.origin, list(enumerate(predictions.records, start=1))
     return "(in memory)", [(number, record) for number, record in enumerate(predictions, start=1)]
 
 

@@ -6,6 +6,7 @@
 | module | concern |
 |---|---|
 | `generation` | `generate`: the run, from data to predictions |
+| `runs` | `run`: predictions generated, then judged in memory (`bespoke run`; a sweep's judging) |
 | `settings` | `GenerationSettings`: context configuration, parts, budgets, limits |
 | `context` | `build_contexts`: what the system is given besides the query, per configuration |
 | `packing` | history sessions packed into token budgets and profiler chunks |

@@ -93,6 +93,9 @@ class GenerationReport:
     """Agent answers written with no search at all."""
     tools_offered: bool = False
     """The agent was offered the `search` tool (else the plain-text protocol)."""
+    predictions: list[dict[str, Any]] = field(default_factory=list)
+    """Every prediction record of `output` once the run ends, in the file's order (an earlier run's, then
+    this run's): what `bespoke_metric.systems.runs` judges, without reading the file again."""
 
     @property
     def served_warning(self) -> str | None:
@@ -162,7 +165,8 @@ def generate(
         done = read_done(output)
         named = {**system, "model_name": model_name} if model_name else system
         writer = _Writer(output, manifest, named, strict)
-        report = GenerationReport(output, named, already_done=sum(row_key(row) in done for row in rows))
+        report = GenerationReport(output, named, already_done=sum(row_key(row) in done for row in rows),
+                                  predictions=list(done.values()))
         pending = [row for row in rows if row_key(row) not in done]
         if pending:
             # a given cache object is used as it is (a dry run's reads without writing)
@@ -175,7 +179,7 @@ def generate(
             plan = make_plan(settings, parts.search, parts.search_engine, searches)
             _generate_pending(pending, histories, parts, plan, settings, cache, store, report, writer, progress)
         writer.write(report, [])  # the files exist even when no query could be asked
-        record_outcomes(manifest, named, output)
+        record_outcomes(manifest, named, report.predictions)
         report.uses = _uses(parts, report)
     report.wall_seconds = time.perf_counter() - started
     return report
@@ -417,6 +421,7 @@ def _answer(
                     records.append(record)
                     _count(record, plan, report)
             writer.write(report, records)
+            report.predictions.extend(records)
             report.generated += len(records)
             report.truncated += sum(1 for record in records if record.get("truncated"))
 

@@ -89,10 +89,10 @@ def degenerate_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def record_outcomes(manifest: Path, system: Mapping[str, Any], output: Path) -> None:
-    """Rewrite the run file with what its predictions say happened (`degenerate_counts` over the whole
-    predictions file, a resumed run's earlier ones included)."""
-    degenerate = degenerate_counts(read_done(output).values())
+def record_outcomes(manifest: Path, system: Mapping[str, Any], predictions: Iterable[Mapping[str, Any]]) -> None:
+    """Rewrite the run file with what its predictions say happened (`degenerate_counts` over every record
+    of the predictions file, a resumed run's earlier ones included)."""
+    degenerate = degenerate_counts(predictions)
     atomic_write_text(manifest, json.dumps({**system, **({"degenerate": degenerate} if degenerate else {})},
                                            indent=2, ensure_ascii=False) + "\n")
 

@@ -94,17 +94,20 @@ class ScriptedBackend:
         pass
 
 
-class RecordingJudge:
-    """Wraps a judge and records the size of every batch it is given."""
+class RecordingJudge(Judge):
+    """Wraps a judge and records the size of every batch it is given (what it costs and holds is the
+    wrapped judge's; it calibrates nothing: a reward given it does not calibrate the wrapped judge)."""
 
     def __init__(self, inner: Judge):
+        super().__init__(inner.spec, proxy=inner.proxy, usage=inner.usage)
         self.inner = inner
-        self.spec = inner.spec
-        self.proxy = inner.proxy
         self.batches: list[int] = []
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+    def close(self) -> None:
+        self.inner.close()
 
     async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
         self.batches.append(len(items))

