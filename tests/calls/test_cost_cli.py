@@ -279,3 +279,29 @@ def test_results_files_without_tokens_or_cost_still_load(make_results, capsys):
     out = capsys.readouterr().out
     assert "5 items; 0 calls" in out and "cost" not in out
     assert Results.from_json(results.to_json()).usage == old["usage"]
+
+
+def test_run_under_max_cost_shares_the_limit_between_the_system_and_the_judge(server, synthetic_hub, tmp_path, capsys):
+    """`bespoke run --max-cost`: one limit for the system model and the judge. A limit the run stays under lets it
+    finish, both models counted; one the generation reaches stops it before the judge is asked (exit 1)."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4.1-mini": {"input": 5.0, "output": 5.0}, "gpt-4o-mini": {"input": 5.0, "output": 5.0}}))
+    args = ["run", "--model", "openai:gpt-4.1-mini", "--judge", JUDGE, "--source", str(synthetic_hub),
+            "--model-base-url", server.base_url, "--model-api-key", KEY, "--base-url", server.base_url, "--api-key", KEY,
+            "--prices", str(prices), "--max-new-tokens", "64", "--cache", str(tmp_path / "judge.sqlite")]
+    code, _, err = bespoke([*args, "--limit", "2", "--max-cost", "100", "--output", str(tmp_path / "run.json")], capsys)
+    assert code == 0, err
+    usage = json.loads((tmp_path / "run.json").read_text())["usage"]
+    assert usage["models"]["openai:gpt-4.1-mini"]["calls"] == 2 and usage["models"][JUDGE]["calls"] > 0
+    judged = usage["models"][JUDGE]["calls"]
+    # a limit above the generation's cost and below the judge's: the judge, under the same limit, stops (exit 1)
+    system_cost, judge_cost = usage["models"]["openai:gpt-4.1-mini"]["cost"], usage["models"][JUDGE]["cost"]
+    code, _, err = bespoke([*args, "--limit", "2", "--max-cost", f"{system_cost + judge_cost / 2:.6f}",
+                            "--output", str(tmp_path / "half.json"), "--cache", str(tmp_path / "half.sqlite")], capsys)
+    assert code == 1 and "stopped at the spending limit" in err, err
+    assert not (tmp_path / "half.json").exists()
+    asked = len(server.direct_calls)
+    code, _, err = bespoke([*args, "--limit", "3", "--max-cost", "0.0001", "--output", str(tmp_path / "stopped.json")], capsys)
+    assert code == 1 and "stopped at the spending limit" in err
+    assert len(server.direct_calls) - asked < 1 + judged  # the judge was not asked for the new run's predictions
+    assert not (tmp_path / "stopped.json").exists()
