@@ -108,14 +108,16 @@ class PlanningJudge:
 def plan_judge(spec: str | Spec, **options: Any) -> PlanningJudge | None:
     """The judge `make_judge(spec, **options)` makes, for a dry run (`calls.plan`): its backend a
     `PlanningBackend` (no call sent), its cache a `ReadOnlyCache` (a `cache` file that does not exist yet is
-    an empty cache, and is not created), no progress bar. None for a judge of its own, which calls no model."""
+    an empty cache, and is not created), no progress bar; an `openai:` judge given no key gets a placeholder
+    (`calls.plan.keyless`), as it sends nothing. None for a judge of its own, which calls no model."""
     parts = judge_parts(spec, **options)
-    if parts.parsed.engine.judge is not None:
+    if parts.llm is None:
         return None
-    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache
+    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache, keyless
     from bespoke_metric.judging.llm_judge import LLMJudge
 
-    backend = PlanningBackend(llm_backend(parts))
+    keyed = dataclasses.replace(parts.llm, engine=keyless(parts.parsed, parts.llm.engine))
+    backend = PlanningBackend(llm_backend(dataclasses.replace(parts, llm=keyed)))
     cache = ReadOnlyCache.of_file(parts.cache) if isinstance(parts.cache, (str, os.PathLike)) else ReadOnlyCache(parts.cache)
     judge = LLMJudge(backend, spec=str(parts.parsed), cache=cache, proxy=parts.parsed.engine.proxy, **{**parts.protocol, "progress": False})
     return PlanningJudge(judge, backend, cache)
