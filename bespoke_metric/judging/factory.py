@@ -116,9 +116,9 @@ def plan_judge(spec: str | Spec, **options: Any) -> PlanningJudge | None:
     from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache, keyless
     from bespoke_metric.judging.llm_judge import LLMJudge
 
+    cache = ReadOnlyCache.of_file(parts.cache) if isinstance(parts.cache, (str, os.PathLike)) else ReadOnlyCache(parts.cache)
     keyed = dataclasses.replace(parts.llm, engine=keyless(parts.parsed, parts.llm.engine))
     backend = PlanningBackend(llm_backend(dataclasses.replace(parts, llm=keyed)))
-    cache = ReadOnlyCache.of_file(parts.cache) if isinstance(parts.cache, (str, os.PathLike)) else ReadOnlyCache(parts.cache)
     judge = LLMJudge(backend, spec=str(parts.parsed), cache=cache, proxy=parts.parsed.engine.proxy, **{**parts.protocol, "progress": False})
     return PlanningJudge(judge, backend, cache)
 
