@@ -171,8 +171,8 @@ def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | Non
     parts = engine_parts(options, parsed.engine)
     refuse(options, f"the {parsed.engine.name} judge ({parsed})", ProtocolOptions, *llm_option_classes(parsed.engine),
            known=(ProtocolOptions,))
-    judge_defaults(parsed, protocol, parts.engine)
     preloaded.given(parsed)  # an object its engine does not reuse is refused before anything is built
+    judge_defaults(parsed, protocol, parts.engine)
     return JudgeParts(parsed, protocol, parts.engine, parts, cache, spending, preloaded)
 
 
