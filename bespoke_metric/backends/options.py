@@ -208,7 +208,6 @@ class HFOptions:
     """`hf:MODEL`: batched local generation with transformers (`backends.local.hf_backend.HFBackend`)."""
 
     batch_size: int | None = option("--batch-size", "prompts per batch (default: adapted to memory)")
-    tokenizer: Any = option(help="a loaded tokenizer, for a preloaded model")
     device: str | None = option()
     dtype: str | None = option()
     max_batch_size: int | None = option()
@@ -233,7 +232,6 @@ class VLLMOptions:
     seed: int | None = option()
     revision: str | None = option()
     trust_remote_code: bool | None = option()
-    llm: Any = option(help="an already built vllm.LLM to reuse")
 
 
 EXECUTORS: tuple[str, ...] = ("local", "ray")

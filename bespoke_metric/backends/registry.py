@@ -108,6 +108,8 @@ class Engine:
     turns it on unless told not to, and answers in JSON only with it (`judging.factory.judge_defaults`)."""
     own_tokenizer: bool = False
     """The model's tokenizer is at hand (a local model): budgets are counted in it."""
+    preloads: tuple[str, ...] = ()
+    """The objects already in memory its backend can reuse (`Preloaded`'s fields: hf's `tokenizer`, vllm's `llm`)."""
     search_default: str = "none"
     """The `--search` a system model of this engine gets when none is given (`native` for an engine that
     always searches, such as Perplexity's)."""
@@ -143,8 +145,9 @@ ENGINES: dict[str, Engine] = {
     "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
                         batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
     "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
-                 local=True),
-    "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True),
+                 local=True, preloads=("tokenizer",)),
+    "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,
+                   preloads=("llm",)),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
 }
 """Every engine by spec prefix: the built-in ones, those registered from Python, and the plugins loaded so far
@@ -318,6 +321,28 @@ class EngineParts:
     """Its provider's Batch API (`BatchOptions`); empty for an engine without one."""
 
 
+@dataclass(frozen=True)
+class Preloaded:
+    """Objects already in memory that a local engine reuses instead of loading its own: explicit arguments
+    (`make_backend("vllm:...", llm=...)`, `make_judge`, `score`), never fields of an options class, so an
+    option stays a value a flag or a config can give."""
+
+    tokenizer: Any = None
+    """`hf:` with a preloaded model (a `PreTrainedModel` given as the model): its loaded tokenizer."""
+    llm: Any = None
+    """`vllm:`: an already built `vllm.LLM` to reuse."""
+
+    def given(self, parsed: Spec) -> dict[str, Any]:
+        """The objects given, by name; an `OptionError` for one the engine of `parsed` does not reuse."""
+        given = {item.name: getattr(self, item.name) for item in dataclasses.fields(self) if getattr(self, item.name) is not None}
+        refused = sorted(set(given) - set(parsed.engine.preloads))
+        if refused:
+            takes = ", ".join(f"{name}=" for name in parsed.engine.preloads) or "none"
+            raise OptionError(f"{', '.join(f'{name}=' for name in refused)} does not apply to the {parsed.engine.name} "
+                              f"engine ({parsed}); the objects it reuses: {takes}")
+        return given
+
+
 def engine_parts(options: dict[str, Any], engine: Engine) -> EngineParts:
     """Take an LLM engine's options out of `options` (`take`), by part; leftovers stay in `options`."""
     taken = take(options, *llm_option_classes(engine))
@@ -358,11 +383,11 @@ def llm_option_classes(engine: Engine) -> tuple[type, ...]:
     return (engine.options, ExecutorOptions, *((BatchOptions,) if engine.batch_api else ()))
 
 
-def build_backend(parsed: Spec, parts: EngineParts, *, spending: Any = None) -> Backend:
+def build_backend(parsed: Spec, parts: EngineParts, *, spending: Any = None, preloaded: Preloaded = Preloaded()) -> Backend:
     """The engine's backend (in this process, or on Ray with `executor="ray"`), through the Batch API with
     `batch=True`, admitted against `spending` (a `calls.spending.SpendingLimit`, shared by every model of a
-    run) when one is given."""
-    engine_options = pinned(parsed, parts.engine)
+    run) when one is given, reusing the objects `preloaded` holds."""
+    engine_options = {**pinned(parsed, parts.engine), **preloaded.given(parsed)}
     executor_options, batch_options = dict(parts.executor), dict(parts.batch)
     if batch_options.pop("batch", False):
         if executor_options.get("executor", "local") != "local":
@@ -395,14 +420,15 @@ def _local_backend(parsed: Spec, engine_options: dict[str, Any], executor_option
     return parsed.engine.backend(parsed.model, engine_options)
 
 
-def make_backend(spec: str | Spec, *, spending: Any = None, **options: Any) -> Backend:
+def make_backend(spec: str | Spec, *, spending: Any = None, tokenizer: Any = None, llm: Any = None, **options: Any) -> Backend:
     """The LLM backend named by `spec` (`openai:`, `perplexity:`, `gemini:`, `hf:`, `vllm:`); `options` are its engine's options and
     the executor's (`executor="ray"`, `replicas`, ...). None means the default, so command-line flags
-    pass through as they are. `spending`: a `calls.spending.SpendingLimit` its calls are admitted against."""
+    pass through as they are. `spending`: a `calls.spending.SpendingLimit` its calls are admitted against;
+    `tokenizer` (hf) and `llm` (vllm): objects already loaded, reused (`Preloaded`)."""
     parsed = as_spec(spec)
     if not parsed.engine.llm:
         raise OptionError(f"{spec} is a judge, not an LLM engine; use make_judge")
     options = dict(options)
     parts = engine_parts(options, parsed.engine)
     refuse(options, f"the {parsed.engine.name} engine ({spec})", *llm_option_classes(parsed.engine))
-    return build_backend(parsed, parts, spending=spending)
+    return build_backend(parsed, parts, spending=spending, preloaded=Preloaded(tokenizer, llm))

@@ -28,11 +28,11 @@ PLACEHOLDER_KEY = "dry-run"
 """The key a dry run builds an `openai:` backend with where none is given: nothing is sent."""
 
 
-def keyless(spec: str | Spec, options: Mapping[str, Any]) -> dict[str, Any]:
+def keyless(spec: Spec, options: Mapping[str, Any]) -> dict[str, Any]:
     """Backend options for a dry run: an `openai:` model gets a placeholder key when none is given, as a
     run that sends nothing needs none."""
     options = dict(options)
-    if split_spec(spec)[0] == "openai" and not options.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
+    if spec.name == "openai" and not options.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
         options["api_key"] = PLACEHOLDER_KEY
     return options
 

@@ -16,6 +16,7 @@ from bespoke_metric.backends.options import OptionError, option, option_names
 from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.registry import (
     EngineParts,
+    Preloaded,
     Spec,
     as_spec,
     build_backend,
@@ -91,7 +92,7 @@ def llm_backend(parts: "JudgeParts") -> Backend:
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
         # the batches kept beside the answers
         llm = dataclasses.replace(llm, batch={"batch_ledger": str(ledger_path(kept)), **llm.batch})
-    return build_backend(parts.parsed, llm, spending=parts.spending)
+    return build_backend(parts.parsed, llm, spending=parts.spending, preloaded=parts.preloaded)
 
 
 @dataclass(frozen=True)
@@ -108,15 +109,17 @@ class PlanningJudge:
 def plan_judge(spec: str | Spec, **options: Any) -> PlanningJudge | None:
     """The judge `make_judge(spec, **options)` makes, for a dry run (`calls.plan`): its backend a
     `PlanningBackend` (no call sent), its cache a `ReadOnlyCache` (a `cache` file that does not exist yet is
-    an empty cache, and is not created), no progress bar. None for a judge of its own, which calls no model."""
+    an empty cache, and is not created), no progress bar; an `openai:` judge given no key gets a placeholder
+    (`calls.plan.keyless`), as it sends nothing. None for a judge of its own, which calls no model."""
     parts = judge_parts(spec, **options)
-    if parts.parsed.engine.judge is not None:
+    if parts.llm is None:
         return None
-    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache
+    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache, keyless
     from bespoke_metric.judging.llm_judge import LLMJudge
 
-    backend = PlanningBackend(llm_backend(parts))
     cache = ReadOnlyCache.of_file(parts.cache) if isinstance(parts.cache, (str, os.PathLike)) else ReadOnlyCache(parts.cache)
+    keyed = dataclasses.replace(parts.llm, engine=keyless(parts.parsed, parts.llm.engine))
+    backend = PlanningBackend(llm_backend(dataclasses.replace(parts, llm=keyed)))
     judge = LLMJudge(backend, spec=str(parts.parsed), cache=cache, proxy=parts.parsed.engine.proxy, **{**parts.protocol, "progress": False})
     return PlanningJudge(judge, backend, cache)
 
@@ -145,26 +148,32 @@ class JudgeParts:
     cache: str | os.PathLike[str] | Cache | None
     spending: Any = None
     """The spending limit its calls are admitted against (`calls.spending.SpendingLimit`), if any."""
+    preloaded: Preloaded = Preloaded()
+    """Objects already in memory its backend reuses (a loaded tokenizer, a `vllm.LLM`)."""
 
 
 def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | None = None, spending: Any = None,
-                **options: Any) -> JudgeParts:
+                tokenizer: Any = None, llm: Any = None, **options: Any) -> JudgeParts:
     """`make_judge`'s checks without building anything: an `OptionError` (named by its flag) for an option
-    the judge's engine does not take, or an unknown engine. Nothing is loaded or called."""
+    the judge's engine does not take, or an unknown engine. Nothing is loaded or called. `tokenizer` (hf) and
+    `llm` (vllm) are objects already loaded, for the backend to reuse (`Preloaded`)."""
     parsed = as_spec(spec)
     options = dict(options)
+    preloaded = Preloaded(tokenizer, llm)
     if parsed.engine.judge is not None:
         own = take(options, parsed.engine.options)[parsed.engine.options]
         refuse_executor(options, parsed)
-        options.update({name: value for name, value in (("cache", cache), ("spending", spending)) if value is not None})
+        runtime = (("cache", cache), ("spending", spending), ("tokenizer", tokenizer), ("llm", llm))
+        options.update({name: value for name, value in runtime if value is not None})
         refuse(options, f"the {parsed.engine.name} judge ({parsed})", parsed.engine.options, known=(ProtocolOptions,))
         return JudgeParts(parsed, {}, own, None, None)
     protocol = take(options, ProtocolOptions)[ProtocolOptions]
-    llm = engine_parts(options, parsed.engine)
+    parts = engine_parts(options, parsed.engine)
     refuse(options, f"the {parsed.engine.name} judge ({parsed})", ProtocolOptions, *llm_option_classes(parsed.engine),
            known=(ProtocolOptions,))
-    judge_defaults(parsed, protocol, llm.engine)
-    return JudgeParts(parsed, protocol, llm.engine, llm, cache, spending)
+    preloaded.given(parsed)  # an object its engine does not reuse is refused before anything is built
+    judge_defaults(parsed, protocol, parts.engine)
+    return JudgeParts(parsed, protocol, parts.engine, parts, cache, spending, preloaded)
 
 
 def judge_defaults(parsed: Spec, protocol: dict[str, Any], engine_options: dict[str, Any]) -> None:
@@ -191,4 +200,4 @@ def judge_option_names(spec: str | Spec) -> frozenset[str]:
     if parsed.engine.judge is not None:
         return option_names(parsed.engine.options)
     classes = (ProtocolOptions, *llm_option_classes(parsed.engine))
-    return frozenset({"cache", "spending"}.union(*(option_names(cls) for cls in classes)))
+    return frozenset({"cache", "spending", *parsed.engine.preloads}.union(*(option_names(cls) for cls in classes)))

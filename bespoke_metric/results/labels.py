@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from bespoke_metric.backends.registry import model_label
+from bespoke_metric.backends.registry import model_label, split_spec
 
 
 def system_label(system: Mapping[str, Any]) -> str | None:
@@ -32,6 +32,7 @@ def system_label(system: Mapping[str, Any]) -> str | None:
 
 def search_label(search: Mapping[str, Any]) -> str:
     """A run's search in a few words: `native`, `searxng agent`, `tavily, noise 0.7` (engine by name only)."""
-    engine = str(search.get("engine") or "search").partition(":")[0]
+    recorded = str(search.get("engine") or "search")
+    engine = split_spec(recorded)[0] or recorded  # NAME[:TARGET], read back as a model's spec is: a bare name is itself
     words = engine if search.get("policy") in (None, "query", "native") else f"{engine} {search['policy']}"
     return f"{words}, noise {search['noise']:g}" if search.get("noise") else words

@@ -17,7 +17,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.registry import Spec, model_label
-from bespoke_metric.calls.plan import Planned, keyless
+from bespoke_metric.calls.plan import Planned
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.factory import make_judge, plan_judge
@@ -291,7 +291,7 @@ def plan_judging(
     after the guards and its cache, none sent, nothing written; empty for a judge that makes no model
     calls (`embed:`). `response_bound`: some responses are stand-ins (not yet generated)."""
     options = {name: value for name, value in judge_options.items() if value is not None}
-    planning = plan_judge(judge, **keyless(judge, options))
+    planning = plan_judge(judge, **options)
     if planning is None:
         return []
     try:

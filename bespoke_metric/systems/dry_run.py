@@ -17,10 +17,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.backends.base import Backend
+from bespoke_metric.backends.registry import as_spec, make_backend
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 
 from .generation import generate
@@ -42,6 +43,12 @@ class GenerationPlan:
     """How many of `predictions` are stand-ins (one per answer call the system model would make)."""
 
 
+def planning_backend(spec: str, options: Mapping[str, Any]) -> Backend:
+    """The backend of model `spec` as a dry run builds it, its spec parsed once (`calls.plan.keyless`)."""
+    parsed = as_spec(spec)
+    return make_backend(parsed, **keyless(parsed, options))
+
+
 def plan_generation(
     model: str,
     output: str | os.PathLike[str],
@@ -55,10 +62,10 @@ def plan_generation(
     output = Path(output)
     cache_file = Path(settings.cache) if isinstance(settings.cache, (str, os.PathLike)) else sidecar(output, ".cache.sqlite")
     cache = ReadOnlyCache.of_file(cache_file)
-    system = PlanningBackend(make_backend(model, **keyless(model, settings.model_options)), fill=True)
+    system = PlanningBackend(planning_backend(model, settings.model_options), fill=True)
     profiler = None
     if isinstance(settings.profiler, str) and settings.profiler != model:
-        profiler = PlanningBackend(make_backend(settings.profiler, **keyless(settings.profiler, settings.profiler_options)), fill=True)
+        profiler = PlanningBackend(planning_backend(settings.profiler, settings.profiler_options), fill=True)
     try:
         with tempfile.TemporaryDirectory(prefix="bespoke-dry-run-") as work:
             copy = Path(work) / output.name

@@ -176,8 +176,8 @@ def coverage(summary: Mapping[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
     outputs = output_paths(args.predictions, args.output, args.output_dir)
+    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
     context = command_context(args, [judge.spec], caches=answer_caches(args), kept=[args.cache])
     if args.dry_run:
         groups = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit).groups

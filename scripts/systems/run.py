@@ -72,9 +72,10 @@ def run(args: argparse.Namespace) -> int:
     predictions = predictions_path(args)
     if Path(args.output).is_dir():  # before any work: a folder cannot take the results file
         raise UserError(f"--output {args.output} is a folder; name the results file, e.g. {Path(args.output) / 'NAME.json'}")
+    caches = answer_caches(args)
     judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
     # the system model's cache is always there: --max-cost needs the judge's
-    context = command_context(args, [args.model, args.profiler, judge.spec], caches=answer_caches(args), kept=[args.cache])
+    context = command_context(args, [args.model, args.profiler, judge.spec], caches=caches, kept=[args.cache])
     if args.dry_run:
         return dry_run(args, predictions, judge, context.prices)
     config = system_config(args, context.spending)

@@ -327,3 +327,26 @@ def test_a_gguf_file_is_served_from_its_converted_folder(vllm_module, smollm2, s
     assert backend.identity()["model"] == smollm2_path()
     make_backend(f"vllm:{smollm2_path()}")
     assert vllm_module.engines[1].kwargs["model"] == str(folder)  # the same folder, not made again
+
+
+def test_a_ready_llm_is_an_explicit_argument_reused_by_backend_and_judge(vllm_module):
+    """`llm=` travels beside the options, not in `VLLMOptions` (issue 33): `make_backend` and `make_judge` reuse
+    the ready engine, build no other, and answer through it; an engine that reuses no `vllm.LLM` refuses it."""
+    import dataclasses
+
+    from bespoke_metric.backends.options import HFOptions, OptionError, VLLMOptions
+    from bespoke_metric.judging.factory import judge_option_names, make_judge
+
+    ready = vllm_module.LLM(model="ready")
+    backend = make_backend("vllm:m", llm=ready)
+    run_requests_sync(backend, requests()[:1])
+    assert len(ready.enqueued) == 1 and vllm_module.engines == [ready]  # answered by the ready engine, no other built
+    judge = make_judge("vllm:m", llm=ready, progress=False)
+    assert judge.backend._llm is ready and vllm_module.engines == [ready]
+    assert "llm" in judge_option_names("vllm:m") and "tokenizer" in judge_option_names("hf:m")
+    assert {"llm", "tokenizer"}.isdisjoint(item.name for cls in (HFOptions, VLLMOptions) for item in dataclasses.fields(cls))
+    with pytest.raises(OptionError, match=r"llm= does not apply to the hf engine \(hf:m\)"):
+        make_backend("hf:m", llm=ready)
+    with pytest.raises(OptionError, match=r"tokenizer= does not apply to the vllm engine"):
+        make_judge("vllm:m", tokenizer=object())
+    assert vllm_module.engines == [ready]

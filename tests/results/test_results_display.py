@@ -137,3 +137,18 @@ def test_no_library_noise_at_default_verbosity(openai_server, synthetic_hub, tmp
     # nothing but what the data itself says: the synthetic histories' one undated session, as one warning
     assert run.stderr.splitlines() == ["warning: search_history: 1 of 45 sessions fell back",
                                        "  no readable time, kept in table order: 1 (search_history/search_history.parquet row 2)"]
+
+
+def test_a_system_is_named_by_its_search_engine_without_the_target():
+    """A run's search in a legend: the engine's name from its recorded spec (`searxng:URL`, `docs:DIR`), a bare
+    name as it is, the policy unless it is the plain one, the noise when there is some."""
+    from bespoke_metric.results.labels import system_label
+
+    def label(search: dict[str, object]) -> str | None:
+        return system_label({"model": "openai:gpt-5", "search": search})
+
+    assert label({"engine": "searxng:http://127.0.0.1:8888", "policy": "agent"}) == "openai:gpt-5 (searxng agent)"
+    assert label({"engine": "docs:/data/corpus", "policy": "query", "noise": 0.7}) == "openai:gpt-5 (docs, noise 0.7)"
+    assert label({"engine": "native", "policy": "native"}) == "openai:gpt-5 (native)"
+    assert label({"engine": "tavily", "policy": "rewrite"}) == "openai:gpt-5 (tavily rewrite)"
+    assert label({"policy": "agent"}) == "openai:gpt-5 (search agent)"
