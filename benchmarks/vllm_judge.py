@@ -74,10 +74,11 @@ def bare_chat(llm: Any, requests: Sequence[Any]) -> float:
 
     from bespoke_metric.backends.local.vllm_backend import structured_schema
 
-    # the schema each request is held to, as bespoke sends it (bounded)
-    params = [vllm.SamplingParams(temperature=0.0, max_tokens=r.max_tokens, structured_outputs=(
-        None if structured_schema(r) is None else vllm.sampling_params.StructuredOutputsParams(json=structured_schema(r))))
-        for r in requests]
+    def held(schema: Any) -> Any:  # the schema each request is held to, as bespoke sends it (bounded)
+        return None if schema is None else vllm.sampling_params.StructuredOutputsParams(json=schema)
+
+    params = [vllm.SamplingParams(temperature=0.0, max_tokens=r.max_tokens, structured_outputs=held(structured_schema(r)))
+              for r in requests]
     started = time.perf_counter()
     llm.chat([[dict(m) for m in r.messages] for r in requests], params, use_tqdm=False)
     return time.perf_counter() - started
