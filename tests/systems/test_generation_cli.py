@@ -230,7 +230,7 @@ def test_the_library_run_writes_the_results_file_bespoke_run_writes(openai_serve
 
     def timeless(path: Path) -> dict[str, Any]:
         content = json.loads(path.read_text(encoding="utf-8"))
-        del content["usage"]["wall_seconds"]
+        del content["usage"]["wall_seconds"], content["created"]
         return content
 
     cli, library = timeless(tmp_path / "cli" / "run.json"), timeless(tmp_path / "library" / "run.json")
