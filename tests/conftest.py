@@ -109,6 +109,7 @@ SLOW = frozenset({  # by file name, so a test file moved into a folder keeps its
     "test_plugins.py::test_an_installed_plugin_engine_scores",
     "test_plugins.py::test_an_unknown_engine_names_the_installed_plugins",
     "test_progress.py::test_hf_generation_into_a_log_reports_as_answers_land",
+    "test_quick_loop.py::test_the_quick_loop_loads_no_model_and_every_slow_name_is_a_test",
     "test_readme.py::test_the_python_example_prints_rounded_figures_its_notes_and_no_loading_bar",
     "test_report.py::test_report_embeds_every_plot_as_png",
     "test_results_display.py::test_embed_judge_shows_progress_and_says_what_it_did",
