@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -67,11 +68,26 @@ def test_resume_after_a_crash_pays_only_for_unfinished_calls(openai_server, tmp_
             run_requests_sync(RecordingBackend(backend_for(openai_server, concurrency=4), crash_after=11), requests, cache=cache)
         assert unretrieved_task_errors(caplog.records) == []  # the crashed run left no task behind
         assert len(cache) == 11
+        settled(openai_server)
         openai_server.reset()
         results = run_requests_sync(backend_for(openai_server), requests, cache=cache)
         assert len(openai_server.calls) == 30 - 11
         assert [r.text for r in results] == [f"answer to q{i}" for i in range(30)]
         assert sum(r.cached for r in results) == 11
+
+
+def settled(server, quiet: float = 0.5, limit: float = 30.0) -> None:
+    """Wait until `server` has had no call in flight and no new request for `quiet` seconds: a request a
+    cancelled run wrote just before it stopped may reach the server's thread later, on a busy machine."""
+    seen, since, deadline = -1, time.monotonic(), time.monotonic() + limit
+    while time.monotonic() < deadline:
+        count = len(server.requests)
+        if server.in_flight or count != seen:
+            seen, since = count, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the server did not settle in {limit} s")
 
 
 def test_resume_after_cancellation(openai_server, tmp_path):
@@ -91,6 +107,7 @@ def test_resume_after_cancellation(openai_server, tmp_path):
         asyncio.run(interrupted(cache))
         done_before = len(cache)
         assert 8 <= done_before < 40
+        settled(openai_server)  # the cancelled run's last requests counted before the reset, not after
         openai_server.reset()
         results = run_requests_sync(backend_for(openai_server), requests, cache=cache)
         assert len(openai_server.calls) == 40 - done_before
