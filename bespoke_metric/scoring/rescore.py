@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
+from bespoke_dataset.source import SAMPLE, is_repo_id
 from bespoke_metric.results.file_kinds import not_results, read_json
 
 
@@ -63,9 +64,11 @@ def find_predictions(results_path: str | os.PathLike[str], content: Mapping[str,
     return next((candidate for candidate in predictions_candidates(results_path, content) if candidate.is_file()), None)
 
 
-def rescore_plan(paths: Sequence[str], out: str | os.PathLike[str]) -> list[Rescore]:
+def rescore_plan(paths: Sequence[str], out: str | os.PathLike[str], source: str | None = None) -> list[Rescore]:
     """Every results file's predictions and new results path (`OUT/NAME.json`), found before any call;
-    `RescoreError` names the first file that cannot be judged again."""
+    `RescoreError` names the first file that cannot be judged again. `source` is the data given for every
+    file (`--source`); without it each file's own (`data.source`) is used, and one that is not found from here
+    is refused."""
     plans: list[Rescore] = []
     outputs: dict[str, str] = {}
     for given in paths:
@@ -83,6 +86,8 @@ def rescore_plan(paths: Sequence[str], out: str | os.PathLike[str]) -> list[Resc
             raise RescoreError(f"{outputs[output]} and {given} would both be rescored to {output}: rename one")
         outputs[output] = given
         data = content.get("data") or {}
+        if source is None:
+            check_recorded_source(given, data.get("source"))
         system = dict(content.get("system") or {})
         system["predictions"] = str(found)
         system["rescored_from"] = {"results": given, "judge": (content.get("judge") or {}).get("spec")}
@@ -90,3 +95,12 @@ def rescore_plan(paths: Sequence[str], out: str | os.PathLike[str]) -> list[Resc
             system["name"] = content["model_name"]
         plans.append(Rescore(given, str(found), system, data.get("source"), data.get("revision"), output))
     return plans
+
+
+def check_recorded_source(results_path: str, source: str | None) -> None:
+    """A `RescoreError` when the data a results file was scored on is a local folder not found from here: it is
+    recorded as `score` was given it (relative to where that ran), so from another directory it takes `--source`."""
+    if source is None or source == SAMPLE or is_repo_id(source) or Path(source).exists():
+        return
+    raise RescoreError(f"{results_path}: its data, the local folder {source!r}, is not found from here (recorded as "
+                       "score was given it, relative to where that ran): give --source with that folder")

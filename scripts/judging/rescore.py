@@ -44,7 +44,7 @@ def expand(paths: list[str]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    plans = rescore_plan(expand(args.results), args.out)
+    plans = rescore_plan(expand(args.results), args.out, source=args.source)
     judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
     context = command_context(args, [judge.spec], caches=answer_caches(args), kept=answer_caches(args))
 

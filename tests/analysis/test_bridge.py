@@ -221,3 +221,32 @@ def test_recorded_predictions_resolve_from_anywhere_and_move_with_a_copied_folde
         moved = json.loads((tmp_path / "elsewhere" / "moved" / "sample.json").read_text())
         assert (tmp_path / "elsewhere" / "moved" / moved["system"]["predictions"]).resolve() == \
             tmp_path / "copy" / "demo" / "predictions.jsonl"
+
+
+def test_rescore_from_elsewhere_names_a_local_source_it_cannot_find_and_takes_source(tmp_path, monkeypatch, capsys):
+    """A local `--source` is recorded as given (relative to where `score` ran): rescoring from another
+    directory says which file's data is missing and that `--source` supplies it, before any judge call."""
+    import shutil
+    from pathlib import Path
+
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copytree(Path(__file__).resolve().parents[2] / "bespoke_dataset" / "sample", work / "data")
+    (tmp_path / "elsewhere").mkdir()
+    with serve(responder=judge_answer) as judge:
+        judging = ["--judge", "openai:a-judge", "--base-url", judge.base_url, "--api-key", "test", "--recall", "batched"]
+        monkeypatch.chdir(work)
+        assert cli.main(["score", "--source", "data", "--predictions", "data/predictions.jsonl", *judging,
+                         "--output", "board/run.json"]) == 0
+        assert json.loads((work / "board" / "run.json").read_text())["data"]["source"] == "data"
+        capsys.readouterr()
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        calls = len(judge.requests)
+        assert cli.main(["rescore", str(work / "board" / "run.json"), *judging, "--out", "new"]) == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert line == (f"error: {work / 'board' / 'run.json'}: its data, the local folder 'data', is not found from here "
+                        "(recorded as score was given it, relative to where that ran): give --source with that folder")
+        assert len(judge.requests) == calls and not (tmp_path / "elsewhere" / "new").exists()
+        assert cli.main(["rescore", str(work / "board" / "run.json"), *judging, "--source", str(work / "data"),
+                         "--out", "new"]) == 0
+    assert json.loads((tmp_path / "elsewhere" / "new" / "run.json").read_text())["summary"]["items"] == 15
