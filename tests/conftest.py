@@ -13,6 +13,10 @@ if _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
 # Ray must advertise 127.0.0.1 here (traffic may only go to the loopback); set before any Ray starts.
 # A test-and-CI setting: users' clusters advertise their real addresses.
 _os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+# A run into a log file (stderr, under pytest) writes a progress line every 30 s: whether one comes depends on
+# the machine's speed (CI's Ray took 30 s to start), so tests that compare what a run prints see none; the
+# tests of the cadence set their own.
+_os.environ.setdefault("BESPOKE_PROGRESS_EVERY", "3600")
 
 
 # --- markers: the quick loop is `python -m pytest -m "not slow"` (docs/getting-started.md) ----------

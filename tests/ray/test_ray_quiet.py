@@ -74,7 +74,6 @@ def predictions(tmp_path_factory):
 def test_a_run_on_a_new_local_ray_instance_prints_none_of_rays_notices(predictions, tmp_path):
     env = {key: value for key, value in os.environ.items() if key not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    env["BESPOKE_PROGRESS_EVERY"] = "3600"  # a slow start (CI) would add bespoke's own 30 s progress lines
     with serve(responder=judge_answer) as server:
         command = [sys.executable, "-m", "bespoke_cli.cli", "score", "--predictions", str(predictions), "--source", "sample",
                    "--judge", "openai:judge", "--base-url", server.base_url, "--api-key", "sk-test", "--executor", "ray",

@@ -125,8 +125,7 @@ def test_no_library_noise_at_default_verbosity(openai_server, synthetic_hub, tmp
     """The real command, cold caches, output to a pipe: no bm25s debug lines, no datasets or transformers
     loading bars, no progress bars at all."""
     openai_server.responder = judge_answer
-    # a slow machine's 30 s progress lines are bespoke's own, not noise: kept out of this exact comparison
-    env = {**os.environ, "BESPOKE_CACHE": str(tmp_path / "cache"), "BESPOKE_PROGRESS_EVERY": "3600"}
+    env = {**os.environ, "BESPOKE_CACHE": str(tmp_path / "cache")}
     args = ["generate", "--model", "openai:gpt-4o", "--base-url", openai_server.base_url, "--api-key", "sk-test",
             "--source", str(synthetic_hub), "--context", "selected-history", "--retriever", "bm25", "--limit", "3",
             "--output", str(tmp_path / "p.jsonl")]
