@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
 
 from bespoke_cli import cli
+from bespoke_dataset.source import SAMPLE_DIR
 from bespoke_metric.analysis.bridge import bridge, format_bridge, rowwise_kendall
 from bespoke_metric.analysis.leaderboard import parse_results
 from bespoke_metric.analysis.report_html import bridge_section
@@ -191,62 +193,61 @@ def test_a_folder_without_results_files_is_named_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "out").exists() and not (tmp_path / "b").exists()
 
 
-def test_recorded_predictions_resolve_from_anywhere_and_move_with_a_copied_folder(tmp_path, monkeypatch):
+@pytest.fixture
+def a_judge():
+    """A stand-in judge on a server of its own, and the flags that send `score` and `rescore` to it."""
+    with serve(responder=judge_answer) as server:
+        yield server, ["--judge", "openai:a-judge", "--base-url", server.base_url, "--api-key", "test", "--recall", "batched"]
+
+
+def test_recorded_predictions_resolve_from_anywhere_and_move_with_a_copied_folder(tmp_path, monkeypatch, a_judge):
     """`score` run in a folder records its predictions relative to the results file, so `rescore` finds them
     from any directory, and in a copy of the whole folder once the original is gone."""
-    import shutil
-    from pathlib import Path
-
+    _, judging = a_judge
     work = tmp_path / "work"
     (work / "demo").mkdir(parents=True)
-    shutil.copy(Path(__file__).resolve().parents[2] / "bespoke_dataset" / "sample" / "predictions.jsonl",
-                work / "demo" / "predictions.jsonl")
+    shutil.copy(SAMPLE_DIR / "predictions.jsonl", work / "demo" / "predictions.jsonl")
     (tmp_path / "elsewhere").mkdir()
-    with serve(responder=judge_answer) as judge:
-        judging = ["--judge", "openai:a-judge", "--base-url", judge.base_url, "--api-key", "test", "--recall", "batched"]
-        monkeypatch.chdir(work)
-        assert cli.main(["score", "--source", "sample", "--predictions", "demo/predictions.jsonl", *judging,
-                         "--output", "move/board/sample.json"]) == 0
-        recorded = json.loads((work / "move" / "board" / "sample.json").read_text())["system"]["predictions"]
-        assert recorded == "../../demo/predictions.jsonl"
+    monkeypatch.chdir(work)
+    assert cli.main(["score", "--source", "sample", "--predictions", "demo/predictions.jsonl", *judging,
+                     "--output", "move/board/sample.json"]) == 0
+    recorded = json.loads((work / "move" / "board" / "sample.json").read_text())["system"]["predictions"]
+    assert recorded == "../../demo/predictions.jsonl"
 
-        monkeypatch.chdir(tmp_path / "elsewhere")
-        assert cli.main(["rescore", str(work / "move" / "board" / "sample.json"), *judging, "--out", "new"]) == 0
-        rescored = json.loads((tmp_path / "elsewhere" / "new" / "sample.json").read_text())
-        assert (tmp_path / "elsewhere" / "new" / rescored["system"]["predictions"]).resolve() == work / "demo" / "predictions.jsonl"
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert cli.main(["rescore", str(work / "move" / "board" / "sample.json"), *judging, "--out", "new"]) == 0
+    rescored = json.loads((tmp_path / "elsewhere" / "new" / "sample.json").read_text())
+    assert (tmp_path / "elsewhere" / "new" / rescored["system"]["predictions"]).resolve() == work / "demo" / "predictions.jsonl"
 
-        shutil.copytree(work, tmp_path / "copy")
-        shutil.rmtree(work)
-        assert cli.main(["rescore", str(tmp_path / "copy" / "move" / "board" / "sample.json"), *judging, "--out", "moved"]) == 0
-        moved = json.loads((tmp_path / "elsewhere" / "moved" / "sample.json").read_text())
-        assert (tmp_path / "elsewhere" / "moved" / moved["system"]["predictions"]).resolve() == \
-            tmp_path / "copy" / "demo" / "predictions.jsonl"
+    shutil.copytree(work, tmp_path / "copy")
+    shutil.rmtree(work)
+    assert cli.main(["rescore", str(tmp_path / "copy" / "move" / "board" / "sample.json"), *judging, "--out", "moved"]) == 0
+    moved = json.loads((tmp_path / "elsewhere" / "moved" / "sample.json").read_text())
+    assert (tmp_path / "elsewhere" / "moved" / moved["system"]["predictions"]).resolve() == \
+        tmp_path / "copy" / "demo" / "predictions.jsonl"
 
 
-def test_rescore_from_elsewhere_names_a_local_source_it_cannot_find_and_takes_source(tmp_path, monkeypatch, capsys):
+def test_rescore_from_elsewhere_names_a_local_source_it_cannot_find_and_takes_source(tmp_path, monkeypatch, capsys,
+                                                                                   a_judge):
     """A local `--source` is recorded as given (relative to where `score` ran): rescoring from another
     directory says which file's data is missing and that `--source` supplies it, before any judge call."""
-    import shutil
-    from pathlib import Path
-
+    judge, judging = a_judge
     work = tmp_path / "work"
     work.mkdir()
-    shutil.copytree(Path(__file__).resolve().parents[2] / "bespoke_dataset" / "sample", work / "data")
+    shutil.copytree(SAMPLE_DIR, work / "data")
     (tmp_path / "elsewhere").mkdir()
-    with serve(responder=judge_answer) as judge:
-        judging = ["--judge", "openai:a-judge", "--base-url", judge.base_url, "--api-key", "test", "--recall", "batched"]
-        monkeypatch.chdir(work)
-        assert cli.main(["score", "--source", "data", "--predictions", "data/predictions.jsonl", *judging,
-                         "--output", "board/run.json"]) == 0
-        assert json.loads((work / "board" / "run.json").read_text())["data"]["source"] == "data"
-        capsys.readouterr()
-        monkeypatch.chdir(tmp_path / "elsewhere")
-        calls = len(judge.requests)
-        assert cli.main(["rescore", str(work / "board" / "run.json"), *judging, "--out", "new"]) == 2
-        [line] = capsys.readouterr().err.strip().splitlines()
-        assert line == (f"error: {work / 'board' / 'run.json'}: its data, the local folder 'data', is not found from here "
-                        "(recorded as score was given it, relative to where that ran): give --source with that folder")
-        assert len(judge.requests) == calls and not (tmp_path / "elsewhere" / "new").exists()
-        assert cli.main(["rescore", str(work / "board" / "run.json"), *judging, "--source", str(work / "data"),
-                         "--out", "new"]) == 0
+    monkeypatch.chdir(work)
+    assert cli.main(["score", "--source", "data", "--predictions", "data/predictions.jsonl", *judging,
+                     "--output", "board/run.json"]) == 0
+    assert json.loads((work / "board" / "run.json").read_text())["data"]["source"] == "data"
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    calls = len(judge.requests)
+    assert cli.main(["rescore", str(work / "board" / "run.json"), *judging, "--out", "new"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line == (f"error: {work / 'board' / 'run.json'}: its data, the local folder 'data', is not found from here "
+                    "(recorded as score was given it, relative to where that ran): give --source with that folder")
+    assert len(judge.requests) == calls and not (tmp_path / "elsewhere" / "new").exists()
+    assert cli.main(["rescore", str(work / "board" / "run.json"), *judging, "--source", str(work / "data"),
+                     "--out", "new"]) == 0
     assert json.loads((tmp_path / "elsewhere" / "new" / "run.json").read_text())["summary"]["items"] == 15
