@@ -105,7 +105,7 @@ class Engine:
     """Constrains decoding to a JSON schema, so structured answers always parse: on by default."""
     constraint_option: str | None = None
     """The engine option that turns its guided decoding on (hf's `grammar`, off unless a judge asks): a judge
-    turns it on unless told not to, and answers in JSON only with it (`judging.factory.judge_defaults`)."""
+    turns it on unless told not to, and answers in JSON only with it (`Engine.guide`)."""
     own_tokenizer: bool = False
     """The model's tokenizer is at hand (a local model): budgets are counted in it."""
     preloads: tuple[str, ...] = ()
@@ -130,6 +130,15 @@ class Engine:
     @property
     def llm(self) -> bool:
         return self.backend is not None
+
+    def guide(self, engine_options: dict[str, Any]) -> bool:
+        """Turn this engine's guided decoding on in a judge's `engine_options` unless told not to (its
+        `constraint_option`, hf's `grammar`); whether the judge's answers are then held to the JSON schema, so
+        it asks for JSON (`structured`) by default, and the paper's lines elsewhere."""
+        option = self.constraint_option
+        if option is not None:
+            engine_options.setdefault(option, True)
+        return self.guided_decoding and (option is None or bool(engine_options[option]))
 
     def build_judge(self, spec: str, model: str, options: dict[str, Any]) -> Any:
         """The judge of its own that this engine is (`judge` set)."""

@@ -66,13 +66,11 @@ def make_judge(spec: str | Spec | Judge, *, cache: str | os.PathLike[str] | Cach
             raise OptionError(f"options {', '.join(given) or 'cache'} given with a ready judge object")
         return checked_judge(spec, "a ready judge")
     parts = judge_parts(spec, cache=cache, spending=spending, **options)
+    if parts.llm is not None:
+        return llm_judge(parts)
     parsed = parts.parsed
-    if parsed.engine.judge is not None:
-        return checked_judge(parsed.engine.build_judge(str(parsed), parsed.model, parts.engine),
-                             f"the {parsed.engine.name} engine's judge")
-    from bespoke_metric.judging.llm_judge import LLMJudge
-
-    return LLMJudge(llm_backend(parts), spec=str(parsed), cache=parts.cache, proxy=parsed.engine.proxy, **parts.protocol)
+    return checked_judge(parsed.engine.build_judge(str(parsed), parsed.model, parts.engine),
+                         f"the {parsed.engine.name} engine's judge")
 
 
 def checked_judge(judge: Any, what: str) -> Judge:
@@ -84,14 +82,37 @@ def checked_judge(judge: Any, what: str) -> Judge:
     return judge
 
 
-def llm_backend(parts: "JudgeParts") -> Backend:
-    """The backend of an LLM judge from its checked options, a Batch API's batches kept beside its cache."""
+def llm_judge(parts: "JudgeParts", *, planning: bool = False) -> Judge:
+    """The LLM judge of checked options (`judge_parts`), or, `planning`, the one a dry run makes
+    (`calls.plan`): its backend a `PlanningBackend` (no call sent; an `openai:` judge given no key gets a
+    placeholder, `calls.plan.keyless`), its cache a `ReadOnlyCache` (a `cache` file that does not exist yet is an
+    empty cache, and is not created), no progress bar."""
+    from bespoke_metric.judging.llm_judge import LLMJudge
+
+    protocol, cache = parts.protocol, parts.cache
+    if planning:
+        from bespoke_metric.calls.plan import ReadOnlyCache
+
+        protocol = {**protocol, "progress": False}
+        cache = ReadOnlyCache.of_file(cache) if isinstance(cache, (str, os.PathLike)) else ReadOnlyCache(cache)
+    return LLMJudge(llm_backend(parts, planning=planning), spec=str(parts.parsed), cache=cache,
+                    proxy=parts.parsed.engine.proxy, **protocol)
+
+
+def llm_backend(parts: "JudgeParts", *, planning: bool = False) -> Backend:
+    """The backend of an LLM judge from its checked options, a Batch API's batches kept beside its cache;
+    `planning`: wrapped in a `PlanningBackend` that sends nothing."""
     llm, cache = parts.llm, parts.cache
     assert llm is not None  # an LLM engine's judge
     if llm.batch.get("batch") and cache is not None:
         kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
         # the batches kept beside the answers
         llm = dataclasses.replace(llm, batch={"batch_ledger": str(ledger_path(kept)), **llm.batch})
+    if planning:
+        from bespoke_metric.calls.plan import PlanningBackend, keyless
+
+        keyed = dataclasses.replace(llm, engine=keyless(parts.parsed, llm.engine))
+        return PlanningBackend(build_backend(parts.parsed, keyed, spending=parts.spending, preloaded=parts.preloaded))
     return build_backend(parts.parsed, llm, spending=parts.spending, preloaded=parts.preloaded)
 
 
@@ -107,21 +128,17 @@ class PlanningJudge:
 
 
 def plan_judge(spec: str | Spec, **options: Any) -> PlanningJudge | None:
-    """The judge `make_judge(spec, **options)` makes, for a dry run (`calls.plan`): its backend a
-    `PlanningBackend` (no call sent), its cache a `ReadOnlyCache` (a `cache` file that does not exist yet is
-    an empty cache, and is not created), no progress bar; an `openai:` judge given no key gets a placeholder
-    (`calls.plan.keyless`), as it sends nothing. None for a judge of its own, which calls no model."""
+    """The judge `make_judge(spec, **options)` makes, for a dry run (`llm_judge(..., planning=True)`), with
+    its planning backend and read-only cache at hand; None for a judge of its own, which calls no model (its
+    options checked all the same)."""
     parts = judge_parts(spec, **options)
     if parts.llm is None:
         return None
-    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache, keyless
-    from bespoke_metric.judging.llm_judge import LLMJudge
+    judge = llm_judge(parts, planning=True)
+    from bespoke_metric.calls.plan import PlanningBackend, ReadOnlyCache
 
-    cache = ReadOnlyCache.of_file(parts.cache) if isinstance(parts.cache, (str, os.PathLike)) else ReadOnlyCache(parts.cache)
-    keyed = dataclasses.replace(parts.llm, engine=keyless(parts.parsed, parts.llm.engine))
-    backend = PlanningBackend(llm_backend(dataclasses.replace(parts, llm=keyed)))
-    judge = LLMJudge(backend, spec=str(parts.parsed), cache=cache, proxy=parts.parsed.engine.proxy, **{**parts.protocol, "progress": False})
-    return PlanningJudge(judge, backend, cache)
+    assert isinstance(judge.backend, PlanningBackend) and isinstance(judge.cache, ReadOnlyCache)
+    return PlanningJudge(judge, judge.backend, judge.cache)
 
 
 def make_kept_judge(spec: str | Spec | Judge, rows: Sequence[Mapping[str, Any]], **options: Any) -> Judge:
@@ -172,19 +189,8 @@ def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | Non
     refuse(options, f"the {parsed.engine.name} judge ({parsed})", ProtocolOptions, *llm_option_classes(parsed.engine),
            known=(ProtocolOptions,))
     preloaded.given(parsed)  # an object its engine does not reuse is refused before anything is built
-    judge_defaults(parsed, protocol, parts.engine)
+    protocol.setdefault("structured", parsed.engine.guide(parts.engine))
     return JudgeParts(parsed, protocol, parts.engine, parts, cache, spending, preloaded)
-
-
-def judge_defaults(parsed: Spec, protocol: dict[str, Any], engine_options: dict[str, Any]) -> None:
-    """Set what a judge gets unless told otherwise, in place: the engine's guided decoding on (its
-    `constraint_option`, hf's `grammar`), and JSON answers (`structured`) where that holds them to the schema;
-    the paper's lines elsewhere."""
-    option = parsed.engine.constraint_option
-    if option is not None:
-        engine_options.setdefault(option, True)
-    guided = parsed.engine.guided_decoding and (option is None or bool(engine_options[option]))
-    protocol.setdefault("structured", guided)
 
 
 def keeps_answers(spec: str | Spec) -> bool:

@@ -294,8 +294,10 @@ def plan_judging(
     planning = plan_judge(judge, **options)
     if planning is None:
         return []
+    checked = GuardedJudge(planning.judge, enabled=guards)
     try:
-        run_sync(GuardedJudge(planning.judge, enabled=guards).judge([item for group in groups for item in group]))
+        pending = checked.judge([item for group in groups for item in group])
+        run_sync(pending)
     finally:
         planning.judge.close()
     return [Planned(str(judge), "judge", planning.backend.requests, planning.cache.served, batch=planning.backend.batch,

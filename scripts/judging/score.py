@@ -179,15 +179,16 @@ def run(args: argparse.Namespace) -> int:
     outputs = output_paths(args.predictions, args.output, args.output_dir)
     judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
     context = command_context(args, [judge.spec], caches=answer_caches(args), kept=[args.cache])
+    options = judge.judge_options(context.spending)  # no spending limit in a dry run
     if args.dry_run:
         groups = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit).groups
-        print_plan(plan_judging(judge.spec, groups, **judge.judge_options()), context.prices)
+        print_plan(plan_judging(judge.spec, groups, **options), context.prices)
         return 0
     # each results file names its predictions, so `bespoke rescore` can judge them again
     systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else named(given))}
                for given in args.predictions]
     all_results = score_many(args.predictions, judge.spec, source=args.source, revision=args.revision, limit=args.limit,
-                             systems=systems, prices=context.prices, **judge.judge_options(context.spending))
+                             systems=systems, prices=context.prices, **options)
     if context.stopped():
         return 1
     if len(outputs) > 1 and args.strict:  # refused in any file: none is written
