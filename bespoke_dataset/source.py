@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .errors import BespokeDataError, UserError
 from .reading.raw import TABLES, Layout, data_file, detect_layout, table_files, typed_files
@@ -115,6 +115,16 @@ def content_fingerprint(path: Path, layout: Layout) -> str:
     return digest.hexdigest()
 
 
+def source_kind(source: str) -> Literal["sample", "local", "hub"] | None:
+    """How `resolve_source` finds `source`: the bundled sample, a local path that exists, or a Hub repo id;
+    None for none of these. Nothing is read or downloaded."""
+    if source == SAMPLE:
+        return "sample"
+    if Path(source).exists():
+        return "local"
+    return "hub" if is_repo_id(source) else None
+
+
 def resolve_source(source: str | Path = DEFAULT_SOURCE, revision: str | None = None, *,
                    hub_cache_dir: str | Path | None = None) -> ResolvedSource:
     """Find (or download) a release and fingerprint it.
@@ -125,11 +135,12 @@ def resolve_source(source: str | Path = DEFAULT_SOURCE, revision: str | None = N
     repos only.
     """
     text = str(source)
-    if text == SAMPLE:
+    kind = source_kind(text)
+    if kind == "sample":
         path, hub_revision = SAMPLE_DIR, None
-    elif Path(text).exists():
+    elif kind == "local":
         path, hub_revision = Path(text), None
-    elif is_repo_id(text):
+    elif kind == "hub":
         path = _download_or_explain(text, revision, hub_cache_dir)
         hub_revision = path.name if COMMIT.match(path.name) else revision
     else:

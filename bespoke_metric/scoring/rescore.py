@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
-from bespoke_dataset.source import SAMPLE, is_repo_id
+from bespoke_dataset.source import source_kind
 from bespoke_metric.results.file_kinds import not_results, read_json
 
 
@@ -100,7 +100,7 @@ def rescore_plan(paths: Sequence[str], out: str | os.PathLike[str], source: str 
 def check_recorded_source(results_path: str, source: str | None) -> None:
     """A `RescoreError` when the data a results file was scored on is a local folder not found from here: it is
     recorded as `score` was given it (relative to where that ran), so from another directory it takes `--source`."""
-    if source is None or source == SAMPLE or is_repo_id(source) or Path(source).exists():
+    if source is None or source_kind(source) is not None:
         return
     raise RescoreError(f"{results_path}: its data, the local folder {source!r}, is not found from here (recorded as "
                        "score was given it, relative to where that ran): give --source with that folder")
