@@ -70,6 +70,7 @@ def _rescore(root, responder, name):
     return root / name
 
 
+@pytest.mark.slow
 def test_rescore_keeps_the_system_and_judges_the_same_predictions_again(old_results):
     root, paths = old_results
     new = _rescore(root, judge_answer, "same")
@@ -84,6 +85,7 @@ def test_rescore_keeps_the_system_and_judges_the_same_predictions_again(old_resu
         assert [i["scores"] for i in rescored["items"]] == [i["scores"] for i in old["items"]]
 
 
+@pytest.mark.slow
 def test_a_judge_that_keeps_the_order_gives_tau_one_and_no_flip(old_results, capsys):
     root, paths = old_results
     new = _rescore(root, judge_answer, "kept")
@@ -117,6 +119,7 @@ def test_a_bridge_to_a_proxy_judge_is_marked_proxy(make_results):
     assert "<strong>PROXY judge</strong>" in bridge_section(content)
 
 
+@pytest.mark.slow
 def test_a_judge_that_reverses_the_order_reports_every_flip(old_results):
     root, _ = old_results
     new = _rescore(root, reversed_answer, "reversed")
@@ -138,6 +141,7 @@ def test_a_judge_that_reverses_the_order_reports_every_flip(old_results):
     assert shift["full"]["ci"][1] < 0
 
 
+@pytest.mark.slow
 def test_results_without_their_predictions_are_refused_in_one_line(old_results, tmp_path, capsys):
     root, paths = old_results
     orphan = json.loads(paths[0].read_text())
@@ -151,6 +155,7 @@ def test_results_without_their_predictions_are_refused_in_one_line(old_results, 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_system_on_one_side_only_is_named(old_results, tmp_path, capsys):
     root, paths = old_results
     status = cli.main(["bridge", *map(str, paths), "--to", str(paths[0]), "--out", str(tmp_path / "b")])
@@ -167,6 +172,7 @@ def test_rowwise_kendall_matches_scipy():
     np.testing.assert_allclose(rowwise_kendall(x, y), expected, equal_nan=True)
 
 
+@pytest.mark.slow
 def test_the_html_leaderboard_shows_the_bridge(old_results, capsys):
     root, _ = old_results
     new = _rescore(root, reversed_answer, "reversed-html")

@@ -35,6 +35,7 @@ def stand_in_judges(release):
     return known_quality_judges(list(bespoke_dataset.load("meta_test", source=release)))
 
 
+@pytest.mark.slow
 def test_the_table_ranks_stand_ins_of_known_quality(release, openai_server, tmp_path, capsys):
     openai_server.responder = stand_in_judges(release)
     out = tmp_path / "table"
@@ -83,6 +84,7 @@ def test_the_table_ranks_stand_ins_of_known_quality(release, openai_server, tmp_
     assert json.loads((out / "judges.json").read_text())["judges"][2]["usage"]["cached"] == 40
 
 
+@pytest.mark.slow
 def test_judges_that_agree_alike_are_ranked_as_a_tie(release, openai_server):
     openai_server.responder = stand_in_judges(release)  # a model of another name gives the people's scores
     options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False, "progress": False}
@@ -95,6 +97,7 @@ def test_judges_that_agree_alike_are_ranked_as_a_tie(release, openai_server):
     assert tied_ranks([0.5, None, 0.9, 0.5, 0.9004, None]) == [3, 5, 1, 3, 1, 5]
 
 
+@pytest.mark.slow
 def test_repeats_are_fresh_calls_keyed_apart_and_measure_self_consistency(release, openai_server, tmp_path):
     openai_server.responder = stand_in_judges(release)
     cache = tmp_path / "judges.sqlite"
@@ -125,6 +128,7 @@ def test_repeats_are_fresh_calls_keyed_apart_and_measure_self_consistency(releas
     plain.close()
 
 
+@pytest.mark.slow
 def test_flags_a_table_needs_are_checked_before_any_call(release, openai_server, tmp_path, capsys):
     base = ["meta-eval", "--source", release, "--base-url", openai_server.base_url, "--api-key", "sk-test"]
     assert cli.main([*base, "--judge", "openai:close", "--judge", "openai:noisy"]) == 2

@@ -27,6 +27,7 @@ def _systems(make_results):
             parse_results(make_results(weak, system="weak"), "weak.json")]
 
 
+@pytest.mark.slow
 def test_report_embeds_every_plot_as_png(make_results):
     groups = build_leaderboard(_systems(make_results), n_resamples=200)
     page = render_html(groups)

@@ -321,6 +321,7 @@ def test_a_claude_system_with_native_search_and_a_claude_judge_run_from_the_comm
             assert KEY.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.slow
 def test_the_command_line_says_a_retired_claude_in_one_line_and_writes_nothing(synthetic_hub, tmp_path):
     """In a `bespoke` process of its own, as a user runs it."""
     import subprocess

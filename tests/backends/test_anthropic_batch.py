@@ -159,6 +159,7 @@ def test_no_key_in_the_cache_or_the_ledger(server, tmp_path):
     assert all(r.headers.get("x-api-key") == KEY for r in server.requests)  # it was sent, though
 
 
+@pytest.mark.slow
 def test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice(server, synthetic_hub, tmp_path, capsys, caplog):
     """`bespoke score --batch` with a Claude judge, its driver killed (SIGKILL) while its batch runs: the rerun
     collects that batch, submits nothing again and makes no direct call."""

@@ -69,6 +69,7 @@ def greedy_reference(model_dir, request: Request) -> Completion:
                       output_tokens=min(stop + 1, len(new)), truncated=stop == len(new))
 
 
+@pytest.mark.slow
 def test_generates_end_to_end_through_the_scheduler(tiny_model_dir):
     backend = make_backend(f"hf:{tiny_model_dir}")
     results = run_requests_sync(backend, requests())
@@ -83,6 +84,7 @@ def test_generates_end_to_end_through_the_scheduler(tiny_model_dir):
     assert identity["settings"]["dtype"] == "float32"
 
 
+@pytest.mark.slow
 def test_batched_left_padded_equals_one_at_a_time(tiny_model_dir):
     reqs = requests()
     batched = complete(HFBackend(str(tiny_model_dir), batch_size=4), reqs)
@@ -98,6 +100,7 @@ def test_batched_left_padded_equals_one_at_a_time(tiny_model_dir):
         assert batched[i].input_tokens == len(expected)
 
 
+@pytest.mark.slow
 def test_matches_plain_generate_on_one_prompt(tiny_model_dir):
     request = requests()[1]
     outcome = complete(HFBackend(str(tiny_model_dir)), [request])[0]
@@ -115,6 +118,7 @@ def test_control_tokens_in_content_stay_text(tiny_model_dir):
     assert ids.count(end_id) == 2  # after the system and the user turn, none from the content
 
 
+@pytest.mark.slow
 def test_json_schema_goes_into_the_prompt(tiny_model_dir):
     schema = {"type": "object", "properties": {"verdict": {"type": "boolean"}}}
     plain = Request(messages=({"role": "user", "content": "claim?"},), max_tokens=3)
@@ -126,6 +130,7 @@ def test_json_schema_goes_into_the_prompt(tiny_model_dir):
     assert outcomes[1].input_tokens > outcomes[0].input_tokens
 
 
+@pytest.mark.slow
 def test_a_grammar_holds_a_random_model_to_the_schema_and_ends_its_answer(tiny_model_dir):
     """Left to itself a random model writes no JSON; held by xgrammar's grammar of the bounded schema, it writes
     an answer the schema takes and ends it within its token limit, whatever it would have rambled. A request
@@ -169,6 +174,7 @@ def test_a_grammar_without_xgrammar_names_the_extra(tiny_model_dir, monkeypatch)
         complete(backend, [Request(messages=requests()[0].messages, json_schema=CLAIM_SCHEMA)])
 
 
+@pytest.mark.slow
 def test_outcomes_arrive_per_batch_while_the_loop_runs(tiny_model_dir):
     backend = HFBackend(str(tiny_model_dir), batch_size=2)
     reqs = requests()
@@ -198,6 +204,7 @@ def test_outcomes_arrive_per_batch_while_the_loop_runs(tiny_model_dir):
     assert 1 in first_batch
 
 
+@pytest.mark.slow
 def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
     backend = HFBackend(str(tiny_model_dir), batch_size=8)
     real_generate = backend._generate

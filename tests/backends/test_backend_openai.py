@@ -453,6 +453,7 @@ def test_429_waits_at_least_retry_after_ms(openai_server):
     assert second.received - first.finished >= 0.6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422, 429, 500, 503, 418])
 def test_error_reasons_read_as_the_sdks_own_errors(openai_server, status):
     # what our session says of an error answer is what the official client raises for it (its public

@@ -262,6 +262,7 @@ def test_finish_reason_length_marks_the_completion_truncated():
     assert cut.output_tokens == 4
 
 
+@pytest.mark.slow
 def test_tools_rendered_by_the_chat_template_and_calls_parsed_here(monkeypatch, tmp_path):
     """`LLM.enqueue_chat(..., tools=...)` renders the tools through the model's own template (here the real
     tiny tools tokenizer, as vLLM's rendering does); the answer's tool-call text is parsed on our side, not

@@ -55,6 +55,7 @@ def input_lines(server) -> list[list[dict]]:
     return [[json.loads(line) for line in f.content.decode().splitlines()] for f in files]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, endpoint", [("gpt-4o-mini", "/v1/chat/completions"), ("gpt-5-mini", "/v1/responses")])
 def test_a_batch_answers_as_the_direct_calls_would_and_sends_none(server, tmp_path, model, endpoint):
     requests = requests_for(5)

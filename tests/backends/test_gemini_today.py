@@ -51,6 +51,7 @@ def gemini(server, model: str, **options):
     return make_backend(f"gemini:{model}", base_url=root_url(server), api_key=KEY, backoff_base=0.01, **options)
 
 
+@pytest.mark.slow
 def test_gemini_3_takes_a_thinking_level_and_grounds_its_answer(server):
     backend = gemini(server, "gemini-3-pro-preview", thinking_level="low")
     (searched,) = complete(backend, [ask(native_search=True)])
@@ -89,6 +90,7 @@ def test_thinking_options_a_model_cannot_take_are_one_user_error(server, model, 
 # Finish reasons as google-genai types them (types.FinishReason: STOP, MAX_TOKENS, SAFETY, RECITATION,
 # PROHIBITED_CONTENT, ...); a candidate stopped for safety comes with no content, or with what was written
 # before the stop (the Gemini API's Candidate: content, finishReason, finishMessage, safetyRatings).
+@pytest.mark.slow
 @pytest.mark.parametrize("reason", ["SAFETY", "RECITATION", "PROHIBITED_CONTENT"])
 def test_an_answer_the_provider_stopped_fails_naming_the_reason(server, reason):
     server.reset()

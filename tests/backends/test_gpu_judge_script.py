@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_gpu_judge_script_runs_small_on_the_cpu(smollm2_cache, tmp_path: Path) -> None:
     out = tmp_path / "gpu_judge.json"
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_judge.py"), "--device", "cpu",

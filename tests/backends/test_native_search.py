@@ -382,6 +382,7 @@ def test_gemini_client_errors_are_not_retried_and_hold_no_key(gemini_server, cap
     assert len(gemini_server.calls) == 1
 
 
+@pytest.mark.slow
 def test_an_unreachable_gemini_endpoint_fails_every_call_in_seconds():
     import socket
 
@@ -405,6 +406,7 @@ TOOLS = ({"type": "function", "function": {"name": "search", "description": "sea
                                             "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}},)
 
 
+@pytest.mark.slow
 def test_tool_calls_and_search_records_round_trip_through_the_cache_without_the_key(openai_server, perplexity_server,
                                                                                      gemini_server, tmp_path):
     cases = [

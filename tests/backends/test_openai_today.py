@@ -263,6 +263,7 @@ def test_a_404_that_is_not_about_the_model_stays_one_failed_call(openai_server):
     assert isinstance(outcome, CallError) and "NotFoundError: Error code: 404 - no route" in outcome.reason
 
 
+@pytest.mark.slow
 def test_the_command_line_says_a_retired_judge_in_one_line_and_writes_nothing(openai_server, synthetic_hub, tmp_path):
     """In a `bespoke` process of its own, as a user runs it: what the test process's earlier tests left behind
     (threads printing, warning filters) is not what the command prints."""

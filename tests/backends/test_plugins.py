@@ -40,6 +40,7 @@ def plugins(tmp_path_factory) -> Path:
     return root / "site"
 
 
+@pytest.mark.slow
 def test_an_installed_plugin_engine_scores(plugins, tmp_path):
     predictions = ROOT / "bespoke_dataset" / "sample" / "predictions.jsonl"
     done = _bespoke(["score", "--source", "sample", "--predictions", str(predictions), "--judge", "rules:need-words",
@@ -61,6 +62,7 @@ def test_an_installed_plugin_engine_scores(plugins, tmp_path):
     assert "note: rules:need-words is a proxy judge" in done.stdout and "note: rules:need-words was answered by a stand-in" in done.stdout
 
 
+@pytest.mark.slow
 def test_an_unknown_engine_names_the_installed_plugins(plugins, tmp_path):
     done = _bespoke(["score", "--source", "sample", "--predictions", "x.jsonl", "--judge", "rulez:x"], plugins, tmp_path)
     assert done.returncode == 2
@@ -68,6 +70,7 @@ def test_an_unknown_engine_names_the_installed_plugins(plugins, tmp_path):
     assert line.startswith("error: unknown engine 'rulez'") and "rules" in line
 
 
+@pytest.mark.slow
 def test_a_broken_plugin_is_named_and_troubles_no_other_engine(tmp_path):
     broken = tmp_path / "broken"
     (broken / "bespoke_broken-0.1.dist-info").mkdir(parents=True)

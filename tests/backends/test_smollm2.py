@@ -181,6 +181,7 @@ def test_a_broken_cache_entry_and_a_killed_conversions_leftovers_are_never_read(
     assert leftover.is_dir() and (leftover / "tokenizer.json").stat().st_size == 1000  # untouched, unread
 
 
+@pytest.mark.slow
 def test_smollm2_as_an_hf_judge_held_to_the_schema_reads_every_judgment(smollm2_cache) -> None:
     """SmolLM2 judging the sample's predictions as a judge runs by default: JSON held by xgrammar's grammar of
     the bounded schema. Every judgment is read (the four scores, each claim's verdict), none runs on to the

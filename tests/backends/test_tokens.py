@@ -27,6 +27,7 @@ def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
 
 
+@pytest.mark.slow
 def test_truncate_gives_the_longest_prefix_within_the_budget(counter: TokenCounter) -> None:
     text = "Crème brûlée, naïve café — 東京 🚀 " * 20
     for budget in (1, 7, 50, 10_000):

@@ -117,6 +117,7 @@ def _prompt(backend, request: Request) -> str:
     return backend._tokenizer.decode(backend._encode(request))
 
 
+@pytest.mark.slow
 def test_hf_renders_tools_and_a_continued_conversation_through_the_template(tools_model_dir, tiny_model_dir):
     from bespoke_metric.backends.local.hf_backend import HFBackend
 

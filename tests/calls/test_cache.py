@@ -6,6 +6,8 @@ import multiprocessing
 import sqlite3
 import threading
 
+import pytest
+
 from bespoke_metric.backends.base import Completion, Request
 from bespoke_metric.calls.cache import Cache, key_for
 
@@ -64,6 +66,7 @@ def _write_many(path: str, worker: int, count: int) -> None:
                 assert cache.get(f"w{worker}-{i}") is not None
 
 
+@pytest.mark.slow
 def test_concurrent_writer_processes(tmp_path):
     path = str(tmp_path / "shared.sqlite")
     context = multiprocessing.get_context("fork")

@@ -67,6 +67,7 @@ def no_key_written(folder: Path) -> None:
         assert KEY.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.slow
 def test_score_batch_gives_the_direct_figures_and_sends_no_direct_call(server, predictions, synthetic_hub, tmp_path, capsys, caplog):
     code, _, err = bespoke(score_args(server, predictions, synthetic_hub, tmp_path, "direct"), capsys)
     assert code == 0, err
@@ -88,6 +89,7 @@ def test_score_batch_gives_the_direct_figures_and_sends_no_direct_call(server, p
     no_key_written(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_killed_driver_rerun_collects_its_batches_without_submitting_again(server, predictions, synthetic_hub, tmp_path, capsys, caplog):
     server.hold_batches = True
     args = score_args(server, predictions, synthetic_hub, tmp_path, "killed", "--batch", "--batch-poll", "0.05")
@@ -242,6 +244,7 @@ def test_batch_flags_reach_only_engines_with_a_batch_api(predictions, synthetic_
     assert code == 2 and err.strip() == "error: --batch-poll only applies with --batch"
 
 
+@pytest.mark.slow
 def test_ctrl_c_names_the_batches_still_running(server, predictions, synthetic_hub, tmp_path):
     server.hold_batches = True
     args = score_args(server, predictions, synthetic_hub, tmp_path, "interrupted", "--batch", "--batch-poll", "0.05")

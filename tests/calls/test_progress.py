@@ -85,6 +85,7 @@ def test_a_wrong_interval_is_named(monkeypatch, value):
         log_every_s()
 
 
+@pytest.mark.slow
 def test_hf_generation_into_a_log_reports_as_answers_land(tiny_model_dir, capsys, monkeypatch, tmp_path: Path):
     """The `hf:` engine through `generate`, as `bespoke generate` runs it into a log file."""
     monkeypatch.setenv("BESPOKE_PROGRESS_EVERY", "0.05")

@@ -59,6 +59,7 @@ def test_warm_cache_makes_no_calls(openai_server, tmp_path):
         assert len(openai_server.calls) == 23
 
 
+@pytest.mark.slow
 def test_resume_after_a_crash_pays_only_for_unfinished_calls(openai_server, tmp_path, caplog):
     openai_server.responder = answer
     openai_server.latency = 0.05

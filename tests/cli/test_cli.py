@@ -10,6 +10,7 @@ import pytest
 from bespoke_cli.cli import COMMANDS, main
 
 
+@pytest.mark.slow
 def test_top_level_help_lists_every_command():
     run = subprocess.run([sys.executable, "-m", "bespoke_cli.cli", "--help"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -18,6 +19,7 @@ def test_top_level_help_lists_every_command():
     assert "95% bootstrap" in run.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_subcommand_help(name, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -28,6 +30,7 @@ def test_subcommand_help(name, capsys):
     assert "%%" not in out
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_is_no_error():
     """`bespoke info | head -1`: the reader is gone before the command writes; it ends quietly, exit 0."""
     import os

@@ -86,6 +86,7 @@ def check_interrupted(code: int, err: str, cache: Path) -> int:
     return saved
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_score_keeps_the_cache_and_the_rerun_resumes(slow_judge, predictions, synthetic_hub, tmp_path):
     cache, output = tmp_path / "judge.sqlite", tmp_path / "results.json"
     args = ["score", "--predictions", str(predictions), "--judge", "openai:judge", "--source", str(synthetic_hub),
@@ -99,6 +100,7 @@ def test_ctrl_c_in_score_keeps_the_cache_and_the_rerun_resumes(slow_judge, predi
     assert json.loads(output.read_text())["usage"]["cached"] == saved
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_generate(slow_judge, synthetic_hub, tmp_path):
     output = tmp_path / "preds.jsonl"
     args = ["generate", "--model", "openai:gpt-4o", "--base-url", slow_judge.base_url, "--source", str(synthetic_hub),
@@ -106,6 +108,7 @@ def test_ctrl_c_in_generate(slow_judge, synthetic_hub, tmp_path):
     check_interrupted(*interrupt_once_answers_land(args, tmp_path / "preds.cache.sqlite", tmp_path), tmp_path / "preds.cache.sqlite")
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_meta_eval(slow_judge, synthetic_hub, tmp_path):
     cache = tmp_path / "judge.sqlite"
     args = ["meta-eval", "--judge", "openai:judge", "--source", str(synthetic_hub), "--base-url", slow_judge.base_url,
@@ -114,6 +117,7 @@ def test_ctrl_c_in_meta_eval(slow_judge, synthetic_hub, tmp_path):
     assert not (tmp_path / "meta.json").exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_generate_with_an_hf_model_stops_at_once_keeping_every_ended_answer(smollm2_cache, tmp_path,
                                                                                        monkeypatch):
     """SmolLM2 answering the sample's first two queries one at a time, longest prompt first: the second query's

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from key_scan import calls_with_key, stored_bytes
 
 import bespoke_dataset
@@ -21,6 +22,7 @@ CONCURRENCY = 4
 KEY = "sk-killed-run-0123456789"
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_rerun_pays_at_most_the_calls_in_flight(openai_server, synthetic_hub, tmp_path):
     rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))
     needed = sum(1 + len(row["claims"]) for row in rows)  # one personalization call and one per claim

@@ -108,12 +108,14 @@ def test_a_mistyped_engine_is_named_with_the_engine_meant(tmp_path, capsys):
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.slow
 def test_generate_with_a_model_that_is_nowhere(tmp_path, capsys):
     assert main(["generate", "--model", "hf:org/unknown-model-xyz", "--source", "sample", "--output",
                  str(tmp_path / "p.jsonl")]) == 2
     assert "org/unknown-model-xyz" in one_error_line(capsys.readouterr().err)
 
 
+@pytest.mark.slow
 def test_a_judge_that_rejects_every_call(openai_server, tmp_path, capsys):
     openai_server.rule = lambda record: Fault(status=400, body={"error": {"message": "model not served here"}})
     output = tmp_path / "results.json"
@@ -143,6 +145,7 @@ def test_version_everywhere(capsys):
     assert bespoke_dataset.__version__ == importlib.metadata.version("bespoke-eval")
 
 
+@pytest.mark.slow
 def test_the_bespoke_command_prints_its_version():
     run = subprocess.run([sys.executable, "-m", "bespoke_cli.cli", "--version"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr

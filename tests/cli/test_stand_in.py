@@ -10,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import StandIn
 
 from bespoke_cli.cli import main
 
 
+@pytest.mark.slow
 def test_the_command_prints_its_url_answers_every_role_and_stops_on_ctrl_c(tmp_path: Path, monkeypatch) -> None:
     server = StandIn(tmp_path)
     try:
@@ -37,6 +39,7 @@ def test_the_command_prints_its_url_answers_every_role_and_stops_on_ctrl_c(tmp_p
     assert "stopped" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_rewrite_and_an_agent_search_through_the_stand_in(stand_in, tmp_path: Path) -> None:
     from bespoke_metric.systems import GenerationSettings, generate
     from bespoke_metric.testing.search_servers import serve_search
@@ -52,6 +55,7 @@ def test_a_rewrite_and_an_agent_search_through_the_stand_in(stand_in, tmp_path: 
     assert first["search"]["cited"]  # the agent's answer cites its first result
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -63,6 +67,7 @@ def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
     assert done.stderr.startswith(f"error: --port {port}: cannot serve on 127.0.0.1:{port}") and len(done.stderr.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_the_responder_module_is_no_silent_command() -> None:
     done = subprocess.run([sys.executable, "-m", "bespoke_metric.testing.system_responder"], capture_output=True,
                           text=True, timeout=120)

@@ -75,6 +75,7 @@ def score_run(synthetic_hub, tmp_path_factory):
     return report, calls, results, again
 
 
+@pytest.mark.slow
 def test_the_run_scores_through_the_server(score_run):
     report, calls, results, _ = score_run
     assert report["code"] == 0
@@ -84,6 +85,7 @@ def test_the_run_scores_through_the_server(score_run):
     assert sum(results["summary"]["failures"].values()) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", HEAVY)
 def test_no_heavy_module_is_imported(score_run, module):
     assert loaded(score_run[0]["modules"], module) == []
@@ -93,6 +95,7 @@ def loaded(modules: list[str], module: str) -> list[str]:
     return [name for name in modules if name == module or name.startswith(module + ".")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", HEAVY + NOT_BEFORE_THE_FIRST_CALL)
 def test_nothing_needed_only_later_or_elsewhere_is_imported_before_the_first_call(score_run, module):
     report = score_run[0]
@@ -100,6 +103,7 @@ def test_nothing_needed_only_later_or_elsewhere_is_imported_before_the_first_cal
     assert loaded(report["first_call"], module) == []
 
 
+@pytest.mark.slow
 def test_prices_are_loaded_for_the_cost_and_the_guards_word_lists_without_wordfreq(score_run):
     """After the calls the cost is computed from the maintained prices (where genai-prices is installed: Python
     3.11 on), and the same run again reads their answer from the cache, without loading them; the guards ran

@@ -166,6 +166,7 @@ def test_reviewed_claims_are_accepted_without_asking_again(model_release, model_
     assert f"error: {accepted} line 1: 'keep' must be true or false, got 'yes'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_failed_build_writes_nothing_and_a_rerun_asks_only_what_failed(model_data, fresh, tmp_path, capsys):
     cache, out = tmp_path / "calls.sqlite", tmp_path / "release"
     user2 = [q["query"] for q in read_jsonl(model_data / "queries.jsonl") if q["user"] == "user2"]
@@ -264,6 +265,7 @@ def test_a_folder_that_no_build_wrote_is_refused(given_data, tmp_path, capsys):
     assert main(["build", "--from", str(given_data), "--out", str(out)]) == 0  # an earlier build may be replaced
 
 
+@pytest.mark.slow
 def test_a_built_release_scores_meta_evaluates_generates_and_exports(model_release, fresh, tmp_path):
     release = model_release[0]
     endpoint = ["--base-url", fresh.base_url, "--api-key", SECRET]

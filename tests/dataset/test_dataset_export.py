@@ -25,6 +25,7 @@ def exported(synthetic_hub, tmp_path_factory):
     return export(synthetic_hub, tmp_path_factory.mktemp("export") / "out", cache_dir=tmp_path_factory.mktemp("c"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS)
 def test_round_trip_through_load_dataset(exported, synthetic_hub, tmp_path, config):
     plain = datasets.load_dataset(str(exported), config, split="test", cache_dir=str(tmp_path))

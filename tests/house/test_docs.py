@@ -145,6 +145,7 @@ def run_python(block: Block, namespace: dict[str, object]) -> None:
     exec(code, namespace)  # noqa: S102 - running the documentation's own examples is the point
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_every_example_of_the_page_runs(page: Path, page_env: dict[str, str], request: pytest.FixtureRequest) -> None:
     if SMOLLM2 in page.read_text(encoding="utf-8"):
@@ -183,6 +184,7 @@ def output_departures(shown: object, written: object, where: str = "") -> list[s
     return [] if shown == written and type(shown) is type(written) else [f"{where}: {shown!r} on the page, {written!r} in the file"]
 
 
+@pytest.mark.slow
 def test_the_warm_bespoke_answers_as_the_installed_one(warm_bespoke: Path, tmp_path: Path) -> None:
     """The pages' `bespoke` is the console script's function in a forked server: the same output, the
     same exit codes (a result, a user's mistake, a bad flag) as the installed command's."""
@@ -289,6 +291,7 @@ def test_every_documented_command_line_parses() -> None:
     assert checked >= 60, checked
 
 
+@pytest.mark.slow
 def test_the_readme_quickstart_scores_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     """The Quickstart's scoring command, as written, from the top of a checkout."""
     from test_readme import quickstart_score_command
@@ -345,6 +348,7 @@ def differences(shown: object, real: object, where: str = "") -> list[str]:
     return []
 
 
+@pytest.mark.slow
 def test_the_results_example_is_what_a_run_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The example shows a run against the provider: the stand-in's answers, served as a provider serves them
     (without the stand-in's mark, which would make the results say a stand-in answered)."""

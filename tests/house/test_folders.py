@@ -78,6 +78,7 @@ def test_an_empty_folder_or_a_new_path_is_fine_and_a_file_is_not(tmp_path, capsy
     assert (tmp_path / "file").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_export_refuses_a_folder_that_holds_no_export(synthetic_hub, tmp_path, capsys):
     out = tmp_path / "notes"
     out.mkdir()

@@ -1,6 +1,6 @@
 """The quick loop (`python -m pytest -m "not slow"`, docs/getting-started.md) holds what a contributor runs
-while working: no test that loads a real model, starts Ray or drives Chromium, and none of the tests the
-suite names as slow; every name in that list is a test that exists, so renaming one cannot slip it back in."""
+while working: no test that loads a real model, starts Ray or drives Chromium, and none of the tests
+marked `@pytest.mark.slow` where they stand (a mark that travels with its test when it is renamed or moved)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import MODEL_FIXTURES, SLOW
+import pytest
+from conftest import MODEL_FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,6 +35,7 @@ def pytest_collection_finish(session):
 '''
 
 
+@pytest.mark.slow
 def test_the_quick_loop_loads_no_model_and_every_slow_name_is_a_test(tmp_path):
     (tmp_path / "quick_loop_plugin.py").write_text(PLUGIN, encoding="utf-8")
     out = tmp_path / "collected.json"
@@ -50,7 +52,5 @@ def test_the_quick_loop_loads_no_model_and_every_slow_name_is_a_test(tmp_path):
              if MODEL_FIXTURES & set(item["fixtures"]) or "ray_cluster" in item["fixtures"]
              or {"slow", "ray", "browser", "vllm"} & set(item["marks"])]
     assert heavy == []
-    assert not SLOW & {item["name"] for item in kept}
-    assert sorted(SLOW - {item["name"] for item in left}) == []  # each name still a test of the suite
     # a test on a model fixture is slow by rule, whoever wrote it
     assert any(MODEL_FIXTURES & set(item["fixtures"]) for item in left)

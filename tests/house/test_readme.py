@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -80,6 +82,7 @@ def test_no_captured_run_output_is_committed_and_git_ignores_it():
     assert ignored_by_git("run.out")
 
 
+@pytest.mark.slow
 def test_the_python_example_prints_rounded_figures_its_notes_and_no_loading_bar(tmp_path):
     code = README.split("```python\n", 1)[1].split("```", 1)[0]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

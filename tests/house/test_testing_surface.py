@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import bespoke_dataset
 import bespoke_metric.testing as testing
 from bespoke_metric import score
@@ -36,6 +38,7 @@ def test_importing_the_surface_loads_nothing_heavy():
     assert [name for name in HEAVY if name in loaded] == []
 
 
+@pytest.mark.slow
 def test_the_package_example_scores_through_the_local_server():
     rows = list(bespoke_dataset.load("benchmark", source="sample"))[:3]
     predictions = [{"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]} for r in rows]

@@ -54,6 +54,7 @@ def averages(results_dir: Path, judge: str) -> list[tuple[str, float]]:
     return sorted(((r["system"]["name"], r["summary"]["average"]) for r in loaded), key=lambda pair: -pair[1])
 
 
+@pytest.mark.slow
 def test_space_files_and_the_results_they_ship(results_dir, tmp_path):
     out = tmp_path / "board"
     assert main(["space", "leaderboard", "--results", str(results_dir), "--out", str(out), "--package-from", "registry"]) == 0
@@ -66,6 +67,7 @@ def test_space_files_and_the_results_they_ship(results_dir, tmp_path):
     assert 'Path(__file__).with_name("results")' in (out / "app.py").read_text()
 
 
+@pytest.mark.slow
 def test_a_hub_repo_of_results_is_read_at_start(results_dir, tmp_path, monkeypatch):
     import huggingface_hub
 
@@ -92,6 +94,7 @@ def test_a_hub_repo_of_results_is_read_at_start(results_dir, tmp_path, monkeypat
     assert sum(len(group.rows) for group in board.groups) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, content, reason", [
     ("broken.json", None, "not valid JSON"),
     ("half.json", {"summary": {}, "items": []}, "not a BESPOKE results file (missing judge, data)"),
@@ -108,6 +111,7 @@ def test_a_folder_with_a_broken_results_file_is_refused(name, content, reason, r
     assert not (tmp_path / "board").exists()
 
 
+@pytest.mark.slow
 def test_a_file_that_is_evidently_not_a_results_file_is_left_out_with_a_note(results_dir, tmp_path, capsys):
     folder = tmp_path / "mixed"
     folder.mkdir()

@@ -56,6 +56,7 @@ def test_metric_class_importable_and_validates_references(synthetic_hub):
     assert str(raised.value).startswith("3 problem(s)")
 
 
+@pytest.mark.slow
 def test_bespoke_metric_works_without_evaluate(tmp_path):
     """Only the metric class needs `evaluate`: block it and score through the library."""
     import subprocess
@@ -105,6 +106,7 @@ def test_compute_returns_the_six_figures_by_default(judged, synthetic_hub):
     assert all(isinstance(value, float) for value in result.values())
 
 
+@pytest.mark.slow
 def test_evaluator_bootstrap_resamples_queries(judged, synthetic_hub):
     """`evaluate`'s evaluator bootstrap scores resamples, which repeat queries: each must be scored. Its
     metric step (`Evaluator.compute_metric`) is called directly: evaluate 0.4.6 builds the pipeline step
@@ -219,6 +221,7 @@ def test_an_unreachable_judge_raises_and_a_failing_one_warns(remembering, synthe
     assert result["need_alignment"] is not None
 
 
+@pytest.mark.slow
 def test_a_second_compute_with_the_embed_judge_encodes_no_benchmark_text():
     """One judge per metric, kept as the reward keeps it: the benchmark's texts (R-J examples, gold claims) are
     encoded once; a later compute encodes its predictions and their sentences only."""

@@ -50,6 +50,7 @@ def test_written_from_package_data_in_any_directory(tmp_path, monkeypatch, capsy
     assert "wrote the metric Space" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_evaluate_doctest_check_of_the_written_folder_passes(tmp_path, monkeypatch):
     """evaluate's tests/test_metric_common.py `test_load`, run on the folder the command wrote: import the
     module script, find its metric class, no **kwargs in `_compute`, run its docstring examples with
@@ -85,6 +86,7 @@ def wheel_package(tmp_path_factory):
     return space_package("wheel", tmp_path_factory.mktemp("wheel"))
 
 
+@pytest.mark.slow
 def test_loaders_copy_is_what_the_command_writes(wheel_package):
     """Byte for byte, but for the wheel itself (build output, not checked in)."""
     written = {name: text for name, text in metric_space_files("bespoke", package=wheel_package).items() if name != WHEEL}
@@ -93,6 +95,7 @@ def test_loaders_copy_is_what_the_command_writes(wheel_package):
     assert stale == [], "loaders/bespoke differs from what `bespoke space metric --out loaders/bespoke` writes"
 
 
+@pytest.mark.slow
 def test_by_default_a_space_installs_the_wheel_beside_its_app(tmp_path, monkeypatch):
     """No release on the package registry is needed: the Space's build installs requirements.txt alone (the
     dependencies), then app.py installs the wheel written beside it. Both run here as they run there: the

@@ -50,6 +50,7 @@ def _step(rows, quality, conversational=False):
     return prompts, completions, users, query_ids
 
 
+@pytest.mark.slow
 def test_one_batch_per_step_and_better_completions_earn_more(sample, embed_judge):
     rows, quality = sample
     judge = RecordingJudge(embed_judge)
@@ -67,6 +68,7 @@ def test_one_batch_per_step_and_better_completions_earn_more(sample, embed_judge
     assert reward.__name__ == "bespoke_reward"  # TRL logs reward functions by name
 
 
+@pytest.mark.slow
 def test_weights_choose_the_metrics(sample, embed_judge):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:3], quality)
@@ -97,6 +99,7 @@ def test_failed_judgments_get_the_documented_value(sample, openai_server):
     assert zero(prompts, completions, user=users, query_id=query_ids) == [0.0] * 4
 
 
+@pytest.mark.slow
 def test_bad_calls_are_clear_errors(embed_judge):
     reward = make_reward_fn(embed_judge, source="sample")
     with pytest.raises(ValueError, match="needs dataset column"):
@@ -124,6 +127,7 @@ def test_completion_text_leaves_out_the_reasoning():
         completion_text("<think>\nStill thinking when the token limit hit")
 
 
+@pytest.mark.slow
 def test_reasoning_is_not_judged_and_unclosed_reasoning_gets_the_failure_value(sample, embed_judge):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:2], quality)
@@ -151,6 +155,7 @@ def heldout(tmp_path_factory):
     return str(write_release(tmp_path_factory.mktemp("heldout") / "release", users=6, sessions=60, seed=11))
 
 
+@pytest.mark.slow
 def test_acceptance_degenerate_completions_never_out_earn_real_answers(heldout):
     from bespoke_metric.testing.degenerate import FLOOR, acceptance_rewards
 
@@ -166,6 +171,7 @@ def test_acceptance_degenerate_completions_never_out_earn_real_answers(heldout):
     assert min(real) >= FLOOR  # a judged answer never goes below the floor of the paper scale
 
 
+@pytest.mark.slow
 def test_scales_guarded_value_and_switching_guards_off(sample, embed_judge):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:3], quality)
@@ -184,6 +190,7 @@ def test_scales_guarded_value_and_switching_guards_off(sample, embed_judge):
     assert unguarded[1] > 0.16  # the echoed query, judged: the proxy overrates it, which is what guards are for
 
 
+@pytest.mark.slow
 def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, embed_judge, openai_server):
     rows, quality = sample
     prompts, completions, users, query_ids = _step(rows[:2], quality)  # 4 real completions
@@ -215,6 +222,7 @@ def test_per_step_diagnostics_through_log_metric_and_log_extra(sample, embed_jud
 
 # --- the prompt dataset ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_prompt_dataset_asks_what_generate_asks_and_feeds_the_reward(sample, embed_judge, openai_server, tmp_path, monkeypatch):
     from bespoke_metric.reward import PROMPT_COLUMNS, prompt_dataset
     from bespoke_metric.systems import GenerationSettings, generate

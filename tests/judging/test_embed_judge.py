@@ -52,6 +52,7 @@ def examples_judged(release, calibrated):
     return items, run_sync(calibrated.judge(items))
 
 
+@pytest.mark.slow
 def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect(release, calibrated):
     source, truth = release
     typed = meta_evaluate(calibrated, source, n_resamples=200)
@@ -83,6 +84,7 @@ def test_knn_finds_the_paraphrased_example_and_the_proxy_is_measurably_imperfect
     assert "proxy calibration, leave-one-query-out on 120 R-J example scores of 6 queries" in format_meta_eval(typed)
 
 
+@pytest.mark.slow
 def test_calibration_uses_the_whole_scale(calibrated, examples_judged):
     assert set(calibrated.calibration) == set(DIMENSIONS)
     # the humans gave every score from 1 to 5 to the examples; so does the calibrated proxy to the examples
@@ -111,6 +113,7 @@ def test_leave_one_query_out_never_fits_on_the_query_it_scores():
     assert check["calibrated"]["exact"] == 0.0
 
 
+@pytest.mark.slow
 def test_similarity_weighting_is_a_softmax_over_the_k_nearest(release):
     source, _ = release
     row = next(iter(load_benchmark(source)[0].values()))
@@ -130,6 +133,7 @@ def test_similarity_weighting_is_a_softmax_over_the_k_nearest(release):
     assert re.findall(r"weight ([0-9.]+)", sharp.feedback["tone"])[0] == "1.00"
 
 
+@pytest.mark.slow
 def test_recall_matches_the_planted_claims_and_records_evidence(release, examples_judged):
     source, truth = release
     items, results = examples_judged
@@ -150,6 +154,7 @@ def test_recall_matches_the_planted_claims_and_records_evidence(release, example
     assert result.to_json()["claim_matches"] == result.claim_matches
 
 
+@pytest.mark.slow
 def test_a_second_batch_of_the_same_queries_encodes_only_its_responses_and_scores_as_a_fresh_judge(release):
     source, _ = release
     rows = list(load_benchmark(source)[0].values())[:2]
@@ -173,6 +178,7 @@ def test_a_second_batch_of_the_same_queries_encodes_only_its_responses_and_score
     assert [result.to_json() for result in second] == [result.to_json() for result in afresh]  # scores, recall, evidence
 
 
+@pytest.mark.slow
 def test_empty_response_conveys_nothing_and_bad_options_are_refused(release, calibrated):
     row = next(iter(load_benchmark(release[0])[0].values()))
     [empty] = calibrated.judge_sync([JudgeItem(row, "")])
@@ -200,6 +206,7 @@ def test_split_sentences():
     assert split_sentences("  \n ") == []
 
 
+@pytest.mark.slow
 def test_scores_the_bundled_sample_offline():
     predictions = Path(bespoke_dataset.SAMPLE_DIR) / "predictions.jsonl"
     results = score(str(predictions), SPEC, source="sample").to_json()

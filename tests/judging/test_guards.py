@@ -36,6 +36,7 @@ def test_degenerate_responses_are_caught_by_the_right_guard(name):
     assert hit.to_dict() == {"guard": expected, "reason": hit.reason, "version": guards.GUARDS_VERSION}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REAL)
 def test_answers_nobody_here_generated_pass(name):
     _, query, response = REAL[name]
@@ -141,6 +142,7 @@ def test_score_guards_before_the_judge_and_records_why(openai_server):
     assert judged_responses(openai_server).count("ok") == 4  # now judged: 2 items x 2 calls
 
 
+@pytest.mark.slow
 def test_cli_no_guards(tmp_path, capsys):
     rows = list(bespoke_dataset.load("benchmark", source="sample"))
     predictions = tmp_path / "predictions.jsonl"
@@ -154,6 +156,7 @@ def test_cli_no_guards(tmp_path, capsys):
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_evaluate_metric_guards_and_switch():
     import evaluate
 

@@ -12,6 +12,7 @@ from bespoke_metric.judging.factory import judge_parts, make_judge
 from bespoke_metric.scoring.pipeline import score
 
 
+@pytest.mark.slow
 def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthetic_hub, tmp_path):
     import bespoke_dataset
 

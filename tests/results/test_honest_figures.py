@@ -21,7 +21,6 @@ from bespoke_metric.analysis.report import to_csv, to_markdown
 from bespoke_metric.analysis.report_html import render_html
 from bespoke_metric.hub import leaderboard_app
 from bespoke_metric.results import stats
-from bespoke_metric.testing.judge_responder import judge_answer
 
 EMPTY = "ok"  # caught by the `empty` guard: lowest scores, no judge call
 
@@ -29,12 +28,6 @@ EMPTY = "ok"  # caught by the `empty` guard: lowest scores, no judge call
 @pytest.fixture(scope="module")
 def rows(synthetic_hub) -> list[dict]:
     return load_rows("benchmark", synthetic_hub)
-
-
-@pytest.fixture
-def judge_server(openai_server):
-    openai_server.responder = judge_answer
-    return openai_server
 
 
 def write_predictions(path: Path, rows: list[dict], *, empty: int = 0) -> Path:

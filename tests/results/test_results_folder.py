@@ -15,13 +15,6 @@ from pathlib import Path
 import pytest
 
 from bespoke_cli.cli import main
-from bespoke_metric.testing.judge_responder import judge_answer
-
-
-@pytest.fixture
-def judge_server(openai_server):
-    openai_server.responder = judge_answer
-    return openai_server
 
 
 @pytest.fixture
@@ -38,6 +31,7 @@ def run_args(model_dir: Path, server, output: str = "results/tiny.json") -> list
             "--output", output]
 
 
+@pytest.mark.slow
 def test_run_keeps_its_companion_files_in_a_folder_beside_the_results(tiny_model_dir, judge_server, workdir, capsys):
     assert main(run_args(tiny_model_dir, judge_server)) == 0
     files = sorted(p.relative_to(workdir / "results").as_posix() for p in (workdir / "results").rglob("*") if p.is_file())
@@ -54,6 +48,7 @@ def test_run_keeps_its_companion_files_in_a_folder_beside_the_results(tiny_model
     assert len(judge_server.calls) == calls * 2  # the judge has no --cache: it is asked again, and only it
 
 
+@pytest.mark.slow
 def test_a_run_begun_by_an_earlier_version_resumes_from_its_files(tiny_model_dir, judge_server, workdir, capsys):
     """0.1 kept the companions beside the results (`results/tiny.predictions.jsonl`, ...): still found."""
     assert main(run_args(tiny_model_dir, judge_server)) == 0
@@ -91,6 +86,7 @@ def results_folder(tiny_model_dir, judge_server, workdir, capsys) -> Path:
     return results
 
 
+@pytest.mark.slow
 def test_the_leaderboard_reads_a_results_folder_and_says_what_it_skipped(results_folder, capsys):
     files = sorted(glob.glob("results/*.json"))
     assert main(["leaderboard", *files, "results/tiny.json", "--resamples", "50"]) == 0  # one file given twice
@@ -106,6 +102,7 @@ def test_the_leaderboard_reads_a_results_folder_and_says_what_it_skipped(results
     assert "error" not in captured.err
 
 
+@pytest.mark.slow
 def test_a_copy_of_a_results_file_is_ranked_once(results_folder, capsys):
     shutil.copy("results/tiny.json", "results/tiny-copy.json")
     assert main(["leaderboard", "results/tiny.json", "results/tiny-copy.json", "--resamples", "50"]) == 0
@@ -114,18 +111,21 @@ def test_a_copy_of_a_results_file_is_ranked_once(results_folder, capsys):
     assert f"note: {Path('results/tiny-copy.json')} is a copy of {Path('results/tiny.json')}: ranked once" in captured.err
 
 
+@pytest.mark.slow
 def test_a_folder_with_no_results_file_is_one_error(results_folder, capsys):
     assert main(["leaderboard", "results/sweep.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "error: no results file among the 1 file(s) given"
 
 
+@pytest.mark.slow
 def test_a_broken_results_file_is_still_an_error(results_folder, capsys):
     Path("results/broken.json").write_text('{"summary": {}, "items": [')
     assert main(["leaderboard", *glob.glob("results/*.json")]) == 2
     assert "results/broken.json: not valid JSON" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_leaderboard_space_ships_the_results_files_of_the_folder(results_folder, workdir, capsys):
     assert main(["space", "leaderboard", "--results", "results", "--out", "board", "--package-from", "registry"]) == 0
     shipped = sorted(p.relative_to(workdir / "board" / "results").as_posix() for p in (workdir / "board" / "results").rglob("*"))

@@ -46,6 +46,7 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_tiny_model_cut_off_by_max_new_tokens_is_marked_scored_and_counted(tiny_model_dir: Path, openai_server, here: Path, capsys) -> None:
     generate = ["generate", "--model", f"hf:{tiny_model_dir}", "--source", "sample", "--limit", "3", "--max-new-tokens", "4"]
     assert main([*generate, "--output", "p.jsonl"]) == 0
@@ -147,6 +148,7 @@ RAMBLE = "The answer covers the need of the user. " * 200
 """What a small judge writes when it loops: one sentence again and again, until the output limit cuts it."""
 
 
+@pytest.mark.slow
 def test_a_judge_answer_that_runs_on_is_re_asked_once_and_counted(openai_server, here: Path, capsys) -> None:
     rows = list(bespoke_dataset.load("benchmark", source="sample"))[:2]
     records = [{"user": row["user"], "query_id": row["query_id"], "response": row["shots"][0]["response"]} for row in rows]

@@ -10,13 +10,6 @@ import pytest
 import bespoke_dataset
 from bespoke_cli.cli import main
 from bespoke_metric.scoring.pipeline import score, score_many
-from bespoke_metric.testing.judge_responder import judge_answer
-
-
-@pytest.fixture
-def judge_server(openai_server):
-    openai_server.responder = judge_answer
-    return openai_server
 
 
 def write_predictions(path: Path, source: Path, shot: int) -> Path:
@@ -34,6 +27,7 @@ def systems(tmp_path, synthetic_hub) -> list[Path]:
             write_predictions(tmp_path / "c.jsonl", synthetic_hub, -1)]
 
 
+@pytest.mark.slow
 def test_one_run_judges_every_system_as_separate_runs_would(judge_server, systems, synthetic_hub):
     together = [results.to_json() for results in
                 score_many(systems, "openai:judge", source=synthetic_hub, base_url=judge_server.base_url, progress=False)]

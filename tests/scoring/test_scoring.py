@@ -20,12 +20,6 @@ SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 
 
 @pytest.fixture
-def judge_server(openai_server):
-    openai_server.responder = judge_answer
-    return openai_server
-
-
-@pytest.fixture
 def predictions(tmp_path: Path, synthetic_hub: Path) -> Path:
     """One prediction per query of the small synthetic release: its best-scored example response."""
     import bespoke_dataset
@@ -42,6 +36,7 @@ def run_score(*args: str) -> int:
     return main(["score", *args])
 
 
+@pytest.mark.slow
 def test_score_over_http_matches_hand_arithmetic(judge_server, predictions, synthetic_hub, tmp_path):
     import bespoke_dataset
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from key_scan import stored_bytes
 
 from bespoke_cli.cli import main
@@ -18,6 +19,7 @@ ANSWER = ("Start with the two or three habits that matter most for you, try them
           "what changed so the next step builds on what worked.")
 
 
+@pytest.mark.slow
 def test_the_system_models_key_never_lands_on_disk(openai_server, synthetic_hub, tmp_path, capsys):
     openai_server.responder = lambda body: ANSWER  # the system under test
     output = tmp_path / "results.json"

@@ -59,6 +59,7 @@ def test_recent_first_orders_by_timestamp_and_keeps_undated_last() -> None:
     assert [s["id"] for s in recent_first(sessions)] == ["c", "a", "b", "d"]
 
 
+@pytest.mark.slow
 def test_pack_sessions_respects_the_budget_and_truncates_the_overflowing_session(counter: TokenCounter) -> None:
     sessions = recent_first(make_sessions()[:12])
     sizes = [counter.count(format_session(s)) for s in sessions]

@@ -87,6 +87,7 @@ def context_block(request: Request) -> str:
     return request.messages[1]["content"].rpartition("Question: ")[0].strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", CONTEXTS)
 def test_every_context_on_the_synthetic_release(kind: str, system: Backend, counter: TokenCounter, data: dict, synthetic_hub: Path, embedding_dir: Path, tmp_path: Path) -> None:
     recorder = RecordingBackend(system)
@@ -150,6 +151,7 @@ def test_every_context_on_the_synthetic_release(kind: str, system: Backend, coun
     assert (system_block["profiler"] is not None) == (kind in ("profile", "query-profile", "selected-profile"))
 
 
+@pytest.mark.slow
 def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic_hub: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     output = tmp_path / "preds.jsonl"
     settings = small("history", write_every=2, limit=LIMIT)
@@ -185,6 +187,7 @@ def test_resume_after_a_crash_generates_only_the_rest(system: Backend, synthetic
         generate(idle, output, small("none", max_new_tokens=64, limit=LIMIT), source=synthetic_hub, progress=False)
 
 
+@pytest.mark.slow
 def test_profiles_are_saved_and_reused_only_under_the_same_settings(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
     first = RecordingBackend(system)
@@ -219,6 +222,7 @@ class ProfilerDown(RecordingBackend):
             await super().complete([requests[i] for i in rest], lambda position, outcome: on_done(rest[position], outcome))
 
 
+@pytest.mark.slow
 def test_failed_profiles_leave_their_queries_unanswered_until_a_rerun(system: Backend, synthetic_hub: Path, tmp_path: Path) -> None:
     output = tmp_path / "preds.jsonl"
     down = ProfilerDown(system)
@@ -233,6 +237,7 @@ def test_failed_profiles_leave_their_queries_unanswered_until_a_rerun(system: Ba
     assert not again.failed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("expand", ["cot", "pseudo-history"])
 def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dict, synthetic_hub: Path, embedding_dir: Path, tmp_path: Path) -> None:
     recorder = RecordingBackend(system)
@@ -250,6 +255,7 @@ def test_query_expansion_feeds_retrieval(expand: str, system: Backend, data: dic
         generate(recorder, tmp_path / "x.jsonl", small("history", expand=expand, limit=1), source=synthetic_hub, progress=False)
 
 
+@pytest.mark.slow
 def test_search_hook_results_reach_the_prompt(system: Backend, counter: TokenCounter, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -339,6 +345,7 @@ def test_reasoning_is_never_in_the_response_and_unclosed_reasoning_fails_the_que
     assert profiles == {q: "Likes bread." for q in (q0, q1)}
 
 
+@pytest.mark.slow
 def test_resume_and_saved_profiles_follow_the_data(system: Backend, data: dict, synthetic_hub: Path, tmp_path: Path) -> None:
     report = generate(RecordingBackend(system), tmp_path / "source.jsonl", small("none", limit=1), source=synthetic_hub, progress=False)
     assert report.system["data"] == bespoke_dataset.resolve_source(synthetic_hub).record()

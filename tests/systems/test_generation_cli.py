@@ -32,6 +32,7 @@ def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
 
 
+@pytest.mark.slow
 def test_bespoke_generate_and_run_end_to_end(tiny_model_dir: Path, synthetic_hub: Path, openai_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
     openai_server.responder = judge_answer
@@ -113,6 +114,7 @@ def test_a_misspelt_model_folder_is_no_such_folder_not_an_unreachable_hub(synthe
         "(did you mean HuggingFaceTB/SmolLM2-135M-Instruct?)"]
 
 
+@pytest.mark.slow
 def test_the_offline_minilm_alias_works_for_retrieval_as_for_the_embed_judge(tiny_model_dir: Path, synthetic_hub: Path, offline: None, tmp_path: Path) -> None:
     output = tmp_path / "p.jsonl"
     args = [
@@ -147,6 +149,7 @@ def test_every_setting_with_a_flag_is_a_flag_with_its_one_default(command: str, 
     assert "(default: query)" in shown and "user-context configuration (default: none)" in shown
 
 
+@pytest.mark.slow
 def test_small_models_are_bounded_from_the_command_line(tiny_model_dir: Path, openai_server, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """`--profile-max-tokens` caps the profiler's calls (the Python example's 32, not the 512 default), and

