@@ -109,7 +109,8 @@ async def _bare_rounds(model_url: str, search_url: str, rows: list[dict[str, str
 
 def _run(model_url: str, search_url: str, rows: list[dict[str, str]], folder: Path, rounds: int, replay: bool) -> tuple[float, float, Any]:
     from bespoke_metric.backends.registry import make_backend
-    from bespoke_metric.systems import GenerationSettings, SearchOptions, generate
+    from bespoke_metric.systems import GenerationSettings, generate
+    from bespoke_metric.systems.search import SearchOptions
 
     backend = make_backend(MODEL, base_url=model_url, concurrency=4 * len(rows))
     settings = GenerationSettings(search=f"searxng:{search_url}", search_policy="agent", search_rounds=rounds,

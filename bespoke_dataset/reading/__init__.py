@@ -11,7 +11,3 @@
 
 What a whole release's notes come to (`check`, `bespoke info --check`) is `bespoke_dataset.report`'s.
 """
-
-from bespoke_dataset.lazy import serve_moved
-
-serve_moved(__name__, {"report": "..report"}, removed_in="0.6")  # its path in 0.4 (issue 33)

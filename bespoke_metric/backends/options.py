@@ -194,16 +194,6 @@ class BatchOptions:
 
 
 @dataclass(frozen=True)
-class CostOptions:
-    """What a run may spend (`bespoke_metric.calls.spending`), for any LLM engine. Kept for one release (issue
-    33): the spending limit is now the explicit `spending=` argument of `make_backend` and `make_judge`, no
-    option of an engine; no engine takes this class."""
-
-    spending: Any = option(help="a SpendingLimit shared by every model of the run (--max-cost): its `limited(backend)` "
-                                "wraps the backend")
-
-
-@dataclass(frozen=True)
 class HFOptions:
     """`hf:MODEL`: batched local generation with transformers (`backends.local.hf_backend.HFBackend`)."""
 

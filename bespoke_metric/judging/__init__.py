@@ -29,7 +29,6 @@ _LAZY: dict[str, str] = {
     "RECALL_MODES": ".protocol",
     "check_context_echo": ".guards",
     "check_response": ".guards",
-    "strip_reasoning": "bespoke_metric.backends.reasoning",
 }
 
 __all__ = sorted(_LAZY)

@@ -31,10 +31,6 @@ from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
 from bespoke_metric.backends.base import ParseError  # raised by every parser; the scheduler repairs on it
 from bespoke_metric.backends.reasoning import answer_region
 
-# their path in 0.4, kept until 0.6: they live in `backends.reasoning`
-from bespoke_metric.backends.reasoning import answer_start as answer_start
-from bespoke_metric.backends.reasoning import strip_reasoning as strip_reasoning
-
 
 @dataclass(frozen=True)
 class Judgment:

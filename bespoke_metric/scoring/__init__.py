@@ -1,4 +1,4 @@
-"""Scoring a system: predictions in, a results file out, through the engine registry (`bespoke_metric.backends.registry`).
+"""Scoring a system: predictions in, a results file out, judged by a judge of `bespoke_metric.judging`.
 
 | module | concern |
 |---|---|
@@ -11,15 +11,9 @@ from bespoke_dataset.lazy import lazy_attributes
 
 # name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
 _LAZY: dict[str, str] = {
-    "ENGINES": "..backends.registry",
-    "Engine": "..backends.registry",
     "PredictionError": ".predictions",
     "load_benchmark": ".pipeline",
-    "make_backend": "..backends.registry",
-    "make_judge": "..judging.factory",
-    "parse_spec": "..backends.registry",
     "read_predictions": ".predictions",
-    "register_engine": "..backends.registry",
     "rescore_plan": ".rescore",
     "score": ".pipeline",
     "score_many": ".pipeline",

@@ -31,15 +31,14 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("RETRIEVERS", "BM25Retriever", "DenseRetriever", "HybridRetriever", "Retriever", "make_retriever"),
                     ".retrieval"),
     "GenerationError": ".runfiles",
-    **dict.fromkeys(("DocumentCollection", "SearchHook", "SearchOptions"), ".search"),
     **dict.fromkeys(("EXPANSIONS", "GenerationSettings"), ".settings"),
     **dict.fromkeys(("TokenCounter", "token_counter"), ".tokens"),
 }
 
 __all__ = [
-    "BM25Retriever", "CONTEXTS", "ContextSettings", "DenseRetriever", "DocumentCollection", "EXPANSIONS", "Embedder",
+    "BM25Retriever", "CONTEXTS", "ContextSettings", "DenseRetriever", "EXPANSIONS", "Embedder",
     "GENERATION_PROMPT_VERSION", "GenerationError", "GenerationReport", "GenerationSettings", "HybridRetriever",
-    "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SearchHook", "SearchOptions", "SystemData", "TokenCounter",
+    "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SystemData", "TokenCounter",
     "UserContext", "build_contexts", "generate", "load_system_data", "make_retriever", "token_counter",
 ]
 

@@ -6,7 +6,6 @@
   runs from a lower wing to a higher one: the wing that imports is above what it imports, at every level.
 - Data flows one way: `bespoke_dataset` imports nothing of `bespoke_metric`, and neither imports the CLI.
 - No module imports another's private name (`from x import _name`): what is shared is public where it lives.
-- The module paths that moved in 0.5 still import, as the same module, with a warning, until 0.6.
 
 Every import counts, at the top of a module or inside a function (an import made only when needed still
 ties the two modules), including those only for type checking.
@@ -15,10 +14,7 @@ ties the two modules), including those only for type checking.
 from __future__ import annotations
 
 import ast
-import importlib
-import importlib.util
 import itertools
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,20 +162,3 @@ def test_no_private_name_is_imported_across_modules() -> None:
     private = [f"{found.source}:{found.line} takes {name} from {found.target}" for found in IMPORTS for name in found.names
                if name.startswith("_") and not name.startswith("__")]
     assert private == []
-
-
-MOVED = {
-    **{f"bespoke_metric.backends.{old}": importlib.util.resolve_name(new, "bespoke_metric.backends")
-       for old, new in importlib.import_module("bespoke_metric.backends").MOVED.items()},
-    "bespoke_dataset.reading.report": "bespoke_dataset.report",
-    "bespoke_metric.systems.search.plan": "bespoke_metric.systems.search_plan",
-}
-
-
-@pytest.mark.parametrize("old, new", sorted(MOVED.items()))
-def test_a_moved_module_still_imports_by_its_old_path(old: str, new: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(sys.modules, old, raising=False)
-    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}; the old path goes in 0.6"):
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(new)
-    assert new in MODULES and old not in MODULES

@@ -17,8 +17,9 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Completion, Request, ToolCall
 from bespoke_metric.backends.options import OpenAIOptions
 from bespoke_metric.backends.registry import ENGINES, Engine, make_backend
-from bespoke_metric.systems import GenerationError, GenerationSettings, SearchOptions, generate
+from bespoke_metric.systems import GenerationError, GenerationSettings, generate
 from bespoke_metric.systems.prompts import AGENT_LAST_CALL, AGENT_TEXT_INSTRUCTIONS, HEADINGS
+from bespoke_metric.systems.search import SearchOptions
 from bespoke_metric.systems.search.base import SearchEngineError
 from bespoke_metric.testing.doubles import ScriptedBackend
 from bespoke_metric.testing.search_servers import made_up_results, serve_search

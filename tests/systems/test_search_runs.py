@@ -17,8 +17,9 @@ import pytest
 from bespoke_cli.cli import main
 from bespoke_metric.results import ItemResult
 from bespoke_metric.scoring.pipeline import score
-from bespoke_metric.systems import GenerationSettings, SearchOptions, generate
+from bespoke_metric.systems import GenerationSettings, generate
 from bespoke_metric.systems.prompts import SYSTEM_PROMPT
+from bespoke_metric.systems.search import SearchOptions
 from bespoke_metric.systems.search.cache import cached_searches
 from bespoke_metric.testing.doubles import ScriptedBackend
 from bespoke_metric.testing.judge_responder import judge_answer

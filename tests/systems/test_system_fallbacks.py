@@ -15,9 +15,10 @@ import pytest
 from bespoke_cli.systems.generate import print_report
 from bespoke_metric.backends.base import Request
 from bespoke_metric.backends.registry import make_backend
-from bespoke_metric.systems import GenerationSettings, SearchOptions, generate
+from bespoke_metric.systems import GenerationSettings, generate
 from bespoke_metric.systems.prompts import PROFILER_SYSTEM_PROMPT
 from bespoke_metric.systems.runfiles import sidecar
+from bespoke_metric.systems.search import SearchOptions
 from bespoke_metric.testing.doubles import ScriptedBackend
 from bespoke_metric.testing.search_servers import serve_search
 

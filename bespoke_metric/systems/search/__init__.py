@@ -19,7 +19,7 @@
 A run's search from its settings, checked, and its record in the run file, is `systems.search_plan`'s.
 """
 
-from bespoke_dataset.lazy import lazy_attributes, serve_moved
+from bespoke_dataset.lazy import lazy_attributes
 
 # name -> the module that defines it, imported on first use
 _LAZY: dict[str, str] = {
@@ -46,5 +46,3 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY)
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
-
-serve_moved(__name__, {"plan": "..search_plan"}, removed_in="0.6")  # its path in 0.4 (issue 33)
