@@ -276,7 +276,7 @@ def compare_judges(
     judge but the last finishes, `on_judge(table so far, runs so far)` is called with the table of the judges
     done (the others `pending`), so a judge that fails or is stopped loses no other judge's row. Returns
     the table and the runs, in the order of `specs`."""
-    from bespoke_metric.backends.registry import as_spec
+    from bespoke_metric.judging.judges import as_judge_spec
 
     if len(set(specs)) != len(specs):
         raise ValueError(f"a judge is given twice: {', '.join(sorted({s for s in specs if list(specs).count(s) > 1}))}")
@@ -291,7 +291,7 @@ def compare_judges(
     chosen = reference if reference is not None else specs[0]
     done: dict[str, JudgeRuns] = {}
     for spec in sorted(specs, key=lambda spec: spec != chosen):  # stable: the reference first, the others as given
-        parsed = as_spec(spec)
+        parsed = as_judge_spec(spec)
         times = repeats if parsed.engine.llm else 1
         runs = [meta_evaluate(parsed, loaded=loaded, n_resamples=n_resamples, seed=seed,
                               **{**common, **options_for(spec), **({"repeat": r, "feedback_accuracy_check": False} if r else {})})

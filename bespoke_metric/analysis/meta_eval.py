@@ -24,11 +24,12 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.options import option_names
-from bespoke_metric.backends.registry import Spec, as_spec
+from bespoke_metric.backends.registry import Spec
 from bespoke_metric.calls.pricing import USAGE_COUNTS, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.factory import ProtocolOptions, make_judge
 from bespoke_metric.judging.judge import Judge, JudgeItem
+from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import caveats
 from bespoke_metric.scoring.pipeline import judge_uses, load_benchmark, run_judge
@@ -152,7 +153,7 @@ def meta_evaluate(
     if limit is not None:
         items, rows = items[:limit], rows[:limit]
     if isinstance(judge, (str, Spec)):
-        judge = as_spec(judge)  # parsed once, here: the judge is made from the `Spec`
+        judge = as_judge_spec(judge)  # parsed once, here: the judge is made from the `Spec`
     if isinstance(judge, Spec) and judge.engine.llm:
         # Agreement is measured on the four dimensions only: the claim calls would be paid for nothing.
         judge_options.setdefault("recall", "none")

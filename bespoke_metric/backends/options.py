@@ -241,16 +241,3 @@ class ExecutorOptions:
                                             "machine has a GPU, else 0)")
     pipeline_parallel_size: int | None = option("--pipeline-parallel-size", "vllm on Ray: pipeline stages per "
                                                 "replica, on as many GPUs or nodes (default 1)")
-
-
-
-@dataclass(frozen=True)
-class EmbedOptions:
-    """`embed:MODEL`: the sentence-embedding proxy judge (`bespoke_metric.judging.embed_judge.EmbedJudge`)."""
-
-    max_shots: int | None = option("--max-shots", "R-J examples compared with (default 5)")
-    batch_size: int | None = option("--batch-size", "texts per encoding batch (default 64)")
-    k: int | None = option(help="nearest examples that vote (default 3)")
-    temperature: float | None = option(help="softmax temperature of the votes")
-    threshold: float | None = option(help="cosine similarity at which a claim counts as conveyed")
-    device: str | None = option()

@@ -4,10 +4,10 @@
     make_backend("vllm:meta-llama/Llama-3.1-8B-Instruct", tensor_parallel_size=2)
 
 An engine is an `Engine`: its options (a dataclass of `bespoke_metric.backends.options`, as inspect's
-`GenerateConfig` or lighteval's model configs), how to build it (a backend for an LLM behind the judging
-protocol, or a judge of its own like the `embed:` proxy, named as `"module:function"` so that nothing is
-imported before it is built) and what distinguishes it (guided decoding, one big batch). Engines are
-imported only when built, so `vllm`, `torch` and `sentence-transformers` stay optional.
+`GenerateConfig` or lighteval's model configs), how to build its backend (how to call the model) and what
+distinguishes it (guided decoding, one big batch). Engines are imported only when built, so `vllm` and
+`torch` stay optional. Which judges exist (the protocol over any engine, the `embed:` proxy, a plugin's) is
+the judging wing's registry, `bespoke_metric.judging.judges`.
 
 Other distributions add engines through the entry-point group `bespoke.engines`: an entry point named
 like the engine loads to its `Engine`, on the first spec that names it (the docs' "Extending bespoke-eval"
@@ -30,7 +30,6 @@ from bespoke_metric.backends.options import (
     AnthropicOptions,
     BatchOptions,
     ClientOptions,
-    EmbedOptions,
     ExecutorOptions,
     GeminiOptions,
     HFOptions,
@@ -98,14 +97,13 @@ class Engine:
     options: type
     """The dataclass of its options."""
     backend: Callable[[str, dict[str, Any]], Backend] | None = None
-    """For LLM engines: `(model, options) -> Backend`; judged through the BESPOKE protocol."""
-    judge: Callable[[str, str, dict[str, Any]], Any] | str | None = None
-    """For judges of their own (no LLM): `(spec, model, options) -> Judge`, or `"module:function"` naming it."""
+    """`(model, options) -> Backend`. None only in the spec of a judge of its own (`judging.judges.JudgeKind`),
+    which names its options and calls no LLM; every engine registered here has one."""
     guided_decoding: bool = False
     """Constrains decoding to a JSON schema, so structured answers always parse: on by default."""
     constraint_option: str | None = None
     """The engine option that turns its guided decoding on (hf's `grammar`, off unless a judge asks): a judge
-    turns it on unless told not to, and answers in JSON only with it (`Engine.guide`)."""
+    turns it on unless told not to, and answers in JSON only with it (`judging.judges.structured_default`)."""
     own_tokenizer: bool = False
     """The model's tokenizer is at hand (a local model): budgets are counted in it."""
     preloads: tuple[str, ...] = ()
@@ -123,27 +121,10 @@ class Engine:
     one, as its provider's documented successor), else None; or `"module:function"` naming it."""
     local: bool = False
     """Runs its model here (or on this Ray cluster): it costs machine time, not a provider's price per token."""
-    proxy: bool = False
-    """Judges by an approximation, not a real judge model (a rule): its judge is recorded as a proxy
-    (`proxy: true`), so leaderboards rank its figures only when told to (`--allow-proxy`), as the `embed:` judge's."""
 
     @property
     def llm(self) -> bool:
         return self.backend is not None
-
-    def guide(self, engine_options: dict[str, Any]) -> bool:
-        """Turn this engine's guided decoding on in a judge's `engine_options` unless told not to (its
-        `constraint_option`, hf's `grammar`); whether the judge's answers are then held to the JSON schema, so
-        it asks for JSON (`structured`) by default, and the paper's lines elsewhere."""
-        option = self.constraint_option
-        if option is not None:
-            engine_options.setdefault(option, True)
-        return self.guided_decoding and (option is None or bool(engine_options[option]))
-
-    def build_judge(self, spec: str, model: str, options: dict[str, Any]) -> Any:
-        """The judge of its own that this engine is (`judge` set)."""
-        assert self.judge is not None
-        return _resolve(self.judge)(spec, model, options)
 
 
 ENGINES: dict[str, Engine] = {
@@ -157,14 +138,14 @@ ENGINES: dict[str, Engine] = {
                  local=True, preloads=("tokenizer",)),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,
                    preloads=("llm",)),
-    "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
 }
 """Every engine by spec prefix: the built-in ones, those registered from Python, and the plugins loaded so far
 (`load_plugin`, on the first spec that names one)."""
 
 
 def register_engine(engine: Engine) -> None:
-    """Add (or replace) an engine, e.g. a judge of your own: `register_engine(Engine("mine", MyOptions, judge=...))`."""
+    """Add (or replace) an engine: `register_engine(Engine("mine", MyOptions, backend=...))` (a judge of your own
+    is registered with `judging.judges.register_judge`)."""
     ENGINES[engine.name] = engine
 
 
@@ -375,16 +356,6 @@ def _any_flag(name: str, *classes: type) -> str:
         if name in {item.name for item in dataclasses.fields(cls)}:
             return flag_of(cls, name)
     return f"{name}="
-
-
-def refuse_executor(options: dict[str, Any], spec: Spec) -> None:
-    """A judge of its own (`embed:`) has no LLM engine to place: it always runs in this process, so an
-    executor option is refused as such, not with a list of options that no command takes."""
-    given = sorted(name for name in options if name in option_names(ExecutorOptions) and options[name] is not None)
-    if given:
-        flags = ", ".join(flag_of(ExecutorOptions, name) for name in given)
-        raise OptionError(f"{flags}: the {spec.name} judge ({spec}) runs in this process, with no LLM "
-                          "engine to place on Ray (it encodes on the CPU in seconds); leave out the executor flags")
 
 
 def llm_option_classes(engine: Engine) -> tuple[type, ...]:

@@ -28,6 +28,7 @@ from bespoke_metric.backends.registry import Spec, as_spec, make_backend, pinned
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
 from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.judging.judges import structured_default
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
@@ -202,6 +203,6 @@ def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
     options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards") and value is not None}
     protocol = {name: value for name, value in options.items() if name in protocol_names}
     engine = {name: value for name, value in options.items() if name not in protocol_names}
-    protocol.setdefault("structured", parsed.engine.guide(engine))  # as `make_judge` sets them
+    protocol.setdefault("structured", structured_default(parsed.engine, engine))  # as `make_judge` sets them
     backend = ProbeBackend(parsed, engine_identity(parsed, engine), None)
     return LLMJudge(backend, spec=str(parsed), cache=cache, **{**protocol, "progress": False})

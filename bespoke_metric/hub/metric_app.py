@@ -15,8 +15,8 @@ from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.keys import natural_key
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS, SCORE_RANGE
 from bespoke_metric.backends.options import option_names
-from bespoke_metric.backends.registry import as_spec
 from bespoke_metric.judging.judge import JudgeItem
+from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results import ItemResult
 from bespoke_metric.scoring.pipeline import load_benchmark, run_judge
 
@@ -57,7 +57,7 @@ def render_judgment(row: Mapping[str, Any], item: ItemResult) -> str:
 
 def missing_key(judge: str) -> str | None:
     """Why an API judge cannot run here, or None: it needs a key or an endpoint from the environment."""
-    takes_key = "api_key" in option_names(as_spec(judge).engine.options)
+    takes_key = "api_key" in option_names(as_judge_spec(judge).engine.options)
     if takes_key and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
         return (f"{judge} needs an API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible "
                 "server) in the Space's secrets, or pick an embed: judge, which needs none.")

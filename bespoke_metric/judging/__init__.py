@@ -7,6 +7,7 @@
 | `protocol` | building the judge's requests for a query and a response (pure) |
 | `parsing` | reading a judge's answer strictly: the final answer only, ambiguity rejected (pure) |
 | `judge` | `Judge` (the class every judge subclasses: `usage`, `close()`, ...), `JudgeItem` and `Prediction`: what every judge is, takes and returns |
+| `judges` | which judges exist: the protocol over any engine, `JudgeKind`s by prefix (`embed:`, a plugin's), `register_judge` |
 | `factory` | `make_judge` and `ProtocolOptions`: a judge from its spec, through the engine registry; `plan_judge`, a dry run's |
 | `llm_judge` | `LLMJudge`: the protocol over any LLM backend |
 | `embed_judge`, `embed_calibration` | the `embed:` proxy judge and its quantile calibration |
@@ -22,6 +23,8 @@ _LAZY: dict[str, str] = {
     "ModelAuthor": ".authoring",
     "Judge": ".judge",
     "JudgeItem": ".judge",
+    "JudgeKind": ".judges",
+    "register_judge": ".judges",
     "LLMJudge": ".llm_judge",
     "ProtocolOptions": ".factory",
     "make_judge": ".factory",

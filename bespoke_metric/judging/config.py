@@ -17,9 +17,10 @@ from typing import Any, Mapping
 from bespoke_metric.backends.config.shared_options import cost_options, executor_options
 from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, refuse_unknown
 from bespoke_metric.backends.options import ClientOptions, option_names
-from bespoke_metric.backends.registry import Spec, as_spec
+from bespoke_metric.backends.registry import Spec
 
 from .factory import JudgeParts, ProtocolOptions, judge_parts
+from .judges import as_judge_spec
 
 JUDGE_ENGINE_KEYS: tuple[str, ...] = ("grammar",)
 """The local engines' options a judge takes besides the API clients': `HFOptions.grammar` (`--no-grammar`)."""
@@ -46,7 +47,7 @@ class JudgeConfig:
     guards: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "spec", as_spec(self.spec))
+        object.__setattr__(self, "spec", as_judge_spec(self.spec))
 
     def judge_options(self, spending: Any = None) -> dict[str, Any]:
         """The options `scoring.pipeline.score` and `score_many` take for this judge: its own, the placement
@@ -74,7 +75,7 @@ class JudgeConfig:
             raise ConfigError(f"{where}judge is required")
         options = {name: value for name, value in values.items()
                    if name not in ("judge", "cache", "no_guards") and value is not None}
-        return cls(spec=as_spec(values["judge"]), options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
+        return cls(spec=as_judge_spec(values["judge"]), options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
 
     @classmethod
     def from_cli(cls, args: Any, spec: str | None = None) -> "JudgeConfig":

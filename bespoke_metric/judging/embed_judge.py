@@ -244,5 +244,5 @@ class EmbedJudge(Judge):
 
 
 def build_embed_judge(spec: str, model: str, options: dict[str, Any]) -> EmbedJudge:
-    """The `embed:` engine's judge (its registration in `bespoke_metric.backends.registry`)."""
+    """The `embed:` judge (its registration in `bespoke_metric.judging.judges`)."""
     return EmbedJudge(model or DEFAULT_ENCODER, spec=spec, **options)

@@ -1,7 +1,7 @@
 """Judges from their specs: `make_judge("openai:gpt-5", base_url=..., concurrency=32, cache="judge.sqlite")`.
 
 An LLM engine of the registry (`bespoke_metric.backends.registry`) is judged through the BESPOKE protocol
-(`ProtocolOptions`); an engine that is a judge of its own (the `embed:` proxy) is built as it is.
+(`ProtocolOptions`); a judge of its own (the `embed:` proxy, `judging.judges`) is built as it is.
 """
 
 from __future__ import annotations
@@ -12,22 +12,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.backends.options import OptionError, option, option_names
+from bespoke_metric.backends.options import ExecutorOptions, OptionError, flag_of, option, option_names
 from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.registry import (
     EngineParts,
     Preloaded,
     Spec,
-    as_spec,
     build_backend,
     engine_parts,
     llm_option_classes,
     refuse,
-    refuse_executor,
     take,
 )
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.judge import Judge
+from bespoke_metric.judging.judges import as_judge_spec, is_proxy, own_judge, structured_default
 from bespoke_metric.judging.protocol import RECALL_MODES
 
 if TYPE_CHECKING:  # a dry run's parts, imported by the dry run alone
@@ -69,8 +68,9 @@ def make_judge(spec: str | Spec | Judge, *, cache: str | os.PathLike[str] | Cach
     if parts.llm is not None:
         return llm_judge(parts)
     parsed = parts.parsed
-    return checked_judge(parsed.engine.build_judge(str(parsed), parsed.model, parts.engine),
-                         f"the {parsed.engine.name} engine's judge")
+    own = own_judge(parsed)
+    assert own is not None and own.build is not None  # `judge_parts` found no LLM engine
+    return checked_judge(own.build(str(parsed), parsed.model, parts.engine), f"the {parsed.name} judge")
 
 
 def checked_judge(judge: Any, what: str) -> Judge:
@@ -96,7 +96,7 @@ def llm_judge(parts: "JudgeParts", *, planning: bool = False) -> Judge:
         protocol = {**protocol, "progress": False}
         cache = ReadOnlyCache.of_file(cache) if isinstance(cache, (str, os.PathLike)) else ReadOnlyCache(cache)
     return LLMJudge(llm_backend(parts, planning=planning), spec=str(parts.parsed), cache=cache,
-                    proxy=parts.parsed.engine.proxy, **protocol)
+                    proxy=is_proxy(parts.parsed), **protocol)
 
 
 def llm_backend(parts: "JudgeParts", *, planning: bool = False) -> Backend:
@@ -174,10 +174,10 @@ def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | Non
     """`make_judge`'s checks without building anything: an `OptionError` (named by its flag) for an option
     the judge's engine does not take, or an unknown engine. Nothing is loaded or called. `tokenizer` (hf) and
     `llm` (vllm) are objects already loaded, for the backend to reuse (`Preloaded`)."""
-    parsed = as_spec(spec)
+    parsed = as_judge_spec(spec)
     options = dict(options)
     preloaded = Preloaded(tokenizer, llm)
-    if parsed.engine.judge is not None:
+    if own_judge(parsed) is not None:
         own = take(options, parsed.engine.options)[parsed.engine.options]
         refuse_executor(options, parsed)
         runtime = (("cache", cache), ("spending", spending), ("tokenizer", tokenizer), ("llm", llm))
@@ -189,21 +189,31 @@ def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | Non
     refuse(options, f"the {parsed.engine.name} judge ({parsed})", ProtocolOptions, *llm_option_classes(parsed.engine),
            known=(ProtocolOptions,))
     preloaded.given(parsed)  # an object its engine does not reuse is refused before anything is built
-    protocol.setdefault("structured", parsed.engine.guide(parts.engine))
+    protocol.setdefault("structured", structured_default(parsed.engine, parts.engine))
     return JudgeParts(parsed, protocol, parts.engine, parts, cache, spending, preloaded)
 
 
 def keeps_answers(spec: str | Spec) -> bool:
     """Whether the judge `spec` calls a model whose answers a cache keeps (an LLM engine); a judge of its
     own (`embed:`) makes no calls and takes no cache."""
-    return as_spec(spec).engine.judge is None
+    return own_judge(as_judge_spec(spec)) is None
 
 
 def judge_option_names(spec: str | Spec) -> frozenset[str]:
     """The options `make_judge(spec, ...)` takes (`cache` included for an LLM judge): what a command judging
     with several judges gives each of them."""
-    parsed = as_spec(spec)
-    if parsed.engine.judge is not None:
+    parsed = as_judge_spec(spec)
+    if own_judge(parsed) is not None:
         return option_names(parsed.engine.options)
     classes = (ProtocolOptions, *llm_option_classes(parsed.engine))
     return frozenset({"cache", "spending", *parsed.engine.preloads}.union(*(option_names(cls) for cls in classes)))
+
+
+def refuse_executor(options: dict[str, Any], spec: Spec) -> None:
+    """A judge of its own (`embed:`) has no LLM engine to place: it always runs in this process, so an
+    executor option is refused as such, not with a list of options that no command takes."""
+    given = sorted(name for name in options if name in option_names(ExecutorOptions) and options[name] is not None)
+    if given:
+        flags = ", ".join(flag_of(ExecutorOptions, name) for name in given)
+        raise OptionError(f"{flags}: the {spec.name} judge ({spec}) runs in this process, with no LLM "
+                          "engine to place on Ray (it encodes on the CPU in seconds); leave out the executor flags")

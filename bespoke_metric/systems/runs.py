@@ -19,10 +19,11 @@ from typing import Any, Callable, Sequence
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.config.shared_options import cost_options
-from bespoke_metric.backends.registry import Spec, as_spec
+from bespoke_metric.backends.registry import Spec
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.judge import Judge
+from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results import Results
 from bespoke_metric.results.labels import system_label
 from bespoke_metric.scoring.pipeline import score_many
@@ -105,7 +106,7 @@ def run(
     if spending is not None and spending.stopped:
         return RunOutcome(report, None)
     if spending is not None and isinstance(judge, (str, Spec)):  # the judge shares it where its engine has a price
-        judge_options = {**cost_options({}, as_spec(judge), spending), **judge_options}
+        judge_options = {**cost_options({}, as_judge_spec(judge), spending), **judge_options}
     [results] = score_generated([report], judge, source=source, revision=revision, limit=settings.limit, guards=guards,
                                 prices=prices, **judge_options)
     return RunOutcome(report, results)

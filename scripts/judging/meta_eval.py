@@ -17,6 +17,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.analysis.judges_table import compare_judges, format_judges_md
 from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate, meta_items
 from bespoke_metric.judging.factory import ProtocolOptions, judge_option_names
+from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.pipeline import plan_judging, write_results
 
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--reference {args.reference} is not one of the --judge specs ({', '.join(specs)})")
     if table and args.cache is None:  # a judge that fails or is stopped: the rerun pays for what is missing only
         args.cache = str(Path(args.out) / TABLE_CACHE)
-    context = command_context(args, [*specs, args.feedback_grader], caches=answer_caches(args), kept=[args.cache])
+    context = command_context(args, [*map(as_judge_spec, specs), args.feedback_grader], caches=answer_caches(args), kept=[args.cache])
     spending, prices = context.spending, context.prices
     options: dict[str, Any] = option_values(args, ProtocolOptions)
     if args.feedback_grader:

@@ -157,9 +157,10 @@ def test_run_on_ray_keeps_an_embed_judge_in_process(tiny_model_dir):
     from bespoke_cli.executor import check_executor_flags
     from bespoke_cli.judging.score import judge_options
     from bespoke_cli.systems.generate import system_config
+    from bespoke_metric.judging.judges import as_judge_spec
 
     args = build_parser("run").parse_args(["run", "--model", f"hf:{tiny_model_dir}", "--judge", EMBED, "--executor", "ray"])
-    check_executor_flags(args, [args.model, args.judge])
+    check_executor_flags(args, [args.model, as_judge_spec(args.judge)])
     assert "executor" not in judge_options(args)
     assert system_config(args).settings.model_options["executor"] == "ray"
 

@@ -8,13 +8,15 @@
 - No module imports another's private name (`from x import _name`): what is shared is public where it lives.
 
 Every import counts, at the top of a module or inside a function (an import made only when needed still
-ties the two modules), including those only for type checking.
+ties the two modules), including those only for type checking, and a `"package.module:attribute"` string that
+the code imports at run time (a factory named so that nothing is imported before it is built).
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +52,19 @@ def module_files() -> dict[str, Path]:
 MODULES = module_files()
 
 
+NAMED_IMPORT = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<attribute>[A-Za-z_]\w*)")
+"""A `"package.module:attribute"` string, imported when it is resolved at run time (as an entry point's value)."""
+
+
 def imports(name: str, path: Path) -> Iterator[Import]:
     """The imports of module `name` that land in one of the packages, each resolved to the module it reads."""
     is_package = path.name == "__init__.py"
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = NAMED_IMPORT.fullmatch(node.value)
+            if named and named["module"] in MODULES:
+                yield Import(name, named["module"], (named["attribute"],), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".") if is_package else name.split(".")[:-1]
                 base = base[: len(base) - node.level + 1]
@@ -128,6 +138,7 @@ def test_the_import_reader_finds_what_the_code_imports() -> None:
     assert ("bespoke_metric.backends.providers.anthropic", "bespoke_metric.backends.http") in pairs  # from ..http
     assert ("bespoke_metric.backends.registry", "bespoke_metric.backends.local.hf_backend") in pairs  # in a function
     assert ("bespoke_cli.executor", "bespoke_metric.backends.config.shared_options") in pairs  # from package import module
+    assert ("bespoke_metric.backends.registry", "bespoke_metric.backends.providers.anthropic_batch") in pairs  # "module:Class"
     assert len(MODULES) > 200 and len(IMPORTS) > 1000
 
 

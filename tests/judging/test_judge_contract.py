@@ -13,11 +13,11 @@ import pytest
 
 import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.backends.registry import ENGINES, Engine
 from bespoke_metric.calls.progress import ProgressHook
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
 from bespoke_metric.judging.judge import Judge, JudgeItem
+from bespoke_metric.judging.judges import JUDGES, JudgeKind
 from bespoke_metric.results import ItemResult
 from bespoke_metric.scoring.pipeline import plan_judging, score
 from bespoke_metric.testing.judge_responder import judge_answer
@@ -78,7 +78,7 @@ def test_a_judge_made_from_its_spec_is_closed_and_a_dry_run_builds_none(predicti
         made.append(Wordy(spec))
         return made[-1]
 
-    monkeypatch.setitem(ENGINES, "wordy", Engine("wordy", WordyOptions, judge=build))
+    monkeypatch.setitem(JUDGES, "wordy", JudgeKind("wordy", WordyOptions, build=build))
     results = score(predictions, "wordy:any", source="sample", guards=False)
     assert [judge.closed for judge in made] == [True] and results.judge["spec"] == "wordy:any"
     rows = bespoke_dataset.load("benchmark", source="sample")
@@ -92,8 +92,8 @@ def test_a_judge_that_is_not_a_judge_is_refused_in_one_sentence(predictions, mon
 
     with pytest.raises(TypeError, match="a ready judge is a Shaped, not a bespoke_metric.judging.judge.Judge: subclass Judge"):
         make_judge(Shaped())  # type: ignore[arg-type]
-    monkeypatch.setitem(ENGINES, "shaped", Engine("shaped", WordyOptions, judge=lambda spec, model, options: Shaped()))
-    with pytest.raises(TypeError, match="the shaped engine's judge is a Shaped"):
+    monkeypatch.setitem(JUDGES, "shaped", JudgeKind("shaped", WordyOptions, build=lambda spec, model, options: Shaped()))
+    with pytest.raises(TypeError, match="the shaped judge is a Shaped"):
         score(predictions, "shaped:any", source="sample")
 
 

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from bespoke_metric.backends.base import Completion, OnDone, Request
 from bespoke_metric.backends.options import option
 from bespoke_metric.backends.registry import Engine
+from bespoke_metric.judging.judges import JudgeKind
 from bespoke_metric.testing.judge_responder import judge_answer
 
 
@@ -53,5 +54,7 @@ def build(model: str, options: dict[str, Any]) -> RulesBackend:
     return RulesBackend(model, **options)
 
 
+ENGINE = Engine("rules", RulesOptions, backend=build)
+
 # a rule approximates a judge: its results are a proxy's, ranked only with --allow-proxy
-ENGINE = Engine("rules", RulesOptions, backend=build, proxy=True)
+JUDGE = JudgeKind("rules", proxy=True)
