@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Iterable
+from types import ModuleType
 
 
 class UserError(ValueError):
@@ -20,6 +22,18 @@ def did_you_mean(given: str, known: Iterable[str], cutoff: float = 0.6) -> str:
 class MissingExtraError(UserError, ImportError):
     """An optional part that is not installed (vLLM, Ray): the message names the extra that installs it.
     Still an ImportError, for code that tells an absent package that way."""
+
+
+def require_extra(module: str, extra: str, what: str) -> ModuleType:
+    """`module` imported; a `MissingExtraError` saying that `what` needs it and which extra of bespoke-eval
+    installs it when it is not installed (one `error:` line, not a traceback ending in ModuleNotFoundError)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        top = module.partition(".")[0]
+        if error.name is None or error.name.partition(".")[0] != top:
+            raise  # the package is there and something it needs is not: its own error says what
+        raise MissingExtraError(f"{what} needs {top}, which is not installed: pip install 'bespoke-eval[{extra}]'") from error
 
 
 class BespokeDataError(UserError):

@@ -15,8 +15,11 @@ import io
 from collections import defaultdict
 from typing import Any, Mapping, Protocol, Sequence
 
-import matplotlib
-import matplotlib.ticker
+from bespoke_dataset.errors import require_extra
+
+require_extra("matplotlib", "plots", "the HTML report's charts")
+import matplotlib  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 matplotlib.use("Agg")  # headless: never open a window, never need a display
 import matplotlib.pyplot as plt  # noqa: E402

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bespoke_dataset.errors import UserError
+from bespoke_dataset.errors import UserError, require_extra
 from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER
 
 from .embeddings import Embedder
@@ -116,17 +116,19 @@ class DenseRetriever:
 # ---------------------------------------------------------------- lexical
 
 
-def _bm25_tokens(texts: Sequence[str]) -> list[list[str]]:
-    import bm25s
+def _bm25() -> Any:
+    return require_extra("bm25s", "offline", "BM25 retrieval (history selection, docs: search)")
 
-    return bm25s.tokenize(list(texts), stopwords="en", return_ids=False, show_progress=False)
+
+def _bm25_tokens(texts: Sequence[str]) -> list[list[str]]:
+    return _bm25().tokenize(list(texts), stopwords="en", return_ids=False, show_progress=False)
 
 
 class BM25:
     """A BM25 index over one list of texts (`bm25s`, Lucene scoring, English stopwords, no stemming)."""
 
     def __init__(self, texts: Sequence[str]):
-        import bm25s
+        bm25s = _bm25()
 
         self.size = len(texts)
         tokens = _bm25_tokens(texts)

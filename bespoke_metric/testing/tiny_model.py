@@ -13,6 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
+from bespoke_dataset.errors import require_extra
+
 CHAT_TEMPLATE = (
     "{{ bos_token }}"
     "{% for message in messages %}"
@@ -63,8 +65,8 @@ def build_tiny_model(
     """Write a tiny random Llama model and its tokenizer to `out_dir` (replacing what is there) and
     return the folder. Load it with `AutoModelForCausalLM.from_pretrained(out_dir)` or `hf:<out_dir>`.
     `tools`: a chat template that renders tools (`TOOLS_CHAT_TEMPLATE`), so the model takes them."""
-    import torch
-    import transformers
+    torch = require_extra("torch", "hf", "build_tiny_model")
+    transformers = require_extra("transformers", "hf", "build_tiny_model")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     out = Path(out_dir)

@@ -11,7 +11,7 @@ import functools
 import os
 from typing import Any
 
-from bespoke_dataset.errors import did_you_mean
+from bespoke_dataset.errors import did_you_mean, require_extra
 
 from .model_files import ModelNotFoundError, loading_bar_on_terminal, locate_model
 
@@ -61,10 +61,10 @@ def _offline_package_path() -> str | None:
 
 @functools.lru_cache(maxsize=4)
 def _load(path: str, device: str | None, max_seq_length: int | None) -> Any:
-    from sentence_transformers import SentenceTransformer  # heavy: imported only when embedding
-
+    # heavy: imported only when embedding
+    sentence_transformers = require_extra("sentence_transformers", "offline", "sentence embeddings (the embed: judge, dense retrieval)")
     with loading_bar_on_terminal():
-        model = SentenceTransformer(path, device=device)
+        model = sentence_transformers.SentenceTransformer(path, device=device)
     if max_seq_length is not None:  # this instance is keyed by it: no other caller sees the change
         model.max_seq_length = max_seq_length
     return model

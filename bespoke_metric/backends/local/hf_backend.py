@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from bespoke_dataset.errors import MissingExtraError
+from bespoke_dataset.errors import MissingExtraError, require_extra
 from bespoke_metric.backends.schema import GRAMMAR, bounded_schema
 
 from ..base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
@@ -104,7 +104,8 @@ class HFBackend:
         # A local folder, or the Hub snapshot, found in seconds and before the heavy imports
         # (ModelNotFoundError when there is none): transformers would retry an unreachable Hub for a minute.
         files = locate_model_files(str(model), revision) if isinstance(model, (str, Path)) else None
-        import torch
+        torch = require_extra("torch", "hf", "the hf engine")
+        require_extra("transformers", "hf", "the hf engine")
 
         self.device = device or default_device()
         on_gpu = self.device.startswith("cuda")
