@@ -10,18 +10,11 @@
 | `report`, `report_html` | the leaderboard as text, Markdown or HTML with charts |
 """
 
-from bespoke_dataset.lazy import lazy_attributes
+from .bridge import bridge
+from .judges_table import compare_judges
+from .leaderboard import build_leaderboard, compare, load_results
+from .meta_eval import meta_evaluate
 
-# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
-_LAZY: dict[str, str] = {
-    "bridge": ".bridge",
-    "build_leaderboard": ".leaderboard",
-    "compare": ".leaderboard",
-    "compare_judges": ".judges_table",
-    "load_results": ".leaderboard",
-    "meta_evaluate": ".meta_eval",
-}
-
-__all__ = sorted(_LAZY)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__all__ = [
+    "bridge", "build_leaderboard", "compare", "compare_judges", "load_results", "meta_evaluate",
+]

@@ -10,25 +10,14 @@
 | `plan` | a dry run: the calls a run would make, found by running it with nothing sent |
 """
 
-from bespoke_dataset.lazy import lazy_attributes
+from .cache import Cache, key_for
+from .plan import Planned
+from .pricing import Price, PriceTable
+from .progress import ProgressBar, ProgressHook
+from .scheduler import CallResult, ParseError, run_requests, run_requests_sync, run_sync
+from .spending import SpendingLimit
 
-# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
-_LAZY: dict[str, str] = {
-    "Cache": ".cache",
-    "Planned": ".plan",
-    "Price": ".pricing",
-    "PriceTable": ".pricing",
-    "SpendingLimit": ".spending",
-    "CallResult": ".scheduler",
-    "ParseError": ".scheduler",
-    "ProgressBar": ".progress",
-    "ProgressHook": ".progress",
-    "key_for": ".cache",
-    "run_requests": ".scheduler",
-    "run_requests_sync": ".scheduler",
-    "run_sync": ".scheduler",
-}
-
-__all__ = sorted(_LAZY)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__all__ = [
+    "Cache", "CallResult", "ParseError", "Planned", "Price", "PriceTable", "ProgressBar", "ProgressHook",
+    "SpendingLimit", "key_for", "run_requests", "run_requests_sync", "run_sync",
+]

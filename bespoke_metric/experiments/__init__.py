@@ -17,28 +17,18 @@
 
 from bespoke_dataset.lazy import lazy_attributes
 
-# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
-_LAZY: dict[str, str] = {
-    "Axis": ".grid",
-    "Cell": ".grid",
-    "CellEstimate": ".estimates",
-    "CellPlan": ".runner",
-    "SweepConfig": ".config",
-    "SweepConfigError": ".config",
-    "SweepFolder": ".outputs",
-    "SweepPlan": ".runner",
-    "baselines": ".table",
-    "build_table": ".table",
-    "cells": ".grid",
-    "dry_run": ".estimates",
-    "read_sweep": ".outputs",
-    "relative_drops": ".table",
-    "plan_sweep": ".runner",
-    "run_sweep": ".runner",
-    "sweep": ".runner",
-    "write_report": ".report",
-}
+from .config import SweepConfig, SweepConfigError
+from .estimates import CellEstimate, dry_run
+from .grid import Axis, Cell, cells
+from .outputs import SweepFolder, read_sweep
+from .runner import CellPlan, SweepPlan, plan_sweep, run_sweep, sweep
+from .table import baselines, build_table, relative_drops
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "Axis", "Cell", "CellEstimate", "CellPlan", "SweepConfig", "SweepConfigError", "SweepFolder", "SweepPlan",
+    "baselines", "build_table", "cells", "dry_run", "plan_sweep", "read_sweep", "relative_drops", "run_sweep",
+    "sweep", "write_report",
+]
 
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+# the report draws with matplotlib (the plots extra): imported on first use
+__getattr__, __dir__ = lazy_attributes(__name__, {"write_report": ".report"})

@@ -16,24 +16,20 @@
 
 from bespoke_dataset.lazy import lazy_attributes
 
-# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
-_LAZY: dict[str, str] = {
-    "EmbedJudge": ".embed_judge",
-    "GuardedJudge": ".guarded_judge",
-    "ModelAuthor": ".authoring",
-    "Judge": ".judge",
-    "JudgeItem": ".judge",
-    "JudgeKind": ".judges",
-    "register_judge": ".judges",
-    "LLMJudge": ".llm_judge",
-    "ProtocolOptions": ".factory",
-    "make_judge": ".factory",
-    "PROTOCOL_VERSION": ".prompts",
-    "RECALL_MODES": ".protocol",
-    "check_context_echo": ".guards",
-    "check_response": ".guards",
-}
+from .embed_judge import EmbedJudge
+from .factory import ProtocolOptions, make_judge
+from .guarded_judge import GuardedJudge
+from .guards import check_context_echo, check_response
+from .judge import Judge, JudgeItem
+from .judges import JudgeKind, register_judge
+from .llm_judge import LLMJudge
+from .prompts import PROTOCOL_VERSION
+from .protocol import RECALL_MODES
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "EmbedJudge", "GuardedJudge", "Judge", "JudgeItem", "JudgeKind", "LLMJudge", "ModelAuthor", "PROTOCOL_VERSION",
+    "ProtocolOptions", "RECALL_MODES", "check_context_echo", "check_response", "make_judge", "register_judge",
+]
 
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+# `authoring` (what `bespoke build` asks a model to write) reads the release's YAML: imported on first use
+__getattr__, __dir__ = lazy_attributes(__name__, {"ModelAuthor": ".authoring"})

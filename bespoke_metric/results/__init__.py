@@ -11,20 +11,11 @@
 | `labels` | how results name their system in tables and legends |
 """
 
-from bespoke_dataset.lazy import lazy_attributes
+from .aggregation import summarize
+from .figure_stats import figure_matrix, figure_stats
+from .metrics import METRIC_NAMES, METRICS, REGISTRY
+from .records import ItemResult, Results
 
-# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
-_LAZY: dict[str, str] = {
-    "ItemResult": ".records",
-    "METRICS": ".metrics",
-    "METRIC_NAMES": ".metrics",
-    "REGISTRY": ".metrics",
-    "Results": ".records",
-    "figure_matrix": ".figure_stats",
-    "figure_stats": ".figure_stats",
-    "summarize": ".aggregation",
-}
-
-__all__ = sorted(_LAZY)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__all__ = [
+    "ItemResult", "METRICS", "METRIC_NAMES", "REGISTRY", "Results", "figure_matrix", "figure_stats", "summarize",
+]

@@ -7,19 +7,10 @@
 | `rescore` | `rescore_plan`: the predictions behind results files, found before a new judge scores them again |
 """
 
-from bespoke_dataset.lazy import lazy_attributes
+from .pipeline import load_benchmark, score, score_many, write_results
+from .predictions import PredictionError, read_predictions
+from .rescore import rescore_plan
 
-# name -> the module that defines it, imported on first use: a wing costs nothing until a name is used
-_LAZY: dict[str, str] = {
-    "PredictionError": ".predictions",
-    "load_benchmark": ".pipeline",
-    "read_predictions": ".predictions",
-    "rescore_plan": ".rescore",
-    "score": ".pipeline",
-    "score_many": ".pipeline",
-    "write_results": ".pipeline",
-}
-
-__all__ = sorted(_LAZY)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__all__ = [
+    "PredictionError", "load_benchmark", "read_predictions", "rescore_plan", "score", "score_many", "write_results",
+]

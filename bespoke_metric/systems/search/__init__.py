@@ -19,30 +19,17 @@
 A run's search from its settings, checked, and its record in the run file, is `systems.search_plan`'s.
 """
 
-from bespoke_dataset.lazy import lazy_attributes
+from .base import SearchEngine, SearchEngineError, SearchHook, SearchOptions
+from .cache import SearchCache, cached_searches
+from .collection import DocumentCollection, SearchCollectionError, freeze
+from .engines import SEARCH_ENGINES, make_search_engine, parse_search_spec
+from .noise import add_noise
+from .policies import POLICIES
+from .providers import PROVIDERS, SearchResult
+from .searcher import Searcher, SearchReplayMiss
 
-# name -> the module that defines it, imported on first use
-_LAZY: dict[str, str] = {
-    "DocumentCollection": ".collection",
-    "POLICIES": ".policies",
-    "PROVIDERS": ".providers",
-    "SEARCH_ENGINES": ".engines",
-    "SearchCache": ".cache",
-    "SearchCollectionError": ".collection",
-    "SearchEngine": ".base",
-    "SearchEngineError": ".base",
-    "SearchHook": ".base",
-    "SearchOptions": ".base",
-    "SearchReplayMiss": ".searcher",
-    "SearchResult": ".providers",
-    "Searcher": ".searcher",
-    "add_noise": ".noise",
-    "cached_searches": ".cache",
-    "freeze": ".collection",
-    "make_search_engine": ".engines",
-    "parse_search_spec": ".engines",
-}
-
-__all__ = sorted(_LAZY)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__all__ = [
+    "DocumentCollection", "POLICIES", "PROVIDERS", "SEARCH_ENGINES", "SearchCache", "SearchCollectionError",
+    "SearchEngine", "SearchEngineError", "SearchHook", "SearchOptions", "SearchReplayMiss", "SearchResult",
+    "Searcher", "add_noise", "cached_searches", "freeze", "make_search_engine", "parse_search_spec",
+]
