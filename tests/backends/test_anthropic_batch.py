@@ -224,6 +224,7 @@ def test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice(server, syn
     assert "collecting 1 batch(es) submitted before: msgbatch_000001" in caplog.text
 
 
+@pytest.mark.slow
 def test_score_batch_killed_before_its_batch_id_is_recorded_finds_that_batch(server, synthetic_hub, tmp_path, capsys, caplog):
     """The driver killed after the API made its batch but before the answer naming it came: the ledger holds
     only the submission (its `submission-...` key, recorded before the creating call). The rerun looks for
