@@ -40,9 +40,10 @@ of thinking (`output_tokens_details.thinking_tokens`), and `CACHED_TOKENS` read 
 or errors it as a direct call would be refused; `hold_batches` keeps every batch `in_progress` (to kill a
 driver while its batches run), `fates` ends the next batches `canceled` or `expired` after answering the
 first `partial` share of their requests, `lose_creations` answers that many batch creations with a 500
-after making the batch (an answer lost on the way), and `hold_creations` makes each batch but holds back the
-answer to its creation while it is set (to kill a driver before it records the batch's id). `processed`
-counts the requests the batches ran.
+after making the batch (an answer lost on the way), and `hold_creations` holds each batch creation while it
+is set, to kill a driver before it records the batch's id: `made` makes the batch and holds back the answer
+naming it, `unmade` holds the request and then drops it, no batch made (as if the driver died before sending
+it). `processed` counts the requests the batches ran.
 
     with serve_anthropic() as server:
         backend = make_backend("anthropic:claude-sonnet-5-5", base_url=server.root_url, api_key="test")
@@ -62,7 +63,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from .provider_servers import CACHED_TOKENS, REASONING_TOKENS, Page, search_pages
@@ -225,7 +226,8 @@ class AnthropicServer(TestServer):
     url_path = ""
 
     def __init__(self, responder: Responder = answer_any, *, retired: tuple[str, ...] = (), fates: list[str] | None = None,
-                 partial: float = 0.5, hold_batches: bool = False, lose_creations: int = 0, hold_creations: bool = False,
+                 partial: float = 0.5, hold_batches: bool = False, lose_creations: int = 0,
+                 hold_creations: Literal["made", "unmade"] | None = None,
                  **options: Any) -> None:
         super().__init__(responder, **options)
         self.paths = (MESSAGES_ROUTE,)
@@ -436,11 +438,16 @@ class _AnthropicHandler(RequestHandler):
         if refused is not None:
             self._send(record, *refused)
         elif route == BATCHES_ROUTE:
+            if state.hold_creations == "unmade":
+                while state.hold_creations and not state._stopping.wait(0.01):
+                    pass
+                self.close_connection = True  # dropped unanswered, no batch made
+                return
             status, answer = state.create_batch(body)
             if status == 200 and state.lose_creations > 0:
                 state.lose_creations -= 1
                 status, answer = 500, error_body("api_error", "Internal server error")
-            while status == 200 and state.hold_creations and not state._stopping.wait(0.01):
+            while status == 200 and state.hold_creations == "made" and not state._stopping.wait(0.01):
                 pass  # the batch is made, the answer that names it held back
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a driver killed while it waited
                 self._send(record, status, answer)

@@ -184,7 +184,8 @@ def _kill_once(args: list[str], tmp_path: Path, ready) -> str:
     deadline = time.monotonic() + 300  # a bound on a broken run only: a working one is ready in seconds
     while not ready(running_batches(ledger)) and driver.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert driver.poll() is None and ready(running_batches(ledger)), driver.stderr.read().decode() if driver.poll() else "timed out"
+    assert driver.poll() is None and ready(running_batches(ledger)), (
+        driver.stderr.read().decode() if driver.poll() is not None else "timed out")
     driver.send_signal(signal.SIGKILL)
     driver.wait(timeout=30)
     [held] = running_batches(ledger)
@@ -193,16 +194,16 @@ def _kill_once(args: list[str], tmp_path: Path, ready) -> str:
 
 
 def _rerun_pays_nothing_twice(server, args: list[str], tmp_path: Path, capsys, caplog) -> None:
-    """The rerun collects the batch the killed run left, submits nothing again, makes no direct call, and
-    scores every item; nothing holds the key."""
+    """The rerun ends the batch the killed run left: one batch made in all, each request run (and paid) once,
+    no direct call, every item scored; nothing holds the key."""
     from bespoke_cli.cli import main
 
-    requested = sum(len(lines) for lines in submitted(server))
-    assert requested > 0 and len(server.batches) == 1
-    server.hold_batches = server.hold_creations = False
+    requested = len(submitted(server)[0])
+    assert requested > 0 and len(server.batch_creations) == 1
+    server.hold_batches, server.hold_creations = False, None
     caplog.set_level("INFO")
     assert main(args) == 0, capsys.readouterr().err
-    assert len(server.batch_creations) == 1 and server.processed == requested and server.direct_calls == []
+    assert len(server.batches) == 1 and server.processed == requested and server.direct_calls == []
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["summary"]["items"] == 2 and sum(results["summary"]["failures"].values()) == 0
     judge_use = results["usage"]["models"][f"anthropic:{MODEL}"]
@@ -221,6 +222,7 @@ def test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice(server, syn
     held = _kill_once(args, tmp_path, lambda running: any(id_.startswith("msgbatch_") for id_ in running))
     assert held == "msgbatch_000001"
     _rerun_pays_nothing_twice(server, args, tmp_path, capsys, caplog)
+    assert len(server.batch_creations) == 1
     assert "collecting 1 batch(es) submitted before: msgbatch_000001" in caplog.text
 
 
@@ -231,9 +233,25 @@ def test_score_batch_killed_before_its_batch_id_is_recorded_finds_that_batch(ser
     that batch among the endpoint's (made since, as many requests), finds it and collects it: it does not
     submit the requests again."""
     args = _score_args(server, synthetic_hub, tmp_path)
-    server.hold_creations = True
+    server.hold_creations = "made"
     held = _kill_once(args, tmp_path, lambda running: bool(server.batches) and bool(running))
     assert held.startswith("submission-") and list(server.batches) == ["msgbatch_000001"]
     _rerun_pays_nothing_twice(server, args, tmp_path, capsys, caplog)
+    assert len(server.batch_creations) == 1
     assert f"collecting 1 batch(es) submitted before: (unrecorded: {held})" in caplog.text
     assert "message batch msgbatch_000001 is the one a run that died submitted" in caplog.text
+
+
+@pytest.mark.slow
+def test_score_batch_killed_before_its_creation_reached_the_api_submits_it_once(server, synthetic_hub, tmp_path, capsys, caplog):
+    """The driver killed after recording its submission but before the API made a batch of it (the request
+    never arrived, as far as the API goes): the rerun looks for that batch among the endpoint's, finds none,
+    and submits the requests under the same submission: one batch made, each request run once."""
+    args = _score_args(server, synthetic_hub, tmp_path)
+    server.hold_creations = "unmade"
+    held = _kill_once(args, tmp_path, lambda running: bool(server.batch_creations) and bool(running))
+    assert held.startswith("submission-") and server.batches == {}
+    _rerun_pays_nothing_twice(server, args, tmp_path, capsys, caplog)
+    assert len(server.batch_creations) == 2 and list(server.batches) == ["msgbatch_000001"]
+    assert f"collecting 1 batch(es) submitted before: (unrecorded: {held})" in caplog.text
+    assert "is the one a run that died submitted" not in caplog.text
