@@ -6,9 +6,9 @@ duplicate (user, query_id) in the query table -- raises BespokeDataError naming 
 table/file, the row and the field. Everything else is read, and what had to fall back is recorded in
 `Notes` (see `payloads` and `histories` for the forms read): a judged example whose judgment or score
 cannot be read is dropped, missing feedback is kept empty, an exact duplicate response (or claim or rubric
-row) is dropped, a
-session without a readable time keeps its table order, a chat without turns and a search session without a
-query are read as plain text, a query that lacks shots, a rubric or claims is left out of `benchmark`.
+row) is dropped, a session without a readable time keeps its table order, a chat without turns and a search
+session without a query are read as plain text, a query that lacks shots, a rubric or claims is left out of
+`benchmark`.
 `build_records` then warns once per table that fell back (`Notes.warn`).
 
 Shot and meta-test tables may hold one row per query or one row per judged response: the rows of one query
