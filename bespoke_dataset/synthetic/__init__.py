@@ -9,9 +9,9 @@
 | `user_data` | an input folder for `bespoke build` (`write_user_data`): the raw data a team would bring |
 """
 
-from .generator import MARKER, TRUTH_FILE, build_release, write_release, write_sample
+from .generator import MARKER, TRUTH_FILE, synthetic_release, write_release, write_sample
 from .responses import META_KINDS, paraphrase
 from .user_data import write_user_data
 
-__all__ = ["MARKER", "META_KINDS", "TRUTH_FILE", "build_release", "paraphrase", "write_release", "write_sample",
+__all__ = ["MARKER", "META_KINDS", "TRUTH_FILE", "paraphrase", "synthetic_release", "write_release", "write_sample",
            "write_user_data"]

@@ -110,7 +110,7 @@ def _split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def build_release(*, users: int = 30, queries_per_user: int = 5, sessions: int = 2870, shots_per_query: int = 5,
+def synthetic_release(*, users: int = 30, queries_per_user: int = 5, sessions: int = 2870, shots_per_query: int = 5,
                   meta_test_per_query: int = 2, seed: int = 0, notes: bool = True) -> Release:
     """The whole synthetic release in memory (see the module docstring for what is planted). With `notes`,
     about 3% of the chat sessions are free-form notes with no time or speaker labels, as exports hold: read,
@@ -382,7 +382,7 @@ def write_release(out_dir: str | os.PathLike[str], *, users: int = 30, queries_p
                 "shots_per_query": shots_per_query, "meta_test_per_query": meta_test_per_query,
                 "layout": layout, "seed": seed}
     with atomic_dir(out_dir, SYNTHETIC_RELEASE, force=force) as tmp:
-        release = build_release(users=users, queries_per_user=queries_per_user, sessions=sessions,
+        release = synthetic_release(users=users, queries_per_user=queries_per_user, sessions=sessions,
                                 shots_per_query=shots_per_query, meta_test_per_query=meta_test_per_query, seed=seed)
         _write_into(tmp, release, settings)
     return Path(out_dir)
@@ -396,7 +396,7 @@ def write_sample(out_dir: str | os.PathLike[str] = SAMPLE_DIR, *, force: bool = 
     """
     settings = {**SAMPLE_SETTINGS, "layout": "hub"}
     with atomic_dir(out_dir, SYNTHETIC_RELEASE, force=force) as tmp:
-        release = build_release(**SAMPLE_SETTINGS)
+        release = synthetic_release(**SAMPLE_SETTINGS)
         users = {u.name: u for u in release.users}
         rng = random.Random(SAMPLE_SETTINGS["seed"] + 2)
         truth = _write_into(tmp, release, settings)

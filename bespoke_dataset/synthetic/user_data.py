@@ -18,7 +18,7 @@ from bespoke_dataset.atomic import atomic_dir
 from bespoke_dataset.source import SYNTHETIC_MARKER
 from bespoke_dataset.vocabulary import DIMENSIONS
 
-from .generator import MARKER, SYNTHETIC_RELEASE, build_release
+from .generator import MARKER, SYNTHETIC_RELEASE, synthetic_release
 
 
 def _jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> None:
@@ -32,7 +32,7 @@ def write_user_data(out_dir: str | os.PathLike[str], *, users: int = 3, queries_
     synthetic is refused unless `force`) and return its path. `claims="gold_responses"` gives a gold response
     per query instead of its claims; `rubrics=False` leaves the rubrics to a model."""
     meta = min(2, judged_per_query - 1)
-    release = build_release(users=users, queries_per_user=queries_per_user, sessions=sessions,
+    release = synthetic_release(users=users, queries_per_user=queries_per_user, sessions=sessions,
                             shots_per_query=judged_per_query - meta, meta_test_per_query=meta, seed=seed)
     with atomic_dir(out_dir, SYNTHETIC_RELEASE, force=force) as tmp:
         _jsonl(tmp / "histories.jsonl", ({"user": s.user, "id": s.id, "source": s.source, "text": s.text,
