@@ -68,7 +68,7 @@ class LLMJudge(Judge):
             raise ValueError(f"repeat must be >= 0, got {repeat}")
         if max_tokens is not None and max_tokens < 1:
             raise UserError(f"--judge-max-tokens must be at least 1, got {max_tokens}")
-        # Its engine may approximate a judge (`Engine.proxy`, a rule): then never ranked as a real judge.
+        # Its engine may approximate a judge (`judges.JudgeKind.proxy`, a rule): then never ranked as a real judge.
         super().__init__(spec or f"{backend.name}:{backend.model}", proxy=proxy)
         self.backend = backend
         self.max_shots = max_shots
