@@ -31,6 +31,14 @@ class Request:
     """Ask the engine's own web search for this call (OpenAI's `web_search` tool, Perplexity, Gemini's
     Google Search); how it searches (context size, domains, ...) is the backend's configuration, part of
     its identity. What it searched comes back in `Completion.search`."""
+    reasoning_effort: str | None = None
+    """How hard this call's model reasons, where the engine takes an effort (`openai:`, `anthropic:`,
+    `perplexity:`) and it differs from the engine's own setting: an effort name, or `MODEL_DEFAULT` (none sent,
+    the model's own default); None: the engine's setting. A judge's recall checks carry it."""
+
+
+MODEL_DEFAULT = "default"
+"""`Request.reasoning_effort` of a call sent with no effort at all: the model's own default."""
 
 
 @dataclass(frozen=True)

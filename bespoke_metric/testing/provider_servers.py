@@ -224,13 +224,15 @@ def unknown_openai_field(path: str, body: dict[str, Any]) -> str | None:
 
 
 _GPT6 = re.compile(r"^(?:.*/)?gpt-6(?:\.(\d+))?", re.IGNORECASE)
+_SOL = re.compile(r"^(?:.*/)?gpt-6\.1-sol\b", re.IGNORECASE)
+"""GPT-6.1 Sol, which refuses efforts none and minimal as GPT-6.2 does (its model page, 2026-12-04)."""
 _REASONING_CHAT = re.compile(r"^(?:.*/)?(?:o\d|gpt-[56])", re.IGNORECASE)
 
 
 def gpt6_refusal(path: str, body: dict[str, Any]) -> str | None:
     """What OpenAI's API refuses of a request to a GPT-6 model (as issue 32 quotes OpenAI, 2026-12-01), in
     the manner of its parameter errors, or None: tools (web search included) on chat completions from GPT-6.1; efforts `none` and
-    `minimal` on GPT-6.2 and later; `temperature`, `top_p` and logprobs unless the effort is `none`."""
+    `minimal` on GPT-6.1 Sol and GPT-6.2 and later; `temperature`, `top_p` and logprobs unless the effort is `none`."""
     match = _GPT6.match(str(body.get("model") or ""))
     if match is None:
         return None
@@ -239,7 +241,7 @@ def gpt6_refusal(path: str, body: dict[str, Any]) -> str | None:
     effort = body.get("reasoning_effort") if chat else (body.get("reasoning") or {}).get("effort")
     if chat and minor >= 1 and (body.get("tools") or "web_search_options" in body):
         return "Tools, including web search, are supported with this model only in the Responses API (/v1/responses)."
-    if minor >= 2 and effort in ("none", "minimal"):
+    if (minor >= 2 or _SOL.match(str(body["model"]))) and effort in ("none", "minimal"):
         return (f"Unsupported value: 'reasoning.effort' does not support '{effort}' with this model. "
                 "Supported values are: 'low', 'medium', 'high', 'xhigh' and 'max'.")
     for name in ("temperature", "top_p", "logprobs", "top_logprobs"):

@@ -61,7 +61,7 @@ from urllib.parse import urlsplit
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.schema import JSON_SCHEMA, bounded_schema
 
-from ..base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
+from ..base import MODEL_DEFAULT, CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
 from ..http import CallFailed, Session, scrub_url, short
 from ..options import REASONING_EFFORTS
 from ..retirement import ModelNotice, known_shutdown, shutdown_notice
@@ -302,10 +302,7 @@ class OpenAIBackend(Client):
         `UserError` in one line for what it would refuse. A chat model gets temperature 0 unless given; a
         reasoning model effort "high" unless given, and a temperature only where given and taken."""
         family = self.family
-        check_choice("--reasoning-effort", reasoning_effort, REASONING_EFFORTS)
-        if reasoning_effort is not None and family.efforts is not None and reasoning_effort not in family.efforts:
-            raise UserError(f"{self.name}:{self.model} ({family.name}) takes --reasoning-effort "
-                            f"{', '.join(family.efforts)}, not {reasoning_effort!r}")
+        self._check_effort(reasoning_effort)
         effort = reasoning_effort or ("high" if family.reasoning else None)
         if temperature is not None and not family.takes_sampling(effort):
             sampling = ", ".join(SAMPLING_PARAMETERS)
@@ -394,7 +391,7 @@ class OpenAIBackend(Client):
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         for request in requests:  # a request the model's API would refuse stops the run before any call
-            self._api_for(request)
+            self.check_request(request)
         # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
         # new loop for every run (unless `keep_session` made one for this loop).
         kept = self._kept_sessions.get(asyncio.get_running_loop())
@@ -499,6 +496,31 @@ class OpenAIBackend(Client):
             return "responses"
         return self.api
 
+    def _sampling_for(self, request: Request) -> tuple[float | None, str | None]:
+        """(temperature, reasoning effort) of one call: the backend's, or the effort the request asks for
+        (`Request.reasoning_effort`; `MODEL_DEFAULT`: none), with the temperature only where the family takes
+        it at that effort."""
+        if request.reasoning_effort is None:
+            return self.temperature, self.reasoning_effort
+        effort = None if request.reasoning_effort == MODEL_DEFAULT else request.reasoning_effort
+        return (self.temperature if self.family.sampling == "always" or (effort is not None and self.family.takes_sampling(effort))
+                else None), effort
+
+    def check_request(self, request: Request) -> None:
+        """A `UserError` in one line for a request the model's API would refuse (a tool where it calls none, an
+        effort its family does not take), before any call."""
+        self._api_for(request)
+        effort = request.reasoning_effort
+        if effort is not None and effort != MODEL_DEFAULT:
+            self._check_effort(effort)
+
+    def _check_effort(self, effort: str | None) -> None:
+        check_choice("--reasoning-effort", effort, REASONING_EFFORTS)
+        efforts = self.family.efforts
+        if effort is not None and efforts is not None and effort not in efforts:
+            raise UserError(f"{self.name}:{self.model} ({self.family.name}) takes --reasoning-effort "
+                            f"{', '.join(efforts)}, not {effort!r}")
+
     def _output_limit(self, request: Request) -> int | None:
         """The output token cap to send: a reasoning model spends hidden tokens first, so the request's own
         budget would starve it; it gets `reasoning_max_tokens` (None: no cap)."""
@@ -509,10 +531,11 @@ class OpenAIBackend(Client):
         limit = self._output_limit(request)
         if limit is not None:
             args[token_parameter(self.model, "/chat/completions")] = limit
-        if self.temperature is not None:
-            args["temperature"] = self.temperature
-        if self.reasoning_effort is not None:
-            args["reasoning_effort"] = self.reasoning_effort
+        temperature, effort = self._sampling_for(request)
+        if temperature is not None:
+            args["temperature"] = temperature
+        if effort is not None:
+            args["reasoning_effort"] = effort
         if self.schema_format and request.json_schema is not None:
             args["response_format"] = self._response_format(self._schema_of(request))
         if request.tools:
@@ -537,10 +560,11 @@ class OpenAIBackend(Client):
         limit = self._output_limit(request)
         if limit is not None:
             args[token_parameter(self.model, "/responses")] = limit
-        if self.temperature is not None:
-            args["temperature"] = self.temperature
-        if self.reasoning_effort is not None:
-            args["reasoning"] = {"effort": self.reasoning_effort}
+        temperature, effort = self._sampling_for(request)
+        if temperature is not None:
+            args["temperature"] = temperature
+        if effort is not None:
+            args["reasoning"] = {"effort": effort}
         if self.schema_format and request.json_schema is not None:
             args["text"] = {"format": {"type": "json_schema", **named_schema(self._schema_of(request))}}
         tools = [responses_function(tool) for tool in request.tools]

@@ -1,4 +1,4 @@
-"""OpenAI's model families as the API takes them on 2026-12-01: one row per family, the first that matches
+"""OpenAI's model families as the API takes them on 2026-12-04: one row per family, the first that matches
 a model name wins. Pure.
 
 A row says what a request to a model of the family may carry, so that nothing the API would refuse is
@@ -60,6 +60,9 @@ _MODELS_PAGE = "platform.openai.com/docs/models (as read 2026-12-01)"
 _GPT6_GUIDE = ("OpenAI's GPT-6 model pages as issue 32 quotes them (2026-12-01): tool calling, web search included, on the Responses API only from GPT-6.1; "
                "temperature, top_p and logprobs only at reasoning effort none; GPT-6.2 refuses efforts none and minimal")
 
+_SOL_PAGE = ("OpenAI's GPT-6.1 Sol model page (as read 2026-12-04): efforts low, medium (default), high, xhigh, max, "
+             "not none or minimal (so no temperature, top_p or logprobs); no function calling on chat completions")
+
 FAMILIES: tuple[Family, ...] = (
     Family("chat-completions search (GPT-5)", r"gpt-5[\w.-]*-search-api", "max_completion_tokens", sampling="never",
            chat_search=True, source="platform.openai.com/docs/models/gpt-5-search-api: no sampling parameters"),
@@ -67,6 +70,8 @@ FAMILIES: tuple[Family, ...] = (
            chat_search=True, source="platform.openai.com/docs/guides/tools-web-search: search models take no temperature"),
     Family("GPT-6.2 and later", r"gpt-6\.(?:[2-9]|\d{2,})", "max_completion_tokens", reasoning=True,
            efforts=("low", "medium", "high", "xhigh", "max"), sampling="effort-none", chat_tools=False, source=_GPT6_GUIDE),
+    Family("GPT-6.1 Sol", r"gpt-6\.1-sol\b", "max_completion_tokens", reasoning=True,
+           efforts=("low", "medium", "high", "xhigh", "max"), sampling="effort-none", chat_tools=False, source=_SOL_PAGE),
     Family("GPT-6.1", r"gpt-6\.1(?!\d)", "max_completion_tokens", reasoning=True, sampling="effort-none",
            chat_tools=False, source=_GPT6_GUIDE),
     Family("GPT-6", r"gpt-6(?![.\d])", "max_completion_tokens", reasoning=True, sampling="effort-none",
