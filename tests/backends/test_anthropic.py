@@ -95,9 +95,13 @@ def post(server, path: str, body: dict, **headers: str) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
+TOOL = {"name": "t", "input_schema": {"type": "object"}}
+
+
 def test_the_strict_server_refuses_what_the_api_refuses(server):
-    """The server our bodies pass answers a field the SDK's types do not name, a missing `max_tokens`, both
-    domain lists, a refused temperature and a missing header as the API does."""
+    """The server our bodies pass answers a field the SDK's types do not name, a value of the wrong shape (the
+    SDK's request type validates it), a missing `max_tokens`, both domain lists, a refused temperature, a
+    forced tool with thinking on, Opus 5.5's refusals and a missing header as the API does."""
     headers = {"x-api-key": "k", "anthropic-version": ANTHROPIC_VERSION}
     body = {"model": "claude-sonnet-5-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     cases = [
@@ -108,6 +112,22 @@ def test_the_strict_server_refuses_what_the_api_refuses(server):
         ({**body, "tools": [{"type": "web_search_20250305", "name": "web_search", "allowed_domains": ["a.org"],
                              "blocked_domains": ["b.org"]}]}, "Cannot specify both allowed_domains and blocked_domains"),
         ({**body, "model": "claude-opus-4-7", "temperature": 0}, "`temperature` is deprecated for this model."),
+        # what Claude Opus 5.5 and thinking refuse (issue 43, 2026-12-04)
+        ({**body, "tools": [TOOL], "tool_choice": {"type": "tool", "name": "t"}, "thinking": {"type": "adaptive"}},
+         "Thinking may not be enabled when tool_choice forces tool use."),
+        ({**body, "tools": [TOOL], "tool_choice": {"type": "any"}, "thinking": {"type": "enabled", "budget_tokens": 2048}},
+         "Thinking may not be enabled when tool_choice forces tool use."),
+        ({**body, "model": "claude-opus-5-5", "tools": [TOOL], "tool_choice": {"type": "tool", "name": "t"}},
+         "forcing tool use is not supported for this model"),
+        ({**body, "model": "claude-opus-5-5", "thinking": {"type": "disabled"}}, "'disabled' is not supported for this model"),
+        ({**body, "model": "claude-opus-5-5", "thinking": {"type": "enabled", "budget_tokens": 2048}},
+         "'enabled' is not supported for this model"),
+        ({**body, "model": "claude-3-opus-20240229", "output_config": {"format": {"type": "json_schema", "schema": {}}}},
+         "structured outputs are not supported for this model"),
+        ({**body, "output_config": {"format": {"type": "json_schema", "schema": {}, "strict": True}}},
+         "output_config.format.strict: Extra inputs are not permitted"),
+        ({**body, "output_config": {"effort": "extreme"}}, "output_config.effort: Input should be"),
+        ({**body, "thinking": {"type": "enabled"}}, "budget_tokens: Field required"),
     ]
     for given, words in cases:
         status, answer = post(server, "/v1/messages", given, **headers)
@@ -118,22 +138,59 @@ def test_the_strict_server_refuses_what_the_api_refuses(server):
     server.refused.clear()
 
 
-def test_a_structured_answer_is_a_forced_tool_with_the_schema_as_its_input_schema(server):
-    schema = {"title": "claim verdicts", "type": "object", "properties": {"verdicts": {"type": "array"}}, "required": ["verdicts"]}
-    server.responder = lambda body: json.dumps({"verdicts": [{"claim": 1, "verdict": True}]})
+SCHEMA = {"title": "claim verdicts", "type": "object", "properties": {"verdicts": {"type": "array", "minItems": 2}},
+          "required": ["verdicts"]}
+VERDICTS = {"verdicts": [{"claim": 1, "verdict": True}]}
+
+
+def structured(server, model: str, **options):
+    """One structured request to `model` and its answer, the server answering `VERDICTS`."""
+    server.responder = lambda body: json.dumps(VERDICTS)
     try:
-        (answer,) = complete(claude(server), [ask(json_schema=schema)])
-        body = server.calls[-1].body
-        (unstructured,) = complete(claude(server, schema_format=False), [ask(json_schema=schema)])
+        (answer,) = complete(claude(server, model, **options), [ask(json_schema=SCHEMA)])
     finally:
         from bespoke_metric.testing.system_responder import answer_any
 
         server.responder = answer_any
-    assert body["tools"] == [{"name": "claim_verdicts", "description": "Give the answer in this shape.", "input_schema": schema}]
-    assert body["tool_choice"] == {"type": "tool", "name": "claim_verdicts"}
-    assert json.loads(answer.text) == {"verdicts": [{"claim": 1, "verdict": True}]}  # the tool_use block's input
-    assert "tools" not in server.calls[-1].body and '"verdicts"' in server.calls[-1].body["messages"][-1]["content"]
-    assert json.loads(unstructured.text) == {"verdicts": [{"claim": 1, "verdict": True}]}
+    return answer, server.calls[-1].body
+
+
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-4-5", "claude-opus-4-1"])
+def test_a_structured_answer_is_held_by_structured_outputs_never_by_a_forced_tool(server, model):
+    import anthropic
+
+    answer, body = structured(server, model)
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": anthropic.transform_schema(SCHEMA)}}
+    assert "tools" not in body and "tool_choice" not in body and "thinking" not in body
+    assert json.loads(answer.text) == VERDICTS  # the text block, held to the schema
+    assert claude(server, model).constraint == "json-schema"
+
+
+def test_the_effort_and_the_format_share_output_config(server):
+    _, body = structured(server, "claude-opus-5-5", reasoning_effort="high")
+    assert body["output_config"]["effort"] == "high" and body["output_config"]["format"]["type"] == "json_schema"
+
+
+def test_a_claude_before_structured_outputs_is_held_by_a_forced_tool_with_thinking_off(server):
+    answer, body = structured(server, "claude-3-5-sonnet-20241022")
+    assert body["tools"] == [{"name": "claim_verdicts", "description": "Give the answer in this shape.", "input_schema": SCHEMA}]
+    assert body["tool_choice"] == {"type": "tool", "name": "claim_verdicts"} and "thinking" not in body
+    assert "output_config" not in body and json.loads(answer.text) == VERDICTS  # the tool_use block's input
+
+
+def test_a_claude_that_can_do_neither_is_asked_for_lines_and_says_so(server):
+    backend = claude(server, "claude-2.1")
+    assert backend.constraint == "lines"  # a judge asks it for the paper's lines (schema.LINES)
+    answer, body = structured(server, "claude-2.1")
+    assert not {"tools", "tool_choice", "output_config"} & body.keys()
+    assert '"verdicts"' in body["messages"][-1]["content"]  # called with a schema directly: spelled out in the prompt
+    assert json.loads(answer.text) == VERDICTS
+
+
+def test_schema_format_off_spells_the_schema_out(server):
+    answer, body = structured(server, "claude-sonnet-5-5", schema_format=False)
+    assert not {"tools", "output_config"} & body.keys() and '"verdicts"' in body["messages"][-1]["content"]
+    assert json.loads(answer.text) == VERDICTS and claude(server, schema_format=False).constraint is None
 
 
 def test_an_answer_cut_off_and_a_refusal_are_named(server):

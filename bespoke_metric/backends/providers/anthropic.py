@@ -39,19 +39,24 @@ message and log line is scrubbed of it.
 from __future__ import annotations
 
 import json
-import re
+import logging
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from bespoke_dataset.errors import UserError
 
-from ..base import Completion, Request, Withheld, messages_with_schema
-from ..http import CallFailed, Session, scrub_url, short, status_failure
+from ..base import MODEL_DEFAULT, Completion, Request, Withheld, messages_with_schema
+from ..http import CallFailed, Session, short, status_failure
 from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS
 from ..retirement import unavailable_reason
+from ..schema import JSON_SCHEMA, LINES
 from ..web_search import check_choice, in_answer, parse_location, search_record, split_list
-from .openai_backend import OpenAIBackend, named_schema
+from .anthropic_models import Held, claude_family
+from .api_backend import APIBackend, SearchSettings
+from .openai_backend import named_schema
 from .openai_session import sdk_error
+
+log = logging.getLogger(__name__)
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 MESSAGES_PATH = "/v1/messages"
@@ -66,18 +71,16 @@ context window, or a long server-tool turn the API paused."""
 STRUCTURED_TOOL_HELP = "Give the answer in this shape."
 """The description of the tool a structured answer is asked through (its input schema says the rest)."""
 
-_NO_TEMPERATURE = re.compile(r"(?:^|/)claude-(?:opus-(?:4-(?:[7-9]|[1-9]\d)|[5-9]|[1-9]\d)(?:-|$)|fable)", re.IGNORECASE)
-"""The models that refuse `temperature` with a 400: Opus 4.7 and later, and Fable."""
 
 
 def refuses_temperature(model: str) -> bool:
     """True for the models that answer `temperature` with a 400 ("`temperature` is deprecated for this
-    model"): `claude-opus-4-7` and later Opus models, and every Fable model."""
-    return bool(_NO_TEMPERATURE.search(model))
+    model"): `claude-opus-4-7` and later Opus models, and every Fable model (`anthropic_models`)."""
+    return not claude_family(model).temperature
 
 
 @dataclass(frozen=True)
-class WebSearchTool:
+class WebSearchTool(SearchSettings):
     """Anthropic's server web search tool, as BESPOKE's native-search settings set it up."""
 
     version: str = WEB_SEARCH_TOOLS[0]
@@ -153,80 +156,91 @@ def sdk_error_class(status: int) -> type:
     return anthropic.InternalServerError if status >= 500 else anthropic.APIStatusError
 
 
-class AnthropicBackend(OpenAIBackend):
+class AnthropicBackend(APIBackend):
     """Anthropic's Messages API. See the module docstring."""
 
     name = "anthropic"
-    takes_tools = False
-    searches = True
     default_url = ANTHROPIC_BASE_URL
     url_variable = "ANTHROPIC_BASE_URL"
     key_variable = "ANTHROPIC_API_KEY"
     provider_concurrency = ANTHROPIC_CONCURRENCY
+    api = "messages"
 
     def __init__(
         self,
         model: str,
         *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int | None = None,
+        timeout: float = 600.0,
+        temperature: float | None = None,
+        schema_format: bool = True,
         reasoning_effort: str | None = None,
         search_domains: str | Iterable[str] | None = None,
         search_blocked_domains: str | Iterable[str] | None = None,
         search_location: str | Mapping[str, str] | None = None,
         search_max_uses: int | None = None,
         search_tool: str | None = None,
-        **client: Any,
+        **retry: Any,
     ) -> None:
         """
         Args:
             model: the model name the API knows (`claude-sonnet-5-5`, `claude-opus-4-7-20260416`).
+            base_url: the endpoint (default `ANTHROPIC_BASE_URL`, else Anthropic's API).
+            api_key: default `ANTHROPIC_API_KEY`; a placeholder is sent to another endpoint without one.
+            concurrency: calls in flight at most (default 16 on Anthropic's API, 128 elsewhere).
+            timeout: seconds per call before it counts as failed (and is retried).
+            temperature: none unless given (the model's own); refused for a model that refuses it.
+            schema_format: hold a request's JSON schema as the model takes it (`anthropic_models`).
             reasoning_effort: `output_config.effort`, one of `ANTHROPIC_EFFORTS` (default: the model's own).
             search_domains, search_blocked_domains: the web search tool's `allowed_domains` or
                 `blocked_domains` (`"a.org,b.com"`; not both).
             search_location: its `user_location`, `"country=GB,city=London"`.
             search_max_uses: its `max_uses`, searches per answer at most.
             search_tool: its version, one of `WEB_SEARCH_TOOLS` (default `web_search_20250305`).
-            client: the transport's endpoint, sampling and retry options (`base_url`, `api_key`, `concurrency`,
-                `timeout`, `temperature`, `schema_format`, `max_retries`, ...); the endpoint default is
-                `ANTHROPIC_BASE_URL`, else Anthropic's API, the key `ANTHROPIC_API_KEY`, at most 16 calls in flight.
+            retry: `retries.RetryPolicy`'s fields, as for `openai:`.
         """
-        self._message_type = _import_anthropic().types.Message
-        self.effort = check_choice("--reasoning-effort", reasoning_effort, ANTHROPIC_EFFORTS)
-        self.search_tool = WebSearchTool.from_options(search_tool, search_max_uses, search_domains, search_blocked_domains,
-                                                      search_location)
-        super().__init__(model, api="chat", **client)
-
-    def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
-        # No temperature unless given (the SDK's params have none): the model's own; refused up front where
-        # the API would refuse it on every call.
-        if temperature is not None and refuses_temperature(self.model):
+        self._anthropic = _import_anthropic()
+        self.connect(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
+                     log=log)
+        self.family = claude_family(model)
+        """How the Messages API holds this model to a schema, and what else it takes (`anthropic_models`)."""
+        if temperature is not None and not self.family.temperature:
             raise UserError(f"{self.name}:{self.model} takes no temperature (Anthropic answers it with a 400 for "
                             "Opus 4.7 and later and Fable: \"`temperature` is deprecated for this model\"); leave it out")
-        return temperature, None
+        self.temperature = temperature
+        self.effort = check_choice("--reasoning-effort", reasoning_effort, ANTHROPIC_EFFORTS)
+        self.schema_format = schema_format
+        self.held: Held | None = self.family.held() if schema_format else None
+        """How a request's schema is held: `output_config.format`, a forced tool, or not (the paper's lines)."""
+        self.constraint = None if self.held is None else LINES if self.held == "lines" else JSON_SCHEMA
+        self.search = self.search_tool = WebSearchTool.from_options(search_tool, search_max_uses, search_domains,
+                                                                    search_blocked_domains, search_location)
 
-    def identity(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"schema_format": self.schema_format}
+    def settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {}
         if self.temperature is not None:
             settings["temperature"] = self.temperature
         if self.effort is not None:
             settings["reasoning_effort"] = self.effort
-        settings.update(self.search_settings())
-        return {"engine": self.name, "model": self.model, "base_url": scrub_url(self.base_url), "api": "messages",
-                "settings": settings}
-
-    def search_settings(self) -> dict[str, Any]:
-        search = self.search_tool.settings()
-        return {"web_search": search} if search else {}
+        return settings
 
     def new_session(self) -> AnthropicSession:
         return AnthropicSession(self.base_url, self._api_key, self.timeout)
+
+    def check_request(self, request: Request) -> None:
+        if request.reasoning_effort not in (None, MODEL_DEFAULT):
+            check_choice("--recall-reasoning-effort", request.reasoning_effort, ANTHROPIC_EFFORTS)
 
     def path_and_body(self, request: Request) -> tuple[str, bytes]:
         return MESSAGES_PATH, json.dumps(self.message_params(request), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def message_params(self, request: Request) -> dict[str, Any]:
         """The request as the Messages API takes it (the SDK's `MessageCreateParamsNonStreaming`): mapped
-        fields only."""
-        structured = self.schema_format and request.json_schema is not None and not request.native_search
+        fields only; a schema held as the model takes it (`held`), never by a forced tool with thinking on."""
+        held = self.held if request.json_schema is not None and not request.native_search else None
+        structured = held in ("format", "tool")
         messages = [dict(m) for m in request.messages] if structured else messages_with_schema(request)
         if request.tools or any(m.get("role") == "tool" or m.get("tool_calls") for m in messages):
             raise ValueError("the anthropic engine takes no tools (takes_tools is False)")
@@ -238,14 +252,21 @@ class AnthropicBackend(OpenAIBackend):
             params["system"] = system
         if self.temperature is not None:
             params["temperature"] = self.temperature
-        if self.effort is not None:
-            params["output_config"] = {"effort": self.effort}
+        output_config: dict[str, Any] = {}
+        effort = self.effort if request.reasoning_effort is None else None if request.reasoning_effort == MODEL_DEFAULT \
+            else request.reasoning_effort
+        if effort is not None:
+            output_config["effort"] = effort
         tools = [self.search_tool.param()] if request.native_search else []
-        if structured:
-            assert request.json_schema is not None
+        assert request.json_schema is not None or not structured
+        if held == "format":
+            output_config["format"] = {"type": "json_schema", "schema": self._anthropic.transform_schema(request.json_schema)}
+        elif held == "tool":
             name = named_schema(request.json_schema)["name"]
             tools.append({"name": name, "description": STRUCTURED_TOOL_HELP, "input_schema": request.json_schema})
             params["tool_choice"] = {"type": "tool", "name": name}
+        if output_config:
+            params["output_config"] = output_config
         if tools:
             params["tools"] = tools
         return params
@@ -253,7 +274,7 @@ class AnthropicBackend(OpenAIBackend):
     def parse(self, path: str, answer: dict[str, Any]) -> Completion:
         """The completion of a Messages API answer (a direct call's body, or a batch result's `message`):
         read as the SDK's `Message` (a body that is not one: pydantic's ValidationError, a ValueError)."""
-        return message_completion(self._message_type.model_validate(answer))
+        return message_completion(self._anthropic.types.Message.model_validate(answer))
 
 
 def message_completion(message: Any) -> Completion:

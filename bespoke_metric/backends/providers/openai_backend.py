@@ -45,45 +45,36 @@ every error message and log line this module writes is scrubbed of it.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import difflib
 import json
 import logging
-import os
 import re
 import warnings
-import weakref
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequence, TypeVar
-from urllib.parse import urlsplit
+from typing import Any, Iterable, Literal, Mapping
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.schema import JSON_SCHEMA, bounded_schema
 
-from ..base import MODEL_DEFAULT, CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
-from ..http import CallFailed, Session, scrub_url, short
+from ..base import MODEL_DEFAULT, Completion, Request, ToolCall, Withheld, content_text
+from ..http import Session, short
 from ..options import REASONING_EFFORTS
 from ..retirement import ModelNotice, known_shutdown, shutdown_notice
-from ..retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
+from ..retries import UNREACHABLE_RETRIES
 from ..tool_calls import decode_call, with_tool_calls
 from ..web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
+from .api_backend import APIBackend, SearchSettings
 from .openai_models import SAMPLING_PARAMETERS, family_of
 from .openai_session import OpenAISession, model_ids, model_shutdown_date
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 __all__ = ["OpenAIBackend", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model",
            "token_parameter"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_CONCURRENCY = 32
-SERVER_CONCURRENCY = 128
-PLACEHOLDER_KEY = "EMPTY"
-"""Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
-SESSION_CLOSE_S = 5.0
-"""How long `close` waits for a kept session to close on its loop."""
 SEARCH_SOURCES = "web_search_call.action.sources"
 """What the Responses API must be asked to `include` for the sources of its searches."""
 SHUTDOWN_LOOKUP_S = 5.0
@@ -121,22 +112,8 @@ def is_search_model(model: str) -> bool:
     return family_of(model).chat_search
 
 
-class MissingKeyError(UserError):
-    """An engine that needs an API key was given none."""
-
-
 @dataclass(frozen=True)
-class Endpoint:
-    """Where calls go and with which key."""
-
-    base_url: str
-    api_key: str
-    provider: bool
-    """The provider's own API (rate limits bite first, and a key is needed), not another server."""
-
-
-@dataclass(frozen=True)
-class WebSearch:
+class WebSearch(SearchSettings):
     """How OpenAI's web search searches (`Request.native_search`)."""
 
     context_size: str | None = None
@@ -189,13 +166,11 @@ class WebSearch:
         return options
 
 
-class OpenAIBackend(Client):
+class OpenAIBackend(APIBackend):
     """Concurrent calls to an OpenAI-compatible endpoint. See the module docstring."""
 
     name = "openai"
-    one_batch = False
     takes_tools = True
-    searches = True
     default_url = OPENAI_BASE_URL
     url_variable: str | None = "OPENAI_BASE_URL"
     key_variable = "OPENAI_API_KEY"
@@ -246,10 +221,8 @@ class OpenAIBackend(Client):
             retry: how failed calls are retried, `retries.RetryPolicy`'s fields (`max_retries`,
                 `retry_budget`, `backoff_base`, `backoff_max`, `max_retry_wait`).
         """
-        self.model = model
-        endpoint = self.endpoint(base_url, api_key)
-        self.base_url = endpoint.base_url
-        self._api_key = endpoint.api_key
+        endpoint = self.connect(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
+                                retry=retry, log=log)
         self.family = family_of(model)
         """What the API takes from this model (`openai_models.Family`)."""
         self.reasoning = self.family.reasoning
@@ -259,35 +232,12 @@ class OpenAIBackend(Client):
         self.schema_format = schema_format
         self.constraint = JSON_SCHEMA if schema_format else None
         self._bounded_schemas = not endpoint.provider  # a server that compiles the schema itself
-        self.web_search = self._web_search(search_context_size, search_location, search_domains,
-                                           search_external_web_access)
-        # OpenAI's own models endpoint is the one known to publish shutdown dates (a subclass's provider may not)
-        published = endpoint.provider and self.default_url == OPENAI_BASE_URL
-        self.shutdown_lookup = published if shutdown_lookup is None else shutdown_lookup
-        self.timeout = check_timeout(timeout)
-        default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
-        self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
-                              self._api_key, log)
-        self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
+        self.search = self.web_search = self._web_search(search_context_size, search_location, search_domains,
+                                                         search_external_web_access)
+        # OpenAI's own models endpoint is the one known to publish shutdown dates
+        self.shutdown_lookup = endpoint.provider if shutdown_lookup is None else shutdown_lookup
 
     # -- construction, in parts ----------------------------------------------------------------------
-
-    @classmethod
-    def endpoint(cls, base_url: str | None, api_key: str | None) -> Endpoint:
-        """The endpoint and key from the arguments, else the environment, else the provider's API (which
-        needs a key: `MissingKeyError`); another server without a key gets a placeholder."""
-        url = base_url or (os.environ.get(cls.url_variable) if cls.url_variable else None) or cls.default_url
-        url = url.rstrip("/")
-        provider = urlsplit(url).hostname == urlsplit(cls.default_url).hostname
-        key = api_key or os.environ.get(cls.key_variable)
-        if not key:
-            if provider:
-                raise MissingKeyError(
-                    f"{cls.name}: no API key for {urlsplit(cls.default_url).hostname}: set {cls.key_variable} or "
-                    f"pass --api-key (api_key=), or point --base-url at a compatible server that needs none"
-                )
-            key = PLACEHOLDER_KEY
-        return Endpoint(url, key, provider)
 
     def _resolve_api(self, api: str) -> tuple[str, bool]:
         """(the API of a call without native search, whether the user chose it)."""
@@ -330,31 +280,15 @@ class OpenAIBackend(Client):
 
     # -- Backend interface -------------------------------------------------------------------------
 
-    def identity(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"schema_format": self.schema_format}
+    def settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {}
         if self.temperature is not None:
             settings["temperature"] = self.temperature
         if self.reasoning_effort is not None:
             settings["reasoning_effort"] = self.reasoning_effort
         if self.reasoning:
             settings["reasoning_max_tokens"] = self.reasoning_max_tokens
-        settings.update(self.search_settings())
-        return {
-            "engine": self.name,
-            "model": self.model,
-            "base_url": scrub_url(self.base_url),
-            "api": self.api,
-            "settings": settings,
-        }
-
-    def describe(self) -> dict[str, Any]:
-        """The identity, with the model's shutdown date where its provider publishes one (`shutdown_date`; not
-        part of the identity: it does not change an answer)."""
-        described = self.identity()
-        date = self.shutdown_date()
-        if date:
-            described["shutdown_date"] = date
-        return described
+        return settings
 
     def shutdown_date(self) -> str | None:
         """The model's published shutdown date (OpenAI's `GET /v1/models/{model}`, else the date its
@@ -384,88 +318,16 @@ class OpenAIBackend(Client):
             _close_models[key] = f"{self.name}:{close[0]}" if close else None
         return _close_models[key]
 
-    def search_settings(self) -> dict[str, Any]:
-        """How native search is set up, where it differs from the provider's default (part of the identity)."""
-        search = self.web_search.settings()
-        return {"web_search": search} if search else {}
-
-    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for request in requests:  # a request the model's API would refuse stops the run before any call
-            self.check_request(request)
-        # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
-        # new loop for every run (unless `keep_session` made one for this loop).
-        kept = self._kept_sessions.get(asyncio.get_running_loop())
-        session = kept or self.new_session()
-
-        def attempt_for(request: Request) -> Attempt:
-            path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
-
-            async def attempt() -> Completion:
-                completion = await self._call(session, path, body)
-                if request.tools and not completion.tool_calls:
-                    # a server that left the calls in the text (vLLM's tool parsers, at times): read them
-                    # as a local model's are read
-                    return with_tool_calls(completion, request)
-                return completion
-
-            return attempt
-
-        try:
-            await self._run_all(requests, attempt_for, on_done)
-        finally:
-            if session is not kept:
-                await session.close()
-
-    async def keep_session(self) -> None:
-        """Reuse one session, and its open connections, for every run on the running event loop: for a
-        loop that lives as long as its process (a Ray actor's), where a run is one small batch."""
-        loop = asyncio.get_running_loop()
-        if loop not in self._kept_sessions:
-            self._kept_sessions[loop] = self.new_session()
-
     def new_session(self) -> Session:
-        """A session to this endpoint with this backend's key, for the running event loop; the caller closes it."""
         return OpenAISession(self.base_url, self._api_key, self.timeout)
 
-    async def release_session(self) -> None:
-        """Close the session `keep_session` kept for the running event loop, before the loop ends."""
-        session = self._kept_sessions.pop(asyncio.get_running_loop(), None)
-        if session is not None:
-            await session.close()
-
-    def close(self) -> None:
-        self._caller.forget_loops()
-        # A kept session lives on a loop running in another thread (a Ray actor's): close it there, so its
-        # connections are released, not reported unclosed by aiohttp when the actor exits.
-        for loop, session in list(self._kept_sessions.items()):
-            if loop.is_running() and loop is not _running_loop():
-                asyncio.run_coroutine_threadsafe(session.close(), loop).result(timeout=SESSION_CLOSE_S)
-        self._kept_sessions.clear()
-
-    async def retrying(self, attempt_once: Callable[[], Awaitable[T]]) -> T | CallError:
-        """`attempt_once()` under this backend's limit and retry policy (backoff, `Retry-After`, the run's
-        retry budget, an unreachable endpoint given up on); a `CallError` when it never passes. For calls
-        besides completions: the Batch API's files and batches."""
-        return await self._caller.call(lambda: attempt_once)  # type: ignore[arg-type, return-value]
-
-    # -- one call ------------------------------------------------------------------------------------
-
-    async def _call(self, session: Session, path: str, body: bytes) -> Completion:
-        try:
-            raw = await session.post(path, body)
-        except CallFailed as failure:
-            if failure.unavailable:  # every call would fail so: the run stops here
-                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable)),
-                                            did_you_mean=self.close_model()) from None
-            raise
-        try:
-            return self.parse(path, json.loads(raw))
-        except Withheld as withheld:
-            raise CallFailed(f"{self.name}:{self.model} {withheld.reason}", retryable=False) from None
-        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
-            # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
-            raise CallFailed(f"malformed response from {self.name}:{self.model} at {session.where}: "
-                             f"{short(f'{type(err).__name__}: {err}')}", retryable=True) from None
+    async def answer(self, session: Session, request: Request, path: str, body: bytes) -> Completion:
+        completion = await self._call(session, path, body)
+        if request.tools and not completion.tool_calls:
+            # a server that left the calls in the text (vLLM's tool parsers, at times): read them as a local
+            # model's are read
+            return with_tool_calls(completion, request)
+        return completion
 
     def parse(self, path: str, answer: dict[str, Any]) -> Completion:
         """The completion in the raw answer of a call to `path` (a direct call's body, or a Batch API output
@@ -749,9 +611,3 @@ def _calls(items: Iterable[tuple[Mapping[str, Any], str]]) -> tuple[ToolCall, ..
 def _detail(usage: Mapping[str, Any], block: str, name: str) -> int:
     return int((usage.get(block) or {}).get(name) or 0)
 
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
