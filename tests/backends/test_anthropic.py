@@ -412,3 +412,48 @@ def test_generate_with_a_retired_claude_leaves_nothing_behind(synthetic_hub, tmp
     [line] = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and line.startswith("error: the model 'anthropic:claude-3-opus-20240229' is not served")
     assert not output.exists() and not (tmp_path / "p.run.json").exists()
+
+
+# -- a structured Claude judge (issue 43) --------------------------------------------------------------------
+
+
+def score_with_claude(server, model: str, tmp_path, *flags: str) -> dict:
+    """`bespoke score --structured` of the sample with `anthropic:MODEL` against `server`: the results file."""
+    from bespoke_cli.cli import main
+
+    import bespoke_dataset
+
+    rows = list(bespoke_dataset.load("benchmark", source="sample"))[:2]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps({"user": r["user"], "query_id": r["query_id"],
+                                               "response": "A thorough answer, step by step."}) + "\n" for r in rows))
+    output = tmp_path / f"{model}.json"
+    code = main(["score", "--predictions", str(predictions), "--judge", f"anthropic:{model}", "--structured",
+                 "--base-url", server.root_url, "--api-key", KEY, "--source", "sample", "--no-guards",
+                 "--output", str(output), *flags])
+    assert code == 0
+    return json.loads(output.read_text())
+
+
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-sonnet-5-5"])
+def test_a_structured_claude_judge_scores_with_structured_outputs_and_no_forced_tool(server, tmp_path, model):
+    server.reset()
+    results = score_with_claude(server, model, tmp_path)
+    bodies = [call.body for call in server.calls]
+    assert bodies and all(body["output_config"]["format"]["type"] == "json_schema" for body in bodies)
+    assert not any("tool_choice" in body or "tools" in body for body in bodies)
+    assert server.refused == []  # nothing Opus 5.5 refuses (a forced tool, thinking off) was sent
+    judge = results["judge"]
+    assert (judge["structured"], judge["constraint"], judge["recall_effort"]) == (True, "json-schema", None)
+    assert all(item["scores"]["need_alignment"] is not None and item["recall"] is not None for item in results["items"])
+
+
+def test_a_claude_that_can_do_neither_judges_in_the_papers_lines_and_records_it(server, tmp_path):
+    server.reset()
+    results = score_with_claude(server, "claude-2.1", tmp_path)
+    bodies = [call.body for call in server.calls]
+    assert bodies and not any({"tools", "tool_choice", "output_config"} & body.keys() for body in bodies)
+    assert not any('"need_alignment"' in body["messages"][-1]["content"] for body in bodies)  # lines asked, no schema
+    judge = results["judge"]
+    assert (judge["structured"], judge["constraint"]) == (False, "lines")
+    assert all(item["scores"]["need_alignment"] is not None for item in results["items"])
