@@ -525,6 +525,6 @@ def test_score_refuses_an_effort_gpt61_sol_refuses_in_one_line_before_any_call(s
                  "--base-url", strict_openai.base_url, "--api-key", KEY, "--source", str(synthetic_hub),
                  "--output", str(tmp_path / "results.json")])
     [line] = own_lines(capsys.readouterr().err)
-    assert code == 1 and line == ("error: openai:gpt-6.1-sol (GPT-6.1 Sol) takes --reasoning-effort low, medium, high, "
+    assert code == 2 and line == ("error: openai:gpt-6.1-sol (GPT-6.1 Sol) takes --reasoning-effort low, medium, high, "
                                   "xhigh, max, not 'none'")
     assert strict_openai.calls == [] and not (tmp_path / "results.json").exists()
