@@ -419,9 +419,8 @@ def test_generate_with_a_retired_claude_leaves_nothing_behind(synthetic_hub, tmp
 
 def score_with_claude(server, model: str, tmp_path, *flags: str) -> dict:
     """`bespoke score --structured` of the sample with `anthropic:MODEL` against `server`: the results file."""
-    from bespoke_cli.cli import main
-
     import bespoke_dataset
+    from bespoke_cli.cli import main
 
     rows = list(bespoke_dataset.load("benchmark", source="sample"))[:2]
     predictions = tmp_path / "preds.jsonl"

@@ -512,9 +512,8 @@ def test_gpt61_sol_takes_its_documented_efforts_and_no_tools_on_chat(strict_open
 
 
 def test_score_refuses_an_effort_gpt61_sol_refuses_in_one_line_before_any_call(strict_openai, synthetic_hub, tmp_path, capsys):
-    from bespoke_cli.cli import main
-
     import bespoke_dataset
+    from bespoke_cli.cli import main
 
     strict_openai.reset()
     rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[:2]
