@@ -142,3 +142,34 @@ def test_a_gemini_fixture_with_a_field_the_sdk_does_not_name_fails(bodies):
     body = next(body for _, kind, body in bodies if kind == "gemini")
     with pytest.raises(ValidationError, match="groundingMetadatum"):
         SDK_TYPES["gemini"]({**body, "groundingMetadatum": {}})
+
+
+def test_cache_write_tokens_are_read_into_usage_where_the_provider_reports_them(bodies):
+    """OpenAI's `cache_write_tokens` (both APIs) and Anthropic's `cache_creation_input_tokens` come back in the
+    completion, the cache and the usage block (only where some were written)."""
+    from bespoke_metric.backends.base import Completion, Request, Usage
+    from bespoke_metric.backends.registry import make_backend
+    from bespoke_metric.calls.scheduler import run_requests_sync
+
+    responses = next(body for _, kind, body in bodies if kind == "responses")
+    chat = next(body for _, kind, body in bodies if kind == "chat")
+    responses = {**responses, "usage": {**responses["usage"], "input_tokens_details": {"cached_tokens": 1, "cache_write_tokens": 7}}}
+    chat = {**chat, "usage": {**chat["usage"], "prompt_tokens_details": {"cached_tokens": 1, "cache_write_tokens": 5}}}
+    SDK_TYPES["responses"](responses), SDK_TYPES["chat"](chat)
+    usage = Usage()
+    with serve(lambda body: responses if "input" in body else chat) as server:
+        for api, written in (("responses", 7), ("chat", 5)):
+            backend = make_backend("openai:gpt-5", base_url=server.base_url, api_key="k", api=api)
+            [result] = run_requests_sync(backend, [Request(tuple(USER))], usage=usage)
+            assert result.completion.cache_write_tokens == written
+            assert Completion.from_parts("t", 1, 1, False, result.completion.extras()).cache_write_tokens == written
+    assert usage.counts()["cache_write_tokens"] == 12
+    assert "cache_write_tokens" not in Usage(calls=1).counts()
+
+    message = next(body for what, kind, body in bodies if what == "anthropic")
+    message = {**message, "usage": {**message["usage"], "cache_creation_input_tokens": 9}}
+    from bespoke_metric.backends.providers.anthropic import message_completion
+
+    completion = message_completion(SDK_TYPES["messages"](message))
+    assert completion.cache_write_tokens == 9
+    assert completion.input_tokens == message["usage"]["input_tokens"] + 9 + message["usage"]["cache_read_input_tokens"]

@@ -288,14 +288,15 @@ def message_completion(message: Any) -> Completion:
     if answers:  # the forced tool of a structured answer (no other tool is offered): its input is the answer
         text = json.dumps(answers[-1].input, ensure_ascii=False)
     usage = message.usage
-    cached = usage.cache_read_input_tokens or 0
+    cached, written = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
     cut = message.stop_reason in CUT_OFF
     return Completion(
         text=text,
-        input_tokens=usage.input_tokens + (usage.cache_creation_input_tokens or 0) + cached,
+        input_tokens=usage.input_tokens + written + cached,
         output_tokens=usage.output_tokens,
         truncated=cut,
         cached_input_tokens=cached,
+        cache_write_tokens=written,
         reasoning_tokens=usage.output_tokens_details.thinking_tokens if usage.output_tokens_details is not None else 0,
         search=_search(message, text),
         served_model=str(message.model or ""),
