@@ -16,7 +16,12 @@ and of its tools' params (`ToolParam`, `WebSearchTool20250305Param` and its late
 sampling parameters older models still take: anything else is a 400 `invalid_request_error`
 ("`tools.0.filters`: Extra inputs are not permitted"), as is a missing `max_tokens`, a tool with both
 `allowed_domains` and `blocked_domains`, and a `temperature` sent to a model that refuses it (Opus 4.7 and
-later, Fable: "`temperature` is deprecated for this model."). A model in `retired` is a 404
+later, Fable: "`temperature` is deprecated for this model."). A body is validated by the installed SDK's own
+request type too (a value of the wrong shape: an effort it does not name, a thinking budget missing), and
+refused as the API refuses it for its model (`model_refusal`, as of 2026-12-04): a forced tool choice
+(`tool`, `any`) with thinking on ("Thinking may not be enabled when tool_choice forces tool use."), on Opus
+5.5 any forced tool choice and thinking `disabled` or with a budget (it thinks adaptively, always),
+`output_config.format` to a Claude before structured outputs, tools to Claude 2. A model in `retired` is a 404
 `not_found_error` ("model: NAME"). Errors are the SDK's `ErrorResponse`: `{type: "error", error: {type,
 message}, request_id}`.
 
@@ -31,6 +36,8 @@ judge in one), wrapped as a `Message` whose `model` is the one asked (or `served
   `usage.server_tool_use.web_search_requests` counts the searches that ran;
 - with a forced tool (`tool_choice` `{type: "tool", name}`), the answer's JSON object is that tool's
   `tool_use` input (`stop_reason` `tool_use`);
+- with structured outputs (`output_config.format`), the text is the answer held to the schema
+  (`held_answer`: the responder's JSON object, or a judge's lines read into the judgment's JSON);
 - an answer longer than `max_tokens` words is cut there (`stop_reason` `max_tokens`); a question holding
   `REFUSE_WORD` is refused (`stop_reason` `refusal`, `stop_details`).
 

@@ -1,9 +1,9 @@
 """`anthropic:MODEL` (`claude-sonnet-5-5`, `claude-opus-5-5`, `claude-haiku-5-5`, `claude-fable-5-2`, ...):
 Anthropic's Messages API (`POST /v1/messages`), as a judge and as a system with Claude's own web search.
 
-This is the `openai:` backend's transport (one aiohttp session per run, calls in flight bounded, retries
-honouring `Retry-After`, the run-wide retry budget) with Anthropic's endpoint, headers (`x-api-key`,
-`anthropic-version`) and a body of its own. The official SDK (`pip install 'bespoke-eval[anthropic]'`,
+It is made of the part every provider backend shares (`api_backend.APIBackend`: one aiohttp session per
+run, calls in flight bounded, retries honouring `Retry-After`, the run-wide retry budget) and Anthropic's
+endpoint, headers (`x-api-key`, `anthropic-version`) and bodies. The official SDK (`pip install 'bespoke-eval[anthropic]'`,
 imported only when this engine is built) gives the shapes: a body is a `MessageCreateParamsNonStreaming`,
 each answer is read as the SDK's `Message` (`anthropic/types/message.py`), and an error is named with the
 SDK's error class for its status (`OverloadedError` for a 529, which is retried like a 5xx). The
@@ -13,10 +13,14 @@ it is not used.
 What is sent: `model`, `max_tokens` (always: the API requires it; the request's own cap), the system
 messages as `system`, the others as `messages`, `output_config.effort` when `--reasoning-effort` is given,
 and `temperature` only when given, refused before any call for a model that refuses it (Opus 4.7 and
-later, Fable: "`temperature` is deprecated for this model"). A request's JSON schema is a tool with that
-`input_schema` the model is made to call (`tool_choice`), Anthropic's way to a structured answer; the
-call's input is the answer's text, as JSON. With native search the schema is spelled out in the prompt
-instead (a forced tool would stop it searching).
+later, Fable: "`temperature` is deprecated for this model"). A request's JSON schema is held as the
+model takes it (`anthropic_models`): by structured outputs (`output_config.format`, the schema as the SDK's
+`transform_schema` writes it), the answer's text the JSON; for a Claude before structured outputs, by a tool
+with that `input_schema` the model is made to call (`tool_choice`, only with thinking off: never sent to a
+model that always thinks), the call's input the answer; a Claude that takes neither is no constraint at all
+(`schema.LINES`: a judge asks it for the paper's lines). With native search the schema is spelled out in
+the prompt instead. `thinking` is never sent: each model thinks as it does by default (Opus 5.5:
+adaptively, `output_config.effort` its only setting).
 
 Native search (`Request.native_search`) adds the server web search tool (`WebSearchTool`: its version,
 `max_uses`, `allowed_domains` or `blocked_domains`, `user_location`). What comes back is the record:

@@ -1,7 +1,9 @@
 """`openai:MODEL`: any OpenAI-compatible endpoint, with OpenAI's web search and function calling.
 
-OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently through a `retries.Caller`
-(a limit on calls in flight, a timeout per call, backoff honouring `Retry-After`, a run-wide retry budget).
+OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently through the part every
+provider backend shares (`api_backend.APIBackend`: a limit on calls in flight, a timeout per call, backoff
+honouring `Retry-After`, a run-wide retry budget); what is OpenAI's own (its model families, its two APIs,
+its shutdown dates) is here, and reaches no other provider.
 
 What a model takes is its family's (`openai_models`: one row per family): reasoning models (the o-series,
 GPT-5, GPT-6) go through the Responses API with `reasoning_effort` ("high" by default, as in the paper; an

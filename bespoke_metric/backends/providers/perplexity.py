@@ -10,9 +10,9 @@ own models and other providers' behind provider-prefixed slugs, and named preset
   Agent API setting that Perplexity's migration guide documents (`SONAR_SUBSTITUTES`); `substitution(model)`
   says so, and a results file carries it as `system.substitution`.
 
-This is the `openai:` backend's transport (one aiohttp session per run, retries honouring `Retry-After`,
-the run-wide retry budget) with Perplexity's endpoint and key (`PERPLEXITY_API_KEY`) and a body of its
-own. The Agent API rejects any field it does not know with a 400, so only the mapped fields are sent:
+It is made of the part every provider backend shares (`api_backend.APIBackend`: one aiohttp session per
+run, retries honouring `Retry-After`, the run-wide retry budget) and Perplexity's endpoint and key
+(`PERPLEXITY_API_KEY`) and bodies. The Agent API rejects any field it does not know with a 400, so only the mapped fields are sent:
 `model` or `preset`, `input` (the chat messages as `message` items), `max_output_tokens` (none for a
 model that reasons first, unless `reasoning_max_tokens` is set), `reasoning`,
 `response_format`, `temperature` when given, and for native search the `web_search` tool, whose `filters`
