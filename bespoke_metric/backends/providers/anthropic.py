@@ -49,7 +49,7 @@ from typing import Any, Iterable, Mapping
 
 from bespoke_dataset.errors import UserError
 
-from ..base import MODEL_DEFAULT, Completion, Request, Withheld, messages_with_schema
+from ..base import Completion, Request, Withheld, messages_with_schema
 from ..http import CallFailed, Session, short, status_failure
 from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS
 from ..retirement import unavailable_reason
@@ -169,15 +169,12 @@ class AnthropicBackend(APIBackend):
     key_variable = "ANTHROPIC_API_KEY"
     provider_concurrency = ANTHROPIC_CONCURRENCY
     api = "messages"
+    efforts = ANTHROPIC_EFFORTS
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        concurrency: int | None = None,
-        timeout: float = 600.0,
         temperature: float | None = None,
         schema_format: bool = True,
         reasoning_effort: str | None = None,
@@ -186,15 +183,11 @@ class AnthropicBackend(APIBackend):
         search_location: str | Mapping[str, str] | None = None,
         search_max_uses: int | None = None,
         search_tool: str | None = None,
-        **retry: Any,
+        **client: Any,
     ) -> None:
         """
         Args:
             model: the model name the API knows (`claude-sonnet-5-5`, `claude-opus-4-7-20260416`).
-            base_url: the endpoint (default `ANTHROPIC_BASE_URL`, else Anthropic's API).
-            api_key: default `ANTHROPIC_API_KEY`; a placeholder is sent to another endpoint without one.
-            concurrency: calls in flight at most (default 16 on Anthropic's API, 128 elsewhere).
-            timeout: seconds per call before it counts as failed (and is retried).
             temperature: none unless given (the model's own); refused for a model that refuses it.
             schema_format: hold a request's JSON schema as the model takes it (`anthropic_models`).
             reasoning_effort: `output_config.effort`, one of `ANTHROPIC_EFFORTS` (default: the model's own).
@@ -203,11 +196,12 @@ class AnthropicBackend(APIBackend):
             search_location: its `user_location`, `"country=GB,city=London"`.
             search_max_uses: its `max_uses`, searches per answer at most.
             search_tool: its version, one of `WEB_SEARCH_TOOLS` (default `web_search_20250305`).
-            retry: `retries.RetryPolicy`'s fields, as for `openai:`.
+            client: the transport's endpoint and retry options (`APIBackend.connect`: `base_url`, `api_key`,
+                `concurrency`, `timeout`, `max_retries`, ...); the endpoint default is `ANTHROPIC_BASE_URL`, else
+                Anthropic's API, the key `ANTHROPIC_API_KEY`, at most 16 calls in flight.
         """
         self._anthropic = _import_anthropic()
-        self.connect(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
-                     log=log)
+        self.connect(model, log, **client)
         self.family = claude_family(model)
         """How the Messages API holds this model to a schema, and what else it takes (`anthropic_models`)."""
         if temperature is not None and not self.family.temperature:
@@ -233,10 +227,6 @@ class AnthropicBackend(APIBackend):
     def new_session(self) -> AnthropicSession:
         return AnthropicSession(self.base_url, self._api_key, self.timeout)
 
-    def check_request(self, request: Request) -> None:
-        if request.reasoning_effort not in (None, MODEL_DEFAULT):
-            check_choice("--recall-reasoning-effort", request.reasoning_effort, ANTHROPIC_EFFORTS)
-
     def path_and_body(self, request: Request) -> tuple[str, bytes]:
         return MESSAGES_PATH, json.dumps(self.message_params(request), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -257,8 +247,7 @@ class AnthropicBackend(APIBackend):
         if self.temperature is not None:
             params["temperature"] = self.temperature
         output_config: dict[str, Any] = {}
-        effort = self.effort if request.reasoning_effort is None else None if request.reasoning_effort == MODEL_DEFAULT \
-            else request.reasoning_effort
+        effort = self.effort_for(request, self.effort)
         if effort is not None:
             output_config["effort"] = effort
         tools = [self.search_tool.param()] if request.native_search else []

@@ -24,14 +24,15 @@ import logging
 import os
 import weakref
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 from bespoke_dataset.errors import UserError
 
-from ..base import CallError, Completion, ModelUnavailableError, OnDone, Request, Withheld
+from ..base import MODEL_DEFAULT, CallError, Completion, ModelUnavailableError, OnDone, Request, Withheld
 from ..http import CallFailed, Session, scrub_url, short
 from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
+from ..web_search import check_choice
 
 T = TypeVar("T")
 
@@ -81,6 +82,8 @@ class APIBackend(Client):
     """Calls in flight by default on the provider's own API."""
     search_key = "web_search"
     """The identity's key of the search settings."""
+    efforts: tuple[str, ...] = ()
+    """The reasoning efforts the provider's API names: a request's own effort is one of them."""
 
     model: str
     api: str
@@ -90,11 +93,12 @@ class APIBackend(Client):
     constraint: str | None
     temperature: float | None
 
-    def connect(self, model: str, *, base_url: str | None, api_key: str | None, concurrency: int | None,
-                timeout: float, retry: Mapping[str, Any], log: logging.Logger) -> Endpoint:
+    def connect(self, model: str, log: logging.Logger, *, base_url: str | None = None, api_key: str | None = None,
+                concurrency: int | None = None, timeout: float = 600.0, **retry: Any) -> Endpoint:
         """Set up the transport for `model` (called once, by the constructor): the endpoint and key, the time a
-        call may take, the caller and its limit on calls in flight (the provider's own by default on its API,
-        `SERVER_CONCURRENCY` elsewhere)."""
+        call may take (seconds), the caller and its limit on calls in flight (the provider's own by default on
+        its API, `SERVER_CONCURRENCY` elsewhere), retried as `retry` says (`retries.RetryPolicy`'s fields),
+        logged under `log`."""
         self.model = model
         endpoint = self.endpoint(base_url, api_key)
         self.base_url = endpoint.base_url
@@ -143,7 +147,17 @@ class APIBackend(Client):
         raise NotImplementedError
 
     def check_request(self, request: Request) -> None:
-        """A `UserError` in one line for a request the provider would refuse on every call, before any call."""
+        """A `UserError` in one line for a request the provider would refuse on every call, before any call:
+        here, an effort of its own (`Request.reasoning_effort`) the API does not name."""
+        if request.reasoning_effort not in (None, MODEL_DEFAULT):
+            check_choice("--recall-reasoning-effort", request.reasoning_effort, self.efforts)
+
+    @staticmethod
+    def effort_for(request: Request, own: str | None) -> str | None:
+        """The reasoning effort a call is sent at: the backend's `own`, or the request's (`MODEL_DEFAULT`: none)."""
+        if request.reasoning_effort is None:
+            return own
+        return None if request.reasoning_effort == MODEL_DEFAULT else request.reasoning_effort
 
     def close_model(self) -> str | None:
         """The spec of a served model whose name is close to this one's, when the endpoint does not serve it

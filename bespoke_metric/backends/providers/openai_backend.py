@@ -59,7 +59,7 @@ from typing import Any, Iterable, Literal, Mapping
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.schema import JSON_SCHEMA, bounded_schema
 
-from ..base import MODEL_DEFAULT, Completion, Request, ToolCall, Withheld, content_text
+from ..base import Completion, Request, ToolCall, Withheld, content_text
 from ..http import Session, short
 from ..options import REASONING_EFFORTS
 from ..retirement import ModelNotice, known_shutdown, shutdown_notice
@@ -173,6 +173,7 @@ class OpenAIBackend(APIBackend):
 
     name = "openai"
     takes_tools = True
+    efforts = REASONING_EFFORTS
     default_url = OPENAI_BASE_URL
     url_variable: str | None = "OPENAI_BASE_URL"
     key_variable = "OPENAI_API_KEY"
@@ -223,8 +224,8 @@ class OpenAIBackend(APIBackend):
             retry: how failed calls are retried, `retries.RetryPolicy`'s fields (`max_retries`,
                 `retry_budget`, `backoff_base`, `backoff_max`, `max_retry_wait`).
         """
-        endpoint = self.connect(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
-                                retry=retry, log=log)
+        endpoint = self.connect(model, log, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
+                                **retry)
         self.family = family_of(model)
         """What the API takes from this model (`openai_models.Family`)."""
         self.reasoning = self.family.reasoning
@@ -366,17 +367,16 @@ class OpenAIBackend(APIBackend):
         it at that effort."""
         if request.reasoning_effort is None:
             return self.temperature, self.reasoning_effort
-        effort = None if request.reasoning_effort == MODEL_DEFAULT else request.reasoning_effort
-        return (self.temperature if self.family.sampling == "always" or (effort is not None and self.family.takes_sampling(effort))
-                else None), effort
+        effort = self.effort_for(request, self.reasoning_effort)
+        taken = self.family.sampling == "always" or (effort is not None and self.family.takes_sampling(effort))
+        return (self.temperature if taken else None), effort
 
     def check_request(self, request: Request) -> None:
         """A `UserError` in one line for a request the model's API would refuse (a tool where it calls none, an
         effort its family does not take), before any call."""
         self._api_for(request)
-        effort = request.reasoning_effort
-        if effort is not None and effort != MODEL_DEFAULT:
-            self._check_effort(effort)
+        super().check_request(request)
+        self._check_effort(self.effort_for(request, None))
 
     def _check_effort(self, effort: str | None) -> None:
         check_choice("--reasoning-effort", effort, REASONING_EFFORTS)

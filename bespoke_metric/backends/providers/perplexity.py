@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping
 
 from bespoke_dataset.errors import UserError
 
-from ..base import MODEL_DEFAULT, Completion, Request
+from ..base import Completion, Request
 from ..http import CallFailed, Session, short
 from ..schema import JSON_SCHEMA
 from ..web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, check_choice, search_record, split_list
@@ -161,15 +161,12 @@ class PerplexityBackend(APIBackend):
     provider_concurrency = PERPLEXITY_CONCURRENCY
     api = "agent"
     search_key = "search"
+    efforts = REASONING_EFFORTS
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        concurrency: int | None = None,
-        timeout: float = 600.0,
         temperature: float | None = None,
         schema_format: bool = True,
         reasoning_effort: str | None = None,
@@ -177,16 +174,12 @@ class PerplexityBackend(APIBackend):
         search_domain_filter: str | Iterable[str] | None = None,
         search_recency_filter: str | None = None,
         search_context_size: str | None = None,
-        **retry: Any,
+        **client: Any,
     ) -> None:
         """
         Args:
             model: an Agent API model slug (`perplexity/sonar`, `openai/gpt-5.1`), `preset/NAME`, or a retired
                 Sonar name (`sonar`, `sonar-reasoning`, ...), which runs as its documented substitute.
-            base_url: the endpoint (default: Perplexity's API).
-            api_key: default `PERPLEXITY_API_KEY`; a placeholder is sent to another endpoint without one.
-            concurrency: calls in flight at most (default 8 on Perplexity's API, 128 elsewhere).
-            timeout: seconds per call before it counts as failed (and is retried).
             temperature: none unless given (the Agent API's own).
             schema_format: send a request's `json_schema` as `response_format`.
             reasoning_effort: `reasoning.effort` (minimal, low, medium, high, xhigh); default the model's
@@ -195,10 +188,11 @@ class PerplexityBackend(APIBackend):
             search_domain_filter: domains to search (`"nature.com,arxiv.org"`), or to leave out (`-pinterest.com`).
             search_recency_filter: only results from the last `hour`, `day`, `week`, `month` or `year`.
             search_context_size: `low`, `medium` or `high`: how much of what it found it reads.
-            retry: `retries.RetryPolicy`'s fields, as for `openai:`.
+            client: the transport's endpoint and retry options (`APIBackend.connect`: `base_url`, `api_key`,
+                `concurrency`, `timeout`, `max_retries`, ...); the endpoint default is Perplexity's API, the key
+                `PERPLEXITY_API_KEY`, at most 8 calls in flight.
         """
-        self.connect(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
-                     log=log)
+        self.connect(model, log, **client)
         substitute = SONAR_SUBSTITUTES.get(model)
         self.target = substitute.ran_as if substitute is not None else model
         """The model slug, or `preset/NAME`, that the calls name."""
@@ -230,10 +224,6 @@ class PerplexityBackend(APIBackend):
     def new_session(self) -> Session:
         return OpenAISession(self.base_url, self._api_key, self.timeout)
 
-    def check_request(self, request: Request) -> None:
-        if request.reasoning_effort not in (None, MODEL_DEFAULT):
-            check_choice("--recall-reasoning-effort", request.reasoning_effort, REASONING_EFFORTS)
-
     def path_and_body(self, request: Request) -> tuple[str, bytes]:
         return AGENT_PATH, json.dumps(self.agent_body(request), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -245,8 +235,7 @@ class PerplexityBackend(APIBackend):
         limit = self.output_limit(request)
         if limit is not None:
             body["max_output_tokens"] = max(limit, MIN_OUTPUT_TOKENS)
-        effort = self.agent_effort if request.reasoning_effort is None else None if request.reasoning_effort == MODEL_DEFAULT \
-            else request.reasoning_effort
+        effort = self.effort_for(request, self.agent_effort)
         if effort is not None:
             body["reasoning"] = {"effort": effort}
         if self.temperature is not None:
