@@ -9,7 +9,7 @@ real one. Built on `server.TestServer` (faults, latency and recorded requests wo
     POST /v1/messages/batches/{id}/cancel      `canceling`, then `ended` with what had not run `canceled`
 
 (anthropic/types/messages/message_batch.py, message_batch_individual_response.py, batch_create_params.py,
-anthropic 2.15.) Every call needs the `x-api-key` (or a bearer key) and `anthropic-version` headers, or it is
+anthropic 2.17.) Every call needs the `x-api-key` (or a bearer key) and `anthropic-version` headers, or it is
 a 401 `authentication_error`. A body may hold only the fields of the SDK's `MessageCreateParamsNonStreaming`
 and of its tools' params (`ToolParam`, `WebSearchTool20250305Param` and its later versions,
 `UserLocationParam`, `OutputConfigParam`, the tool choices), plus `temperature`, `top_p` and `top_k`, the
