@@ -456,3 +456,25 @@ def test_a_claude_that_can_do_neither_judges_in_the_papers_lines_and_records_it(
     judge = results["judge"]
     assert (judge["structured"], judge["constraint"]) == (False, "lines")
     assert all(item["scores"]["need_alignment"] is not None for item in results["items"])
+
+
+def test_a_claude_judges_recall_checks_go_at_the_recall_effort_given(server):
+    """Claude sends no effort by default to judgments and recall checks alike; `recall_reasoning_effort` sets the
+    recall checks' `output_config.effort` alone, beside the format."""
+    import bespoke_dataset
+    from bespoke_metric.judging.factory import make_judge
+    from bespoke_metric.scoring.pipeline import score
+
+    server.reset()
+    rows = list(bespoke_dataset.load("benchmark", source="sample"))[:1]
+    judge = make_judge("anthropic:claude-opus-5-5", base_url=server.root_url, api_key=KEY, progress=False, structured=True,
+                       recall_reasoning_effort="low")
+    try:
+        results = score([{"user": r["user"], "query_id": r["query_id"], "response": "An answer."} for r in rows], judge,
+                        source="sample", guards=False)
+    finally:
+        judge.close()
+    efforts = {("claim" if "# Claim" in call.body["messages"][-1]["content"] else "judgment",
+                call.body["output_config"].get("effort")) for call in server.calls}
+    assert efforts == {("judgment", None), ("claim", "low")} and server.refused == []
+    assert results.judge["recall_effort"] == "low"
