@@ -213,8 +213,8 @@ class AnthropicBackend(APIBackend):
         self.held: Held | None = self.family.held() if schema_format else None
         """How a request's schema is held: `output_config.format`, a forced tool, or not (the paper's lines)."""
         self.constraint = None if self.held is None else LINES if self.held == "lines" else JSON_SCHEMA
-        self.search = self.search_tool = WebSearchTool.from_options(search_tool, search_max_uses, search_domains,
-                                                                    search_blocked_domains, search_location)
+        self.search: WebSearchTool = WebSearchTool.from_options(search_tool, search_max_uses, search_domains,
+                                                              search_blocked_domains, search_location)
 
     def settings(self) -> dict[str, Any]:
         settings: dict[str, Any] = {}
@@ -250,7 +250,7 @@ class AnthropicBackend(APIBackend):
         effort = self.effort_for(request, self.effort)
         if effort is not None:
             output_config["effort"] = effort
-        tools = [self.search_tool.param()] if request.native_search else []
+        tools = [self.search.param()] if request.native_search else []
         assert request.json_schema is not None or not structured
         if held == "format":
             output_config["format"] = {"type": "json_schema", "schema": self._anthropic.transform_schema(request.json_schema)}

@@ -235,8 +235,8 @@ class OpenAIBackend(APIBackend):
         self.schema_format = schema_format
         self.constraint = JSON_SCHEMA if schema_format else None
         self._bounded_schemas = not endpoint.provider  # a server that compiles the schema itself
-        self.search = self.web_search = self._web_search(search_context_size, search_location, search_domains,
-                                                         search_external_web_access)
+        self.search: WebSearch = self._web_search(search_context_size, search_location, search_domains,
+                                                  search_external_web_access)
         # OpenAI's own models endpoint is the one known to publish shutdown dates
         self.shutdown_lookup = endpoint.provider if shutdown_lookup is None else shutdown_lookup
 
@@ -417,7 +417,7 @@ class OpenAIBackend(APIBackend):
 
     def _chat_search_args(self, request: Request) -> dict[str, Any]:
         """What a chat-completions body adds for (or against) native search."""
-        return {"web_search_options": self.web_search.chat_options()} if request.native_search else {}
+        return {"web_search_options": self.search.chat_options()} if request.native_search else {}
 
     def _responses_args(self, request: Request) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.model, "input": responses_input(request.messages), "store": False}
@@ -433,7 +433,7 @@ class OpenAIBackend(APIBackend):
             args["text"] = {"format": {"type": "json_schema", **named_schema(self._schema_of(request))}}
         tools = [responses_function(tool) for tool in request.tools]
         if request.native_search:
-            tools.append(self.web_search.responses_tool())
+            tools.append(self.search.responses_tool())
             args["include"] = [SEARCH_SOURCES]
         if tools:
             args["tools"] = tools

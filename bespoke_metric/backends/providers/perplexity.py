@@ -12,8 +12,8 @@ own models and other providers' behind provider-prefixed slugs, and named preset
 
 It is made of the part every provider backend shares (`api_backend.APIBackend`: one aiohttp session per
 run, retries honouring `Retry-After`, the run-wide retry budget) and Perplexity's endpoint and key
-(`PERPLEXITY_API_KEY`) and bodies. The Agent API rejects any field it does not know with a 400, so only the mapped fields are sent:
-`model` or `preset`, `input` (the chat messages as `message` items), `max_output_tokens` (none for a
+(`PERPLEXITY_API_KEY`) and bodies. The Agent API rejects any field it does not know with a 400, so only
+the mapped fields are sent: `model` or `preset`, `input` (the chat messages as `message` items), `max_output_tokens` (none for a
 model that reasons first, unless `reasoning_max_tokens` is set), `reasoning`,
 `response_format`, `temperature` when given, and for native search the `web_search` tool, whose `filters`
 carry the domain and recency filters. Search is not automatic: a request without native search carries
@@ -202,7 +202,7 @@ class PerplexityBackend(APIBackend):
                             f"(perplexity:preset/NAME), got {self.preset!r}")
         effort = reasoning_effort or (substitute.reasoning_effort if substitute is not None else None)
         self.agent_effort = check_choice("reasoning_effort=", effort, REASONING_EFFORTS)
-        self.search = self.search_filters = SearchFilters(
+        self.search: SearchFilters = SearchFilters(
             split_list(search_domain_filter),
             check_choice("--search-recency-filter", search_recency_filter, RECENCY_FILTERS),
             check_choice("--search-context-size", search_context_size, SEARCH_CONTEXT_SIZES))
@@ -243,7 +243,7 @@ class PerplexityBackend(APIBackend):
         if self.schema_format and request.json_schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": named_schema(request.json_schema)}
         if request.native_search:
-            body["tools"] = [self.search_filters.tool()]
+            body["tools"] = [self.search.tool()]
         elif self.preset is not None:
             body["max_tool_calls"] = 0  # a preset's bundled tools cannot be removed, only all calls stopped
         return body
