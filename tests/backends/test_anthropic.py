@@ -478,3 +478,32 @@ def test_a_claude_judges_recall_checks_go_at_the_recall_effort_given(server):
                 call.body["output_config"].get("effort")) for call in server.calls}
     assert efforts == {("judgment", None), ("claim", "low")} and server.refused == []
     assert results.judge["recall_effort"] == "low"
+
+
+@pytest.mark.parametrize("model, held, thinks", [
+    ("claude-opus-5-5", "format", True), ("claude-opus-5-5-20260922", "format", True), ("claude-sonnet-5-5", "format", False),
+    ("claude-haiku-4-5", "format", False), ("claude-opus-4-7", "format", False), ("claude-fable-5-2", "format", False),
+    ("claude-opus-4-1", "format", False), ("anthropic/claude-sonnet-4-5", "format", False),
+    ("claude-3-5-sonnet-20241022", "tool", False), ("claude-sonnet-4-20250514", "tool", False), ("claude-opus-4-0", "tool", False),
+    ("claude-2.1", "lines", False), ("claude-instant-1.2", "lines", False), ("claude-next-7", "format", False),
+])
+def test_the_catalogue_says_how_each_claude_is_held_to_a_schema(model, held, thinks):
+    from bespoke_metric.backends.providers.anthropic_models import ClaudeFamily, claude_family
+
+    family = claude_family(model)
+    assert (family.held(), family.always_thinks) == (held, thinks)
+    # a family that always thinks is never sent a forced tool, whatever else it takes
+    assert ClaudeFamily("t", "t", structured_outputs=False, always_thinks=True).held() == "lines"
+
+
+def test_claude_and_perplexity_share_the_api_backend_not_openais_class(server):
+    from bespoke_metric.backends.providers.anthropic import AnthropicBackend
+    from bespoke_metric.backends.providers.api_backend import APIBackend
+    from bespoke_metric.backends.providers.openai_backend import OpenAIBackend
+    from bespoke_metric.backends.providers.perplexity import PerplexityBackend
+
+    for backend in (AnthropicBackend, PerplexityBackend):
+        assert issubclass(backend, APIBackend) and not issubclass(backend, OpenAIBackend)
+    identity = claude(server, reasoning_effort="low", search_max_uses=2).identity()
+    assert identity == {"engine": "anthropic", "model": "claude-sonnet-5-5", "base_url": server.root_url, "api": "messages",
+                        "settings": {"schema_format": True, "reasoning_effort": "low", "web_search": {"max_uses": 2}}}

@@ -60,13 +60,13 @@ _OPUS_55 = ("Anthropic's Claude Opus 5.5 notes (2026-09-22) as issue 43 quotes t
             "(thinking disabled or a budget is a 400, output_config.effort, default medium), any forced tool_choice a 400")
 
 FAMILIES: tuple[ClaudeFamily, ...] = (
-    ClaudeFamily("Claude Opus 5.5 and later", r"opus-(?:5-(?:[5-9]|\d{2,})|[6-9]|\d{2,})(?:-|$)", structured_outputs=True,
+    ClaudeFamily("Claude Opus 5.5 and later", r"opus-(?:5-(?:[5-9]|[1-9]\d)|[6-9]|[1-9]\d)(?:-|$)", structured_outputs=True,
                  forced_tools=False, always_thinks=True, temperature=False, source=_OPUS_55),
     ClaudeFamily("Claude Fable", r"fable", structured_outputs=True, temperature=False,
                  source=_STRUCTURED + "; Fable refuses temperature (\"`temperature` is deprecated for this model\")"),
-    ClaudeFamily("Claude Opus 4.7 and later", r"opus-(?:4-(?:[7-9]|\d{2,})|5)(?:-|$)", structured_outputs=True,
+    ClaudeFamily("Claude Opus 4.7 and later", r"opus-(?:4-(?:[7-9]|[1-9]\d)|5)(?:-|$)", structured_outputs=True,
                  temperature=False, source=_STRUCTURED + "; Opus 4.7 and later refuse temperature"),
-    ClaudeFamily("Claude 4.5 and later", r"(?:opus|sonnet|haiku)-(?:4-(?:[5-9]|\d{2,})|[5-9]|\d{2,})(?:-|$)",
+    ClaudeFamily("Claude 4.5 and later", r"(?:opus|sonnet|haiku)-(?:4-(?:[5-9]|[1-9]\d)|[5-9]|[1-9]\d)(?:-|$)",
                  structured_outputs=True, source=_STRUCTURED),
     ClaudeFamily("Claude Opus 4.1", r"opus-4-1(?:-|$)", structured_outputs=True, source=_STRUCTURED),
     ClaudeFamily("Claude 3 and 4", r"3|(?:opus|sonnet)-4(?:-0)?(?:-\d{8})?$", structured_outputs=False,
