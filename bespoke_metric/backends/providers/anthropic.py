@@ -233,9 +233,9 @@ class AnthropicBackend(APIBackend):
     def message_params(self, request: Request) -> dict[str, Any]:
         """The request as the Messages API takes it (the SDK's `MessageCreateParamsNonStreaming`): mapped
         fields only; a schema held as the model takes it (`held`), never by a forced tool with thinking on."""
-        held = self.held if request.json_schema is not None and not request.native_search else None
-        structured = held in ("format", "tool")
-        messages = [dict(m) for m in request.messages] if structured else messages_with_schema(request)
+        schema = None if request.native_search else request.json_schema  # with search: spelled out in the prompt
+        held = self.held if schema is not None else None
+        messages = [dict(m) for m in request.messages] if held in ("format", "tool") else messages_with_schema(request)
         if request.tools or any(m.get("role") == "tool" or m.get("tool_calls") for m in messages):
             raise ValueError("the anthropic engine takes no tools (takes_tools is False)")
         params: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens,
@@ -251,12 +251,11 @@ class AnthropicBackend(APIBackend):
         if effort is not None:
             output_config["effort"] = effort
         tools = [self.search.param()] if request.native_search else []
-        assert request.json_schema is not None or not structured
-        if held == "format":
-            output_config["format"] = {"type": "json_schema", "schema": self._anthropic.transform_schema(request.json_schema)}
-        elif held == "tool":
-            name = named_schema(request.json_schema)["name"]
-            tools.append({"name": name, "description": STRUCTURED_TOOL_HELP, "input_schema": request.json_schema})
+        if schema is not None and held == "format":
+            output_config["format"] = {"type": "json_schema", "schema": self._anthropic.transform_schema(schema)}
+        elif schema is not None and held == "tool":
+            name = named_schema(schema)["name"]
+            tools.append({"name": name, "description": STRUCTURED_TOOL_HELP, "input_schema": schema})
             params["tool_choice"] = {"type": "tool", "name": name}
         if output_config:
             params["output_config"] = output_config
