@@ -5,6 +5,7 @@
 | `api_backend` | what the `openai:`, `anthropic:` and `perplexity:` backends share: endpoint and key, the HTTP core, retries, one call, the identity's shape |
 | `openai_backend` | `openai:MODEL`: any OpenAI-compatible endpoint, with OpenAI's web search and function calling |
 | `openai_models` | OpenAI's model families: what a request to each may carry |
+| `model_rows` | a row of a provider's model catalogue: the pattern its models' names match, the first row a name matches |
 | `openai_session` | OpenAI's session on the HTTP core (`backends.http`): the bearer key, the SDK's error names, `GET /models` |
 | `openai_batch` | `openai:MODEL` with `--batch`: OpenAI's Files and Batch APIs |
 | `perplexity` | `perplexity:MODEL`: Perplexity's Agent API (`/v1/agent`), which searches by default; model slugs, `preset/NAME`, the retired Sonar names as their documented substitutes |

@@ -13,25 +13,20 @@ its API answers with.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
+
+from .model_rows import ModelRow, first_match
 
 Held = Literal["format", "tool", "lines"]
 """How a model's answer is held to a schema: `output_config.format`, a forced tool, or not at all (the
 paper's lines)."""
 
-_PREFIX = r"^(?:.*/)?claude-"
-"""A model name may come with a provider prefix (`anthropic/claude-sonnet-5-5`)."""
-
 
 @dataclass(frozen=True)
-class ClaudeFamily:
+class ClaudeFamily(ModelRow):
     """What the Messages API takes from the models of one family."""
 
-    name: str
-    pattern: str
-    """A regular expression matched (case-insensitively) after `claude-`, past any prefix."""
     structured_outputs: bool
     """Takes `output_config.format` (structured outputs)."""
     forced_tools: bool = True
@@ -42,9 +37,6 @@ class ClaudeFamily:
     temperature: bool = True
     """Takes `temperature` (Opus 4.7 and later, and Fable, answer it with a 400)."""
     source: str = ""
-
-    def matches(self, model: str) -> bool:
-        return re.match(_PREFIX + f"(?:{self.pattern})", model, re.IGNORECASE) is not None
 
     def held(self) -> Held:
         """How a structured answer is asked of it: structured outputs where it takes them, else a forced tool
@@ -60,18 +52,18 @@ _OPUS_55 = ("Anthropic's Claude Opus 5.5 notes (2026-09-22) as issue 43 quotes t
             "(thinking disabled or a budget is a 400, output_config.effort, default medium), any forced tool_choice a 400")
 
 FAMILIES: tuple[ClaudeFamily, ...] = (
-    ClaudeFamily("Claude Opus 5.5 and later", r"opus-(?:5-(?:[5-9]|[1-9]\d)|[6-9]|[1-9]\d)(?:-|$)", structured_outputs=True,
-                 forced_tools=False, always_thinks=True, temperature=False, source=_OPUS_55),
-    ClaudeFamily("Claude Fable", r"fable", structured_outputs=True, temperature=False,
+    ClaudeFamily("Claude Opus 5.5 and later", r"claude-opus-(?:5-(?:[5-9]|[1-9]\d)|[6-9]|[1-9]\d)(?:-|$)",
+                 structured_outputs=True, forced_tools=False, always_thinks=True, temperature=False, source=_OPUS_55),
+    ClaudeFamily("Claude Fable", r"claude-fable", structured_outputs=True, temperature=False,
                  source=_STRUCTURED + "; Fable refuses temperature (\"`temperature` is deprecated for this model\")"),
-    ClaudeFamily("Claude Opus 4.7 and later", r"opus-(?:4-(?:[7-9]|[1-9]\d)|5)(?:-|$)", structured_outputs=True,
+    ClaudeFamily("Claude Opus 4.7 and later", r"claude-opus-(?:4-(?:[7-9]|[1-9]\d)|5)(?:-|$)", structured_outputs=True,
                  temperature=False, source=_STRUCTURED + "; Opus 4.7 and later refuse temperature"),
-    ClaudeFamily("Claude 4.5 and later", r"(?:opus|sonnet|haiku)-(?:4-(?:[5-9]|[1-9]\d)|[5-9]|[1-9]\d)(?:-|$)",
+    ClaudeFamily("Claude 4.5 and later", r"claude-(?:opus|sonnet|haiku)-(?:4-(?:[5-9]|[1-9]\d)|[5-9]|[1-9]\d)(?:-|$)",
                  structured_outputs=True, source=_STRUCTURED),
-    ClaudeFamily("Claude Opus 4.1", r"opus-4-1(?:-|$)", structured_outputs=True, source=_STRUCTURED),
-    ClaudeFamily("Claude 3 and 4", r"3|(?:opus|sonnet)-4(?:-0)?(?:-\d{8})?$", structured_outputs=False,
+    ClaudeFamily("Claude Opus 4.1", r"claude-opus-4-1(?:-|$)", structured_outputs=True, source=_STRUCTURED),
+    ClaudeFamily("Claude 3 and 4", r"claude-(?:3|(?:opus|sonnet)-4(?:-0)?(?:-\d{8})?$)", structured_outputs=False,
                  source=_STRUCTURED + "; tool use (forced with tool_choice, thinking off) from Claude 3"),
-    ClaudeFamily("Claude 2 and Instant", r"2|instant", structured_outputs=False, forced_tools=False,
+    ClaudeFamily("Claude 2 and Instant", r"claude-(?:2|instant)", structured_outputs=False, forced_tools=False,
                  source="docs.anthropic.com/en/docs/about-claude/models (legacy): no tool use before Claude 3"),
 )
 """Claude's families, most specific first; a model none matches is `OTHER`."""
@@ -83,4 +75,4 @@ OTHER = ClaudeFamily("other", r"", structured_outputs=True,
 
 def claude_family(model: str) -> ClaudeFamily:
     """The family of `model` (`FAMILIES`, else `OTHER`)."""
-    return next((family for family in FAMILIES if family.matches(model)), OTHER)
+    return first_match(FAMILIES, model, OTHER)

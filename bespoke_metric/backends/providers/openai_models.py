@@ -12,9 +12,10 @@ parameter errors its API answers with (`Unsupported parameter: 'max_tokens' ... 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
+
+from .model_rows import ModelRow, first_match
 
 SAMPLING_PARAMETERS = ("temperature", "top_p", "logprobs")
 """The parameters a reasoning model takes only where its family says (`Family.sampling`)."""
@@ -23,17 +24,11 @@ Sampling = Literal["always", "never", "effort-none"]
 """When a family takes `SAMPLING_PARAMETERS`: always (a chat model), never (o-series, GPT-5), or only at
 reasoning effort `none` (GPT-5.1 and later, GPT-6)."""
 
-_OPENAI_PREFIX = r"^(?:.*/)?"
-"""A model name may come with a provider prefix (`openai/gpt-6.2-astra`)."""
-
 
 @dataclass(frozen=True)
-class Family:
+class Family(ModelRow):
     """What the API takes from the models of one family."""
 
-    name: str
-    pattern: str
-    """A regular expression matched (case-insensitively) at the start of the model name, past any prefix."""
     chat_token_parameter: str
     """The output cap's name on chat completions: `max_completion_tokens` or `max_tokens`."""
     reasoning: bool = False
@@ -47,9 +42,6 @@ class Family:
     chat_search: bool = False
     """A search model: searches through chat completions (`web_search_options`), not with the tool."""
     source: str = ""
-
-    def matches(self, model: str) -> bool:
-        return re.match(_OPENAI_PREFIX + f"(?:{self.pattern})", model, re.IGNORECASE) is not None
 
     def takes_sampling(self, effort: str | None) -> bool:
         """Whether a request at reasoning effort `effort` may carry `SAMPLING_PARAMETERS`."""
@@ -99,4 +91,4 @@ OTHER = Family("other", r"", "max_tokens", source="any other model or server: ch
 
 def family_of(model: str) -> Family:
     """The family of `model` (`FAMILIES`, else `OTHER`)."""
-    return next((family for family in FAMILIES if family.matches(model)), OTHER)
+    return first_match(FAMILIES, model, OTHER)
