@@ -149,28 +149,36 @@ def register_engine(engine: Engine) -> None:
     ENGINES[engine.name] = engine
 
 
-def plugin_names() -> list[str]:
-    """The engine names that installed distributions offer through `bespoke.engines` (not loaded)."""
-    return sorted({point.name for point in entry_points(group=ENTRY_POINT_GROUP)})
+def plugin_names(group: str = ENTRY_POINT_GROUP) -> list[str]:
+    """The names that installed distributions offer through the entry-point `group` (not loaded)."""
+    return sorted({point.name for point in entry_points(group=group)})
+
+
+def load_entry_point(group: str, name: str, kind: type, what: str) -> Any:
+    """What the entry point `name` of `group` loads to, a `kind` of that name (None when no installed
+    distribution offers it). A plugin that fails to load, or loads to something else, is an `OptionError`
+    naming the entry point: never skipped silently. Only the plugin asked for is loaded, so a broken plugin
+    troubles no other."""
+    for point in entry_points(group=group, name=name):
+        try:
+            loaded = point.load()
+        except Exception as error:  # a plugin's own import error, whatever its type
+            raise OptionError(f"the {what} plugin {point.name!r} ({point.value}) failed to load: "
+                              f"{type(error).__name__}: {error}") from error
+        if not isinstance(loaded, kind) or getattr(loaded, "name", None) != name:
+            raise OptionError(f"the {what} plugin {point.name!r} ({point.value}) must load to a "
+                              f"{kind.__module__}.{kind.__qualname__} named {name!r}, not {loaded!r}")
+        return loaded
+    return None
 
 
 def load_plugin(name: str) -> Engine | None:
-    """The engine `name` of an installed distribution's `bespoke.engines` entry point, registered on first
-    use (None when no distribution offers it). A plugin that fails to load, or loads to something that is
-    not an `Engine` of that name, is an `OptionError` naming the entry point: never skipped silently. Only
-    the plugin asked for is loaded, so a broken plugin troubles no other engine."""
-    for point in entry_points(group=ENTRY_POINT_GROUP, name=name):
-        try:
-            engine = point.load()
-        except Exception as error:  # a plugin's own import error, whatever its type
-            raise OptionError(f"the engine plugin {point.name!r} ({point.value}) failed to load: "
-                              f"{type(error).__name__}: {error}") from error
-        if not isinstance(engine, Engine) or engine.name != name:
-            raise OptionError(f"the engine plugin {point.name!r} ({point.value}) must load to a "
-                              f"bespoke_metric.backends.registry.Engine named {name!r}, not {engine!r}")
+    """The engine `name` of an installed distribution's `bespoke.engines` entry point (`load_entry_point`),
+    registered on first use; None when no distribution offers it."""
+    engine = load_entry_point(ENTRY_POINT_GROUP, name, Engine, "engine")
+    if engine is not None:
         register_engine(engine)
-        return engine
-    return None
+    return engine
 
 
 SHARED_OPTIONS: tuple[type, ...] = (ExecutorOptions, BatchOptions, ClientOptions)

@@ -12,12 +12,11 @@ judge loads to its `JudgeKind`, on the first judge spec that names it (the docs'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Callable
 
 from bespoke_dataset.errors import did_you_mean
 from bespoke_metric.backends.options import OptionError, option
-from bespoke_metric.backends.registry import ENGINES, Engine, Spec, load_plugin, parse_spec, plugin_names
+from bespoke_metric.backends.registry import ENGINES, Engine, Spec, load_entry_point, load_plugin, parse_spec, plugin_names
 
 if TYPE_CHECKING:
     from .judge import Judge
@@ -82,18 +81,10 @@ def judge_kind(name: str) -> JudgeKind | None:
     and registered now (None when neither). A plugin that fails to load is an `OptionError` naming it."""
     if name in JUDGES:
         return JUDGES[name]
-    for point in entry_points(group=JUDGE_ENTRY_POINT_GROUP, name=name):
-        try:
-            kind = point.load()
-        except Exception as error:  # a plugin's own import error, whatever its type
-            raise OptionError(f"the judge plugin {point.name!r} ({point.value}) failed to load: "
-                              f"{type(error).__name__}: {error}") from error
-        if not isinstance(kind, JudgeKind) or kind.name != name:
-            raise OptionError(f"the judge plugin {point.name!r} ({point.value}) must load to a "
-                              f"bespoke_metric.judging.judges.JudgeKind named {name!r}, not {kind!r}")
+    kind = load_entry_point(JUDGE_ENTRY_POINT_GROUP, name, JudgeKind, "judge")
+    if kind is not None:
         register_judge(kind)
-        return kind
-    return None
+    return kind
 
 
 def own_judge(parsed: Spec) -> JudgeKind | None:
@@ -117,7 +108,7 @@ def parse_judge(spec: str) -> Spec:
         if kind is not None and kind.build is not None:
             return Spec(kind.engine, model)
         if prefix not in ENGINES and load_plugin(prefix) is None:
-            known = sorted({*ENGINES, *plugin_names(), *JUDGES, *judge_plugin_names()})
+            known = sorted({*ENGINES, *plugin_names(), *JUDGES, *plugin_names(JUDGE_ENTRY_POINT_GROUP)})
             raise OptionError(f"unknown engine {prefix!r} in {spec!r}{did_you_mean(prefix, known)}; known: {', '.join(known)}")
     return parse_spec(spec)
 
@@ -125,11 +116,6 @@ def parse_judge(spec: str) -> Spec:
 def as_judge_spec(spec: str | Spec) -> Spec:
     """A judge's spec, parsed once at a public entry (`parse_judge`); a `Spec` as it is."""
     return spec if isinstance(spec, Spec) else parse_judge(spec)
-
-
-def judge_plugin_names() -> list[str]:
-    """The judge names that installed distributions offer through `bespoke.judges` (not loaded)."""
-    return sorted({point.name for point in entry_points(group=JUDGE_ENTRY_POINT_GROUP)})
 
 
 def structured_default(engine: Engine, engine_options: dict[str, Any]) -> bool:
