@@ -22,6 +22,9 @@ openai 3.57); which of them a model accepts is its family's (`providers.openai_m
 minimal to high, gpt-6.2 neither none nor minimal)."""
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 """What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
+JUDGMENT_EFFORT = "high"
+"""The reasoning effort of a judge's judgments unless one is given: the official evaluator's (the Responses API
+at `reasoning.effort: high`); its per-claim recall checks go with none."""
 ANTHROPIC_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 """What an `anthropic:` model's `--reasoning-effort` takes: the anthropic SDK's `OutputConfigParam.effort`
 (anthropic/types/output_config_param.py, anthropic 2.15)."""

@@ -126,6 +126,10 @@ class Engine:
     proxy: bool = False
     """Judges by an approximation, not a real judge model (a rule): its judge is recorded as a proxy
     (`proxy: true`), so leaderboards rank its figures only when told to (`--allow-proxy`), as the `embed:` judge's."""
+    judgment_effort: Callable[[str], str | None] | str | None = None
+    """`(model) -> effort` a judge of this engine sends its judgments at unless its `reasoning_effort` is given
+    (the official evaluator's `high`, where the model takes an effort), or `"module:function"` naming it; None:
+    the backend's own default (openai's gives its reasoning models `high` whatever their role)."""
 
     @property
     def llm(self) -> bool:
@@ -140,6 +144,14 @@ class Engine:
             engine_options.setdefault(option, True)
         return self.guided_decoding and (option is None or bool(engine_options[option]))
 
+    def set_judgment_effort(self, model: str, engine_options: dict[str, Any]) -> None:
+        """Give a judge's `engine_options` the effort of its judgments (`judgment_effort`) unless one is given."""
+        if self.judgment_effort is None or engine_options.get("reasoning_effort") is not None:
+            return
+        effort = _resolve(self.judgment_effort)(model)
+        if effort is not None:
+            engine_options["reasoning_effort"] = effort
+
     def build_judge(self, spec: str, model: str, options: dict[str, Any]) -> Any:
         """The judge of its own that this engine is (`judge` set)."""
         assert self.judge is not None
@@ -152,7 +164,8 @@ ENGINES: dict[str, Engine] = {
                          substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
     "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
-                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
+                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend",
+                        judgment_effort="bespoke_metric.backends.providers.anthropic_models:judgment_effort"),
     "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
                  local=True, preloads=("tokenizer",)),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,
