@@ -164,7 +164,8 @@ class AnthropicOptions(ClientOptions):
     (`backends.providers.anthropic.AnthropicBackend`; pip install 'bespoke-eval[anthropic]')."""
 
     reasoning_effort: str | None = option("--reasoning-effort", "anthropic: the Messages API's output_config.effort "
-                                          "(default: the model's own)", choices=ANTHROPIC_EFFORTS)
+                                          "(default: the model's own; a judge's judgments: high where the model takes it)",
+                                          choices=ANTHROPIC_EFFORTS)
     search_domains: str | None = option("--search-domains", "anthropic native search: only these domains, "
                                         "comma-separated (the tool's allowed_domains)")
     search_blocked_domains: str | None = option("--search-blocked-domains", "anthropic native search: never these "
