@@ -1,0 +1,1 @@
+"""BESPOKE where researchers already run their evaluations: inspect, lm-evaluation-harness, and reading their runs back."""
