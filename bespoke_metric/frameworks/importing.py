@@ -5,7 +5,7 @@ and `submit` take runs made there.
 
 Both frameworks keep, per sample, the item exactly as our results file writes one and the judge's
 `describe()` block (`ITEM_KEY`, `JUDGE_KEY`: inspect in the score's metadata, lm-eval in the filtered
-response); the raw answers become the predictions written beside the results, as `bespoke run` keeps them,
+response, as JSON text); the raw answers become the predictions written beside the results, as `bespoke run` keeps them,
 so `bespoke rescore` judges them again.
 """
 
@@ -101,7 +101,7 @@ def read_lm_eval_samples(path: str) -> FrameworkRun:
     for number, line in enumerate(_lines(path), start=1):
         try:
             record = json.loads(line)
-            filtered = record["filtered_resps"][0]
+            filtered = json.loads(record["filtered_resps"][0])
             raw = record["resps"][0][0]
             docs.append(record["doc"])
         except (json.JSONDecodeError, KeyError, IndexError, TypeError) as error:

@@ -20,6 +20,7 @@ one before generation.
 
 from __future__ import annotations
 
+import json
 import math
 from statistics import fmean
 from collections.abc import Mapping, Sequence
@@ -51,7 +52,7 @@ options (a key among them would land in lm-eval's samples file)."""
 
 
 def dataset(source: str = DEFAULT_SOURCE, judge: str | None = None, context: str = "none",
-            **metadata: Any) -> dict[str, list[dict[str, Any]]]:
+            **metadata: Any) -> dict[str, Any]:
     """The task's documents (`custom_dataset`): one per benchmark query, in benchmark order, with the
     messages of `context` and the judge named. `metadata` holds what lm-eval adds (the model's arguments,
     the task's version) beside the context options and the `judge_` options."""
@@ -73,12 +74,15 @@ def dataset(source: str = DEFAULT_SOURCE, judge: str | None = None, context: str
                           "system": system["content"], "prompt": user["content"], "context_block": asked.context_block,
                           "context_tokens": asked.context_tokens, "session_ids": list(asked.session_ids),
                           "source": str(source), "judge": str(judge)})
-    return {"test": documents}
+    import datasets  # lm-eval reads the documents' features: a `datasets.Dataset`, made only here
+
+    return {"test": datasets.Dataset.from_list(documents)}
 
 
-def judge_answers(resps: Sequence[Sequence[str]], docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def judge_answers(resps: Sequence[Sequence[str]], docs: Sequence[Mapping[str, Any]]) -> list[str]:
     """The task's filter: every answer judged at once, as `bespoke score` judges them (cleaned, guarded
-    against its context block); per document `{ITEM_KEY: item, JUDGE_KEY: the judge's block}`."""
+    against its context block); per document `{ITEM_KEY: item, JUDGE_KEY: the judge's block}` as JSON
+    text (lm-eval's samples file writes a filtered response as text)."""
     if not docs:
         return []
     source, spec = docs[0]["source"], docs[0]["judge"]
@@ -93,12 +97,12 @@ def judge_answers(resps: Sequence[Sequence[str]], docs: Sequence[Mapping[str, An
         block = session.describe()
     finally:
         session.close()
-    return [{ITEM_KEY: item.to_json(), JUDGE_KEY: block} for item in judged]
+    return [json.dumps({ITEM_KEY: item.to_json(), JUDGE_KEY: block}, ensure_ascii=False) for item in judged]
 
 
-def process_results(doc: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, Any]:
     """One document's values (0-100, NaN where not judged); `average` keeps all five, for `average`."""
-    figures = item_figures(ItemResult.from_json(results[0][ITEM_KEY]))
+    figures = item_figures(ItemResult.from_json(json.loads(results[0])[ITEM_KEY]))
     return {**figures, "average": figures}
 
 
