@@ -8,7 +8,9 @@ out, as in `aggregation.summarize`); the headline average's replicate is the mea
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import math
+from statistics import fmean
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -20,14 +22,30 @@ HEADLINE = "average"
 """The mean of the five figures, reported beside them."""
 
 
+def item_figures(item: ItemResult) -> dict[str, float]:
+    """One item's values on the figures' 0-100 scale, by metric (the four dimensions, then `recall`), NaN
+    where it was not judged: the mean of each over the items judged on it (NaN left out) is its figure."""
+    figures = {}
+    for metric in METRICS:
+        value = metric.sample(item)
+        figures[metric.name] = math.nan if value is None else metric.figure(value)
+    return figures
+
+
+def average_figure(figures: Mapping[str, float | None]) -> float:
+    """The headline average: the mean of the five figures, NaN unless all five exist."""
+    values = [figures.get(metric.name) for metric in METRICS]
+    if any(value is None or math.isnan(value) for value in values):
+        return math.nan
+    return fmean(values)  # type: ignore[arg-type]
+
+
 def figure_matrix(items: Sequence[ItemResult]) -> np.ndarray:
-    """`(n_items, 5)` on the benchmark's 0-100 scale, NaN where an item was not judged on a metric."""
+    """`(n_items, 5)` on the benchmark's 0-100 scale, NaN where an item was not judged on a metric
+    (`item_figures`, a row each)."""
     matrix = np.full((len(items), len(METRICS)), np.nan)
     for row, item in enumerate(items):
-        for col, metric in enumerate(METRICS):
-            value = metric.sample(item)
-            if value is not None:
-                matrix[row, col] = value / metric.high * 100
+        matrix[row] = list(item_figures(item).values())
     return matrix
 
 
