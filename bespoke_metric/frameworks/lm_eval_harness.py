@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import math
-from statistics import fmean
 from collections.abc import Mapping, Sequence
+from statistics import fmean
 from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE
