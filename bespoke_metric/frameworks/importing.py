@@ -20,10 +20,12 @@ from typing import Any
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.providers.openai_backend import STAND_IN_FIELD
+from bespoke_metric.judging.session import prepare_response
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
-from bespoke_metric.results.served import mark_served
+from bespoke_metric.results.served import count_served, mark_served
 from bespoke_metric.scoring.pipeline import load_benchmark, model_name, write_results
 
 ITEM_KEY = "bespoke_item"
@@ -41,11 +43,31 @@ class ImportRunError(UserError):
 
 @dataclass(frozen=True)
 class FrameworkSample:
-    """One judged answer of a framework's run: the raw answer, our item and the judge block."""
+    """One judged answer of a framework's run: the raw answer, our item and the judge block, and who answered
+    where the framework says (the model that served it, or a stand-in: `bespoke stand-in` marks its answers)."""
 
     response: str
     item: ItemResult
     judge: dict[str, Any]
+    served_model: str | None = None
+    stand_in: bool = False
+
+    def prediction(self, context: str | None) -> dict[str, Any]:
+        """The answer as `bespoke generate` records it: cleaned for the judge beside the raw text, who wrote it,
+        whether it was cut off, and the guard that caught it (an echo of its context: the context is not kept),
+        so `bespoke rescore` judges it as the framework did."""
+        record: dict[str, Any] = {"user": self.item.user, "query_id": self.item.query_id,
+                                  "response": prepare_response(self.response).response, "response_raw": self.response,
+                                  "context": context}
+        if self.stand_in:
+            record["stand_in"] = True
+        elif self.served_model:
+            record["served_model"] = self.served_model
+        if self.item.truncated:
+            record["truncated"], record["truncation_reason"] = True, self.item.truncation_reason
+        if self.item.guard is not None:  # a guard that fired where only the framework knew the context (echo)
+            record["guard"] = {"guard": self.item.guard["guard"], "reason": self.item.guard.get("reason", "")}
+        return record
 
 
 @dataclass(frozen=True)
@@ -83,8 +105,11 @@ def read_inspect_log(path: str) -> FrameworkRun:
                       if isinstance(score.metadata, Mapping) and ITEM_KEY in score.metadata), None)
         if score is None:
             continue  # a sample that errored before it was scored: not an answer judged
+        answered = _answer_event(sample)
+        response = answered.call.response if answered is not None and answered.call is not None else None
         samples.append(_sample(path, f"sample {sample.id} (epoch {sample.epoch})", sample.output.completion,
-                               score.metadata))
+                               score.metadata, served_model=answered.output.model if answered is not None else None,
+                               stand_in=bool((response or {}).get(STAND_IN_FIELD))))
     if not samples:
         raise ImportRunError(f"{path}: no sample of this inspect log has a BESPOKE score "
                              f"(the log of `inspect eval bespoke_metric/bespoke`, status {log.status}, is what imports)")
@@ -173,10 +198,9 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
     summary["judge_truncated"] = 0
     results = Results(summary=summary, **figure_stats(items), items=items, judge=_judge_block(samples),
                       data=data, usage={"imported": system["framework"]}, system=system, model_name=model_name(system))
-    mark_served(results)
-    predictions = [{"user": sample.item.user, "query_id": sample.item.query_id, "response": sample.response}
-                   for sample in samples]
-    return ImportedRun(results, predictions)
+    mark_served(results, count_served(sample.served_model or "" for sample in samples if not sample.stand_in), None,
+                sum(sample.stand_in for sample in samples))
+    return ImportedRun(results, [sample.prediction(system.get("context")) for sample in samples])
 
 
 def write_imported(run: ImportedRun, output: str | os.PathLike[str], predictions: str | os.PathLike[str]) -> None:
@@ -187,13 +211,20 @@ def write_imported(run: ImportedRun, output: str | os.PathLike[str], predictions
     write_results(run.results, output)
 
 
-def _sample(path: str, where: str, response: Any, carried: Mapping[str, Any]) -> FrameworkSample:
+def _answer_event(sample: Any) -> Any:
+    """The model call that wrote a sample's answer: the last of the model under test (no role: a `profiler`
+    or `grader` role's calls are not the answer), as inspect logged it with the provider's whole response."""
+    calls = [event for event in sample.events or [] if event.event == "model" and event.role is None]
+    return calls[-1] if calls else None
+
+
+def _sample(path: str, where: str, response: Any, carried: Mapping[str, Any], **answered: Any) -> FrameworkSample:
     try:
         item = ItemResult.from_json(carried[ITEM_KEY])
         judge = dict(carried[JUDGE_KEY])
     except (KeyError, TypeError, ValueError) as error:
         raise ImportRunError(f"{path}: {where} holds no BESPOKE item and judge ({type(error).__name__}: {error})") from None
-    return FrameworkSample(str(response or ""), item, judge)
+    return FrameworkSample(str(response or ""), item, judge, **answered)
 
 
 def _judge_block(samples: Sequence[FrameworkSample]) -> dict[str, Any]:

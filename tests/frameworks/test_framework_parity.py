@@ -189,15 +189,15 @@ def test_inspect_gives_the_answers_and_figures_of_generate_and_score(
     monkeypatch.chdir(tmp_path)
     assert main(["import", str(inspected(context)), "--output", "inspect.json"]) == 0
     imported = json.loads(Path("inspect.json").read_text(encoding="utf-8"))
-    for name in FIGURES:
-        assert imported["summary"][name] == pytest.approx(expected["summary"][name], abs=1e-9), name
-    assert imported["system"]["framework"] == "inspect" and imported["system"]["context"] == context
-    assert imported["judge"]["spec"] == JUDGE and imported["judge"]["proxy"]
     # the same answers: inspect's model was sent the messages generate sends, profiles written alike
     answers = {(p["user"], p["query_id"]): p["response"] for p in map(json.loads, Path("inspect/predictions.jsonl").open(encoding="utf-8"))}
     generated = {(p["user"], p["query_id"]): p["response"]
                  for p in map(json.loads, predictions.open(encoding="utf-8"))}
     assert answers == generated and len(answers) == 15
+    for name in FIGURES:
+        assert imported["summary"][name] == pytest.approx(expected["summary"][name], abs=1e-9), name
+    assert imported["system"]["framework"] == "inspect" and imported["system"]["context"] == context
+    assert imported["judge"]["spec"] == JUDGE and imported["judge"]["proxy"]
 
 
 @pytest.mark.slow
