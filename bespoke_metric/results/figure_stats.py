@@ -60,6 +60,17 @@ def figure_stats(
     """`stderr` (per figure and the average, None when undefined), `n_samples` (`given`: items,
     `scored`: items judged per figure) and `higher_is_better` (per figure and the average)."""
     matrix = figure_matrix(items)
+    stderr = matrix_stderr(matrix, n_resamples=n_resamples, seed=seed)
+    scored = {metric.name: int(np.isfinite(matrix[:, col]).sum()) for col, metric in enumerate(METRICS)}
+    return {
+        "stderr": stderr,
+        "n_samples": {"given": len(items), "scored": scored},
+        "higher_is_better": dict.fromkeys(stderr, True),
+    }
+
+
+def matrix_stderr(matrix: np.ndarray, *, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, float | None]:
+    """The standard error of each figure and of the average (None when undefined), from a `figure_matrix`."""
     columns = [matrix[:, col] for col in range(matrix.shape[1])]
     stderr: dict[str, float | None] = {
         metric.name: stats.bootstrap_se(stats.rowwise_nanmean, column, n_resamples=n_resamples, seed=seed)
@@ -67,10 +78,17 @@ def figure_stats(
     }
     complete = all(np.isfinite(column).any() for column in columns)
     stderr[HEADLINE] = (stats.bootstrap_se(mean_of_figures, *columns, n_resamples=n_resamples, seed=seed)
-                        if complete and len(items) else None)
-    scored = {metric.name: int(np.isfinite(column).sum()) for metric, column in zip(METRICS, columns, strict=True)}
-    return {
-        "stderr": stderr,
-        "n_samples": {"given": len(items), "scored": scored},
-        "higher_is_better": dict.fromkeys(stderr, True),
-    }
+                        if complete and len(matrix) else None)
+    return stderr
+
+
+def matrix_figures(matrix: np.ndarray) -> dict[str, float | None]:
+    """Each figure (the mean of its column's judged values, as `aggregation.summarize` computes it; None when
+    none was judged) and the average (None unless all five exist), from a `figure_matrix`."""
+    figures: dict[str, float | None] = {}
+    for col, metric in enumerate(METRICS):
+        judged = [float(value) for value in matrix[:, col] if not math.isnan(value)]
+        figures[metric.name] = fmean(judged) if judged else None
+    average = average_figure(figures)
+    figures[HEADLINE] = None if math.isnan(average) else average
+    return figures
