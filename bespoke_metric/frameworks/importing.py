@@ -20,7 +20,6 @@ from typing import Any
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.providers.openai_backend import STAND_IN_FIELD
 from bespoke_metric.judging.session import prepare_response
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
@@ -32,6 +31,9 @@ ITEM_KEY = "bespoke_item"
 """Where a framework keeps a sample's item, as our results file writes one."""
 JUDGE_KEY = "bespoke_judge"
 """Where a framework keeps the judge's `describe()` block beside each item."""
+CONTEXT_KEY = "bespoke_context"
+"""Where an inspect sample's metadata keeps what its system was given (`context_block`, `context_tokens`,
+`session_ids`) and whether a stand-in answered (`stand_in`)."""
 INSPECT_SUFFIXES = (".eval", ".json")
 LM_EVAL_SAMPLES = "samples_"
 """How lm-eval names a task's samples file: `samples_TASK_DATE.jsonl`."""
@@ -105,11 +107,10 @@ def read_inspect_log(path: str) -> FrameworkRun:
                       if isinstance(score.metadata, Mapping) and ITEM_KEY in score.metadata), None)
         if score is None:
             continue  # a sample that errored before it was scored: not an answer judged
-        answered = _answer_event(sample)
-        response = answered.call.response if answered is not None and answered.call is not None else None
+        given = (sample.metadata or {}).get(CONTEXT_KEY) or {}
         samples.append(_sample(path, f"sample {sample.id} (epoch {sample.epoch})", sample.output.completion,
-                               score.metadata, served_model=answered.output.model if answered is not None else None,
-                               stand_in=bool((response or {}).get(STAND_IN_FIELD))))
+                               score.metadata, served_model=sample.output.model or None,
+                               stand_in=bool(given.get("stand_in"))))
     if not samples:
         raise ImportRunError(f"{path}: no sample of this inspect log has a BESPOKE score "
                              f"(the log of `inspect eval bespoke_metric/bespoke`, status {log.status}, is what imports)")
@@ -209,13 +210,6 @@ def write_imported(run: ImportedRun, output: str | os.PathLike[str], predictions
     atomic_write_text(predictions, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in run.predictions))
     run.results.system = {**(run.results.system or {}), "predictions": os.fspath(predictions)}
     write_results(run.results, output)
-
-
-def _answer_event(sample: Any) -> Any:
-    """The model call that wrote a sample's answer: the last of the model under test (no role: a `profiler`
-    or `grader` role's calls are not the answer), as inspect logged it with the provider's whole response."""
-    calls = [event for event in sample.events or [] if event.event == "model" and event.role is None]
-    return calls[-1] if calls else None
 
 
 def _sample(path: str, where: str, response: Any, carried: Mapping[str, Any], **answered: Any) -> FrameworkSample:

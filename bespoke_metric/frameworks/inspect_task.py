@@ -35,6 +35,7 @@ from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.providers.inspect_model import inspect_generate
 from bespoke_metric.backends.providers.openai_backend import STAND_IN_FIELD
+from bespoke_metric.frameworks.importing import CONTEXT_KEY, ITEM_KEY, JUDGE_KEY
 from bespoke_metric.judging.session import JudgeSession
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.figure_stats import item_figures, matrix_figures, matrix_stderr
@@ -44,8 +45,6 @@ from bespoke_metric.systems.messages import Prompter
 PROFILER_ROLE = "profiler"
 """The model role that writes the profile contexts' profiles (`--model-role profiler=...`); without it, the
 model under test writes them, as `bespoke generate` without `--profiler`."""
-CONTEXT_KEY = "bespoke_context"
-"""Where a sample's metadata keeps what its system was given: `context_block`, `context_tokens`, `session_ids`."""
 FIGURE_NAMES = tuple(metric.name for metric in METRICS)
 
 _SESSIONS: dict[str, asyncio.Future[JudgeSession]] = {}
@@ -157,7 +156,7 @@ def bespoke_judge(prompter: Prompter, judge: str, options: Mapping[str, Any]) ->
         if state.output.choices and state.output.stop_reason == "max_tokens":  # scored as given, and counted
             result.truncated, result.truncation_reason = True, "max_tokens"
         return Score(value=item_figures(result), answer=state.output.completion, explanation=_explanation(result),
-                     metadata={"bespoke_item": result.to_json(), "bespoke_judge": session.describe()})
+                     metadata={ITEM_KEY: result.to_json(), JUDGE_KEY: session.describe()})
 
     return score
 
