@@ -164,9 +164,11 @@ def read_framework_run(path: str | os.PathLike[str]) -> FrameworkRun:
     raise ImportRunError(f"{given}: neither an inspect log (.eval, .json) nor lm-eval's samples (.jsonl)")
 
 
-def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None = None) -> ImportedRun:
+def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None = None,
+                revision: str | None = None) -> ImportedRun:
     """One results file from the runs in `paths` (one system's answers, judged by one judge: a run split over
-    several logs is joined); `source` is the benchmark data where the run's own is not found from here. The
+    several logs is joined); `source` (at `revision`) is the benchmark data where the run's own is not found
+    from here. The
     benchmark is read for the `data` block and to check every item answers one of its queries."""
     if not paths:
         raise ImportRunError("no file to import")
@@ -180,7 +182,7 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
     if given_source is None:
         raise ImportRunError(f"{first.path}: it does not say which benchmark data it answers: give --source")
     try:
-        benchmark, data = load_benchmark(given_source)
+        benchmark, data = load_benchmark(given_source, revision)
     except UserError as error:
         raise ImportRunError(f"{first.path}: its data {given_source!r} cannot be read from here ({error}); "
                              "give --source") from None

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from bespoke_cli.judging.score import print_summary
+from bespoke_cli.options import add_source_arguments
 from bespoke_cli.systems.run import companion_folder
 from bespoke_metric.frameworks.importing import import_runs, write_imported
 from bespoke_metric.results.caveats import caveats
@@ -21,12 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "task; several: one run split over files")
     parser.add_argument("--output", required=True, help="the results file to write (its predictions go to "
                         "OUTPUT-STEM/predictions.jsonl beside it)")
-    parser.add_argument("--source", help="the benchmark data the run answered, where the one it records is not "
-                        "found from here")
+    add_source_arguments(parser, default=None, default_help="default: the data the run records, where it is found "
+                         "from here")
 
 
 def run(args: argparse.Namespace) -> int:
-    imported = import_runs(args.paths, source=args.source)
+    imported = import_runs(args.paths, source=args.source, revision=args.revision)
     predictions = companion_folder(args.output) / "predictions.jsonl"
     write_imported(imported, Path(args.output), predictions)
     print_summary(imported.results)
