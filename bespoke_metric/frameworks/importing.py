@@ -168,8 +168,7 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
                 revision: str | None = None) -> ImportedRun:
     """One results file from the runs in `paths` (one system's answers, judged by one judge: a run split over
     several logs is joined); `source` (at `revision`) is the benchmark data where the run's own is not found
-    from here. The
-    benchmark is read for the `data` block and to check every item answers one of its queries."""
+    from here. The benchmark is read for the `data` block and to check every item answers one of its queries."""
     if not paths:
         raise ImportRunError("no file to import")
     runs = [read_framework_run(path) for path in paths]
@@ -186,12 +185,14 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
     except UserError as error:
         raise ImportRunError(f"{first.path}: its data {given_source!r} cannot be read from here ({error}); "
                              "give --source") from None
-    samples = [sample for run in runs for sample in run.samples]
     for run in runs:
         unknown = [sample.item.key for sample in run.samples if sample.item.key not in benchmark]
         if unknown:
             raise ImportRunError(f"{run.path}: {len(unknown)} answer(s) to queries not in {given_source} "
                                  f"(first {unknown[0]}): give the --source the run was made on")
+    order = {key: index for index, key in enumerate(benchmark)}
+    # in the benchmark's order, as `bespoke score` keeps generate's predictions (inspect logs its samples by id)
+    samples = sorted((sample for run in runs for sample in run.samples), key=lambda sample: order[sample.item.key])
     items = [sample.item for sample in samples]
     system = {**first.system, "name": f"{first.system.get('model')} ({first.system.get('context')})",
               "imported_from": [os.fspath(path) for path in paths]}
@@ -199,7 +200,8 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
     summary["benchmark_queries"] = len(benchmark)
     summary["truncated"] = sum(1 for item in items if item.truncated)
     summary["judge_truncated"] = 0
-    results = Results(summary=summary, **figure_stats(items), items=items, judge=_judge_block(samples),
+    # each sample's judge block is written as judging goes: the last of the last run has every count
+    results = Results(summary=summary, **figure_stats(items), items=items, judge=dict(runs[-1].samples[-1].judge),
                       data=data, usage={"imported": system["framework"]}, system=system, model_name=model_name(system))
     mark_served(results, count_served(sample.served_model or "" for sample in samples if not sample.stand_in), None,
                 sum(sample.stand_in for sample in samples))
@@ -221,11 +223,6 @@ def _sample(path: str, where: str, response: Any, carried: Mapping[str, Any], **
     except (KeyError, TypeError, ValueError) as error:
         raise ImportRunError(f"{path}: {where} holds no BESPOKE item and judge ({type(error).__name__}: {error})") from None
     return FrameworkSample(str(response or ""), item, judge, **answered)
-
-
-def _judge_block(samples: Sequence[FrameworkSample]) -> dict[str, Any]:
-    """The judge block of the last sample: a framework writes it as judging goes, so the last has every count."""
-    return dict(samples[-1].judge)
 
 
 def _judge_identity(block: Mapping[str, Any]) -> tuple[Any, ...]:
