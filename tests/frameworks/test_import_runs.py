@@ -1,5 +1,5 @@
 """`bespoke import`: what is not a framework's run of BESPOKE is refused in one line naming the file, exit 2,
-nothing written. (Runs imported for real: test_lm_eval_tasks.py and test_framework_parity.py.)"""
+nothing written. (Runs imported for real: test_framework_parity.py.)"""
 
 from __future__ import annotations
 
