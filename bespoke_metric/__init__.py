@@ -18,6 +18,7 @@ The package is laid out in wings, each a folder with a curated `__init__`, impor
 | `systems/` | the systems under test: generation, user contexts, retrieval, search |
 | `analysis/` | meta-evaluation, feedback accuracy, the leaderboard, reports |
 | `hub/` | the `evaluate` metric, the Spaces, Eval Results and submissions |
+| `frameworks/` | BESPOKE inside other evaluation frameworks: the inspect_ai task |
 | `reward.py`, `testing/` | the training reward; local servers and tiny models for offline tests |
 
 The names below are the public surface (what the README uses); everything else is reachable through
