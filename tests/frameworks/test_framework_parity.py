@@ -182,22 +182,28 @@ def test_an_imported_lm_eval_run_is_our_results_file_for_compare_and_rescore(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("context", ["none", "selected-profile"])
-def test_inspect_gives_the_answers_and_figures_of_generate_and_score(
-        context: str, inspected, scored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_imported_inspect_run_at_a_profile_context_is_generate_and_scores(
+        inspected, scored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    context = "selected-profile"  # profiles written per sample by the model under test, as generate writes them
     expected, predictions = scored(context)
     monkeypatch.chdir(tmp_path)
     assert main(["import", str(inspected(context)), "--output", "inspect.json"]) == 0
     imported = json.loads(Path("inspect.json").read_text(encoding="utf-8"))
-    # the same answers: inspect's model was sent the messages generate sends, profiles written alike
-    answers = {(p["user"], p["query_id"]): p["response"] for p in map(json.loads, Path("inspect/predictions.jsonl").open(encoding="utf-8"))}
-    generated = {(p["user"], p["query_id"]): p["response"]
-                 for p in map(json.loads, predictions.open(encoding="utf-8"))}
-    assert answers == generated and len(answers) == 15
+    # the predictions written beside are generate's: the same answers, cleaned alike, marked a stand-in's
+    written = [json.loads(line) for line in Path("inspect/predictions.jsonl").open(encoding="utf-8")]
+    generated = [json.loads(line) for line in predictions.open(encoding="utf-8")]
+    fields = ("user", "query_id", "response", "response_raw", "context", "stand_in", "guard")
+    assert [{name: p.get(name) for name in fields} for p in written] == [{name: p.get(name) for name in fields} for p in generated]
+    assert imported["system"]["stand_in"] == 15
     for name in FIGURES:
         assert imported["summary"][name] == pytest.approx(expected["summary"][name], abs=1e-9), name
     assert imported["system"]["framework"] == "inspect" and imported["system"]["context"] == context
     assert imported["judge"]["spec"] == JUDGE and imported["judge"]["proxy"]
+    # judged again from those predictions, the same figures
+    assert main(["rescore", "inspect.json", "--judge", JUDGE, "--out", "rescored"]) == 0
+    rescored = json.loads(Path("rescored/inspect.json").read_text(encoding="utf-8"))
+    assert {name: rescored["summary"][name] for name in FIGURES} == pytest.approx(
+        {name: imported["summary"][name] for name in FIGURES}, abs=1e-9)
 
 
 @pytest.mark.slow
