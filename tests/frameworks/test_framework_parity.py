@@ -209,8 +209,11 @@ def test_an_imported_inspect_run_at_a_profile_context_is_generate_and_scores(
 @pytest.mark.slow
 def test_the_three_runs_at_none_agree_and_compare_reads_them(inspected, lm_eval_none: Path, scored, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
     monkeypatch.chdir(tmp_path)
-    assert main(["import", str(inspected("none")), "--output", "inspect.json"]) == 0
+    write_eval_log(read_eval_log(str(inspected("none"))), "log.json", format="json")  # the log in inspect's other format
+    assert main(["import", "log.json", "--output", "inspect.json"]) == 0
     assert main(["import", str(only(f"{lm_eval_none}/samples_bespoke_none_*.jsonl")), "--output", "lm-eval.json"]) == 0
     runs = [json.loads(Path(name).read_text(encoding="utf-8")) for name in ("inspect.json", "lm-eval.json")]
     for name in FIGURES:
