@@ -114,3 +114,13 @@ def test_inspect_gives_the_figures_of_generate_and_score(context: str, inspect_p
     assert figures_of(log) == {name: scored[name] for name in (*FIGURES, "average")}
     judge = log["samples"][0]["scores"]["bespoke_judge"]["metadata"]["bespoke_judge"]
     assert (judge["spec"], judge["role"], judge["model"]) == ("inspect:grader", "grader", "openai-api/judge/judge-model")
+
+
+def test_the_inspect_judge_outside_an_eval_says_how_to_run_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"user": "user1", "query_id": "10", "response": "An answer."}) + "\n")
+    assert main(["score", "--predictions", str(predictions), "--judge", "inspect:grader", "--source", "sample",
+                 "--output", str(tmp_path / "results.json")]) != 0
+    assert ("inspect:grader judges inside an inspect eval, with the role bound: inspect eval bespoke_metric/bespoke "
+            "-T judge=inspect:grader --model-role grader=PROVIDER/MODEL") in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
