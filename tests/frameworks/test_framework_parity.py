@@ -224,3 +224,21 @@ def test_the_three_runs_at_none_agree_and_compare_reads_them(inspected, lm_eval_
     comparison = json.loads(capsys.readouterr().out)
     assert comparison["shared_queries"] == 15
     assert all(row["differing"] == 0 for row in comparison["metrics"].values())
+
+
+@pytest.mark.slow
+def test_a_run_split_over_files_imports_whole_and_two_systems_are_refused(
+        inspected, lm_eval_none: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    samples = only(f"{lm_eval_none}/samples_bespoke_none_*.jsonl")
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    Path("samples_bespoke_none_a.jsonl").write_text("".join(lines[:7]), encoding="utf-8")
+    Path("samples_bespoke_none_b.jsonl").write_text("".join(lines[7:]), encoding="utf-8")
+    assert main(["import", str(samples), "--output", "whole.json"]) == 0
+    assert main(["import", "samples_bespoke_none_b.jsonl", "samples_bespoke_none_a.jsonl", "--output", "split.json"]) == 0
+    whole, split = (json.loads(Path(name).read_text(encoding="utf-8")) for name in ("whole.json", "split.json"))
+    assert split["items"] == whole["items"] and split["summary"] == whole["summary"]
+    capsys.readouterr()
+    assert main(["import", str(samples), str(inspected("none")), "--output", "mixed.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {inspected('none')}: another system than {samples}'s") and not Path("mixed.json").exists()
