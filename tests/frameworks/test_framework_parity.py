@@ -129,6 +129,29 @@ def test_a_profile_context_is_refused_naming_inspect() -> None:
         dataset(source="sample", context="none")
 
 
+def test_lm_eval_aggregates_as_a_results_file_a_failed_judgment_left_out() -> None:
+    from lm_eval.api.metrics import nanmean
+
+    from bespoke_metric.frameworks.importing import ITEM_KEY, JUDGE_KEY
+    from bespoke_metric.frameworks.lm_eval_harness import average, process_results
+    from bespoke_metric.results import ItemResult
+    from bespoke_metric.results.aggregation import summarize
+
+    def item(query_id: str, need: int | None, recall: float | None) -> ItemResult:
+        result = ItemResult("user1", query_id, scores={"need_alignment": need, "content_depth": 3, "tone": 4,
+                                                      "explanation_style": 5}, recall=recall)
+        result.errors = [{"metric": "need_alignment", "reason": "unparsable"}] if need is None else []
+        return result
+
+    items = [item("1", 5, 0.5), item("2", None, 0.25), item("3", 2, None)]
+    items[2].errors.append({"metric": "recall", "reason": "claim 1: timed out"})
+    logged = [process_results({}, [json.dumps({ITEM_KEY: one.to_json(), JUDGE_KEY: {}})]) for one in items]
+    summary = summarize(items)
+    for name in METRIC_NAMES:
+        assert nanmean([values[name] for values in logged]) == pytest.approx(summary[name], abs=1e-12), name
+    assert average([values["average"] for values in logged]) == pytest.approx(summary["average"], abs=1e-12)
+
+
 @pytest.mark.slow
 def test_lm_eval_sends_the_messages_bespoke_generate_sends(lm_eval_none: Path) -> None:
     prompter = Prompter.load(source="sample", context="none")
