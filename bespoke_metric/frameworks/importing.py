@@ -5,8 +5,8 @@ and `submit` take runs made there.
 
 Both frameworks keep, per sample, the item exactly as our results file writes one and the judge's
 `describe()` block (`ITEM_KEY`, `JUDGE_KEY`: inspect in the score's metadata, lm-eval in the filtered
-response, as JSON text); the raw answers become the predictions written beside the results, as `bespoke run` keeps them,
-so `bespoke rescore` judges them again.
+response, as JSON text); the answers become the predictions written beside the results, as `bespoke run`
+keeps them, so `bespoke rescore` judges them again.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ class FrameworkRun:
 
 @dataclass(frozen=True)
 class ImportedRun:
-    """A framework's run as ours: the results, and the predictions (`{"user", "query_id", "response"}`)
-    they judged, to be written beside them."""
+    """A framework's run as ours: the results, and the predictions they judged (as `bespoke generate` writes
+    them: `FrameworkSample.prediction`), to be written beside them."""
 
     results: Results
     predictions: list[dict[str, Any]]
@@ -115,8 +115,10 @@ def read_inspect_log(path: str) -> FrameworkRun:
         raise ImportRunError(f"{path}: no sample of this inspect log has a BESPOKE score "
                              f"(the log of `inspect eval bespoke_metric/bespoke`, status {log.status}, is what imports)")
     args = dict(log.eval.task_args or {})
+    # the judge's options may hold its key: the judge block says what the judge was, without them
+    kept = {name: value for name, value in args.items() if name != "judge_options"}
     system = {"framework": "inspect", "model": log.eval.model, "context": args.get("context", "none"),
-              "task": log.eval.task, "eval_id": log.eval.eval_id, "task_args": _plain(args)}
+              "task": log.eval.task, "eval_id": log.eval.eval_id, "task_args": _plain(kept)}
     return FrameworkRun(path, samples, _optional_str(args.get("source")), system)
 
 
