@@ -98,9 +98,14 @@ def bespoke_system(prompter: Prompter) -> Solver:
     rows = {query_key(row["user"], row["query_id"]): row for row in prompter.rows}
     kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
 
+    profilers: dict[str, Any] = {}  # the profiler's model by name: one writer for every sample it writes for
+
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         row = rows[str(state.sample_id)]
-        profiler = inspect_generate(get_model(role=PROFILER_ROLE)) if prompter.needs_profiler else None
+        profiler = None
+        if prompter.needs_profiler:
+            model = get_model(role=PROFILER_ROLE)
+            profiler = profilers.setdefault(str(model), inspect_generate(model))
         asked = await prompter.messages(row, profiler=profiler)
         state.messages = [kinds[message["role"]](content=message["content"]) for message in asked.messages]
         state = await generate(state)

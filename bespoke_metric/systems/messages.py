@@ -87,7 +87,7 @@ class Prompter:
         self.cache = cache
         self.profiler_usage = Usage()
         self._profiles: dict[str, asyncio.Future[tuple[str, LLMProfiler]]] = {}
-        self._writers: dict[int, LLMProfiler] = {}
+        self._writers: dict[int, tuple[Any, LLMProfiler]] = {}
 
     @classmethod
     def load(cls, source: str | os.PathLike[str] = DEFAULT_SOURCE, context: str = "none", *, revision: str | None = None,
@@ -101,9 +101,9 @@ class Prompter:
         (a spec, a backend or an async `(messages, max_tokens) -> text` function); `profile_store`: a JSONL
         file keeping the profiles written (default: in memory); `cache`: an SQLite file of the profiler's calls."""
         unknown = sorted(set(options) - set(CONTEXT_OPTIONS))
-        if unknown:
-            raise UserError(f"{', '.join(unknown)}: not a context option of bespoke generate; the options are "
-                            f"{', '.join(CONTEXT_OPTIONS)}")
+        if unknown:  # search and query expansion run before the answer as generate runs them, not per sample
+            raise UserError(f"{', '.join(unknown)}: not among the options of a prompter, which are generate's context "
+                            f"options {', '.join(CONTEXT_OPTIONS)} (no search, no query expansion)")
         settings = GenerationSettings(context=context, **options)
         counter = _counter(model, settings)
         resolved = resolve_source(source, revision)
@@ -156,12 +156,11 @@ class Prompter:
         if given is None:
             raise UserError(f"--context {self.settings.context} needs a profiler (a backend or an async text "
                             "generation function)")
-        if id(given) not in self._writers:
-            backend = _backend(given)
-            self._writers[id(given)] = LLMProfiler(backend, self.store, cache=self.cache,
-                                                   max_tokens=self.settings.profile_max_tokens,
-                                                   usage=self.profiler_usage, progress=False)
-        return self._writers[id(given)]
+        if id(given) not in self._writers:  # the profiler is kept with its writer: its id stays its own
+            writer = LLMProfiler(_backend(given), self.store, cache=self.cache, max_tokens=self.settings.profile_max_tokens,
+                                 usage=self.profiler_usage, progress=False)
+            self._writers[id(given)] = (given, writer)
+        return self._writers[id(given)][1]
 
     def _planned(self, row: Mapping[str, Any]) -> UserContext | PendingContext:
         try:

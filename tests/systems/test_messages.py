@@ -86,5 +86,5 @@ def test_a_profile_that_cannot_be_written_names_the_query_and_unknown_options_ar
     row = prompter.rows[1]
     with pytest.raises(UserError, match=f"{row['user']}/{row['query_id']}: profile notes failed: ConnectionError"):
         asyncio.run(prompter.messages(row, profiler=failing))
-    with pytest.raises(UserError, match="search_policy: not a context option"):
+    with pytest.raises(UserError, match="search_policy: not among the options of a prompter"):
         Prompter.load("sample", "none", search_policy="agent")
