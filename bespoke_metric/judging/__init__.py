@@ -12,6 +12,7 @@
 | `llm_judge` | `LLMJudge`: the protocol over any LLM backend |
 | `embed_judge`, `embed_calibration` | the `embed:` proxy judge and its quantile calibration |
 | `guards`, `guarded_judge` | cheap checks for degenerate responses, applied in front of any judge |
+| `session` | `JudgeSession`, `prepare_response`: one response judged as `generate` + `score` would, from async code |
 """
 
 from bespoke_dataset.lazy import lazy_attributes
@@ -25,10 +26,12 @@ from .judges import JudgeKind, register_judge
 from .llm_judge import LLMJudge
 from .prompts import PROTOCOL_VERSION
 from .protocol import RECALL_MODES
+from .session import JudgeSession, prepare_response
 
 __all__ = [
-    "EmbedJudge", "GuardedJudge", "Judge", "JudgeItem", "JudgeKind", "LLMJudge", "ModelAuthor", "PROTOCOL_VERSION",
-    "ProtocolOptions", "RECALL_MODES", "check_context_echo", "check_response", "make_judge", "register_judge",
+    "EmbedJudge", "GuardedJudge", "Judge", "JudgeItem", "JudgeKind", "JudgeSession", "LLMJudge", "ModelAuthor",
+    "PROTOCOL_VERSION", "ProtocolOptions", "RECALL_MODES", "check_context_echo", "check_response", "make_judge",
+    "prepare_response", "register_judge",
 ]
 
 # `authoring` (what `bespoke build` asks a model to write) reads the release's YAML: imported on first use
