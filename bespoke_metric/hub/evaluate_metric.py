@@ -19,7 +19,7 @@ from bespoke_dataset.registration import CITATION
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.factory import keeps_answers, make_kept_judge
 from bespoke_metric.judging.judge import Judge
-from bespoke_metric.results.caveats import nothing_scored, some_failed
+from bespoke_metric.results.caveats import caveats, nothing_scored, some_failed
 from bespoke_metric.results.figure_stats import HEADLINE
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import load_benchmark, score
@@ -54,9 +54,12 @@ Returns:
     need_alignment, content_depth, tone, explanation_style, recall, average (float or None, 0-100,
     higher is better). With details=True also: summary (counts of scored items and failures), stderr,
     n_samples, higher_is_better, items (per prediction: scores, the judge's feedback, recall, the gold
-    claims found, errors), judge, data, usage.
+    claims found, errors), judge, data, usage, and caveats (the `note:` lines of `bespoke score`: a proxy
+    judge, synthetic data, part of the benchmark). The default result holds numbers only, since
+    `evaluate.evaluator`'s bootstrap resamples every key it returns.
 Raises NothingJudgedError (with the reason) when every judgment failed; warns JudgeFailureWarning (with the
-count) when some did.
+count) when some did; warns CaveatWarning once per metric when its figures are not benchmark numbers (a
+proxy judge, synthetic data), so a training log's bare numbers carry the mark.
 """
 
 FIGURES: tuple[str, ...] = (*METRIC_NAMES, HEADLINE)
@@ -70,6 +73,12 @@ class NothingJudgedError(RuntimeError):
 
 class JudgeFailureWarning(UserWarning):
     """Some judgments of a `compute()` failed: the figures leave those items out; the message counts them."""
+
+
+class CaveatWarning(UserWarning):
+    """The figures of a `compute()` are not benchmark numbers: a proxy judge, synthetic data, part of the
+    benchmark (the `note:` lines of `bespoke score`). Warned once per metric object: a bootstrap computes
+    hundreds of times."""
 
 
 class Bespoke(evaluate.Metric):
@@ -100,6 +109,7 @@ class Bespoke(evaluate.Metric):
         self.guards: bool = kwargs.pop("guards", True)
         self.judge_options = kwargs
         self._kept: tuple[ResolvedSource, Judge] | None = None
+        self._warned = False
         super().__init__(**metric_kwargs)
 
     def _info(self) -> evaluate.MetricInfo:
@@ -135,9 +145,14 @@ class Bespoke(evaluate.Metric):
         failed = some_failed(scored)
         if failed is not None:
             warnings.warn(f"BESPOKE ({self.judge}): {failed}", JudgeFailureWarning, stacklevel=2)
+        notes = caveats(scored)
+        if notes and not self._warned:
+            self._warned = True
+            warnings.warn(f"BESPOKE ({self.judge}): " + "; ".join(note.removeprefix("note: ") for note in notes),
+                          CaveatWarning, stacklevel=2)
         results = scored.to_json()
         figures = {name: results["summary"][name] for name in FIGURES}
-        return {**figures, **results} if self.details else figures
+        return {**figures, **results, "caveats": notes} if self.details else figures
 
 
 _EVALUATE_KWARGS = frozenset(
