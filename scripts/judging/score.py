@@ -212,20 +212,20 @@ def named(predictions: str) -> dict[str, str]:
 
 def publish(results: Results, output: str, *, strict: bool) -> int:
     """Write the results file and print its summary and caveats (shared with `bespoke run`); 1 if no item
-    was scored at all, or if `strict` and any judgment failed. A call served by another model than asked
+    was scored at all (its `error:` line instead of a table of n/a), or if `strict` and any judgment failed. A call served by another model than asked
     for is one `warning:` line; under `strict` it, or an answer cut off, is an `error:` line and exit 1
     with nothing written."""
     if refused(results, output, strict=strict):
         return 1
     write_results(results, output)
+    unscored = nothing_scored(results)
+    if unscored:  # said instead of a table of n/a
+        print(f"error: {unscored}; the failures are in {output}", file=sys.stderr)
+        return 1
     print_summary(results)
     print(f"results written to {output}")
     for note in caveats(results):
         print(note)
-    unscored = nothing_scored(results)
-    if unscored:
-        print(f"error: {unscored}; the failures are in {output}", file=sys.stderr)
-        return 1
     failures = failure_count(results)
     if failures and strict:
         print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)

@@ -134,6 +134,20 @@ def test_a_judge_that_rejects_every_call(openai_server, tmp_path, capsys):
     assert "no item was scored" in line
 
 
+def test_an_unreachable_judge_is_one_error_line_whose_counts_agree(tmp_path, capsys):
+    """Nothing listens at the judge's URL: one cause, said once, counting the judgments as the calls are
+    counted (the four dimensions of a response are one call), and no table of n/a before it."""
+    output = tmp_path / "results.json"
+    assert main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "openai:judge", "--source", "sample",
+                 "--limit", "2", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "sk-test", "--output", str(output)]) == 1
+    captured = capsys.readouterr()
+    assert "n/a" not in captured.out
+    line = one_error_line(captured.err)
+    calls = json.loads(output.read_text())["usage"]["calls"]
+    assert line.startswith(f"error: no item was scored: all {calls} judgment(s) failed ({calls} with: connection error ")
+    assert line.count("connection error") == 1
+
+
 def test_version_everywhere(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
@@ -245,12 +259,13 @@ def test_a_missing_results_file_is_named_in_one_line(make_results, tmp_path, cap
 
 
 def test_a_timeout_too_short_for_any_answer_explains_every_failed_judgment(openai_server):
-    """Each failed judgment is counted under its cause: a recall claim's timeout is the same timeout."""
+    """Each failed judgment is counted under its cause: a recall claim's timeout is the same timeout; the
+    four dimensions of a response are one judgment (one call), so the count is the calls' count."""
     openai_server.responder, openai_server.latency = judge_answer, 0.5
     results = score(SAMPLE_PREDICTIONS, "openai:judge", source="sample", base_url=openai_server.base_url, api_key="sk-test",
                     timeout=0.01, max_retries=0)
-    failed = sum(len(item.errors) for item in results.items)
-    assert failed == 15 * 4 + sum(len(row["claims"]) for row in bespoke_dataset.load("benchmark", source="sample"))
+    failed = results.usage["failed"]
+    assert failed == 15 + sum(len(row["claims"]) for row in bespoke_dataset.load("benchmark", source="sample"))
     assert nothing_scored(results) == (f"no item was scored: all {failed} judgment(s) failed ({failed} with: timed out "
                                        "after 0.01 s (gave up after 0 retries))")
 
