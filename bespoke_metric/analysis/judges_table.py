@@ -9,7 +9,9 @@ judge's over the same items; the paper's GPT-5 figures sit beside them as a fixe
 Definitions (pure functions below, stated in `docs/choosing-a-judge.md`):
 
 - **average Pearson / Spearman**: the mean of the four per-dimension correlations, over the responses the
-  judge scored on all four (a guarded response counts, with its lowest scores; an unparsed one does not).
+  judge scored on all four (a guarded response counts, with its lowest scores; an unparsed one does not). A
+  correlation that is undefined (a judge or the people giving one dimension the same score throughout) is
+  left out of the mean, not counted as 0; `judges.md` shows it as `undefined`.
 - **length bias**: the mean over the dimensions of `spearman(judge, words) - spearman(human, words)`, where
   `words` is the response's length in words: how much more the judge's scores rise with length than the
   people's do. Flagged when it exceeds `LENGTH_BIAS_THRESHOLD` and its 95% interval lies above 0.
@@ -82,9 +84,13 @@ def _columns(matrix: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
 
 def mean_correlation(correlation: stats.Statistic, k: int) -> stats.Statistic:
     """The rowwise statistic of `2k` arrays (k judge columns, then k human ones): the mean of `correlation`
-    over the k pairs."""
+    over the k pairs where it is defined (NaN where none is)."""
     def statistic(*matrices: np.ndarray) -> np.ndarray:
-        return np.mean([correlation(matrices[i], matrices[k + i]) for i in range(k)], axis=0)
+        found = np.array([correlation(matrices[i], matrices[k + i]) for i in range(k)])
+        defined = np.isfinite(found)
+        counts = defined.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(defined, found, 0.0).sum(axis=0) / np.where(counts > 0, counts, np.nan)
 
     return statistic
 
@@ -171,7 +177,7 @@ def pearson_difference(judge: np.ndarray, reference: np.ndarray, human: np.ndarr
                                        n_resamples=n_resamples, seed=seed)
     value = test.difference if np.isfinite(test.difference) else None
     return {"value": value, "ci": list(test.ci) if test.ci else None,
-            "p_value": test.p_value if value is not None else None, "n": test.n}
+            "p_value": test.p_value if value is not None and np.isfinite(test.p_value) else None, "n": test.n}
 
 
 # -- the table ---------------------------------------------------------------------------------------
@@ -307,11 +313,16 @@ def compare_judges(
 
 # -- judges.md ---------------------------------------------------------------------------------------
 
-def _value(block: Mapping[str, Any] | None, digits: int = 3) -> str:
+def _value(block: Mapping[str, Any] | None, digits: int = 3, n: int | None = None) -> str:
+    """A figure with its interval; `undefined` where it is (`n` responses, none: n/a), and on too few
+    responses (`stats.too_few`) said so in place of the interval."""
     if not block or block.get("value") is None:
-        return "n/a"
+        return "undefined" if n else "n/a"
     ci = block.get("ci")
-    return f"{block['value']:.{digits}f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+    shown = f"{block['value'] + 0.0:.{digits}f}"  # + 0.0: no "-0.000"
+    if ci:
+        return shown + f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return shown + (f" ({stats.TOO_FEW})" if n is not None and stats.too_few(n) else "")
 
 
 def format_judges_md(table: Mapping[str, Any]) -> str:
@@ -330,19 +341,20 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
         bias = row["length_bias"]
         flag = " **flagged**" if bias["flagged"] else ""
         consistency = row["self_consistency"]
+        n = row["scored"]
         agree = "n/a (1 run)" if consistency.get("exact") is None else \
-            f"exact {_value(consistency['exact'], 2)} (×{consistency['repeats']})"
+            f"exact {_value(consistency['exact'], 2, consistency['n'])} (×{consistency['repeats']})"
         diff = row["vs_reference"]["pearson_diff"]
         shown = "reference" if row["spec"] == table["reference"] else \
-            f"{_value(diff)} (p={diff['p_value']:.3g})" if diff.get("p_value") is not None else _value(diff)
+            f"{_value(diff)} (p={diff['p_value']:.3g})" if diff.get("p_value") is not None else _value(diff, n=diff["n"])
         served = ", ".join([f"{name} ×{count}" for name, count in row["served_models"].items()]
                            + ([f"{STAND_IN_MARK} ×{row['stand_in']}"] if row.get("stand_in") else [])) or "n/a"
         usage = row["usage"]
         cost = "n/a" if usage["cost"] is None else f"${usage['cost']:.4f}"
         judge = f"`{row['spec']}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
-        lines.append(f"| {rank} | {judge} | {served} | {_value(row['pearson']['average'])} | "
-                     f"{_value(row['spearman']['average'])} | {_value(row['agreement']['exact'], 2)} | "
-                     f"{_value(row['agreement']['within_one'], 2)} | {_value(bias, 2)}{flag} | {agree} | {shown} | "
+        lines.append(f"| {rank} | {judge} | {served} | {_value(row['pearson']['average'], n=n)} | "
+                     f"{_value(row['spearman']['average'], n=n)} | {_value(row['agreement']['exact'], 2, n)} | "
+                     f"{_value(row['agreement']['within_one'], 2, n)} | {_value(bias, 2, n)}{flag} | {agree} | {shown} | "
                      f"{row['unparsed']} | {row['guarded']} | {usage['calls']} (+{usage['cached']} cached) | "
                      f"{usage['input_tokens']} in, {usage['output_tokens']} out | {cost} | {usage['wall_seconds']:.1f} |")
     if table.get("pending"):
@@ -352,7 +364,9 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
     lines.append(f"| published | `{published['spec']}` | | {published['pearson']['average']['value']:.3f} | "
                  f"{published['spearman']['average']['value']:.3f} | | | | | | | | | | | |")
     lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses. "
-              f"Judges are ranked by average Pearson; `=N` marks judges tied at the {RANK_DIGITS} digits shown."]
+              f"Judges are ranked by average Pearson; `=N` marks judges tied at the {RANK_DIGITS} digits shown. "
+              f"On fewer than {stats.MIN_INTERVAL_N} responses a figure has no interval or p-value ({stats.TOO_FEW}); "
+              "a correlation of a dimension scored alike throughout is `undefined`, and left out of the average."]
     if any(judge_marks(row["judge"]) for row in table["judges"]):
         lines.append(f"A row marked {PROXY_MARK} or {STAND_IN_MARK} judge is not a judge to choose: a proxy's figures (the "
                      "`embed:` judge, a rule), or answers a stand-in made (a test server), not the model named.")
@@ -360,5 +374,5 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
               "## Per dimension", "", "| judge | " + " | ".join(f"{d} Pearson" for d in DIMENSIONS) + " |",
               "|---|" + "---|" * len(DIMENSIONS)]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):
-        lines.append(f"| `{row['spec']}` | " + " | ".join(_value(row["pearson"][d]) for d in DIMENSIONS) + " |")
+        lines.append(f"| `{row['spec']}` | " + " | ".join(_value(row["pearson"][d], n=row["scored"]) for d in DIMENSIONS) + " |")
     return "\n".join(lines) + "\n"
