@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     leaderboard = kinds.add_parser("leaderboard", help="a leaderboard Space ranking a folder (or Hub dataset repo) of results files",
                                    description="Write a leaderboard Space over results files; --serve also serves it on 127.0.0.1.")
     leaderboard.add_argument("--results", required=True, help="a folder of results files (copied into the Space), or a Hub dataset repo id of them (read at start)")
-    leaderboard.add_argument("--allow-proxy", action="store_true", help="also rank results of proxy judges (embed:); never for publication")
+    leaderboard.add_argument("--allow-proxy", action="store_true", help="also rank results of proxy judges (embed:) and results a stand-in answered; never for publication")
     leaderboard.add_argument("--serve", action="store_true", help="then serve the written app on 127.0.0.1 (Ctrl-C stops it)")
     leaderboard.add_argument("--port", type=int, default=7860, help="port for --serve (default 7860)")
     for command in (metric, leaderboard):

