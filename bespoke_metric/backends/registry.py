@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import PurePath
 from typing import Any, Callable
 
-from bespoke_dataset.errors import did_you_mean
+from bespoke_dataset.errors import MissingExtraError, did_you_mean
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.options import (
     EXECUTORS,
@@ -91,6 +92,27 @@ def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """A module an engine imports only on its first call, from an optional extra: said missing before any
+    call of a run (`Engine.check_requirements`), so a run of several judges stops before the first one spends."""
+
+    module: str
+    extra: str
+    what: str
+    """What the engine does with it, in words."""
+    option: str | None = None
+    """The engine option that needs it (`--no-OPTION` does without; on unless given off); None: always."""
+
+    def missing(self, engine: str) -> MissingExtraError:
+        instead = f" (or --no-{self.option.replace('_', '-')} to do without)" if self.option else ""
+        return MissingExtraError(f"the {engine} engine {self.what} with {self.module}, which is not installed: "
+                                 f"pip install 'bespoke-eval[{self.extra}]'{instead}")
+
+
+GRAMMAR_REQUIREMENT = Requirement("xgrammar", "grammar", "holds JSON answers to their schema", option="grammar")
+
+
+@dataclass(frozen=True)
 class Engine:
     """One engine: how to build it and what sets it apart."""
 
@@ -126,6 +148,16 @@ class Engine:
     proxy: bool = False
     """Judges by an approximation, not a real judge model (a rule): its judge is recorded as a proxy
     (`proxy: true`), so leaderboards rank its figures only when told to (`--allow-proxy`), as the `embed:` judge's."""
+    requires: tuple[Requirement, ...] = ()
+    """Modules of optional extras it imports only on its first call (hf's xgrammar)."""
+
+    def check_requirements(self, engine_options: dict[str, Any]) -> None:
+        """A `MissingExtraError` for a module the engine would need with `engine_options` (an option not
+        given counts as on: a judge's default) that is not installed; nothing is imported."""
+        for requirement in self.requires:
+            needed = requirement.option is None or engine_options.get(requirement.option) is not False
+            if needed and importlib.util.find_spec(requirement.module) is None:
+                raise requirement.missing(self.name)
 
     @property
     def llm(self) -> bool:
@@ -154,7 +186,7 @@ ENGINES: dict[str, Engine] = {
     "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
                         batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
     "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
-                 local=True, preloads=("tokenizer",)),
+                 local=True, preloads=("tokenizer",), requires=(GRAMMAR_REQUIREMENT,)),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,
                    preloads=("llm",)),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),

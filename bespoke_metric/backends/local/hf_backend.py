@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from bespoke_dataset.errors import MissingExtraError
+from bespoke_metric.backends.registry import GRAMMAR_REQUIREMENT
 from bespoke_metric.backends.schema import GRAMMAR, bounded_schema
 
 from ..base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
@@ -198,10 +198,7 @@ class HFBackend:
             try:
                 import xgrammar
             except ImportError as err:
-                raise MissingExtraError(
-                    "the hf engine holds JSON answers to their schema with xgrammar, which is not installed: "
-                    "pip install 'bespoke-eval[grammar]' (or --no-grammar to write the schema into the prompt only)"
-                ) from err
+                raise GRAMMAR_REQUIREMENT.missing("hf") from err
             info = xgrammar.TokenizerInfo.from_huggingface(
                 self._tokenizer, vocab_size=self._model.config.get_text_config().vocab_size, stop_token_ids=self._eos_ids
             )
