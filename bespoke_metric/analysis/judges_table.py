@@ -33,6 +33,7 @@ import numpy as np
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.backends.registry import as_spec, model_label
 from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import PROXY_MARK, STAND_IN_MARK, judge_marks
 
@@ -282,8 +283,6 @@ def compare_judges(
     judge but the last finishes, `on_judge(table so far, runs so far)` is called with the table of the judges
     done (the others `pending`), so a judge that fails or is stopped loses no other judge's row. Returns
     the table and the runs, in the order of `specs`."""
-    from bespoke_metric.backends.registry import as_spec
-
     if len(set(specs)) != len(specs):
         raise ValueError(f"a judge is given twice: {', '.join(sorted({s for s in specs if list(specs).count(s) > 1}))}")
     if reference is not None and reference not in specs:
@@ -295,9 +294,12 @@ def compare_judges(
         loaded = (loaded[0][:limit], loaded[1][:limit], loaded[2])
     lengths = [words(item.response) for item in loaded[0]]
     chosen = reference if reference is not None else specs[0]
+    parsed_specs = {spec: as_spec(spec) for spec in specs}
+    for spec, parsed in parsed_specs.items():  # a judge's missing extra is said before the first judge's first call
+        parsed.engine.check_requirements(dict(options_for(spec)))
     done: dict[str, JudgeRuns] = {}
     for spec in sorted(specs, key=lambda spec: spec != chosen):  # stable: the reference first, the others as given
-        parsed = as_spec(spec)
+        parsed = parsed_specs[spec]
         times = repeats if parsed.engine.llm else 1
         runs = [meta_evaluate(parsed, loaded=loaded, n_resamples=n_resamples, seed=seed,
                               **{**common, **options_for(spec), **({"repeat": r, "feedback_accuracy_check": False} if r else {})})
@@ -330,7 +332,7 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
     data = table.get("data", {})
     synthetic = " (synthetic release: the figures test the tool, they say nothing of any model)" if data.get("synthetic") else ""
     lines = [f"# Judges vs the people on {table['responses']} meta-test responses{synthetic}", "",
-             f"Reference judge: `{table['reference']}`. Intervals are 95% bootstrap intervals over responses; "
+             f"Reference judge: `{model_label(table['reference'])}`. Intervals are 95% bootstrap intervals over responses; "
              f"length bias is flagged above {table['length_bias_threshold']} with its interval above 0.", "",
              "| rank | judge | served | Pearson (avg) | Spearman (avg) | exact | within 1 | length bias | "
              "self-consistency | Δ Pearson vs reference (p) | unparsed | guarded | calls | tokens | cost | wall s |",
@@ -351,14 +353,14 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
                            + ([f"{STAND_IN_MARK} ×{row['stand_in']}"] if row.get("stand_in") else [])) or "n/a"
         usage = row["usage"]
         cost = "n/a" if usage["cost"] is None else f"${usage['cost']:.4f}"
-        judge = f"`{row['spec']}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
+        judge = f"`{model_label(row['spec'])}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
         lines.append(f"| {rank} | {judge} | {served} | {_value(row['pearson']['average'], n=n)} | "
                      f"{_value(row['spearman']['average'], n=n)} | {_value(row['agreement']['exact'], 2, n)} | "
                      f"{_value(row['agreement']['within_one'], 2, n)} | {_value(bias, 2, n)}{flag} | {agree} | {shown} | "
                      f"{row['unparsed']} | {row['guarded']} | {usage['calls']} (+{usage['cached']} cached) | "
                      f"{usage['input_tokens']} in, {usage['output_tokens']} out | {cost} | {usage['wall_seconds']:.1f} |")
     if table.get("pending"):
-        lines.append(f"| … | {', '.join(f'`{spec}`' for spec in table['pending'])} | not done yet: this table is "
+        lines.append(f"| … | {', '.join(f'`{model_label(spec)}`' for spec in table['pending'])} | not done yet: this table is "
                      "rewritten as each judge finishes | | | | | | | | | | | | | |")
     published = table["published"]
     lines.append(f"| published | `{published['spec']}` | | {published['pearson']['average']['value']:.3f} | "
@@ -374,5 +376,5 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
               "## Per dimension", "", "| judge | " + " | ".join(f"{d} Pearson" for d in DIMENSIONS) + " |",
               "|---|" + "---|" * len(DIMENSIONS)]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):
-        lines.append(f"| `{row['spec']}` | " + " | ".join(_value(row["pearson"][d], n=row["scored"]) for d in DIMENSIONS) + " |")
+        lines.append(f"| `{model_label(row['spec'])}` | " + " | ".join(_value(row["pearson"][d], n=row["scored"]) for d in DIMENSIONS) + " |")
     return "\n".join(lines) + "\n"

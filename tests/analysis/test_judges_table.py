@@ -125,6 +125,30 @@ def test_too_few_responses_and_an_undefined_correlation_are_said_so(release, ope
     assert average == pytest.approx(sum(defined) / 3)
 
 
+def test_a_local_judge_is_named_by_its_model_not_its_whole_path(release, openai_server):
+    openai_server.responder = stand_in_judges(release)
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False, "progress": False}
+    table, _ = compare_judges(["openai:close", "openai:noisy"], release, limit=3, n_resamples=10, options_for=lambda spec: options)
+    table["judges"][1]["spec"] = "hf:/root/.cache/bespoke/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+    markdown = format_judges_md(table)
+    assert "`hf:SmolLM2-135M-Instruct.Q4_1`" in markdown and "/root/.cache" not in markdown
+
+
+def test_every_judge_s_missing_extra_is_found_before_the_first_call(release, openai_server, tiny_model_dir, monkeypatch):
+    """An `hf:` judge without xgrammar, second of two: refused before the first judge has made a call."""
+    import sys
+
+    from bespoke_dataset.errors import MissingExtraError
+
+    openai_server.responder = stand_in_judges(release)
+    monkeypatch.setitem(sys.modules, "xgrammar", None)  # not installed, as importlib sees it
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False, "progress": False}
+    with pytest.raises(MissingExtraError, match=r"xgrammar, which is not installed: pip install 'bespoke-eval\[grammar\]'"):
+        compare_judges(["openai:close", f"hf:{tiny_model_dir}"], release, limit=3, n_resamples=10,
+                       options_for=lambda spec: options if spec.startswith("openai:") else {"progress": False})
+    assert openai_server.calls == []
+
+
 def test_repeats_are_fresh_calls_keyed_apart_and_measure_self_consistency(release, openai_server, tmp_path):
     openai_server.responder = stand_in_judges(release)
     cache = tmp_path / "judges.sqlite"

