@@ -12,9 +12,9 @@ import warnings
 from typing import Any, ClassVar
 
 import datasets
-import evaluate
 
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, resolve_source
+from bespoke_dataset.errors import MissingExtraError
 from bespoke_dataset.registration import CITATION
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.factory import keeps_answers, make_kept_judge
@@ -24,6 +24,13 @@ from bespoke_metric.results.figure_stats import HEADLINE
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import load_benchmark, score
 from bespoke_metric.scoring.predictions import reference_records
+
+from .spaces import EVALUATE_MISSING
+
+try:
+    import evaluate
+except ImportError as error:  # the Quickstart's extras do not hold it: say which one does
+    raise MissingExtraError(EVALUATE_MISSING) from error
 
 DESCRIPTION = """\
 BESPOKE scores how well a search-augmented LLM personalizes its answers to a real user. A judge model

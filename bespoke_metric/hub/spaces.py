@@ -218,6 +218,18 @@ def metric_space_files(name: str, repo: str | None = None, *, package: SpacePack
     }
 
 
+EVALUATE_MISSING = "the BESPOKE metric needs evaluate, which is not installed: pip install 'bespoke-eval[evaluate]'"
+"""Said where `evaluate` is needed and missing: importing the metric (`evaluate_metric`), `bespoke space metric`."""
+
+
+def evaluate_note() -> str | None:
+    """A `note:` for a metric Space written where `evaluate` is missing (the Quickstart's extras do not hold it):
+    `evaluate.load` of the folder needs it."""
+    import importlib.util
+
+    return None if importlib.util.find_spec("evaluate") else f"note: {EVALUATE_MISSING}, before evaluate.load of the folder"
+
+
 def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = False) -> tuple[dict[str, Path] | str, list[str]]:
     """The results a leaderboard Space ranks, and a note for each file of the folder left out: `{path under
     results/: file}` for a local folder (its results files, each checked as the board will read it; run

@@ -11,6 +11,7 @@ import tempfile
 from bespoke_cli.interrupt import EXIT_INTERRUPTED, ctrl_c_seen
 from bespoke_metric.hub.spaces import (
     SpaceError,
+    evaluate_note,
     leaderboard_results,
     leaderboard_space_files,
     metric_space_files,
@@ -62,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"wrote the {args.kind} Space to {out}: " + ", ".join(sorted({name.split('/')[0] for name in files})))
+    note = evaluate_note() if args.kind == "metric" else None
+    if note:
+        print(note)
     if args.push_to_hub:
         url = push_space(out, args.push_to_hub, token=args.token, private=args.private)
         print(f"pushed to the Space {args.push_to_hub}: {url}")

@@ -67,7 +67,8 @@ def test_bespoke_metric_works_without_evaluate(tmp_path):
         "from bespoke_metric import score, make_judge\n"
         "try:\n"
         "    bespoke_metric.Bespoke\n"
-        "except ImportError:\n"
+        "except ImportError as error:\n"
+        "    assert \"pip install 'bespoke-eval[evaluate]'\" in str(error), error\n"
         "    print('metric class needs evaluate')\n"
         "print('evaluate' in sys.modules and sys.modules['evaluate'] is not None)\n"
     )

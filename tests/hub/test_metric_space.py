@@ -50,6 +50,18 @@ def test_written_from_package_data_in_any_directory(tmp_path, monkeypatch, capsy
     assert "wrote the metric Space" in capsys.readouterr().out
 
 
+def test_without_evaluate_the_metric_space_says_which_extra_installs_it(tmp_path, monkeypatch, capsys):
+    """The Quickstart installs `[offline]`, which holds no `evaluate`: `bespoke space metric` still writes the
+    folder, and says what `evaluate.load` of it needs."""
+    monkeypatch.setitem(sys.modules, "evaluate", None)  # not installed, as importlib sees it
+    assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--package-from", "registry"]) == 0
+    assert "note: the BESPOKE metric needs evaluate, which is not installed: pip install 'bespoke-eval[evaluate]'" in \
+        capsys.readouterr().out
+    monkeypatch.delitem(sys.modules, "evaluate")
+    assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--package-from", "registry", "--force"]) == 0
+    assert "evaluate" not in capsys.readouterr().out.split("\n", 1)[1]
+
+
 def test_evaluate_doctest_check_of_the_written_folder_passes(tmp_path, monkeypatch):
     """evaluate's tests/test_metric_common.py `test_load`, run on the folder the command wrote: import the
     module script, find its metric class, no **kwargs in `_compute`, run its docstring examples with
