@@ -46,8 +46,10 @@ PUBLISHED = {
     "spec": "openai:gpt-5",
     "published": True,
     "source": "BESPOKE paper (arXiv 2509.21106), ICML version: GPT-5 judge vs human scores, full judge",
-    "pearson": {"average": {"value": REFERENCE["full"]["pearson"], "ci": None}},
-    "spearman": {"average": {"value": REFERENCE["full"]["spearman"], "ci": None}},
+    # the paper's correlations are over every (response, dimension) pair, pooled (`meta_eval.REFERENCE`), not
+    # the mean of four per-dimension ones: they sit beside the judges' pooled figures
+    "pearson": {"pooled": {"value": REFERENCE["full"]["pearson"], "ci": None}},
+    "spearman": {"pooled": {"value": REFERENCE["full"]["spearman"], "ci": None}},
     "feedback_accuracy": REFERENCE["full"]["feedback_acc"],
 }
 """The paper's figures, a fixed row of every table: not measured here, not on these responses."""
@@ -334,9 +336,10 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
     lines = [f"# Judges vs the people on {table['responses']} meta-test responses{synthetic}", "",
              f"Reference judge: `{model_label(table['reference'])}`. Intervals are 95% bootstrap intervals over responses; "
              f"length bias is flagged above {table['length_bias_threshold']} with its interval above 0.", "",
-             "| rank | judge | served | Pearson (avg) | Spearman (avg) | exact | within 1 | length bias | "
-             "self-consistency | Δ Pearson vs reference (p) | unparsed | guarded | calls | tokens | cost | wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| rank | judge | served | Pearson (avg) | Spearman (avg) | Pearson (pooled) | Spearman (pooled) | exact | "
+             "within 1 | length bias | self-consistency | Δ Pearson vs reference (p) | unparsed | guarded | calls | tokens | "
+             "cost | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     ranks = [row["rank"] for row in table["judges"]]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):
         rank = f"={row['rank']}" if ranks.count(row["rank"]) > 1 else str(row["rank"])  # a tie, said as one
@@ -355,17 +358,19 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
         cost = "n/a" if usage["cost"] is None else f"${usage['cost']:.4f}"
         judge = f"`{model_label(row['spec'])}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
         lines.append(f"| {rank} | {judge} | {served} | {_value(row['pearson']['average'], n=n)} | "
-                     f"{_value(row['spearman']['average'], n=n)} | {_value(row['agreement']['exact'], 2, n)} | "
+                     f"{_value(row['spearman']['average'], n=n)} | {_value(row['pooled']['pearson'], n=n)} | "
+                     f"{_value(row['pooled']['spearman'], n=n)} | {_value(row['agreement']['exact'], 2, n)} | "
                      f"{_value(row['agreement']['within_one'], 2, n)} | {_value(bias, 2, n)}{flag} | {agree} | {shown} | "
                      f"{row['unparsed']} | {row['guarded']} | {usage['calls']} (+{usage['cached']} cached) | "
                      f"{usage['input_tokens']} in, {usage['output_tokens']} out | {cost} | {usage['wall_seconds']:.1f} |")
     if table.get("pending"):
         lines.append(f"| … | {', '.join(f'`{model_label(spec)}`' for spec in table['pending'])} | not done yet: this table is "
-                     "rewritten as each judge finishes | | | | | | | | | | | | | |")
+                     "rewritten as each judge finishes | | | | | | | | | | | | | | | |")
     published = table["published"]
-    lines.append(f"| published | `{published['spec']}` | | {published['pearson']['average']['value']:.3f} | "
-                 f"{published['spearman']['average']['value']:.3f} | | | | | | | | | | | |")
-    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses. "
+    lines.append(f"| published | `{published['spec']}` | | | | {published['pearson']['pooled']['value']:.3f} | "
+                 f"{published['spearman']['pooled']['value']:.3f} | | | | | | | | | | | |")
+    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses; "
+              "it is a correlation over every (response, dimension) pair, pooled, so it sits beside the pooled columns. "
               f"Judges are ranked by average Pearson; `=N` marks judges tied at the {RANK_DIGITS} digits shown. "
               f"On fewer than {stats.MIN_INTERVAL_N} responses a figure has no interval or p-value ({stats.TOO_FEW}); "
               "a correlation of a dimension scored alike throughout is `undefined`, and left out of the average."]

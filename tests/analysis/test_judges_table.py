@@ -70,9 +70,14 @@ def test_the_table_ranks_stand_ins_of_known_quality(release, openai_server, tmp_
         {"openai:close": False, "openai:noisy": False, "openai:long": True}
     assert rows["openai:long"]["length_bias"]["ci"][0] > 0
     assert table["published"] == PUBLISHED and table["published"]["published"] is True
-    assert table["published"]["pearson"]["average"]["value"] == 0.847
+    # the paper's 0.847 is a pooled correlation: one label, in the pooled column, never as an average of four
+    assert table["published"]["pearson"] == {"pooled": {"value": 0.847, "ci": None}}
     markdown = (out / "judges.md").read_text()
     assert "synthetic release" in markdown and "| published | `openai:gpt-5` |" in markdown
+    header, published = ([cell.strip() for cell in next(line for line in markdown.splitlines() if line.startswith(start)).split("|")]
+                          for start in ("| rank |", "| published |"))
+    assert published[header.index("Pearson (pooled)")] == "0.847" and published[header.index("Spearman (pooled)")] == "0.853"
+    assert published[header.index("Pearson (avg)")] == "" == published[header.index("Spearman (avg)")]
     assert markdown.index("`openai:close`") < markdown.index("`openai:long`") < markdown.index("`openai:noisy`")
     assert "**flagged**" in markdown.split("`openai:long`")[1].splitlines()[0]
     assert markdown in printed
