@@ -14,6 +14,7 @@ from bespoke_metric.systems import GenerationReport, GenerationSettings, generat
 from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.systems.search.base import SearchOptions
+from bespoke_metric.systems.settings import small_local_note
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
@@ -80,6 +81,9 @@ def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit
     """Run generation as the parsed arguments say, within the command's spending limit if it has one;
     `--strict` refuses cut-off answers and calls served by another model."""
     config = system_config(args, spending)
+    note = small_local_note(config.model, config.settings)
+    if note:  # before the wait it is about
+        print(note, file=sys.stderr)
     # a bar on a terminal, a line now and then into a log (`calls.progress`)
     return generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=True,
                     strict=args.strict, model_name=args.model_name)
