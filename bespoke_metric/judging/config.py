@@ -23,14 +23,17 @@ from .factory import JudgeParts, ProtocolOptions, judge_parts
 
 JUDGE_ENGINE_KEYS: tuple[str, ...] = ("grammar",)
 """The local engines' options a judge takes besides the API clients': `HFOptions.grammar` (`--no-grammar`)."""
+JUDGE_EFFORT_KEY = "judge_reasoning_effort"
+"""The key of how hard an API judge reasons (`--judge-reasoning-effort`; `--reasoning-effort` where the command has
+no system model): its engine's `reasoning_effort` option, under a name of its own beside a system model's."""
 
 
 def judge_keys() -> frozenset[str]:
     """Every key a judge config takes: `judge` (the spec), `cache`, `no_guards`, the protocol's and the API
-    clients' options, `JUDGE_ENGINE_KEYS`, and where the engines run and the Batch API (shared with the
+    clients' options, `JUDGE_ENGINE_KEYS`, `JUDGE_EFFORT_KEY`, and where the engines run and the Batch API (shared with the
     system models)."""
     return frozenset({"judge", "cache", "no_guards", *option_names(ProtocolOptions), *option_names(ClientOptions),
-                      *JUDGE_ENGINE_KEYS, *SHARED_KEYS})
+                      *JUDGE_ENGINE_KEYS, JUDGE_EFFORT_KEY, *SHARED_KEYS})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +54,8 @@ class JudgeConfig:
     def judge_options(self, spending: Any = None) -> dict[str, Any]:
         """The options `scoring.pipeline.score` and `score_many` take for this judge: its own, the placement
         and Batch API options that apply to its engine, the command's spending limit (`spending`), the cache."""
-        own = {name: value for name, value in self.options.items() if name not in SHARED_KEYS and value is not None}
+        own = {"reasoning_effort" if name == JUDGE_EFFORT_KEY else name: value for name, value in self.options.items()
+               if name not in SHARED_KEYS and value is not None}
         options = {**own, **executor_options(self.options, self.spec), **cost_options(self.options, self.spec, spending)}
         if self.cache is not None:
             options["cache"] = self.cache

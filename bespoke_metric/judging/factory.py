@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.backends.options import OptionError, option, option_names
+from bespoke_metric.backends.options import REASONING_EFFORTS, OptionError, flag_of, option, option_names
 from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.registry import (
     EngineParts,
@@ -44,6 +44,10 @@ class ProtocolOptions:
     with_feedback: bool | None = option("--no-feedback", "ablation: show the R-J examples without their feedback")
     personalized: bool | None = option("--no-personalization", "ablation: no rubric, gold need or examples")
     structured: bool | None = option("--structured", "ask for JSON output (guided decoding where the engine has it)")
+    recall_reasoning_effort: str | None = option("--recall-reasoning-effort", "how hard an API judge reasons for its "
+                                                 "recall checks (default: no effort sent, the model's own, as the official "
+                                                 "evaluator sends them; the judgments keep the judge's)",
+                                                 choices=REASONING_EFFORTS)
     max_parse_retries: int | None = option(help="repair turns for an unreadable answer (default 2)")
     max_tokens: int | None = option("--judge-max-tokens", "output token cap of every judge call, e.g. for a small "
                                     "local judge (default: per kind of call)", positive=True)
@@ -189,6 +193,9 @@ def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | Non
     refuse(options, f"the {parsed.engine.name} judge ({parsed})", ProtocolOptions, *llm_option_classes(parsed.engine),
            known=(ProtocolOptions,))
     preloaded.given(parsed)  # an object its engine does not reuse is refused before anything is built
+    if protocol.get("recall_reasoning_effort") is not None and "reasoning_effort" not in option_names(parsed.engine.options):
+        raise OptionError(f"{flag_of(ProtocolOptions, 'recall_reasoning_effort')} does not apply to the "
+                          f"{parsed.engine.name} judge ({parsed}): its engine takes no reasoning effort")
     protocol.setdefault("structured", parsed.engine.guide(parts.engine))
     return JudgeParts(parsed, protocol, parts.engine, parts, cache, spending, preloaded)
 
