@@ -24,8 +24,8 @@ from importlib.metadata import entry_points
 from pathlib import PurePath
 from typing import Any, Callable
 
-from bespoke_dataset.errors import MissingExtraError, did_you_mean
-from bespoke_metric.backends.base import Backend
+from bespoke_dataset.errors import did_you_mean
+from bespoke_metric.backends.base import Backend, Requirement
 from bespoke_metric.backends.options import (
     EXECUTORS,
     AnthropicOptions,
@@ -42,6 +42,7 @@ from bespoke_metric.backends.options import (
     flag_of,
     option_names,
 )
+from bespoke_metric.backends.schema import GRAMMAR_REQUIREMENT
 
 ENTRY_POINT_GROUP = "bespoke.engines"
 """The entry-point group through which other distributions register engines (each loads to an `Engine`)."""
@@ -89,27 +90,6 @@ def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
         return target
     module, _, attribute = target.partition(":")
     return getattr(importlib.import_module(module), attribute)
-
-
-@dataclass(frozen=True)
-class Requirement:
-    """A module an engine imports only on its first call, from an optional extra: said missing before any
-    call of a run (`Engine.check_requirements`), so a run of several judges stops before the first one spends."""
-
-    module: str
-    extra: str
-    what: str
-    """What the engine does with it, in words."""
-    option: str | None = None
-    """The engine option that needs it (`--no-OPTION` does without; on unless given off); None: always."""
-
-    def missing(self, engine: str) -> MissingExtraError:
-        instead = f" (or --no-{self.option.replace('_', '-')} to do without)" if self.option else ""
-        return MissingExtraError(f"the {engine} engine {self.what} with {self.module}, which is not installed: "
-                                 f"pip install 'bespoke-eval[{self.extra}]'{instead}")
-
-
-GRAMMAR_REQUIREMENT = Requirement("xgrammar", "grammar", "holds JSON answers to their schema", option="grammar")
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from bespoke_metric.backends.registry import GRAMMAR_REQUIREMENT
-from bespoke_metric.backends.schema import GRAMMAR, bounded_schema
+from bespoke_metric.backends.schema import GRAMMAR, GRAMMAR_REQUIREMENT, bounded_schema
 
 from ..base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
 from ..tool_calls import template_messages, template_takes_tools, with_tool_calls
