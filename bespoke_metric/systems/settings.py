@@ -180,4 +180,4 @@ def small_local_note(model: str, settings: GenerationSettings) -> str | None:
     flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in above.items())
     return (f"note: {settings.context} has {profiler} write a profile for each query first (its `profile notes` "
             f"stage: up to {settings.profile_chunk_tokens} history tokens read, {settings.profile_max_tokens} written), "
-            f"minutes a query for a small model on a CPU; {flags} keep it to seconds (docs/systems.md: what each stage costs)")
+            f"minutes a query for a small model on a CPU; {flags} cut most of it (docs/systems.md: what each stage costs)")

@@ -73,12 +73,16 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
 
 def system_config(args: argparse.Namespace, spending: SpendingLimit | None = None) -> SystemConfig:
     """The system the flags describe (shared with `bespoke run`), within the command's spending limit if it
-    has one; a local model writing profiles at settings that cost it minutes a query is told what to set."""
-    config = SystemConfig.from_cli(args, spending=spending)
+    has one."""
+    return SystemConfig.from_cli(args, spending=spending)
+
+
+def print_local_note(config: SystemConfig) -> None:
+    """A local model that wrote profiles at settings that cost it minutes a query is told what to set: said once
+    the answers are in (a run that stops on a mistake says only that, in one line)."""
     note = small_local_note(config.model, config.settings)
-    if note:  # before the wait it is about
+    if note:
         print(note, file=sys.stderr)
-    return config
 
 
 def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit | None = None) -> GenerationReport:
@@ -86,8 +90,10 @@ def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit
     `--strict` refuses cut-off answers and calls served by another model."""
     config = system_config(args, spending)
     # a bar on a terminal, a line now and then into a log (`calls.progress`)
-    return generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=True,
-                    strict=args.strict, model_name=args.model_name)
+    report = generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=True,
+                      strict=args.strict, model_name=args.model_name)
+    print_local_note(config)
+    return report
 
 
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:

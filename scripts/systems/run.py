@@ -16,7 +16,7 @@ from bespoke_metric.scoring.pipeline import judge_groups, plan_judging
 from bespoke_metric.systems.dry_run import plan_generation
 from bespoke_metric.systems.runs import run as run_system
 
-from .generate import add_generation_arguments, generation_cache, print_report, system_config
+from .generate import add_generation_arguments, generation_cache, print_local_note, print_report, system_config
 
 HELP = "generate with a system model and score with a judge: one results file recording both"
 
@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     outcome = run_system(config.model, predictions, judge.spec, config.settings, source=args.source, revision=args.revision,
                          progress=True, strict=args.strict, model_name=args.model_name, prices=context.prices,
                          spending=context.spending, on_generated=print_report, **judge.judge_options())
+    print_local_note(config)
     if context.stopped() or outcome.results is None:
         return 1
     status = publish(outcome.results, args.output, strict=args.strict)

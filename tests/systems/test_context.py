@@ -237,7 +237,7 @@ def test_a_local_model_writing_profiles_at_the_defaults_is_told_what_to_set(tiny
     assert "--profile-max-tokens 32 --profile-chunk-tokens 1024 --budget 1024" in note
     assert small_local_note(local, GenerationSettings(context="selected-profile", **SMALL_LOCAL_PROFILE)) is None
     second_try = small_local_note(local, GenerationSettings(context="selected-profile", profile_max_tokens=32))
-    assert second_try is not None and "--profile-chunk-tokens 1024 --budget 1024 keep it" in second_try
+    assert second_try is not None and "--profile-chunk-tokens 1024 --budget 1024 cut most" in second_try
     assert small_local_note(local, GenerationSettings(context="selected-history")) is None
     assert small_local_note("openai:gpt-4o-mini", GenerationSettings(context="profile")) is None
     assert small_local_note("openai:gpt-4o-mini", GenerationSettings(context="profile", profiler=local)) is not None
