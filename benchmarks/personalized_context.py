@@ -28,6 +28,7 @@ from typing import Any
 from record import write_results  # first: it notes the load the run starts under
 
 import bespoke_metric.systems.calls as calls  # noqa: E402
+import bespoke_metric.systems.profiler as profiler  # noqa: E402
 import bespoke_metric.systems.search.policies as policies  # noqa: E402
 from bespoke_metric.backends.registry import make_backend  # noqa: E402
 from bespoke_metric.systems import GenerationSettings, generate  # noqa: E402
@@ -63,7 +64,12 @@ class StageClock:
         return results
 
     def install(self) -> None:
-        calls.ask_results = policies.ask_results = self.ask_results
+        set_ask_results(self.ask_results)
+
+
+def set_ask_results(function: Any) -> None:
+    """`function` in place of `ask_results` wherever the systems' calls are made."""
+    calls.ask_results = policies.ask_results = profiler.ask_results = function
 
 
 def main() -> None:
@@ -85,7 +91,7 @@ def main() -> None:
                 start = time.perf_counter()
                 generate(backend, Path(work) / f"{name}.jsonl", settings, source="sample", progress=False)
                 wall = time.perf_counter() - start
-                calls.ask_results = policies.ask_results = clock._inner
+                set_ask_results(clock._inner)
                 stages = {purpose: {key: round(value, 1) if key == "s" else int(value) for key, value in stage.items()}
                           for purpose, stage in clock.stages.items()}
                 timed = sum(stage["s"] for stage in clock.stages.values())
