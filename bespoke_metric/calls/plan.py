@@ -9,15 +9,16 @@ unreadable answer would need are not known before it comes).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Request
 from bespoke_metric.backends.providers.openai_backend import is_reasoning_model
-from bespoke_metric.backends.registry import Spec, split_spec
+from bespoke_metric.backends.registry import EngineConfig, split_spec
 
 from .cache import Cache
 from .pricing import PriceTable, Tokens
@@ -28,13 +29,12 @@ PLACEHOLDER_KEY = "dry-run"
 """The key a dry run builds an `openai:` backend with where none is given: nothing is sent."""
 
 
-def keyless(spec: Spec, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Backend options for a dry run: an `openai:` model gets a placeholder key when none is given, as a
+def keyless(config: EngineConfig) -> EngineConfig:
+    """An engine's config for a dry run: an `openai:` model gets a placeholder key when none is given, as a
     run that sends nothing needs none."""
-    options = dict(options)
-    if spec.name == "openai" and not options.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
-        options["api_key"] = PLACEHOLDER_KEY
-    return options
+    if config.spec.name == "openai" and not config.options.api_key and not os.environ.get("OPENAI_API_KEY"):
+        return dataclasses.replace(config, options=dataclasses.replace(config.options, api_key=PLACEHOLDER_KEY))
+    return config
 
 
 def filler(tokens: int) -> str:

@@ -14,7 +14,7 @@ are named from their options, as they name themselves.
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -23,11 +23,11 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
-from bespoke_metric.backends.options import OptionError, option_names
-from bespoke_metric.backends.registry import Spec, as_spec, make_backend, pinned
+from bespoke_metric.backends.options import OptionError
+from bespoke_metric.backends.registry import EngineConfig, Spec, backend_config, build_backend
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
-from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
@@ -98,28 +98,30 @@ class ProbeBackend:
         pass
 
 
-def engine_identity(spec: str | Spec, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The cache identity of the engine `spec` with `options`, without loading a model: a local `hf:` or
+def engine_identity(config: EngineConfig | str | Spec, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The cache identity of the engine `config` configures (or of the spec with `options` by name), without
+    loading a model: a local `hf:` or
     `vllm:` engine is named from its options as it names itself (an `hf:` model's folder is found first,
     as loading it would: `ModelNotFoundError` when there is none; of a Hub model only its config is
     fetched); other engines (API clients, Ray plans, which load nothing until called) are built and asked."""
-    parsed = as_spec(spec)
-    local = options.get("executor", "local") == "local"
-    revision = pinned(parsed, dict(options)).get("revision")  # the spec's @revision or the option
+    if not isinstance(config, EngineConfig):
+        config = backend_config(config, options or {})
+    parsed, own = config.spec, config.options
+    local = (config.executor.executor or "local") == "local"
     if local and parsed.engine.name == "hf":
         from bespoke_metric.backends.local.hf_backend import default_device, default_dtype, hf_identity
         from bespoke_metric.backends.local.model_files import locate_model_files
 
-        locate_model_files(parsed.model, revision, allow_patterns=["config.json"])
-        dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
-        return hf_identity(parsed.model, revision, dtype, bool(options.get("grammar")))
+        locate_model_files(parsed.model, own.revision, allow_patterns=["config.json"])
+        dtype = own.dtype or default_dtype(own.device or default_device())
+        return hf_identity(parsed.model, own.revision, dtype, bool(own.grammar))
     if local and parsed.engine.name == "vllm":
-        from bespoke_metric.backends.local.vllm_backend import VLLMBackend, default_enforce_eager, vllm_identity
+        from bespoke_metric.backends.local.vllm_backend import default_enforce_eager, engine_args, vllm_identity
 
-        dtype = options.get("dtype") or inspect.signature(VLLMBackend).parameters["dtype"].default
-        eager = options.get("enforce_eager")
-        return vllm_identity(parsed.model, revision, dtype, default_enforce_eager() if eager is None else eager)
-    backend = make_backend(parsed, **dict(options))
+        args = engine_args(parsed.model, own)
+        eager = default_enforce_eager() if own.enforce_eager is None else own.enforce_eager
+        return vllm_identity(parsed.model, own.revision, args["dtype"], eager, args["seed"])
+    backend = build_backend(config)
     try:
         return backend.identity()
     finally:
@@ -129,8 +131,8 @@ def engine_identity(spec: str | Spec, options: Mapping[str, Any]) -> dict[str, A
 def probe(spec: str | Spec, **options: Any) -> ProbeBackend:
     """The stand-in of a system or profiler model (`make_backend`'s): a placeholder for each call the cache
     does not answer."""
-    parsed = as_spec(spec)
-    return ProbeBackend(parsed, engine_identity(parsed, options), PLACEHOLDER)
+    config = backend_config(spec, options)
+    return ProbeBackend(config.spec, engine_identity(config), PLACEHOLDER)
 
 
 def dry_run(plan: SweepPlan) -> list[CellEstimate]:
@@ -198,10 +200,7 @@ def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
     parsed = plan.judge
     if not parsed.engine.llm:
         return None
-    protocol_names = option_names(ProtocolOptions)
-    options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards") and value is not None}
-    protocol = {name: value for name, value in options.items() if name in protocol_names}
-    engine = {name: value for name, value in options.items() if name not in protocol_names}
-    protocol.setdefault("structured", parsed.engine.guide(engine))  # as `make_judge` sets them
-    backend = ProbeBackend(parsed, engine_identity(parsed, engine), None)
-    return LLMJudge(backend, spec=str(parsed), cache=cache, **{**protocol, "progress": False})
+    options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards", "spending")}
+    config = JudgeConfig(spec=parsed, options=options)  # as `make_judge` makes it
+    backend = ProbeBackend(parsed, engine_identity(config.engine), None)
+    return LLMJudge(backend, dataclasses.replace(config.protocol, progress=False), spec=str(parsed), cache=cache)

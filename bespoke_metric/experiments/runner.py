@@ -25,7 +25,7 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.config import JudgeConfig
-from bespoke_metric.judging.factory import judge_parts, keeps_answers
+from bespoke_metric.judging.factory import judge_config, keeps_answers
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.pipeline import write_results
@@ -83,7 +83,8 @@ class SweepPlan:
 
     def check_judge(self) -> None:
         """An `OptionError` (by its flag) for a judge option the judge's engine does not take; nothing is built."""
-        judge_parts(self.judge, **{name: value for name, value in self.judge_options.items() if name != "guards"})
+        options = {name: value for name, value in self.judge_options.items() if name not in ("guards", "cache", "spending")}
+        judge_config(self.judge, self.judge_options.get("cache"), options)
 
     def with_cache_defaults(self) -> "SweepPlan":
         """Every cell's generation calls in one cache, the judge's in another (a judge that calls a model),

@@ -17,7 +17,7 @@ import evaluate
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, resolve_source
 from bespoke_dataset.registration import CITATION
 from bespoke_metric.calls.cache import Cache
-from bespoke_metric.judging.factory import keeps_answers, make_kept_judge
+from bespoke_metric.judging.factory import keeps_answers, make_judge, make_kept_judge
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.results.caveats import nothing_scored, some_failed
 from bespoke_metric.results.figure_stats import HEADLINE
@@ -122,7 +122,7 @@ class Bespoke(evaluate.Metric):
             options = {name: value for name, value in self.judge_options.items() if value is not None}
             if options.get("cache") is None and isinstance(self.judge, str) and keeps_answers(self.judge):
                 options["cache"] = Cache.in_memory()
-            self._kept = source, make_kept_judge(self.judge, list(load_benchmark(source)[0].values()), **options)
+            self._kept = source, make_kept_judge(make_judge(self.judge, **options), list(load_benchmark(source)[0].values()))
         return self._kept
 
     def _compute(self, predictions: list[str], references: list[str]) -> dict[str, Any]:

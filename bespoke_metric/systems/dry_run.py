@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.backends.registry import as_spec, make_backend
+from bespoke_metric.backends.registry import backend_config, build_backend
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 
 from .generation import generate
@@ -45,8 +45,7 @@ class GenerationPlan:
 
 def planning_backend(spec: str, options: Mapping[str, Any]) -> Backend:
     """The backend of model `spec` as a dry run builds it, its spec parsed once (`calls.plan.keyless`)."""
-    parsed = as_spec(spec)
-    return make_backend(parsed, **keyless(parsed, options))
+    return build_backend(keyless(backend_config(spec, options)))
 
 
 def plan_generation(

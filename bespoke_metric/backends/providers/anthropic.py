@@ -47,7 +47,7 @@ from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request, Withheld, messages_with_schema
 from ..http import CallFailed, Session, scrub_url, short, status_failure
-from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS
+from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS, AnthropicOptions, OpenAIOptions, client_options
 from ..retirement import unavailable_reason
 from ..web_search import check_choice, in_answer, parse_location, search_record, split_list
 from .openai_backend import OpenAIBackend, named_schema
@@ -164,36 +164,27 @@ class AnthropicBackend(OpenAIBackend):
     key_variable = "ANTHROPIC_API_KEY"
     provider_concurrency = ANTHROPIC_CONCURRENCY
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        reasoning_effort: str | None = None,
-        search_domains: str | Iterable[str] | None = None,
-        search_blocked_domains: str | Iterable[str] | None = None,
-        search_location: str | Mapping[str, str] | None = None,
-        search_max_uses: int | None = None,
-        search_tool: str | None = None,
-        **client: Any,
-    ) -> None:
+    def __init__(self, model: str, options: AnthropicOptions | None = None) -> None:
         """
         Args:
             model: the model name the API knows (`claude-sonnet-5-5`, `claude-opus-4-7-20260416`).
-            reasoning_effort: `output_config.effort`, one of `ANTHROPIC_EFFORTS` (default: the model's own).
-            search_domains, search_blocked_domains: the web search tool's `allowed_domains` or
-                `blocked_domains` (`"a.org,b.com"`; not both).
-            search_location: its `user_location`, `"country=GB,city=London"`.
-            search_max_uses: its `max_uses`, searches per answer at most.
-            search_tool: its version, one of `WEB_SEARCH_TOOLS` (default `web_search_20250305`).
-            client: the transport's endpoint, sampling and retry options (`base_url`, `api_key`, `concurrency`,
-                `timeout`, `temperature`, `schema_format`, `max_retries`, ...); the endpoint default is
-                `ANTHROPIC_BASE_URL`, else Anthropic's API, the key `ANTHROPIC_API_KEY`, at most 16 calls in flight.
+            options: its `AnthropicOptions` (None: every default):
+                reasoning_effort: `output_config.effort`, one of `ANTHROPIC_EFFORTS` (default: the model's own).
+                search_domains, search_blocked_domains: the web search tool's `allowed_domains` or
+                    `blocked_domains` (`"a.org,b.com"`; not both).
+                search_location: its `user_location`, `"country=GB,city=London"`.
+                search_max_uses: its `max_uses`, searches per answer at most.
+                search_tool: its version, one of `WEB_SEARCH_TOOLS` (default `web_search_20250305`).
+                the transport's endpoint, sampling and retry options (`ClientOptions`: `base_url`, `api_key`,
+                    `concurrency`, ...); the endpoint default is `ANTHROPIC_BASE_URL`, else Anthropic's API, the
+                    key `ANTHROPIC_API_KEY`, at most 16 calls in flight.
         """
+        options = options or AnthropicOptions()
         self._message_type = _import_anthropic().types.Message
-        self.effort = check_choice("--reasoning-effort", reasoning_effort, ANTHROPIC_EFFORTS)
-        self.search_tool = WebSearchTool.from_options(search_tool, search_max_uses, search_domains, search_blocked_domains,
-                                                      search_location)
-        super().__init__(model, api="chat", **client)
+        self.effort = check_choice("--reasoning-effort", options.reasoning_effort, ANTHROPIC_EFFORTS)
+        self.search_tool = WebSearchTool.from_options(options.search_tool, options.search_max_uses, options.search_domains,
+                                                      options.search_blocked_domains, options.search_location)
+        super().__init__(model, OpenAIOptions(**client_options(options), api="chat"))
 
     def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
         # No temperature unless given (the SDK's params have none): the model's own; refused up front where

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request
 from ..http import CallFailed, scrub_url, short
+from ..options import OpenAIOptions, PerplexityOptions, client_options
 from ..web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, check_choice, search_record, split_list
 from .openai_backend import OpenAIBackend, is_reasoning_model, named_schema
 
@@ -156,29 +157,22 @@ class PerplexityBackend(OpenAIBackend):
     key_variable = "PERPLEXITY_API_KEY"
     provider_concurrency = PERPLEXITY_CONCURRENCY
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        reasoning_effort: str | None = None,
-        search_domain_filter: str | Iterable[str] | None = None,
-        search_recency_filter: str | None = None,
-        search_context_size: str | None = None,
-        **client: Any,
-    ) -> None:
+    def __init__(self, model: str, options: PerplexityOptions | None = None) -> None:
         """
         Args:
             model: an Agent API model slug (`perplexity/sonar`, `openai/gpt-5.1`), `preset/NAME`, or a retired
                 Sonar name (`sonar`, `sonar-reasoning`, ...), which runs as its documented substitute.
-            reasoning_effort: `reasoning.effort` (minimal, low, medium, high, xhigh); default the model's
-                (a substitute's own, where the guide gives one).
-            search_domain_filter: domains to search (`"nature.com,arxiv.org"`), or to leave out (`-pinterest.com`).
-            search_recency_filter: only results from the last `hour`, `day`, `week`, `month` or `year`.
-            search_context_size: `low`, `medium` or `high`: how much of what it found it reads.
-            client: the transport's endpoint, sampling and retry options (`base_url`, `api_key`, `concurrency`,
-                `timeout`, `temperature`, `schema_format`, `max_retries`, ...); the endpoint default is
-                Perplexity's API, the key `PERPLEXITY_API_KEY`, at most 8 calls in flight.
+            options: its `PerplexityOptions` (None: every default):
+                reasoning_effort: `reasoning.effort` (minimal, low, medium, high, xhigh); default the model's
+                    (a substitute's own, where the guide gives one).
+                search_domain_filter: domains to search (`"nature.com,arxiv.org"`), or to leave out (`-pinterest.com`).
+                search_recency_filter: only results from the last `hour`, `day`, `week`, `month` or `year`.
+                search_context_size: `low`, `medium` or `high`: how much of what it found it reads.
+                the transport's endpoint, sampling and retry options (`ClientOptions`: `base_url`, `api_key`,
+                    `concurrency`, ...); the endpoint default is Perplexity's API, the key `PERPLEXITY_API_KEY`,
+                    at most 8 calls in flight.
         """
+        options = options or PerplexityOptions()
         substitute = SONAR_SUBSTITUTES.get(model)
         self.target = substitute.ran_as if substitute is not None else model
         """The model slug, or `preset/NAME`, that the calls name."""
@@ -186,13 +180,14 @@ class PerplexityBackend(OpenAIBackend):
         if self.preset is not None and self.preset not in PRESETS:
             raise UserError(f"perplexity:{model}: the Agent API's presets are {', '.join(PRESETS)} "
                             f"(perplexity:preset/NAME), got {self.preset!r}")
-        effort = reasoning_effort or (substitute.reasoning_effort if substitute is not None else None)
+        effort = options.reasoning_effort or (substitute.reasoning_effort if substitute is not None else None)
         self.agent_effort = check_choice("reasoning_effort=", effort, REASONING_EFFORTS)
         self.search_filters = SearchFilters(
-            split_list(search_domain_filter),
-            check_choice("--search-recency-filter", search_recency_filter, RECENCY_FILTERS),
-            check_choice("--search-context-size", search_context_size, SEARCH_CONTEXT_SIZES))
-        super().__init__(model, api="responses", **client)
+            split_list(options.search_domain_filter),
+            check_choice("--search-recency-filter", options.search_recency_filter, RECENCY_FILTERS),
+            check_choice("--search-context-size", options.search_context_size, SEARCH_CONTEXT_SIZES))
+        super().__init__(model, OpenAIOptions(**client_options(options), api="responses",
+                                              reasoning_max_tokens=options.reasoning_max_tokens))
 
     def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
         # The Agent API's own defaults: a temperature only when given, the effort kept in `agent_effort`.
