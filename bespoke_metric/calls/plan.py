@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Request
 from bespoke_metric.backends.providers.openai_backend import is_reasoning_model
-from bespoke_metric.backends.registry import EngineConfig, split_spec
+from bespoke_metric.backends.registry import EngineConfig, Spec, split_spec
 
 from .cache import Cache
 from .pricing import PriceTable, Tokens
@@ -110,7 +110,8 @@ class PlanningBackend(BackendWrapper):
 class Planned:
     """The calls one model would make in a run."""
 
-    spec: str
+    spec: str | Spec
+    """The model's spec: as parsed where the command read it, or as read back."""
     role: str
     requests: list[Request]
     """The calls it would pay for: cache misses, identical requests once."""
@@ -150,7 +151,7 @@ def estimate(planned: Planned, count_prompt: Callable[[str, Sequence[Mapping[str
     else:
         output_tokens = sum(request.max_tokens for request in planned.requests)
         basis = "the requests' output caps"
-    price = prices.price(planned.spec)
+    price = prices.price(str(planned.spec))
     cost = None if price is None else price.cost(Tokens(input=input_tokens, output=output_tokens), batch=planned.batch)
     engine, model = split_spec(planned.spec)
     return Estimate(calls, planned.cached, input_tokens, output_tokens, basis, cost, engine == "openai" and is_reasoning_model(model))

@@ -295,7 +295,7 @@ def plan_judging(judge: JudgeConfig, groups: Sequence[Sequence[JudgeItem]], *, r
         run_sync(pending)
     finally:
         planning.judge.close()
-    return [Planned(str(judge.spec), "judge", planning.backend.requests, planning.cache.served, batch=planning.backend.batch,
+    return [Planned(judge.spec, "judge", planning.backend.requests, planning.cache.served, batch=planning.backend.batch,
                     response_bound=response_bound, served_output_tokens=planning.cache.served_output_tokens)]
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.backends.registry import Spec
+from bespoke_metric.backends.registry import EngineConfig, Spec
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.config import JudgeConfig
@@ -71,7 +71,7 @@ class RunOutcome:
 
 
 def run(
-    model: str | Backend,
+    model: str | Spec | EngineConfig | Backend,
     predictions: str | os.PathLike[str],
     judge: str | Spec | JudgeConfig | Judge,
     settings: GenerationSettings | None = None,
