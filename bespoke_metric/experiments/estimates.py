@@ -128,10 +128,10 @@ def engine_identity(config: EngineConfig | str | Spec, options: Mapping[str, Any
         backend.close()
 
 
-def probe(spec: str | Spec, **options: Any) -> ProbeBackend:
-    """The stand-in of a system or profiler model (`make_backend`'s): a placeholder for each call the cache
-    does not answer."""
-    config = backend_config(spec, options)
+def probe(spec: str | Spec, options: Mapping[str, Any]) -> ProbeBackend:
+    """The stand-in of a system or profiler model of `options` by name (`make_backend`'s): a placeholder for each
+    call the cache does not answer."""
+    config = backend_config(spec, {name: value for name, value in options.items() if name != "spending"})
     return ProbeBackend(config.spec, engine_identity(config), PLACEHOLDER)
 
 

