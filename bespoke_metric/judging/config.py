@@ -12,6 +12,7 @@ below 1 is an `OptionError` naming its flag, from the constructor.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
@@ -117,7 +118,7 @@ class JudgeConfig:
         own, structured = parsed.engine.guide(engine.options)
         protocol.setdefault("structured", structured)
         object.__setattr__(self, "protocol", make_options(ProtocolOptions, protocol))
-        object.__setattr__(self, "engine", EngineConfig(parsed, own, engine.executor, engine.batch))
+        object.__setattr__(self, "engine", dataclasses.replace(engine, options=own))
 
     def judge_options(self, spending: Any = None) -> dict[str, Any]:
         """The options by name that `scoring.pipeline.score` and `make_judge` take for this judge: its own, the
@@ -127,7 +128,7 @@ class JudgeConfig:
         if self.spec.engine.llm:  # the protocol's options given (its defaults are the judge's to fill)
             names = option_names(ProtocolOptions)
             options.update({name: value for name, value in self.options.items() if name in names and value is not None})
-        if spending is not None and self.spec.engine.llm and not self.spec.engine.own_tokenizer:
+        if spending is not None and self.spec.engine.llm:  # an engine without a price takes none (`build_backend`)
             options["spending"] = spending
         if self.cache is not None:
             options["cache"] = self.cache
