@@ -23,7 +23,6 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
-from bespoke_metric.backends.options import OptionError
 from bespoke_metric.backends.registry import EngineConfig, Spec, backend_config, build_backend
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
@@ -142,10 +141,6 @@ def dry_run(plan: SweepPlan) -> list[CellEstimate]:
     previous = previous_cells(folder.root)
     todo = [cp for cp in plan.cells if not is_finished(folder, cp.cell.name, cp.fingerprint, previous)]
     estimates = {cp.cell.name: CellEstimate(cp.cell.name, True) for cp in plan.cells if cp not in todo}
-    try:
-        plan.check_judge()  # the judge's options, checked as `make_judge` checks them, building nothing
-    except OptionError as error:  # every cell would fail when judged
-        todo, estimates = [], {**estimates, **{cp.cell.name: CellEstimate(cp.cell.name, False, problem=str(error)) for cp in todo}}
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
         judge_cache = ReadOnlyCache.of_file(str(plan.judge_options.get("cache") or plan.folder.judge_cache))

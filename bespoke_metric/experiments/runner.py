@@ -25,7 +25,7 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.config import JudgeConfig
-from bespoke_metric.judging.factory import judge_config, keeps_answers
+from bespoke_metric.judging.factory import keeps_answers
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.pipeline import write_results
@@ -81,11 +81,6 @@ class SweepPlan:
     def folder(self) -> SweepFolder:
         return SweepFolder(self.out)
 
-    def check_judge(self) -> None:
-        """An `OptionError` (by its flag) for a judge option the judge's engine does not take; nothing is built."""
-        options = {name: value for name, value in self.judge_options.items() if name not in ("guards", "cache", "spending")}
-        judge_config(self.judge, self.judge_options.get("cache"), options)
-
     def with_cache_defaults(self) -> "SweepPlan":
         """Every cell's generation calls in one cache, the judge's in another (a judge that calls a model),
         in the folder unless given."""
@@ -120,7 +115,6 @@ class SweepOutcome:
 def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
     """Run every cell of `plan` not finished before, write each cell's files, `sweep.json` and the tables."""
     plan = plan.with_cache_defaults()
-    plan.check_judge()  # before any cell is generated: a judge option its engine refuses would fail them all
     folder = plan.folder
     previous = previous_cells(folder.root)
     outcomes = {cp.cell.name: CellOutcome() for cp in plan.cells}
