@@ -2,23 +2,27 @@
 
 Error policy (documented in the card): a problem that makes the release ambiguous or unreadable -- a
 missing table or column, a malformed JSON payload, a wrong payload shape, an unreadable query id, a
-duplicate (user, query_id) in a table of one row per query -- raises BespokeDataError naming the
+duplicate (user, query_id) in the query table -- raises BespokeDataError naming the
 table/file, the row and the field. Everything else is read, and what had to fall back is recorded in
 `Notes` (see `payloads` and `histories` for the forms read): a judged example whose judgment or score
-cannot be read is dropped, missing feedback is kept empty, an exact duplicate response is dropped, a
-session without a readable time keeps its table order, a chat without turns and a search session without a
-query are read as plain text, a query that lacks shots, a rubric or claims is left out of `benchmark`.
+cannot be read is dropped, missing feedback is kept empty, an exact duplicate response (or claim or rubric
+row) is dropped, a session without a readable time keeps its table order, a chat without turns and a search
+session without a query are read as plain text, a query that lacks shots, a rubric or claims is left out of
+`benchmark`.
 `build_records` then warns once per table that fell back (`Notes.warn`).
 
 Shot and meta-test tables may hold one row per query or one row per judged response: the rows of one query
-are merged in table order.
+are merged in table order. Gold information and rubric tables may hold one row per query or several (one per
+claim or rubric item, as the Hub card's "UUID per gold info item" reads): a query's claims are those of its
+rows in table order, each row's in its own order; its rubric is its rows' rubrics in table order, joined by
+`RUBRIC_ITEM_SEPARATOR`. `bespoke info --check` counts the queries read so (`SEVERAL_ROWS`).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import BespokeDataError
 from ..keys import natural_key, normalise_query_id, query_key
@@ -30,6 +34,12 @@ from .timestamps import read_time
 
 Record = dict[str, Any]
 Key = tuple[str, str]
+Part = TypeVar("Part")
+
+RUBRIC_ITEM_SEPARATOR = "\n"
+"""Between the rubrics of a query's rows: one item a line, as a rubric written as a JSON list reads."""
+SEVERAL_ROWS = "queries in several rows"
+"""The notes' name for the queries of a gold information or rubric table read from several rows."""
 
 
 def _key(row: RawRow, notes: Notes) -> Key:
@@ -62,6 +72,14 @@ def _unique(rows: Iterable[RawRow], notes: Notes) -> dict[Key, RawRow]:
                                    f"already given by {seen[key].where}", field="query-id")
         seen[key] = row
     return seen
+
+
+def _by_query(rows: Iterable[RawRow], notes: Notes) -> dict[Key, list[RawRow]]:
+    """Rows by (user, query_id): each query's rows in table order."""
+    groups: dict[Key, list[RawRow]] = {}
+    for row in rows:
+        groups.setdefault(_key(row, notes), []).append(row)
+    return groups
 
 
 def _ordered(by_key: dict[Key, Any]) -> list[Any]:
@@ -177,15 +195,10 @@ def judged(release: RawRelease, table: str, notes: Notes) -> dict[Key, list[Reco
     column = TABLES[table].payload
     assert column is not None
     by_key: dict[Key, list[Record]] = {}
-    positions: dict[Key, int] = {}
-    rows_of: dict[Key, int] = {}
-    for row in _rows(release, table, notes):
-        key = _key(row, notes)
-        rows_of[key] = rows_of.get(key, 0) + 1
-        group = by_key.setdefault(key, [])
-        for offset, item in enumerate(response_items(row, column, notes)):
-            index = positions.get(key, 0)
-            positions[key] = index + 1
+    for key, rows in _by_query(_rows(release, table, notes), notes).items():
+        group = by_key[key] = []
+        items = [(row, offset, item) for row in rows for offset, item in enumerate(response_items(row, column, notes))]
+        for index, (row, offset, item) in enumerate(items):
             path = f"{column}.response_list[{offset}]"
             record = judged_response(row, path, item, notes)
             if record is None:
@@ -194,8 +207,7 @@ def judged(release: RawRelease, table: str, notes: Notes) -> dict[Key, list[Reco
                 notes.fallback(table, "exact duplicate of an earlier response of its query, dropped", row.where, path)
                 continue
             group.append({"index": index, **record})
-    for key, rows in rows_of.items():
-        layout = ("queries in one row" if rows == 1 else "queries in one row per response" if rows == positions.get(key, 0)
+        layout = ("queries in one row" if len(rows) == 1 else "queries in one row per response" if len(rows) == len(items)
                   else "queries in several rows of several responses")
         notes.form(table, layout, query_key(*key))
     return by_key
@@ -210,16 +222,36 @@ def _judged_config(table: str) -> Callable[[RawRelease, Notes], list[Record]]:
     return build
 
 
+def _joined(release: RawRelease, table: str, notes: Notes, field: str, read: Callable[[RawRow, str, Notes], Part],
+            join: Callable[[list[Part]], Part]) -> list[Record]:
+    """One record per query of `table`, its `field` the `join` of what `read` finds in each of the query's rows
+    (table order); a query read from several rows is counted (`SEVERAL_ROWS`), and a row that repeats an
+    earlier one of its query exactly is dropped (a fallback), so no claim counts twice."""
+    column = TABLES[table].payload
+    assert column is not None
+    records: dict[Key, Record] = {}
+    for key, rows in _by_query(_rows(release, table, notes), notes).items():
+        if len(rows) > 1:
+            notes.count(table, SEVERAL_ROWS, query_key(*key))
+        kept: dict[Any, RawRow] = {}
+        for row in rows:
+            if row.fields[column] in kept:
+                notes.fallback(table, "exact repeat of an earlier row of its query, dropped", row.where, column,
+                               f"as {kept[row.fields[column]].where}")
+                continue
+            kept[row.fields[column]] = row
+        records[key] = {"user": key[0], "query_id": key[1], field: join([read(row, column, notes) for row in kept.values()])}
+    return _ordered(records)
+
+
 def gold_claims(release: RawRelease, notes: Notes) -> list[Record]:
-    rows = _unique(_rows(release, "gold_information", notes), notes)
-    return _ordered({k: {"user": k[0], "query_id": k[1], "claims": claims(r, "gold_information_value", notes)}
-                     for k, r in rows.items()})
+    """A query's claims: its rows' in table order, each row's in its own order."""
+    return _joined(release, "gold_information", notes, "claims", claims, lambda parts: [c for part in parts for c in part])
 
 
 def rubrics(release: RawRelease, notes: Notes) -> list[Record]:
-    rows = _unique(_rows(release, "personalized_rubric", notes), notes)
-    return _ordered({k: {"user": k[0], "query_id": k[1], "rubric": rubric(r, "personalized_rubric_value", notes)}
-                     for k, r in rows.items()})
+    """A query's rubric: its rows' in table order, joined by `RUBRIC_ITEM_SEPARATOR`."""
+    return _joined(release, "personalized_rubric", notes, "rubric", rubric, RUBRIC_ITEM_SEPARATOR.join)
 
 
 def _history_ids(release: RawRelease, notes: Notes) -> dict[str, list[str]]:

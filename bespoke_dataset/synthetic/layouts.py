@@ -12,6 +12,9 @@ from the generator's formats) and rewrites its tables, keeping every record's co
   row ids, scores as digit strings and whole floats; query ids written ``qN`` in one table and
   ``query-id_N`` in another; claims one a line with list markers; rubrics as JSON lists of their lines;
   search history as Takeout's My Activity JSON; chats as ``{"messages": [...], "create_time": <Unix>}``.
+* ``per_item``: as ``per_response``, but gold information one row per claim and rubrics one row per line (a
+  UUID row id each, the claim or line as plain text), as the Hub card's "UUID per gold info item" and "UUID
+  per rubric item" read.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-VARIANTS = ("per_response", "response_objects")
+VARIANTS = ("per_response", "response_objects", "per_item")
 SHOTS = "evaluation_shot/evaluation_shot.parquet"
 META = "meta_test/meta_test_set.parquet"
 CLAIMS = "gold_information/gold_information.parquet"
@@ -107,6 +110,14 @@ def _rubrics(path: Path, variant: str, spelling: str) -> None:
     _write(path, rows, ["user", "query-id", "id", "personalized_rubric_value"])
 
 
+def _per_item(path: Path, column: str, items_of: Any) -> None:
+    """The table at `path` rewritten one row per item, in row order (`items_of(value)`: a row's items), each
+    with a UUID row id."""
+    rows = [{**row, "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{path.name}/{number}/{offset}")), column: item}
+            for number, row in enumerate(_rows(path)) for offset, item in enumerate(items_of(row[column]))]
+    _write(path, rows, ["user", "query-id", "id", column])
+
+
 def _written_out(iso: str) -> str:
     """``2025-03-03 07:00:00`` as Google writes it: ``Mar 3, 2025, 7:00:00 AM UTC``."""
     moment = datetime.fromisoformat(iso)
@@ -170,6 +181,11 @@ def rewrite(source: Path, target: Path, variant: str) -> Path:
     """A copy of the Hub-layout release `source` at `target`, rewritten as `variant` (see the module)."""
     if variant not in VARIANTS:
         raise ValueError(variant)
+    if variant == "per_item":
+        rewrite(source, target, "per_response")
+        _per_item(target / CLAIMS, "gold_information_value", json.loads)
+        _per_item(target / RUBRICS, "personalized_rubric_value", lambda value: json.loads(value).split("\n"))
+        return target
     shutil.copytree(source, target)
     spellings = ({"shots": "query_id_{n}", "other": "query_id_{n}"} if variant == "per_response"
                  else {"shots": "q{n}", "other": "query-id_{n}"})

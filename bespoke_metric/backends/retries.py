@@ -44,9 +44,9 @@ class RetryPolicy:
     backoff_base: float = 1.0
     """The n-th retry waits about `backoff_base * 2**n` seconds (with jitter), ..."""
     backoff_max: float = 60.0
-    """... at most this, unless the server says how long with `Retry-After`."""
+    """... at most this, unless the server says how long with `Retry-After`: its wait is kept as given."""
     max_retry_wait: float = 600.0
-    """A `Retry-After` longer than this fails the call instead of waiting."""
+    """A `Retry-After` longer than this fails the call instead of waiting (one of exactly this long is waited)."""
 
     @classmethod
     def of(cls, options: Any) -> "RetryPolicy":
@@ -54,11 +54,12 @@ class RetryPolicy:
         return cls(**{item.name: getattr(options, item.name) for item in dataclasses.fields(cls)
                       if getattr(options, item.name) is not None})
 
-    def backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry `attempt + 1`."""
+    def backoff(self, attempt: int, retry_after: float | None) -> float | None:
+        """Seconds to wait before retry `attempt + 1`; None when the server asks for longer than
+        `max_retry_wait` (the call then fails instead of waiting)."""
         jitter = random.uniform(0.0, 0.25 * self.backoff_base)
-        if retry_after is not None:
-            return retry_after + jitter  # honour the server's wait, spread a little
+        if retry_after is not None:  # honour the server's wait, beyond backoff_max too, spread a little
+            return None if retry_after > self.max_retry_wait else retry_after + jitter
         return min(self.backoff_max, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0) + jitter
 
 
@@ -153,8 +154,9 @@ class Caller:
                 if attempt >= policy.max_retries:
                     return CallError(f"{reason} (gave up after {attempt} retries)", retryable=True)
                 wait = policy.backoff(attempt, failure.wait)
-                if wait > policy.max_retry_wait:
-                    return CallError(f"{reason} (server asks to wait {wait:.0f} s)", retryable=True)
+                if wait is None:
+                    return CallError(f"{reason} (server asks to wait {failure.wait:g} s, longer than the "
+                                     f"{policy.max_retry_wait:g} s a call waits at most)", retryable=True)
                 if self._budget_left <= 0:
                     return CallError(f"{reason} (retry budget of the run exhausted)", retryable=True)
                 self._budget_left -= 1

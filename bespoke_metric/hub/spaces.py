@@ -7,8 +7,9 @@ them from any directory:
 - the leaderboard Space: `app.py` ranking the results files it ships in `results/` (or reads from a Hub
   dataset repo), its card and `requirements.txt`.
 
-Where a Space gets this package (`SpacePackage`, `--package-from`): by default its own wheel, built from
-the source tree and written beside `app.py`, so a Space builds with no release on the package registry.
+Where a Space gets this package (`SpacePackage`, `--package-from`): by default (`auto`) its own wheel, built
+from the source tree and written beside `app.py`, so a Space builds with no release on the package registry;
+from an installed package (no source tree), the release of the version installed, from the registry.
 The Space's build installs `requirements.txt` before it copies the folder (its Dockerfile mounts that file
 alone), so a wheel in the folder cannot be named there: `requirements.txt` lists the package's
 dependencies and `app.py` installs the wheel at start. Or a VCS requirement (`git+https://...@TAG`), or
@@ -58,8 +59,9 @@ class SpaceError(UserError):
 PACKAGE_NAME = "bespoke-eval"
 WHEEL = f"bespoke_eval-{__version__}-py3-none-any.whl"
 """The file name of this version's wheel (pure Python, any platform)."""
-PACKAGE_SOURCES = ("wheel", "registry")
-"""What `--package-from` takes besides a VCS URL."""
+PACKAGE_SOURCES = ("auto", "wheel", "registry")
+"""What `--package-from` takes besides a VCS URL; `auto`, the default, is `wheel` from a source tree, else
+`registry`."""
 VCS_PREFIXES = ("git+", "hg+", "svn+", "bzr+")
 """How a VCS URL that pip installs from begins (`git+https://host/org/bespoke-eval@v0.4.1`)."""
 
@@ -72,6 +74,18 @@ class SpacePackage:
     source: str
     wheel_file: Path | None = None
     """The built wheel (`wheel` only), copied into the Space."""
+    why: str = ""
+    """Why `auto` chose this source (said by `describe`)."""
+
+    def describe(self) -> str:
+        """The line `bespoke space` says of where the Space gets bespoke-eval."""
+        if self.source == "wheel":
+            said = f"the wheel of bespoke-eval {__version__}, built from the source tree {SOURCE_TREE}, beside app.py"
+        elif self.source == "registry":
+            said = f"{PACKAGE_NAME}=={__version__} (the version installed here) from the package registry"
+        else:
+            said = f"{PACKAGE_NAME} from {self.source}"
+        return f"the Space installs {said}" + (f" ({self.why})" if self.why else "")
 
     def pip_target(self, repo: str) -> str:
         """What `pip install` takes for the package alone: the wheel's address in the Space `repo`, the VCS URL,
@@ -107,14 +121,19 @@ class SpacePackage:
 
 def space_package(source: str, build_dir: str | os.PathLike[str] | None = None) -> SpacePackage:
     """The `SpacePackage` that `--package-from source` names; `wheel` builds this version's wheel into
-    `build_dir` (`build_wheel`). A SpaceError for anything else."""
+    `build_dir` (`build_wheel`); `auto` is `wheel` where the package runs from a source tree, else `registry`
+    (an installed package). A SpaceError for anything else."""
+    if source == "auto":
+        if not has_source_tree():
+            return SpacePackage("registry", why="an installed package: no source tree to build a wheel from")
+        source = "wheel"
     if source == "wheel":
         if build_dir is None:
             raise ValueError("a wheel needs a folder to be built in")
         return SpacePackage(source, build_wheel(Path(build_dir)))
     if source == "registry" or source.startswith(VCS_PREFIXES):
         return SpacePackage(source)
-    raise SpaceError(f"--package-from must be {' or '.join(PACKAGE_SOURCES)}, or a VCS URL such as "
+    raise SpaceError(f"--package-from must be {', '.join(PACKAGE_SOURCES[:-1])} or {PACKAGE_SOURCES[-1]}, or a VCS URL such as "
                      f"git+https://host/org/bespoke-eval@v{__version__}; got {source!r}")
 
 
@@ -123,13 +142,19 @@ SOURCE_TREE = Path(__file__).resolve().parents[2]
 _TREE_PARTS = ("setup.cfg", "pyproject.toml", "README.md", "bespoke_dataset", "bespoke_metric", "scripts")
 
 
+def has_source_tree() -> bool:
+    """Whether the package runs from a source tree (an editable install), which a wheel can be built from."""
+    return (SOURCE_TREE / "setup.cfg").is_file()
+
+
 def build_wheel(into: Path) -> Path:
     """Build this version's wheel from the source tree into `into` (a copy of the tree's packaging parts is
     built, so nothing is written in the tree and no stale build output slips in); a SpaceError when there is
     no source tree or the build fails."""
-    if not (SOURCE_TREE / "setup.cfg").is_file():
+    if not has_source_tree():
         raise SpaceError("--package-from wheel builds bespoke-eval's wheel from its source tree, and this installation "
-                         "has none: give --package-from registry, or a VCS URL (git+https://...@TAG)")
+                         "has none: give --package-from registry (what the default does here), or a VCS URL "
+                         "(git+https://...@TAG)")
     with tempfile.TemporaryDirectory(prefix="bespoke-wheel-") as tree:
         for part in _TREE_PARTS:
             source = SOURCE_TREE / part

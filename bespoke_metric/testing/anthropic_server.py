@@ -39,8 +39,11 @@ of thinking (`output_tokens_details.thinking_tokens`), and `CACHED_TOKENS` read 
 (`cache_read_input_tokens`). A batch answers each request as a direct call would (`service_tier` `batch`),
 or errors it as a direct call would be refused; `hold_batches` keeps every batch `in_progress` (to kill a
 driver while its batches run), `fates` ends the next batches `canceled` or `expired` after answering the
-first `partial` share of their requests, and `lose_creations` answers that many batch creations with a 500
-after making the batch (an answer lost on the way). `processed` counts the requests the batches ran.
+first `partial` share of their requests, `lose_creations` answers that many batch creations with a 500
+after making the batch (an answer lost on the way), and `hold_creations` holds each batch creation while it
+is set, to kill a driver before it records the batch's id: `made` makes the batch and holds back the answer
+naming it, `unmade` holds the request and then drops it, no batch made (as if the driver died before sending
+it). `processed` counts the requests the batches ran.
 
     with serve_anthropic() as server:
         backend = make_backend("anthropic:claude-sonnet-5-5", base_url=server.root_url, api_key="test")
@@ -60,7 +63,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from .provider_servers import CACHED_TOKENS, REASONING_TOKENS, Page, search_pages
@@ -223,7 +226,9 @@ class AnthropicServer(TestServer):
     url_path = ""
 
     def __init__(self, responder: Responder = answer_any, *, retired: tuple[str, ...] = (), fates: list[str] | None = None,
-                 partial: float = 0.5, hold_batches: bool = False, lose_creations: int = 0, **options: Any) -> None:
+                 partial: float = 0.5, hold_batches: bool = False, lose_creations: int = 0,
+                 hold_creations: Literal["made", "unmade"] | None = None,
+                 **options: Any) -> None:
         super().__init__(responder, **options)
         self.paths = (MESSAGES_ROUTE,)
         self.retired = frozenset(retired)
@@ -235,6 +240,7 @@ class AnthropicServer(TestServer):
         self.partial = partial
         self.hold_batches = hold_batches
         self.lose_creations = lose_creations
+        self.hold_creations = hold_creations
         self.batches: dict[str, MessageBatch] = {}
         self.processed = 0
         """Requests the batches ran (each is billed once)."""
@@ -432,11 +438,19 @@ class _AnthropicHandler(RequestHandler):
         if refused is not None:
             self._send(record, *refused)
         elif route == BATCHES_ROUTE:
+            if state.hold_creations == "unmade":
+                while state.hold_creations and not state._stopping.wait(0.01):
+                    pass
+                self.close_connection = True  # dropped unanswered, no batch made
+                return
             status, answer = state.create_batch(body)
             if status == 200 and state.lose_creations > 0:
                 state.lose_creations -= 1
                 status, answer = 500, error_body("api_error", "Internal server error")
-            self._send(record, status, answer)
+            while status == 200 and state.hold_creations == "made" and not state._stopping.wait(0.01):
+                pass  # the batch is made, the answer that names it held back
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a driver killed while it waited
+                self._send(record, status, answer)
         elif len(parts) == 6 and parts[5] == "cancel" and (batch := state.cancel(parts[4])) is not None:
             self._send(record, 200, batch.to_json(state.base_url))
         else:

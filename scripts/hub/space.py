@@ -39,10 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         command.add_argument("--private", action="store_true", help="create the Space as private")
         command.add_argument("--token", help="Hub token (default: the logged-in token or HF_TOKEN); never written anywhere")
         command.add_argument("--force", action="store_true", help="replace files of ours in --out that `bespoke space` did not write")
-        command.add_argument("--package-from", default="wheel", metavar="FROM",
-                             help="where the Space gets bespoke-eval: wheel (default: this version's wheel, built from the source tree, "
-                                  "beside app.py; needs no release on the package registry), registry (the release of this version), "
-                                  "or a VCS URL pip installs from (git+https://host/org/bespoke-eval@TAG)")
+        command.add_argument("--package-from", default="auto", metavar="FROM",
+                             help="where the Space gets bespoke-eval: auto (default: wheel from a source tree, else registry), "
+                                  "wheel (this version's wheel, built from the source tree, beside app.py; needs no release on the "
+                                  "package registry), registry (the release of the version installed), or a VCS URL pip installs "
+                                  "from (git+https://host/org/bespoke-eval@TAG)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,18 +51,20 @@ def run(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="bespoke-space-") as build_dir:
             if args.kind == "metric":
                 name = space_name(args.out, args.push_to_hub)
-                files = metric_space_files(name, args.push_to_hub, package=space_package(args.package_from, build_dir))
+                package = space_package(args.package_from, build_dir)
+                files = metric_space_files(name, args.push_to_hub, package=package)
             else:
                 results, notes = leaderboard_results(args.results, allow_proxy=args.allow_proxy)
                 for note in notes:
                     print(note, file=sys.stderr)
-                files = leaderboard_space_files(results, package=space_package(args.package_from, build_dir),
-                                                allow_proxy=args.allow_proxy)
+                package = space_package(args.package_from, build_dir)
+                files = leaderboard_space_files(results, package=package, allow_proxy=args.allow_proxy)
         out = write_space(files, args.out, force=args.force)
     except (SpaceError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"wrote the {args.kind} Space to {out}: " + ", ".join(sorted({name.split('/')[0] for name in files})))
+    print(package.describe())
     if args.push_to_hub:
         url = push_space(out, args.push_to_hub, token=args.token, private=args.private)
         print(f"pushed to the Space {args.push_to_hub}: {url}")

@@ -159,11 +159,9 @@ def test_no_key_in_the_cache_or_the_ledger(server, tmp_path):
     assert all(r.headers.get("x-api-key") == KEY for r in server.requests)  # it was sent, though
 
 
-def test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice(server, synthetic_hub, tmp_path, capsys, caplog):
-    """`bespoke score --batch` with a Claude judge, its driver killed (SIGKILL) while its batch runs: the rerun
-    collects that batch, submits nothing again and makes no direct call."""
+def _score_args(server, synthetic_hub, tmp_path) -> list[str]:
+    """`bespoke score --batch` of two queries with a Claude judge against `server`."""
     import bespoke_dataset
-    from bespoke_cli.cli import main
     from bespoke_metric.testing.judge_responder import judge_answer
 
     server.responder = judge_answer
@@ -171,32 +169,89 @@ def test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice(server, syn
     predictions = tmp_path / "preds.jsonl"
     predictions.write_text("".join(json.dumps({"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]})
                                    + "\n" for r in rows))
-    args = ["score", "--predictions", str(predictions), "--source", str(synthetic_hub), "--judge", f"anthropic:{MODEL}",
+    return ["score", "--predictions", str(predictions), "--source", str(synthetic_hub), "--judge", f"anthropic:{MODEL}",
             "--base-url", server.root_url, "--api-key", KEY, "--recall", "batched", "--cache", str(tmp_path / "judge.sqlite"),
             "--output", str(tmp_path / "results.json"), "--batch", "--batch-poll", "0.05"]
-    server.hold_batches = True
+
+
+def _kill_once(args: list[str], tmp_path: Path, ready) -> str:
+    """Run `bespoke ARGS` as its own process and SIGKILL it once `ready(running batches of its ledger)`: the
+    ledger file is what is waited on, not a time. The one batch the ledger then holds: its id, or its
+    submission's key."""
     driver = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", *args], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, cwd=tmp_path)
     ledger = ledger_path(tmp_path / "judge.sqlite")
-    deadline = time.monotonic() + 300
-    while not running_batches(ledger) and driver.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert driver.poll() is None, driver.stderr.read().decode()
+    deadline = time.monotonic() + 300  # a bound on a broken run only: a working one is ready in seconds
+    while not ready(running_batches(ledger)) and driver.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert driver.poll() is None and ready(running_batches(ledger)), (
+        driver.stderr.read().decode() if driver.poll() is not None else "timed out")
     driver.send_signal(signal.SIGKILL)
     driver.wait(timeout=30)
     [held] = running_batches(ledger)
-    requested = sum(len(lines) for lines in submitted(server))
-    assert held == "msgbatch_000001" and requested > 0 and not (tmp_path / "results.json").exists()
-    server.hold_batches = False
+    assert not (tmp_path / "results.json").exists()
+    return held
+
+
+def _rerun_pays_nothing_twice(server, args: list[str], tmp_path: Path, capsys, caplog) -> None:
+    """The rerun ends the batch the killed run left: one batch made in all, each request run (and paid) once,
+    no direct call, every item scored; nothing holds the key."""
+    from bespoke_cli.cli import main
+
+    requested = len(submitted(server)[0])
+    assert requested > 0 and len(server.batch_creations) == 1
+    server.hold_batches, server.hold_creations = False, None
     caplog.set_level("INFO")
     assert main(args) == 0, capsys.readouterr().err
-    assert "collecting 1 batch(es) submitted before: msgbatch_000001" in caplog.text
-    assert len(server.batch_creations) == 1 and server.processed == requested and server.direct_calls == []
+    assert len(server.batches) == 1 and server.processed == requested and server.direct_calls == []
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["summary"]["items"] == 2 and sum(results["summary"]["failures"].values()) == 0
     judge_use = results["usage"]["models"][f"anthropic:{MODEL}"]
     assert judge_use["batch_calls"] == judge_use["calls"] == requested
-    assert running_batches(ledger) == []
+    assert running_batches(ledger_path(tmp_path / "judge.sqlite")) == []
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_score_batch_killed_by_sigkill_is_rerun_paying_nothing_twice(server, synthetic_hub, tmp_path, capsys, caplog):
+    """`bespoke score --batch` with a Claude judge, its driver killed (SIGKILL) while its batch runs, once the
+    batch's id is in the ledger: the rerun collects that batch."""
+    args = _score_args(server, synthetic_hub, tmp_path)
+    server.hold_batches = True
+    held = _kill_once(args, tmp_path, lambda running: any(id_.startswith("msgbatch_") for id_ in running))
+    assert held == "msgbatch_000001"
+    _rerun_pays_nothing_twice(server, args, tmp_path, capsys, caplog)
+    assert len(server.batch_creations) == 1
+    assert "collecting 1 batch(es) submitted before: msgbatch_000001" in caplog.text
+
+
+@pytest.mark.slow
+def test_score_batch_killed_before_its_batch_id_is_recorded_finds_that_batch(server, synthetic_hub, tmp_path, capsys, caplog):
+    """The driver killed after the API made its batch but before the answer naming it came: the ledger holds
+    only the submission (its `submission-...` key, recorded before the creating call). The rerun looks for
+    that batch among the endpoint's (made since, as many requests), finds it and collects it: it does not
+    submit the requests again."""
+    args = _score_args(server, synthetic_hub, tmp_path)
+    server.hold_creations = "made"
+    held = _kill_once(args, tmp_path, lambda running: bool(server.batches) and bool(running))
+    assert held.startswith("submission-") and list(server.batches) == ["msgbatch_000001"]
+    _rerun_pays_nothing_twice(server, args, tmp_path, capsys, caplog)
+    assert len(server.batch_creations) == 1
+    assert f"collecting 1 batch(es) submitted before: (unrecorded: {held})" in caplog.text
+    assert "message batch msgbatch_000001 is the one a run that died submitted" in caplog.text
+
+
+@pytest.mark.slow
+def test_score_batch_killed_before_its_creation_reached_the_api_submits_it_once(server, synthetic_hub, tmp_path, capsys, caplog):
+    """The driver killed after recording its submission but before the API made a batch of it (the request
+    never arrived, as far as the API goes): the rerun looks for that batch among the endpoint's, finds none,
+    and submits the requests under the same submission: one batch made, each request run once."""
+    args = _score_args(server, synthetic_hub, tmp_path)
+    server.hold_creations = "unmade"
+    held = _kill_once(args, tmp_path, lambda running: bool(server.batch_creations) and bool(running))
+    assert held.startswith("submission-") and server.batches == {}
+    _rerun_pays_nothing_twice(server, args, tmp_path, capsys, caplog)
+    assert len(server.batch_creations) == 2 and list(server.batches) == ["msgbatch_000001"]
+    assert f"collecting 1 batch(es) submitted before: (unrecorded: {held})" in caplog.text
+    assert "is the one a run that died submitted" not in caplog.text

@@ -11,6 +11,7 @@ import pytest
 from dataset_helpers import copy_release, edit_table
 
 from bespoke_dataset import BespokeDataError, BespokeDataWarning, load
+from bespoke_dataset.rows import load_rows
 
 SHOTS = "evaluation_shot/evaluation_shot.parquet"
 
@@ -128,10 +129,21 @@ def test_duplicate_user_query_id_names_both_rows(release, tmp_path):
         copy["query-id"] = f"query-id_{copy['query-id'].removeprefix('query-id_')}"  # same id, other form
         return rows + [copy]
 
-    edit_table(release, "gold_information/gold_information.parquet", duplicate)
+    edit_table(release, "queries/query_table.parquet", duplicate)
     with pytest.raises(BespokeDataError, match=r"row 20, field 'query-id': duplicate \(user, query_id\) "
                                                r"'user\d+/\d+', already given by .*row 2"):
-        load("gold_claims", source=release, cache_dir=tmp_path)
+        load("queries", source=release, cache_dir=tmp_path)
+
+
+@pytest.mark.parametrize("table, config", [("gold_information/gold_information.parquet", "gold_claims"),
+                                           ("personalized_rubric/personalized_rubric.parquet", "rubrics")])
+def test_a_row_repeated_in_a_claim_or_rubric_table_is_read_once(release, tmp_path, table, config):
+    # several rows of one query are read (one per claim or rubric item); a row given twice is not read twice
+    before = load_rows(config, release)
+    edit_table(release, table, lambda rows: rows + [dict(rows[2])])
+    with pytest.warns(BespokeDataWarning, match=rf"exact repeat of an earlier row of its query, dropped: 1 \({table} row 20, "
+                                                rf"field \w+: as {table} row 2\)"):
+        assert load_rows(config, release) == before
 
 
 def test_unreadable_query_id_names_the_row(release, tmp_path):

@@ -72,6 +72,10 @@ EXPECTED_FORMS = {
     "response_objects": {"evaluation_shot": ["one response object 100", "queries in one row per response 20"],
                          "gold_information": ["text, one claim a line 20"], "personalized_rubric": ["JSON list 20"],
                          "search_history": ["json activity"], "chat_history": ["json messages"]},
+    "per_item": {"evaluation_shot": ["response_list payload 100", "queries in one row per response 20"],
+                 "gold_information": ["text, one claim a line 80", "queries in several rows 20"],
+                 "personalized_rubric": ["text 80", "queries in several rows 20"],
+                 "search_history": ["activity text"], "chat_history": ["json messages"]},
 }
 
 
@@ -180,3 +184,27 @@ def test_a_row_per_response_whose_text_is_under_response(synthetic_hub, original
 
     edit_table(release, SHOTS, per_response)
     assert load_rows("rj_pairs", release) == original["rj_pairs"]
+
+
+def test_several_claim_and_rubric_rows_per_query_load_and_score_as_one(variants, synthetic_hub, openai_server, tmp_path):
+    """A release with one row per claim and per rubric item (`per_item`) loads through `datasets` as the original
+    does, and its queries are judged with the very prompts of the original: claims in row order, rubric lines
+    joined in row order."""
+    from bespoke_metric.scoring.pipeline import score
+    from bespoke_metric.testing.judge_responder import judge_answer
+
+    release = variants["per_item"]
+    assert load("benchmark", release, cache_dir=tmp_path).to_list() == load("benchmark", synthetic_hub, cache_dir=tmp_path).to_list()
+    openai_server.responder = judge_answer
+    rows = load_rows("benchmark", release)[:3]
+    records = [{"user": r["user"], "query_id": r["query_id"], "response": r["shots"][0]["response"]} for r in rows]
+    summaries, prompts = [], []
+    for source in (release, synthetic_hub):
+        calls = len(openai_server.calls)
+        results = score(records, "openai:judge", source=str(source), base_url=openai_server.base_url, api_key="sk-test",
+                        max_shots=1).to_json()
+        summaries.append(results["summary"])
+        prompts.append(sorted(json.dumps(call.body["messages"]) for call in openai_server.calls[calls:]))
+    assert summaries[0] == summaries[1] and summaries[0]["items"] == 3 and not sum(summaries[0]["failures"].values())
+    assert prompts[0] == prompts[1]
+    assert rows[0]["claims"][1] in "".join(prompts[0]) and rows[0]["rubric"].split("\n")[1] in "".join(prompts[0])

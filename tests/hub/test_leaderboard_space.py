@@ -66,6 +66,15 @@ def test_space_files_and_the_results_they_ship(results_dir, tmp_path):
     assert 'Path(__file__).with_name("results")' in (out / "app.py").read_text()
 
 
+def test_from_an_installed_package_the_default_pins_the_version_installed(results_dir, tmp_path, monkeypatch, capsys):
+    # no source tree to build a wheel from (a wheel install): the Space installs this version from the registry, and says so
+    monkeypatch.setattr("bespoke_metric.hub.spaces.SOURCE_TREE", tmp_path / "site-packages")
+    assert main(["space", "leaderboard", "--results", str(results_dir), "--out", str(tmp_path / "board")]) == 0
+    assert (tmp_path / "board" / "requirements.txt").read_text().split() == [f"bespoke-eval[spaces]=={__version__}"]
+    assert (f"the Space installs bespoke-eval=={__version__} (the version installed here) from the package registry "
+            "(an installed package: no source tree to build a wheel from)") in capsys.readouterr().out
+
+
 def test_a_hub_repo_of_results_is_read_at_start(results_dir, tmp_path, monkeypatch):
     import huggingface_hub
 

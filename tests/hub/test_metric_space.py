@@ -139,6 +139,53 @@ def test_by_default_a_space_installs_the_wheel_beside_its_app(tmp_path, monkeypa
     assert figures == str(sorted(FIGURES))
 
 
+def test_from_an_installed_package_the_default_pins_the_version_installed(tmp_path, monkeypatch, capsys):
+    # no source tree to build a wheel from (a wheel install): the Space installs this version from the registry, and says so
+    monkeypatch.setattr("bespoke_metric.hub.spaces.SOURCE_TREE", tmp_path / "site-packages")
+    assert main(["space", "metric", "--out", str(tmp_path / "bespoke")]) == 0
+    assert sorted(p.name for p in (tmp_path / "bespoke").iterdir()) == sorted(FILES)
+    assert (tmp_path / "bespoke" / "requirements.txt").read_text() == f"bespoke-eval[evaluate,offline]=={__version__}\n"
+    assert (f"the Space installs bespoke-eval=={__version__} (the version installed here) from the package registry "
+            "(an installed package: no source tree to build a wheel from)") in capsys.readouterr().out
+    assert main(["space", "metric", "--out", str(tmp_path / "other"), "--package-from", "wheel"]) == 2  # asked for: refused
+    assert "this installation has none: give --package-from registry (what the default does here)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_wheel_install_writes_a_space_whose_requirements_install(wheel_package, tmp_path):
+    """As a user who pip-installed the wheel (no source tree), in a venv of its own, from a directory of its
+    own: `bespoke space metric --out DIR` exits 0 and DIR's requirements install (pip's dry run, offline: the
+    pinned release found in a local index holding this wheel, its dependencies in the environment)."""
+    bare = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    venv, cwd = tmp_path / "venv", tmp_path / "elsewhere"
+    cwd.mkdir()
+    # without a pip of its own, whose bundled setuptools would hide the environment's from the dry run's resolver
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+
+    def pip(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pip", "--python", python, *args], capture_output=True, text=True,
+                              timeout=600, env=bare, cwd=cwd)
+
+    installed = pip("install", "--quiet", "--no-deps", "--no-index", str(wheel_package.wheel_file))
+    assert installed.returncode == 0, installed.stderr
+    origin = subprocess.run([python, "-c", "import bespoke_metric.hub.spaces as s; print(s.__file__, s.has_source_tree())"],
+                            capture_output=True, text=True, check=True, timeout=120, env=bare, cwd=cwd).stdout.split()
+    assert origin == [str(venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+                          / "bespoke_metric" / "hub" / "spaces.py"), "False"]
+    done = subprocess.run([str(venv / "bin" / "bespoke"), "space", "metric", "--out", "DIR"], capture_output=True, text=True,
+                          timeout=600, env=bare, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"bespoke-eval=={__version__} (the version installed here) from the package registry" in done.stdout
+    requirements = cwd / "DIR" / "requirements.txt"
+    assert requirements.read_text() == f"bespoke-eval[evaluate,offline]=={__version__}\n"
+    index = str(wheel_package.wheel_file.parent)
+    pinned = pip("install", "--dry-run", "--no-index", "--find-links", index, "--ignore-installed", "--no-deps", "-r", str(requirements))
+    assert pinned.returncode == 0 and f"Would install bespoke-eval-{__version__}" in pinned.stdout, pinned.stdout + pinned.stderr
+    whole = pip("install", "--dry-run", "--no-index", "--find-links", index, "-r", str(requirements))
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+
+
 @pytest.mark.parametrize("given, requirement", [
     ("registry", f"bespoke-eval[evaluate,offline]=={__version__}"),
     ("git+https://example.org/org/bespoke-eval@v9", "bespoke-eval[evaluate,offline] @ git+https://example.org/org/bespoke-eval@v9"),
@@ -153,7 +200,7 @@ def test_a_registry_release_or_a_vcs_requirement_by_flag(given, requirement, tmp
 
 def test_an_unknown_package_source_is_refused(tmp_path, capsys):
     assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--package-from", "pypi"]) == 2
-    assert "--package-from must be wheel or registry, or a VCS URL" in capsys.readouterr().err
+    assert "--package-from must be auto, wheel or registry, or a VCS URL" in capsys.readouterr().err
     assert not (tmp_path / "bespoke").exists()
 
 

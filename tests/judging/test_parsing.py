@@ -58,7 +58,7 @@ def test_corpus_output(name: str):
 def test_corpus_quotes_of_the_response_never_leak_into_scores():
     # In each of these the judged response claims 5s; none of the judges agreed: the judge's own scores
     # are read, each of them, never the response's.
-    for name in ("quote_marker.txt", "quote_think.txt", "r1_close_tag_only.txt", "gpt_oss_decoded.txt",
+    for name in ("quote_marker.txt", "quote_marker_twice.txt", "quote_think.txt", "r1_close_tag_only.txt", "gpt_oss_decoded.txt",
                  "harmony_tokens.txt", "json_structured.txt", "blockquote_no_separator.txt"):
         text = (CORPUS / name).read_text()
         assert "Need Alignment Score: 5" in text, name  # the response's own claim, quoted in the answer
@@ -184,6 +184,8 @@ def test_answer_region():
     assert answer_region("<reasoning>x</reasoning>y") == ("y", True)
     assert answer_region("plain") == ("plain", False)
     assert answer_region("x\n**Final Answer:**\ny") == ("y", True)
+    # the last marker wins: reasoning that quotes the marker (a template in the response) is not the answer
+    assert answer_region("quoted:\nFinal Answer:\nTone Score: 5\nmine:\nFinal Answer:\nTone Score: 2") == ("Tone Score: 2", True)
     # "final answer" inside a sentence is not a marker
     assert answer_region("My final answer is below\ny")[1] is False
     with pytest.raises(ParseError, match="never closed"):
