@@ -75,7 +75,7 @@ class ProbeBackend:
     constraint = None
 
     def __init__(self, spec: Spec, identity: dict[str, Any], answer: str | None) -> None:
-        self.spec = str(spec)
+        self.spec = spec
         self.name, self.model = spec.name, spec.model
         self._identity = identity
         self._answer = answer
@@ -166,7 +166,7 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
             shutil.copyfile(source, sidecar(predictions, suffix))
     try:
         settings = dry_run_search(models.settings_for(cp), str(cp.settings.cache), scratch)
-        system = models.backend(cp.model, cp.settings.model_options)
+        system = models.backend(cp.spec or cp.model, cp.settings.model_options)
         probes = [backend for backend in dict.fromkeys((system, settings.profiler)) if isinstance(backend, ProbeBackend)]
         asked = {id(probe): len(probe.requests) for probe in probes}
         report = generate(system, predictions, settings, data=data, progress=False)
@@ -179,7 +179,7 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
             score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit, guards=guards)
             # every cell is judged in one run, where a call two cells share is made once: counted for the first
             judge_calls, judge_cached = len(judge_cache.missed - missed), judge.usage.cached - cached
-            planned.append(Planned(str(plan.judge), "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
+            planned.append(Planned(plan.judge, "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
     except (UserError, OSError) as error:  # a user's mistake, or a file: a bug is raised with its traceback
         return CellEstimate(name, False, problem=str(error))
     return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
