@@ -197,6 +197,14 @@ def test_each_spec_is_parsed_once_per_command(stand_in, parses, tmp_path, monkey
     assert main(["score", "--predictions", str(SAMPLE_DIR / "predictions.jsonl"), "--judge", "openai:gpt-5",
                  "--source", "sample", "--limit", "2", "--output", "r.json"]) == 0
     assert dict(parses) == {"openai:gpt-5": 1}
+    parses.clear()
+    assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", "--context", "none", "--limit", "2",
+                 "--output", "p.jsonl"]) == 0
+    assert dict(parses) == {"openai:gpt-4o-mini": 1}
+    parses.clear()
+    assert main(["sweep", "--models", "openai:gpt-4o-mini", "--contexts", "none", "oracle", "--source", "sample",
+                 "--limit", "2", "--judge", "openai:gpt-5", "--recall", "batched", "--out", "sweep", "--dry-run"]) == 0
+    assert dict(parses) == {"openai:gpt-4o-mini": 1, "openai:gpt-5": 1}  # two cells, one model
     capsys.readouterr()
 
 
