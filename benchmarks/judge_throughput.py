@@ -38,7 +38,7 @@ from typing import Any
 
 from record import over_runs, write_results  # first: it notes the load the run starts under
 
-from bespoke_metric.backends.providers.openai_backend import SERVER_CONCURRENCY
+from bespoke_metric.backends.providers.api_backend import SERVER_CONCURRENCY
 
 API_KEY = "benchmark"
 

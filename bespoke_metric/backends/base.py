@@ -31,6 +31,14 @@ class Request:
     """Ask the engine's own web search for this call (OpenAI's `web_search` tool, Perplexity, Gemini's
     Google Search); how it searches (context size, domains, ...) is the backend's configuration, part of
     its identity. What it searched comes back in `Completion.search`."""
+    reasoning_effort: str | None = None
+    """How hard this call's model reasons, where the engine takes an effort (`openai:`, `anthropic:`,
+    `perplexity:`) and it differs from the engine's own setting: an effort name, or `MODEL_DEFAULT` (none sent,
+    the model's own default); None: the engine's setting. A judge's recall checks carry it."""
+
+
+MODEL_DEFAULT = "default"
+"""`Request.reasoning_effort` of a call sent with no effort at all: the model's own default."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,9 @@ class Completion:
     unfinished reasoning, so a parsed judgment must not be taken from it."""
     cached_input_tokens: int = 0
     """Of `input_tokens`, those the provider served from its prompt cache (billed lower)."""
+    cache_write_tokens: int = 0
+    """Of `input_tokens`, those the provider wrote to its prompt cache, where it says (OpenAI's
+    `cache_write_tokens`, Anthropic's `cache_creation_input_tokens`; some bill them higher)."""
     reasoning_tokens: int = 0
     """Of `output_tokens`, those spent on hidden reasoning."""
     tool_calls: tuple[ToolCall, ...] = ()
@@ -89,6 +100,8 @@ class Completion:
         out: dict[str, Any] = {}
         if self.cached_input_tokens:
             out["cached_input_tokens"] = self.cached_input_tokens
+        if self.cache_write_tokens:
+            out["cache_write_tokens"] = self.cache_write_tokens
         if self.reasoning_tokens:
             out["reasoning_tokens"] = self.reasoning_tokens
         if self.tool_calls:
@@ -113,6 +126,7 @@ class Completion:
         extras = extras or {}
         return cls(text, input_tokens, output_tokens, truncated,
                    cached_input_tokens=int(extras.get("cached_input_tokens", 0)),
+                   cache_write_tokens=int(extras.get("cache_write_tokens", 0)),
                    reasoning_tokens=int(extras.get("reasoning_tokens", 0)),
                    tool_calls=tuple(ToolCall(c["name"], dict(c["arguments"]), c.get("id", ""))
                                     for c in extras.get("tool_calls", ())),
@@ -220,6 +234,9 @@ class Usage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     """Of `input_tokens`, those the provider served from its prompt cache."""
+    cache_write_tokens: int = 0
+    """Of `input_tokens`, those the provider wrote to its prompt cache, where it says
+    (`Completion.cache_write_tokens`)."""
     reasoning_tokens: int = 0
     """Of `output_tokens`, those spent on hidden reasoning."""
     truncated: int = 0
@@ -252,6 +269,7 @@ class Usage:
         return {"calls": self.calls, "cached": self.cached, "failed": self.failed,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "cached_input_tokens": self.cached_input_tokens, "reasoning_tokens": self.reasoning_tokens,
+                **({"cache_write_tokens": self.cache_write_tokens} if self.cache_write_tokens else {}),
                 **({"provider_cost": round(self.provider_cost, 6), "provider_costed": self.provider_costed}
                    if self.provider_costed else {}),
                 **({"web_searches": self.web_searches} if self.web_searches else {}),

@@ -148,11 +148,6 @@ class ClientOptions:
     schema_format: bool | None = option()
 
 
-def client_options(options: ClientOptions) -> dict[str, Any]:
-    """The `ClientOptions` part of an engine's options, by name: what the HTTP client they share takes."""
-    return {item.name: getattr(options, item.name) for item in dataclasses.fields(ClientOptions)}
-
-
 def _search_context_size() -> Any:
     return option("--search-context-size", "native search: how much of what it found the model reads "
                   "(openai, perplexity; default: the provider's, medium)", choices=SEARCH_CONTEXT_SIZES)

@@ -2,7 +2,7 @@
 
 A structured request carries its JSON schema (`base.Request.json_schema`). An engine that holds the answer to
 it names how in `Backend.constraint`: `GRAMMAR` (it compiles the schema into a grammar masking the model's
-next tokens) or `JSON_SCHEMA` (its server holds the answer to the schema). An engine that compiles the schema
+next tokens) or `JSON_SCHEMA` (its server holds the answer to the schema); `LINES` says it can do neither. An engine that compiles the schema
 itself (hf: with xgrammar, vllm:, a `vllm serve` or llama.cpp server behind `openai:`) compiles
 `bounded_schema(schema, max_tokens)`: every free string gets a `maxLength`, so a model that loops inside one
 is made to close it, and the whole answer ends within the request's output limit. Pure.
@@ -19,6 +19,11 @@ next tokens (hf: with xgrammar, vllm: in process); results record it as `judge.c
 JSON_SCHEMA = "json-schema"
 """`Backend.constraint` of an engine that sends the schema to its server, which holds the answer to it
 (`response_format` of an OpenAI-compatible API, Gemini's `response_json_schema`)."""
+
+LINES = "lines"
+"""`Backend.constraint` of an engine that can hold no answer to a schema and must not be sent one (a Claude the
+catalogue says takes neither structured outputs nor a forced tool): a judge asks it for the paper's lines
+instead of JSON, and results record it as `judge.constraint`."""
 
 REASONING_SHARE = 4
 """How many shares of an answer's string budget a `reasoning` string gets; every other free string gets one."""

@@ -47,6 +47,8 @@ def key_for(identity: Mapping[str, Any], request: Request, extra: Mapping[str, A
         payload["tools"] = list(request.tools)
     if request.native_search:
         payload["native_search"] = True
+    if request.reasoning_effort is not None:
+        payload["reasoning_effort"] = request.reasoning_effort
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

@@ -212,6 +212,7 @@ def _count(usage: Usage, outcome: Outcome, model: str) -> None:
         usage.input_tokens += outcome.input_tokens
         usage.output_tokens += outcome.output_tokens
         usage.cached_input_tokens += outcome.cached_input_tokens
+        usage.cache_write_tokens += outcome.cache_write_tokens
         usage.reasoning_tokens += outcome.reasoning_tokens
         if outcome.provider_cost is not None:
             usage.provider_cost += outcome.provider_cost

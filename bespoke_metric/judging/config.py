@@ -21,8 +21,11 @@ from bespoke_metric.backends.config.shared_options import batch_values, executor
 from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, refuse_unknown
 from bespoke_metric.backends.options import (
     IN_REQUEST,
+    REASONING_EFFORTS,
     UNKEYED,
     ClientOptions,
+    OptionError,
+    flag_of,
     make_options,
     option,
     option_names,
@@ -58,6 +61,10 @@ class ProtocolOptions:
                                        key=IN_REQUEST)
     structured: bool | None = option("--structured", "ask for JSON output (guided decoding where the engine has it)",
                                      key=IN_REQUEST)
+    recall_reasoning_effort: str | None = option("--recall-reasoning-effort", "how hard an API judge reasons for its "
+                                                 "recall checks (default: no effort sent, the model's own, as the official "
+                                                 "evaluator sends them; the judgments keep the judge's)",
+                                                 choices=REASONING_EFFORTS, key=IN_REQUEST)
     max_parse_retries: int | None = option(help="repair turns for an unreadable answer (default 2)", key=UNKEYED)
     max_tokens: int | None = option("--judge-max-tokens", "output token cap of every judge call, e.g. for a small "
                                     "local judge (default: per kind of call)", positive=True, key=IN_REQUEST)
@@ -68,14 +75,17 @@ class ProtocolOptions:
 
 JUDGE_ENGINE_KEYS: tuple[str, ...] = ("grammar",)
 """The local engines' options a judge takes besides the API clients': `HFOptions.grammar` (`--no-grammar`)."""
+JUDGE_EFFORT_KEY = "judge_reasoning_effort"
+"""The key of how hard an API judge reasons (`--judge-reasoning-effort`; `--reasoning-effort` where the command has
+no system model): its engine's `reasoning_effort` option, under a name of its own beside a system model's."""
 
 
 def judge_keys() -> frozenset[str]:
     """Every key a judge config takes: `judge` (the spec), `cache`, `no_guards`, the protocol's and the API
-    clients' options, `JUDGE_ENGINE_KEYS`, and where the engines run and the Batch API (shared with the
-    system models)."""
+    clients' options, `JUDGE_ENGINE_KEYS`, `JUDGE_EFFORT_KEY`, and where the engines run and the Batch API (shared
+    with the system models)."""
     return frozenset({"judge", "cache", "no_guards", *option_names(ProtocolOptions), *option_names(ClientOptions),
-                      *JUDGE_ENGINE_KEYS, *SHARED_KEYS})
+                      *JUDGE_ENGINE_KEYS, JUDGE_EFFORT_KEY, *SHARED_KEYS})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +109,8 @@ class JudgeConfig:
     def __post_init__(self) -> None:
         parsed = as_spec(self.spec)
         object.__setattr__(self, "spec", parsed)
-        options = {name: value for name, value in self.options.items() if value is not None}
+        options = {"reasoning_effort" if name == JUDGE_EFFORT_KEY else name: value for name, value in self.options.items()
+                   if value is not None}
         if parsed.engine.judge is not None:  # a judge of its own: no protocol, no cache, no LLM engine to place
             own = take(options, parsed.engine.options)[parsed.engine.options]
             refused = {name: value for name, value in options.items() if name not in SHARED_KEYS}
@@ -115,6 +126,9 @@ class JudgeConfig:
         engine = engine_config(parsed, options)
         refuse(options, f"the {parsed.engine.name} judge ({parsed})", ProtocolOptions, *llm_option_classes(parsed.engine),
                known=(ProtocolOptions,))
+        if protocol.get("recall_reasoning_effort") is not None and "reasoning_effort" not in option_names(parsed.engine.options):
+            raise OptionError(f"{flag_of(ProtocolOptions, 'recall_reasoning_effort')} does not apply to the "
+                              f"{parsed.engine.name} judge ({parsed}): its engine takes no reasoning effort")
         own, structured = parsed.engine.guide(engine.options)
         protocol.setdefault("structured", structured)
         object.__setattr__(self, "protocol", make_options(ProtocolOptions, protocol))

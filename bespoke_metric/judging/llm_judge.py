@@ -7,14 +7,16 @@ scheduler at once, so the backend decides how to overlap them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.backends.base import Backend, Request, Usage, backend_description
+from bespoke_metric.backends.base import MODEL_DEFAULT, Backend, Request, Usage, backend_description
 from bespoke_metric.backends.options import keyed_values
+from bespoke_metric.backends.schema import LINES
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, run_requests
@@ -58,7 +60,8 @@ class LLMJudge(Judge):
             backend: the judge model's.
             options: how it applies the protocol (`ProtocolOptions`; None: every default), each None the default:
                 `max_shots` 5, `recall` per-claim, `with_feedback` and `personalized` on, `structured` off,
-                `max_parse_retries` 2, `max_tokens` the protocol's per kind of call, `progress` on, `repeat` 0.
+                `recall_reasoning_effort` none sent, `max_parse_retries` 2, `max_tokens` the protocol's per kind of call,
+                `progress` on, `repeat` 0.
             spec: its name in results (default `ENGINE:MODEL` of the backend).
             cache: where its answers are kept (a path is opened here, once the backend is built).
             proxy: its engine approximates a judge (`Engine.proxy`, a rule): never ranked as a real judge.
@@ -80,7 +83,16 @@ class LLMJudge(Judge):
         self.cache = Cache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.with_feedback = options.with_feedback is not False
         self.personalized = options.personalized is not False
-        self.structured = bool(options.structured)
+        # an engine that can hold no answer to a schema (a Claude without structured outputs or a forced tool)
+        # is asked for the paper's lines instead; `describe` records it as the constraint
+        self.asked_structured = bool(options.structured)
+        self.structured = self.asked_structured and backend.constraint != LINES
+        self.recall_effort = options.recall_reasoning_effort
+        """The reasoning effort the recall checks are sent at (None: none, the model's own default, as the
+        official evaluator sends them); the judgments keep the engine's (`high` for OpenAI's reasoning models)."""
+        judged_at = backend.identity().get("settings", {}).get("reasoning_effort")
+        # only where it differs from the judgments' does a check carry an effort of its own (and a key apart)
+        self._recall_request_effort = (None if self.recall_effort == judged_at else self.recall_effort or MODEL_DEFAULT)
         self.max_parse_retries = 2 if options.max_parse_retries is None else options.max_parse_retries
         # None keeps the protocol's own output budget per kind of call.
         self.token_budget = {} if max_tokens is None else {"max_tokens": max_tokens}
@@ -104,8 +116,10 @@ class LLMJudge(Judge):
             "with_feedback": self.with_feedback,
             "personalized": self.personalized,
             "structured": self.structured,
-            # how the engine held the JSON answers to their schema (protocol.GRAMMAR, JSON_SCHEMA); None for lines
-            "constraint": self.backend.constraint if self.structured else None,
+            # how the engine held the JSON answers to their schema (schema.GRAMMAR, JSON_SCHEMA); None for lines
+            # asked for, LINES where JSON was asked for and the engine could not hold it
+            "constraint": self.backend.constraint if self.asked_structured else None,
+            "recall_effort": self.recall_effort,
             "max_tokens": self.token_budget.get("max_tokens"),
             "proxy": self.proxy,
             **({"repeat": self.repeat} if self.repeat else {}),  # repeat 0 is the judge as it always was
@@ -132,13 +146,20 @@ class LLMJudge(Judge):
             if self.recall == "none" or not claims:  # no claims: recorded as an error when recall is read
                 continue
             if self.recall == "batched":
-                requests.append(protocol.batched_recall_request(claims, item.response, **self.token_budget))
+                requests.append(self._recall(protocol.batched_recall_request(claims, item.response, **self.token_budget)))
                 calls.append(_Call(index, "claims"))
             else:
                 for claim_index, claim in enumerate(claims):
-                    requests.append(protocol.claim_request(claim, item.response, structured=self.structured, **self.token_budget))
+                    requests.append(self._recall(protocol.claim_request(claim, item.response, structured=self.structured,
+                                                                        **self.token_budget)))
                     calls.append(_Call(index, "claim", claim_index))
         return requests, calls
+
+    def _recall(self, request: Request) -> Request:
+        """A recall check at its own effort, where that differs from the judgments'."""
+        if self._recall_request_effort is None:
+            return request
+        return dataclasses.replace(request, reasoning_effort=self._recall_request_effort)
 
     def _parser(self, calls: list[_Call], items: list[JudgeItem]) -> Callable[[int, str], Any]:
         def parse(index: int, text: str) -> Any:

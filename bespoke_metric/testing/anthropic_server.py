@@ -9,14 +9,19 @@ real one. Built on `server.TestServer` (faults, latency and recorded requests wo
     POST /v1/messages/batches/{id}/cancel      `canceling`, then `ended` with what had not run `canceled`
 
 (anthropic/types/messages/message_batch.py, message_batch_individual_response.py, batch_create_params.py,
-anthropic 2.15.) Every call needs the `x-api-key` (or a bearer key) and `anthropic-version` headers, or it is
+anthropic 2.17.) Every call needs the `x-api-key` (or a bearer key) and `anthropic-version` headers, or it is
 a 401 `authentication_error`. A body may hold only the fields of the SDK's `MessageCreateParamsNonStreaming`
 and of its tools' params (`ToolParam`, `WebSearchTool20250305Param` and its later versions,
 `UserLocationParam`, `OutputConfigParam`, the tool choices), plus `temperature`, `top_p` and `top_k`, the
 sampling parameters older models still take: anything else is a 400 `invalid_request_error`
 ("`tools.0.filters`: Extra inputs are not permitted"), as is a missing `max_tokens`, a tool with both
 `allowed_domains` and `blocked_domains`, and a `temperature` sent to a model that refuses it (Opus 4.7 and
-later, Fable: "`temperature` is deprecated for this model."). A model in `retired` is a 404
+later, Fable: "`temperature` is deprecated for this model."). A body is validated by the installed SDK's own
+request type too (a value of the wrong shape: an effort it does not name, a thinking budget missing), and
+refused as the API refuses it for its model (`model_refusal`, as of 2026-12-04): a forced tool choice
+(`tool`, `any`) with thinking on ("Thinking may not be enabled when tool_choice forces tool use."), on Opus
+5.5 any forced tool choice and thinking `disabled` or with a budget (it thinks adaptively, always),
+`output_config.format` to a Claude before structured outputs, tools to Claude 2. A model in `retired` is a 404
 `not_found_error` ("model: NAME"). Errors are the SDK's `ErrorResponse`: `{type: "error", error: {type,
 message}, request_id}`.
 
@@ -31,6 +36,8 @@ judge in one), wrapped as a `Message` whose `model` is the one asked (or `served
   `usage.server_tool_use.web_search_requests` counts the searches that ran;
 - with a forced tool (`tool_choice` `{type: "tool", name}`), the answer's JSON object is that tool's
   `tool_use` input (`stop_reason` `tool_use`);
+- with structured outputs (`output_config.format`), the text is the answer held to the schema
+  (`held_answer`: the responder's JSON object, or a judge's lines read into the judgment's JSON);
 - an answer longer than `max_tokens` words is cut there (`stop_reason` `max_tokens`); a question holding
   `REFUSE_WORD` is refused (`stop_reason` `refusal`, `stop_details`).
 
@@ -80,6 +87,15 @@ name them)."""
 REQUIRED = ("max_tokens", "messages", "model")
 """`MessageCreateParamsBase`'s `Required[...]` fields."""
 _NO_TEMPERATURE = re.compile(r"claude-(?:opus-(?:4-(?:[7-9]|[1-9]\d)|[5-9]|[1-9]\d)(?:-|$)|fable)", re.IGNORECASE)
+_ADAPTIVE_ONLY = re.compile(r"claude-opus-(?:5-(?:[5-9]|[1-9]\d)|[6-9]|[1-9]\d)(?:-|$)", re.IGNORECASE)
+"""Opus 5.5 and later: adaptive thinking only (thinking `disabled` or a budget is a 400), always on."""
+_NO_FORMAT = re.compile(r"claude-(?:[23]|instant|(?:opus|sonnet)-4(?:-0)?(?:-\d{8})?$)", re.IGNORECASE)
+"""The models that answer `output_config.format` with a 400: those before structured outputs (Claude 2, 3, and
+Sonnet and Opus 4.0)."""
+_NO_TOOLS = re.compile(r"claude-(?:2|instant)", re.IGNORECASE)
+"""The models that answer `tools` with a 400: those before tool use (Claude 2 and Instant)."""
+FORCED = frozenset({"tool", "any"})
+"""The `tool_choice` types that force a tool call."""
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """A batch request's `custom_id` (the Message Batches API's pattern)."""
 
@@ -88,6 +104,7 @@ _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 def _fields() -> dict[str, frozenset[str]]:
     """The fields the API takes, read off the SDK's request types."""
     from anthropic.types import (
+        json_output_format_param,
         message_create_params,
         output_config_param,
         tool_choice_any_param,
@@ -113,6 +130,7 @@ def _fields() -> dict[str, frozenset[str]]:
         "web_search_20260318": names(web_search_tool_20260318_param.WebSearchTool20260318Param),
         "user_location": names(user_location_param.UserLocationParam),
         "output_config": names(output_config_param.OutputConfigParam),
+        "format": names(json_output_format_param.JSONOutputFormatParam),
         "tool": names(tool_choice_tool_param.ToolChoiceToolParam),
         "auto": names(tool_choice_auto_param.ToolChoiceAutoParam),
         "any": names(tool_choice_any_param.ToolChoiceAnyParam),
@@ -121,6 +139,51 @@ def _fields() -> dict[str, frozenset[str]]:
         "batch": names(batch_create_params.BatchCreateParams),
         "batch_request": names(batch_create_params.Request),
     }
+
+
+@functools.cache
+def _params_type() -> Any:
+    """The SDK's `MessageCreateParamsNonStreaming` as a pydantic validator: a value of the wrong type or shape
+    (an effort it does not name, a format that is not `json_schema`, a budget missing) is a 400."""
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(MessageCreateParamsNonStreaming)
+
+
+def type_error(params: dict[str, Any]) -> str | None:
+    """The first place where `params` is not what the SDK's request type says (`loc: message`), or None."""
+    from pydantic import ValidationError
+
+    try:
+        _params_type().validate_python(params)
+    except ValidationError as error:
+        first = error.errors()[0]
+        return f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}"
+    return None
+
+
+def model_refusal(params: dict[str, Any]) -> str | None:
+    """What the Messages API refuses of a body for its model, in its words, or None: `temperature` on the
+    models that refuse it, thinking `disabled` or a budget on Opus 5.5, a forced tool choice with thinking on
+    (on Opus 5.5 always), `output_config.format` on a model without structured outputs, tools before Claude 3."""
+    model = str(params["model"])
+    thinking = str((params.get("thinking") or {}).get("type") or "")
+    forced = str((params.get("tool_choice") or {}).get("type") or "") in FORCED
+    if "temperature" in params and _NO_TEMPERATURE.search(model):
+        return "`temperature` is deprecated for this model."
+    if _ADAPTIVE_ONLY.search(model) and thinking in ("disabled", "enabled"):
+        return (f"thinking.type: '{thinking}' is not supported for this model; use 'adaptive' with "
+                "output_config.effort to control thinking.")
+    if forced and _ADAPTIVE_ONLY.search(model):
+        return "tool_choice: forcing tool use is not supported for this model; use tool_choice 'auto'."
+    if forced and thinking in ("enabled", "adaptive"):
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    if (params.get("output_config") or {}).get("format") is not None and _NO_FORMAT.search(model):
+        return "output_config.format: structured outputs are not supported for this model."
+    if params.get("tools") and _NO_TOOLS.search(model):
+        return "tools: tool use is not supported for this model."
+    return None
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
@@ -144,6 +207,7 @@ def params_error(params: Any, retired: frozenset[str]) -> tuple[int, dict[str, A
             return 400, error_body("invalid_request_error", f"tools.{number}: Cannot specify both allowed_domains and "
                                                             "blocked_domains in the same request.")
     checks.append(("output_config.", params.get("output_config"), fields["output_config"]))
+    checks.append(("output_config.format.", (params.get("output_config") or {}).get("format"), fields["format"]))
     choice = params.get("tool_choice")
     checks.append(("tool_choice.", choice, fields.get(str((choice or {}).get("type")), frozenset())))
     for where, part, known in checks:
@@ -156,9 +220,8 @@ def params_error(params: Any, retired: frozenset[str]) -> tuple[int, dict[str, A
     model = str(params["model"])
     if model in retired:
         return 404, error_body("not_found_error", f"model: {model}")
-    if "temperature" in params and _NO_TEMPERATURE.search(model):
-        return 400, error_body("invalid_request_error", "`temperature` is deprecated for this model.")
-    return None
+    refused = type_error(params) or model_refusal(params)
+    return None if refused is None else (400, error_body("invalid_request_error", refused))
 
 
 def _words(text: str) -> int:
@@ -290,12 +353,15 @@ class AnthropicServer(TestServer):
             searches = sum(1 for block in blocks if isinstance(block.get("content"), list))
         stop, details = "end_turn", None
         forced = (body.get("tool_choice") or {}).get("name") if (body.get("tool_choice") or {}).get("type") == "tool" else None
+        formatted = ((body.get("output_config") or {}).get("format") or {}).get("schema")
         limit = int(body["max_tokens"])
         if _words(text) > limit:
             text, stop = " ".join(text.split()[:limit]), "max_tokens"
         if REFUSE_WORD in question:
             content, stop = [], "refusal"
             details = {"type": "refusal", "category": "general_harms", "explanation": "This request was declined."}
+        elif formatted is not None and stop != "max_tokens":
+            content.append({"type": "text", "text": json.dumps(held_answer(text, formatted)), "citations": None})
         elif forced is not None and _json_object(text) is not None and stop != "max_tokens":
             content.append({"type": "tool_use", "id": f"toolu_{number:06d}", "name": forced, "input": _json_object(text)})
             stop = "tool_use"
@@ -375,6 +441,25 @@ class AnthropicServer(TestServer):
                           {"type": "succeeded", "message": self.message(request["params"], tier="batch")})
             batch.results.append({"custom_id": request["custom_id"], "result": result})
         batch.status, batch.ended_at = "ended", _now()
+
+
+def held_answer(text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The answer held to `schema`, as structured outputs give it: the responder's JSON object, or its
+    answer in the protocol's lines read into the judgment's or the claim's JSON (`judging.parsing`)."""
+    from bespoke_dataset.vocabulary import DIMENSIONS
+    from bespoke_metric.judging.parsing import parse_claim_verdict, parse_personalization
+
+    found = _json_object(text)
+    if found is not None:
+        return found
+    properties = schema.get("properties") or {}
+    if "verdict" in properties:
+        return {"reasoning": text, "verdict": parse_claim_verdict(text)}
+    if set(DIMENSIONS) <= set(properties):
+        judgment = parse_personalization(text)
+        return {"reasoning": "Scored from the lines.",
+                **{dim: {"score": judgment.scores[dim], "feedback": judgment.feedback[dim]} for dim in DIMENSIONS}}
+    return {"answer": text}
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

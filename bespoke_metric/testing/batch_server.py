@@ -45,7 +45,17 @@ from urllib.parse import parse_qs, urlsplit
 from bespoke_metric.calls.pricing import prompt_tokens
 from bespoke_metric.systems.tokens import TokenCounter, openai_token_counter
 
-from .server import RecordedRequest, RequestHandler, Responder, TestServer, default_responder, messages_of, serve_until_stopped
+from .server import (
+    RecordedRequest,
+    RequestHandler,
+    Responder,
+    TestServer,
+    chat_usage,
+    default_responder,
+    messages_of,
+    responses_usage,
+    serve_until_stopped,
+)
 
 ENDS = ("completed", "expired", "cancelled", "failed")
 """How a batch ends; before, it passes through `validating`, `in_progress` and `finalizing`."""
@@ -250,22 +260,14 @@ class BatchServer(TestServer):
             if limit is not None and counter.count(text) > limit:
                 text = choice["message"]["content"] = counter.truncate(text, limit)
                 choice["finish_reason"] = "length"
-            output_tokens = counter.count(text)
-            answer["usage"] = {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
-                               "total_tokens": input_tokens + output_tokens,
-                               "prompt_tokens_details": {"cached_tokens": 0},
-                               "completion_tokens_details": {"reasoning_tokens": 0}}
+            answer["usage"] = chat_usage(input_tokens, counter.count(text))
         else:
             part = answer["output"][0]["content"][0]
             text = part["text"]
             if limit is not None and counter.count(text) > limit:
                 part["text"] = text = counter.truncate(text, limit)
                 answer["status"], answer["incomplete_details"] = "incomplete", {"reason": "max_output_tokens"}
-            output_tokens = counter.count(text)
-            answer["usage"] = {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                               "total_tokens": input_tokens + output_tokens,
-                               "input_tokens_details": {"cached_tokens": 0},
-                               "output_tokens_details": {"reasoning_tokens": 0}}
+            answer["usage"] = responses_usage(input_tokens, counter.count(text))
         return answer
 
 

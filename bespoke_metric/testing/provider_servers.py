@@ -33,7 +33,20 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .server import Cutoff, Fault, RecordedRequest, Responder, TestServer, messages_of, serve
+from .server import (
+    Cutoff,
+    Fault,
+    RecordedRequest,
+    Responder,
+    TestServer,
+    chat_body,
+    chat_usage,
+    messages_of,
+    output_message,
+    responses_body,
+    responses_usage,
+    serve,
+)
 
 CACHED_TOKENS = 3
 """Input tokens every fake reports as served from the provider's prompt cache."""
@@ -130,15 +143,10 @@ def _responses(body: dict[str, Any], cite: bool) -> dict[str, Any]:
             start = text.index(pages[0].snippet)
             annotations.append({"type": "url_citation", "url": pages[0].url, "title": pages[0].title,
                                 "start_index": start, "end_index": start + len(pages[0].snippet)})
-        output.append({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                       "content": [{"type": "output_text", "text": text, "annotations": annotations}]})
+        output.append(output_message("msg_1", text, annotations))
     input_tokens, output_tokens = _usage_numbers(prompt, text)
-    return {
-        "id": "resp_1", "object": "response", "model": body.get("model"), "status": "completed", "output": output,
-        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens, "total_tokens": input_tokens + output_tokens,
-                  "input_tokens_details": {"cached_tokens": CACHED_TOKENS},
-                  "output_tokens_details": {"reasoning_tokens": REASONING_TOKENS}},
-    }
+    return responses_body("resp_1", body.get("model"), output,
+                          responses_usage(input_tokens, output_tokens, cached=CACHED_TOKENS, reasoning=REASONING_TOKENS))
 
 
 def _chat(body: dict[str, Any], cite: bool) -> dict[str, Any]:
@@ -159,14 +167,8 @@ def _chat(body: dict[str, Any], cite: bool) -> dict[str, Any]:
             for page in pages[:2]
         ]
     prompt_tokens, completion_tokens = _usage_numbers(prompt, message["content"] or "")
-    return {
-        "id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool else "stop"}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens,
-                  "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS},
-                  "completion_tokens_details": {"reasoning_tokens": REASONING_TOKENS}},
-    }
+    return chat_body("chatcmpl-1", body.get("model"), message, "tool_calls" if tool else "stop",
+                     chat_usage(prompt_tokens, completion_tokens, cached=CACHED_TOKENS, reasoning=REASONING_TOKENS))
 
 
 # -- OpenAI, as strict as its API ---------------------------------------------------------------------------
@@ -224,13 +226,15 @@ def unknown_openai_field(path: str, body: dict[str, Any]) -> str | None:
 
 
 _GPT6 = re.compile(r"^(?:.*/)?gpt-6(?:\.(\d+))?", re.IGNORECASE)
+_SOL = re.compile(r"^(?:.*/)?gpt-6\.1-sol\b", re.IGNORECASE)
+"""GPT-6.1 Sol, which refuses efforts none and minimal as GPT-6.2 does (its model page, 2026-12-04)."""
 _REASONING_CHAT = re.compile(r"^(?:.*/)?(?:o\d|gpt-[56])", re.IGNORECASE)
 
 
 def gpt6_refusal(path: str, body: dict[str, Any]) -> str | None:
     """What OpenAI's API refuses of a request to a GPT-6 model (as issue 32 quotes OpenAI, 2026-12-01), in
     the manner of its parameter errors, or None: tools (web search included) on chat completions from GPT-6.1; efforts `none` and
-    `minimal` on GPT-6.2 and later; `temperature`, `top_p` and logprobs unless the effort is `none`."""
+    `minimal` on GPT-6.1 Sol and GPT-6.2 and later; `temperature`, `top_p` and logprobs unless the effort is `none`."""
     match = _GPT6.match(str(body.get("model") or ""))
     if match is None:
         return None
@@ -239,7 +243,7 @@ def gpt6_refusal(path: str, body: dict[str, Any]) -> str | None:
     effort = body.get("reasoning_effort") if chat else (body.get("reasoning") or {}).get("effort")
     if chat and minor >= 1 and (body.get("tools") or "web_search_options" in body):
         return "Tools, including web search, are supported with this model only in the Responses API (/v1/responses)."
-    if minor >= 2 and effort in ("none", "minimal"):
+    if (minor >= 2 or _SOL.match(str(body["model"]))) and effort in ("none", "minimal"):
         return (f"Unsupported value: 'reasoning.effort' does not support '{effort}' with this model. "
                 "Supported values are: 'low', 'medium', 'high', 'xhigh' and 'max'.")
     for name in ("temperature", "top_p", "logprobs", "top_logprobs"):

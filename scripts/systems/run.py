@@ -25,7 +25,7 @@ HELP = "generate with a system model and score with a judge: one results file re
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_generation_arguments(parser, endpoint_flags=("--model-base-url", "--model-api-key"))
-    add_judge_arguments(parser)
+    add_judge_arguments(parser, system=True)
     parser.add_argument("--output", default="results.json", help="results file (default results.json); what else the "
                         "run keeps (predictions, run file, caches) goes into a folder named after it, results/NAME.json -> results/NAME/")
     parser.add_argument("--predictions", help="predictions JSONL, resumed if it exists (default: OUTPUT's folder, "

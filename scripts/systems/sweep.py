@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     own.add_argument("--dry-run", action="store_true",
                      help="print the cells, the model and judge calls each needs and what the caches hold; call nothing")
     add_generation_arguments(parser, endpoint_flags=("--model-base-url", "--model-api-key"), several=True)
-    add_judge_arguments(parser, required=False)
+    add_judge_arguments(parser, required=False, system=True)
     add_cost_arguments(parser, dry_run=False)  # one batch mode, price table and spending limit per sweep
     parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
     # a flag left out leaves the config file's value, else the config's default

@@ -95,9 +95,13 @@ def post(server, path: str, body: dict, **headers: str) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
+TOOL = {"name": "t", "input_schema": {"type": "object"}}
+
+
 def test_the_strict_server_refuses_what_the_api_refuses(server):
-    """The server our bodies pass answers a field the SDK's types do not name, a missing `max_tokens`, both
-    domain lists, a refused temperature and a missing header as the API does."""
+    """The server our bodies pass answers a field the SDK's types do not name, a value of the wrong shape (the
+    SDK's request type validates it), a missing `max_tokens`, both domain lists, a refused temperature, a
+    forced tool with thinking on, Opus 5.5's refusals and a missing header as the API does."""
     headers = {"x-api-key": "k", "anthropic-version": ANTHROPIC_VERSION}
     body = {"model": "claude-sonnet-5-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     cases = [
@@ -108,6 +112,22 @@ def test_the_strict_server_refuses_what_the_api_refuses(server):
         ({**body, "tools": [{"type": "web_search_20250305", "name": "web_search", "allowed_domains": ["a.org"],
                              "blocked_domains": ["b.org"]}]}, "Cannot specify both allowed_domains and blocked_domains"),
         ({**body, "model": "claude-opus-4-7", "temperature": 0}, "`temperature` is deprecated for this model."),
+        # what Claude Opus 5.5 and thinking refuse (issue 43, 2026-12-04)
+        ({**body, "tools": [TOOL], "tool_choice": {"type": "tool", "name": "t"}, "thinking": {"type": "adaptive"}},
+         "Thinking may not be enabled when tool_choice forces tool use."),
+        ({**body, "tools": [TOOL], "tool_choice": {"type": "any"}, "thinking": {"type": "enabled", "budget_tokens": 2048}},
+         "Thinking may not be enabled when tool_choice forces tool use."),
+        ({**body, "model": "claude-opus-5-5", "tools": [TOOL], "tool_choice": {"type": "tool", "name": "t"}},
+         "forcing tool use is not supported for this model"),
+        ({**body, "model": "claude-opus-5-5", "thinking": {"type": "disabled"}}, "'disabled' is not supported for this model"),
+        ({**body, "model": "claude-opus-5-5", "thinking": {"type": "enabled", "budget_tokens": 2048}},
+         "'enabled' is not supported for this model"),
+        ({**body, "model": "claude-3-opus-20240229", "output_config": {"format": {"type": "json_schema", "schema": {}}}},
+         "structured outputs are not supported for this model"),
+        ({**body, "output_config": {"format": {"type": "json_schema", "schema": {}, "strict": True}}},
+         "output_config.format.strict: Extra inputs are not permitted"),
+        ({**body, "output_config": {"effort": "extreme"}}, "output_config.effort: Input should be"),
+        ({**body, "thinking": {"type": "enabled"}}, "budget_tokens: Field required"),
     ]
     for given, words in cases:
         status, answer = post(server, "/v1/messages", given, **headers)
@@ -118,22 +138,59 @@ def test_the_strict_server_refuses_what_the_api_refuses(server):
     server.refused.clear()
 
 
-def test_a_structured_answer_is_a_forced_tool_with_the_schema_as_its_input_schema(server):
-    schema = {"title": "claim verdicts", "type": "object", "properties": {"verdicts": {"type": "array"}}, "required": ["verdicts"]}
-    server.responder = lambda body: json.dumps({"verdicts": [{"claim": 1, "verdict": True}]})
+SCHEMA = {"title": "claim verdicts", "type": "object", "properties": {"verdicts": {"type": "array", "minItems": 2}},
+          "required": ["verdicts"]}
+VERDICTS = {"verdicts": [{"claim": 1, "verdict": True}]}
+
+
+def structured(server, model: str, **options):
+    """One structured request to `model` and its answer, the server answering `VERDICTS`."""
+    server.responder = lambda body: json.dumps(VERDICTS)
     try:
-        (answer,) = complete(claude(server), [ask(json_schema=schema)])
-        body = server.calls[-1].body
-        (unstructured,) = complete(claude(server, schema_format=False), [ask(json_schema=schema)])
+        (answer,) = complete(claude(server, model, **options), [ask(json_schema=SCHEMA)])
     finally:
         from bespoke_metric.testing.system_responder import answer_any
 
         server.responder = answer_any
-    assert body["tools"] == [{"name": "claim_verdicts", "description": "Give the answer in this shape.", "input_schema": schema}]
-    assert body["tool_choice"] == {"type": "tool", "name": "claim_verdicts"}
-    assert json.loads(answer.text) == {"verdicts": [{"claim": 1, "verdict": True}]}  # the tool_use block's input
-    assert "tools" not in server.calls[-1].body and '"verdicts"' in server.calls[-1].body["messages"][-1]["content"]
-    assert json.loads(unstructured.text) == {"verdicts": [{"claim": 1, "verdict": True}]}
+    return answer, server.calls[-1].body
+
+
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-4-5", "claude-opus-4-1"])
+def test_a_structured_answer_is_held_by_structured_outputs_never_by_a_forced_tool(server, model):
+    import anthropic
+
+    answer, body = structured(server, model)
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": anthropic.transform_schema(SCHEMA)}}
+    assert "tools" not in body and "tool_choice" not in body and "thinking" not in body
+    assert json.loads(answer.text) == VERDICTS  # the text block, held to the schema
+    assert claude(server, model).constraint == "json-schema"
+
+
+def test_the_effort_and_the_format_share_output_config(server):
+    _, body = structured(server, "claude-opus-5-5", reasoning_effort="high")
+    assert body["output_config"]["effort"] == "high" and body["output_config"]["format"]["type"] == "json_schema"
+
+
+def test_a_claude_before_structured_outputs_is_held_by_a_forced_tool_with_thinking_off(server):
+    answer, body = structured(server, "claude-3-5-sonnet-20241022")
+    assert body["tools"] == [{"name": "claim_verdicts", "description": "Give the answer in this shape.", "input_schema": SCHEMA}]
+    assert body["tool_choice"] == {"type": "tool", "name": "claim_verdicts"} and "thinking" not in body
+    assert "output_config" not in body and json.loads(answer.text) == VERDICTS  # the tool_use block's input
+
+
+def test_a_claude_that_can_do_neither_is_asked_for_lines_and_says_so(server):
+    backend = claude(server, "claude-2.1")
+    assert backend.constraint == "lines"  # a judge asks it for the paper's lines (schema.LINES)
+    answer, body = structured(server, "claude-2.1")
+    assert not {"tools", "tool_choice", "output_config"} & body.keys()
+    assert '"verdicts"' in body["messages"][-1]["content"]  # called with a schema directly: spelled out in the prompt
+    assert json.loads(answer.text) == VERDICTS
+
+
+def test_schema_format_off_spells_the_schema_out(server):
+    answer, body = structured(server, "claude-sonnet-5-5", schema_format=False)
+    assert not {"tools", "output_config"} & body.keys() and '"verdicts"' in body["messages"][-1]["content"]
+    assert json.loads(answer.text) == VERDICTS and claude(server, schema_format=False).constraint is None
 
 
 def test_an_answer_cut_off_and_a_refusal_are_named(server):
@@ -355,3 +412,98 @@ def test_generate_with_a_retired_claude_leaves_nothing_behind(synthetic_hub, tmp
     [line] = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and line.startswith("error: the model 'anthropic:claude-3-opus-20240229' is not served")
     assert not output.exists() and not (tmp_path / "p.run.json").exists()
+
+
+# -- a structured Claude judge (issue 43) --------------------------------------------------------------------
+
+
+def score_with_claude(server, model: str, tmp_path, *flags: str) -> dict:
+    """`bespoke score --structured` of the sample with `anthropic:MODEL` against `server`: the results file."""
+    import bespoke_dataset
+    from bespoke_cli.cli import main
+
+    rows = list(bespoke_dataset.load("benchmark", source="sample"))[:2]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps({"user": r["user"], "query_id": r["query_id"],
+                                               "response": "A thorough answer, step by step."}) + "\n" for r in rows))
+    output = tmp_path / f"{model}.json"
+    code = main(["score", "--predictions", str(predictions), "--judge", f"anthropic:{model}", "--structured",
+                 "--base-url", server.root_url, "--api-key", KEY, "--source", "sample", "--no-guards",
+                 "--output", str(output), *flags])
+    assert code == 0
+    return json.loads(output.read_text())
+
+
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-sonnet-5-5"])
+def test_a_structured_claude_judge_scores_with_structured_outputs_and_no_forced_tool(server, tmp_path, model):
+    server.reset()
+    results = score_with_claude(server, model, tmp_path)
+    bodies = [call.body for call in server.calls]
+    assert bodies and all(body["output_config"]["format"]["type"] == "json_schema" for body in bodies)
+    assert not any("tool_choice" in body or "tools" in body for body in bodies)
+    assert server.refused == []  # nothing Opus 5.5 refuses (a forced tool, thinking off) was sent
+    judge = results["judge"]
+    assert (judge["structured"], judge["constraint"], judge["recall_effort"]) == (True, "json-schema", None)
+    assert all(item["scores"]["need_alignment"] is not None and item["recall"] is not None for item in results["items"])
+
+
+def test_a_claude_that_can_do_neither_judges_in_the_papers_lines_and_records_it(server, tmp_path):
+    server.reset()
+    results = score_with_claude(server, "claude-2.1", tmp_path)
+    bodies = [call.body for call in server.calls]
+    assert bodies and not any({"tools", "tool_choice", "output_config"} & body.keys() for body in bodies)
+    assert not any('"need_alignment"' in body["messages"][-1]["content"] for body in bodies)  # lines asked, no schema
+    judge = results["judge"]
+    assert (judge["structured"], judge["constraint"]) == (False, "lines")
+    assert all(item["scores"]["need_alignment"] is not None for item in results["items"])
+
+
+def test_a_claude_judges_recall_checks_go_at_the_recall_effort_given(server):
+    """Claude sends no effort by default to judgments and recall checks alike; `recall_reasoning_effort` sets the
+    recall checks' `output_config.effort` alone, beside the format."""
+    import bespoke_dataset
+    from bespoke_metric.judging.factory import make_judge
+    from bespoke_metric.scoring.pipeline import score
+
+    server.reset()
+    rows = list(bespoke_dataset.load("benchmark", source="sample"))[:1]
+    judge = make_judge("anthropic:claude-opus-5-5", base_url=server.root_url, api_key=KEY, progress=False, structured=True,
+                       recall_reasoning_effort="low")
+    try:
+        results = score([{"user": r["user"], "query_id": r["query_id"], "response": "An answer."} for r in rows], judge,
+                        source="sample", guards=False)
+    finally:
+        judge.close()
+    efforts = {("claim" if "# Claim" in call.body["messages"][-1]["content"] else "judgment",
+                call.body["output_config"].get("effort")) for call in server.calls}
+    assert efforts == {("judgment", None), ("claim", "low")} and server.refused == []
+    assert results.judge["recall_effort"] == "low"
+
+
+@pytest.mark.parametrize("model, held, thinks", [
+    ("claude-opus-5-5", "format", True), ("claude-opus-5-5-20260922", "format", True), ("claude-sonnet-5-5", "format", False),
+    ("claude-haiku-4-5", "format", False), ("claude-opus-4-7", "format", False), ("claude-fable-5-2", "format", False),
+    ("claude-opus-4-1", "format", False), ("anthropic/claude-sonnet-4-5", "format", False),
+    ("claude-3-5-sonnet-20241022", "tool", False), ("claude-sonnet-4-20250514", "tool", False), ("claude-opus-4-0", "tool", False),
+    ("claude-2.1", "lines", False), ("claude-instant-1.2", "lines", False), ("claude-next-7", "format", False),
+])
+def test_the_catalogue_says_how_each_claude_is_held_to_a_schema(model, held, thinks):
+    from bespoke_metric.backends.providers.anthropic_models import ClaudeFamily, claude_family
+
+    family = claude_family(model)
+    assert (family.held(), family.always_thinks) == (held, thinks)
+    # a family that always thinks is never sent a forced tool, whatever else it takes
+    assert ClaudeFamily("t", "t", structured_outputs=False, always_thinks=True).held() == "lines"
+
+
+def test_claude_and_perplexity_share_the_api_backend_not_openais_class(server):
+    from bespoke_metric.backends.providers.anthropic import AnthropicBackend
+    from bespoke_metric.backends.providers.api_backend import APIBackend
+    from bespoke_metric.backends.providers.openai_backend import OpenAIBackend
+    from bespoke_metric.backends.providers.perplexity import PerplexityBackend
+
+    for backend in (AnthropicBackend, PerplexityBackend):
+        assert issubclass(backend, APIBackend) and not issubclass(backend, OpenAIBackend)
+    identity = claude(server, reasoning_effort="low", search_max_uses=2).identity()
+    assert identity == {"engine": "anthropic", "model": "claude-sonnet-5-5", "base_url": server.root_url, "api": "messages",
+                        "settings": {"schema_format": True, "reasoning_effort": "low", "web_search": {"max_uses": 2}}}

@@ -445,6 +445,9 @@ def test_gpt6_on_chat_completions_takes_no_tools_and_is_refused_before_any_call(
     ("gpt-6.1-terra", {"temperature": 0.0}, "takes temperature, top_p, logprobs only at --reasoning-effort none, not at 'high'"),
     ("gpt-6.2-astra", {"temperature": 0.0}, "takes no temperature, top_p, logprobs: they need reasoning effort none"),
     ("gpt-5", {"temperature": 0.0}, "is a reasoning model"),
+    ("gpt-6.1-sol", {"reasoning_effort": "none"}, r"\(GPT-6.1 Sol\) takes --reasoning-effort low, medium, high, xhigh, max, not 'none'"),
+    ("gpt-6.1-sol", {"reasoning_effort": "minimal"}, "not 'minimal'"),
+    ("gpt-6.1-sol", {"temperature": 0.0}, "takes no temperature, top_p, logprobs: they need reasoning effort none"),
 ])
 def test_what_a_model_family_refuses_is_one_user_error_before_any_call(strict_openai, model, options, words):
     strict_openai.reset()
@@ -495,3 +498,32 @@ def test_a_refused_parameter_is_one_error_line_before_any_call_and_nothing_writt
     assert code == 2
     assert [text for text in capsys.readouterr().err.splitlines() if text.startswith("error:")] == [line]
     assert strict_openai.calls == [] and not output.exists()
+
+
+def test_gpt61_sol_takes_its_documented_efforts_and_no_tools_on_chat(strict_openai):
+    """GPT-6.1 Sol (OpenAI's model page, 2026-12-04): low to max, medium its default; the strict server refuses
+    none as the API does, so the row above is what keeps it from being sent."""
+    strict_openai.reset()
+    complete(strict_backend(strict_openai, "gpt-6.1-sol", reasoning_effort="max"), [ask(native_search=True)])
+    assert strict_openai.calls[-1].body["reasoning"] == {"effort": "max"} and strict_openai.refused == []
+    with pytest.raises(UserError, match="only through the Responses API"):
+        complete(strict_backend(strict_openai, "gpt-6.1-sol", api="chat"), [ask(tools=(SEARCH_TOOL,))])
+    assert len(strict_openai.calls) == 1
+
+
+def test_score_refuses_an_effort_gpt61_sol_refuses_in_one_line_before_any_call(strict_openai, synthetic_hub, tmp_path, capsys):
+    import bespoke_dataset
+    from bespoke_cli.cli import main
+
+    strict_openai.reset()
+    rows = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[:2]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps({"user": r["user"], "query_id": r["query_id"], "response": "An answer."}) + "\n"
+                                   for r in rows))
+    code = main(["score", "--predictions", str(predictions), "--judge", "openai:gpt-6.1-sol", "--reasoning-effort", "none",
+                 "--base-url", strict_openai.base_url, "--api-key", KEY, "--source", str(synthetic_hub),
+                 "--output", str(tmp_path / "results.json")])
+    [line] = own_lines(capsys.readouterr().err)
+    assert code == 2 and line == ("error: openai:gpt-6.1-sol (GPT-6.1 Sol) takes --reasoning-effort low, medium, high, "
+                                  "xhigh, max, not 'none'")
+    assert strict_openai.calls == [] and not (tmp_path / "results.json").exists()

@@ -128,7 +128,8 @@ def test_each_backend_takes_its_options_instance(engine):
 # --- the protocol's options and the judge's key ---------------------------------------------------------
 
 PROTOCOL_SAMPLES: dict[str, Any] = {"max_shots": 1, "recall": "batched", "with_feedback": False, "personalized": False,
-                                    "structured": True, "max_parse_retries": 0, "max_tokens": 99, "progress": False,
+                                    "structured": True, "recall_reasoning_effort": "low", "max_parse_retries": 0,
+                                    "max_tokens": 99, "progress": False,
                                     "repeat": 2}
 
 

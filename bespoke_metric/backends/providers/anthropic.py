@@ -1,9 +1,9 @@
 """`anthropic:MODEL` (`claude-sonnet-5-5`, `claude-opus-5-5`, `claude-haiku-5-5`, `claude-fable-5-2`, ...):
 Anthropic's Messages API (`POST /v1/messages`), as a judge and as a system with Claude's own web search.
 
-This is the `openai:` backend's transport (one aiohttp session per run, calls in flight bounded, retries
-honouring `Retry-After`, the run-wide retry budget) with Anthropic's endpoint, headers (`x-api-key`,
-`anthropic-version`) and a body of its own. The official SDK (`pip install 'bespoke-eval[anthropic]'`,
+It is made of the part every provider backend shares (`api_backend.APIBackend`: one aiohttp session per
+run, calls in flight bounded, retries honouring `Retry-After`, the run-wide retry budget) and Anthropic's
+endpoint, headers (`x-api-key`, `anthropic-version`) and bodies. The official SDK (`pip install 'bespoke-eval[anthropic]'`,
 imported only when this engine is built) gives the shapes: a body is a `MessageCreateParamsNonStreaming`,
 each answer is read as the SDK's `Message` (`anthropic/types/message.py`), and an error is named with the
 SDK's error class for its status (`OverloadedError` for a 529, which is retried like a 5xx). The
@@ -13,10 +13,14 @@ it is not used.
 What is sent: `model`, `max_tokens` (always: the API requires it; the request's own cap), the system
 messages as `system`, the others as `messages`, `output_config.effort` when `--reasoning-effort` is given,
 and `temperature` only when given, refused before any call for a model that refuses it (Opus 4.7 and
-later, Fable: "`temperature` is deprecated for this model"). A request's JSON schema is a tool with that
-`input_schema` the model is made to call (`tool_choice`), Anthropic's way to a structured answer; the
-call's input is the answer's text, as JSON. With native search the schema is spelled out in the prompt
-instead (a forced tool would stop it searching).
+later, Fable: "`temperature` is deprecated for this model"). A request's JSON schema is held as the
+model takes it (`anthropic_models`): by structured outputs (`output_config.format`, the schema as the SDK's
+`transform_schema` writes it), the answer's text the JSON; for a Claude before structured outputs, by a tool
+with that `input_schema` the model is made to call (`tool_choice`, only with thinking off: never sent to a
+model that always thinks), the call's input the answer; a Claude that takes neither is no constraint at all
+(`schema.LINES`: a judge asks it for the paper's lines). With native search the schema is spelled out in
+the prompt instead. `thinking` is never sent: each model thinks as it does by default (Opus 5.5:
+adaptively, `output_config.effort` its only setting).
 
 Native search (`Request.native_search`) adds the server web search tool (`WebSearchTool`: its version,
 `max_uses`, `allowed_domains` or `blocked_domains`, `user_location`). What comes back is the record:
@@ -39,19 +43,24 @@ message and log line is scrubbed of it.
 from __future__ import annotations
 
 import json
-import re
+import logging
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request, Withheld, messages_with_schema
-from ..http import CallFailed, Session, scrub_url, short, status_failure
-from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS, AnthropicOptions, OpenAIOptions, client_options
+from ..http import CallFailed, Session, short, status_failure
+from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS, AnthropicOptions
 from ..retirement import unavailable_reason
+from ..schema import JSON_SCHEMA, LINES
 from ..web_search import check_choice, in_answer, parse_location, search_record, split_list
-from .openai_backend import OpenAIBackend, named_schema
+from .anthropic_models import Held, claude_family
+from .api_backend import APIBackend, SearchSettings
+from .openai_backend import named_schema
 from .openai_session import sdk_error
+
+log = logging.getLogger(__name__)
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 MESSAGES_PATH = "/v1/messages"
@@ -66,18 +75,16 @@ context window, or a long server-tool turn the API paused."""
 STRUCTURED_TOOL_HELP = "Give the answer in this shape."
 """The description of the tool a structured answer is asked through (its input schema says the rest)."""
 
-_NO_TEMPERATURE = re.compile(r"(?:^|/)claude-(?:opus-(?:4-(?:[7-9]|[1-9]\d)|[5-9]|[1-9]\d)(?:-|$)|fable)", re.IGNORECASE)
-"""The models that refuse `temperature` with a 400: Opus 4.7 and later, and Fable."""
 
 
 def refuses_temperature(model: str) -> bool:
     """True for the models that answer `temperature` with a 400 ("`temperature` is deprecated for this
-    model"): `claude-opus-4-7` and later Opus models, and every Fable model."""
-    return bool(_NO_TEMPERATURE.search(model))
+    model"): `claude-opus-4-7` and later Opus models, and every Fable model (`anthropic_models`)."""
+    return not claude_family(model).temperature
 
 
 @dataclass(frozen=True)
-class WebSearchTool:
+class WebSearchTool(SearchSettings):
     """Anthropic's server web search tool, as BESPOKE's native-search settings set it up."""
 
     version: str = WEB_SEARCH_TOOLS[0]
@@ -153,60 +160,59 @@ def sdk_error_class(status: int) -> type:
     return anthropic.InternalServerError if status >= 500 else anthropic.APIStatusError
 
 
-class AnthropicBackend(OpenAIBackend):
+class AnthropicBackend(APIBackend):
     """Anthropic's Messages API. See the module docstring."""
 
     name = "anthropic"
-    takes_tools = False
-    searches = True
     default_url = ANTHROPIC_BASE_URL
     url_variable = "ANTHROPIC_BASE_URL"
     key_variable = "ANTHROPIC_API_KEY"
     provider_concurrency = ANTHROPIC_CONCURRENCY
+    api = "messages"
+    efforts = ANTHROPIC_EFFORTS
 
     def __init__(self, model: str, options: AnthropicOptions | None = None) -> None:
         """
         Args:
             model: the model name the API knows (`claude-sonnet-5-5`, `claude-opus-4-7-20260416`).
             options: its `AnthropicOptions` (None: every default):
+                temperature: none unless given (the model's own); refused for a model that refuses it.
+                schema_format: hold a request's JSON schema as the model takes it (`anthropic_models`; default on).
                 reasoning_effort: `output_config.effort`, one of `ANTHROPIC_EFFORTS` (default: the model's own).
                 search_domains, search_blocked_domains: the web search tool's `allowed_domains` or
                     `blocked_domains` (`"a.org,b.com"`; not both).
                 search_location: its `user_location`, `"country=GB,city=London"`.
                 search_max_uses: its `max_uses`, searches per answer at most.
                 search_tool: its version, one of `WEB_SEARCH_TOOLS` (default `web_search_20250305`).
-                the transport's endpoint, sampling and retry options (`ClientOptions`: `base_url`, `api_key`,
-                    `concurrency`, ...); the endpoint default is `ANTHROPIC_BASE_URL`, else Anthropic's API, the
-                    key `ANTHROPIC_API_KEY`, at most 16 calls in flight.
+                the transport's endpoint and retry options (`APIBackend.connect`: `base_url`, `api_key`,
+                    `concurrency`, `timeout`, `max_retries`, ...); the endpoint default is `ANTHROPIC_BASE_URL`,
+                    else Anthropic's API, the key `ANTHROPIC_API_KEY`, at most 16 calls in flight.
         """
         options = options or AnthropicOptions()
-        self._message_type = _import_anthropic().types.Message
-        self.effort = check_choice("--reasoning-effort", options.reasoning_effort, ANTHROPIC_EFFORTS)
-        self.search_tool = WebSearchTool.from_options(options.search_tool, options.search_max_uses, options.search_domains,
-                                                      options.search_blocked_domains, options.search_location)
-        super().__init__(model, OpenAIOptions(**client_options(options), api="chat"))
-
-    def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
-        # No temperature unless given (the SDK's params have none): the model's own; refused up front where
-        # the API would refuse it on every call.
-        if temperature is not None and refuses_temperature(self.model):
+        self._anthropic = _import_anthropic()
+        self.connect(model, log, options)
+        self.family = claude_family(model)
+        """How the Messages API holds this model to a schema, and what else it takes (`anthropic_models`)."""
+        if options.temperature is not None and not self.family.temperature:
             raise UserError(f"{self.name}:{self.model} takes no temperature (Anthropic answers it with a 400 for "
                             "Opus 4.7 and later and Fable: \"`temperature` is deprecated for this model\"); leave it out")
-        return temperature, None
+        self.temperature = options.temperature
+        self.effort = check_choice("--reasoning-effort", options.reasoning_effort, ANTHROPIC_EFFORTS)
+        self.schema_format = options.schema_format is not False
+        self.held: Held | None = self.family.held() if self.schema_format else None
+        """How a request's schema is held: `output_config.format`, a forced tool, or not (the paper's lines)."""
+        self.constraint = None if self.held is None else LINES if self.held == "lines" else JSON_SCHEMA
+        self.search: WebSearchTool = WebSearchTool.from_options(options.search_tool, options.search_max_uses,
+                                                              options.search_domains, options.search_blocked_domains,
+                                                              options.search_location)
 
-    def identity(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"schema_format": self.schema_format}
+    def settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {}
         if self.temperature is not None:
             settings["temperature"] = self.temperature
         if self.effort is not None:
             settings["reasoning_effort"] = self.effort
-        settings.update(self.search_settings())
-        return {"engine": self.name, "model": self.model, "base_url": scrub_url(self.base_url), "api": "messages",
-                "settings": settings}
-
-    def search_settings(self) -> dict[str, Any]:
-        search = self.search_tool.settings()
-        return {"web_search": search} if search else {}
+        return settings
 
     def new_session(self) -> AnthropicSession:
         return AnthropicSession(self.base_url, self._api_key, self.timeout)
@@ -216,9 +222,10 @@ class AnthropicBackend(OpenAIBackend):
 
     def message_params(self, request: Request) -> dict[str, Any]:
         """The request as the Messages API takes it (the SDK's `MessageCreateParamsNonStreaming`): mapped
-        fields only."""
-        structured = self.schema_format and request.json_schema is not None and not request.native_search
-        messages = [dict(m) for m in request.messages] if structured else messages_with_schema(request)
+        fields only; a schema held as the model takes it (`held`), never by a forced tool with thinking on."""
+        schema = None if request.native_search else request.json_schema  # with search: spelled out in the prompt
+        held = self.held if schema is not None else None
+        messages = [dict(m) for m in request.messages] if held in ("format", "tool") else messages_with_schema(request)
         if request.tools or any(m.get("role") == "tool" or m.get("tool_calls") for m in messages):
             raise ValueError("the anthropic engine takes no tools (takes_tools is False)")
         params: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens,
@@ -229,14 +236,19 @@ class AnthropicBackend(OpenAIBackend):
             params["system"] = system
         if self.temperature is not None:
             params["temperature"] = self.temperature
-        if self.effort is not None:
-            params["output_config"] = {"effort": self.effort}
-        tools = [self.search_tool.param()] if request.native_search else []
-        if structured:
-            assert request.json_schema is not None
-            name = named_schema(request.json_schema)["name"]
-            tools.append({"name": name, "description": STRUCTURED_TOOL_HELP, "input_schema": request.json_schema})
+        output_config: dict[str, Any] = {}
+        effort = self.effort_for(request, self.effort)
+        if effort is not None:
+            output_config["effort"] = effort
+        tools = [self.search.param()] if request.native_search else []
+        if schema is not None and held == "format":
+            output_config["format"] = {"type": "json_schema", "schema": self._anthropic.transform_schema(schema)}
+        elif schema is not None and held == "tool":
+            name = named_schema(schema)["name"]
+            tools.append({"name": name, "description": STRUCTURED_TOOL_HELP, "input_schema": schema})
             params["tool_choice"] = {"type": "tool", "name": name}
+        if output_config:
+            params["output_config"] = output_config
         if tools:
             params["tools"] = tools
         return params
@@ -244,7 +256,7 @@ class AnthropicBackend(OpenAIBackend):
     def parse(self, path: str, answer: dict[str, Any]) -> Completion:
         """The completion of a Messages API answer (a direct call's body, or a batch result's `message`):
         read as the SDK's `Message` (a body that is not one: pydantic's ValidationError, a ValueError)."""
-        return message_completion(self._message_type.model_validate(answer))
+        return message_completion(self._anthropic.types.Message.model_validate(answer))
 
 
 def message_completion(message: Any) -> Completion:
@@ -258,14 +270,15 @@ def message_completion(message: Any) -> Completion:
     if answers:  # the forced tool of a structured answer (no other tool is offered): its input is the answer
         text = json.dumps(answers[-1].input, ensure_ascii=False)
     usage = message.usage
-    cached = usage.cache_read_input_tokens or 0
+    cached, written = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
     cut = message.stop_reason in CUT_OFF
     return Completion(
         text=text,
-        input_tokens=usage.input_tokens + (usage.cache_creation_input_tokens or 0) + cached,
+        input_tokens=usage.input_tokens + written + cached,
         output_tokens=usage.output_tokens,
         truncated=cut,
         cached_input_tokens=cached,
+        cache_write_tokens=written,
         reasoning_tokens=usage.output_tokens_details.thinking_tokens if usage.output_tokens_details is not None else 0,
         search=_search(message, text),
         served_model=str(message.model or ""),

@@ -48,7 +48,7 @@ from ..options import THINKING_LEVELS, GeminiOptions
 from ..retirement import ModelNotice, is_retired, status_notice, unavailable_reason
 from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..web_search import check_choice, search_record
-from .openai_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
+from .api_backend import PLACEHOLDER_KEY, SERVER_CONCURRENCY, MissingKeyError
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,9 @@
 """`openai:MODEL`: any OpenAI-compatible endpoint, with OpenAI's web search and function calling.
 
-OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently through a `retries.Caller`
-(a limit on calls in flight, a timeout per call, backoff honouring `Retry-After`, a run-wide retry budget).
+OpenAI itself, a `vllm serve`, TGI, SGLang or Ollama: calls go out concurrently through the part every
+provider backend shares (`api_backend.APIBackend`: a limit on calls in flight, a timeout per call, backoff
+honouring `Retry-After`, a run-wide retry budget); what is OpenAI's own (its model families, its two APIs,
+its shutdown dates) is here, and reaches no other provider.
 
 What a model takes is its family's (`openai_models`: one row per family): reasoning models (the o-series,
 GPT-5, GPT-6) go through the Responses API with `reasoning_effort` ("high" by default, as in the paper; an
@@ -45,45 +47,36 @@ every error message and log line this module writes is scrubbed of it.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import difflib
 import json
 import logging
-import os
 import re
 import warnings
-import weakref
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
-from urllib.parse import urlsplit
+from typing import Any, Iterable, Mapping
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.schema import JSON_SCHEMA, bounded_schema
 
-from ..base import CallError, Completion, ModelUnavailableError, OnDone, Request, ToolCall, Withheld, content_text
-from ..http import CallFailed, Session, scrub_url, short
+from ..base import Completion, Request, ToolCall, Withheld, content_text
+from ..http import Session, short
 from ..options import REASONING_EFFORTS, OpenAIOptions
 from ..retirement import ModelNotice, known_shutdown, shutdown_notice
-from ..retries import UNREACHABLE_RETRIES, Attempt, Caller, Client, RetryPolicy, check_timeout
+from ..retries import UNREACHABLE_RETRIES
 from ..tool_calls import decode_call, with_tool_calls
 from ..web_search import SEARCH_CONTEXT_SIZES, check_choice, in_answer, parse_location, search_record, split_list
+from .api_backend import APIBackend, SearchSettings
 from .openai_models import SAMPLING_PARAMETERS, family_of
 from .openai_session import OpenAISession, model_ids, model_shutdown_date
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 __all__ = ["OpenAIBackend", "UNREACHABLE_RETRIES", "is_reasoning_model", "is_search_model",
            "token_parameter"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_CONCURRENCY = 32
-SERVER_CONCURRENCY = 128
-PLACEHOLDER_KEY = "EMPTY"
-"""Sent to endpoints that need no key (a local server); the SDK refuses to start without one."""
-SESSION_CLOSE_S = 5.0
-"""How long `close` waits for a kept session to close on its loop."""
 SEARCH_SOURCES = "web_search_call.action.sources"
 """What the Responses API must be asked to `include` for the sources of its searches."""
 SHUTDOWN_LOOKUP_S = 5.0
@@ -121,22 +114,8 @@ def is_search_model(model: str) -> bool:
     return family_of(model).chat_search
 
 
-class MissingKeyError(UserError):
-    """An engine that needs an API key was given none."""
-
-
 @dataclass(frozen=True)
-class Endpoint:
-    """Where calls go and with which key."""
-
-    base_url: str
-    api_key: str
-    provider: bool
-    """The provider's own API (rate limits bite first, and a key is needed), not another server."""
-
-
-@dataclass(frozen=True)
-class WebSearch:
+class WebSearch(SearchSettings):
     """How OpenAI's web search searches (`Request.native_search`)."""
 
     context_size: str | None = None
@@ -189,13 +168,12 @@ class WebSearch:
         return options
 
 
-class OpenAIBackend(Client):
+class OpenAIBackend(APIBackend):
     """Concurrent calls to an OpenAI-compatible endpoint. See the module docstring."""
 
     name = "openai"
-    one_batch = False
     takes_tools = True
-    searches = True
+    efforts = REASONING_EFFORTS
     default_url = OPENAI_BASE_URL
     url_variable: str | None = "OPENAI_BASE_URL"
     key_variable = "OPENAI_API_KEY"
@@ -229,56 +207,22 @@ class OpenAIBackend(Client):
                     retried (`retries.RetryPolicy`).
         """
         options = options or OpenAIOptions()
-        base_url, api_key, api = options.base_url, options.api_key, options.api or "auto"
-        temperature, reasoning_effort = options.temperature, options.reasoning_effort
-        schema_format = True if options.schema_format is None else options.schema_format
-        reasoning_max_tokens, shutdown_lookup = options.reasoning_max_tokens, options.shutdown_lookup
-        timeout = 600.0 if options.timeout is None else options.timeout
-        self.options = options
-        """What it was configured with."""
-        self.model = model
-        endpoint = self.endpoint(base_url, api_key)
-        self.base_url = endpoint.base_url
-        self._api_key = endpoint.api_key
+        endpoint = self.connect(model, log, options)
         self.family = family_of(model)
         """What the API takes from this model (`openai_models.Family`)."""
         self.reasoning = self.family.reasoning
-        self.api, self._api_chosen = self._resolve_api(api)
-        self.temperature, self.reasoning_effort = self._sampling(temperature, reasoning_effort)
-        self.reasoning_max_tokens = reasoning_max_tokens
-        self.schema_format = schema_format
-        self.constraint = JSON_SCHEMA if schema_format else None
+        self.api, self._api_chosen = self._resolve_api(options.api or "auto")
+        self.temperature, self.reasoning_effort = self._sampling(options.temperature, options.reasoning_effort)
+        self.reasoning_max_tokens = options.reasoning_max_tokens
+        self.schema_format = options.schema_format is not False
+        self.constraint = JSON_SCHEMA if self.schema_format else None
         self._bounded_schemas = not endpoint.provider  # a server that compiles the schema itself
-        self.web_search = self._web_search(options.search_context_size, options.search_location,
-                                           options.search_domains, options.search_external_web_access)
-        # OpenAI's own models endpoint is the one known to publish shutdown dates (a subclass's provider may not)
-        published = endpoint.provider and self.default_url == OPENAI_BASE_URL
-        self.shutdown_lookup = published if shutdown_lookup is None else shutdown_lookup
-        self.timeout = check_timeout(timeout)
-        default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
-        concurrency = options.concurrency
-        self._caller = Caller(RetryPolicy.of(options), default_concurrency if concurrency is None else concurrency,
-                              self._api_key, log)
-        self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
+        self.search: WebSearch = self._web_search(options.search_context_size, options.search_location,
+                                                  options.search_domains, options.search_external_web_access)
+        # OpenAI's own models endpoint is the one known to publish shutdown dates
+        self.shutdown_lookup = endpoint.provider if options.shutdown_lookup is None else options.shutdown_lookup
 
     # -- construction, in parts ----------------------------------------------------------------------
-
-    @classmethod
-    def endpoint(cls, base_url: str | None, api_key: str | None) -> Endpoint:
-        """The endpoint and key from the arguments, else the environment, else the provider's API (which
-        needs a key: `MissingKeyError`); another server without a key gets a placeholder."""
-        url = base_url or (os.environ.get(cls.url_variable) if cls.url_variable else None) or cls.default_url
-        url = url.rstrip("/")
-        provider = urlsplit(url).hostname == urlsplit(cls.default_url).hostname
-        key = api_key or os.environ.get(cls.key_variable)
-        if not key:
-            if provider:
-                raise MissingKeyError(
-                    f"{cls.name}: no API key for {urlsplit(cls.default_url).hostname}: set {cls.key_variable} or "
-                    f"pass --api-key (api_key=), or point --base-url at a compatible server that needs none"
-                )
-            key = PLACEHOLDER_KEY
-        return Endpoint(url, key, provider)
 
     def _resolve_api(self, api: str) -> tuple[str, bool]:
         """(the API of a call without native search, whether the user chose it)."""
@@ -293,10 +237,7 @@ class OpenAIBackend(Client):
         `UserError` in one line for what it would refuse. A chat model gets temperature 0 unless given; a
         reasoning model effort "high" unless given, and a temperature only where given and taken."""
         family = self.family
-        check_choice("--reasoning-effort", reasoning_effort, REASONING_EFFORTS)
-        if reasoning_effort is not None and family.efforts is not None and reasoning_effort not in family.efforts:
-            raise UserError(f"{self.name}:{self.model} ({family.name}) takes --reasoning-effort "
-                            f"{', '.join(family.efforts)}, not {reasoning_effort!r}")
+        self._check_effort(reasoning_effort)
         effort = reasoning_effort or ("high" if family.reasoning else None)
         if temperature is not None and not family.takes_sampling(effort):
             sampling = ", ".join(SAMPLING_PARAMETERS)
@@ -324,31 +265,15 @@ class OpenAIBackend(Client):
 
     # -- Backend interface -------------------------------------------------------------------------
 
-    def identity(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"schema_format": self.schema_format}
+    def settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {}
         if self.temperature is not None:
             settings["temperature"] = self.temperature
         if self.reasoning_effort is not None:
             settings["reasoning_effort"] = self.reasoning_effort
         if self.reasoning:
             settings["reasoning_max_tokens"] = self.reasoning_max_tokens
-        settings.update(self.search_settings())
-        return {
-            "engine": self.name,
-            "model": self.model,
-            "base_url": scrub_url(self.base_url),
-            "api": self.api,
-            "settings": settings,
-        }
-
-    def describe(self) -> dict[str, Any]:
-        """The identity, with the model's shutdown date where its provider publishes one (`shutdown_date`; not
-        part of the identity: it does not change an answer)."""
-        described = self.identity()
-        date = self.shutdown_date()
-        if date:
-            described["shutdown_date"] = date
-        return described
+        return settings
 
     def shutdown_date(self) -> str | None:
         """The model's published shutdown date (OpenAI's `GET /v1/models/{model}`, else the date its
@@ -378,88 +303,16 @@ class OpenAIBackend(Client):
             _close_models[key] = f"{self.name}:{close[0]}" if close else None
         return _close_models[key]
 
-    def search_settings(self) -> dict[str, Any]:
-        """How native search is set up, where it differs from the provider's default (part of the identity)."""
-        search = self.web_search.settings()
-        return {"web_search": search} if search else {}
-
-    async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
-        for request in requests:  # a request the model's API would refuse stops the run before any call
-            self._api_for(request)
-        # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
-        # new loop for every run (unless `keep_session` made one for this loop).
-        kept = self._kept_sessions.get(asyncio.get_running_loop())
-        session = kept or self.new_session()
-
-        def attempt_for(request: Request) -> Attempt:
-            path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
-
-            async def attempt() -> Completion:
-                completion = await self._call(session, path, body)
-                if request.tools and not completion.tool_calls:
-                    # a server that left the calls in the text (vLLM's tool parsers, at times): read them
-                    # as a local model's are read
-                    return with_tool_calls(completion, request)
-                return completion
-
-            return attempt
-
-        try:
-            await self._run_all(requests, attempt_for, on_done)
-        finally:
-            if session is not kept:
-                await session.close()
-
-    async def keep_session(self) -> None:
-        """Reuse one session, and its open connections, for every run on the running event loop: for a
-        loop that lives as long as its process (a Ray actor's), where a run is one small batch."""
-        loop = asyncio.get_running_loop()
-        if loop not in self._kept_sessions:
-            self._kept_sessions[loop] = self.new_session()
-
     def new_session(self) -> Session:
-        """A session to this endpoint with this backend's key, for the running event loop; the caller closes it."""
         return OpenAISession(self.base_url, self._api_key, self.timeout)
 
-    async def release_session(self) -> None:
-        """Close the session `keep_session` kept for the running event loop, before the loop ends."""
-        session = self._kept_sessions.pop(asyncio.get_running_loop(), None)
-        if session is not None:
-            await session.close()
-
-    def close(self) -> None:
-        self._caller.forget_loops()
-        # A kept session lives on a loop running in another thread (a Ray actor's): close it there, so its
-        # connections are released, not reported unclosed by aiohttp when the actor exits.
-        for loop, session in list(self._kept_sessions.items()):
-            if loop.is_running() and loop is not _running_loop():
-                asyncio.run_coroutine_threadsafe(session.close(), loop).result(timeout=SESSION_CLOSE_S)
-        self._kept_sessions.clear()
-
-    async def retrying(self, attempt_once: Callable[[], Awaitable[T]]) -> T | CallError:
-        """`attempt_once()` under this backend's limit and retry policy (backoff, `Retry-After`, the run's
-        retry budget, an unreachable endpoint given up on); a `CallError` when it never passes. For calls
-        besides completions: the Batch API's files and batches."""
-        return await self._caller.call(lambda: attempt_once)  # type: ignore[arg-type, return-value]
-
-    # -- one call ------------------------------------------------------------------------------------
-
-    async def _call(self, session: Session, path: str, body: bytes) -> Completion:
-        try:
-            raw = await session.post(path, body)
-        except CallFailed as failure:
-            if failure.unavailable:  # every call would fail so: the run stops here
-                raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable)),
-                                            did_you_mean=self.close_model()) from None
-            raise
-        try:
-            return self.parse(path, json.loads(raw))
-        except Withheld as withheld:
-            raise CallFailed(f"{self.name}:{self.model} {withheld.reason}", retryable=False) from None
-        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
-            # A 200 that is not a completion (a proxy's error page, a cut-off body): worth another try.
-            raise CallFailed(f"malformed response from {self.name}:{self.model} at {session.where}: "
-                             f"{short(f'{type(err).__name__}: {err}')}", retryable=True) from None
+    async def answer(self, session: Session, request: Request, path: str, body: bytes) -> Completion:
+        completion = await self._call(session, path, body)
+        if request.tools and not completion.tool_calls:
+            # a server that left the calls in the text (vLLM's tool parsers, at times): read them as a local
+            # model's are read
+            return with_tool_calls(completion, request)
+        return completion
 
     def parse(self, path: str, answer: dict[str, Any]) -> Completion:
         """The completion in the raw answer of a call to `path` (a direct call's body, or a Batch API output
@@ -490,6 +343,30 @@ class OpenAIBackend(Client):
             return "responses"
         return self.api
 
+    def _sampling_for(self, request: Request) -> tuple[float | None, str | None]:
+        """(temperature, reasoning effort) of one call: the backend's, or the effort the request asks for
+        (`Request.reasoning_effort`; `MODEL_DEFAULT`: none), with the temperature only where the family takes
+        it at that effort."""
+        if request.reasoning_effort is None:
+            return self.temperature, self.reasoning_effort
+        effort = self.effort_for(request, self.reasoning_effort)
+        taken = self.family.sampling == "always" or (effort is not None and self.family.takes_sampling(effort))
+        return (self.temperature if taken else None), effort
+
+    def check_request(self, request: Request) -> None:
+        """A `UserError` in one line for a request the model's API would refuse (a tool where it calls none, an
+        effort its family does not take), before any call."""
+        self._api_for(request)
+        super().check_request(request)
+        self._check_effort(self.effort_for(request, None))
+
+    def _check_effort(self, effort: str | None) -> None:
+        check_choice("--reasoning-effort", effort, REASONING_EFFORTS)
+        efforts = self.family.efforts
+        if effort is not None and efforts is not None and effort not in efforts:
+            raise UserError(f"{self.name}:{self.model} ({self.family.name}) takes --reasoning-effort "
+                            f"{', '.join(efforts)}, not {effort!r}")
+
     def _output_limit(self, request: Request) -> int | None:
         """The output token cap to send: a reasoning model spends hidden tokens first, so the request's own
         budget would starve it; it gets `reasoning_max_tokens` (None: no cap)."""
@@ -500,10 +377,11 @@ class OpenAIBackend(Client):
         limit = self._output_limit(request)
         if limit is not None:
             args[token_parameter(self.model, "/chat/completions")] = limit
-        if self.temperature is not None:
-            args["temperature"] = self.temperature
-        if self.reasoning_effort is not None:
-            args["reasoning_effort"] = self.reasoning_effort
+        temperature, effort = self._sampling_for(request)
+        if temperature is not None:
+            args["temperature"] = temperature
+        if effort is not None:
+            args["reasoning_effort"] = effort
         if self.schema_format and request.json_schema is not None:
             args["response_format"] = self._response_format(self._schema_of(request))
         if request.tools:
@@ -521,22 +399,23 @@ class OpenAIBackend(Client):
 
     def _chat_search_args(self, request: Request) -> dict[str, Any]:
         """What a chat-completions body adds for (or against) native search."""
-        return {"web_search_options": self.web_search.chat_options()} if request.native_search else {}
+        return {"web_search_options": self.search.chat_options()} if request.native_search else {}
 
     def _responses_args(self, request: Request) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.model, "input": responses_input(request.messages), "store": False}
         limit = self._output_limit(request)
         if limit is not None:
             args[token_parameter(self.model, "/responses")] = limit
-        if self.temperature is not None:
-            args["temperature"] = self.temperature
-        if self.reasoning_effort is not None:
-            args["reasoning"] = {"effort": self.reasoning_effort}
+        temperature, effort = self._sampling_for(request)
+        if temperature is not None:
+            args["temperature"] = temperature
+        if effort is not None:
+            args["reasoning"] = {"effort": effort}
         if self.schema_format and request.json_schema is not None:
             args["text"] = {"format": {"type": "json_schema", **named_schema(self._schema_of(request))}}
         tools = [responses_function(tool) for tool in request.tools]
         if request.native_search:
-            tools.append(self.web_search.responses_tool())
+            tools.append(self.search.responses_tool())
             args["include"] = [SEARCH_SOURCES]
         if tools:
             args["tools"] = tools
@@ -613,6 +492,7 @@ def _chat_completion(answer: dict[str, Any]) -> Completion:
         output_tokens=usage.get("completion_tokens") or 0,
         truncated=cut,
         cached_input_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+        cache_write_tokens=_detail(usage, "prompt_tokens_details", "cache_write_tokens"),
         reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
         tool_calls=_calls((call.get("function") or {}, call.get("id", "")) for call in message.get("tool_calls") or ()),
         search=_chat_search(text, citations) if citations else None,
@@ -654,6 +534,7 @@ def _responses_completion(answer: dict[str, Any]) -> Completion:
         output_tokens=usage.get("output_tokens") or 0,
         truncated=cut,
         cached_input_tokens=_detail(usage, "input_tokens_details", "cached_tokens"),
+        cache_write_tokens=_detail(usage, "input_tokens_details", "cache_write_tokens"),
         reasoning_tokens=_detail(usage, "output_tokens_details", "reasoning_tokens"),
         tool_calls=_calls((item, item.get("call_id", "")) for item in answer["output"] if item.get("type") == "function_call"),
         search=_responses_search(calls, citations) if calls or citations else None,
@@ -716,9 +597,3 @@ def _calls(items: Iterable[tuple[Mapping[str, Any], str]]) -> tuple[ToolCall, ..
 def _detail(usage: Mapping[str, Any], block: str, name: str) -> int:
     return int((usage.get(block) or {}).get(name) or 0)
 
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

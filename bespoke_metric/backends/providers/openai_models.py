@@ -1,4 +1,4 @@
-"""OpenAI's model families as the API takes them on 2026-12-01: one row per family, the first that matches
+"""OpenAI's model families as the API takes them on 2026-12-04: one row per family, the first that matches
 a model name wins. Pure.
 
 A row says what a request to a model of the family may carry, so that nothing the API would refuse is
@@ -12,9 +12,10 @@ parameter errors its API answers with (`Unsupported parameter: 'max_tokens' ... 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
+
+from .model_rows import ModelRow, first_match
 
 SAMPLING_PARAMETERS = ("temperature", "top_p", "logprobs")
 """The parameters a reasoning model takes only where its family says (`Family.sampling`)."""
@@ -23,17 +24,11 @@ Sampling = Literal["always", "never", "effort-none"]
 """When a family takes `SAMPLING_PARAMETERS`: always (a chat model), never (o-series, GPT-5), or only at
 reasoning effort `none` (GPT-5.1 and later, GPT-6)."""
 
-_OPENAI_PREFIX = r"^(?:.*/)?"
-"""A model name may come with a provider prefix (`openai/gpt-6.2-astra`)."""
-
 
 @dataclass(frozen=True)
-class Family:
+class Family(ModelRow):
     """What the API takes from the models of one family."""
 
-    name: str
-    pattern: str
-    """A regular expression matched (case-insensitively) at the start of the model name, past any prefix."""
     chat_token_parameter: str
     """The output cap's name on chat completions: `max_completion_tokens` or `max_tokens`."""
     reasoning: bool = False
@@ -48,9 +43,6 @@ class Family:
     """A search model: searches through chat completions (`web_search_options`), not with the tool."""
     source: str = ""
 
-    def matches(self, model: str) -> bool:
-        return re.match(_OPENAI_PREFIX + f"(?:{self.pattern})", model, re.IGNORECASE) is not None
-
     def takes_sampling(self, effort: str | None) -> bool:
         """Whether a request at reasoning effort `effort` may carry `SAMPLING_PARAMETERS`."""
         return self.sampling == "always" or (self.sampling == "effort-none" and effort == "none")
@@ -60,6 +52,9 @@ _MODELS_PAGE = "platform.openai.com/docs/models (as read 2026-12-01)"
 _GPT6_GUIDE = ("OpenAI's GPT-6 model pages as issue 32 quotes them (2026-12-01): tool calling, web search included, on the Responses API only from GPT-6.1; "
                "temperature, top_p and logprobs only at reasoning effort none; GPT-6.2 refuses efforts none and minimal")
 
+_SOL_PAGE = ("OpenAI's GPT-6.1 Sol model page (as read 2026-12-04): efforts low, medium (default), high, xhigh, max, "
+             "not none or minimal (so no temperature, top_p or logprobs); no function calling on chat completions")
+
 FAMILIES: tuple[Family, ...] = (
     Family("chat-completions search (GPT-5)", r"gpt-5[\w.-]*-search-api", "max_completion_tokens", sampling="never",
            chat_search=True, source="platform.openai.com/docs/models/gpt-5-search-api: no sampling parameters"),
@@ -67,6 +62,8 @@ FAMILIES: tuple[Family, ...] = (
            chat_search=True, source="platform.openai.com/docs/guides/tools-web-search: search models take no temperature"),
     Family("GPT-6.2 and later", r"gpt-6\.(?:[2-9]|\d{2,})", "max_completion_tokens", reasoning=True,
            efforts=("low", "medium", "high", "xhigh", "max"), sampling="effort-none", chat_tools=False, source=_GPT6_GUIDE),
+    Family("GPT-6.1 Sol", r"gpt-6\.1-sol\b", "max_completion_tokens", reasoning=True,
+           efforts=("low", "medium", "high", "xhigh", "max"), sampling="effort-none", chat_tools=False, source=_SOL_PAGE),
     Family("GPT-6.1", r"gpt-6\.1(?!\d)", "max_completion_tokens", reasoning=True, sampling="effort-none",
            chat_tools=False, source=_GPT6_GUIDE),
     Family("GPT-6", r"gpt-6(?![.\d])", "max_completion_tokens", reasoning=True, sampling="effort-none",
@@ -94,4 +91,4 @@ OTHER = Family("other", r"", "max_tokens", source="any other model or server: ch
 
 def family_of(model: str) -> Family:
     """The family of `model` (`FAMILIES`, else `OTHER`)."""
-    return next((family for family in FAMILIES if family.matches(model)), OTHER)
+    return first_match(FAMILIES, model, OTHER)

@@ -10,10 +10,10 @@ own models and other providers' behind provider-prefixed slugs, and named preset
   Agent API setting that Perplexity's migration guide documents (`SONAR_SUBSTITUTES`); `substitution(model)`
   says so, and a results file carries it as `system.substitution`.
 
-This is the `openai:` backend's transport (one aiohttp session per run, retries honouring `Retry-After`,
-the run-wide retry budget) with Perplexity's endpoint and key (`PERPLEXITY_API_KEY`) and a body of its
-own. The Agent API rejects any field it does not know with a 400, so only the mapped fields are sent:
-`model` or `preset`, `input` (the chat messages as `message` items), `max_output_tokens` (none for a
+It is made of the part every provider backend shares (`api_backend.APIBackend`: one aiohttp session per
+run, retries honouring `Retry-After`, the run-wide retry budget) and Perplexity's endpoint and key
+(`PERPLEXITY_API_KEY`) and bodies. The Agent API rejects any field it does not know with a 400, so only
+the mapped fields are sent: `model` or `preset`, `input` (the chat messages as `message` items), `max_output_tokens` (none for a
 model that reasons first, unless `reasoning_max_tokens` is set), `reasoning`,
 `response_format`, `temperature` when given, and for native search the `web_search` tool, whose `filters`
 carry the domain and recency filters. Search is not automatic: a request without native search carries
@@ -32,16 +32,22 @@ served model; `usage.cost.total_cost` as the provider's own cost. A 200 whose `s
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request
-from ..http import CallFailed, scrub_url, short
-from ..options import OpenAIOptions, PerplexityOptions, client_options
+from ..http import CallFailed, Session, short
+from ..options import PerplexityOptions
+from ..schema import JSON_SCHEMA
 from ..web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, check_choice, search_record, split_list
-from .openai_backend import OpenAIBackend, is_reasoning_model, named_schema
+from .api_backend import APIBackend, SearchSettings
+from .openai_backend import is_reasoning_model, named_schema
+from .openai_session import OpenAISession
+
+log = logging.getLogger(__name__)
 
 PERPLEXITY_BASE_URL = "https://api.perplexity.ai"
 AGENT_PATH = "/v1/agent"
@@ -117,7 +123,7 @@ def agent_model(model: str) -> str:
 
 
 @dataclass(frozen=True)
-class SearchFilters:
+class SearchFilters(SearchSettings):
     """The `web_search` tool's settings: where and how recent, and how much of it the model reads."""
 
     domains: tuple[str, ...] = ()
@@ -146,16 +152,17 @@ class SearchFilters:
         return {name: value for name, value in self.tool().items() if name != "type"}
 
 
-class PerplexityBackend(OpenAIBackend):
+class PerplexityBackend(APIBackend):
     """Perplexity's Agent API. See the module docstring."""
 
     name = "perplexity"
-    takes_tools = False
-    searches = True
     default_url = PERPLEXITY_BASE_URL
     url_variable = None
     key_variable = "PERPLEXITY_API_KEY"
     provider_concurrency = PERPLEXITY_CONCURRENCY
+    api = "agent"
+    search_key = "search"
+    efforts = REASONING_EFFORTS
 
     def __init__(self, model: str, options: PerplexityOptions | None = None) -> None:
         """
@@ -163,16 +170,20 @@ class PerplexityBackend(OpenAIBackend):
             model: an Agent API model slug (`perplexity/sonar`, `openai/gpt-5.1`), `preset/NAME`, or a retired
                 Sonar name (`sonar`, `sonar-reasoning`, ...), which runs as its documented substitute.
             options: its `PerplexityOptions` (None: every default):
+                temperature: none unless given (the Agent API's own).
+                schema_format: send a request's `json_schema` as `response_format` (default on).
                 reasoning_effort: `reasoning.effort` (minimal, low, medium, high, xhigh); default the model's
                     (a substitute's own, where the guide gives one).
+                reasoning_max_tokens: the output cap of a model that reasons first (default: none).
                 search_domain_filter: domains to search (`"nature.com,arxiv.org"`), or to leave out (`-pinterest.com`).
                 search_recency_filter: only results from the last `hour`, `day`, `week`, `month` or `year`.
                 search_context_size: `low`, `medium` or `high`: how much of what it found it reads.
-                the transport's endpoint, sampling and retry options (`ClientOptions`: `base_url`, `api_key`,
-                    `concurrency`, ...); the endpoint default is Perplexity's API, the key `PERPLEXITY_API_KEY`,
-                    at most 8 calls in flight.
+                the transport's endpoint and retry options (`APIBackend.connect`: `base_url`, `api_key`,
+                    `concurrency`, `timeout`, `max_retries`, ...); the endpoint default is Perplexity's API, the key
+                    `PERPLEXITY_API_KEY`, at most 8 calls in flight.
         """
         options = options or PerplexityOptions()
+        self.connect(model, log, options)
         substitute = SONAR_SUBSTITUTES.get(model)
         self.target = substitute.ran_as if substitute is not None else model
         """The model slug, or `preset/NAME`, that the calls name."""
@@ -182,33 +193,27 @@ class PerplexityBackend(OpenAIBackend):
                             f"(perplexity:preset/NAME), got {self.preset!r}")
         effort = options.reasoning_effort or (substitute.reasoning_effort if substitute is not None else None)
         self.agent_effort = check_choice("reasoning_effort=", effort, REASONING_EFFORTS)
-        self.search_filters = SearchFilters(
+        self.search: SearchFilters = SearchFilters(
             split_list(options.search_domain_filter),
             check_choice("--search-recency-filter", options.search_recency_filter, RECENCY_FILTERS),
             check_choice("--search-context-size", options.search_context_size, SEARCH_CONTEXT_SIZES))
-        super().__init__(model, OpenAIOptions(**client_options(options), api="responses",
-                                              reasoning_max_tokens=options.reasoning_max_tokens))
+        self.temperature = options.temperature  # the Agent API's own unless given
+        self.reasoning_max_tokens = options.reasoning_max_tokens
+        self.schema_format = options.schema_format is not False
+        self.constraint = JSON_SCHEMA if self.schema_format else None
 
-    def _sampling(self, temperature: float | None, reasoning_effort: str | None) -> tuple[float | None, str | None]:
-        # The Agent API's own defaults: a temperature only when given, the effort kept in `agent_effort`.
-        return temperature, None
-
-    def identity(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"schema_format": self.schema_format}
-        settings["preset" if self.preset is not None else "agent_model"] = self.preset or self.target
+    def settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {"preset" if self.preset is not None else "agent_model": self.preset or self.target}
         if self.agent_effort is not None:
             settings["reasoning_effort"] = self.agent_effort
         if self.reasoning_max_tokens is not None:
             settings["reasoning_max_tokens"] = self.reasoning_max_tokens
         if self.temperature is not None:
             settings["temperature"] = self.temperature
-        settings.update(self.search_settings())
-        return {"engine": self.name, "model": self.model, "base_url": scrub_url(self.base_url), "api": "agent",
-                "settings": settings}
+        return settings
 
-    def search_settings(self) -> dict[str, Any]:
-        settings = self.search_filters.settings()
-        return {"search": settings} if settings else {}
+    def new_session(self) -> Session:
+        return OpenAISession(self.base_url, self._api_key, self.timeout)
 
     def path_and_body(self, request: Request) -> tuple[str, bytes]:
         return AGENT_PATH, json.dumps(self.agent_body(request), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -221,14 +226,15 @@ class PerplexityBackend(OpenAIBackend):
         limit = self.output_limit(request)
         if limit is not None:
             body["max_output_tokens"] = max(limit, MIN_OUTPUT_TOKENS)
-        if self.agent_effort is not None:
-            body["reasoning"] = {"effort": self.agent_effort}
+        effort = self.effort_for(request, self.agent_effort)
+        if effort is not None:
+            body["reasoning"] = {"effort": effort}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.schema_format and request.json_schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": named_schema(request.json_schema)}
         if request.native_search:
-            body["tools"] = [self.search_filters.tool()]
+            body["tools"] = [self.search.tool()]
         elif self.preset is not None:
             body["max_tool_calls"] = 0  # a preset's bundled tools cannot be removed, only all calls stopped
         return body

@@ -16,13 +16,15 @@ def encode_request(request: Request) -> str:
         data["tools"] = list(request.tools)
     if request.native_search:
         data["native_search"] = True
+    if request.reasoning_effort is not None:
+        data["reasoning_effort"] = request.reasoning_effort
     return json.dumps(data)
 
 
 def decode_request(text: str) -> Request:
     data = json.loads(text)
     return Request(tuple(data["messages"]), data["max_tokens"], data["json_schema"], tools=tuple(data.get("tools", ())),
-                   native_search=bool(data.get("native_search")))
+                   native_search=bool(data.get("native_search")), reasoning_effort=data.get("reasoning_effort"))
 
 
 def outcome_row(position: int, outcome: Outcome) -> dict[str, Any]:
