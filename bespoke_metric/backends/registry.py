@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 from bespoke_dataset.errors import did_you_mean
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.options import (
-        AnthropicOptions,
+    AnthropicOptions,
     BatchOptions,
     ClientOptions,
     EmbedOptions,
@@ -101,8 +101,9 @@ class Engine:
     backend: Callable[..., Backend] | None = None
     """For LLM engines: `(model, options) -> Backend`, `options` an instance of `options` (the class); an engine
     that reuses objects already in memory (`preloads`) takes them as keywords. Judged through the BESPOKE protocol."""
-    judge: Callable[[str, str, dict[str, Any]], Any] | str | None = None
-    """For judges of their own (no LLM): `(spec, model, options) -> Judge`, or `"module:function"` naming it."""
+    judge: Callable[[str, str, Any], Any] | str | None = None
+    """For judges of their own (no LLM): `(spec, model, options) -> Judge` (`options` an instance of `options`),
+    or `"module:function"` naming it."""
     guided_decoding: bool = False
     """Constrains decoding to a JSON schema, so structured answers always parse: on by default."""
     constraint_option: str | None = None
@@ -144,7 +145,7 @@ class Engine:
             engine_options = dataclasses.replace(engine_options, **{option: True})
         return engine_options, self.guided_decoding and bool(getattr(engine_options, option))
 
-    def build_judge(self, spec: str, model: str, options: dict[str, Any]) -> Any:
+    def build_judge(self, spec: str, model: str, options: Any) -> Any:
         """The judge of its own that this engine is (`judge` set)."""
         assert self.judge is not None
         return _resolve(self.judge)(spec, model, options)
@@ -289,8 +290,8 @@ def _known() -> str:
 
 
 def pinned(parsed: Spec, engine_options: dict[str, Any]) -> dict[str, Any]:
-    """The engine's options by name with the spec's `@revision` as its `revision` option; `OptionError` when
-    the revision is given twice (in the spec and as an option), even the same one."""
+    """The engine's options with the spec's `@revision` as its `revision` option; `OptionError` when the
+    revision is given twice (in the spec and as an option), even the same one."""
     if parsed.revision is None:
         return engine_options
     if engine_options.get("revision") is not None:
@@ -366,7 +367,7 @@ class Preloaded:
 def engine_config(parsed: Spec, options: dict[str, Any]) -> EngineConfig:
     """The config of the LLM engine of `parsed` from `options` by name: its parts are taken out of `options`
     (`take`; leftovers stay there for the caller to refuse) and each made an instance of its class
-    (`make_options`: a value out of its choices, or a count below 1, is an `OptionError` naming its flag)."""
+    (`make_options`: a value out of its choices, or a count below 1, is a `UserError` naming its flag)."""
     taken = take(options, *llm_option_classes(parsed.engine))
     own = make_options(parsed.engine.options, pinned(parsed, taken[parsed.engine.options]))
     return EngineConfig(parsed, own, make_options(ExecutorOptions, taken[ExecutorOptions]),
