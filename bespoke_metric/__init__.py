@@ -18,6 +18,7 @@ The package is laid out in wings, each a folder with a curated `__init__`, impor
 | `systems/` | the systems under test: generation, user contexts, retrieval, search |
 | `analysis/` | meta-evaluation, feedback accuracy, the leaderboard, reports |
 | `hub/` | the `evaluate` metric, the Spaces, Eval Results and submissions |
+| `frameworks/` | BESPOKE inside other evaluation frameworks: the inspect_ai task |
 | `reward.py`, `testing/` | the training reward; local servers and tiny models for offline tests |
 
 The names below are the public surface (what the README uses); everything else is reachable through
@@ -41,17 +42,23 @@ _LAZY: dict[str, str] = {
     "ItemResult": ".results.records",
     "Judge": ".judging.judge",
     "JudgeItem": ".judging.judge",
+    "JudgeSession": ".judging.session",
     "ModelNotFoundError": ".backends.local.model_files",
     "PredictionError": ".scoring.predictions",
+    "Prompter": ".systems.messages",
+    "QueryMessages": ".systems.messages",
+    "average_figure": ".results.figure_stats",
     "build_leaderboard": ".analysis.leaderboard",
     "caveats": ".results.caveats",
     "compare": ".analysis.leaderboard",
     "generate": ".systems",
+    "item_figures": ".results.figure_stats",
     "load_results": ".analysis.leaderboard",
     "make_backend": ".backends.registry",
     "make_judge": ".judging.factory",
     "make_reward_fn": ".reward",
     "meta_evaluate": ".analysis.meta_eval",
+    "prepare_response": ".judging.session",
     "register_engine": ".backends.registry",
     "run": ".systems.runs",
     "score": ".scoring.pipeline",
@@ -60,9 +67,11 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
-    "Bespoke", "DIMENSIONS", "ENGINES", "Engine", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "METRICS", "METRIC_NAMES",
-    "ModelNotFoundError", "PredictionError", "__version__", "build_leaderboard", "caveats", "compare", "generate",
-    "load_results", "make_backend", "make_judge", "make_reward_fn", "meta_evaluate", "register_engine", "run", "score", "score_many", "write_results",
+    "Bespoke", "DIMENSIONS", "ENGINES", "Engine", "GenerationSettings", "ItemResult", "Judge", "JudgeItem", "JudgeSession",
+    "METRICS", "METRIC_NAMES", "ModelNotFoundError", "PredictionError", "Prompter", "QueryMessages", "__version__",
+    "average_figure", "build_leaderboard", "caveats", "compare", "generate", "item_figures", "load_results", "make_backend",
+    "make_judge", "make_reward_fn", "meta_evaluate", "prepare_response", "register_engine", "run", "score", "score_many",
+    "write_results",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

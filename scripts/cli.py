@@ -49,6 +49,8 @@ COMMANDS: dict[str, str] = {
     "submit": "hub.submit",
     "space": "hub.space",
     "stand-in": "stand_in",
+    "import": "frameworks.importing",
+    "tasks-path": "frameworks.tasks_path",
 }
 
 EXIT_USAGE = 2

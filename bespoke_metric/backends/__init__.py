@@ -4,7 +4,7 @@ imports each engine only when asked for it: the hosted APIs in `providers`, the 
 any of them on a Ray cluster through `ray`. An `openai:` or `anthropic:` engine with `batch=True` sends its
 calls through its provider's Batch API (`providers.batches`). Every API call goes out through the HTTP core
 (`http`) and the retrying caller (`retries`); what a command or config file gives its engines is read in
-`config`."""
+`config`. Any async text-generation function (another framework's model) is a backend through `callable_backend`."""
 
 from bespoke_dataset.lazy import serve_moved
 

@@ -311,3 +311,9 @@ class EmbedOptions:
     temperature: float | None = option(help="softmax temperature of the votes")
     threshold: float | None = option(help="cosine similarity at which a claim counts as conveyed")
     device: str | None = option(key=UNKEYED)
+
+
+@dataclass(frozen=True)
+class InspectOptions:
+    """`inspect:ROLE`: the judging protocol over inspect_ai's model for a role (`--model-role ROLE=PROVIDER/MODEL`);
+    the model's options are inspect's (`--max-connections`, `-M`), not ours: none here."""

@@ -33,6 +33,7 @@ from bespoke_metric.backends.options import (
     ExecutorOptions,
     GeminiOptions,
     HFOptions,
+    InspectOptions,
     OpenAIOptions,
     OptionError,
     PerplexityOptions,
@@ -69,6 +70,12 @@ def _anthropic(model: str, options: AnthropicOptions) -> Backend:
     from bespoke_metric.backends.providers.anthropic import AnthropicBackend
 
     return AnthropicBackend(model, options)
+
+
+def _inspect(model: str, options: InspectOptions) -> Backend:
+    from bespoke_metric.backends.providers.inspect_model import inspect_backend
+
+    return inspect_backend(model, options)  # the spec's MODEL is the role inspect binds a model to
 
 
 def _hf(model: str, options: HFOptions, *, tokenizer: Any = None) -> Backend:
@@ -163,6 +170,8 @@ ENGINES: dict[str, Engine] = {
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,
                    preloads=("llm",)),
     "embed": Engine("embed", EmbedOptions, judge="bespoke_metric.judging.embed_judge:build_embed_judge"),
+    # inside an inspect eval only: the model inspect binds to the role ROLE of `inspect:ROLE`
+    "inspect": Engine("inspect", InspectOptions, backend=_inspect),
 }
 """Every engine by spec prefix: the built-in ones, those registered from Python, and the plugins loaded so far
 (`load_plugin`, on the first spec that names one)."""

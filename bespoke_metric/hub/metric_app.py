@@ -9,7 +9,7 @@ claims the response conveys.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.keys import natural_key
@@ -64,9 +64,11 @@ def missing_key(judge: str) -> str | None:
     return None
 
 
-def judge_response(row: Mapping[str, Any], response: str, judge: str, data: Mapping[str, Any]) -> ItemResult:
-    """One response to one query, judged; options (keys, endpoints) come from the environment."""
-    [item] = run_judge(judge, [JudgeItem(row, response)], data=data).items
+def judge_response(row: Mapping[str, Any], response: str, judge: str, data: Mapping[str, Any],
+                   benchmark: Sequence[Mapping[str, Any]]) -> ItemResult:
+    """One response to one query, judged as in a whole run (the embed proxy calibrated on every row of
+    `benchmark`); options (keys, endpoints) come from the environment."""
+    [item] = run_judge(judge, [JudgeItem(row, response)], data=data, calibration_rows=benchmark).items
     return item
 
 
@@ -85,7 +87,7 @@ def build_app(source: str = DEFAULT_SOURCE, *, revision: str | None = None) -> A
             problem = missing_key(judge)
             if problem:
                 return f"**Cannot score.** {problem}"
-            item = judge_response(benchmark[key], response, judge, data)
+            item = judge_response(benchmark[key], response, judge, data, list(benchmark.values()))
         except (ValueError, OSError) as error:  # a mistyped judge, a model not found: the reason, not a trace
             return f"**Cannot score.** {error}"
         return render_judgment(benchmark[key], item)

@@ -12,6 +12,7 @@
 | `llm_judge` | `LLMJudge`: the protocol over any LLM backend |
 | `embed_judge`, `embed_calibration` | the `embed:` proxy judge and its quantile calibration |
 | `guards`, `guarded_judge` | cheap checks for degenerate responses, applied in front of any judge |
+| `session` | `JudgeSession`, `prepare_response`: one response judged as `generate` + `score` would, from async code |
 """
 
 from bespoke_dataset.lazy import lazy_attributes
@@ -23,9 +24,11 @@ _LAZY: dict[str, str] = {
     "ModelAuthor": ".authoring",
     "Judge": ".judge",
     "JudgeItem": ".judge",
+    "JudgeSession": ".session",
     "LLMJudge": ".llm_judge",
     "ProtocolOptions": ".config",
     "make_judge": ".factory",
+    "prepare_response": ".session",
     "PROTOCOL_VERSION": ".prompts",
     "RECALL_MODES": ".protocol",
     "check_context_echo": ".guards",

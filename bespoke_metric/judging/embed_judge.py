@@ -5,10 +5,11 @@
   weighted mean is calibrated onto the humans' 1-5 scale (`embed_calibration`: a quantile map fitted on
   the R-J examples, so 1 and 5 are given as often as people give them) and rounded. The feedback names
   the neighbours, their similarity, weight and score, and the raw and calibrated values.
-- Calibration: `calibrate(rows)` fits the maps on every R-J example of those benchmark rows (the reward
-  does this once, on the whole benchmark); a judge never calibrated fits them on the rows of the batch it
-  is given (`score` and `meta-eval` judge everything in one batch). `calibration_check()` measures the
-  calibrated proxy by leave-one-query-out on those examples.
+- Calibration: `calibrate(rows)` fits the maps on every R-J example of those benchmark rows. `score` (any
+  `--limit`), the metric, the reward and the frameworks' tasks (`judging.session`) all calibrate it on the
+  whole benchmark, so an item's scores never depend on which other items are judged with it; a judge never
+  calibrated fits them on the rows of the batch it is given. `calibration_check()` measures the calibrated
+  proxy by leave-one-query-out on those examples.
 - Recall: a gold claim counts as conveyed when some sentence of the response has cosine similarity
   >= `threshold` with it; the best sentence and its similarity are recorded per claim.
 - Memory: a judge keeps the vectors of the benchmark's own texts it has encoded (R-J example responses,

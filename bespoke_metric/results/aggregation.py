@@ -7,11 +7,12 @@ failed judgment never enters a mean as a 0: it is left out and counted under `fa
 
 from __future__ import annotations
 
-from statistics import fmean
+import math
 from typing import Any, Sequence
 
 from bespoke_dataset.keys import natural_key
 
+from .figure_stats import average_figure
 from .metrics import METRICS, REGISTRY
 from .records import ItemResult
 
@@ -52,8 +53,8 @@ def summarize(items: Sequence[ItemResult]) -> dict[str, Any]:
         summary[metric.name] = metric.corpus(judged)
         scored[metric.name] = len(judged)
         guarded[metric.name] = sum(1 for value, caught in values if value is not None and caught)
-    numbers = [summary[metric.name] for metric in METRICS]
-    summary["average"] = None if any(n is None for n in numbers) else fmean(numbers)
+    average = average_figure(summary)
+    summary["average"] = None if math.isnan(average) else average
     failed = [_failed_metrics(item) for item in items]
     summary["items"] = len(items)
     summary["queries"] = len({item.key for item in items})

@@ -38,9 +38,13 @@ class Metric:
                              f"{self.low:g}-{self.high:g}")
         return value
 
+    def figure(self, value: float) -> float:
+        """An item's value on the figures' 0-100 scale: ÷ top of scale × 100."""
+        return value / self.high * 100
+
     def corpus(self, values: Sequence[float]) -> float | None:
-        """Mean of the judged items' values ÷ top of scale × 100, unrounded; None for no values."""
-        return fmean(values) / self.high * 100 if values else None
+        """The mean of the judged items' values on the 0-100 scale (`figure`), unrounded; None for no values."""
+        return fmean(self.figure(value) for value in values) if values else None
 
 
 def _dimension(name: str, description: str) -> Metric:

@@ -56,12 +56,13 @@ def run_judge(
     system: Mapping[str, Any] | None = None,
     guards: bool = True,
     benchmark_queries: int | None = None,
+    calibration_rows: Sequence[Mapping[str, Any]] | None = None,
     **judge_options: Any,
 ) -> Results:
     """Judge items with a judge spec (made here with `judge_options`, closed after) or a ready judge,
-    behind the response guards unless `guards=False`."""
+    behind the response guards unless `guards=False`; `calibration_rows` as for `run_judge_many`."""
     [results] = run_judge_many(judge, [items], data=data, systems=[system], guards=guards,
-                               benchmark_queries=benchmark_queries, **judge_options)
+                               benchmark_queries=benchmark_queries, calibration_rows=calibration_rows, **judge_options)
     return results
 
 
@@ -76,6 +77,7 @@ def run_judge_many(
     uses: Sequence[ModelUse] = (),
     group_uses: Sequence[Sequence[ModelUse]] | None = None,
     benchmark_queries: int | None = None,
+    calibration_rows: Sequence[Mapping[str, Any]] | None = None,
     **judge_options: Any,
 ) -> list[Results]:
     """Judge several systems' items in one run (one judge, one scheduler run: the backend sees every
@@ -84,13 +86,17 @@ def run_judge_many(
     for a judge that does not say what each item cost, the whole run's, with `systems` saying how many
     shared it. Its `models` are the judge's and those of `uses` (the calls of the run's other models),
     priced by `prices`, with `group_uses[i]` those of group `i` alone (the model that wrote its
-    responses); `benchmark_queries` (the benchmark's size) goes into each summary. A `JudgeConfig` is built as
-    it is (its guards on unless it or `guards` says otherwise); `judge_options` then hold at most the command's
-    `spending` limit and objects already loaded."""
+    responses); `benchmark_queries` (the benchmark's size) goes into each summary. `calibration_rows`: the
+    whole benchmark's rows, which a judge that fits a calibration (the embed proxy) is fitted on before
+    judging, so an item's scores never depend on which other items are judged with it. A `JudgeConfig` is
+    built as it is (its guards on unless it or `guards` says otherwise); `judge_options` then hold at most the
+    command's `spending` limit and objects already loaded."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
     checked = GuardedJudge(judge_object, enabled=guards and (judge.guards if isinstance(judge, JudgeConfig) else True))
     try:
         start = time.perf_counter()
+        if calibration_rows is not None:
+            checked.calibrate(list(calibration_rows))
         pending = checked.judge([item for group in groups for item in group])
         judged = run_sync(pending)
         wall = time.perf_counter() - start
@@ -250,7 +256,8 @@ def score_many(
         raise UserError(f"{len(predictions)} predictions inputs but {len(systems)} systems")
     judging = judge_groups(predictions, source=source, revision=revision, limit=limit, allow_repeats=allow_repeats)
     return run_judge_many(judge, judging.groups, data=judging.data, systems=systems, guards=guards, prices=prices,
-                          uses=uses, group_uses=group_uses, benchmark_queries=judging.benchmark_queries, **judge_options)
+                          uses=uses, group_uses=group_uses, benchmark_queries=len(judging.rows),
+                          calibration_rows=judging.rows, **judge_options)
 
 
 def judge_groups(
@@ -262,7 +269,7 @@ def judge_groups(
     allow_repeats: bool = False,
 ) -> "JudgeGroups":
     """The judge items of each predictions input (checked against the benchmark, the first `limit` of
-    each; each item carries its prediction), the `data` block and the benchmark's size. Every input is
+    each; each item carries its prediction), the `data` block and the benchmark's rows. Every input is
     checked readable before the data loads."""
     for given in predictions:
         check_readable(given)
@@ -271,15 +278,16 @@ def judge_groups(
     for given in predictions:
         checked = read_predictions(given, benchmark, allow_repeats=allow_repeats)[:limit]
         groups.append([JudgeItem.of(benchmark[prediction.key], prediction) for prediction in checked])
-    return JudgeGroups(groups, data, len(benchmark))
+    return JudgeGroups(groups, data, list(benchmark.values()))
 
 
 class JudgeGroups(NamedTuple):
-    """What `judge_groups` reads: each input's judge items, the `data` block, the benchmark's query count."""
+    """What `judge_groups` reads: each input's judge items, the `data` block, the benchmark's rows (every
+    query, whatever `limit` kept: what the embed proxy is calibrated on)."""
 
     groups: list[list[JudgeItem]]
     data: dict[str, Any]
-    benchmark_queries: int
+    rows: list[dict[str, Any]]
 
 
 def plan_judging(judge: JudgeConfig, groups: Sequence[Sequence[JudgeItem]], *, response_bound: bool = False) -> list[Planned]:

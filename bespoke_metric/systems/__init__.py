@@ -8,13 +8,13 @@
 | `generation` | `generate`: the run, from data to predictions |
 | `runs` | `run`: predictions generated, then judged in memory (`bespoke run`; a sweep's judging) |
 | `settings` | `GenerationSettings`: context configuration, parts, budgets, limits |
-| `context` | `build_contexts`: what the system is given besides the query, per configuration |
-| `packing` | history sessions packed into token budgets and profiler chunks |
+| `context` | `build_contexts`: what the system is given besides the query, per configuration; history sessions packed into token budgets and profiler chunks |
 | `retrieval`, `embeddings` | history selection (dense, BM25, hybrid) and cached sentence embeddings |
 | `search` | search engines (`--search`), how a model uses them (`--search-policy`), noise, cache and replay |
 | `search_plan` | a run's search from its settings, checked, and its record in the run file |
 | `profiler`, `calls` | the profiler model's profiles and query expansions; asking a model |
 | `prompts` | every text a model is sent, and the version derived from them |
+| `messages` | `Prompter`, `QueryMessages`: one query's messages as `generate` sends them, a sample at a time |
 | `tokens` | token counters for budgets |
 | `runfiles` | the files beside the predictions and the resume checks |
 """
@@ -28,6 +28,7 @@ _LAZY: dict[str, str] = {
     "Embedder": ".embeddings",
     **dict.fromkeys(("GenerationReport", "SystemData", "generate", "load_system_data"), ".generation"),
     "GENERATION_PROMPT_VERSION": ".prompts",
+    **dict.fromkeys(("Prompter", "QueryMessages"), ".messages"),
     **dict.fromkeys(("RETRIEVERS", "BM25Retriever", "DenseRetriever", "HybridRetriever", "Retriever", "make_retriever"),
                     ".retrieval"),
     "GenerationError": ".runfiles",
@@ -39,7 +40,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "BM25Retriever", "CONTEXTS", "ContextSettings", "DenseRetriever", "DocumentCollection", "EXPANSIONS", "Embedder",
     "GENERATION_PROMPT_VERSION", "GenerationError", "GenerationReport", "GenerationSettings", "HybridRetriever",
-    "ProfileTask", "Profiler", "RETRIEVERS", "Retriever", "SearchHook", "SearchOptions", "SystemData", "TokenCounter",
+    "ProfileTask", "Profiler", "Prompter", "QueryMessages", "RETRIEVERS", "Retriever", "SearchHook", "SearchOptions", "SystemData", "TokenCounter",
     "UserContext", "build_contexts", "generate", "load_system_data", "make_retriever", "token_counter",
 ]
 

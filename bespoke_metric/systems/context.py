@@ -14,21 +14,22 @@ This module is pure assembly and calls no LLM: profiles come from a `Profiler`, 
 turns `ProfileTask`s into profile texts (`bespoke_metric.systems.profiler.LLMProfiler` is one backed by an
 LLM; tests and benchmarks can pass any function). Budgets are counted in tokens by a `TokenCounter`, which
 wraps the system model's own tokenizer; the budget covers the whole context block, heading included. The
-headings and the other texts the model sees are in `bespoke_metric.systems.prompts`.
+headings and the other texts the model sees are in `bespoke_metric.systems.prompts`. History sessions are
+written as the model sees them and packed into those budgets here too: one block, or consecutive chunks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
+from bespoke_dataset.reading.timestamps import instant
 from bespoke_metric.backends.options import flag_of, positive_fields, setting
 
-from .packing import chunk_sessions, pack_sessions, recent_first
-from .prompts import HEADINGS
+from .prompts import HEADINGS, SESSION_TEMPLATE
 from .retrieval import Retriever
 from .tokens import TokenCounter
 
@@ -51,6 +52,97 @@ DEFAULT_PROFILE_CHUNK_TOKENS = 8192
 """History tokens the profiler reads per call."""
 DEFAULT_MAX_PROFILE_CHUNKS = 8
 """Whole-history profiles read at most this many chunks, most recent first; older history is dropped."""
+
+
+# ---------------------------------------------------------------- history sessions packed into token budgets
+
+MIN_TRUNCATED_TOKENS = 32
+"""A session cut shorter than this is left out rather than shown as a stub."""
+
+
+def format_session(session: Mapping[str, Any]) -> str:
+    """`[search, 2024-05-02T10:31:00] <text>`: one history session as the model sees it."""
+    tags = [str(session.get("source") or "history")]
+    if session.get("timestamp"):
+        tags.append(str(session["timestamp"]))
+    return SESSION_TEMPLATE.format(tags=", ".join(tags), text=str(session.get("text") or "").strip())
+
+
+def recent_first(sessions: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Sessions newest first by ISO timestamp (zoned times compared as instants); undated sessions follow,
+    in their given order."""
+    sessions = list(sessions)
+    dated = sorted((s for s in sessions if s.get("timestamp")), key=lambda s: instant(str(s["timestamp"])), reverse=True)
+    return dated + [s for s in sessions if not s.get("timestamp")]
+
+
+@dataclass(frozen=True)
+class Packed:
+    text: str
+    tokens: int
+    included: tuple[str, ...]
+    """Ids of the sessions shown, whole or truncated, in order."""
+    truncated: bool
+    """True when something was cut or left out to fit."""
+
+
+def pack_sessions(
+    sessions: Sequence[Mapping[str, Any]],
+    budget: int,
+    counter: TokenCounter,
+    *,
+    separator: str = "\n\n",
+    truncate_overflow: bool = True,
+) -> Packed:
+    """Formatted sessions, in the given order, until `budget` tokens are used; the session that
+    overflows is truncated when at least `MIN_TRUNCATED_TOKENS` of it fit (with `truncate_overflow`
+    False it is left out whole, for a next chunk to show it)."""
+    pieces: list[str] = []
+    included: list[str] = []
+    used = 0
+    gap = counter.count(separator)
+    truncated = False
+    for session in sessions:
+        piece = format_session(session)
+        room = budget - used - (gap if pieces else 0)
+        size = counter.count(piece)
+        if size > room:
+            truncated = True
+            if truncate_overflow and room >= MIN_TRUNCATED_TOKENS:
+                pieces.append(counter.truncate(piece, room))
+                included.append(str(session["id"]))
+            break
+        pieces.append(piece)
+        included.append(str(session["id"]))
+        used += size + (gap if len(pieces) > 1 else 0)
+    text = separator.join(pieces)
+    tokens = counter.count(text)
+    if tokens > budget:  # token boundaries at the joins can add a token or two
+        text, truncated = counter.truncate(text, budget), True
+        tokens = counter.count(text)
+    return Packed(text, tokens, tuple(included), truncated)
+
+
+def chunk_sessions(
+    sessions: Sequence[Mapping[str, Any]],
+    chunk_tokens: int,
+    counter: TokenCounter,
+    *,
+    max_chunks: int | None = None,
+) -> list[Packed]:
+    """Split sessions, in order, into consecutive chunks of at most `chunk_tokens` tokens each; a
+    session that does not fit what is left of a chunk starts the next one, and only a session longer
+    than a whole chunk is truncated (to one chunk). At most `max_chunks` chunks."""
+    chunks: list[Packed] = []
+    start = 0
+    while start < len(sessions) and (max_chunks is None or len(chunks) < max_chunks):
+        packed = pack_sessions(sessions[start:], chunk_tokens, counter, truncate_overflow=False)
+        if not packed.included:  # the session alone is larger than a chunk: cut it to one
+            text = counter.truncate(format_session(sessions[start]), chunk_tokens)
+            packed = Packed(text, counter.count(text), (str(sessions[start]["id"]),), True)
+        chunks.append(packed)
+        start += len(packed.included)
+    return chunks
 
 
 # ---------------------------------------------------------------- profiles
@@ -155,18 +247,60 @@ def build_contexts(
     sessions: Sequence[Mapping[str, Any]],
     counter: TokenCounter,
     *,
-    settings: ContextSettings | None = None,
-    retriever: Retriever | None = None,
     profiler: Profiler | None = None,
-    profile_counter: TokenCounter | None = None,
-    retrieval_queries: Mapping[str, str] | None = None,
+    **planning: Any,
 ) -> list[UserContext]:
     """The context of each query row (`benchmark` or `queries` rows: `user`, `query_id`, `query`,
-    `gold_information_need`) under configuration `kind`, one per row, in order.
+    `gold_information_need`) under configuration `kind`, one per row, in order: `plan_contexts` (`planning`
+    are its keywords: `settings`, `retriever`, `profile_counter`, `retrieval_queries`), then for the profile
+    kinds every profile written by `profiler` in one batch."""
+    planned = plan_contexts(rows, kind, sessions, counter, **planning)
+    pending = [context for context in planned if isinstance(context, PendingContext)]
+    if not pending:
+        return [context for context in planned if isinstance(context, UserContext)]
+    if profiler is None:
+        raise UserError(f"--context {kind} needs a profiler (--profiler)")
+    profiles = _write_profiles(profiler, {context.task.key: context.task for context in pending})
+    return [context.finish(profiles[context.task.key]) if isinstance(context, PendingContext) else context
+            for context in planned]
+
+
+@dataclass(frozen=True)
+class PendingContext:
+    """The context of a profile kind before its profile is written: the profile to write (`task`, shared by
+    a user's queries for `profile`), and how the block is made of it (`finish`)."""
+
+    row: Mapping[str, Any]
+    task: ProfileTask
+    block: "_Block"
+    retrieval_query: str | None = None
+
+    @property
+    def key(self) -> str:
+        return row_key(self.row)
+
+    def finish(self, profile: str) -> UserContext:
+        """The context given `profile` (as the system is given it: empty when it was degenerate), within the
+        block's budget."""
+        return self.block.context(self.row, profile, self.task.session_ids, profile, self.retrieval_query)
+
+
+def plan_contexts(
+    rows: Sequence[Mapping[str, Any]],
+    kind: str,
+    sessions: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    *,
+    settings: ContextSettings | None = None,
+    retriever: Retriever | None = None,
+    profile_counter: TokenCounter | None = None,
+    retrieval_queries: Mapping[str, str] | None = None,
+) -> list[UserContext | PendingContext]:
+    """`build_contexts` up to the profiles: each row's finished context, or for the profile kinds its
+    `PendingContext`, whose profile can be written later (all at once, or one query at a time).
 
     `sessions` are `histories` rows (all users). `retriever` is needed for the `selected-*` kinds and is
-    fitted here; `profiler` for the profile kinds. `profile_counter` counts the profiler's tokens
-    (default: `counter`)."""
+    fitted here. `profile_counter` counts the profiler's tokens (default: `counter`)."""
     if kind not in CONTEXTS:
         raise UserError(f"unknown context {kind!r}; choose one of {', '.join(CONTEXTS)}")
     settings = settings or ContextSettings()
@@ -178,7 +312,7 @@ def build_contexts(
     if kind == "oracle":
         return [block.context(row, str(row["gold_information_need"])) for row in rows]
     if kind == "history":
-        return _history_contexts(rows, by_user, block)
+        return list(_history_contexts(rows, by_user, block))
     selected: dict[str, list[Mapping[str, Any]]] = {}
     if kind in RETRIEVAL_CONTEXTS:
         if retriever is None:
@@ -187,12 +321,8 @@ def build_contexts(
     used = {row_key(row): (retrieval_queries or {}).get(row_key(row), row["query"]) for row in rows} if selected else {}
     if kind == "selected-history":
         return [_packed(block, row, selected[row_key(row)], used[row_key(row)]) for row in rows]
-    if profiler is None:
-        raise UserError(f"--context {kind} needs a profiler (--profiler)")
     tasks, task_of_row = _profile_tasks(rows, kind, by_user, selected, settings, profile_counter or counter)
-    profiles = _write_profiles(profiler, tasks)
-    return [block.context(row, profiles[key], tasks[key].session_ids, profiles[key], used.get(row_key(row)))
-            for row, key in zip(rows, task_of_row, strict=True)]
+    return [PendingContext(row, tasks[key], block, used.get(row_key(row))) for row, key in zip(rows, task_of_row, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,7 @@ from bespoke_metric.backends.registry import ENGINES, EngineConfig, Spec, as_spe
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
-from bespoke_metric.judging.cleaning import clean_response
-from bespoke_metric.judging.guards import check_context_echo
+from bespoke_metric.judging.session import prepare_response
 from bespoke_metric.results.served import StrictError, asked_model, mismatch_warning
 
 from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
@@ -482,13 +481,13 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     profile was degenerate."""
     if outcome.error is not None or not outcome.raw:
         return outcome.error or "the model returned an empty answer"
-    response = clean_response(outcome.raw)
-    if not response:
-        return "the answer is empty once its reasoning, citations and URLs are left out"
     # A stand-in's answer (a dry run's placeholder, made like the placeholder profile in its context) says
     # nothing of whether the system would echo its context: no echo is recorded, so a dry run counts its judge calls.
     stand_in = outcome.completion is not None and outcome.completion.stand_in
-    echoed = check_context_echo(response, context.text) if context.text and not stand_in else None
+    prepared = prepare_response(outcome.raw, context.text, stand_in)
+    response, echoed = prepared.response, prepared.guard
+    if not response:
+        return "the answer is empty once its reasoning, citations and URLs are left out"
     record: dict[str, Any] = {
         "user": context.user,
         "query_id": context.query_id,

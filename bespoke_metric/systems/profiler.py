@@ -19,9 +19,10 @@ from typing import Any
 from bespoke_metric.backends.base import Backend, Request, Usage
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressBar
+from bespoke_metric.calls.scheduler import run_sync
 from bespoke_metric.judging.guards import check_repetition
 
-from .calls import Answer, ask
+from .calls import Answer, ask, ask_results, final_text
 from .context import ProfileTask, row_key
 from .prompts import expansion_request, merge_request, notes_request
 from .runfiles import ProfileStore
@@ -44,14 +45,23 @@ class LLMProfiler:
         self.degenerate: dict[str, dict[str, str]] = {}
         """Task key -> the guard that found its profile degenerate (`GuardHit.to_dict()`): not given to the system."""
 
-    def _ask(self, requests: list[Request], desc: str) -> list[Answer]:
+    async def _ask(self, requests: list[Request], desc: str) -> list[Answer]:
         with ProgressBar(len(requests), desc=desc, disable=not self.progress or not requests) as bar:
-            return ask(self.backend, requests, purpose="profile", cache=self.cache, usage=self.usage, progress=bar)
+            results = await ask_results(self.backend, requests, purpose="profile", cache=self.cache, usage=self.usage,
+                                        progress=bar)
+        return [final_text(result) for result in results]
 
     def __call__(self, tasks: Sequence[ProfileTask]) -> list[str]:
+        """Every task's profile in one batch, from synchronous code (`bespoke generate`)."""
+        return run_sync(self.write(tasks))
+
+    async def write(self, tasks: Sequence[ProfileTask]) -> list[str]:
+        """Every task's profile as the system is given it, in order (`""` for one that failed, recorded in
+        `failed`, or was degenerate, recorded in `degenerate`): from async code, a query at a time as well as
+        all at once (`bespoke_metric.systems.messages.Prompter`)."""
         todo = [task for task in tasks if self.store.get(task.kind, task.key) is None]
         notes_for = [(task, i) for task in todo for i in range(len(task.chunks))]
-        answers = self._ask([notes_request(task.chunks, i, task.query, self.max_tokens) for task, i in notes_for], "profile notes")
+        answers = await self._ask([notes_request(task.chunks, i, task.query, self.max_tokens) for task, i in notes_for], "profile notes")
         notes: dict[str, list[Answer]] = {}
         for (task, _), answer in zip(notes_for, answers, strict=True):
             notes.setdefault(task.key, []).append(answer)
@@ -68,7 +78,7 @@ class LLMProfiler:
                 finished[task.key] = ""
             else:
                 to_merge.append((task, [text or "" for text, _ in found]))
-        merged = self._ask([merge_request(texts, task.query, self.max_tokens) for task, texts in to_merge], "profile merge")
+        merged = await self._ask([merge_request(texts, task.query, self.max_tokens) for task, texts in to_merge], "profile merge")
         for (task, _), (text, error) in zip(to_merge, merged, strict=True):
             if error is None:
                 finished[task.key] = text or ""

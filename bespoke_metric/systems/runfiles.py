@@ -169,13 +169,13 @@ class ProfileStore:
     """Profiles and query expansions of a run, saved as JSONL beside the predictions and reused on
     resume. Keyed by (kind, key); each record carries the fingerprint of the run's settings, and records
     of other settings are not reused (and dropped at the next write). The file is rewritten whole
-    (atomically) after each addition."""
+    (atomically) after each addition; with no `path`, kept in memory only."""
 
-    def __init__(self, path: Path, run: str):
+    def __init__(self, path: Path | None, run: str):
         self.path = path
         self.run = run
         self.records: dict[tuple[str, str], dict[str, Any]] = {}
-        if path.exists():
+        if path is not None and path.exists():
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
                 if not line.strip():
                     continue
@@ -196,4 +196,5 @@ class ProfileStore:
             return
         for record in added:
             self.records[(record["kind"], record["key"])] = record
-        atomic_write_text(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records.values()))
+        if self.path is not None:
+            atomic_write_text(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records.values()))

@@ -8,12 +8,17 @@ fetched is a `ModelNotFoundError` in seconds, not a minute of retries.
 from __future__ import annotations
 
 import functools
+import gzip
+import hashlib
 import importlib
 import logging
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.backends.local.gguf_cache import load_tokenizer
 from bespoke_metric.backends.local.model_files import ModelNotFoundError, locate_model_files
 from bespoke_metric.backends.registry import Spec, as_spec
@@ -151,3 +156,20 @@ def counted_prompt_tokens(spec: str | Spec, messages: Sequence[Mapping[str, str]
     from bespoke_metric.calls.pricing import prompt_tokens
 
     return prompt_tokens(messages, _counter(spec).count)
+
+
+TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+"""Where tiktoken downloads an encoding's file on first use (its cache names the file by this URL's SHA-1)."""
+
+
+def seed_tiktoken_cache(folder: str | os.PathLike[str], name: str = "o200k_base") -> Path:
+    """tiktoken's cached file of encoding `name`, written into `folder` from the copy `bpe-openai` ships (the
+    same bytes, gzipped), so tiktoken works offline with `TIKTOKEN_CACHE_DIR=folder` (inspect's `openai/` and
+    `mockllm/` models count tokens with it). The file's path; an `ImportError` without bpe-openai."""
+    import bpe_openai
+
+    packed = Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    target = Path(folder) / hashlib.sha1(TIKTOKEN_URL.format(name=name).encode()).hexdigest()
+    if not target.exists():
+        atomic_write_text(target, gzip.decompress(packed.read_bytes()).decode("ascii"))  # base64 lines: text
+    return target

@@ -112,10 +112,12 @@ def print_summary(results: Results, out: TextIO | None = None) -> None:
         print(f"{metric:<20}{shown:>8}{spread:>8}{counts[0]!s:>8}{counts[1]!s:>9}{counts[2]!s:>8}", file=out)
     usage = results.usage
     if "texts_encoded" in usage:  # a judge that makes no calls (embed:) says what it did instead
-        work = f"{usage['texts_encoded']} texts encoded"
-    else:
-        work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed"
-    print(f"{coverage(summary)}; {work}, {usage['wall_seconds']:.1f}s", file=out)
+        work = f"{usage['texts_encoded']} texts encoded, {usage['wall_seconds']:.1f}s"
+    elif "calls" in usage:
+        work = f"{usage['calls']} calls, {usage['cached']} from cache, {usage['failed']} failed, {usage['wall_seconds']:.1f}s"
+    else:  # a run imported from another framework (`bespoke import`): its calls were counted there
+        work = f"judged in {usage.get('imported', 'another run')}"
+    print(f"{coverage(summary)}; {work}", file=out)
     cut = truncated_line(summary.get("truncated") or 0, summary["items"])
     if cut:
         print(cut, file=out)

@@ -104,7 +104,7 @@ def test_a_mistyped_engine_is_named_with_the_engine_meant(tmp_path, capsys):
     assert main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "opena:gpt-5", "--source", "sample",
                  "--output", str(tmp_path / "r.json")]) == 2
     assert one_error_line(capsys.readouterr().err).startswith(
-        "error: unknown engine 'opena' in 'opena:gpt-5' (did you mean openai?); known: anthropic, embed, gemini, hf, openai,")
+        "error: unknown engine 'opena' in 'opena:gpt-5' (did you mean openai?); known: anthropic, embed, gemini, hf, inspect, openai,")
     assert not (tmp_path / "r.json").exists()
 
 
@@ -163,11 +163,13 @@ def test_one_source_default_for_every_subcommand():
     # a sweep's flag left out leaves its config file's source: the default is SweepConfig's, the same one
     from bespoke_metric.experiments import SweepConfig
 
-    assert {sources[name].default for name in takes_source - {"sweep", "rescore"}} == {DEFAULT_SOURCE}
+    assert {sources[name].default for name in takes_source - {"sweep", "rescore", "import"}} == {DEFAULT_SOURCE}
     assert sources["sweep"].default is None and SweepConfig.__dataclass_fields__["source"].default == DEFAULT_SOURCE
-    assert len({sources[name].help for name in takes_source - {"rescore"}}) == 1
+    assert len({sources[name].help for name in takes_source - {"rescore", "import"}}) == 1
     # rescore judges each results file on the data it was scored on, unless told otherwise
     assert sources["rescore"].default is None and "each results file" in sources["rescore"].help
+    # import reads the data the run records (a framework's task argument, an lm-eval document's source)
+    assert sources["import"].default is None and "the run records" in sources["import"].help
 
 
 def test_every_synth_flag_has_help():

@@ -59,6 +59,7 @@ SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "hf": ("TINY", {
         "batch_size": 2, "device": "cpu", "dtype": "bfloat16", "max_batch_size": 8, "revision": None,
         "trust_remote_code": True, "grammar": True}),
+    "inspect": ("grader", {}),  # inspect's model takes inspect's options, none of ours
     "vllm": ("some/model", {
         "tensor_parallel_size": 2, "max_model_len": 4096, "gpu_memory_utilization": 0.5, "dtype": "float16",
         "enable_prefix_caching": False, "enforce_eager": not default_enforce_eager(), "seed": 7, "revision": "abc",

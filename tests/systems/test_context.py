@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from bespoke_metric.systems.context import CONTEXTS, ContextSettings, ProfileTask, build_contexts
-from bespoke_metric.systems.packing import MIN_TRUNCATED_TOKENS, chunk_sessions, format_session, pack_sessions, recent_first
+from bespoke_metric.systems.context import (
+    CONTEXTS,
+    MIN_TRUNCATED_TOKENS,
+    ContextSettings,
+    ProfileTask,
+    build_contexts,
+    chunk_sessions,
+    format_session,
+    pack_sessions,
+    recent_first,
+)
 from bespoke_metric.systems.prompts import HEADINGS
 from bespoke_metric.systems.retrieval import BM25Retriever
 from bespoke_metric.systems.search.protocol import render_search_results

@@ -28,7 +28,7 @@ from bespoke_metric.systems import (
     generate,
     generation,
 )
-from bespoke_metric.systems.packing import recent_first
+from bespoke_metric.systems.context import recent_first
 from bespoke_metric.systems.prompts import HEADINGS, PROFILER_SYSTEM_PROMPT, SYSTEM_PROMPT
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.testing.doubles import RecordingBackend, unretrieved_task_errors

@@ -1,0 +1,1 @@
+"""`bespoke import`, `tasks-path`: BESPOKE in other evaluation frameworks (inspect, lm-eval)."""
