@@ -24,6 +24,9 @@ T = TypeVar("T")
 
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 """What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
+JUDGMENT_EFFORT = "high"
+"""The reasoning effort of a judge's judgments unless one is given: the official evaluator's (the Responses API
+at `reasoning.effort: high`); its per-claim recall checks go with none."""
 ANTHROPIC_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 """What an `anthropic:` model's `--reasoning-effort` takes: the anthropic SDK's `OutputConfigParam.effort`
 (anthropic/types/output_config_param.py, anthropic 2.15)."""
@@ -208,7 +211,8 @@ class AnthropicOptions(ClientOptions):
     (`backends.providers.anthropic.AnthropicBackend`; pip install 'bespoke-eval[anthropic]')."""
 
     reasoning_effort: str | None = option("--reasoning-effort", "anthropic: the Messages API's output_config.effort "
-                                          "(default: the model's own)", choices=ANTHROPIC_EFFORTS)
+                                          "(default: the model's own; a judge's judgments: high where the model takes it)",
+                                          choices=ANTHROPIC_EFFORTS)
     search_domains: str | None = option("--search-domains", "anthropic native search: only these domains, "
                                         "comma-separated (the tool's allowed_domains)")
     search_blocked_domains: str | None = option("--search-blocked-domains", "anthropic native search: never these "

@@ -136,6 +136,10 @@ class Engine:
     proxy: bool = False
     """Judges by an approximation, not a real judge model (a rule): its judge is recorded as a proxy
     (`proxy: true`), so leaderboards rank its figures only when told to (`--allow-proxy`), as the `embed:` judge's."""
+    judgment_effort: Callable[[str], str | None] | str | None = None
+    """`(model) -> effort` a judge of this engine sends its judgments at unless its `reasoning_effort` is given
+    (the official evaluator's `high`, where the model takes an effort), or `"module:function"` naming it; None:
+    the backend's own default (openai's gives its reasoning models `high` whatever their role)."""
 
     @property
     def llm(self) -> bool:
@@ -152,6 +156,14 @@ class Engine:
             engine_options = dataclasses.replace(engine_options, **{option: True})
         return engine_options, self.guided_decoding and bool(getattr(engine_options, option))
 
+    def judged(self, model: str, engine_options: Any) -> Any:
+        """A judge's `engine_options` (an instance of `options`) with the effort of its judgments
+        (`judgment_effort`) unless one is given."""
+        if self.judgment_effort is None or engine_options.reasoning_effort is not None:
+            return engine_options
+        effort = _resolve(self.judgment_effort)(model)
+        return engine_options if effort is None else dataclasses.replace(engine_options, reasoning_effort=effort)
+
     def build_judge(self, spec: str, model: str, options: Any) -> Any:
         """The judge of its own that this engine is (`judge` set)."""
         assert self.judge is not None
@@ -164,7 +176,8 @@ ENGINES: dict[str, Engine] = {
                          substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
     "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
-                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
+                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend",
+                        judgment_effort="bespoke_metric.backends.providers.anthropic_models:judgment_effort"),
     "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
                  local=True, preloads=("tokenizer",)),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,

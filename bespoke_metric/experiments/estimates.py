@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
 from bespoke_metric.backends.registry import EngineConfig, Spec, backend_config, build_backend
+from bespoke_metric.backends.schema import GRAMMAR
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
 from bespoke_metric.judging.config import JudgeConfig
@@ -65,19 +66,19 @@ class CellEstimate:
 
 
 class ProbeBackend:
-    """An engine that answers nothing for real: it has the identity (so the cache keys) of the engine it
-    stands for, and answers each call it gets with `answer` marked with the request's digest, or fails
-    it when `answer` is None."""
+    """An engine that answers nothing for real: it has the identity (so the cache keys) and the constraint (so
+    a judge asks what it would ask of that engine) of the engine it stands for (`Named`), and answers each call
+    it gets with `answer` marked with the request's digest, or fails it when `answer` is None."""
 
     one_batch = True
     takes_tools = False
     searches = False
-    constraint = None
 
-    def __init__(self, spec: Spec, identity: dict[str, Any], answer: str | None) -> None:
+    def __init__(self, spec: Spec, named: "Named", answer: str | None) -> None:
         self.spec = spec
         self.name, self.model = spec.name, spec.model
-        self._identity = identity
+        self._identity = named.identity
+        self.constraint = named.constraint
         self._answer = answer
         self.requests: list[Request] = []
         """Every call it was given (the caches' misses), in order."""
@@ -97,10 +98,26 @@ class ProbeBackend:
         pass
 
 
+@dataclass(frozen=True)
+class Named:
+    """What an engine says of itself that a stand-in must say the same: its cache identity, and how it holds an
+    answer to a schema (`Backend.constraint`: a judge that asked for JSON asks an engine that holds none,
+    `schema.LINES`, for the paper's lines)."""
+
+    identity: dict[str, Any]
+    constraint: str | None
+
+
 def engine_identity(config: EngineConfig | str | Spec, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The cache identity of the engine `config` configures (or of the spec with `options` by name), without
-    loading a model: a local `hf:` or
-    `vllm:` engine is named from its options as it names itself (an `hf:` model's folder is found first,
+    """The cache identity of the engine `config` configures (or of the spec with `options` by name; `named_engine`),
+    without loading a model."""
+    return named_engine(config, options).identity
+
+
+def named_engine(config: EngineConfig | str | Spec, options: Mapping[str, Any] | None = None) -> Named:
+    """The identity and constraint of the engine `config` configures (or of the spec with `options` by name),
+    without loading a model: a local `hf:` or `vllm:` engine is named from its options as it names itself (an
+    `hf:` model's folder is found first,
     as loading it would: `ModelNotFoundError` when there is none; of a Hub model only its config is
     fetched); other engines (API clients, Ray plans, which load nothing until called) are built and asked."""
     if not isinstance(config, EngineConfig):
@@ -113,16 +130,17 @@ def engine_identity(config: EngineConfig | str | Spec, options: Mapping[str, Any
 
         locate_model_files(parsed.model, own.revision, allow_patterns=["config.json"])
         dtype = own.dtype or default_dtype(own.device or default_device())
-        return hf_identity(parsed.model, own.revision, dtype, bool(own.grammar))
+        grammar = bool(own.grammar)
+        return Named(hf_identity(parsed.model, own.revision, dtype, grammar), GRAMMAR if grammar else None)
     if local and parsed.engine.name == "vllm":
-        from bespoke_metric.backends.local.vllm_backend import default_enforce_eager, engine_args, vllm_identity
+        from bespoke_metric.backends.local.vllm_backend import VLLMBackend, default_enforce_eager, engine_args, vllm_identity
 
         args = engine_args(parsed.model, own)
         eager = default_enforce_eager() if own.enforce_eager is None else own.enforce_eager
-        return vllm_identity(parsed.model, own.revision, args["dtype"], eager, args["seed"])
+        return Named(vllm_identity(parsed.model, own.revision, args["dtype"], eager, args["seed"]), VLLMBackend.constraint)
     backend = build_backend(config)
     try:
-        return backend.identity()
+        return Named(backend.identity(), backend.constraint)
     finally:
         backend.close()
 
@@ -131,7 +149,7 @@ def probe(spec: str | Spec, options: Mapping[str, Any]) -> ProbeBackend:
     """The stand-in of a system or profiler model of `options` by name (`make_backend`'s): a placeholder for each
     call the cache does not answer."""
     config = backend_config(spec, {name: value for name, value in options.items() if name != "spending"})
-    return ProbeBackend(config.spec, engine_identity(config), PLACEHOLDER)
+    return ProbeBackend(config.spec, named_engine(config), PLACEHOLDER)
 
 
 def dry_run(plan: SweepPlan) -> list[CellEstimate]:
@@ -190,12 +208,13 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
 
 
 def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
-    """The sweep's judge with a stand-in engine that fails every call the cache does not answer; None
-    for a judge of its own (`embed:`), which makes no calls."""
+    """The sweep's judge with a stand-in engine that fails every call the cache does not answer, its options
+    made as `make_judge` makes them (its `JudgeConfig`: its defaults, the effort of its judgments) and its engine
+    named as the real one names itself; None for a judge of its own (`embed:`), which makes no calls."""
     parsed = plan.judge
     if not parsed.engine.llm:
         return None
     options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards", "spending")}
-    config = JudgeConfig(spec=parsed, options=options)  # as `make_judge` makes it
-    backend = ProbeBackend(parsed, engine_identity(config.engine), None)
+    config = JudgeConfig(spec=parsed, options=options)
+    backend = ProbeBackend(parsed, named_engine(config.engine), None)
     return LLMJudge(backend, dataclasses.replace(config.protocol, progress=False), spec=str(parsed), cache=cache)

@@ -78,6 +78,8 @@ JUDGE_ENGINE_KEYS: tuple[str, ...] = ("grammar",)
 JUDGE_EFFORT_KEY = "judge_reasoning_effort"
 """The key of how hard an API judge reasons (`--judge-reasoning-effort`; `--reasoning-effort` where the command has
 no system model): its engine's `reasoning_effort` option, under a name of its own beside a system model's."""
+JUDGE_EFFORT_FLAG = "--judge-reasoning-effort"
+"""The flag of `JUDGE_EFFORT_KEY` on every command that judges."""
 
 
 def judge_keys() -> frozenset[str]:
@@ -109,6 +111,10 @@ class JudgeConfig:
     def __post_init__(self) -> None:
         parsed = as_spec(self.spec)
         object.__setattr__(self, "spec", parsed)
+        if self.options.get(JUDGE_EFFORT_KEY) is not None and "reasoning_effort" not in option_names(parsed.engine.options):
+            # renamed below, it would be refused under the system model's flag
+            raise OptionError(f"{JUDGE_EFFORT_FLAG} does not apply to the {parsed.engine.name} judge ({parsed}): "
+                              "its engine takes no reasoning effort")
         options = {"reasoning_effort" if name == JUDGE_EFFORT_KEY else name: value for name, value in self.options.items()
                    if value is not None}
         if parsed.engine.judge is not None:  # a judge of its own: no protocol, no cache, no LLM engine to place
@@ -131,6 +137,7 @@ class JudgeConfig:
                               f"{parsed.engine.name} judge ({parsed}): its engine takes no reasoning effort")
         own, structured = parsed.engine.guide(engine.options)
         protocol.setdefault("structured", structured)
+        own = parsed.engine.judged(parsed.model, own)  # the effort of its judgments, unless one is given
         object.__setattr__(self, "protocol", make_options(ProtocolOptions, protocol))
         object.__setattr__(self, "engine", dataclasses.replace(engine, options=own))
 

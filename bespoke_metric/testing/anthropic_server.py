@@ -21,7 +21,10 @@ request type too (a value of the wrong shape: an effort it does not name, a thin
 refused as the API refuses it for its model (`model_refusal`, as of 2026-12-04): a forced tool choice
 (`tool`, `any`) with thinking on ("Thinking may not be enabled when tool_choice forces tool use."), on Opus
 5.5 any forced tool choice and thinking `disabled` or with a budget (it thinks adaptively, always),
-`output_config.format` to a Claude before structured outputs, tools to Claude 2. A model in `retired` is a 404
+`output_config.format` to a Claude before structured outputs, tools to Claude 2, `output_config.effort` to a
+Claude before Opus 4.5 or to Sonnet and Haiku 4.5 ("This model does not support the effort parameter."), and
+an effort level the model does not take (`xhigh` before Opus 4.7 and Sonnet 5, `max` on Opus 4.5; Anthropic's
+effort page, 2026-12-04). A model in `retired` is a 404
 `not_found_error` ("model: NAME"). Errors are the SDK's `ErrorResponse`: `{type: "error", error: {type,
 message}, request_id}`.
 
@@ -94,6 +97,12 @@ _NO_FORMAT = re.compile(r"claude-(?:[23]|instant|(?:opus|sonnet)-4(?:-0)?(?:-\d{
 Sonnet and Opus 4.0)."""
 _NO_TOOLS = re.compile(r"claude-(?:2|instant)", re.IGNORECASE)
 """The models that answer `tools` with a 400: those before tool use (Claude 2 and Instant)."""
+_NO_EFFORT = re.compile(r"claude-(?:[23]|instant|(?:opus|sonnet)-4(?:-0)?(?:-\d{8})?$|opus-4-1(?:-|$)|"
+                        r"(?:sonnet|haiku)-4-5(?:-|$))", re.IGNORECASE)
+"""The models that answer `output_config.effort` with a 400: every Claude before Opus 4.5, and Sonnet and Haiku 4.5."""
+_LEVELS_REFUSED = ((re.compile(r"claude-opus-4-5(?:-|$)", re.IGNORECASE), frozenset({"xhigh", "max"})),
+                   (re.compile(r"claude-(?:opus|sonnet)-4-6(?:-|$)", re.IGNORECASE), frozenset({"xhigh"})))
+"""The effort levels the models that take an effort refuse: Opus 4.5 takes low to high, the 4.6 models no `xhigh`."""
 FORCED = frozenset({"tool", "any"})
 """The `tool_choice` types that force a tool call."""
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -166,7 +175,8 @@ def type_error(params: dict[str, Any]) -> str | None:
 def model_refusal(params: dict[str, Any]) -> str | None:
     """What the Messages API refuses of a body for its model, in its words, or None: `temperature` on the
     models that refuse it, thinking `disabled` or a budget on Opus 5.5, a forced tool choice with thinking on
-    (on Opus 5.5 always), `output_config.format` on a model without structured outputs, tools before Claude 3."""
+    (on Opus 5.5 always), `output_config.format` on a model without structured outputs, tools before Claude 3,
+    an effort (or an effort level) the model does not take."""
     model = str(params["model"])
     thinking = str((params.get("thinking") or {}).get("type") or "")
     forced = str((params.get("tool_choice") or {}).get("type") or "") in FORCED
@@ -183,6 +193,11 @@ def model_refusal(params: dict[str, Any]) -> str | None:
         return "output_config.format: structured outputs are not supported for this model."
     if params.get("tools") and _NO_TOOLS.search(model):
         return "tools: tool use is not supported for this model."
+    effort = (params.get("output_config") or {}).get("effort")
+    if effort is not None and _NO_EFFORT.search(model):
+        return "This model does not support the effort parameter."
+    if any(effort in levels and pattern.search(model) for pattern, levels in _LEVELS_REFUSED):
+        return f"output_config.effort: '{effort}' is not supported for this model."
     return None
 
 

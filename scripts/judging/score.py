@@ -15,7 +15,7 @@ from bespoke_cli.options import add_option_arguments, add_source_arguments, posi
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.options import REASONING_EFFORTS, ClientOptions, HFOptions
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.judging.config import JUDGE_EFFORT_KEY, JUDGE_ENGINE_KEYS, JudgeConfig, ProtocolOptions
+from bespoke_metric.judging.config import JUDGE_EFFORT_FLAG, JUDGE_EFFORT_KEY, JUDGE_ENGINE_KEYS, JudgeConfig, ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
@@ -41,9 +41,10 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     parser.add_argument("--cache", help="SQLite cache of judge calls; a rerun with a warm cache makes no calls")
     add_option_arguments(parser, ProtocolOptions, only=("max_shots", "recall", "structured", "max_tokens",
                                                         "recall_reasoning_effort"))
-    parser.add_argument(*(() if system else ("--reasoning-effort",)), "--judge-reasoning-effort", dest=JUDGE_EFFORT_KEY,
-                        choices=REASONING_EFFORTS, help="how hard an API judge reasons, for its judgments (openai: high by "
-                        "default, as in the paper; anthropic, perplexity: the model's own); checked against what its model takes")
+    parser.add_argument(*(() if system else ("--reasoning-effort",)), JUDGE_EFFORT_FLAG, dest=JUDGE_EFFORT_KEY,
+                        choices=REASONING_EFFORTS, help="how hard an API judge reasons, for its judgments (openai, anthropic: "
+                        "high by default where the model takes it, as in the paper; perplexity: the model's own); checked "
+                        "against what its model takes")
     add_option_arguments(parser, HFOptions, only=JUDGE_ENGINE_KEYS)  # --no-grammar
     add_executor_arguments(parser)
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")

@@ -127,11 +127,22 @@ def test_the_strict_server_refuses_what_the_api_refuses(server):
         ({**body, "output_config": {"format": {"type": "json_schema", "schema": {}, "strict": True}}},
          "output_config.format.strict: Extra inputs are not permitted"),
         ({**body, "output_config": {"effort": "extreme"}}, "output_config.effort: Input should be"),
+        # the effort a model does not take (Anthropic's effort page, 2026-12-04)
+        ({**body, "model": "claude-sonnet-4-5", "output_config": {"effort": "high"}},
+         "This model does not support the effort parameter."),
+        ({**body, "model": "claude-3-5-sonnet-20241022", "output_config": {"effort": "low"}},
+         "This model does not support the effort parameter."),
+        ({**body, "model": "claude-opus-4-6", "output_config": {"effort": "xhigh"}}, "'xhigh' is not supported for this model"),
+        ({**body, "model": "claude-opus-4-5-20251101", "output_config": {"effort": "max"}}, "'max' is not supported for this model"),
         ({**body, "thinking": {"type": "enabled"}}, "budget_tokens: Field required"),
     ]
     for given, words in cases:
         status, answer = post(server, "/v1/messages", given, **headers)
         assert status == 400 and answer["type"] == "error" and words in answer["error"]["message"], answer
+    for model, effort in (("claude-opus-4-5", "high"), ("claude-opus-4-6", "max"), ("claude-sonnet-4-6", "max"),
+                          ("claude-haiku-5-5", "xhigh"), ("claude-opus-5-5", "xhigh")):
+        status, answer = post(server, "/v1/messages", {**body, "model": model, "output_config": {"effort": effort}}, **headers)
+        assert status == 200, answer
     status, answer = post(server, "/v1/messages", body, **{"anthropic-version": ANTHROPIC_VERSION})
     assert status == 401 and answer["error"]["type"] == "authentication_error"
     assert len(server.refused) == len(cases) + 1
@@ -289,6 +300,34 @@ def test_a_setting_claude_cannot_take_is_refused_in_one_line(options, words):
     assert isinstance(raised.value, OptionError) == ("does not apply" in words)
 
 
+@pytest.mark.parametrize("model, effort, words", [
+    ("claude-sonnet-4-5", "high", r"anthropic:claude-sonnet-4-5 \(Claude Sonnet and Haiku 4.5\) takes no --reasoning-effort, "
+                                  r"not 'high': Anthropic answers any with a 400 \(\"This model does not support the effort"),
+    ("claude-opus-4-6", "xhigh", r"anthropic:claude-opus-4-6 \(Claude 4.6\) takes --reasoning-effort low, medium, high, max, "
+                                r"not 'xhigh'$"),
+    ("claude-opus-4-5-20251101", "max", r"takes --reasoning-effort low, medium, high, not 'max'$"),
+])
+def test_an_effort_the_model_does_not_take_is_one_line_before_any_call(model, effort, words):
+    with pytest.raises(UserError, match=words) as raised:
+        make_backend(f"anthropic:{model}", base_url="http://127.0.0.1:9", api_key=KEY, reasoning_effort=effort)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("model, efforts", [
+    ("claude-opus-5-5", ("low", "medium", "high", "xhigh", "max")), ("claude-sonnet-5-5", ("low", "medium", "high", "xhigh", "max")),
+    ("claude-haiku-5-5", ("low", "medium", "high", "xhigh", "max")), ("claude-fable-5-2", ("low", "medium", "high", "xhigh", "max")),
+    ("claude-opus-4-7", ("low", "medium", "high", "xhigh", "max")), ("claude-sonnet-4-6", ("low", "medium", "high", "max")),
+    ("claude-opus-4-6", ("low", "medium", "high", "max")), ("claude-opus-4-5-20251101", ("low", "medium", "high")),
+    ("claude-sonnet-4-5-20250929", ()), ("claude-haiku-4-5", ()), ("claude-opus-4-1", ()), ("claude-sonnet-4-20250514", ()),
+    ("claude-3-5-sonnet-20241022", ()), ("claude-2.1", ()), ("claude-next-7", ("low", "medium", "high", "xhigh", "max")),
+])
+def test_the_catalogue_says_which_efforts_each_claude_takes_and_a_judge_sends_high_where_it_can(model, efforts):
+    from bespoke_metric.backends.providers.anthropic_models import claude_family, judgment_effort
+
+    assert claude_family(model).efforts == efforts
+    assert judgment_effort(model) == ("high" if efforts else None)
+
+
 def test_the_effort_is_sent_as_output_config(server):
     complete(claude(server, reasoning_effort="high"), [ask()])
     assert server.calls[-1].body["output_config"] == {"effort": "high"}
@@ -442,8 +481,13 @@ def test_a_structured_claude_judge_scores_with_structured_outputs_and_no_forced_
     assert bodies and all(body["output_config"]["format"]["type"] == "json_schema" for body in bodies)
     assert not any("tool_choice" in body or "tools" in body for body in bodies)
     assert server.refused == []  # nothing Opus 5.5 refuses (a forced tool, thinking off) was sent
+    # the judgments at the official evaluator's effort, the recall checks at the model's own
+    efforts = {("claim" if "# Claim" in body["messages"][-1]["content"] else "judgment", body["output_config"].get("effort"))
+               for body in bodies}
+    assert efforts == {("judgment", "high"), ("claim", None)}
     judge = results["judge"]
     assert (judge["structured"], judge["constraint"], judge["recall_effort"]) == (True, "json-schema", None)
+    assert judge["settings"]["reasoning_effort"] == "high"
     assert all(item["scores"]["need_alignment"] is not None and item["recall"] is not None for item in results["items"])
 
 
@@ -459,7 +503,7 @@ def test_a_claude_that_can_do_neither_judges_in_the_papers_lines_and_records_it(
 
 
 def test_a_claude_judges_recall_checks_go_at_the_recall_effort_given(server):
-    """Claude sends no effort by default to judgments and recall checks alike; `recall_reasoning_effort` sets the
+    """A Claude judge's judgments go at `high` where the model takes an effort; `recall_reasoning_effort` sets the
     recall checks' `output_config.effort` alone, beside the format."""
     import bespoke_dataset
     from bespoke_metric.judging.factory import make_judge
@@ -476,8 +520,40 @@ def test_a_claude_judges_recall_checks_go_at_the_recall_effort_given(server):
         judge.close()
     efforts = {("claim" if "# Claim" in call.body["messages"][-1]["content"] else "judgment",
                 call.body["output_config"].get("effort")) for call in server.calls}
-    assert efforts == {("judgment", None), ("claim", "low")} and server.refused == []
+    assert efforts == {("judgment", "high"), ("claim", "low")} and server.refused == []
     assert results.judge["recall_effort"] == "low"
+
+
+def test_a_claude_without_efforts_judges_with_none_and_refuses_a_recall_effort_before_any_call(server, tmp_path):
+    server.reset()
+    results = score_with_claude(server, "claude-sonnet-4-5", tmp_path)
+    assert server.calls and not any("effort" in call.body.get("output_config", {}) for call in server.calls)
+    assert "reasoning_effort" not in results["judge"]["settings"] and results["judge"]["recall_effort"] is None
+    import bespoke_dataset
+    from bespoke_metric.judging.factory import make_judge
+    from bespoke_metric.scoring.pipeline import score
+
+    server.reset()
+    row = next(iter(bespoke_dataset.load("benchmark", source="sample")))
+    judge = make_judge("anthropic:claude-sonnet-4-5", base_url=server.root_url, api_key=KEY, progress=False,
+                       recall_reasoning_effort="low")
+    try:
+        with pytest.raises(UserError, match=r"^anthropic:claude-sonnet-4-5 \(Claude Sonnet and Haiku 4.5\) takes no "
+                                            r"--recall-reasoning-effort, not 'low'"):
+            score([{"user": row["user"], "query_id": row["query_id"], "response": "An answer."}], judge, source="sample",
+                  guards=False)
+    finally:
+        judge.close()
+    assert server.calls == []
+
+
+def test_the_effort_given_to_a_claude_judge_is_its_judgments_and_the_model_default_stays_for_a_system(server, tmp_path):
+    server.reset()
+    results = score_with_claude(server, "claude-opus-5-5", tmp_path, "--reasoning-effort", "medium")
+    assert {call.body["output_config"].get("effort") for call in server.calls} == {"medium", None}
+    assert results["judge"]["settings"]["reasoning_effort"] == "medium"
+    complete(claude(server, "claude-opus-5-5"), [ask()])  # a system model: the model's own default effort
+    assert "output_config" not in server.calls[-1].body
 
 
 @pytest.mark.parametrize("model, held, thinks", [

@@ -386,6 +386,32 @@ def test_the_dry_run_counts_a_call_two_cells_share_once(model_server, judge_serv
     assert 0 < real <= planned_tokens
 
 
+@pytest.mark.parametrize("judge", ["anthropic:claude-2.1", "anthropic:claude-opus-5-5"])
+def test_the_dry_run_asks_what_a_claude_judge_asks(model_server, env, tiny_model_dir, tmp_path, capsys, judge):
+    """The estimate's judge is made as the run's is: a Claude 2 given `--structured` asks the paper's lines
+    (`judge.constraint` lines), an Opus 5.5's judgments go at effort high. So the judge calls a first sweep made
+    are counted as cached for a cell that asks them again."""
+    from bespoke_metric.testing.anthropic_server import serve_anthropic
+
+    out = tmp_path / "sweep"
+    with serve_anthropic() as claude:
+        def sweep(*top_k: str) -> list[str]:
+            return ["sweep", "--models", "openai:reader-8", "--contexts", "none", "--top-k", *top_k,
+                    "--model-base-url", model_server.base_url, "--model-api-key", KEYS[0], "--tokenizer", str(tiny_model_dir),
+                    "--judge", judge, "--structured", "--base-url", claude.root_url, "--api-key", KEYS[1],
+                    "--source", "sample", "--limit", str(LIMIT), "--profile-chunk-tokens", "300", "--out", str(out)]
+
+        assert main(sweep("2")) == 0
+        judged = len(claude.calls)
+        capsys.readouterr()
+        assert main([*sweep("2", "4"), "--dry-run"]) == 0  # --top-k does not change a `none` cell: the same calls
+        printed = capsys.readouterr().out
+        assert len(claude.calls) == judged and claude.refused == []
+    [line] = [line for line in printed.splitlines() if line.startswith("openai-reader-8__none__top-k-4 ")]
+    assert line.split()[1:] == ["5", "0", "0", "(5)", "0", f"({judged})"]
+    assert TOTAL.search(printed).groups()[:2] == ("0", "0")  # nothing left to call
+
+
 def test_max_cost_stops_a_sweep_whose_judge_is_local_at_its_system_models_spending(model_server, env, tiny_model_dir, tmp_path, capsys):
     """The limit is the sweep's: with a local judge (no price, no limit of its own) the API system model's
     spending still stops the sweep, with the spending line and exit 1."""

@@ -117,3 +117,18 @@ def test_the_command_line_flag_sets_the_recall_effort_and_the_judgments_effort_a
     assert efforts == {("judgment", "medium"), ("claim", "minimal")}
     judge = json.loads(output.read_text())["judge"]
     assert (judge["recall_effort"], judge["settings"]["reasoning_effort"]) == ("minimal", "medium")
+
+
+def test_run_names_the_judges_own_flag_for_a_judge_whose_engine_takes_no_effort(strict, tmp_path, capsys):
+    """`bespoke run` has a system model too, whose flag is `--reasoning-effort`: the judge's is named, before the
+    system model is called."""
+    from bespoke_cli.cli import main
+
+    strict.reset()
+    code = main(["run", "--model", "openai:gpt-5", "--model-base-url", strict.base_url, "--model-api-key", KEY,
+                 "--judge", "hf:HuggingFaceTB/SmolLM2-135M-Instruct", "--judge-reasoning-effort", "high",
+                 "--source", "sample", "--limit", "1", "--output", str(tmp_path / "results.json")])
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and line == ("error: --judge-reasoning-effort does not apply to the hf judge "
+                                  "(hf:HuggingFaceTB/SmolLM2-135M-Instruct): its engine takes no reasoning effort")
+    assert strict.calls == []

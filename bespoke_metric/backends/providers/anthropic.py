@@ -11,8 +11,10 @@ OpenAI-compatible endpoint Anthropic offers ignores `response_format` and is not
 it is not used.
 
 What is sent: `model`, `max_tokens` (always: the API requires it; the request's own cap), the system
-messages as `system`, the others as `messages`, `output_config.effort` when `--reasoning-effort` is given,
-and `temperature` only when given, refused before any call for a model that refuses it (Opus 4.7 and
+messages as `system`, the others as `messages`, `output_config.effort` when `--reasoning-effort` is given
+(a judge gives `high` to a model that takes it, as the official evaluator judges: `anthropic_models.judgment_effort`),
+refused before any call for a model that does not take that effort (before Opus 4.5, none at all), and
+`temperature` only when given, refused before any call for a model that refuses it (Opus 4.7 and
 later, Fable: "`temperature` is deprecated for this model"). A request's JSON schema is held as the
 model takes it (`anthropic_models`): by structured outputs (`output_config.format`, the schema as the SDK's
 `transform_schema` writes it), the answer's text the JSON; for a Claude before structured outputs, by a tool
@@ -178,7 +180,8 @@ class AnthropicBackend(APIBackend):
             options: its `AnthropicOptions` (None: every default):
                 temperature: none unless given (the model's own); refused for a model that refuses it.
                 schema_format: hold a request's JSON schema as the model takes it (`anthropic_models`; default on).
-                reasoning_effort: `output_config.effort`, one of `ANTHROPIC_EFFORTS` (default: the model's own).
+                reasoning_effort: `output_config.effort`, one the model takes (`ClaudeFamily.efforts`; default: none
+                    sent, the model's own).
                 search_domains, search_blocked_domains: the web search tool's `allowed_domains` or
                     `blocked_domains` (`"a.org,b.com"`; not both).
                 search_location: its `user_location`, `"country=GB,city=London"`.
@@ -197,7 +200,7 @@ class AnthropicBackend(APIBackend):
             raise UserError(f"{self.name}:{self.model} takes no temperature (Anthropic answers it with a 400 for "
                             "Opus 4.7 and later and Fable: \"`temperature` is deprecated for this model\"); leave it out")
         self.temperature = options.temperature
-        self.effort = check_choice("--reasoning-effort", options.reasoning_effort, ANTHROPIC_EFFORTS)
+        self.effort = self._checked_effort(options.reasoning_effort, "--reasoning-effort")
         self.schema_format = options.schema_format is not False
         self.held: Held | None = self.family.held() if self.schema_format else None
         """How a request's schema is held: `output_config.format`, a forced tool, or not (the paper's lines)."""
@@ -213,6 +216,21 @@ class AnthropicBackend(APIBackend):
         if self.effort is not None:
             settings["reasoning_effort"] = self.effort
         return settings
+
+    def check_request(self, request: Request) -> None:
+        super().check_request(request)
+        self._checked_effort(self.effort_for(request, None), "--recall-reasoning-effort")
+
+    def _checked_effort(self, effort: str | None, flag: str) -> str | None:
+        """`effort`, where the model takes it (`ClaudeFamily.efforts`); a `UserError` in one line where not."""
+        check_choice(flag, effort, ANTHROPIC_EFFORTS)
+        efforts = self.family.efforts
+        if effort is None or effort in efforts:
+            return effort
+        if not efforts:
+            raise UserError(f"{self.name}:{self.model} ({self.family.name}) takes no {flag}, not {effort!r}: Anthropic "
+                            "answers any with a 400 (\"This model does not support the effort parameter.\"); leave it out")
+        raise UserError(f"{self.name}:{self.model} ({self.family.name}) takes {flag} {', '.join(efforts)}, not {effort!r}")
 
     def new_session(self) -> AnthropicSession:
         return AnthropicSession(self.base_url, self._api_key, self.timeout)
