@@ -48,11 +48,24 @@ PROFILER_ROLE = "profiler"
 model under test writes them, as `bespoke generate` without `--profiler`."""
 FIGURE_NAMES = tuple(metric.name for metric in METRICS)
 
+TASK_NAME = "bespoke_metric/bespoke"
+"""The task's name for `inspect eval`."""
+
+
+def _task_name() -> str:
+    """What `@task` is given for the task to be named `TASK_NAME`: inspect prefixes the top-level package itself
+    where the package is installed (a wheel), but not from an editable install (a clone, CI's `pip install -e`),
+    whose distribution (`bespoke-eval`) is not named as the package is; there the whole name is given."""
+    from inspect_ai._util.package import get_installed_package_name  # the rule inspect's registry applies
+
+    return TASK_NAME.split("/")[1] if get_installed_package_name(_task_name) else TASK_NAME
+
+
 _SESSIONS: dict[str, asyncio.Future[JudgeSession]] = {}
 """The judge of each running eval, by its eval id: opened at its first score, closed when it ends."""
 
 
-@task
+@task(name=_task_name())
 def bespoke(
     source: str = DEFAULT_SOURCE,
     context: str = "none",

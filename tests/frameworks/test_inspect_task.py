@@ -93,6 +93,14 @@ def test_inspect_eval_runs_every_sample_with_the_five_figures(inspect_python: Pa
 
 
 @pytest.mark.slow
+def test_an_editable_install_names_the_task_as_a_wheel_does(tmp_path: Path) -> None:
+    # the suite's own environment: the checkout installed editable, as the README's test line and CI install it
+    log = inspect_eval(Path(sys.executable), tmp_path, "--model", "mockllm/model", "-T", "source=sample", "-T", f"judge={EMBED}",
+                       "--limit", "2")
+    assert log["status"] == "success" and log["eval"]["task"] == "bespoke_metric/bespoke" and len(log["samples"]) == 2
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("context", ["selected-profile", "none"])
 def test_inspect_gives_the_figures_of_generate_and_score(context: str, inspect_python: Path, tmp_path: Path, stand_in, openai_server,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
