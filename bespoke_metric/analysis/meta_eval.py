@@ -27,7 +27,8 @@ from bespoke_metric.backends.options import option_names
 from bespoke_metric.backends.registry import Spec, as_spec
 from bespoke_metric.calls.pricing import USAGE_COUNTS, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
-from bespoke_metric.judging.factory import ProtocolOptions, make_judge
+from bespoke_metric.judging.config import ProtocolOptions
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import caveats

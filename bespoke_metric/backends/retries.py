@@ -13,12 +13,13 @@ backend that runs a batch of requests through its caller.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from bespoke_dataset.errors import UserError
 
@@ -46,6 +47,12 @@ class RetryPolicy:
     """... at most this, unless the server says how long with `Retry-After`: its wait is kept as given."""
     max_retry_wait: float = 600.0
     """A `Retry-After` longer than this fails the call instead of waiting (one of exactly this long is waited)."""
+
+    @classmethod
+    def of(cls, options: Any) -> "RetryPolicy":
+        """The policy an engine's options (`options.ClientOptions`) give: its fields given there, the rest defaults."""
+        return cls(**{item.name: getattr(options, item.name) for item in dataclasses.fields(cls)
+                      if getattr(options, item.name) is not None})
 
     def backoff(self, attempt: int, retry_after: float | None) -> float | None:
         """Seconds to wait before retry `attempt + 1`; None when the server asks for longer than

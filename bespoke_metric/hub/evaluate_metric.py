@@ -8,6 +8,7 @@ in its check of community modules. `bespoke space metric` writes that script fro
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any, ClassVar
 
@@ -17,7 +18,8 @@ from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, resolve_source
 from bespoke_dataset.errors import MissingExtraError
 from bespoke_dataset.registration import CITATION
 from bespoke_metric.calls.cache import Cache
-from bespoke_metric.judging.factory import keeps_answers, make_kept_judge
+from bespoke_metric.judging.config import JudgeConfig
+from bespoke_metric.judging.factory import build_judge, keeps_answers, make_judge, make_kept_judge
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.results.caveats import caveats, nothing_scored, some_failed
 from bespoke_metric.results.figure_stats import HEADLINE
@@ -114,7 +116,10 @@ class Bespoke(evaluate.Metric):
         self.data_revision = data_revision
         self.details = details
         self.guards: bool = kwargs.pop("guards", True)
-        self.judge_options = kwargs
+        cache = kwargs.pop("cache", None)
+        # the judge as configured, made and checked here: an option its engine refuses fails at `evaluate.load`
+        self.judge_config = JudgeConfig(spec=judge, options=kwargs, cache=cache) if isinstance(judge, str) else None
+        self._ready = None if isinstance(judge, str) else make_judge(judge, cache=cache, **kwargs)  # a ready judge: no options
         self._kept: tuple[ResolvedSource, Judge] | None = None
         self._warned = False
         super().__init__(**metric_kwargs)
@@ -136,10 +141,12 @@ class Bespoke(evaluate.Metric):
         in memory, so a judgment asked again (a bootstrap resample, a second compute) makes no call."""
         if self._kept is None:
             source = resolve_source(self.source, self.data_revision)
-            options = {name: value for name, value in self.judge_options.items() if value is not None}
-            if options.get("cache") is None and isinstance(self.judge, str) and keeps_answers(self.judge):
-                options["cache"] = Cache.in_memory()
-            self._kept = source, make_kept_judge(self.judge, list(load_benchmark(source)[0].values()), **options)
+            config = self.judge_config
+            if config is not None and config.cache is None and keeps_answers(config.spec):
+                config = dataclasses.replace(config, cache=Cache.in_memory())
+            made = build_judge(config) if config is not None else self._ready
+            assert made is not None
+            self._kept = source, make_kept_judge(made, list(load_benchmark(source)[0].values()))
         return self._kept
 
     def _compute(self, predictions: list[str], references: list[str]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER, encoder_name, load_encoder
+from bespoke_metric.backends.options import EmbedOptions, given
 from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.results import ItemResult, stats
 
@@ -244,6 +245,6 @@ class EmbedJudge(Judge):
         result.recall = len(result.matched_claims) / len(claims)
 
 
-def build_embed_judge(spec: str, model: str, options: dict[str, Any]) -> EmbedJudge:
-    """The `embed:` engine's judge (its registration in `bespoke_metric.backends.registry`)."""
-    return EmbedJudge(model or DEFAULT_ENCODER, spec=spec, **options)
+def build_embed_judge(spec: str, model: str, options: EmbedOptions) -> EmbedJudge:
+    """The `embed:` engine's judge (its registration in `bespoke_metric.backends.registry`), of its options."""
+    return EmbedJudge(model or DEFAULT_ENCODER, spec=spec, **given(options))

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_source_arguments
+from bespoke_metric.backends.registry import as_spec
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.systems import GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
@@ -90,7 +91,7 @@ def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit
     `--strict` refuses cut-off answers and calls served by another model."""
     config = system_config(args, spending)
     # a bar on a terminal, a line now and then into a log (`calls.progress`)
-    report = generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=True,
+    report = generate(config.engine, output, config.settings, source=args.source, revision=args.revision, progress=True,
                       strict=args.strict, model_name=args.model_name)
     print_local_note(config)
     return report
@@ -143,6 +144,7 @@ def cut_off(report: GenerationReport) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.model = as_spec(args.model)  # where the flag enters: parsed once, the `Spec` what every layer gets
     check_executor_flags(args, [args.model, args.profiler])
     report = generate_from(args, args.output)
     if report.served_warning:
