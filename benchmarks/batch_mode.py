@@ -30,6 +30,7 @@ from bespoke_dataset.rows import load_rows  # noqa: E402
 from bespoke_dataset.synthetic import write_release  # noqa: E402
 from bespoke_metric.calls.plan import estimate  # noqa: E402
 from bespoke_metric.calls.pricing import PriceTable  # noqa: E402
+from bespoke_metric.judging.config import JudgeConfig  # noqa: E402
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score  # noqa: E402
 from bespoke_metric.testing.batch_server import serve_batches  # noqa: E402
 from bespoke_metric.testing.judge_responder import judge_answer  # noqa: E402
@@ -52,7 +53,7 @@ def main() -> None:
             options = {"source": folder, "base_url": server.base_url, "api_key": "benchmark", "progress": False}
             start = time.perf_counter()
             groups = judge_groups([predictions], source=folder).groups
-            [planned] = plan_judging(args.judge, groups, base_url=server.base_url, api_key="benchmark")
+            [planned] = plan_judging(JudgeConfig(spec=args.judge, options={"base_url": server.base_url, "api_key": "benchmark"}), groups)
             planned_tokens = estimate(planned, counted_prompt_tokens, PriceTable()).input_tokens
             dry_run_s = time.perf_counter() - start
 

@@ -98,18 +98,20 @@ def judge_by_batch_size(path: str, device: str, rows: list[dict[str, Any]], size
     import torch
 
     from bespoke_metric.backends.local.hf_backend import HFBackend
+    from bespoke_metric.backends.options import HFOptions
     from bespoke_metric.calls.scheduler import run_sync
+    from bespoke_metric.judging.config import ProtocolOptions
     from bespoke_metric.judging.judge import JudgeItem
     from bespoke_metric.judging.llm_judge import LLMJudge
 
-    backend = HFBackend(path, device=device)
+    backend = HFBackend(path, HFOptions(device=device))
     parameters = sum(p.numel() for p in backend._model.parameters())
     items = [JudgeItem(row, row["shots"][0]["response"]) for row in rows]
     on_gpu = device.startswith("cuda")
 
     def run(size: int | None, queries: int) -> dict[str, Any]:
         backend.batch_size = size
-        judge = LLMJudge(backend, spec=f"hf:{path}", max_parse_retries=0, max_tokens=max_tokens, progress=False)
+        judge = LLMJudge(backend, ProtocolOptions(max_parse_retries=0, max_tokens=max_tokens, progress=False), spec=f"hf:{path}")
         if on_gpu:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()

@@ -59,10 +59,11 @@ def recording(backend: Any) -> Any:
 
 def judge_once(spec: str, backend: Any, records: list[dict[str, Any]], **protocol: Any) -> tuple[float, dict[str, Any]]:
     """Seconds to score `records` with an LLM judge on `backend` (structured, no cache), and the results."""
+    from bespoke_metric.judging.config import ProtocolOptions
     from bespoke_metric.judging.llm_judge import LLMJudge
     from bespoke_metric.scoring.pipeline import score
 
-    judge = LLMJudge(backend, spec=spec, structured=True, progress=False, **protocol)
+    judge = LLMJudge(backend, ProtocolOptions(structured=True, progress=False, **protocol), spec=spec)
     started = time.perf_counter()
     results = score(records, judge, source="sample").to_json()
     return time.perf_counter() - started, results

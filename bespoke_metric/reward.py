@@ -49,7 +49,7 @@ from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import ParseError, content_text
 from bespoke_metric.backends.reasoning import strip_reasoning
 from bespoke_metric.calls.scheduler import run_sync
-from bespoke_metric.judging.factory import make_kept_judge
+from bespoke_metric.judging.factory import make_judge, make_kept_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
 from bespoke_metric.judging.guards import check_context_echo
 from bespoke_metric.judging.judge import Judge, JudgeItem
@@ -150,7 +150,7 @@ def make_reward_fn(
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
     benchmark, _ = load_benchmark(source, revision)
-    judge_object = GuardedJudge(make_kept_judge(judge, list(benchmark.values()), **judge_options), enabled=guards)
+    judge_object = GuardedJudge(make_kept_judge(make_judge(judge, **judge_options), list(benchmark.values())), enabled=guards)
 
     def bespoke_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float | None]:
         missing = [name for name in ("user", "query_id") if name not in columns]

@@ -20,7 +20,7 @@ import time
 import warnings
 from typing import Any, NoReturn
 
-from bespoke_dataset.errors import BespokeDataWarning, UserError
+from bespoke_dataset.errors import BespokeDataWarning, UserError, did_you_mean
 from bespoke_dataset.version import __version__
 from bespoke_metric.backends.base import EngineError
 from bespoke_metric.backends.retirement import ModelNotice
@@ -100,7 +100,8 @@ class CommandParser(argparse.ArgumentParser):
             unknown = [word for word in words[: words.index("--") if "--" in words else len(words)]
                        if word.startswith("--") and word.split("=", 1)[0] not in self.flags]
             if unknown:
-                self.error(f"unrecognized arguments: {' '.join(unknown)}")
+                self.error(f"unrecognized arguments: {' '.join(unknown)}"
+                           + "".join(did_you_mean(word.split("=", 1)[0], self.flags, cutoff=0.8) for word in unknown))
         parsed, extras = super().parse_known_args(words, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")

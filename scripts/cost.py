@@ -79,7 +79,7 @@ def print_plan(planned: Sequence[Planned], prices: PriceTable, out: TextIO | Non
             print(f"  ({part.spec} is a reasoning model: its hidden reasoning is billed as output beyond the caps; a run "
                   "with --limit first measures it, and a dry run then estimates from its cached answers)", file=out)
         if found.cost is None and not local:
-            unknown.append(part.spec)
+            unknown.append(str(part.spec))
             total = None
         elif total is not None:
             total += found.cost or 0.0

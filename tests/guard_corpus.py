@@ -441,6 +441,13 @@ DEGENERATE: dict[str, tuple[str, str]] = {
                      "no_words"),
     "random printable": ("".join(_RNG.choice(_PRINTABLE) for _ in range(300)), "no_words"),
     "random numbers": (" ".join(str(_RNG.randint(0, 9999)) for _ in range(60)), "no_words"),
+    # the SmolLM2 answer at 32 tokens, and refusals as assistants word them
+    "refusal, cut off": ("I'm sorry, but I'm not equipped to provide personalized advice on sourdough starters. However, "
+                         "I can suggest some factors you", "refusal"),
+    "refusal, one line": ("I'm sorry, but I can't help with that.", "refusal"),
+    "refusal, as an AI": ("As an AI language model, I don't have hands to bake with, so I cannot give advice on your "
+                          "dough. Please consult a professional baker.", "refusal"),
+    "refusal, unable": ("I am unable to answer questions about baking.", "refusal"),
     "another language": ("Dein Sauerteig braucht häufigere Fütterungen bei wärmerer Temperatur. Beginne mit etwa "
                          "siebzig Prozent Hydratation und achte auf das Volumen.", "language"),
 }

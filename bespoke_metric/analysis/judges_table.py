@@ -9,7 +9,9 @@ judge's over the same items; the paper's GPT-5 figures sit beside them as a fixe
 Definitions (pure functions below, stated in `docs/choosing-a-judge.md`):
 
 - **average Pearson / Spearman**: the mean of the four per-dimension correlations, over the responses the
-  judge scored on all four (a guarded response counts, with its lowest scores; an unparsed one does not).
+  judge scored on all four (a guarded response counts, with its lowest scores; an unparsed one does not). A
+  correlation that is undefined (a judge or the people giving one dimension the same score throughout) is
+  left out of the mean, not counted as 0; `judges.md` shows it as `undefined`.
 - **length bias**: the mean over the dimensions of `spearman(judge, words) - spearman(human, words)`, where
   `words` is the response's length in words: how much more the judge's scores rise with length than the
   people's do. Flagged when it exceeds `LENGTH_BIAS_THRESHOLD` and its 95% interval lies above 0.
@@ -31,6 +33,8 @@ import numpy as np
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.backends.registry import model_label
+from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import PROXY_MARK, STAND_IN_MARK, judge_marks
 
@@ -43,8 +47,10 @@ PUBLISHED = {
     "spec": "openai:gpt-5",
     "published": True,
     "source": "BESPOKE paper (arXiv 2509.21106), ICML version: GPT-5 judge vs human scores, full judge",
-    "pearson": {"average": {"value": REFERENCE["full"]["pearson"], "ci": None}},
-    "spearman": {"average": {"value": REFERENCE["full"]["spearman"], "ci": None}},
+    # the paper's correlations are over every (response, dimension) pair, pooled (`meta_eval.REFERENCE`), not
+    # the mean of four per-dimension ones: they sit beside the judges' pooled figures
+    "pearson": {"pooled": {"value": REFERENCE["full"]["pearson"], "ci": None}},
+    "spearman": {"pooled": {"value": REFERENCE["full"]["spearman"], "ci": None}},
     "feedback_accuracy": REFERENCE["full"]["feedback_acc"],
 }
 """The paper's figures, a fixed row of every table: not measured here, not on these responses."""
@@ -82,9 +88,13 @@ def _columns(matrix: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
 
 def mean_correlation(correlation: stats.Statistic, k: int) -> stats.Statistic:
     """The rowwise statistic of `2k` arrays (k judge columns, then k human ones): the mean of `correlation`
-    over the k pairs."""
+    over the k pairs where it is defined (NaN where none is)."""
     def statistic(*matrices: np.ndarray) -> np.ndarray:
-        return np.mean([correlation(matrices[i], matrices[k + i]) for i in range(k)], axis=0)
+        found = np.array([correlation(matrices[i], matrices[k + i]) for i in range(k)])
+        defined = np.isfinite(found)
+        counts = defined.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(defined, found, 0.0).sum(axis=0) / np.where(counts > 0, counts, np.nan)
 
     return statistic
 
@@ -171,7 +181,7 @@ def pearson_difference(judge: np.ndarray, reference: np.ndarray, human: np.ndarr
                                        n_resamples=n_resamples, seed=seed)
     value = test.difference if np.isfinite(test.difference) else None
     return {"value": value, "ci": list(test.ci) if test.ci else None,
-            "p_value": test.p_value if value is not None else None, "n": test.n}
+            "p_value": test.p_value if value is not None and np.isfinite(test.p_value) else None, "n": test.n}
 
 
 # -- the table ---------------------------------------------------------------------------------------
@@ -276,8 +286,6 @@ def compare_judges(
     judge but the last finishes, `on_judge(table so far, runs so far)` is called with the table of the judges
     done (the others `pending`), so a judge that fails or is stopped loses no other judge's row. Returns
     the table and the runs, in the order of `specs`."""
-    from bespoke_metric.judging.judges import as_judge_spec
-
     if len(set(specs)) != len(specs):
         raise ValueError(f"a judge is given twice: {', '.join(sorted({s for s in specs if list(specs).count(s) > 1}))}")
     if reference is not None and reference not in specs:
@@ -289,9 +297,12 @@ def compare_judges(
         loaded = (loaded[0][:limit], loaded[1][:limit], loaded[2])
     lengths = [words(item.response) for item in loaded[0]]
     chosen = reference if reference is not None else specs[0]
+    parsed_specs = {spec: as_judge_spec(spec) for spec in specs}
+    for spec, parsed in parsed_specs.items():  # a judge's missing extra is said before the first judge's first call
+        parsed.engine.check_requirements(dict(options_for(spec)))
     done: dict[str, JudgeRuns] = {}
     for spec in sorted(specs, key=lambda spec: spec != chosen):  # stable: the reference first, the others as given
-        parsed = as_judge_spec(spec)
+        parsed = parsed_specs[spec]
         times = repeats if parsed.engine.llm else 1
         runs = [meta_evaluate(parsed, loaded=loaded, n_resamples=n_resamples, seed=seed,
                               **{**common, **options_for(spec), **({"repeat": r, "feedback_accuracy_check": False} if r else {})})
@@ -307,11 +318,16 @@ def compare_judges(
 
 # -- judges.md ---------------------------------------------------------------------------------------
 
-def _value(block: Mapping[str, Any] | None, digits: int = 3) -> str:
+def _value(block: Mapping[str, Any] | None, digits: int = 3, n: int | None = None) -> str:
+    """A figure with its interval; `undefined` where it is (`n` responses, none: n/a), and on too few
+    responses (`stats.too_few`) said so in place of the interval."""
     if not block or block.get("value") is None:
-        return "n/a"
+        return "undefined" if n else "n/a"
     ci = block.get("ci")
-    return f"{block['value']:.{digits}f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+    shown = f"{block['value'] + 0.0:.{digits}f}"  # + 0.0: no "-0.000"
+    if ci:
+        return shown + f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return shown + (f" ({stats.TOO_FEW})" if n is not None and stats.too_few(n) else "")
 
 
 def format_judges_md(table: Mapping[str, Any]) -> str:
@@ -319,40 +335,46 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
     data = table.get("data", {})
     synthetic = " (synthetic release: the figures test the tool, they say nothing of any model)" if data.get("synthetic") else ""
     lines = [f"# Judges vs the people on {table['responses']} meta-test responses{synthetic}", "",
-             f"Reference judge: `{table['reference']}`. Intervals are 95% bootstrap intervals over responses; "
+             f"Reference judge: `{model_label(table['reference'])}`. Intervals are 95% bootstrap intervals over responses; "
              f"length bias is flagged above {table['length_bias_threshold']} with its interval above 0.", "",
-             "| rank | judge | served | Pearson (avg) | Spearman (avg) | exact | within 1 | length bias | "
-             "self-consistency | Δ Pearson vs reference (p) | unparsed | guarded | calls | tokens | cost | wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| rank | judge | served | Pearson (avg) | Spearman (avg) | Pearson (pooled) | Spearman (pooled) | exact | "
+             "within 1 | length bias | self-consistency | Δ Pearson vs reference (p) | unparsed | guarded | calls | tokens | "
+             "cost | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     ranks = [row["rank"] for row in table["judges"]]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):
         rank = f"={row['rank']}" if ranks.count(row["rank"]) > 1 else str(row["rank"])  # a tie, said as one
         bias = row["length_bias"]
         flag = " **flagged**" if bias["flagged"] else ""
         consistency = row["self_consistency"]
+        n = row["scored"]
         agree = "n/a (1 run)" if consistency.get("exact") is None else \
-            f"exact {_value(consistency['exact'], 2)} (×{consistency['repeats']})"
+            f"exact {_value(consistency['exact'], 2, consistency['n'])} (×{consistency['repeats']})"
         diff = row["vs_reference"]["pearson_diff"]
         shown = "reference" if row["spec"] == table["reference"] else \
-            f"{_value(diff)} (p={diff['p_value']:.3g})" if diff.get("p_value") is not None else _value(diff)
+            f"{_value(diff)} (p={diff['p_value']:.3g})" if diff.get("p_value") is not None else _value(diff, n=diff["n"])
         served = ", ".join([f"{name} ×{count}" for name, count in row["served_models"].items()]
                            + ([f"{STAND_IN_MARK} ×{row['stand_in']}"] if row.get("stand_in") else [])) or "n/a"
         usage = row["usage"]
         cost = "n/a" if usage["cost"] is None else f"${usage['cost']:.4f}"
-        judge = f"`{row['spec']}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
-        lines.append(f"| {rank} | {judge} | {served} | {_value(row['pearson']['average'])} | "
-                     f"{_value(row['spearman']['average'])} | {_value(row['agreement']['exact'], 2)} | "
-                     f"{_value(row['agreement']['within_one'], 2)} | {_value(bias, 2)}{flag} | {agree} | {shown} | "
+        judge = f"`{model_label(row['spec'])}`" + "".join(f" **{mark}**" for mark in judge_marks(row["judge"]))
+        lines.append(f"| {rank} | {judge} | {served} | {_value(row['pearson']['average'], n=n)} | "
+                     f"{_value(row['spearman']['average'], n=n)} | {_value(row['pooled']['pearson'], n=n)} | "
+                     f"{_value(row['pooled']['spearman'], n=n)} | {_value(row['agreement']['exact'], 2, n)} | "
+                     f"{_value(row['agreement']['within_one'], 2, n)} | {_value(bias, 2, n)}{flag} | {agree} | {shown} | "
                      f"{row['unparsed']} | {row['guarded']} | {usage['calls']} (+{usage['cached']} cached) | "
                      f"{usage['input_tokens']} in, {usage['output_tokens']} out | {cost} | {usage['wall_seconds']:.1f} |")
     if table.get("pending"):
-        lines.append(f"| … | {', '.join(f'`{spec}`' for spec in table['pending'])} | not done yet: this table is "
-                     "rewritten as each judge finishes | | | | | | | | | | | | | |")
+        lines.append(f"| … | {', '.join(f'`{model_label(spec)}`' for spec in table['pending'])} | not done yet: this table is "
+                     "rewritten as each judge finishes | | | | | | | | | | | | | | | |")
     published = table["published"]
-    lines.append(f"| published | `{published['spec']}` | | {published['pearson']['average']['value']:.3f} | "
-                 f"{published['spearman']['average']['value']:.3f} | | | | | | | | | | | |")
-    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses. "
-              f"Judges are ranked by average Pearson; `=N` marks judges tied at the {RANK_DIGITS} digits shown."]
+    lines.append(f"| published | `{published['spec']}` | | | | {published['pearson']['pooled']['value']:.3f} | "
+                 f"{published['spearman']['pooled']['value']:.3f} | | | | | | | | | | | |")
+    lines += ["", f"The published row is the paper's figure ({published['source']}), not measured on these responses; "
+              "it is a correlation over every (response, dimension) pair, pooled, so it sits beside the pooled columns. "
+              f"Judges are ranked by average Pearson; `=N` marks judges tied at the {RANK_DIGITS} digits shown. "
+              f"On fewer than {stats.MIN_INTERVAL_N} responses a figure has no interval or p-value ({stats.TOO_FEW}); "
+              "a correlation of a dimension scored alike throughout is `undefined`, and left out of the average."]
     if any(judge_marks(row["judge"]) for row in table["judges"]):
         lines.append(f"A row marked {PROXY_MARK} or {STAND_IN_MARK} judge is not a judge to choose: a proxy's figures (the "
                      "`embed:` judge, a rule), or answers a stand-in made (a test server), not the model named.")
@@ -360,5 +382,5 @@ def format_judges_md(table: Mapping[str, Any]) -> str:
               "## Per dimension", "", "| judge | " + " | ".join(f"{d} Pearson" for d in DIMENSIONS) + " |",
               "|---|" + "---|" * len(DIMENSIONS)]
     for row in sorted(table["judges"], key=lambda r: r["rank"]):
-        lines.append(f"| `{row['spec']}` | " + " | ".join(_value(row["pearson"][d]) for d in DIMENSIONS) + " |")
+        lines.append(f"| `{model_label(row['spec'])}` | " + " | ".join(_value(row["pearson"][d], n=row["scored"]) for d in DIMENSIONS) + " |")
     return "\n".join(lines) + "\n"

@@ -67,6 +67,11 @@ class Entry:
         return self.results.proxy
 
     @property
+    def stand_in(self) -> bool:
+        """Whether a stand-in (a rule, a test server) made some of the judge's or the system's answers."""
+        return bool(self.judge.get("stand_in") or (self.results.system or {}).get("stand_in"))
+
+    @property
     def queries(self) -> list[str]:
         """The queries scored, as sorted `user/query_id` keys."""
         return sorted(item.key for item in self.results.items)
@@ -163,14 +168,25 @@ def gather_results(paths: Sequence[str | os.PathLike[str]]) -> Gathered:
     return Gathered(entries, notes)
 
 
-def refuse_proxy(results: Sequence[Entry], allow_proxy: bool) -> None:
-    proxies = [r for r in results if r.proxy]
-    if proxies and not allow_proxy:
-        named = ", ".join(f"{r.path} ({r.judge['spec']})" for r in proxies)
-        raise LeaderboardError(
-            f"proxy-judge results are not leaderboard material: {named}. "
-            "They are for quick checks and training loops; give --allow-proxy to show them anyway."
-        )
+PROXY_REFUSAL = "proxy-judge results are not leaderboard material"
+"""How every refusal of proxy results begins (`bespoke leaderboard`, `submit`, `space leaderboard`, the Space)."""
+
+
+def proxy_refusal(results: Sequence[Entry], *, stand_ins: bool = False) -> str | None:
+    """The one rule of what a leaderboard ranks only when told to (`--allow-proxy`): results of a proxy judge
+    (`embed:`, a rule) and, where results are published (`stand_ins`: a submission, a Space), results a
+    stand-in answered; None when there are none, else the refusal naming each file."""
+    refused = [r for r in results if r.proxy or (stand_ins and r.stand_in)]
+    if not refused:
+        return None
+    named = ", ".join(f"{r.path} ({r.judge['spec']}{'' if r.proxy else f', answered by a {STAND_IN_MARK}'})" for r in refused)
+    return f"{PROXY_REFUSAL}: {named}. They are for quick checks and training loops; give --allow-proxy to show them anyway."
+
+
+def refuse_proxy(results: Sequence[Entry], allow_proxy: bool, *, stand_ins: bool = False) -> None:
+    refusal = None if allow_proxy else proxy_refusal(results, stand_ins=stand_ins)
+    if refusal is not None:
+        raise LeaderboardError(refusal)
 
 
 def _value(x: float) -> float | None:
@@ -300,7 +316,9 @@ class Group:
     @property
     def settings(self) -> str:
         """The judge's settings besides spec and protocol, as `k=v` pairs."""
-        skip = {"spec", "protocol_version", "proxy", "served_models", "stand_in"}
+        # base_url: where the judge was reached (a private host, a local port) is no setting of the judge's,
+        # and a leaderboard or Space is read by others
+        skip = {"spec", "protocol_version", "proxy", "served_models", "stand_in", "base_url"}
         return ", ".join(f"{k}={v}" for k, v in sorted(self.judge.items()) if k not in skip)
 
 

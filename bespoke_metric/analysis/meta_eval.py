@@ -27,7 +27,8 @@ from bespoke_metric.backends.options import option_names
 from bespoke_metric.backends.registry import Spec
 from bespoke_metric.calls.pricing import USAGE_COUNTS, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
-from bespoke_metric.judging.factory import ProtocolOptions, make_judge
+from bespoke_metric.judging.config import ProtocolOptions
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results import Results, stats
@@ -111,7 +112,7 @@ def agreement_table(
         dimensions[dimension] = stats.agreement(judge_scores, human_scores, n_resamples=n_resamples, seed=seed)
         pooled_judge += judge_scores
         pooled_human += human_scores
-    pooled = stats.agreement(pooled_judge, pooled_human, n_resamples=n_resamples, seed=seed)
+    pooled = stats.agreement(pooled_judge, pooled_human, n_resamples=n_resamples, seed=seed, per_response=len(DIMENSIONS))
     return {"dimensions": dimensions, "pooled": pooled, "failures": failures}
 
 
@@ -193,10 +194,15 @@ def meta_evaluate(
     return results
 
 
-def _with_ci(value: float | None, ci: list[float] | None) -> str:
+def _with_ci(value: float | None, ci: list[float] | None, n: int | None = None, per_response: int = 1) -> str:
+    """A figure with its interval; of `n` observations (`per_response` to a response): `undefined` where it
+    is (none: n/a), and too few for an interval said in its place."""
     if value is None:
-        return "n/a"
-    return f"{value:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.3f}"
+        return "undefined" if n else "n/a"
+    value += 0.0  # no "-0.000"
+    if ci:
+        return f"{value:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return f"{value:.3f}" + (" (too few)" if n is not None and stats.too_few(n, per_response) else "")
 
 
 def format_meta_eval(results: Results) -> str:
@@ -213,8 +219,13 @@ def format_meta_eval(results: Results) -> str:
     for name, a, failed in rows:
         exact = "n/a" if a["exact"] is None else f"{a['exact']:.3f}"
         within = "n/a" if a["within_one"] is None else f"{a['within_one']:.3f}"
-        lines.append(f"{name:<19}{a['n']:>5}  {_with_ci(a['pearson'], a['pearson_ci']):<23}"
-                     f"{_with_ci(a['spearman'], a['spearman_ci']):<23}{exact:>7}{within:>10}{failed:>8}")
+        per = len(DIMENSIONS) if name == "pooled" else 1
+        lines.append(f"{name:<19}{a['n']:>5}  {_with_ci(a['pearson'], a['pearson_ci'], a['n'], per):<23}"
+                     f"{_with_ci(a['spearman'], a['spearman_ci'], a['n'], per):<23}{exact:>7}{within:>10}{failed:>8}")
+    if stats.too_few(len(results.items)):
+        lines.append(f"(too few): {len(results.items)} responses, fewer than {stats.MIN_INTERVAL_N}: no interval is given on so few")
+    if any(a["n"] and a[name] is None for _, a, _ in rows for name in ("pearson", "spearman")):
+        lines.append("undefined: a correlation of a dimension scored alike throughout (by the judge or the people)")
     if "feedback_accuracy" in meta:
         lines += _feedback_lines(meta["feedback_accuracy"])
     if "calibration_check" in meta:

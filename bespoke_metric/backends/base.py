@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence, Union
 
+from bespoke_dataset.errors import MissingExtraError
+
 
 @dataclass(frozen=True)
 class Request:
@@ -362,3 +364,21 @@ def backend_description(backend: Backend) -> dict[str, Any]:
     besides (an API model's published shutdown date), from its `describe()` where it has one."""
     describe = getattr(backend, "describe", None)
     return describe() if callable(describe) else backend.identity()
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A module an engine imports only on its first call, from an optional extra: said missing before any
+    call of a run (`Engine.check_requirements`), so a run of several judges stops before the first one spends."""
+
+    module: str
+    extra: str
+    what: str
+    """What the engine does with it, in words."""
+    option: str | None = None
+    """The engine option that needs it (`--no-OPTION` does without; on unless given off); None: always."""
+
+    def missing(self, engine: str) -> MissingExtraError:
+        instead = f" (or --no-{self.option.replace('_', '-')} to do without)" if self.option else ""
+        return MissingExtraError(f"the {engine} engine {self.what} with {self.module}, which is not installed: "
+                                 f"pip install 'bespoke-eval[{self.extra}]'{instead}")

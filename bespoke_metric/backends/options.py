@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, TypeVar
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES
@@ -20,6 +20,8 @@ REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """What `--reasoning-effort` takes: the openai SDK's `ReasoningEffort` (openai/types/shared/reasoning_effort.py,
 openai 3.57); which of them a model accepts is its family's (`providers.openai_models.Family.efforts`: gpt-5 takes
 minimal to high, gpt-6.2 neither none nor minimal)."""
+T = TypeVar("T")
+
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 """What `--thinking-level` takes: google-genai's `types.ThinkingLevel` (3.6), lower-cased."""
 JUDGMENT_EFFORT = "high"
@@ -37,12 +39,56 @@ class OptionError(UserError):
     """An option the chosen engine does not take, or a malformed engine spec."""
 
 
+KEYED = "keyed"
+"""An option that can change an answer: the engine's identity (and so every cache key) shows it (the default)."""
+IN_REQUEST = "request"
+"""An option whose effect every request carries (its prompt, token cap or schema): keyed through the request."""
+UNKEYED = "unkeyed"
+"""An option that changes no answer (how many calls at once, how long to wait, the key itself): in no cache key."""
+
+
 def option(flag: str | None = None, help: str = "", choices: tuple[str, ...] | None = None, *,
-           positive: bool = False) -> Any:
+           positive: bool = False, key: str = KEYED) -> Any:
     """A typed option whose default (None) means: the engine's own default. `flag` is how the command
     line spells it (a `--no-...` flag sets a boolean to False); the command line is built from these.
-    `positive`: a count of at least 1 (the flag refuses another)."""
-    return field(default=None, metadata={"flag": flag, "help": help, "choices": choices, "positive": positive})
+    `positive`: a count of at least 1 (the flag refuses another); `key`: how the option reaches the cache
+    key (`KEYED`, `IN_REQUEST`, `UNKEYED`), held against every engine by the tests."""
+    return field(default=None, metadata={"flag": flag, "help": help, "choices": choices, "positive": positive, "key": key})
+
+
+def key_of(item: dataclasses.Field[Any]) -> str:
+    """How an option's field reaches the cache key (`option`'s `key`): `KEYED` unless its metadata says otherwise."""
+    return str(item.metadata.get("key") or KEYED)
+
+
+def given(options: Any) -> dict[str, Any]:
+    """The options an options instance was given (its fields that are not None), by name."""
+    return {item.name: getattr(options, item.name) for item in dataclasses.fields(options)
+            if getattr(options, item.name) is not None}
+
+
+def keyed_values(options: Any) -> dict[str, Any]:
+    """The `KEYED` options of an options instance that differ from their field's default, by name: what a
+    cache key takes of them beside the engine's identity and the request (a default left out, so that the
+    keys written before an option existed stay the same)."""
+    return {item.name: getattr(options, item.name) for item in dataclasses.fields(options)
+            if key_of(item) == KEYED and getattr(options, item.name) != item.default}
+
+
+def make_options(cls: type[T], values: Mapping[str, Any]) -> T:
+    """An instance of options class `cls` from `values` by name (None: not given), each checked as its flag
+    checks it: a value among the field's `choices`, a `positive` count at least 1; a `UserError` naming the
+    flag otherwise. Where a flag, a config key or a Python keyword becomes an option, it is made here."""
+    for item in dataclasses.fields(cls):
+        value = values.get(item.name)
+        if value is None:
+            continue
+        choices = item.metadata.get("choices")
+        if choices and value not in choices:
+            raise UserError(f"{flag_of(cls, item.name)} must be one of {', '.join(choices)}, got {value!r}")
+        if item.metadata.get("positive") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise UserError(f"{flag_of(cls, item.name)} must be at least 1, got {value!r}")
+    return cls(**{name: value for name, value in values.items() if value is not None})
 
 
 def setting(default: Any, flag: str | None = None, help: str = "", *, choices: tuple[str, ...] | None = None,
@@ -92,15 +138,15 @@ class ClientOptions:
     base_url: str | None = option("--base-url", "the engine's endpoint (default: the provider's API; for openai: "
                                   "$OPENAI_BASE_URL, else OpenAI)")
     api_key: str | None = option("--api-key", "API key (default: $OPENAI_API_KEY, $PERPLEXITY_API_KEY, "
-                                 "$GEMINI_API_KEY or $ANTHROPIC_API_KEY, by engine); never written anywhere")
+                                 "$GEMINI_API_KEY or $ANTHROPIC_API_KEY, by engine); never written anywhere", key=UNKEYED)
     concurrency: int | None = option("--concurrency", "calls in flight at most (default: 32 for OpenAI, 8 for Perplexity, "
-                                     "16 for Gemini and Anthropic, 128 for other endpoints)")
-    timeout: float | None = option("--timeout", "seconds per call (default 600)")
-    max_retries: int | None = option()
-    retry_budget: int | None = option()
-    backoff_base: float | None = option()
-    backoff_max: float | None = option()
-    max_retry_wait: float | None = option()
+                                     "16 for Gemini and Anthropic, 128 for other endpoints)", positive=True, key=UNKEYED)
+    timeout: float | None = option("--timeout", "seconds per call (default 600)", key=UNKEYED)
+    max_retries: int | None = option(key=UNKEYED)
+    retry_budget: int | None = option(key=UNKEYED)
+    backoff_base: float | None = option(key=UNKEYED)
+    backoff_max: float | None = option(key=UNKEYED)
+    max_retry_wait: float | None = option(key=UNKEYED)
     temperature: float | None = option()
     schema_format: bool | None = option()
 
@@ -127,7 +173,8 @@ class OpenAIOptions(ClientOptions):
     search_external_web_access: bool | None = option("--no-external-web-access", "openai native search: read cached "
                                                      "pages only, fetch nothing live (the web_search tool's "
                                                      "external_web_access: false; Responses API)")
-    shutdown_lookup: bool | None = option(help="look up the model's published shutdown date once (default: on OpenAI's API)")
+    shutdown_lookup: bool | None = option(help="look up the model's published shutdown date once (default: on OpenAI's API)",
+                                          key=UNKEYED)
 
 
 @dataclass(frozen=True)
@@ -185,28 +232,28 @@ class BatchOptions:
     """The provider's Batch API, for engines that offer it (`backends.providers.openai_batch.OpenAIBatchBackend`)."""
 
     batch: bool | None = option("--batch", "send the calls of openai: and anthropic: models through the provider's Batch "
-                                "API (about half price; answers within 24 h; a rerun collects batches already submitted)")
+                                "API (about half price; answers within 24 h; a rerun collects batches already submitted)", key=UNKEYED)
     batch_max_requests: int | None = option("--batch-max-requests", "requests per batch at most (default: the provider's "
-                                            "limit, 50000 for OpenAI, 100000 for Anthropic)")
+                                            "limit, 50000 for OpenAI, 100000 for Anthropic)", key=UNKEYED)
     batch_max_bytes: int | None = option("--batch-max-bytes", "bytes of a batch at most (default: the provider's limit, "
-                                         "200 MiB for OpenAI, 256 MB for Anthropic)")
+                                         "200 MiB for OpenAI, 256 MB for Anthropic)", key=UNKEYED)
     batch_poll: float | None = option("--batch-poll", "seconds before the first poll of a batch, growing by half each "
-                                      "poll up to 60 (default 5)")
-    batch_poll_max: float | None = option(help="the longest wait between polls (default 60)")
-    batch_retries: int | None = option(help="rounds of resubmitting what a batch failed, before it goes direct (default 1)")
-    batch_ledger: str | None = option(help="SQLite file keeping the submitted batches (default: beside the cache)")
+                                      "poll up to 60 (default 5)", key=UNKEYED)
+    batch_poll_max: float | None = option(help="the longest wait between polls (default 60)", key=UNKEYED)
+    batch_retries: int | None = option(help="rounds of resubmitting what a batch failed, before it goes direct (default 1)", key=UNKEYED)
+    batch_ledger: str | None = option(help="SQLite file keeping the submitted batches (default: beside the cache)", key=UNKEYED)
 
 
 @dataclass(frozen=True)
 class HFOptions:
     """`hf:MODEL`: batched local generation with transformers (`backends.local.hf_backend.HFBackend`)."""
 
-    batch_size: int | None = option("--batch-size", "prompts per batch (default: adapted to memory)")
-    device: str | None = option()
+    batch_size: int | None = option("--batch-size", "prompts per batch (default: adapted to memory)", key=UNKEYED)
+    device: str | None = option(key=UNKEYED)
     dtype: str | None = option()
-    max_batch_size: int | None = option()
+    max_batch_size: int | None = option(key=UNKEYED)
     revision: str | None = option()
-    trust_remote_code: bool | None = option()
+    trust_remote_code: bool | None = option(key=UNKEYED)
     grammar: bool | None = option("--no-grammar", "hf judge: write its answers freely, in the paper's lines, instead of "
                                   "JSON held to the schema by xgrammar's grammar (default for a judge: held)")
 
@@ -216,16 +263,16 @@ class VLLMOptions:
     """`vllm:MODEL`: offline vLLM, every prompt of a run at once (`backends.local.vllm_backend.VLLMBackend`)."""
 
     tensor_parallel_size: int | None = option("--tensor-parallel-size", "vllm: GPUs each model replica is sharded "
-                                              "over (default 1)")
-    max_model_len: int | None = option()
-    gpu_memory_utilization: float | None = option()
+                                              "over (default 1)", key=UNKEYED)
+    max_model_len: int | None = option(key=UNKEYED)
+    gpu_memory_utilization: float | None = option(key=UNKEYED)
     dtype: str | None = option()
-    enable_prefix_caching: bool | None = option()
+    enable_prefix_caching: bool | None = option(key=UNKEYED)
     enforce_eager: bool | None = option("--enforce-eager", "vllm: run the model without compiling it first (default: "
                                         "on a CPU, where compiling costs minutes at every start; off on a GPU)")
     seed: int | None = option()
     revision: str | None = option()
-    trust_remote_code: bool | None = option()
+    trust_remote_code: bool | None = option(key=UNKEYED)
 
 
 EXECUTORS: tuple[str, ...] = ("local", "ray")
@@ -237,14 +284,15 @@ class ExecutorOptions:
     """Where an LLM engine runs: in this process, or on a Ray cluster (`backends.ray.backend.RayBackend`)."""
 
     executor: str | None = option("--executor", "local: in this process (default); ray: on a Ray cluster "
-                                  "(pip install 'bespoke-eval[ray]')", choices=EXECUTORS)
+                                  "(pip install 'bespoke-eval[ray]')", choices=EXECUTORS, key=UNKEYED)
     ray_address: str | None = option("--ray-address", "Ray cluster to join, e.g. auto or HEAD_IP:6379 (default: "
-                                     "start a local instance)")
-    replicas: int | None = option("--replicas", "engines running at once on Ray: actors, or vLLM replicas (default 1)")
+                                     "start a local instance)", key=UNKEYED)
+    replicas: int | None = option("--replicas", "engines running at once on Ray: actors, or vLLM replicas (default 1)", key=UNKEYED)
     gpus_per_replica: float | None = option("--gpus-per-replica", "hf on Ray: GPUs per actor (default 1 if this "
-                                            "machine has a GPU, else 0)")
+                                            "machine has a GPU, else 0)", key=UNKEYED)
     pipeline_parallel_size: int | None = option("--pipeline-parallel-size", "vllm on Ray: pipeline stages per "
-                                                "replica, on as many GPUs or nodes (default 1)")
+                                                "replica, on as many GPUs or nodes (default 1)", key=UNKEYED)
+
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import PurePath
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from bespoke_dataset.errors import did_you_mean
-from bespoke_metric.backends.base import Backend
+from bespoke_metric.backends.base import Backend, Requirement
 from bespoke_metric.backends.options import (
-    EXECUTORS,
     AnthropicOptions,
     BatchOptions,
     ClientOptions,
@@ -39,53 +39,56 @@ from bespoke_metric.backends.options import (
     PerplexityOptions,
     VLLMOptions,
     flag_of,
+    given,
+    make_options,
     option_names,
 )
+from bespoke_metric.backends.schema import GRAMMAR_REQUIREMENT
 
 ENTRY_POINT_GROUP = "bespoke.engines"
 """The entry-point group through which other distributions register engines (each loads to an `Engine`)."""
 
 
-def _openai(model: str, options: dict[str, Any]) -> Backend:
+def _openai(model: str, options: OpenAIOptions) -> Backend:
     from bespoke_metric.backends.providers.openai_backend import OpenAIBackend
 
-    return OpenAIBackend(model, **options)
+    return OpenAIBackend(model, options)
 
 
-def _perplexity(model: str, options: dict[str, Any]) -> Backend:
+def _perplexity(model: str, options: PerplexityOptions) -> Backend:
     from bespoke_metric.backends.providers.perplexity import PerplexityBackend
 
-    return PerplexityBackend(model, **options)
+    return PerplexityBackend(model, options)
 
 
-def _gemini(model: str, options: dict[str, Any]) -> Backend:
+def _gemini(model: str, options: GeminiOptions) -> Backend:
     from bespoke_metric.backends.providers.gemini import GeminiBackend
 
-    return GeminiBackend(model, **options)
+    return GeminiBackend(model, options)
 
 
-def _anthropic(model: str, options: dict[str, Any]) -> Backend:
+def _anthropic(model: str, options: AnthropicOptions) -> Backend:
     from bespoke_metric.backends.providers.anthropic import AnthropicBackend
 
-    return AnthropicBackend(model, **options)
+    return AnthropicBackend(model, options)
 
 
-def _inspect(role: str, options: dict[str, Any]) -> Backend:
+def _inspect(model: str, options: InspectOptions) -> Backend:
     from bespoke_metric.backends.providers.inspect_model import inspect_backend
 
-    return inspect_backend(role, options)
+    return inspect_backend(model, options)  # the spec's MODEL is the role inspect binds a model to
 
 
-def _hf(model: str, options: dict[str, Any]) -> Backend:
+def _hf(model: str, options: HFOptions, *, tokenizer: Any = None) -> Backend:
     from bespoke_metric.backends.local.hf_backend import HFBackend
 
-    return HFBackend(model, **options)
+    return HFBackend(model, options, tokenizer=tokenizer)
 
 
-def _vllm(model: str, options: dict[str, Any]) -> Backend:
+def _vllm(model: str, options: VLLMOptions, *, llm: Any = None) -> Backend:
     from bespoke_metric.backends.local.vllm_backend import VLLMBackend
 
-    return VLLMBackend(model, **options)
+    return VLLMBackend(model, options, llm=llm)
 
 
 def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
@@ -103,14 +106,14 @@ class Engine:
     name: str
     options: type
     """The dataclass of its options."""
-    backend: Callable[[str, dict[str, Any]], Backend] | None = None
-    """`(model, options) -> Backend`. None only in the spec of a judge of its own (`judging.judges.JudgeKind`),
-    which names its options and calls no LLM; every engine registered here has one."""
+    backend: Callable[..., Backend] | None = None
+    """For LLM engines: `(model, options) -> Backend`, `options` an instance of `options` (the class); an engine
+    that reuses objects already in memory (`preloads`) takes them as keywords. Judged through the BESPOKE protocol."""
     guided_decoding: bool = False
     """Constrains decoding to a JSON schema, so structured answers always parse: on by default."""
     constraint_option: str | None = None
     """The engine option that turns its guided decoding on (hf's `grammar`, off unless a judge asks): a judge
-    turns it on unless told not to, and answers in JSON only with it (`judging.judges.structured_default`)."""
+    turns it on unless told not to, and answers in JSON only with it (`Engine.guide`)."""
     own_tokenizer: bool = False
     """The model's tokenizer is at hand (a local model): budgets are counted in it."""
     preloads: tuple[str, ...] = ()
@@ -132,18 +135,28 @@ class Engine:
     """`(model) -> effort` a judge of this engine sends its judgments at unless its `reasoning_effort` is given
     (the official evaluator's `high`, where the model takes an effort), or `"module:function"` naming it; None:
     the backend's own default (openai's gives its reasoning models `high` whatever their role)."""
+    requires: tuple[Requirement, ...] = ()
+    """Modules of optional extras it imports only on its first call (hf's xgrammar)."""
+
+    def check_requirements(self, engine_options: dict[str, Any]) -> None:
+        """A `MissingExtraError` for a module the engine would need with `engine_options` (an option not
+        given counts as on: a judge's default) that is not installed; nothing is imported."""
+        for requirement in self.requires:
+            needed = requirement.option is None or engine_options.get(requirement.option) is not False
+            if needed and importlib.util.find_spec(requirement.module) is None:
+                raise requirement.missing(self.name)
 
     @property
     def llm(self) -> bool:
         return self.backend is not None
 
-    def set_judgment_effort(self, model: str, engine_options: dict[str, Any]) -> None:
-        """Give a judge's `engine_options` the effort of its judgments (`judgment_effort`) unless one is given."""
-        if self.judgment_effort is None or engine_options.get("reasoning_effort") is not None:
-            return
+    def judged(self, model: str, engine_options: Any) -> Any:
+        """A judge's `engine_options` (an instance of `options`) with the effort of its judgments
+        (`judgment_effort`) unless one is given."""
+        if self.judgment_effort is None or engine_options.reasoning_effort is not None:
+            return engine_options
         effort = _resolve(self.judgment_effort)(model)
-        if effort is not None:
-            engine_options["reasoning_effort"] = effort
+        return engine_options if effort is None else dataclasses.replace(engine_options, reasoning_effort=effort)
 
 
 ENGINES: dict[str, Engine] = {
@@ -155,7 +168,7 @@ ENGINES: dict[str, Engine] = {
                         batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend",
                         judgment_effort="bespoke_metric.backends.providers.anthropic_models:judgment_effort"),
     "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
-                 local=True, preloads=("tokenizer",)),
+                 local=True, preloads=("tokenizer",), requires=(GRAMMAR_REQUIREMENT,)),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,
                    preloads=("llm",)),
     # inside an inspect eval only: the model inspect binds to the role ROLE of `inspect:ROLE`
@@ -330,15 +343,22 @@ def take(options: dict[str, Any], *classes: type) -> dict[type, dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class EngineParts:
-    """An LLM engine's options split by part (`engine_parts`): each the options given of that part, by name."""
+class EngineConfig:
+    """An LLM engine as configured, the currency every layer below a command's flags, a config's keys or a
+    Python call's keywords receives, down to the backend's constructor: its parsed spec and each part of its
+    options an instance of its class, made and checked once (`engine_config`)."""
 
-    engine: dict[str, Any]
-    """Its engine's own options class's."""
-    executor: dict[str, Any]
-    """Where it runs (`ExecutorOptions`)."""
-    batch: dict[str, Any]
-    """Its provider's Batch API (`BatchOptions`); empty for an engine without one."""
+    spec: Spec
+    options: Any
+    """An instance of the engine's own options class (`spec.engine.options`), the spec's `@revision` in it."""
+    executor: ExecutorOptions = ExecutorOptions()
+    """Where it runs."""
+    batch: BatchOptions = BatchOptions()
+    """Its provider's Batch API (never given for an engine without one)."""
+
+    def given(self) -> dict[str, Any]:
+        """Every option given, by name (the engine's own, where it runs, the Batch API's)."""
+        return {**given(self.options), **given(self.executor), **given(self.batch)}
 
 
 @dataclass(frozen=True)
@@ -363,10 +383,14 @@ class Preloaded:
         return given
 
 
-def engine_parts(options: dict[str, Any], engine: Engine) -> EngineParts:
-    """Take an LLM engine's options out of `options` (`take`), by part; leftovers stay in `options`."""
-    taken = take(options, *llm_option_classes(engine))
-    return EngineParts(taken[engine.options], taken[ExecutorOptions], taken.get(BatchOptions, {}))
+def engine_config(parsed: Spec, options: dict[str, Any]) -> EngineConfig:
+    """The config of the LLM engine of `parsed` from `options` by name: its parts are taken out of `options`
+    (`take`; leftovers stay there for the caller to refuse) and each made an instance of its class
+    (`make_options`: a value out of its choices, or a count below 1, is a `UserError` naming its flag)."""
+    taken = take(options, *llm_option_classes(parsed.engine))
+    own = make_options(parsed.engine.options, pinned(parsed, taken[parsed.engine.options]))
+    return EngineConfig(parsed, own, make_options(ExecutorOptions, taken[ExecutorOptions]),
+                        make_options(BatchOptions, taken.get(BatchOptions, {})))
 
 
 def refuse(leftover: dict[str, Any], what: str, *classes: type, known: tuple[type, ...] = ()) -> None:
@@ -388,57 +412,76 @@ def _any_flag(name: str, *classes: type) -> str:
     return f"{name}="
 
 
+def refuse_executor(options: dict[str, Any], spec: Spec) -> None:
+    """A judge of its own (`embed:`) has no LLM engine to place: it always runs in this process, so an
+    executor option is refused as such, not with a list of options that no command takes."""
+    given = sorted(name for name in options if name in option_names(ExecutorOptions) and options[name] is not None)
+    if given:
+        flags = ", ".join(flag_of(ExecutorOptions, name) for name in given)
+        raise OptionError(f"{flags}: the {spec.name} judge ({spec}) runs in this process, with no LLM "
+                          "engine to place on Ray (it encodes on the CPU in seconds); leave out the executor flags")
+
+
 def llm_option_classes(engine: Engine) -> tuple[type, ...]:
     """The option classes of an LLM engine: its own, where it runs, the Batch API if it has one."""
     return (engine.options, ExecutorOptions, *((BatchOptions,) if engine.batch_api else ()))
 
 
-def build_backend(parsed: Spec, parts: EngineParts, *, spending: Any = None, preloaded: Preloaded = Preloaded()) -> Backend:
+def build_backend(config: EngineConfig, *, spending: Any = None, preloaded: Preloaded = Preloaded()) -> Backend:
     """The engine's backend (in this process, or on Ray with `executor="ray"`), through the Batch API with
     `batch=True`, admitted against `spending` (a `calls.spending.SpendingLimit`, shared by every model of a
-    run) when one is given, reusing the objects `preloaded` holds."""
-    engine_options = {**pinned(parsed, parts.engine), **preloaded.given(parsed)}
-    executor_options, batch_options = dict(parts.executor), dict(parts.batch)
-    if batch_options.pop("batch", False):
-        if executor_options.get("executor", "local") != "local":
+    run) when one is given and the engine has a price (a local model has none), reusing the objects
+    `preloaded` holds."""
+    if config.spec.engine.local:
+        spending = None
+    batch = config.batch
+    if batch.batch:
+        if (config.executor.executor or "local") != "local":
             raise OptionError("--batch sends the calls to the provider's Batch API: it does not run on Ray (--executor ray)")
-        direct = _local_backend(parsed, engine_options, executor_options)
-        return _resolve(parsed.engine.batch_backend)(direct, spending=spending, **batch_options)
-    if batch_options:
-        flags = [flag_of(BatchOptions, name) for name in sorted(batch_options)]
+        direct = _local_backend(config, preloaded)
+        return _resolve(config.spec.engine.batch_backend)(direct, batch, spending=spending)
+    if given(batch):
+        flags = [flag_of(BatchOptions, name) for name in sorted(given(batch))]
         raise OptionError(f"{', '.join(flags)} only appl{'y' if len(flags) > 1 else 'ies'} with --batch")
-    backend = _local_backend(parsed, engine_options, executor_options)
+    backend = _local_backend(config, preloaded)
     if spending is not None:  # the limit wraps what it limits: no import of the calls wing from here
         return spending.limited(backend)
     return backend
 
 
-def _local_backend(parsed: Spec, engine_options: dict[str, Any], executor_options: dict[str, Any]) -> Backend:
+def _local_backend(config: EngineConfig, preloaded: Preloaded) -> Backend:
     """The engine in this process, or on Ray with `executor="ray"`."""
-    executor = executor_options.pop("executor", "local")
-    if executor not in EXECUTORS:
-        raise OptionError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    if executor == "ray":
+    parsed, executor = config.spec, config.executor
+    build = parsed.engine.backend
+    assert build is not None
+    objects = preloaded.given(parsed)
+    if executor.executor == "ray":
         from bespoke_metric.backends.ray.backend import RayBackend
 
-        assert parsed.engine.backend is not None
-        return RayBackend(parsed.engine.name, parsed.model, build=parsed.engine.backend, **executor_options, **engine_options)
-    if executor_options:
-        flags = ", ".join(flag_of(ExecutorOptions, name) for name in sorted(executor_options))
+        return RayBackend(parsed.engine.name, parsed.model, config.options, executor, build=build, preloaded=objects)
+    placed = sorted(name for name in given(executor) if name != "executor")
+    if placed:
+        flags = ", ".join(flag_of(ExecutorOptions, name) for name in placed)
         raise OptionError(f"{flags} only apply with --executor ray (executor='ray')")
-    assert parsed.engine.backend is not None
-    return parsed.engine.backend(parsed.model, engine_options)
+    return build(parsed.model, config.options, **objects)
 
 
 def make_backend(spec: str | Spec, *, spending: Any = None, tokenizer: Any = None, llm: Any = None, **options: Any) -> Backend:
     """The LLM backend named by `spec` (`openai:`, `perplexity:`, `gemini:`, `hf:`, `vllm:`); `options` are its engine's options and
     the executor's (`executor="ray"`, `replicas`, ...). None means the default, so command-line flags
     pass through as they are. `spending`: a `calls.spending.SpendingLimit` its calls are admitted against;
-    `tokenizer` (hf) and `llm` (vllm): objects already loaded, reused (`Preloaded`)."""
+    `tokenizer` (hf) and `llm` (vllm): objects already loaded, reused (`Preloaded`). A thin adapter: the
+    keywords become the engine's `EngineConfig` here (`engine_config`), what `build_backend` takes."""
+    return build_backend(backend_config(spec, options), spending=spending, preloaded=Preloaded(tokenizer, llm))
+
+
+def backend_config(spec: str | Spec, options: Mapping[str, Any]) -> EngineConfig:
+    """The `EngineConfig` of the LLM engine `spec` with `options` by name (a flag's, a config key's or a
+    keyword's): an `OptionError` naming the flag of one it does not take, or for a judge of its own."""
     parsed = as_spec(spec)
     if not parsed.engine.llm:
         raise OptionError(f"{spec} is a judge, not an LLM engine; use make_judge")
     options = dict(options)
-    parts = engine_parts(options, parsed.engine)
+    config = engine_config(parsed, options)
     refuse(options, f"the {parsed.engine.name} engine ({spec})", *llm_option_classes(parsed.engine))
-    return build_backend(parsed, parts, spending=spending, preloaded=Preloaded(tokenizer, llm))
+    return config

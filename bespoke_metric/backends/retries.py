@@ -13,12 +13,13 @@ backend that runs a batch of requests through its caller.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from bespoke_dataset.errors import UserError
 
@@ -46,6 +47,12 @@ class RetryPolicy:
     """... at most this, unless the server says how long with `Retry-After`: its wait is kept as given."""
     max_retry_wait: float = 600.0
     """A `Retry-After` longer than this fails the call instead of waiting (one of exactly this long is waited)."""
+
+    @classmethod
+    def of(cls, options: Any) -> "RetryPolicy":
+        """The policy an engine's options (`options.ClientOptions`) give: its fields given there, the rest defaults."""
+        return cls(**{item.name: getattr(options, item.name) for item in dataclasses.fields(cls)
+                      if getattr(options, item.name) is not None})
 
     def backoff(self, attempt: int, retry_after: float | None) -> float | None:
         """Seconds to wait before retry `attempt + 1`; None when the server asks for longer than
@@ -96,7 +103,8 @@ class Caller:
         self._reached = False
         """Some call got an HTTP answer from the endpoint."""
         self._unreachable: str | None = None
-        """Why no connection could be made, once a call gave up on it (every later call fails at once)."""
+        """Why no connection could be made, once a call gave up on it: every later call fails at once, unsent,
+        with this reason."""
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -126,7 +134,7 @@ class Caller:
         attempt = 0
         while True:
             if self._unreachable is not None and not self._reached:
-                return CallError(f"{self._unreachable} (not sent: the endpoint is unreachable)", retryable=True)
+                return CallError(self._unreachable, retryable=True)
             if self._budget_left <= 0 and attempt == 0 and self.retries_made > 0:
                 return CallError("retry budget of the run exhausted; call not sent", retryable=True)
             try:
@@ -141,9 +149,9 @@ class Caller:
                 if failure.unreachable and not self._reached and attempt >= UNREACHABLE_RETRIES:
                     # nothing ever answered here: a judge that is down, or a wrong --base-url; say so in
                     # seconds instead of backing off every call for minutes
-                    self._unreachable = reason
-                    return CallError(f"{reason} (the endpoint answered no call; gave up after {attempt} retries)",
-                                     retryable=True)
+                    # one cause, said alike by this call and by every later one, which is not sent
+                    self._unreachable = f"{reason} (the endpoint answered no call; gave up after {attempt} retries)"
+                    return CallError(self._unreachable, retryable=True)
                 if attempt >= policy.max_retries:
                     return CallError(f"{reason} (gave up after {attempt} retries)", retryable=True)
                 wait = policy.backoff(attempt, failure.wait)

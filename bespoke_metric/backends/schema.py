@@ -13,9 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bespoke_metric.backends.base import Requirement
+
 GRAMMAR = "grammar"
 """`Backend.constraint` of an engine that compiles a request's schema into a grammar masking the model's
 next tokens (hf: with xgrammar, vllm: in process); results record it as `judge.constraint`."""
+GRAMMAR_REQUIREMENT = Requirement("xgrammar", "grammar", "holds JSON answers to their schema", option=GRAMMAR)
+"""What an `hf:` judge's grammar needs (`Engine.requires`): said missing before any call."""
+
 JSON_SCHEMA = "json-schema"
 """`Backend.constraint` of an engine that sends the schema to its server, which holds the answer to it
 (`response_format` of an OpenAI-compatible API, Gemini's `response_json_schema`)."""

@@ -9,15 +9,16 @@ unreadable answer would need are not known before it comes).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend, BackendWrapper, CallError, Completion, OnDone, Request
 from bespoke_metric.backends.providers.openai_backend import is_reasoning_model
-from bespoke_metric.backends.registry import Spec, split_spec
+from bespoke_metric.backends.registry import EngineConfig, Spec, split_spec
 
 from .cache import Cache
 from .pricing import PriceTable, Tokens
@@ -28,13 +29,12 @@ PLACEHOLDER_KEY = "dry-run"
 """The key a dry run builds an `openai:` backend with where none is given: nothing is sent."""
 
 
-def keyless(spec: Spec, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Backend options for a dry run: an `openai:` model gets a placeholder key when none is given, as a
+def keyless(config: EngineConfig) -> EngineConfig:
+    """An engine's config for a dry run: an `openai:` model gets a placeholder key when none is given, as a
     run that sends nothing needs none."""
-    options = dict(options)
-    if spec.name == "openai" and not options.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
-        options["api_key"] = PLACEHOLDER_KEY
-    return options
+    if config.spec.name == "openai" and not config.options.api_key and not os.environ.get("OPENAI_API_KEY"):
+        return dataclasses.replace(config, options=dataclasses.replace(config.options, api_key=PLACEHOLDER_KEY))
+    return config
 
 
 def filler(tokens: int) -> str:
@@ -110,7 +110,8 @@ class PlanningBackend(BackendWrapper):
 class Planned:
     """The calls one model would make in a run."""
 
-    spec: str
+    spec: str | Spec
+    """The model's spec: as parsed where the command read it, or as read back."""
     role: str
     requests: list[Request]
     """The calls it would pay for: cache misses, identical requests once."""
@@ -150,7 +151,7 @@ def estimate(planned: Planned, count_prompt: Callable[[str, Sequence[Mapping[str
     else:
         output_tokens = sum(request.max_tokens for request in planned.requests)
         basis = "the requests' output caps"
-    price = prices.price(planned.spec)
+    price = prices.price(str(planned.spec))
     cost = None if price is None else price.cost(Tokens(input=input_tokens, output=output_tokens), batch=planned.batch)
     engine, model = split_spec(planned.spec)
     return Estimate(calls, planned.cached, input_tokens, output_tokens, basis, cost, engine == "openai" and is_reasoning_model(model))

@@ -102,8 +102,10 @@ class LogLines:
         elapsed = self.clock() - self.started
         share = f" ({100 * finished // self.total}%)" if self.total else ""
         counts = ", ".join(f"{n} {kind}" for kind, n in self.counts.items())
-        left = (f", about {_duration(elapsed * (self.total - finished) / finished)} left"
-                if 0 < finished < self.total else "")
+        # answers from the cache take no time (a resumed run starts with them): the pace is that of calls made
+        timed = finished - self.counts.get("cached", 0)
+        left = (f", about {_duration(elapsed * (self.total - finished) / timed)} left"
+                if timed > 0 and finished < self.total else "")
         return f"{self.desc}: {finished}/{self.total} {self.unit}s{share}, {counts}; {_duration(elapsed)} so far{left}"
 
     def write(self) -> None:

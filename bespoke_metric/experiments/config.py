@@ -23,8 +23,7 @@ from typing import Any, Mapping, Sequence
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import BatchOptions, dest_of, flag_type
-from bespoke_metric.judging.config import JudgeConfig, judge_keys
-from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.judging.config import JudgeConfig, ProtocolOptions, judge_keys
 from bespoke_metric.systems.config import system_keys
 from bespoke_metric.systems.settings import GenerationSettings
 

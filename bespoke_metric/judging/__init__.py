@@ -7,8 +7,8 @@
 | `protocol` | building the judge's requests for a query and a response (pure) |
 | `parsing` | reading a judge's answer strictly: the final answer only, ambiguity rejected (pure) |
 | `judge` | `Judge` (the class every judge subclasses: `usage`, `close()`, ...), `JudgeItem` and `Prediction`: what every judge is, takes and returns |
-| `judges` | which judges exist: the protocol over any engine, `JudgeKind`s by prefix (`embed:`, a plugin's), `register_judge` |
-| `factory` | `make_judge` and `ProtocolOptions`: a judge from its spec, through the engine registry; `plan_judge`, a dry run's |
+| `config` | `JudgeConfig` and `ProtocolOptions`: a judge as configured, its options instances of their classes, checked when made |
+| `factory` | `make_judge`: a judge from its config (or spec and keywords), through the engine registry; `plan_judge`, a dry run's |
 | `llm_judge` | `LLMJudge`: the protocol over any LLM backend |
 | `embed_judge`, `embed_calibration` | the `embed:` proxy judge and its quantile calibration |
 | `guards`, `guarded_judge` | cheap checks for degenerate responses, applied in front of any judge |
@@ -17,8 +17,9 @@
 
 from bespoke_dataset.lazy import lazy_attributes
 
+from .config import ProtocolOptions
 from .embed_judge import EmbedJudge
-from .factory import ProtocolOptions, make_judge
+from .factory import make_judge
 from .guarded_judge import GuardedJudge
 from .guards import check_context_echo, check_response
 from .judge import Judge, JudgeItem

@@ -28,7 +28,7 @@ import re
 import threading
 import time
 from itertools import chain
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -37,11 +37,15 @@ from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Usage
 from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER, encoder_name, load_encoder
+from bespoke_metric.backends.options import given
 from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.results import ItemResult, stats
 
 from .embed_calibration import CALIBRATION_METHOD, Pair, QuantileMap, example_pairs, fit_maps, knn_vote, leave_one_query_out, to_score
 from .judge import Judge, JudgeItem
+
+if TYPE_CHECKING:
+    from .judges import EmbedOptions
 
 EMBED_PROTOCOL_VERSION = "embed-2"
 """Version of this judge's method; results of different versions are never ranked together."""
@@ -244,6 +248,6 @@ class EmbedJudge(Judge):
         result.recall = len(result.matched_claims) / len(claims)
 
 
-def build_embed_judge(spec: str, model: str, options: dict[str, Any]) -> EmbedJudge:
-    """The `embed:` judge (its registration in `bespoke_metric.judging.judges`)."""
-    return EmbedJudge(model or DEFAULT_ENCODER, spec=spec, **options)
+def build_embed_judge(spec: str, model: str, options: "EmbedOptions") -> EmbedJudge:
+    """The `embed:` engine's judge (its registration in `bespoke_metric.backends.registry`), of its options."""
+    return EmbedJudge(model or DEFAULT_ENCODER, spec=spec, **given(options))

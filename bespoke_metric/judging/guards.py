@@ -39,6 +39,13 @@ order they are tried, with their thresholds:
   language answered in that language passes; code and tables, which no detector reads confidently, pass.
   A question and an answer that are both `ENGLISH_SHARE` (90%) English words pass without the detector,
   whose model takes most of a second to load.
+- `refusal`: the response declines to answer and says little else: one of its first `REFUSAL_OPENING` (2)
+  clauses (split at sentence ends, semicolons and a `but`/`however`) is a refusal (`REFUSAL`: "I'm sorry,
+  but I can't ...", "I'm not equipped to provide ...", "As an AI ...", "I am unable to ..."; English only),
+  and its clauses that are neither a refusal nor a referral ("consult a professional") hold fewer than
+  `MIN_ANSWER_TOKENS` (15) word tokens. A proxy judge reads a refusal that repeats the query's words as an
+  answer (a cut-off "I'm sorry ... I'm not equipped to provide ..." scored 4/5); an answer that declines one
+  part and answers the rest, or opens with "I'm sorry to hear that", is judged.
 
 A guarded response gets the lowest score on every dimension and conveys no claim, without a judge call;
 its item records the guard and the reason. The `repetition` guard alone (`check_repetition`) also reads
@@ -57,7 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-GUARDS_VERSION = "guards-4"
+GUARDS_VERSION = "guards-5"
 """Version of the checks and thresholds; recorded with every judge block that used them."""
 
 MIN_TOKENS = 3
@@ -80,7 +87,11 @@ ENGLISH_SHARE = 0.9
 """A question and an answer both this English (share of letters in English words) are taken to be in one
 language without running the detector."""
 
-GUARD_NAMES: tuple[str, ...] = ("empty", "echo", "repetition", "no_words", "language")
+MIN_ANSWER_TOKENS = 15
+REFUSAL_OPENING = 2
+"""The clauses a refusal must stand among: one that declines further on follows an answer."""
+
+GUARD_NAMES: tuple[str, ...] = ("empty", "echo", "repetition", "no_words", "language", "refusal")
 
 # Scripts written without spaces between words: each character is a token, and the word list is not used.
 _UNSEGMENTED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -94,6 +105,19 @@ _TABLE_RULE = re.compile(r"^[\s|:+-]*$", re.MULTILINE)
 _MARKDOWN_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*(?:https?://|www\.)[^)\s]*\s*\)")
 _CITATION = re.compile(r"\[\^?\d+(?:\s*[,\u2013-]\s*\d+)*(?:†[^\]\n]*)?\]|【[^】\n]*】")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\[[ xX]\])\s+")
+_CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+|\n+|,?\s+\b(?=but\b|however\b)", re.IGNORECASE)
+_I = r"(?:i|i'm|i’m|i am|as an ai\b[^,.]*,\s*i)"
+REFUSAL = re.compile(
+    rf"\b(?:as an ai\b|{_I}\s*(?:'m|’m|am)?\s*(?:sorry,?\s+(?:but\s+)?(?:i\s+)?(?:can(?:not|'t|’t)|am not|'m not|’m not)"
+    r"|not (?:able|equipped|allowed|permitted|in a position) to|unable to|(?:can(?:not|'t|’t)|won't|will not)"
+    r"\s+(?:help|assist|provide|answer|give|offer|comply|fulfil|fulfill|recommend|share)))",
+    re.IGNORECASE)
+"""A clause that declines: "I'm sorry, but I can't", "I'm not equipped to", "I cannot provide", "As an AI"."""
+REFERRAL = re.compile(r"\b(?:consult|seek|ask|contact|speak (?:to|with)|reach out to)\b.{0,40}\b(?:professional|expert|"
+                      r"doctor|physician|lawyer|advisor|adviser|specialist|pharmacist)", re.IGNORECASE)
+"""A clause that sends the user elsewhere: what a refusal says instead of an answer."""
+APOLOGY = re.compile(r"^\W*(?:i'm|i’m|i am)?\s*(?:sorry|so sorry|apologies|unfortunately)\W*$", re.IGNORECASE)
+"""A clause that only apologises ("I'm sorry", before "but I can't ...")."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +147,7 @@ def check_response(response: str, query: str) -> GuardHit | None:
     """The first guard that fires for `response` to `query`, or None when the response may be judged."""
     text = readable(response)
     words = tokens(text)
-    for check in (_empty, _echo, _repetition, _no_words, _language):
+    for check in (_empty, _echo, _repetition, _no_words, _language, _refusal):
         hit = check(text, words, query)
         if hit is not None:
             return hit
@@ -259,6 +283,18 @@ def _language(response: str, words: list[str], query: str) -> GuardHit | None:
         return None
     return GuardHit("language", f"the response is in {answered} (p={ranked[answered]:.2f}) but the query is in {asked} "
                                 f"(p={asked_confidence:.2f})")
+
+
+def _refusal(response: str, words: list[str], query: str) -> GuardHit | None:
+    clauses = [clause for clause in _CLAUSE_END.split(response.strip()) if tokens(clause)]
+    if not any(REFUSAL.search(clause) for clause in clauses[:REFUSAL_OPENING]):
+        return None
+    answer = sum(len(tokens(clause)) for clause in clauses
+                 if not any(pattern.search(clause) for pattern in (REFUSAL, REFERRAL, APOLOGY)))
+    if answer >= MIN_ANSWER_TOKENS:
+        return None
+    return GuardHit("refusal", f"the response declines to answer, with {answer} word token(s) besides its refusal and "
+                               f"referrals (at least {MIN_ANSWER_TOKENS} are needed)")
 
 
 def _prose(text: str) -> str:

@@ -11,11 +11,12 @@ judge loads to its `JudgeKind`, on the first judge spec that names it (the docs'
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from bespoke_dataset.errors import did_you_mean
-from bespoke_metric.backends.options import OptionError, option
+from bespoke_metric.backends.options import UNKEYED, OptionError, option
 from bespoke_metric.backends.registry import ENGINES, Engine, Spec, load_entry_point, load_plugin, parse_spec, plugin_names
 
 if TYPE_CHECKING:
@@ -30,11 +31,11 @@ class EmbedOptions:
     """`embed:MODEL`: the sentence-embedding proxy judge (`bespoke_metric.judging.embed_judge.EmbedJudge`)."""
 
     max_shots: int | None = option("--max-shots", "R-J examples compared with (default 5)")
-    batch_size: int | None = option("--batch-size", "texts per encoding batch (default 64)")
+    batch_size: int | None = option("--batch-size", "texts per encoding batch (default 64)", key=UNKEYED)
     k: int | None = option(help="nearest examples that vote (default 3)")
     temperature: float | None = option(help="softmax temperature of the votes")
     threshold: float | None = option(help="cosine similarity at which a claim counts as conveyed")
-    device: str | None = option()
+    device: str | None = option(key=UNKEYED)
 
 
 @dataclass(frozen=True)
@@ -118,11 +119,13 @@ def as_judge_spec(spec: str | Spec) -> Spec:
     return spec if isinstance(spec, Spec) else parse_judge(spec)
 
 
-def structured_default(engine: Engine, engine_options: dict[str, Any]) -> bool:
-    """Turn the engine's guided decoding on in a judge's `engine_options` unless told not to (its
-    `constraint_option`, hf's `grammar`); whether the judge's answers are then held to the JSON schema, so it
-    asks for JSON (`structured`) by default, and the paper's lines elsewhere."""
+def structured_default(engine: Engine, engine_options: Any) -> tuple[Any, bool]:
+    """A judge's `engine_options` (an instance of the engine's options) with its guided decoding turned on unless
+    told not to (its `constraint_option`, hf's `grammar`), and whether the judge's answers are then held to the
+    JSON schema, so it asks for JSON (`structured`) by default, and the paper's lines elsewhere."""
     option_name = engine.constraint_option
-    if option_name is not None:
-        engine_options.setdefault(option_name, True)
-    return engine.guided_decoding and (option_name is None or bool(engine_options[option_name]))
+    if option_name is None:
+        return engine_options, engine.guided_decoding
+    if getattr(engine_options, option_name) is None:
+        engine_options = dataclasses.replace(engine_options, **{option_name: True})
+    return engine_options, engine.guided_decoding and bool(getattr(engine_options, option_name))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from bespoke_dataset.errors import UserError
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import MODEL_DEFAULT, Backend, Request, Usage, backend_description
+from bespoke_metric.backends.options import keyed_values
 from bespoke_metric.backends.schema import LINES
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.progress import ProgressBar, ProgressHook
@@ -24,8 +25,8 @@ from bespoke_metric.results.aggregation import recall_from_verdicts
 from bespoke_metric.results.records import recall_error_reason
 
 from . import protocol
+from .config import ProtocolOptions
 from .judge import Judge, JudgeItem
-from .protocol import RECALL_MODES
 
 if TYPE_CHECKING:
     from bespoke_metric.calls.plan import ReadOnlyCache
@@ -48,54 +49,62 @@ class LLMJudge(Judge):
     def __init__(
         self,
         backend: Backend,
+        options: ProtocolOptions | None = None,
         *,
         spec: str | None = None,
-        max_shots: int = 5,
-        recall: str = "per-claim",
         cache: Cache | ReadOnlyCache | str | os.PathLike[str] | None = None,
-        with_feedback: bool = True,
-        personalized: bool = True,
-        structured: bool = False,
-        recall_reasoning_effort: str | None = None,
-        max_parse_retries: int = 2,
-        max_tokens: int | None = None,
-        progress: bool = True,
-        repeat: int = 0,
         proxy: bool = False,
     ) -> None:
-        if recall not in RECALL_MODES:
-            raise UserError(f"recall must be one of {', '.join(RECALL_MODES)}, got {recall!r}")
-        if max_shots < 0:
-            raise UserError(f"--max-shots must be >= 0, got {max_shots}")
-        if repeat < 0:
-            raise ValueError(f"repeat must be >= 0, got {repeat}")
+        """
+        Args:
+            backend: the judge model's.
+            options: how it applies the protocol (`ProtocolOptions`; None: every default), each None the default:
+                `max_shots` 5, `recall` per-claim, `with_feedback` and `personalized` on, `structured` off,
+                `recall_reasoning_effort` none sent, `max_parse_retries` 2, `max_tokens` the protocol's per kind of call,
+                `progress` on, `repeat` 0.
+            spec: its name in results (default `ENGINE:MODEL` of the backend).
+            cache: where its answers are kept (a path is opened here, once the backend is built).
+            proxy: its engine approximates a judge (`Engine.proxy`, a rule): never ranked as a real judge.
+        """
+        options = options or ProtocolOptions()
+        max_tokens = options.max_tokens
+        self.options = options
+        self.max_shots = 5 if options.max_shots is None else options.max_shots
+        self.recall = options.recall or "per-claim"
+        if self.max_shots < 0:
+            raise UserError(f"--max-shots must be >= 0, got {self.max_shots}")
+        if options.repeat < 0:
+            raise ValueError(f"repeat must be >= 0, got {options.repeat}")
         if max_tokens is not None and max_tokens < 1:
             raise UserError(f"--judge-max-tokens must be at least 1, got {max_tokens}")
-        # Its engine may approximate a judge (`judges.JudgeKind.proxy`, a rule): then never ranked as a real judge.
         super().__init__(spec or f"{backend.name}:{backend.model}", proxy=proxy)
         self.backend = backend
-        self.max_shots = max_shots
-        self.recall = recall
         # a path is opened here, once the backend is built: a judge that cannot be made leaves no cache file
         self.cache = Cache(cache) if isinstance(cache, (str, os.PathLike)) else cache
-        self.with_feedback = with_feedback
-        self.personalized = personalized
+        self.with_feedback = options.with_feedback is not False
+        self.personalized = options.personalized is not False
         # an engine that can hold no answer to a schema (a Claude without structured outputs or a forced tool)
         # is asked for the paper's lines instead; `describe` records it as the constraint
-        self.structured = structured and backend.constraint != LINES
-        self.asked_structured = structured
-        self.recall_effort = recall_reasoning_effort
+        self.asked_structured = bool(options.structured)
+        self.structured = self.asked_structured and backend.constraint != LINES
+        self.recall_effort = options.recall_reasoning_effort
         """The reasoning effort the recall checks are sent at (None: none, the model's own default, as the
         official evaluator sends them); the judgments keep the engine's (`high` for OpenAI's reasoning models)."""
         judged_at = backend.identity().get("settings", {}).get("reasoning_effort")
         # only where it differs from the judgments' does a check carry an effort of its own (and a key apart)
-        self._recall_request_effort = (None if recall_reasoning_effort == judged_at
-                                       else recall_reasoning_effort or MODEL_DEFAULT)
-        self.max_parse_retries = max_parse_retries
+        self._recall_request_effort = (None if self.recall_effort == judged_at else self.recall_effort or MODEL_DEFAULT)
+        self.max_parse_retries = 2 if options.max_parse_retries is None else options.max_parse_retries
         # None keeps the protocol's own output budget per kind of call.
         self.token_budget = {} if max_tokens is None else {"max_tokens": max_tokens}
-        self.progress = progress
-        self.repeat = repeat
+        self.progress = options.progress is not False
+        self.repeat = options.repeat
+
+    @property
+    def key_extra(self) -> dict[str, Any]:
+        """The judge's own part of every cache key: the protocol version, and each of its options that the key
+        takes beside the requests (`keyed_values`: a `repeat` from 1 on; repeat 0 keeps the keys of every call
+        made before repeats existed)."""
+        return {"protocol_version": protocol.PROTOCOL_VERSION, **keyed_values(self.options)}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -165,15 +174,13 @@ class LLMJudge(Judge):
 
     async def judge(self, items: list[JudgeItem], progress: ProgressHook | None = None) -> list[ItemResult]:
         requests, calls = self.requests(items)
-        # Repeats from 1 on are keyed apart; repeat 0 keeps the keys of every call made before repeats existed.
-        key_extra: dict[str, Any] = {"protocol_version": protocol.PROTOCOL_VERSION, **({"repeat": self.repeat} if self.repeat else {})}
         label = self.spec + (f" (repeat {self.repeat})" if self.repeat else "")
         with ProgressBar(len(requests), desc=label, disable=progress is not None or not self.progress) as bar:
             outcomes = await run_requests(
                 self.backend,
                 requests,
                 cache=self.cache,
-                key_extra=key_extra,
+                key_extra=self.key_extra,
                 parse=self._parser(calls, items),
                 repair=protocol.repair_request,
                 max_parse_retries=self.max_parse_retries,

@@ -107,8 +107,20 @@ def some_failed(results: Results) -> str | None:
 
 
 def _failure_causes(results: Results) -> Counter[str]:
-    """Each cause of the failed judgments with its count (a recall claim's failure under its cause)."""
-    return Counter(_first_line(error_cause(str(error.get("reason", "")))) for item in results.items for error in item.errors)
+    """Each cause of the failed judgments with its count (a recall claim's failure under its cause). A
+    judgment is what a call asks: the four dimensions of one response are one judgment (one call, whose
+    failure each of them records), each recall claim one, so the count is the count of calls that failed."""
+    causes: Counter[str] = Counter()
+    for item in results.items:
+        dimensions = set()
+        for error in item.errors:
+            cause = _first_line(error_cause(str(error.get("reason", ""))))
+            if error.get("metric") == "recall":
+                causes[cause] += 1
+            elif cause not in dimensions:
+                dimensions.add(cause)
+                causes[cause] += 1
+    return causes
 
 
 def _first_line(text: str, limit: int = 200) -> str:

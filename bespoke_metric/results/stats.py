@@ -5,7 +5,10 @@ what "missing" means: a failed judgment is left out, never turned into a 0). Res
 vectorised: one `(n_resamples, n)` index matrix, one numpy reduction.
 
 Undefined statistics (a correlation of a constant series, anything of fewer than two pairs) are
-`None`, not NaN, so that they survive JSON and are visibly absent in a table.
+`None`, not NaN, so that they survive JSON and are visibly absent in a table. The judge-vs-human statistics
+(`agreement`, `estimate`, `paired_statistic_test`) give no interval or p-value on fewer than
+`MIN_INTERVAL_N` observations: on so few the resamples repeat a handful of values and the percentile
+interval sits on the estimate's own edge (3 responses gave `0.123 [0.00, 0.12]`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,16 @@ DEFAULT_RESAMPLES = 2000
 PAIRED_RESAMPLES = 10_000
 """Resamples (or sign flips) of a paired test between two systems (`compare`): a p-value needs more than an interval."""
 CONFIDENCE = 0.95
+MIN_INTERVAL_N = 10
+"""Fewest responses an agreement interval or a paired test is given on (`too_few`)."""
+TOO_FEW = "too few for an interval"
+"""What a table says in place of an interval on fewer than `MIN_INTERVAL_N` responses."""
+
+
+def too_few(n: int, per_response: int = 1) -> bool:
+    """Whether `n` observations, `per_response` to a response (4 for pooled dimensions), are fewer than
+    `MIN_INTERVAL_N` responses."""
+    return n < MIN_INTERVAL_N * per_response
 
 Statistic = Callable[..., np.ndarray]
 """`stat(*arrays)` where every array is `(n_resamples, n)`; returns `(n_resamples,)`."""
@@ -182,10 +195,11 @@ def agreement(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = CONFIDENCE,
+    per_response: int = 1,
 ) -> dict[str, object]:
     """Judge-vs-human agreement on paired scores: n, Pearson, Spearman, exact and within-one agreement,
-    each with a bootstrap interval (`<name>_ci`, `[low, high]` or None). All intervals share one set of
-    resampled indices."""
+    each with a bootstrap interval (`<name>_ci`, `[low, high]`, or None: undefined, or `too_few` pairs at
+    `per_response` pairs to a response). All intervals share one set of resampled indices."""
     a, b = _pairs(judge_scores, human_scores)
     out: dict[str, object] = {
         "n": int(len(a)),
@@ -197,7 +211,8 @@ def agreement(
     rowwise = {"pearson": rowwise_pearson, "spearman": rowwise_spearman, "exact": rowwise_exact, "within_one": rowwise_within_one}
     for name, fn in rowwise.items():
         # the same seed draws the same indices: every interval comes from the same resamples
-        ci = bootstrap_ci(fn, a, b, n_resamples=n_resamples, seed=seed, confidence=confidence)
+        ci = None if too_few(len(a), per_response) else bootstrap_ci(fn, a, b, n_resamples=n_resamples, seed=seed,
+                                                                      confidence=confidence)
         out[f"{name}_ci"] = list(ci) if ci else None
     return out
 
@@ -287,13 +302,15 @@ def estimate(
     seed: int = 0,
     confidence: float = CONFIDENCE,
 ) -> dict[str, object]:
-    """`{"value", "ci"}` of a rowwise `statistic` over paired observations: its value on the observations as
-    they are, and its percentile bootstrap interval (`bootstrap_ci`); None where undefined."""
+    """`{"value", "ci"}` of a rowwise `statistic` over paired observations (one to a response): its value on
+    the observations as they are, and its percentile bootstrap interval (`bootstrap_ci`); None where
+    undefined, and no interval on `too_few`."""
     columns = [np.asarray(a, dtype=float) for a in arrays]
     if not len(columns[0]):
         return {"value": None, "ci": None}
     value = float(statistic(*(column[None, :] for column in columns))[0])
-    ci = bootstrap_ci(statistic, *columns, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    ci = None if too_few(len(columns[0])) else bootstrap_ci(statistic, *columns, n_resamples=n_resamples, seed=seed,
+                                                            confidence=confidence)
     return {"value": _finite(value), "ci": list(ci) if ci else None}
 
 
@@ -309,7 +326,8 @@ def paired_statistic_test(
     """Paired bootstrap test of `statistic(*first) - statistic(*second)` over the same items: both sides
     are resampled with the same indices (a statistic of several items, such as a correlation, is compared,
     not a mean of per-item differences). The p-value is `paired_bootstrap`'s: the share of re-centred
-    replicate differences at least as far from zero as the observed one, +1 corrected."""
+    replicate differences at least as far from zero as the observed one, +1 corrected; on `too_few` items
+    there is none (NaN) and no interval."""
     columns = [np.asarray(a, dtype=float) for a in (*first, *second)]
     n = len(columns[0])
     if n == 0 or any(len(c) != n for c in columns):
@@ -320,6 +338,8 @@ def paired_statistic_test(
         return statistic(*matrices[:split]) - statistic(*matrices[split:])
 
     observed = float(difference(*(c[None, :] for c in columns))[0])
+    if too_few(n):
+        return PairedTest(n, observed, None, float("nan"), "bootstrap")
     idx = resample_indices(n, n_resamples, seed)
     boot = difference(*(c[idx] for c in columns))
     finite = boot[np.isfinite(boot)]

@@ -20,6 +20,7 @@ from bespoke_metric.backends.registry import Spec, model_label
 from bespoke_metric.calls.plan import Planned
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, backend_use, usage_models
 from bespoke_metric.calls.scheduler import run_sync
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import make_judge, plan_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge, guard_counts
 from bespoke_metric.judging.judge import Judge, JudgeItem
@@ -48,7 +49,7 @@ def load_benchmark(
 
 
 def run_judge(
-    judge: str | Judge,
+    judge: str | Spec | JudgeConfig | Judge,
     items: Sequence[JudgeItem],
     *,
     data: Mapping[str, Any],
@@ -66,7 +67,7 @@ def run_judge(
 
 
 def run_judge_many(
-    judge: str | Judge,
+    judge: str | Spec | JudgeConfig | Judge,
     groups: Sequence[Sequence[JudgeItem]],
     *,
     data: Mapping[str, Any],
@@ -87,9 +88,11 @@ def run_judge_many(
     priced by `prices`, with `group_uses[i]` those of group `i` alone (the model that wrote its
     responses); `benchmark_queries` (the benchmark's size) goes into each summary. `calibration_rows`: the
     whole benchmark's rows, which a judge that fits a calibration (the embed proxy) is fitted on before
-    judging, so an item's scores never depend on which other items are judged with it."""
+    judging, so an item's scores never depend on which other items are judged with it. A `JudgeConfig` is
+    built as it is (its guards on unless it or `guards` says otherwise); `judge_options` then hold at most the
+    command's `spending` limit and objects already loaded."""
     judge_object = make_judge(judge, **{name: value for name, value in judge_options.items() if value is not None})
-    checked = GuardedJudge(judge_object, enabled=guards)
+    checked = GuardedJudge(judge_object, enabled=guards and (judge.guards if isinstance(judge, JudgeConfig) else True))
     try:
         start = time.perf_counter()
         if calibration_rows is not None:
@@ -98,7 +101,7 @@ def run_judge_many(
         judged = run_sync(pending)
         wall = time.perf_counter() - start
     finally:
-        if isinstance(judge, (str, Spec)):  # made here: closed here (a ready judge is its owner's to close)
+        if isinstance(judge, (str, Spec, JudgeConfig)):  # made here: closed here (a ready judge is its owner's to close)
             judge_object.close()
     itemised = any(item.usage is not None for item in judged)  # guarded items cost nothing: no usage
     run_usage = checked.usage
@@ -201,7 +204,7 @@ def model_name(system: Mapping[str, Any]) -> str | None:
 
 def score(
     predictions: PredictionsInput,
-    judge: str | Judge,
+    judge: str | Spec | JudgeConfig | Judge,
     *,
     source: str | os.PathLike[str] = DEFAULT_SOURCE,
     revision: str | None = None,
@@ -216,8 +219,8 @@ def score(
     """Score predictions (a JSONL path or records `{"user", "query_id", "response"}`, as `bespoke generate`
     writes them: a `search` block is kept in its results item) with a judge.
 
-    `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."` or a
-    ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`,
+    `judge` is a spec such as `"openai:gpt-5"`, `"hf:Qwen/Qwen3-8B"`, `"vllm:..."`, `"embed:..."`, a whole
+    `JudgeConfig` or a ready `Judge`; `judge_options` go to it (`base_url`, `concurrency`, `cache`, `max_shots`, `recall`,
     `executor="ray"` with `replicas`, ...). `guards=False` sends every response to the judge (see
     `bespoke_metric.judging.guards`). Bad predictions raise `PredictionError` before any judge call;
     `allow_repeats` scores several predictions of one query (the metric's path) instead of refusing them.
@@ -229,7 +232,7 @@ def score(
 
 def score_many(
     predictions: Sequence[PredictionsInput],
-    judge: str | Judge,
+    judge: str | Spec | JudgeConfig | Judge,
     *,
     source: str | os.PathLike[str] = DEFAULT_SOURCE,
     revision: str | None = None,
@@ -287,28 +290,20 @@ class JudgeGroups(NamedTuple):
     rows: list[dict[str, Any]]
 
 
-def plan_judging(
-    judge: str | Spec,
-    groups: Sequence[Sequence[JudgeItem]],
-    *,
-    guards: bool = True,
-    response_bound: bool = False,
-    **judge_options: Any,
-) -> list[Planned]:
-    """A dry run of judging `groups` (see `bespoke_metric.calls.plan`): the calls the judge would make
-    after the guards and its cache, none sent, nothing written; empty for a judge that makes no model
-    calls (`embed:`). `response_bound`: some responses are stand-ins (not yet generated)."""
-    options = {name: value for name, value in judge_options.items() if value is not None}
-    planning = plan_judge(judge, **options)
+def plan_judging(judge: JudgeConfig, groups: Sequence[Sequence[JudgeItem]], *, response_bound: bool = False) -> list[Planned]:
+    """A dry run of judging `groups` with the judge `judge` configures (see `bespoke_metric.calls.plan`): the
+    calls it would make after the guards and its cache, none sent, nothing written; empty for a judge that
+    makes no model calls (`embed:`). `response_bound`: some responses are stand-ins (not yet generated)."""
+    planning = plan_judge(judge)
     if planning is None:
         return []
-    checked = GuardedJudge(planning.judge, enabled=guards)
+    checked = GuardedJudge(planning.judge, enabled=judge.guards)
     try:
         pending = checked.judge([item for group in groups for item in group])
         run_sync(pending)
     finally:
         planning.judge.close()
-    return [Planned(str(judge), "judge", planning.backend.requests, planning.cache.served, batch=planning.backend.batch,
+    return [Planned(judge.spec, "judge", planning.backend.requests, planning.cache.served, batch=planning.backend.batch,
                     response_bound=response_bound, served_output_tokens=planning.cache.served_output_tokens)]
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterable, Mapping, Sequence, Union
 
-from bespoke_dataset.errors import UserError
+from bespoke_dataset.errors import BespokeDataWarning, UserError, did_you_mean
 from bespoke_dataset.keys import normalise_query_id, parse_query_key
 from bespoke_metric.judging.guards import GUARD_NAMES, GuardHit
 from bespoke_metric.judging.judge import Prediction
@@ -120,6 +121,7 @@ def read_predictions(
     problems: list[str] = []
     seen: dict[str, int] = {}
     result: list[Prediction] = []
+    numbers: list[int] = []  # lines whose query_id is a JSON number, read as its digits
     for number, record in records:
         if isinstance(record, str):
             problems.append(record)
@@ -140,6 +142,8 @@ def read_predictions(
         except (TypeError, ValueError) as error:
             problems.append(f"line {number}: bad query_id {record['query_id']!r} ({error})")
             continue
+        if not isinstance(record["query_id"], str):
+            numbers.append(number)
         search = record.get("search")
         if search is not None and not isinstance(search, Mapping):
             problems.append(f"line {number}: 'search' must be an object, got {type(search).__name__}")
@@ -164,7 +168,8 @@ def read_predictions(
                                 stand_in=record.get("stand_in") is True, degenerate=tuple(sorted(degenerate)),
                                 guard=GuardHit(guard["guard"], guard["reason"]) if guard is not None else None)
         if prediction.key not in known:
-            problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)")
+            problems.append(f"line {number}: unknown query {prediction.key!r} (not in the benchmark)"
+                            + did_you_mean(prediction.key, known, cutoff=0.8))
         elif prediction.key in seen and not allow_repeats:
             problems.append(f"line {number}: duplicate prediction for {prediction.key!r} (first on line {seen[prediction.key]})")
         else:  # an empty response is a prediction too: the guards score it (`empty`), as the reward does
@@ -178,4 +183,8 @@ def read_predictions(
         raise PredictionError(origin, problems)
     if not result:
         raise PredictionError(origin, ["no predictions found"])
+    if numbers:  # read, and said: a query id is text (`"6"`), as `bespoke generate` writes it
+        shown = ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
+        warnings.warn(f"{origin}: {len(numbers)} line(s) give query_id as a JSON number (line {shown}), read as its "
+                      "digits; write it as a string (\"6\"), as `bespoke generate` does", BespokeDataWarning, stacklevel=2)
     return result

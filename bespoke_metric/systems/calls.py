@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from bespoke_metric.backends.base import Backend, ParseError, Request, Usage
 from bespoke_metric.backends.reasoning import strip_reasoning
@@ -47,6 +46,8 @@ async def ask_results(
     return await run_requests(backend, requests, cache=cache, key_extra=key_extra, progress=progress, usage=usage)
 
 
-def ask(backend: Backend, requests: Sequence[Request], **options: Any) -> list[Answer]:
-    """One `final_text` per request, in order, from synchronous code; `options` are `ask_results`'s."""
-    return [final_text(result) for result in run_sync(ask_results(backend, requests, **options))]
+def ask(backend: Backend, requests: Sequence[Request], *, purpose: str, cache: Cache | None, usage: Usage,
+        progress: ProgressHook | None) -> list[Answer]:
+    """One `final_text` per request, in order, from synchronous code (`ask_results`)."""
+    results = ask_results(backend, requests, purpose=purpose, cache=cache, usage=usage, progress=progress)
+    return [final_text(result) for result in run_sync(results)]

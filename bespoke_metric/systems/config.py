@@ -21,7 +21,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.config.shared_options import cost_options, executor_options
 from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, read_values, refuse_unknown
 from bespoke_metric.backends.options import GeminiOptions, OpenAIOptions, dest_of, flag_of, option_names
-from bespoke_metric.backends.registry import ENGINES, Spec, as_spec
+from bespoke_metric.backends.registry import ENGINES, EngineConfig, Spec, as_spec, backend_config
 
 from .search.base import SearchOptions
 from .settings import GenerationSettings
@@ -106,10 +106,21 @@ def search_spec(values: Mapping[str, Any]) -> str | None:
 @dataclass(frozen=True, kw_only=True)
 class SystemConfig:
     """A system under test: its model spec and how it answers (`GenerationSettings`, with the model's engine
-    options in `settings.model_options`). Checked when made: a wrong value is a `ValueError` naming the field."""
+    options in `settings.model_options`). Checked when made: a wrong value is a `ValueError` naming the field,
+    an engine option its model's engine does not take an `OptionError` naming the flag."""
 
-    model: str
+    model: str | Spec
+    """The model's spec as it is spelled (a `Spec` given is kept as its spelling, and not parsed again)."""
     settings: GenerationSettings = field(default_factory=GenerationSettings)
+    engine: EngineConfig = field(init=False, repr=False, compare=False)
+    """The model's engine as configured (its spec parsed once, its options instances of their classes): what
+    `generate` takes, down to the backend's constructor."""
+
+    def __post_init__(self) -> None:
+        spec = as_spec(self.model)
+        options = {name: value for name, value in self.settings.model_options.items() if name != "spending"}
+        object.__setattr__(self, "model", str(spec))
+        object.__setattr__(self, "engine", backend_config(spec, options))
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], *, spending: Any = None, every_engine_option: bool = True,
@@ -131,13 +142,13 @@ class SystemConfig:
                 **fields, "search": search_spec(values), "search_options": SearchOptions(**search),
                 "model_options": model_options(model, values, spending, every=every_engine_option),
                 "profiler_options": model_options(as_spec(profiler), values, spending) if isinstance(profiler, (str, Spec)) else {}})
+            return cls(model=model, settings=settings)
         except UserError as error:  # a search spec's, a choice's: named as it is, and by the file if there is one
             if where:
                 raise ConfigError(f"{where}{error}") from None
             raise
         except ValueError as error:  # a field's value: the settings name the field
             raise ConfigError(f"{where}{error}") from None
-        return cls(model=str(model), settings=settings)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str], **kwargs: Any) -> "SystemConfig":

@@ -61,11 +61,21 @@ MIN_TRUNCATED_TOKENS = 32
 
 
 def format_session(session: Mapping[str, Any]) -> str:
-    """`[search, 2024-05-02T10:31:00] <text>`: one history session as the model sees it."""
+    """`[search, 2024-05-02T10:31:00] <text>`: one history session as the model sees it; `[search] <text>` when
+    the text's first line says the time itself (`[2024-05-02 10:31:00] Searched: ...`, `Conversation started:
+    2024-05-02 10:31`), so a session's time is said once."""
+    text = str(session.get("text") or "").strip()
     tags = [str(session.get("source") or "history")]
-    if session.get("timestamp"):
-        tags.append(str(session["timestamp"]))
-    return SESSION_TEMPLATE.format(tags=", ".join(tags), text=str(session.get("text") or "").strip())
+    timestamp = str(session.get("timestamp") or "")
+    if timestamp and not says_time(text.split("\n", 1)[0], timestamp):
+        tags.append(timestamp)
+    return SESSION_TEMPLATE.format(tags=", ".join(tags), text=text)
+
+
+def says_time(line: str, timestamp: str) -> bool:
+    """Whether `line` holds the date and the hour and minute of the ISO `timestamp`."""
+    date, _, time = timestamp.partition("T")
+    return bool(date and time) and date in line and time[:5] in line
 
 
 def recent_first(sessions: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.backends.registry import as_spec, make_backend
+from bespoke_metric.backends.registry import EngineConfig, Spec, as_spec, backend_config, build_backend
 from bespoke_metric.calls.plan import Planned, PlanningBackend, ReadOnlyCache, keyless
 
 from .generation import generate
@@ -43,14 +43,15 @@ class GenerationPlan:
     """How many of `predictions` are stand-ins (one per answer call the system model would make)."""
 
 
-def planning_backend(spec: str, options: Mapping[str, Any]) -> Backend:
-    """The backend of model `spec` as a dry run builds it, its spec parsed once (`calls.plan.keyless`)."""
-    parsed = as_spec(spec)
-    return make_backend(parsed, **keyless(parsed, options))
+def planning_backend(model: str | Spec | EngineConfig, options: Mapping[str, Any]) -> Backend:
+    """The backend of `model` (its config, or a spec with `options` by name) as a dry run builds it
+    (`calls.plan.keyless`)."""
+    given = {name: value for name, value in options.items() if name != "spending"}
+    return build_backend(keyless(model if isinstance(model, EngineConfig) else backend_config(model, given)))
 
 
 def plan_generation(
-    model: str,
+    model: str | Spec | EngineConfig,
     output: str | os.PathLike[str],
     settings: GenerationSettings,
     *,
@@ -62,9 +63,10 @@ def plan_generation(
     output = Path(output)
     cache_file = Path(settings.cache) if isinstance(settings.cache, (str, os.PathLike)) else sidecar(output, ".cache.sqlite")
     cache = ReadOnlyCache.of_file(cache_file)
-    system = PlanningBackend(planning_backend(model, settings.model_options), fill=True)
+    spec = model.spec if isinstance(model, EngineConfig) else as_spec(model)  # parsed once
+    system = PlanningBackend(planning_backend(model if isinstance(model, EngineConfig) else spec, settings.model_options), fill=True)
     profiler = None
-    if isinstance(settings.profiler, str) and settings.profiler != model:
+    if isinstance(settings.profiler, str) and settings.profiler != str(spec):
         profiler = PlanningBackend(planning_backend(settings.profiler, settings.profiler_options), fill=True)
     try:
         with tempfile.TemporaryDirectory(prefix="bespoke-dry-run-") as work:
@@ -84,7 +86,7 @@ def plan_generation(
     shared = "profiler" if profiler is None and report.profiler_usage.calls + report.profiler_usage.cached else None
     # answers built on a profile or an expansion not written yet hold its stand-in: their input is a bound
     stand_in_profiles = report.profiler_usage.calls > 0
-    planned = [Planned(model, ", ".join(["system", *([shared] if shared else [])]), system.requests,
+    planned = [Planned(spec, ", ".join(["system", *([shared] if shared else [])]), system.requests,
                        report.usage.cached + (report.profiler_usage.cached if shared else 0), batch=system.batch,
                        response_bound=stand_in_profiles)]
     if profiler is not None:

@@ -14,6 +14,7 @@ stopped.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -27,7 +28,7 @@ from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.backends.base import Backend, Usage, backend_description
 from bespoke_metric.backends.providers.batch_ledger import ledger_path
-from bespoke_metric.backends.registry import engine_of, make_backend, substitution
+from bespoke_metric.backends.registry import ENGINES, EngineConfig, Spec, as_spec, backend_config, build_backend, engine_of, substitution
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
@@ -104,7 +105,7 @@ class GenerationReport:
 
 
 def generate(
-    model: str | Backend,
+    model: str | Spec | EngineConfig | Backend,
     output: str | os.PathLike[str],
     settings: GenerationSettings | None = None,
     *,
@@ -120,7 +121,8 @@ def generate(
     """Generate predictions for every query into the JSONL file `output`, resuming what is there.
 
     Args:
-        model: the system under test, a spec (`hf:MODEL`, `vllm:MODEL`, `openai:MODEL`) or a backend.
+        model: the system under test, a spec (`hf:MODEL`, `vllm:MODEL`, `openai:MODEL`), its `EngineConfig`
+            (`SystemConfig.engine`: then `settings.model_options` give at most the spending limit) or a backend.
         settings: context configuration, profiler, retriever, search, budgets and limits (`GenerationSettings`).
         source, revision: the data (`queries` and `histories` configs); or pass `queries` (rows with
             user, query_id, query, gold_information_need) and `histories` directly, or `data` loaded
@@ -148,9 +150,9 @@ def generate(
     with contextlib.ExitStack() as stack:
         _open_models(parts, model, settings, _cache_path(settings, output), stack)
         system = {
-            "model": _describe_backend(parts.spec, parts.system_backend),
+            "model": _describe_backend(str(parts.spec), parts.system_backend),
             "context": settings.context,
-            "profiler": _describe_backend(parts.profiler_spec, parts.profiler_backend) if parts.profiler_backend is not None else None,
+            "profiler": _describe_backend(str(parts.profiler_spec), parts.profiler_backend) if parts.profiler_backend is not None else None,
             "retriever": parts.retriever.describe() if parts.retriever is not None else None,
             "search": describe_search(parts.search, parts.search_engine, settings),
             "settings": {**settings.record(), "token_counter": parts.counter.name, "generation_prompt_version": GENERATION_PROMPT_VERSION},
@@ -188,11 +190,12 @@ def generate(
 class _Parts:
     """What a run works with: found first (in seconds, naming what is missing), its models opened last."""
 
-    spec: str
+    spec: Spec | str
+    """The system model's spec: parsed once (`_spec`); a backend of no registered engine by its names."""
     counter: TokenCounter
     profiler: str | Backend | None
     """The profiler model as given when it is not the system model; None when it is, or when none is needed."""
-    profiler_spec: str | None
+    profiler_spec: Spec | str | None
     """None when the context configuration needs no profiler."""
     profile_counter: TokenCounter
     retriever: Retriever | None
@@ -203,13 +206,13 @@ class _Parts:
     profiler_backend: Backend | None = field(init=False, default=None)
 
 
-def _find_parts(model: str | Backend, settings: GenerationSettings, progress: bool) -> _Parts:
+def _find_parts(model: str | Spec | EngineConfig | Backend, settings: GenerationSettings, progress: bool) -> _Parts:
     """The run's counters, retriever and search engine. What can be missing (a tokenizer, an embedding
     model, a search folder, a search API's key) is a one-sentence error here, before the data or any
     model is loaded."""
     spec = _spec(model)
     uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
-    profiler = settings.profiler if uses_profiler and settings.profiler not in (None, spec, model) else None
+    profiler = settings.profiler if uses_profiler and settings.profiler not in (None, str(spec), model) else None
     profiler_spec = (spec if profiler is None else _spec(profiler)) if uses_profiler else None
     counter = token_counter(spec, tokenizer=settings.tokenizer)
     profile_counter = token_counter(profiler_spec) if profiler is not None else counter
@@ -218,7 +221,7 @@ def _find_parts(model: str | Backend, settings: GenerationSettings, progress: bo
     return _Parts(spec, counter, profiler, profiler_spec, profile_counter, retriever, search, engine)
 
 
-def _search_default(spec: str) -> str:
+def _search_default(spec: Spec | str) -> str:
     """The search of a model whose run names none: its engine's own (`native` for an engine that always
     searches)."""
     engine = engine_of(spec)
@@ -237,24 +240,16 @@ def _cache_path(settings: GenerationSettings, output: Path) -> Path:
     return Path(settings.cache or sidecar(output, ".cache.sqlite"))
 
 
-def _open_models(parts: _Parts, model: str | Backend, settings: GenerationSettings, cache: Path, stack: contextlib.ExitStack) -> None:
+def _open_models(parts: _Parts, model: str | Spec | EngineConfig | Backend, settings: GenerationSettings, cache: Path, stack: contextlib.ExitStack) -> None:
     if parts.search_engine is not None:
         stack.callback(parts.search_engine.close)
-    parts.system_backend = _open_backend(model, _beside(settings.model_options, cache), stack)
+    parts.system_backend = _open_backend(parts.spec if isinstance(model, str) else model, settings.model_options, cache, stack)
     if parts.search == NATIVE and not parts.system_backend.searches:
         raise GenerationError(f"--search native: {parts.spec} cannot search by itself (its {parts.system_backend.name} "
                               "engine has no web search); give it a search engine instead (--search searxng:URL, tavily, ...)")
     if parts.profiler_spec is not None:
         parts.profiler_backend = parts.system_backend if parts.profiler is None else _open_backend(
-            parts.profiler, _beside(settings.profiler_options, cache), stack)
-
-
-def _beside(options: Mapping[str, Any], cache: Path) -> dict[str, Any]:
-    """A model's options, with the batches of a `batch=True` model kept beside the run's cache."""
-    options = dict(options)
-    if options.get("batch"):
-        options.setdefault("batch_ledger", str(ledger_path(cache)))
-    return options
+            parts.profiler if not isinstance(parts.profiler, str) else parts.profiler_spec, settings.profiler_options, cache, stack)
 
 
 def _generate_pending(
@@ -296,14 +291,22 @@ def _uses(parts: _Parts, report: GenerationReport) -> list[ModelUse]:
     system, profiler = parts.system_backend, parts.profiler_backend
     if profiler is None or profiler is system:  # one backend: its batch count covers both parts
         roles = ["system", *(["profiler"] if profiler is system else [])]
-        return [backend_use(system, parts.spec, roles, [report.usage, report.profiler_usage])]
+        return [backend_use(system, str(parts.spec), roles, [report.usage, report.profiler_usage])]
     assert parts.profiler_spec is not None
-    return [backend_use(system, parts.spec, ["system"], [report.usage]),
-            backend_use(profiler, parts.profiler_spec, ["profiler"], [report.profiler_usage])]
+    return [backend_use(system, str(parts.spec), ["system"], [report.usage]),
+            backend_use(profiler, str(parts.profiler_spec), ["profiler"], [report.profiler_usage])]
 
 
-def _spec(model: str | Backend) -> str:
-    return model if isinstance(model, str) else f"{model.name}:{model.model}"
+def _spec(model: str | Spec | EngineConfig | Backend) -> Spec | str:
+    """The spec of `model`, parsed once here (a string) or already (a `Spec`, an `EngineConfig`); a backend given
+    as an object is named by its engine and model, not parsed from a string (one of no registered engine by
+    its names)."""
+    if isinstance(model, EngineConfig):
+        return model.spec
+    if isinstance(model, (str, Spec)):
+        return as_spec(model)
+    engine = ENGINES.get(model.name)
+    return Spec(engine, str(model.model)) if engine is not None else f"{model.name}:{model.model}"
 
 
 def _retriever(settings: GenerationSettings, progress: bool) -> Retriever:
@@ -312,11 +315,18 @@ def _retriever(settings: GenerationSettings, progress: bool) -> Retriever:
     return make_retriever(settings.retriever, embedding_model=settings.embedding_model, cache_dir=settings.embedding_cache_dir, progress=progress)
 
 
-def _open_backend(model: str | Backend, options: Mapping[str, Any], stack: contextlib.ExitStack) -> Backend:
-    """A backend made here from a spec is closed when `stack` unwinds; a given one is the caller's to close."""
-    if not isinstance(model, str):
+def _open_backend(model: Spec | EngineConfig | Backend, options: Mapping[str, Any], cache: Path,
+                  stack: contextlib.ExitStack) -> Backend:
+    """A backend made here (from its `EngineConfig`, or a spec with its options by name) is closed when `stack`
+    unwinds; a given one is the caller's to close. A `batch=True` model keeps its batches beside the run's
+    cache; `options` may hold the run's spending limit (`spending`)."""
+    if not isinstance(model, (Spec, EngineConfig)):
         return model
-    backend = make_backend(model, **dict(options))
+    given = {name: value for name, value in options.items() if name != "spending"}
+    config = model if isinstance(model, EngineConfig) else backend_config(model, given)
+    if config.batch.batch and config.batch.batch_ledger is None:
+        config = dataclasses.replace(config, batch=dataclasses.replace(config.batch, batch_ledger=str(ledger_path(cache))))
+    backend = build_backend(config, spending=options.get("spending"))
     stack.callback(backend.close)
     return backend
 

@@ -18,12 +18,11 @@ from typing import Any, Callable, Sequence
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_metric.backends.base import Backend
-from bespoke_metric.backends.config.shared_options import cost_options
-from bespoke_metric.backends.registry import Spec
+from bespoke_metric.backends.registry import EngineConfig, Spec
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.judge import Judge
-from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results import Results
 from bespoke_metric.results.labels import system_label
 from bespoke_metric.scoring.pipeline import score_many
@@ -44,7 +43,7 @@ def results_system(report: GenerationReport) -> dict[str, Any]:
 
 def score_generated(
     reports: Sequence[GenerationReport],
-    judge: str | Spec | Judge,
+    judge: str | Spec | JudgeConfig | Judge,
     *,
     source: str | os.PathLike[str] = DEFAULT_SOURCE,
     revision: str | None = None,
@@ -72,9 +71,9 @@ class RunOutcome:
 
 
 def run(
-    model: str | Backend,
+    model: str | Spec | EngineConfig | Backend,
     predictions: str | os.PathLike[str],
-    judge: str | Spec | Judge,
+    judge: str | Spec | JudgeConfig | Judge,
     settings: GenerationSettings | None = None,
     *,
     source: str | os.PathLike[str] = DEFAULT_SOURCE,
@@ -105,8 +104,8 @@ def run(
         on_generated(report)
     if spending is not None and spending.stopped:
         return RunOutcome(report, None)
-    if spending is not None and isinstance(judge, (str, Spec)):  # the judge shares it where its engine has a price
-        judge_options = {**cost_options({}, as_judge_spec(judge), spending), **judge_options}
+    if spending is not None and not isinstance(judge, Judge):  # the judge shares it where its engine has a price
+        judge_options = {"spending": spending, **judge_options}
     [results] = score_generated([report], judge, source=source, revision=revision, limit=settings.limit, guards=guards,
                                 prices=prices, **judge_options)
     return RunOutcome(report, results)

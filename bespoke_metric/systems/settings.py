@@ -13,7 +13,7 @@ from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER
 from bespoke_metric.backends.options import setting
 from bespoke_metric.calls.cache import Cache
 
-from .context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings
+from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings
 from .retrieval import RETRIEVERS, Retriever
 from .search.base import NATIVE, NONE, SearchEngineError, SearchHook, SearchOptions
 from .search.engines import parse_search_spec
@@ -32,6 +32,11 @@ RECORDED = (
 )
 """The settings written as they are to the `settings` of a run (the parts are recorded by what they
 describe: the profiler by its backend, the retriever by its model, the tokenizer by its counter)."""
+
+
+SMALL_LOCAL_PROFILE: dict[str, int] = {"profile_max_tokens": 32, "profile_chunk_tokens": 1024, "budget": 1024}
+"""The profile settings docs/systems.md gives a small model on a CPU (measured by
+`benchmarks/personalized_context.py`): its profile notes read 1,024 history tokens and write 32, not 8,192 and 512."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,3 +164,20 @@ class GenerationSettings(ContextSettings):
         """The settings that determine the predictions, as written to the `settings` of a run."""
         return {name: getattr(self, name) for name in RECORDED}
 
+
+def small_local_note(model: str, settings: GenerationSettings) -> str | None:
+    """A `note:` for a profile context written by a local model (`hf:`, `vllm:`: this machine's time, not a
+    provider's) with a profile setting above `SMALL_LOCAL_PROFILE` (the defaults are: a small model on a CPU
+    takes minutes a query): the flags to set. None where it does not apply."""
+    from bespoke_metric.backends.registry import as_spec
+
+    profiler = settings.profiler if isinstance(settings.profiler, str) else None if settings.profiler else model
+    if settings.context not in PROFILE_CONTEXTS or profiler is None or not as_spec(profiler).engine.local:
+        return None
+    above = {name: value for name, value in SMALL_LOCAL_PROFILE.items() if getattr(settings, name) > value}
+    if not above:
+        return None
+    flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in above.items())
+    return (f"note: {settings.context} has {profiler} write a profile for each query first (its `profile notes` "
+            f"stage: up to {settings.profile_chunk_tokens} history tokens read, {settings.profile_max_tokens} written), "
+            f"minutes a query for a small model on a CPU; {flags} cut most of it (docs/systems.md: what each stage costs)")

@@ -146,11 +146,11 @@ def token_counter(spec: str | Spec, *, tokenizer: str | None = None, revision: s
 
 
 @functools.lru_cache(maxsize=None)
-def _counter(spec: str) -> TokenCounter:
+def _counter(spec: str | Spec) -> TokenCounter:
     return token_counter(spec)
 
 
-def counted_prompt_tokens(spec: str, messages: Sequence[Mapping[str, str]]) -> int:
+def counted_prompt_tokens(spec: str | Spec, messages: Sequence[Mapping[str, str]]) -> int:
     """A prompt's input tokens in the model's own tokens, as OpenAI counts chat prompts (what a spending
     limit and a dry run's estimate count)."""
     from bespoke_metric.calls.pricing import prompt_tokens

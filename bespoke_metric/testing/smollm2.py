@@ -48,6 +48,16 @@ def smollm2_path() -> str:
     raise UserError(f"SmolLM2 is not installed ({SMOLLM2_FILE} not found): {INSTALL}")
 
 
+def smollm2_folder() -> str:
+    """SmolLM2-135M-Instruct as one Hugging Face folder (tokenizer, config, float32 weights; converted from the
+    GGUF file once, then cached), for what takes a folder or a Hub id: TRL's `GRPOTrainer(model=...)`, a
+    `transformers` pipeline, `vllm serve`. Offline, on a CPU."""
+    from bespoke_metric.backends.local.gguf_cache import serving_folder
+    from bespoke_metric.backends.local.model_files import locate_model_files
+
+    return str(serving_folder(locate_model_files(smollm2_path())))
+
+
 class VLLMServer:
     """`vllm serve` of `folder` on 127.0.0.1 as `SERVED_NAME`, eager, with bespoke's structured-output settings
     (`vllm_backend.STRUCTURED_OUTPUTS`); `base_url` ends in /v1. Started at once (minutes on a CPU); `stop()` ends it."""

@@ -9,12 +9,11 @@ import os
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 if importlib.util.find_spec("bespoke_metric") is None:
     # The Space's build installs requirements.txt (bespoke-eval's dependencies) before it copies this folder:
-    # bespoke-eval itself, the wheel beside this file, is installed here, at start.
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", str(Path(__file__).with_name("bespoke_eval-0.4.1-py3-none-any.whl"))], check=True)
+    # bespoke-eval itself, the wheel beside this file, is installed here, at start (`os`: the app's own import).
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", os.path.join(os.path.dirname(os.path.abspath(__file__)), "bespoke_eval-0.4.1-py3-none-any.whl")], check=True)
 
 from bespoke_metric.hub.metric_app import build_app
 

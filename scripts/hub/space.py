@@ -11,6 +11,7 @@ import tempfile
 from bespoke_cli.interrupt import EXIT_INTERRUPTED, ctrl_c_seen
 from bespoke_metric.hub.spaces import (
     SpaceError,
+    evaluate_note,
     leaderboard_results,
     leaderboard_space_files,
     metric_space_files,
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     leaderboard = kinds.add_parser("leaderboard", help="a leaderboard Space ranking a folder (or Hub dataset repo) of results files",
                                    description="Write a leaderboard Space over results files; --serve also serves it on 127.0.0.1.")
     leaderboard.add_argument("--results", required=True, help="a folder of results files (copied into the Space), or a Hub dataset repo id of them (read at start)")
-    leaderboard.add_argument("--allow-proxy", action="store_true", help="also rank results of proxy judges (embed:); never for publication")
+    leaderboard.add_argument("--allow-proxy", action="store_true", help="also rank results of proxy judges (embed:) and results a stand-in answered; never for publication")
     leaderboard.add_argument("--serve", action="store_true", help="then serve the written app on 127.0.0.1 (Ctrl-C stops it)")
     leaderboard.add_argument("--port", type=int, default=7860, help="port for --serve (default 7860)")
     for command in (metric, leaderboard):
@@ -65,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"wrote the {args.kind} Space to {out}: " + ", ".join(sorted({name.split('/')[0] for name in files})))
     print(package.describe())
+    note = evaluate_note() if args.kind == "metric" else None
+    if note:
+        print(note)
     if args.push_to_hub:
         url = push_space(out, args.push_to_hub, token=args.token, private=args.private)
         print(f"pushed to the Space {args.push_to_hub}: {url}")

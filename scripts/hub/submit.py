@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder to write .eval_results/ (and README.md with --model-index) into, e.g. a clone of the model repo")
     parser.add_argument("--push", action="store_true", help="also open a pull request on the model repo with these files (never a direct commit)")
     parser.add_argument("--model-index", action="store_true", help="also write the model card's model-index block (from the Hub's card with --push, else OUT/README.md if there is one)")
-    parser.add_argument("--allow-proxy", action="store_true", help="accept results of a proxy judge (embed:); each entry's notes then say PROXY")
+    parser.add_argument("--allow-proxy", action="store_true", help="accept results of a proxy judge (embed:) or answered by a stand-in; each entry's notes then say PROXY")
     parser.add_argument("--source-url", help="where the results can be checked (e.g. the results file on the Hub); default: the dataset's page")
     parser.add_argument("--token", help="Hub token (default: the logged-in token or HF_TOKEN); never written anywhere")
 

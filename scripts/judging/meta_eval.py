@@ -16,7 +16,8 @@ from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
 from bespoke_metric.analysis.judges_table import compare_judges, format_judges_md
 from bespoke_metric.analysis.meta_eval import format_meta_eval, meta_evaluate, meta_items
-from bespoke_metric.judging.factory import ProtocolOptions, judge_option_names
+from bespoke_metric.judging.config import JudgeConfig, ProtocolOptions
+from bespoke_metric.judging.factory import judge_option_names
 from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.pipeline import plan_judging, write_results
@@ -158,8 +159,10 @@ def dry_run(args: argparse.Namespace, context: CommandContext, options_for: Call
             without_calls.append(spec)
             continue
         options.setdefault("recall", "none")  # as meta_evaluate judges: agreement needs no claim calls
+        guards, cache = options.pop("guards", True), options.pop("cache", None)
         for repeat in range(args.repeats):
-            planned += plan_judging(parsed, [items], **options, **({"repeat": repeat} if repeat else {}))
+            config = JudgeConfig(spec=parsed, options={**options, "repeat": repeat}, cache=cache, guards=guards)
+            planned += plan_judging(config, [items])
     print_plan(planned, context.prices, without_calls=without_calls)
     if not args.no_feedback_accuracy:
         print(f"  (feedback accuracy adds up to {len(items)} grader call(s) per LLM judge, not estimated: "

@@ -45,7 +45,7 @@ def expand(paths: list[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     plans = rescore_plan(expand(args.results), args.out, source=args.source)
-    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
+    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, made and checked once
     context = command_context(args, [judge.spec], caches=answer_caches(args), kept=answer_caches(args))
 
     def data_of(plan: Rescore) -> tuple[str, str]:
@@ -55,13 +55,12 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         groups = [group for (source, revision), batch in batches for group in
                   judge_groups([plan.predictions for plan in batch], source=source, revision=revision or None).groups]
-        print_plan(plan_judging(judge.spec, groups, **judge.judge_options()), context.prices)
+        print_plan(plan_judging(judge, groups), context.prices)
         return 0
     scored = []
     for (source, revision), batch in batches:
-        results = score_many([plan.predictions for plan in batch], judge.spec, source=source, revision=revision or None,
-                             systems=[plan.system for plan in batch], prices=context.prices,
-                             **judge.judge_options(context.spending))
+        results = score_many([plan.predictions for plan in batch], judge, source=source, revision=revision or None,
+                             systems=[plan.system for plan in batch], prices=context.prices, spending=context.spending)
         scored += list(zip(batch, results, strict=True))
     if context.stopped():
         return 1

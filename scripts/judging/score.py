@@ -15,8 +15,7 @@ from bespoke_cli.options import add_option_arguments, add_source_arguments, posi
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.options import REASONING_EFFORTS, ClientOptions, HFOptions
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.judging.config import JUDGE_EFFORT_FLAG, JUDGE_EFFORT_KEY, JUDGE_ENGINE_KEYS, JudgeConfig
-from bespoke_metric.judging.factory import ProtocolOptions
+from bespoke_metric.judging.config import JUDGE_EFFORT_FLAG, JUDGE_EFFORT_KEY, JUDGE_ENGINE_KEYS, JudgeConfig, ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
 from bespoke_metric.results.metrics import METRIC_NAMES
@@ -185,18 +184,17 @@ def coverage(summary: Mapping[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     outputs = output_paths(args.predictions, args.output, args.output_dir)
-    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
+    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, made and checked once: its spec parsed
     context = command_context(args, [judge.spec], caches=answer_caches(args), kept=[args.cache])
-    options = judge.judge_options(context.spending)  # no spending limit in a dry run
     if args.dry_run:
         groups = judge_groups(args.predictions, source=args.source, revision=args.revision, limit=args.limit).groups
-        print_plan(plan_judging(judge.spec, groups, **options), context.prices)
+        print_plan(plan_judging(judge, groups), context.prices)
         return 0
     # each results file names its predictions, so `bespoke rescore` can judge them again
     systems = [{"predictions": given, **({"model": args.model_name} if args.model_name else named(given))}
                for given in args.predictions]
-    all_results = score_many(args.predictions, judge.spec, source=args.source, revision=args.revision, limit=args.limit,
-                             systems=systems, prices=context.prices, **options)
+    all_results = score_many(args.predictions, judge, source=args.source, revision=args.revision, limit=args.limit,
+                             systems=systems, prices=context.prices, spending=context.spending)
     if context.stopped():
         return 1
     if len(outputs) > 1 and args.strict:  # refused in any file: none is written
@@ -220,20 +218,20 @@ def named(predictions: str) -> dict[str, str]:
 
 def publish(results: Results, output: str, *, strict: bool) -> int:
     """Write the results file and print its summary and caveats (shared with `bespoke run`); 1 if no item
-    was scored at all, or if `strict` and any judgment failed. A call served by another model than asked
+    was scored at all (its `error:` line instead of a table of n/a), or if `strict` and any judgment failed. A call served by another model than asked
     for is one `warning:` line; under `strict` it, or an answer cut off, is an `error:` line and exit 1
     with nothing written."""
     if refused(results, output, strict=strict):
         return 1
     write_results(results, output)
+    unscored = nothing_scored(results)
+    if unscored:  # said instead of a table of n/a
+        print(f"error: {unscored}; the failures are in {output}", file=sys.stderr)
+        return 1
     print_summary(results)
     print(f"results written to {output}")
     for note in caveats(results):
         print(note)
-    unscored = nothing_scored(results)
-    if unscored:
-        print(f"error: {unscored}; the failures are in {output}", file=sys.stderr)
-        return 1
     failures = failure_count(results)
     if failures and strict:
         print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)

@@ -9,11 +9,13 @@ from typing import TextIO
 
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_source_arguments
+from bespoke_metric.backends.registry import as_spec
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.systems import GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.systems.search.base import SearchOptions
+from bespoke_metric.systems.settings import small_local_note
 
 HELP = "generate predictions with any model (hf:, vllm:, openai:) under a user-context configuration"
 
@@ -76,13 +78,23 @@ def system_config(args: argparse.Namespace, spending: SpendingLimit | None = Non
     return SystemConfig.from_cli(args, spending=spending)
 
 
+def print_local_note(config: SystemConfig) -> None:
+    """A local model that wrote profiles at settings that cost it minutes a query is told what to set: said once
+    the answers are in (a run that stops on a mistake says only that, in one line)."""
+    note = small_local_note(config.model, config.settings)
+    if note:
+        print(note, file=sys.stderr)
+
+
 def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit | None = None) -> GenerationReport:
     """Run generation as the parsed arguments say, within the command's spending limit if it has one;
     `--strict` refuses cut-off answers and calls served by another model."""
     config = system_config(args, spending)
     # a bar on a terminal, a line now and then into a log (`calls.progress`)
-    return generate(config.model, output, config.settings, source=args.source, revision=args.revision, progress=True,
-                    strict=args.strict, model_name=args.model_name)
+    report = generate(config.engine, output, config.settings, source=args.source, revision=args.revision, progress=True,
+                      strict=args.strict, model_name=args.model_name)
+    print_local_note(config)
+    return report
 
 
 def print_report(report: GenerationReport, out: TextIO | None = None) -> None:
@@ -132,6 +144,7 @@ def cut_off(report: GenerationReport) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.model = as_spec(args.model)  # where the flag enters: parsed once, the `Spec` what every layer gets
     check_executor_flags(args, [args.model, args.profiler])
     report = generate_from(args, args.output)
     if report.served_warning:

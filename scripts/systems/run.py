@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -10,13 +11,14 @@ from bespoke_cli.context import command_context
 from bespoke_cli.cost import add_cost_arguments, print_plan
 from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, publish
 from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.registry import as_spec
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging
 from bespoke_metric.systems.dry_run import plan_generation
 from bespoke_metric.systems.runs import run as run_system
 
-from .generate import add_generation_arguments, generation_cache, print_report, system_config
+from .generate import add_generation_arguments, generation_cache, print_local_note, print_report, system_config
 
 HELP = "generate with a system model and score with a judge: one results file recording both"
 
@@ -35,12 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def dry_run(args: argparse.Namespace, predictions: str, judge: JudgeConfig, prices: PriceTable) -> int:
     """Print the calls the run would make (generation, then judging what it would write), make none."""
     config = system_config(args)
-    plan = plan_generation(config.model, predictions, config.settings, source=args.source, revision=args.revision)
+    plan = plan_generation(config.engine, predictions, config.settings, source=args.source, revision=args.revision)
     groups = judge_groups([plan.predictions], source=args.source, revision=args.revision, limit=args.limit).groups
-    options = judge.judge_options()
     if plan.stand_ins:  # a stand-in response would trip the guards: count every response as judged
-        options["guards"] = False
-    print_plan(plan.planned + plan_judging(judge.spec, groups, response_bound=plan.stand_ins > 0, **options), prices)
+        judge = dataclasses.replace(judge, guards=False)
+    print_plan(plan.planned + plan_judging(judge, groups, response_bound=plan.stand_ins > 0), prices)
     return 0
 
 
@@ -73,16 +74,18 @@ def run(args: argparse.Namespace) -> int:
     if Path(args.output).is_dir():  # before any work: a folder cannot take the results file
         raise UserError(f"--output {args.output} is a folder; name the results file, e.g. {Path(args.output) / 'NAME.json'}")
     caches = answer_caches(args)
-    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, read once: its spec parsed
+    judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, made and checked once
+    args.model = as_spec(args.model)  # where the flag enters: parsed once, the `Spec` what every layer gets
     # the system model's cache is always there: --max-cost needs the judge's
     context = command_context(args, [args.model, args.profiler, judge.spec], caches=caches, kept=[args.cache])
     if args.dry_run:
         return dry_run(args, predictions, judge, context.prices)
     config = system_config(args, context.spending)
     # a bar on a terminal, a line now and then into a log (`calls.progress`); the report before judging starts
-    outcome = run_system(config.model, predictions, judge.spec, config.settings, source=args.source, revision=args.revision,
+    outcome = run_system(config.engine, predictions, judge, config.settings, source=args.source, revision=args.revision,
                          progress=True, strict=args.strict, model_name=args.model_name, prices=context.prices,
-                         spending=context.spending, on_generated=print_report, **judge.judge_options())
+                         spending=context.spending, on_generated=print_report)
+    print_local_note(config)
     if context.stopped() or outcome.results is None:
         return 1
     status = publish(outcome.results, args.output, strict=args.strict)

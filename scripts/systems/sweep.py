@@ -118,7 +118,7 @@ def print_estimates(plan: SweepPlan) -> list[CellEstimate]:
     print(f"total: {model[0]} model call(s) and {judge[0]} judge call(s) to make; the caches answer {model[1]} and {judge[1]}")
     parts = [part for e in estimates for part in e.planned]
     found = [estimate_calls(part, counted_prompt_tokens, plan.prices or PriceTable()) for part in parts]
-    unknown = sorted({part.spec for part, figures in zip(parts, found, strict=True) if figures.cost is None})
+    unknown = sorted({str(part.spec) for part, figures in zip(parts, found, strict=True) if figures.cost is None})
     cost = "unknown (no price for " + ", ".join(unknown) + ": --prices FILE)" if unknown else f"${sum(f.cost or 0.0 for f in found):.4f}"
     print(f"at most {sum(f.input_tokens for f in found)} input tokens (prompts built on answers not written yet are counted at "
           f"those answers' caps), ~{sum(f.output_tokens for f in found)} output tokens; estimated cost {cost}")

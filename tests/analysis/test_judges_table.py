@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import bespoke_dataset
 from bespoke_cli import cli
 from bespoke_dataset.synthetic import write_release
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.analysis.judges_table import PUBLISHED, compare_judges, format_judges_md, tied_ranks
+from bespoke_metric.analysis.judges_table import PUBLISHED, compare_judges, format_judges_md, mean_correlation, tied_ranks
+from bespoke_metric.analysis.meta_eval import format_meta_eval
 from bespoke_metric.backends.options import OptionError
 from bespoke_metric.backends.registry import parse_spec
 from bespoke_metric.calls.cache import Cache, key_for
@@ -21,6 +23,7 @@ from bespoke_metric.experiments.estimates import engine_identity
 from bespoke_metric.judging import protocol
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.judge import JudgeItem
+from bespoke_metric.results import stats
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import known_quality_judges
 
@@ -68,9 +71,14 @@ def test_the_table_ranks_stand_ins_of_known_quality(release, openai_server, tmp_
         {"openai:close": False, "openai:noisy": False, "openai:long": True}
     assert rows["openai:long"]["length_bias"]["ci"][0] > 0
     assert table["published"] == PUBLISHED and table["published"]["published"] is True
-    assert table["published"]["pearson"]["average"]["value"] == 0.847
+    # the paper's 0.847 is a pooled correlation: one label, in the pooled column, never as an average of four
+    assert table["published"]["pearson"] == {"pooled": {"value": 0.847, "ci": None}}
     markdown = (out / "judges.md").read_text()
     assert "synthetic release" in markdown and "| published | `openai:gpt-5` |" in markdown
+    header, published = ([cell.strip() for cell in next(line for line in markdown.splitlines() if line.startswith(start)).split("|")]
+                          for start in ("| rank |", "| published |"))
+    assert published[header.index("Pearson (pooled)")] == "0.847" and published[header.index("Spearman (pooled)")] == "0.853"
+    assert published[header.index("Pearson (avg)")] == "" == published[header.index("Spearman (avg)")]
     assert markdown.index("`openai:close`") < markdown.index("`openai:long`") < markdown.index("`openai:noisy`")
     assert "**flagged**" in markdown.split("`openai:long`")[1].splitlines()[0]
     assert markdown in printed
@@ -95,6 +103,57 @@ def test_judges_that_agree_alike_are_ranked_as_a_tie(release, openai_server):
     assert [line.split(" | ")[:2] for line in rows] == [["| =1", "`openai:people`"], ["| =1", "`openai:people-too`"],
                                                          ["| 3", "`openai:close`"]]
     assert tied_ranks([0.5, None, 0.9, 0.5, 0.9004, None]) == [3, 5, 1, 3, 1, 5]
+
+
+def test_too_few_responses_and_an_undefined_correlation_are_said_so(release, openai_server):
+    """`--limit 3`: no interval, no p-value, and the tables say why; a dimension scored alike throughout has an
+    undefined correlation, shown so and left out of the average (not a 0 averaged in)."""
+    openai_server.responder = stand_in_judges(release)
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False, "progress": False}
+    table, judges = compare_judges(["openai:close", "openai:noisy"], release, limit=3, n_resamples=100,
+                                   options_for=lambda spec: options)
+    noisy = table["judges"][1]
+    assert noisy["pearson"]["average"]["ci"] is None and noisy["vs_reference"]["pearson_diff"]["p_value"] is None
+    markdown = format_judges_md(table)
+    row = next(line for line in markdown.splitlines() if line.startswith("| ") and "`openai:noisy`" in line)
+    assert f"({stats.TOO_FEW})" in row and "[" not in row and "(p=" not in row
+    printed = format_meta_eval(judges[1].runs[0])
+    rows = printed.splitlines()[2:7]  # the four dimensions and pooled
+    assert all("(too few)" in row and "[" not in row for row in rows), rows
+    assert "(too few): 3 responses, fewer than 10" in printed
+    noisy["pearson"]["tone"]["value"] = None
+    assert "| undefined |" in format_judges_md(table)
+
+    # the mean over dimensions leaves an undefined one out
+    judge = np.array([[1, 2, 3, 4, 5], [2, 2, 3, 5, 4], [3, 3, 3, 3, 3], [5, 4, 3, 2, 1]], dtype=float)
+    human = np.array([[1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5]], dtype=float)
+    average = mean_correlation(stats.rowwise_pearson, 4)(*(row[None, :] for row in (*judge, *human)))[0]
+    defined = [stats.pearson(judge[i], human[i]) for i in (0, 1, 3)]
+    assert average == pytest.approx(sum(defined) / 3)
+
+
+def test_a_local_judge_is_named_by_its_model_not_its_whole_path(release, openai_server):
+    openai_server.responder = stand_in_judges(release)
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False, "progress": False}
+    table, _ = compare_judges(["openai:close", "openai:noisy"], release, limit=3, n_resamples=10, options_for=lambda spec: options)
+    table["judges"][1]["spec"] = "hf:/root/.cache/bespoke/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+    markdown = format_judges_md(table)
+    assert "`hf:SmolLM2-135M-Instruct.Q4_1`" in markdown and "/root/.cache" not in markdown
+
+
+def test_every_judge_s_missing_extra_is_found_before_the_first_call(release, openai_server, tiny_model_dir, monkeypatch):
+    """An `hf:` judge without xgrammar, second of two: refused before the first judge has made a call."""
+    import sys
+
+    from bespoke_dataset.errors import MissingExtraError
+
+    openai_server.responder = stand_in_judges(release)
+    monkeypatch.setitem(sys.modules, "xgrammar", None)  # not installed, as importlib sees it
+    options = {"base_url": openai_server.base_url, "api_key": "sk-test", "feedback_accuracy_check": False, "progress": False}
+    with pytest.raises(MissingExtraError, match=r"xgrammar, which is not installed: pip install 'bespoke-eval\[grammar\]'"):
+        compare_judges(["openai:close", f"hf:{tiny_model_dir}"], release, limit=3, n_resamples=10,
+                       options_for=lambda spec: options if spec.startswith("openai:") else {"progress": False})
+    assert openai_server.calls == []
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from bespoke_dataset.errors import MissingExtraError
 from bespoke_metric.backends.base import Completion, Request, messages_with_schema
 from bespoke_metric.backends.local import hf_backend
 from bespoke_metric.backends.local.hf_backend import HFBackend
+from bespoke_metric.backends.options import HFOptions
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.scheduler import run_requests_sync
 from bespoke_metric.judging.protocol import CLAIM_SCHEMA, PERSONALIZATION_SCHEMA, bounded_schema
@@ -87,8 +88,8 @@ def test_generates_end_to_end_through_the_scheduler(tiny_model_dir):
 @pytest.mark.slow
 def test_batched_left_padded_equals_one_at_a_time(tiny_model_dir):
     reqs = requests()
-    batched = complete(HFBackend(str(tiny_model_dir), batch_size=4), reqs)
-    single = complete(HFBackend(str(tiny_model_dir), batch_size=1), reqs)
+    batched = complete(HFBackend(str(tiny_model_dir), HFOptions(batch_size=4)), reqs)
+    single = complete(HFBackend(str(tiny_model_dir), HFOptions(batch_size=1)), reqs)
     assert [batched[i] for i in range(len(reqs))] == [single[i] for i in range(len(reqs))]
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
     for i, request in enumerate(reqs):
@@ -139,7 +140,7 @@ def test_a_grammar_holds_a_random_model_to_the_schema_and_ends_its_answer(tiny_m
     claim = Request(messages=judge, max_tokens=96, json_schema=CLAIM_SCHEMA)
     judgment = Request(messages=judge, max_tokens=420, json_schema=PERSONALIZATION_SCHEMA)
     plain = requests()[1]
-    backend = HFBackend(str(tiny_model_dir), grammar=True, batch_size=4)
+    backend = HFBackend(str(tiny_model_dir), HFOptions(grammar=True, batch_size=4))
     held = complete(backend, [claim, plain, judgment])
     for index, request in ((0, claim), (2, judgment)):
         outcome = held[index]
@@ -161,14 +162,14 @@ def test_a_row_held_to_a_grammar_cut_off_at_its_own_limit_leaves_the_batch_runni
     judge = ({"role": "system", "content": "judge"}, {"role": "user", "content": "Does the answer convey the claim?"})
     cut = Request(messages=judge, max_tokens=3, json_schema=PERSONALIZATION_SCHEMA)  # too short for any judgment
     whole = Request(messages=judge, max_tokens=420, json_schema=PERSONALIZATION_SCHEMA)
-    outcomes = complete(HFBackend(str(tiny_model_dir), grammar=True, batch_size=2), [cut, whole])
+    outcomes = complete(HFBackend(str(tiny_model_dir), HFOptions(grammar=True, batch_size=2)), [cut, whole])
     assert outcomes[0].truncated and outcomes[0].output_tokens == 3
-    assert outcomes[1] == complete(HFBackend(str(tiny_model_dir), grammar=True, batch_size=1), [whole])[0]
+    assert outcomes[1] == complete(HFBackend(str(tiny_model_dir), HFOptions(grammar=True, batch_size=1)), [whole])[0]
 
 
 def test_a_grammar_without_xgrammar_names_the_extra(tiny_model_dir, monkeypatch):
     monkeypatch.setitem(sys.modules, "xgrammar", None)  # what an environment without the extra imports
-    backend = HFBackend(str(tiny_model_dir), grammar=True)
+    backend = HFBackend(str(tiny_model_dir), HFOptions(grammar=True))
     assert complete(backend, [requests()[0]])[0].text  # a request without a schema needs no grammar
     with pytest.raises(MissingExtraError, match=r"pip install 'bespoke-eval\[grammar\]' \(or --no-grammar"):
         complete(backend, [Request(messages=requests()[0].messages, json_schema=CLAIM_SCHEMA)])
@@ -176,7 +177,7 @@ def test_a_grammar_without_xgrammar_names_the_extra(tiny_model_dir, monkeypatch)
 
 @pytest.mark.slow
 def test_outcomes_arrive_per_batch_while_the_loop_runs(tiny_model_dir):
-    backend = HFBackend(str(tiny_model_dir), batch_size=2)
+    backend = HFBackend(str(tiny_model_dir), HFOptions(batch_size=2))
     reqs = requests()
     ticks = 0
     arrivals: list[tuple[int, int]] = []
@@ -206,7 +207,7 @@ def test_outcomes_arrive_per_batch_while_the_loop_runs(tiny_model_dir):
 
 @pytest.mark.slow
 def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
-    backend = HFBackend(str(tiny_model_dir), batch_size=8)
+    backend = HFBackend(str(tiny_model_dir), HFOptions(batch_size=8))
     real_generate = backend._generate
     sizes: list[int] = []
 
@@ -220,7 +221,7 @@ def test_out_of_memory_halves_the_batch(tiny_model_dir, monkeypatch):
     outcomes = complete(backend, requests())
     assert sizes[:3] == [7, 4, 2]
     assert set(sizes[3:]) <= {1, 2}
-    assert outcomes == complete(HFBackend(str(tiny_model_dir), batch_size=1), requests())  # nothing lost or changed
+    assert outcomes == complete(HFBackend(str(tiny_model_dir), HFOptions(batch_size=1)), requests())  # nothing lost or changed
 
 
 def test_preloaded_model_and_tokenizer(tiny_model_dir):
@@ -247,7 +248,7 @@ def test_a_row_lands_when_it_ends_and_a_cancelled_batch_stops_keeping_it(tiny_mo
     """Ctrl-C cancels the run: the batch stops at its next step instead of generating to its end in a thread
     nobody waits for, and the answer of the row that had ended in it is delivered, not thrown away."""
     monkeypatch.setattr(hf_backend, "REPORT_EVERY_S", 0.0)  # look at the batch after every step
-    backend = HFBackend(str(tiny_model_dir), batch_size=2)
+    backend = HFBackend(str(tiny_model_dir), HFOptions(batch_size=2))
     short, long = (Request(messages=({"role": "user", "content": "hi"},), max_tokens=limit) for limit in (2, 4000))
     steps = 0
     forward = backend._model.forward

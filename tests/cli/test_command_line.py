@@ -224,7 +224,6 @@ def test_version_and_help_import_nothing_heavy(flag):
 
 @pytest.mark.parametrize("flags, line", [
     (["--max-shots", "-1"], "error: --max-shots must be >= 0, got -1"),
-    (["--concurrency", "0"], "error: --concurrency must be at least 1, got 0"),
     (["--timeout", "0"], "error: --timeout must be more than 0 seconds, got 0"),
     (["--timeout", "-5"], "error: --timeout must be more than 0 seconds, got -5"),
     (["--batch", "--batch-max-requests", "0"], "error: --batch-max-requests and --batch-max-bytes must be at least 1"),

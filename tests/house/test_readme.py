@@ -76,6 +76,15 @@ def test_the_readme_is_a_front_page_with_a_two_line_quickstart():
     assert (ROOT / command[command.index("--predictions") + 1]).is_file()
 
 
+def test_the_readme_says_how_to_get_the_cpu_torch_where_the_pin_pulls_cuda():
+    """`torch==2.13.0` is the CPU build only where a CPU wheel is what pip finds; elsewhere it pulls CUDA's
+    gigabytes: the README and Getting started say what a user types there."""
+    command = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert command in text and "CUDA" in text, page
+
+
 def test_no_captured_run_output_is_committed_and_git_ignores_it():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     assert [name for name in tracked if name.endswith(".out")] == []

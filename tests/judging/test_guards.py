@@ -76,6 +76,13 @@ def test_thresholds_on_both_sides():
     rows = [f"| Week {week} | Easy run 30 min | Intervals 6 x 400 m | Rest | Long run 60 min |" for week in range(1, 13)]
     assert check_response("\n".join(rows), QUERY) is None
     assert check_response("\n".join([rows[0]] * 12), QUERY).guard == "repetition"
+    # refusal: declining with 14 words besides it is a refusal, with 15 an answer; an apology is not one
+    declined = "I'm sorry, but I can't give medical advice. "
+    assert check_response(declined + "Keep the starter warm and feed it twice a day with whole rye flour.", QUERY).guard == "refusal"
+    assert check_response(declined + "Keep the starter warm and feed it twice a day with whole rye flour now.", QUERY) is None
+    assert check_response("I'm sorry to hear that! Keep the starter warm and feed it twice daily.", QUERY) is None
+    assert check_response("I cannot be sure without seeing it, but keep the starter warm and feed it twice a day "
+                          "with whole rye flour.", QUERY) is None
     # near-empty: two words are too few, three are enough; one word said 25 times is one word
     assert check_response("Feed more.", QUERY).guard == "empty"
     assert check_response("Feed it more.", QUERY) is None

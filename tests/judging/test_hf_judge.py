@@ -8,7 +8,8 @@ import pytest
 
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.options import OptionError
-from bespoke_metric.judging.factory import judge_parts, make_judge
+from bespoke_metric.judging.config import JudgeConfig
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.scoring.pipeline import score
 
 
@@ -50,13 +51,13 @@ def test_hf_judge_records_unparseable_answers_as_failures(tiny_model_dir, synthe
 
 
 def test_a_judge_holds_its_answers_to_the_schema_where_its_engine_can():
-    """`judge_parts` builds nothing: what a judge gets by default, and `--no-grammar` where it applies."""
-    held = judge_parts("hf:some/model")
-    assert (held.engine["grammar"], held.protocol["structured"]) == (True, True)
-    free = judge_parts("hf:some/model", grammar=False)
-    assert (free.engine["grammar"], free.protocol["structured"]) == (False, False)  # the paper's lines
-    assert judge_parts("hf:some/model", grammar=False, structured=True).protocol["structured"] is True  # schema in prompt
-    assert judge_parts("vllm:some/model").protocol["structured"] is True
-    assert judge_parts("openai:gpt-5", api_key="sk-x").protocol["structured"] is False
+    """A `JudgeConfig` builds nothing: what a judge gets by default, and `--no-grammar` where it applies."""
+    held = JudgeConfig(spec="hf:some/model")
+    assert (held.engine.options.grammar, held.protocol.structured) == (True, True)
+    free = JudgeConfig(spec="hf:some/model", options={"grammar": False})
+    assert (free.engine.options.grammar, free.protocol.structured) == (False, False)  # the paper's lines
+    assert JudgeConfig(spec="hf:some/model", options={"grammar": False, "structured": True}).protocol.structured is True
+    assert JudgeConfig(spec="vllm:some/model").protocol.structured is True
+    assert JudgeConfig(spec="openai:gpt-5", options={"api_key": "sk-x"}).protocol.structured is False
     with pytest.raises(OptionError, match="^--no-grammar does not apply to the openai judge"):
-        judge_parts("openai:gpt-5", grammar=False)
+        JudgeConfig(spec="openai:gpt-5", options={"grammar": False})

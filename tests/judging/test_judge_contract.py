@@ -14,6 +14,7 @@ import pytest
 import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.calls.progress import ProgressHook
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.judging.guarded_judge import GuardedJudge
 from bespoke_metric.judging.judge import Judge, JudgeItem
@@ -82,7 +83,7 @@ def test_a_judge_made_from_its_spec_is_closed_and_a_dry_run_builds_none(predicti
     results = score(predictions, "wordy:any", source="sample", guards=False)
     assert [judge.closed for judge in made] == [True] and results.judge["spec"] == "wordy:any"
     rows = bespoke_dataset.load("benchmark", source="sample")
-    assert plan_judging("wordy:any", [[JudgeItem(rows[0], "An answer.")]]) == []  # it calls no model
+    assert plan_judging(JudgeConfig(spec="wordy:any"), [[JudgeItem(rows[0], "An answer.")]]) == []  # it calls no model
     assert len(made) == 1  # nothing built to find that out
 
 
@@ -104,7 +105,8 @@ def test_the_dry_run_judge_is_the_factorys_around_a_planning_backend(openai_serv
     rows = list(bespoke_dataset.load("benchmark", source="sample"))[:2]
     items = [JudgeItem(row, row["shots"][0]["response"]) for row in rows]
     options = {"base_url": openai_server.base_url, "api_key": "sk-test", "recall": "batched", "cache": str(tmp_path / "judge.sqlite")}
-    [planned] = plan_judging("openai:judge", [items], guards=False, **options)
+    config = JudgeConfig(spec="openai:judge", options={**options, "cache": None}, cache=options["cache"], guards=False)
+    [planned] = plan_judging(config, [items])
     assert openai_server.calls == [] and not (tmp_path / "judge.sqlite").exists()
     assert (len(planned.requests), planned.cached) == (4, 0)  # per item: the dimensions, then the claims in one call
     judge = make_judge("openai:judge", progress=False, **options)
@@ -114,5 +116,5 @@ def test_the_dry_run_judge_is_the_factorys_around_a_planning_backend(openai_serv
     finally:
         judge.close()
     assert len(openai_server.calls) == results.usage["calls"] == 4
-    [planned] = plan_judging("openai:judge", [items], guards=False, **options)
+    [planned] = plan_judging(config, [items])
     assert (len(planned.requests), planned.cached) == (0, 4) and len(openai_server.calls) == 4

@@ -111,3 +111,17 @@ def test_constant_difference_gets_the_smallest_bootstrap_p_value():
     test = stats.paired_bootstrap([3, 4, 5], [2, 3, 4], n_resamples=999)
     assert test.p_value == pytest.approx(1 / 1000)
     assert test.ci == (1.0, 1.0)
+
+
+def test_too_few_responses_get_no_interval_or_p_value():
+    """On 3 responses a bootstrap interval sits on its own estimate's edge (`0.123 [0.00, 0.12]`): none is
+    given, nor a p-value; the estimate is."""
+    judge, human = [1, 3, 5], [2, 2, 5]
+    few = stats.agreement(judge, human, n_resamples=200)
+    assert few["pearson"] is not None and few["pearson_ci"] is None and few["exact_ci"] is None
+    assert stats.agreement(judge * 4, human * 4, n_resamples=200, per_response=4)["pearson_ci"] is None  # 3 responses, pooled
+    assert stats.agreement(judge * 4, human * 4, n_resamples=200)["pearson_ci"] is not None  # 12 responses
+    assert stats.estimate(stats.rowwise_pearson, judge, human)["ci"] is None
+    test = stats.paired_statistic_test(stats.rowwise_pearson, [judge, human], [human, human], n_resamples=200)
+    assert test.ci is None and np.isnan(test.p_value) and test.difference < 0
+    assert stats.too_few(stats.MIN_INTERVAL_N - 1) and not stats.too_few(stats.MIN_INTERVAL_N)

@@ -222,3 +222,32 @@ def test_session_ids_numbered_per_user_stay_apart(counter: TokenCounter) -> None
     assert set(contexts[2].session_ids) == {"1", "4", "7", "10"}
     assert "bob looked into trail running" in contexts[2].text
     assert "alice" not in contexts[2].text
+
+
+def test_a_session_s_time_is_said_once():
+    """The session's own first line says its time (a search log's `[2025-03-23 19:54:30] Searched: ...`, a chat's
+    `Conversation started: ...`): the tag does not say it again; a session whose text holds no time keeps it."""
+    search = {"source": "search", "timestamp": "2025-03-23T19:54:30", "text": "[2025-03-23 19:54:30] Searched: used EV"}
+    chat = {"source": "chat", "timestamp": "2025-03-21T15:39:00", "text": "Conversation started: 2025-03-21 15:39\nUser: hi"}
+    bare = {"source": "chat", "timestamp": "2025-03-21T15:39:00", "text": "User: hi"}
+    assert format_session(search) == "[search] [2025-03-23 19:54:30] Searched: used EV"
+    assert format_session(chat).startswith("[chat] Conversation started: 2025-03-21 15:39\n")
+    assert format_session(bare) == "[chat, 2025-03-21T15:39:00] User: hi"
+
+
+def test_a_local_model_writing_profiles_at_the_defaults_is_told_what_to_set(tiny_model_dir):
+    """A profile per query at the defaults (8,192 history tokens read, 512 written) costs a small model on a CPU
+    minutes a query (benchmarks/personalized_context.py): `bespoke generate` says what to set, once, before."""
+    from bespoke_metric.systems import GenerationSettings
+    from bespoke_metric.systems.settings import SMALL_LOCAL_PROFILE, small_local_note
+
+    local = f"hf:{tiny_model_dir}"
+    note = small_local_note(local, GenerationSettings(context="selected-profile"))
+    assert note is not None and note.startswith(f"note: selected-profile has {local} write a profile for each query")
+    assert "--profile-max-tokens 32 --profile-chunk-tokens 1024 --budget 1024" in note
+    assert small_local_note(local, GenerationSettings(context="selected-profile", **SMALL_LOCAL_PROFILE)) is None
+    second_try = small_local_note(local, GenerationSettings(context="selected-profile", profile_max_tokens=32))
+    assert second_try is not None and "--profile-chunk-tokens 1024 --budget 1024 cut most" in second_try
+    assert small_local_note(local, GenerationSettings(context="selected-history")) is None
+    assert small_local_note("openai:gpt-4o-mini", GenerationSettings(context="profile")) is None
+    assert small_local_note("openai:gpt-4o-mini", GenerationSettings(context="profile", profiler=local)) is not None

@@ -45,24 +45,28 @@ MANIFEST = "bespoke-manifest.json"
 """Saved last into a converted folder: the GGUF file's name, and every other file with its size."""
 
 
-def load_tokenizer(files: ModelFiles, **options: Any) -> Any:
-    """`AutoTokenizer.from_pretrained` of the model `files` with `options`; of a GGUF file, from its
-    conversion (this load's, saved for the next, when the cache has none)."""
+def load_tokenizer(files: ModelFiles, *, trust_remote_code: bool = False) -> Any:
+    """`AutoTokenizer.from_pretrained` of the model `files`; of a GGUF file, from its conversion (this load's,
+    saved for the next, when the cache has none)."""
     from transformers import AutoTokenizer
 
-    return _load(files, TOKENIZER, "tokenizer", lambda folder, more: AutoTokenizer.from_pretrained(folder, **options, **more))
+    return _load(files, TOKENIZER, "tokenizer", lambda folder, more: AutoTokenizer.from_pretrained(
+        folder, trust_remote_code=trust_remote_code, **more))
 
 
-def load_causal_lm(files: ModelFiles, dtype: str, **options: Any) -> Any:
-    """`AutoModelForCausalLM.from_pretrained` of the model `files` in `dtype` (a torch dtype's name) with
-    `options`, its loading bar on a terminal only; of a GGUF file, from its conversion in that dtype (this
+def load_causal_lm(files: ModelFiles, dtype: str, *, trust_remote_code: bool = False,
+                   attn_implementation: str | None = None) -> Any:
+    """`AutoModelForCausalLM.from_pretrained` of the model `files` in `dtype` (a torch dtype's name), its
+    attention `attn_implementation` where given, its loading bar on a terminal only; of a GGUF file, from its conversion in that dtype (this
     load's, saved for the next, when the cache has none)."""
     import torch
     import transformers
 
     def read(folder: str | Path, more: dict[str, Any]) -> Any:
         with loading_bar_on_terminal():
-            return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **options, **more)
+            attention = {"attn_implementation": attn_implementation} if attn_implementation else {}
+            return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype),
+                                                                     trust_remote_code=trust_remote_code, **attention, **more)
 
     # transformers 5 may keep a GGUF file's weights in their blocks (where a kernel computes with them), which
     # a folder of plain weights cannot hold; earlier versions always dequantise.

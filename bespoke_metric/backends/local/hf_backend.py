@@ -46,10 +46,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from bespoke_dataset.errors import MissingExtraError, require_extra
-from bespoke_metric.backends.schema import GRAMMAR, bounded_schema
+from bespoke_dataset.errors import require_extra
+from bespoke_metric.backends.schema import GRAMMAR, GRAMMAR_REQUIREMENT, bounded_schema
 
 from ..base import CallError, Completion, OnDone, Outcome, Request, messages_with_schema
+from ..options import HFOptions
 from ..tool_calls import template_messages, template_takes_tools, with_tool_calls
 from .gguf_cache import load_causal_lm, load_tokenizer
 from .model_files import locate_model_files
@@ -74,44 +75,36 @@ class HFBackend:
     takes_tools = False
     searches = False
 
-    def __init__(
-        self,
-        model: Any,
-        *,
-        tokenizer: Any = None,
-        device: str | None = None,
-        dtype: str | None = None,
-        batch_size: int | None = None,
-        max_batch_size: int = 64,
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-        grammar: bool = False,
-    ) -> None:
+    def __init__(self, model: Any, options: HFOptions | None = None, *, tokenizer: Any = None) -> None:
         """
         Args:
             model: a Hub id, a local folder, a GGUF file (`folder/model.gguf`, `owner/repo/model.gguf`), or a
                 loaded `PreTrainedModel` (then pass `tokenizer` too).
+            options: its `HFOptions` (None: every default), each None the default:
+                device: default "cuda" when available, else "cpu".
+                dtype: default "bfloat16" on GPU, "float32" on CPU.
+                batch_size: a fixed batch size; default: adapted to the prompts' length and the free GPU memory
+                    (on a CPU: `CPU_BATCH_BYTES`, at least `CPU_MIN_BATCH`).
+                max_batch_size: the most prompts per batch when adapting (default 64).
+                revision: the Hub revision to load.
+                trust_remote_code: run the model repo's own code (default off).
+                grammar: hold the answer to a request's JSON schema with xgrammar's grammar of it (see the
+                    module docstring); without it (the default) the schema is only written into the prompt.
             tokenizer: a loaded tokenizer; default: loaded from `model`.
-            device: default "cuda" when available, else "cpu".
-            dtype: default "bfloat16" on GPU, "float32" on CPU.
-            batch_size: a fixed batch size; default: adapted to the prompts' length and the free GPU memory
-                (on a CPU: `CPU_BATCH_BYTES`, at least `CPU_MIN_BATCH`).
-            max_batch_size: the most prompts per batch when adapting.
-            revision: the Hub revision to load.
-            grammar: hold the answer to a request's JSON schema with xgrammar's grammar of it (see the
-                module docstring); without it the schema is only written into the prompt.
         """
+        options = options or HFOptions()
+        revision, grammar = options.revision, bool(options.grammar)
         # A local folder, or the Hub snapshot, found in seconds and before the heavy imports
         # (ModelNotFoundError when there is none): transformers would retry an unreachable Hub for a minute.
         files = locate_model_files(str(model), revision) if isinstance(model, (str, Path)) else None
         torch = require_extra("torch", "hf", "the hf engine")
         require_extra("transformers", "hf", "the hf engine")
 
-        self.device = device or default_device()
+        self.device = options.device or default_device()
         on_gpu = self.device.startswith("cuda")
-        self.dtype = dtype or default_dtype(self.device)
-        self.batch_size = batch_size
-        self.max_batch_size = max_batch_size
+        self.dtype = options.dtype or default_dtype(self.device)
+        self.batch_size = options.batch_size
+        self.max_batch_size = options.max_batch_size or 64
         self.revision = revision
         self.grammar = grammar
         self.constraint = GRAMMAR if grammar else None
@@ -119,12 +112,11 @@ class HFBackend:
         self._control_tokens: list[int] = []  # the tokens a held answer never takes (see `_grammar_of`)
         if files is not None:
             self.model = str(model)  # what results name: the GGUF file, never its folder in the cache
-            load_args: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+            trust = bool(options.trust_remote_code)
             if tokenizer is None:
-                tokenizer = load_tokenizer(files, **load_args)
-            if on_gpu:
-                load_args["attn_implementation"] = "sdpa"
-            self._model = load_causal_lm(files, self.dtype, **load_args)
+                tokenizer = load_tokenizer(files, trust_remote_code=trust)
+            self._model = load_causal_lm(files, self.dtype, trust_remote_code=trust,
+                                         attn_implementation="sdpa" if on_gpu else None)
         else:
             if tokenizer is None:
                 raise ValueError("a preloaded model needs its tokenizer: pass tokenizer=")
@@ -136,7 +128,7 @@ class HFBackend:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self._eos_ids = _eos_ids(self._model, tokenizer)
-        self._batch_cap = max_batch_size  # lowered for good when a batch runs out of memory
+        self._batch_cap = self.max_batch_size  # lowered for good when a batch runs out of memory
 
     # -- Backend interface -------------------------------------------------------------------------
 
@@ -199,10 +191,7 @@ class HFBackend:
             try:
                 import xgrammar
             except ImportError as err:
-                raise MissingExtraError(
-                    "the hf engine holds JSON answers to their schema with xgrammar, which is not installed: "
-                    "pip install 'bespoke-eval[grammar]' (or --no-grammar to write the schema into the prompt only)"
-                ) from err
+                raise GRAMMAR_REQUIREMENT.missing("hf") from err
             info = xgrammar.TokenizerInfo.from_huggingface(
                 self._tokenizer, vocab_size=self._model.config.get_text_config().vocab_size, stop_token_ids=self._eos_ids
             )

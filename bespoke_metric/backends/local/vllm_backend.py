@@ -41,6 +41,7 @@ from bespoke_dataset.errors import MissingExtraError
 from bespoke_metric.backends.schema import GRAMMAR, bounded_schema
 
 from ..base import CallError, Completion, EngineError, OnDone, Request
+from ..options import VLLMOptions
 from ..tool_calls import template_takes_tools, with_tool_calls
 from .model_files import is_gguf, locate_model_files
 
@@ -66,31 +67,19 @@ class VLLMBackend:
     searches = False
     constraint = GRAMMAR
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        tensor_parallel_size: int = 1,
-        dtype: str = "auto",
-        max_model_len: int | None = None,
-        gpu_memory_utilization: float = 0.9,
-        enable_prefix_caching: bool = True,
-        enforce_eager: bool | None = None,
-        seed: int = 0,
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-        llm: Any = None,
-    ) -> None:
+    def __init__(self, model: str, options: VLLMOptions | None = None, *, llm: Any = None) -> None:
         """
         Args:
             model: a Hub id, a local folder or a GGUF file.
-            tensor_parallel_size: GPUs to shard the model over.
-            max_model_len: context length to reserve (default: the model's).
-            enforce_eager: run uncompiled (default: on a CPU, where torch.compile's warm-up costs minutes at
-                every start and wins back little; a GPU compiles). Its answers differ in the last digits, so
-                it is part of the identity.
+            options: its `VLLMOptions` (None: every default), each None the default: `tensor_parallel_size`
+                (GPUs to shard the model over, 1), `dtype` (auto), `max_model_len` (context length to reserve:
+                the model's), `gpu_memory_utilization` (0.9), `enable_prefix_caching` (on), `seed` (0),
+                `revision`, `trust_remote_code` (off), `enforce_eager`: run uncompiled (default: on a CPU,
+                where torch.compile's warm-up costs minutes at every start and wins back little; a GPU
+                compiles). Its answers differ in the last digits, so it is part of the identity.
             llm: an already built `vllm.LLM` to reuse (its settings are then the caller's).
         """
+        options = options or VLLMOptions()
         try:
             import vllm
         except ImportError as err:
@@ -100,30 +89,18 @@ class VLLMBackend:
             ) from err
         self._vllm = vllm
         self.model = model
-        self.revision = revision
-        self.engine_args: dict[str, Any] = {
-            "model": model,
-            "tensor_parallel_size": tensor_parallel_size,
-            "dtype": dtype,
-            "gpu_memory_utilization": gpu_memory_utilization,
-            "enable_prefix_caching": enable_prefix_caching,
-            "seed": seed,
-            "trust_remote_code": trust_remote_code,
-            "structured_outputs_config": dict(STRUCTURED_OUTPUTS),
-        }
+        self.revision = options.revision
+        self.engine_args = engine_args(model, options)
         if llm is not None:  # its settings are the caller's
             enforce_eager = bool(getattr(getattr(getattr(getattr(llm, "llm_engine", None), "vllm_config", None),
                                                  "model_config", None), "enforce_eager", False))
-        elif enforce_eager is None:
-            enforce_eager = default_enforce_eager()
+        else:
+            enforce_eager = default_enforce_eager() if options.enforce_eager is None else options.enforce_eager
+        self.engine_args.pop("enforce_eager", None)
         if enforce_eager:
             self.engine_args["enforce_eager"] = True
-        if max_model_len is not None:
-            self.engine_args["max_model_len"] = max_model_len
-        if revision is not None:
-            self.engine_args["revision"] = revision
         if llm is None:
-            llm = vllm.LLM(**{**self.engine_args, "model": str(engine_model(model, revision))})
+            llm = vllm.LLM(**{**self.engine_args, "model": str(engine_model(model, self.revision))})
         self._llm = llm
         self._request_errors = REQUEST_ERRORS + _client_errors()
         self.takes_tools = template_takes_tools(getattr(self._llm.get_tokenizer(), "chat_template", None))
@@ -131,7 +108,8 @@ class VLLMBackend:
     # -- Backend interface -------------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        return vllm_identity(self.model, self.revision, self.engine_args["dtype"], self.engine_args.get("enforce_eager", False))
+        return vllm_identity(self.model, self.revision, self.engine_args["dtype"], self.engine_args.get("enforce_eager", False),
+                             self.engine_args["seed"])
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
         if any(request.tools for request in requests) and not self.takes_tools:
@@ -218,14 +196,35 @@ def engine_model(model: str, revision: str | None = None) -> str:
     return str(serving_folder(locate_model_files(model, revision)))
 
 
-def vllm_identity(model: str, revision: str | None, dtype: str, enforce_eager: bool = False) -> dict[str, Any]:
+def engine_args(model: str, options: VLLMOptions) -> dict[str, Any]:
+    """vLLM's engine arguments for `model` with `options`: each option given, else its default (an
+    `enforce_eager` only where given: in process it is then decided by the machine, `default_enforce_eager`)."""
+    args: dict[str, Any] = {
+        "model": model,
+        "tensor_parallel_size": options.tensor_parallel_size or 1,
+        "dtype": options.dtype or "auto",
+        "gpu_memory_utilization": 0.9 if options.gpu_memory_utilization is None else options.gpu_memory_utilization,
+        "enable_prefix_caching": True if options.enable_prefix_caching is None else options.enable_prefix_caching,
+        "seed": options.seed or 0,
+        "trust_remote_code": bool(options.trust_remote_code),
+        "structured_outputs_config": dict(STRUCTURED_OUTPUTS),
+    }
+    for name in ("enforce_eager", "max_model_len", "revision"):
+        if getattr(options, name) is not None:
+            args[name] = getattr(options, name)
+    return args
+
+
+def vllm_identity(model: str, revision: str | None, dtype: str, enforce_eager: bool = False, seed: int = 0) -> dict[str, Any]:
     """The identity of a `vllm:` engine, also for one run elsewhere (Ray Data's vLLM processor). Eager mode
-    is named only when on, so the compiled engine's answers keep the keys they were cached under."""
+    is named only when on, and the seed only when not 0, so the answers cached before keep their keys."""
     # "bounded": the schema is bounded and laid out compactly (`structured_schema`, `STRUCTURED_OUTPUTS`):
     # answers cached before, under the unbounded schema, may have run to their limit
     settings: dict[str, Any] = {"temperature": 0.0, "dtype": dtype, "schema_format": "bounded"}
     if enforce_eager:
         settings["enforce_eager"] = True
+    if seed:
+        settings["seed"] = seed
     return {"engine": VLLMBackend.name, "model": model, "revision": revision, "settings": settings}
 
 

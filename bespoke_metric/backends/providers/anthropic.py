@@ -53,7 +53,7 @@ from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request, Withheld, messages_with_schema
 from ..http import CallFailed, Session, short, status_failure
-from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS
+from ..options import ANTHROPIC_EFFORTS, WEB_SEARCH_TOOLS, AnthropicOptions
 from ..retirement import unavailable_reason
 from ..schema import JSON_SCHEMA, LINES
 from ..web_search import check_choice, in_answer, parse_location, search_record, split_list
@@ -173,51 +173,41 @@ class AnthropicBackend(APIBackend):
     api = "messages"
     efforts = ANTHROPIC_EFFORTS
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        temperature: float | None = None,
-        schema_format: bool = True,
-        reasoning_effort: str | None = None,
-        search_domains: str | Iterable[str] | None = None,
-        search_blocked_domains: str | Iterable[str] | None = None,
-        search_location: str | Mapping[str, str] | None = None,
-        search_max_uses: int | None = None,
-        search_tool: str | None = None,
-        **client: Any,
-    ) -> None:
+    def __init__(self, model: str, options: AnthropicOptions | None = None) -> None:
         """
         Args:
             model: the model name the API knows (`claude-sonnet-5-5`, `claude-opus-4-7-20260416`).
-            temperature: none unless given (the model's own); refused for a model that refuses it.
-            schema_format: hold a request's JSON schema as the model takes it (`anthropic_models`).
-            reasoning_effort: `output_config.effort`, one the model takes (`ClaudeFamily.efforts`; default: none
-                sent, the model's own).
-            search_domains, search_blocked_domains: the web search tool's `allowed_domains` or
-                `blocked_domains` (`"a.org,b.com"`; not both).
-            search_location: its `user_location`, `"country=GB,city=London"`.
-            search_max_uses: its `max_uses`, searches per answer at most.
-            search_tool: its version, one of `WEB_SEARCH_TOOLS` (default `web_search_20250305`).
-            client: the transport's endpoint and retry options (`APIBackend.connect`: `base_url`, `api_key`,
-                `concurrency`, `timeout`, `max_retries`, ...); the endpoint default is `ANTHROPIC_BASE_URL`, else
-                Anthropic's API, the key `ANTHROPIC_API_KEY`, at most 16 calls in flight.
+            options: its `AnthropicOptions` (None: every default):
+                temperature: none unless given (the model's own); refused for a model that refuses it.
+                schema_format: hold a request's JSON schema as the model takes it (`anthropic_models`; default on).
+                reasoning_effort: `output_config.effort`, one the model takes (`ClaudeFamily.efforts`; default: none
+                    sent, the model's own).
+                search_domains, search_blocked_domains: the web search tool's `allowed_domains` or
+                    `blocked_domains` (`"a.org,b.com"`; not both).
+                search_location: its `user_location`, `"country=GB,city=London"`.
+                search_max_uses: its `max_uses`, searches per answer at most.
+                search_tool: its version, one of `WEB_SEARCH_TOOLS` (default `web_search_20250305`).
+                the transport's endpoint and retry options (`APIBackend.connect`: `base_url`, `api_key`,
+                    `concurrency`, `timeout`, `max_retries`, ...); the endpoint default is `ANTHROPIC_BASE_URL`,
+                    else Anthropic's API, the key `ANTHROPIC_API_KEY`, at most 16 calls in flight.
         """
+        options = options or AnthropicOptions()
         self._anthropic = _import_anthropic()
-        self.connect(model, log, **client)
+        self.connect(model, log, options)
         self.family = claude_family(model)
         """How the Messages API holds this model to a schema, and what else it takes (`anthropic_models`)."""
-        if temperature is not None and not self.family.temperature:
+        if options.temperature is not None and not self.family.temperature:
             raise UserError(f"{self.name}:{self.model} takes no temperature (Anthropic answers it with a 400 for "
                             "Opus 4.7 and later and Fable: \"`temperature` is deprecated for this model\"); leave it out")
-        self.temperature = temperature
-        self.effort = self._checked_effort(reasoning_effort, "--reasoning-effort")
-        self.schema_format = schema_format
-        self.held: Held | None = self.family.held() if schema_format else None
+        self.temperature = options.temperature
+        self.effort = self._checked_effort(options.reasoning_effort, "--reasoning-effort")
+        self.schema_format = options.schema_format is not False
+        self.held: Held | None = self.family.held() if self.schema_format else None
         """How a request's schema is held: `output_config.format`, a forced tool, or not (the paper's lines)."""
         self.constraint = None if self.held is None else LINES if self.held == "lines" else JSON_SCHEMA
-        self.search: WebSearchTool = WebSearchTool.from_options(search_tool, search_max_uses, search_domains,
-                                                              search_blocked_domains, search_location)
+        self.search: WebSearchTool = WebSearchTool.from_options(options.search_tool, options.search_max_uses,
+                                                              options.search_domains, options.search_blocked_domains,
+                                                              options.search_location)
 
     def settings(self) -> dict[str, Any]:
         settings: dict[str, Any] = {}

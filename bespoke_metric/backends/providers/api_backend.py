@@ -31,6 +31,7 @@ from bespoke_dataset.errors import UserError
 
 from ..base import MODEL_DEFAULT, CallError, Completion, ModelUnavailableError, OnDone, Request, Withheld
 from ..http import CallFailed, Session, scrub_url, short
+from ..options import ClientOptions
 from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..web_search import check_choice
 
@@ -93,19 +94,19 @@ class APIBackend(Client):
     constraint: str | None
     temperature: float | None
 
-    def connect(self, model: str, log: logging.Logger, *, base_url: str | None = None, api_key: str | None = None,
-                concurrency: int | None = None, timeout: float = 600.0, **retry: Any) -> Endpoint:
-        """Set up the transport for `model` (called once, by the constructor): the endpoint and key, the time a
-        call may take (seconds), the caller and its limit on calls in flight (the provider's own by default on
-        its API, `SERVER_CONCURRENCY` elsewhere), retried as `retry` says (`retries.RetryPolicy`'s fields),
-        logged under `log`."""
+    def connect(self, model: str, log: logging.Logger, options: ClientOptions) -> Endpoint:
+        """Set up the transport for `model` (called once, by the constructor) as the engine's `options` say: the
+        endpoint and key, the time a call may take (600 s by default), the caller and its limit on calls in flight
+        (the provider's own by default on its API, `SERVER_CONCURRENCY` elsewhere), retried as the options say
+        (`retries.RetryPolicy.of`), logged under `log`."""
         self.model = model
-        endpoint = self.endpoint(base_url, api_key)
+        endpoint = self.endpoint(options.base_url, options.api_key)
         self.base_url = endpoint.base_url
         self._api_key = endpoint.api_key
-        self.timeout = check_timeout(timeout)
+        self.timeout = check_timeout(600.0 if options.timeout is None else options.timeout)
         default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
-        self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
+        concurrency = options.concurrency
+        self._caller = Caller(RetryPolicy.of(options), default_concurrency if concurrency is None else concurrency,
                               self._api_key, log)
         self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
         return endpoint

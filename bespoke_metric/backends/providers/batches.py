@@ -24,7 +24,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Sequence
@@ -33,6 +32,7 @@ from bespoke_dataset.errors import UserError
 
 from ..base import CallError, Completion, OnDone, Outcome, Request, Usage, Withheld, backend_description
 from ..http import CallFailed, Session, short
+from ..options import BatchOptions
 from .batch_ledger import BatchLedger, LedgerBatch, default_ledger
 from .openai_backend import OpenAIBackend
 
@@ -103,28 +103,27 @@ class BatchBackend:
     def __init__(
         self,
         direct: OpenAIBackend,
+        options: BatchOptions,
         *,
-        batch_ledger: str | os.PathLike[str] | None = None,
-        batch_max_requests: int | None = None,
-        batch_max_bytes: int | None = None,
-        batch_poll: float = 5.0,
-        batch_poll_max: float = 60.0,
-        batch_retries: int = 1,
         spending: Admission | None = None,
     ) -> None:
         """
         Args:
             direct: the backend whose calls go through batches; it makes the few direct calls too.
-            batch_ledger: the SQLite file keeping the submitted batches (default: `default_ledger()`).
-            batch_max_requests, batch_max_bytes: the limits per batch (default: the provider's).
-            batch_poll, batch_poll_max: the first wait between polls, growing by half each poll up to the max.
-            batch_retries: rounds of resubmitting the requests a batch failed, before they go direct.
+            options: the Batch API's (`BatchOptions`): the SQLite file keeping the submitted batches (default:
+                `default_ledger()`), the limits per batch (default: the provider's), the first wait between
+                polls (5 s), growing by half each poll up to the max (60 s), the rounds of resubmitting the
+                requests a batch failed before they go direct (1).
             spending: the run's spending limit, if it has one.
         """
-        self.max_requests = self.max_requests if batch_max_requests is None else batch_max_requests
-        self.max_bytes = self.max_bytes if batch_max_bytes is None else batch_max_bytes
+        self.max_requests = self.max_requests if options.batch_max_requests is None else options.batch_max_requests
+        self.max_bytes = self.max_bytes if options.batch_max_bytes is None else options.batch_max_bytes
         if self.max_requests < 1 or self.max_bytes < 1:
             raise UserError("--batch-max-requests and --batch-max-bytes must be at least 1")
+        batch_poll = 5.0 if options.batch_poll is None else options.batch_poll
+        batch_poll_max = 60.0 if options.batch_poll_max is None else options.batch_poll_max
+        batch_ledger = options.batch_ledger
+        batch_retries = 1 if options.batch_retries is None else options.batch_retries
         if batch_poll <= 0 or batch_poll_max < batch_poll:
             raise UserError("--batch-poll must be > 0, and batch_poll_max= at least --batch-poll")
         self.direct = direct

@@ -44,7 +44,7 @@ from bespoke_metric.backends.schema import JSON_SCHEMA
 
 from ..base import Completion, ModelUnavailableError, OnDone, Request, Withheld, messages_with_schema
 from ..http import CallFailed, scrub_url, short, status_failure, tls_context
-from ..options import THINKING_LEVELS
+from ..options import THINKING_LEVELS, GeminiOptions
 from ..retirement import ModelNotice, is_retired, status_notice, unavailable_reason
 from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..web_search import check_choice, search_record
@@ -101,53 +101,43 @@ class GeminiBackend(Client):
     takes_tools = False
     searches = True
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        concurrency: int | None = None,
-        timeout: float = 600.0,
-        temperature: float | None = None,
-        reasoning_max_tokens: int | None = None,
-        thinking_level: str | None = None,
-        thinking_budget: int | None = None,
-        schema_format: bool = True,
-        **retry: Any,
-    ) -> None:
+    def __init__(self, model: str, options: GeminiOptions | None = None) -> None:
         """
         Args:
             model: the model name (`gemini-2.5-pro`).
-            base_url: another endpoint for the SDK (default: Google's API).
-            api_key: default `GEMINI_API_KEY`, else `GOOGLE_API_KEY`; a placeholder for another endpoint.
-            concurrency: calls in flight at most (default 16 on Google's API, 128 elsewhere).
-            timeout: seconds per call before it counts as failed (and is retried).
-            temperature: default 0; none on Gemini 3.x, which deprecates it (refused when given).
-            reasoning_max_tokens: the output cap of a thinking model (2.5 and later), whose thinking counts
-                against it; default none (the request's `max_tokens` would starve the thinking).
-            thinking_level: 3.x: one of the model's `thinking_levels` (the SDK's `ThinkingConfig.thinking_level`).
-            thinking_budget: 2.5 (3.x too, though Google advises the level): thinking tokens, 0 off, -1
-                automatic (the SDK's `ThinkingConfig.thinking_budget`).
-            schema_format: send a request's `json_schema` as `response_json_schema`.
-            retry: `retries.RetryPolicy`'s fields, as for `openai:`.
+            options: its `GeminiOptions` (None: every default):
+                base_url: another endpoint for the SDK (default: Google's API).
+                api_key: default `GEMINI_API_KEY`, else `GOOGLE_API_KEY`; a placeholder for another endpoint.
+                concurrency: calls in flight at most (default 16 on Google's API, 128 elsewhere).
+                timeout: seconds per call before it counts as failed (and is retried); default 600.
+                temperature: default 0; none on Gemini 3.x, which deprecates it (refused when given).
+                reasoning_max_tokens: the output cap of a thinking model (2.5 and later), whose thinking counts
+                    against it; default none (the request's `max_tokens` would starve the thinking).
+                thinking_level: 3.x: one of the model's `thinking_levels` (the SDK's `ThinkingConfig.thinking_level`).
+                thinking_budget: 2.5 (3.x too, though Google advises the level): thinking tokens, 0 off, -1
+                    automatic (the SDK's `ThinkingConfig.thinking_budget`).
+                schema_format: send a request's `json_schema` as `response_json_schema` (default True).
+                max_retries, ...: `retries.RetryPolicy`'s fields, as for `openai:`.
         """
+        options = options or GeminiOptions()
+        schema_format = True if options.schema_format is None else options.schema_format
         self._genai = _import_genai()
         self.model = model
-        self.base_url = (base_url or GEMINI_BASE_URL).rstrip("/")
+        self.base_url = (options.base_url or GEMINI_BASE_URL).rstrip("/")
         provider = urlsplit(self.base_url).hostname == urlsplit(GEMINI_BASE_URL).hostname
-        self._api_key = _api_key(api_key, provider)
-        self.temperature = _temperature(model, temperature)
+        self._api_key = _api_key(options.api_key, provider)
+        self.temperature = _temperature(model, options.temperature)
         self.thinking = is_thinking_model(model)
-        self.thinking_config = _thinking_config(model, thinking_level, thinking_budget)
-        self.reasoning_max_tokens = reasoning_max_tokens
+        self.thinking_config = _thinking_config(model, options.thinking_level, options.thinking_budget)
+        self.reasoning_max_tokens = options.reasoning_max_tokens
         self.schema_format = schema_format
         self.constraint = JSON_SCHEMA if schema_format else None
-        self.timeout = check_timeout(timeout)
+        self.timeout = check_timeout(600.0 if options.timeout is None else options.timeout)
         self._noticed: set[str] = set()
         """The model-status notices already given (one line each, however many answers say it)."""
         default_concurrency = GEMINI_CONCURRENCY if provider else SERVER_CONCURRENCY
-        self._caller = Caller(RetryPolicy(**retry), default_concurrency if concurrency is None else concurrency,
+        concurrency = options.concurrency
+        self._caller = Caller(RetryPolicy.of(options), default_concurrency if concurrency is None else concurrency,
                               self._api_key, log)
 
     # -- Backend interface -------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 from bespoke_metric.backends.base import Completion
 from bespoke_metric.backends.callable_backend import CallableBackend, Generate
-from bespoke_metric.backends.options import OptionError
+from bespoke_metric.backends.options import InspectOptions, OptionError, given
 
 
 def inspect_generate(model: Any) -> Generate:
@@ -36,7 +36,7 @@ def inspect_generate(model: Any) -> Generate:
     return generate
 
 
-def inspect_backend(role: str, options: dict[str, Any]) -> CallableBackend:
+def inspect_backend(role: str, options: InspectOptions) -> CallableBackend:
     """The `inspect:ROLE` engine's backend: inspect's model for `role` (an `inspect eval --model-role`), which
     must be bound. Its identity names the model that plays the role, so a cache never mixes two models."""
     try:
@@ -48,4 +48,4 @@ def inspect_backend(role: str, options: dict[str, Any]) -> CallableBackend:
                           f"bespoke_metric/bespoke -T judge=inspect:{role} --model-role {role}=PROVIDER/MODEL "
                           f"(pip install 'bespoke-eval[inspect]'); here: {error}") from None
     return CallableBackend(inspect_generate(model), name="inspect", model=str(model),
-                           identity={"role": role, **options})
+                           identity={"role": role, **given(options)})

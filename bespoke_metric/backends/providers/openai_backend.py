@@ -54,14 +54,14 @@ import logging
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Iterable, Mapping
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.schema import JSON_SCHEMA, bounded_schema
 
 from ..base import Completion, Request, ToolCall, Withheld, content_text
 from ..http import Session, short
-from ..options import REASONING_EFFORTS
+from ..options import REASONING_EFFORTS, OpenAIOptions
 from ..retirement import ModelNotice, known_shutdown, shutdown_notice
 from ..retries import UNREACHABLE_RETRIES
 from ..tool_calls import decode_call, with_tool_calls
@@ -179,66 +179,48 @@ class OpenAIBackend(APIBackend):
     key_variable = "OPENAI_API_KEY"
     provider_concurrency = OPENAI_CONCURRENCY
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api: Literal["auto", "chat", "responses"] = "auto",
-        concurrency: int | None = None,
-        timeout: float = 600.0,
-        temperature: float | None = None,
-        reasoning_effort: str | None = None,
-        reasoning_max_tokens: int | None = None,
-        schema_format: bool = True,
-        search_context_size: str | None = None,
-        search_location: str | Mapping[str, str] | None = None,
-        search_domains: str | Iterable[str] | None = None,
-        search_external_web_access: bool | None = None,
-        shutdown_lookup: bool | None = None,
-        **retry: Any,
-    ) -> None:
+    def __init__(self, model: str, options: OpenAIOptions | None = None) -> None:
         """
         Args:
             model: the model name the endpoint knows.
-            base_url: the endpoint, ending in `/v1`; default `OPENAI_BASE_URL`, else OpenAI.
-            api_key: default `OPENAI_API_KEY`; a placeholder is sent to non-OpenAI endpoints without one.
-            api: `chat` (chat completions), `responses` (Responses API), or `auto`: `responses` for
-                reasoning models and for native search, `chat` otherwise.
-            concurrency: calls in flight at most; default `OPENAI_CONCURRENCY` (32) for OpenAI's API, whose
-                rate limits bite first, and `SERVER_CONCURRENCY` (128) for any other endpoint: a
-                `vllm serve` batches whatever is in flight, so the more the faster.
-            timeout: seconds per call before it counts as failed (and is retried).
-            temperature: default 0 for chat models; reasoning and search models take none.
-            reasoning_effort: one of `REASONING_EFFORTS`; default "high" for reasoning models.
-            reasoning_max_tokens: output cap for reasoning models, whose hidden reasoning counts against
-                it; default none (the request's `max_tokens` would starve the reasoning).
-            schema_format: send a request's `json_schema` as a structured-output format.
-            search_context_size, search_location, search_domains: how native search searches (`WebSearch`):
-                `low`/`medium`/`high`; `"country=GB,city=London"`; `"a.org,b.com"` (Responses API only).
-            search_external_web_access: False: the web search reads cached pages only, fetching nothing live
-                (Responses API only; default the API's, live access).
-            shutdown_lookup: ask the endpoint once for the model's published shutdown date (`describe()`
-                records it; a `ModelNotice` when it is near); default: on OpenAI's API only.
-            retry: how failed calls are retried, `retries.RetryPolicy`'s fields (`max_retries`,
-                `retry_budget`, `backoff_base`, `backoff_max`, `max_retry_wait`).
+            options: its `OpenAIOptions` (None: every default), each None the default:
+                base_url: the endpoint, ending in `/v1`; default `OPENAI_BASE_URL`, else OpenAI.
+                api_key: default `OPENAI_API_KEY`; a placeholder is sent to non-OpenAI endpoints without one.
+                api: `chat` (chat completions), `responses` (Responses API), or `auto` (the default):
+                    `responses` for reasoning models and for native search, `chat` otherwise.
+                concurrency: calls in flight at most; default `OPENAI_CONCURRENCY` (32) for OpenAI's API, whose
+                    rate limits bite first, and `SERVER_CONCURRENCY` (128) for any other endpoint: a
+                    `vllm serve` batches whatever is in flight, so the more the faster.
+                timeout: seconds per call before it counts as failed (and is retried); default 600.
+                temperature: default 0 for chat models; reasoning and search models take none.
+                reasoning_effort: one of `REASONING_EFFORTS`; default "high" for reasoning models.
+                reasoning_max_tokens: output cap for reasoning models, whose hidden reasoning counts against
+                    it; default none (the request's `max_tokens` would starve the reasoning).
+                schema_format: send a request's `json_schema` as a structured-output format (default True).
+                search_context_size, search_location, search_domains: how native search searches (`WebSearch`):
+                    `low`/`medium`/`high`; `"country=GB,city=London"`; `"a.org,b.com"` (Responses API only).
+                search_external_web_access: False: the web search reads cached pages only, fetching nothing live
+                    (Responses API only; default the API's, live access).
+                shutdown_lookup: ask the endpoint once for the model's published shutdown date (`describe()`
+                    records it; a `ModelNotice` when it is near); default: on OpenAI's API only.
+                max_retries, retry_budget, backoff_base, backoff_max, max_retry_wait: how failed calls are
+                    retried (`retries.RetryPolicy`).
         """
-        endpoint = self.connect(model, log, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
-                                **retry)
+        options = options or OpenAIOptions()
+        endpoint = self.connect(model, log, options)
         self.family = family_of(model)
         """What the API takes from this model (`openai_models.Family`)."""
         self.reasoning = self.family.reasoning
-        self.api, self._api_chosen = self._resolve_api(api)
-        self.temperature, self.reasoning_effort = self._sampling(temperature, reasoning_effort)
-        self.reasoning_max_tokens = reasoning_max_tokens
-        self.schema_format = schema_format
-        self.constraint = JSON_SCHEMA if schema_format else None
+        self.api, self._api_chosen = self._resolve_api(options.api or "auto")
+        self.temperature, self.reasoning_effort = self._sampling(options.temperature, options.reasoning_effort)
+        self.reasoning_max_tokens = options.reasoning_max_tokens
+        self.schema_format = options.schema_format is not False
+        self.constraint = JSON_SCHEMA if self.schema_format else None
         self._bounded_schemas = not endpoint.provider  # a server that compiles the schema itself
-        self.search: WebSearch = self._web_search(search_context_size, search_location, search_domains,
-                                                  search_external_web_access)
+        self.search: WebSearch = self._web_search(options.search_context_size, options.search_location,
+                                                  options.search_domains, options.search_external_web_access)
         # OpenAI's own models endpoint is the one known to publish shutdown dates
-        self.shutdown_lookup = endpoint.provider if shutdown_lookup is None else shutdown_lookup
+        self.shutdown_lookup = endpoint.provider if options.shutdown_lookup is None else options.shutdown_lookup
 
     # -- construction, in parts ----------------------------------------------------------------------
 

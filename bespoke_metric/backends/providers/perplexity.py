@@ -34,12 +34,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from bespoke_dataset.errors import UserError
 
 from ..base import Completion, Request
 from ..http import CallFailed, Session, short
+from ..options import PerplexityOptions
 from ..schema import JSON_SCHEMA
 from ..web_search import RECENCY_FILTERS, SEARCH_CONTEXT_SIZES, check_choice, search_record, split_list
 from .api_backend import APIBackend, SearchSettings
@@ -163,36 +164,26 @@ class PerplexityBackend(APIBackend):
     search_key = "search"
     efforts = REASONING_EFFORTS
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        temperature: float | None = None,
-        schema_format: bool = True,
-        reasoning_effort: str | None = None,
-        reasoning_max_tokens: int | None = None,
-        search_domain_filter: str | Iterable[str] | None = None,
-        search_recency_filter: str | None = None,
-        search_context_size: str | None = None,
-        **client: Any,
-    ) -> None:
+    def __init__(self, model: str, options: PerplexityOptions | None = None) -> None:
         """
         Args:
             model: an Agent API model slug (`perplexity/sonar`, `openai/gpt-5.1`), `preset/NAME`, or a retired
                 Sonar name (`sonar`, `sonar-reasoning`, ...), which runs as its documented substitute.
-            temperature: none unless given (the Agent API's own).
-            schema_format: send a request's `json_schema` as `response_format`.
-            reasoning_effort: `reasoning.effort` (minimal, low, medium, high, xhigh); default the model's
-                (a substitute's own, where the guide gives one).
-            reasoning_max_tokens: the output cap of a model that reasons first (default: none).
-            search_domain_filter: domains to search (`"nature.com,arxiv.org"`), or to leave out (`-pinterest.com`).
-            search_recency_filter: only results from the last `hour`, `day`, `week`, `month` or `year`.
-            search_context_size: `low`, `medium` or `high`: how much of what it found it reads.
-            client: the transport's endpoint and retry options (`APIBackend.connect`: `base_url`, `api_key`,
-                `concurrency`, `timeout`, `max_retries`, ...); the endpoint default is Perplexity's API, the key
-                `PERPLEXITY_API_KEY`, at most 8 calls in flight.
+            options: its `PerplexityOptions` (None: every default):
+                temperature: none unless given (the Agent API's own).
+                schema_format: send a request's `json_schema` as `response_format` (default on).
+                reasoning_effort: `reasoning.effort` (minimal, low, medium, high, xhigh); default the model's
+                    (a substitute's own, where the guide gives one).
+                reasoning_max_tokens: the output cap of a model that reasons first (default: none).
+                search_domain_filter: domains to search (`"nature.com,arxiv.org"`), or to leave out (`-pinterest.com`).
+                search_recency_filter: only results from the last `hour`, `day`, `week`, `month` or `year`.
+                search_context_size: `low`, `medium` or `high`: how much of what it found it reads.
+                the transport's endpoint and retry options (`APIBackend.connect`: `base_url`, `api_key`,
+                    `concurrency`, `timeout`, `max_retries`, ...); the endpoint default is Perplexity's API, the key
+                    `PERPLEXITY_API_KEY`, at most 8 calls in flight.
         """
-        self.connect(model, log, **client)
+        options = options or PerplexityOptions()
+        self.connect(model, log, options)
         substitute = SONAR_SUBSTITUTES.get(model)
         self.target = substitute.ran_as if substitute is not None else model
         """The model slug, or `preset/NAME`, that the calls name."""
@@ -200,16 +191,16 @@ class PerplexityBackend(APIBackend):
         if self.preset is not None and self.preset not in PRESETS:
             raise UserError(f"perplexity:{model}: the Agent API's presets are {', '.join(PRESETS)} "
                             f"(perplexity:preset/NAME), got {self.preset!r}")
-        effort = reasoning_effort or (substitute.reasoning_effort if substitute is not None else None)
+        effort = options.reasoning_effort or (substitute.reasoning_effort if substitute is not None else None)
         self.agent_effort = check_choice("reasoning_effort=", effort, REASONING_EFFORTS)
         self.search: SearchFilters = SearchFilters(
-            split_list(search_domain_filter),
-            check_choice("--search-recency-filter", search_recency_filter, RECENCY_FILTERS),
-            check_choice("--search-context-size", search_context_size, SEARCH_CONTEXT_SIZES))
-        self.temperature = temperature  # the Agent API's own unless given
-        self.reasoning_max_tokens = reasoning_max_tokens
-        self.schema_format = schema_format
-        self.constraint = JSON_SCHEMA if schema_format else None
+            split_list(options.search_domain_filter),
+            check_choice("--search-recency-filter", options.search_recency_filter, RECENCY_FILTERS),
+            check_choice("--search-context-size", options.search_context_size, SEARCH_CONTEXT_SIZES))
+        self.temperature = options.temperature  # the Agent API's own unless given
+        self.reasoning_max_tokens = options.reasoning_max_tokens
+        self.schema_format = options.schema_format is not False
+        self.constraint = JSON_SCHEMA if self.schema_format else None
 
     def settings(self) -> dict[str, Any]:
         settings: dict[str, Any] = {"preset" if self.preset is not None else "agent_model": self.preset or self.target}

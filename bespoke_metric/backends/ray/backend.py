@@ -27,11 +27,13 @@ import asyncio
 import logging
 import os
 import threading
-from typing import Any, AsyncIterator, Callable, Protocol, Sequence
+from functools import partial
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol, Sequence
 
 from bespoke_dataset.errors import MissingExtraError
 
 from ..base import Backend, OnDone, Outcome, Request
+from ..options import ExecutorOptions
 from .noise import quiet_ray_notices, without_false_alarms
 from .rows import encode_request
 
@@ -69,27 +71,28 @@ class RayBackend:
         self,
         engine: str,
         model: str,
+        options: Any,
+        executor: ExecutorOptions,
         *,
-        build: Callable[[str, dict[str, Any]], Backend],
-        ray_address: str | None = None,
-        replicas: int = 1,
-        gpus_per_replica: float | None = None,
-        pipeline_parallel_size: int | None = None,
-        **engine_options: Any,
+        build: Callable[..., Backend],
+        preloaded: Mapping[str, Any] | None = None,
     ) -> None:
         """
         Args:
             engine, model: as in the spec `ENGINE:MODEL`.
-            build: `(model, options) -> Backend`, the engine's in-process backend, built on each actor.
-            ray_address: the cluster to join (`auto`, `ray://host:10001`, `host:6379`); default: the
-                Ray instance this process is already connected to, else a new local one.
-            replicas: engines run at once (actors; vLLM engine replicas).
-            gpus_per_replica: GPUs per `hf:` actor (default 1 when the driver sees a GPU, else 0).
-                A `vllm:` replica uses `tensor_parallel_size * pipeline_parallel_size` GPUs.
-            pipeline_parallel_size: `vllm:` pipeline stages per replica (default 1).
-            engine_options: the in-process engine's options (`base_url`, `concurrency`, `batch_size`,
-                `tensor_parallel_size`, ...).
+            options: the in-process engine's options (an instance of its options class).
+            executor: where it runs (`ExecutorOptions`): `ray_address`, the cluster to join (`auto`,
+                `ray://host:10001`, `host:6379`; default: the Ray instance this process is already connected
+                to, else a new local one); `replicas`, engines run at once (actors; vLLM engine replicas; 1);
+                `gpus_per_replica`, GPUs per `hf:` actor (default 1 when the driver sees a GPU, else 0; a
+                `vllm:` replica uses `tensor_parallel_size * pipeline_parallel_size` GPUs);
+                `pipeline_parallel_size`, `vllm:` pipeline stages per replica (default 1).
+            build: `(model, options, **preloaded) -> Backend`, the engine's in-process backend, built on each actor.
+            preloaded: objects already in memory the engine reuses (`registry.Preloaded`), shipped to each actor.
         """
+        replicas = 1 if executor.replicas is None else executor.replicas
+        gpus_per_replica, pipeline_parallel_size = executor.gpus_per_replica, executor.pipeline_parallel_size
+        ray_address = executor.ray_address
         try:
             import ray.data  # noqa: F401 - fail here, before any work, if the extra is missing
         except ImportError as err:
@@ -106,13 +109,15 @@ class RayBackend:
                 raise ValueError("gpus_per_replica is for hf: a vllm replica uses tensor_parallel_size x pipeline_parallel_size GPUs")
             from .vllm_processor import VLLMPlan
 
-            self._plan = VLLMPlan(model, replicas, pipeline_parallel_size or 1, engine_options)
+            if preloaded:
+                raise ValueError("a ready vllm.LLM cannot be shipped to a Ray cluster: pass the model instead")
+            self._plan = VLLMPlan(model, replicas, pipeline_parallel_size or 1, options)
         else:
             if pipeline_parallel_size is not None:
                 raise ValueError(f"pipeline_parallel_size is for vllm, not the {engine} engine")
             from .workers import ActorPlan
 
-            self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, engine_options, build)
+            self._plan = ActorPlan(engine, model, replicas, gpus_per_replica, options, partial(build, **(preloaded or {})))
         self.one_batch = self._plan.one_batch
         self.takes_tools: bool = self._plan.takes_tools
         self.searches: bool = self._plan.searches

@@ -13,14 +13,14 @@ vLLM is imported only on the cluster's GPU workers; building the configuration h
 
 from __future__ import annotations
 
-import inspect
 import json
 from typing import Any, Sequence
 
 from bespoke_metric.backends.schema import GRAMMAR
 
 from ..base import CallError, Outcome, Request
-from ..local.vllm_backend import STRUCTURED_OUTPUTS, VLLMBackend, sampling_args, structured_schema, vllm_identity
+from ..local.vllm_backend import engine_args, sampling_args, structured_schema, vllm_identity
+from ..options import VLLMOptions
 from .rows import decode_request, row_outcome
 
 VLLM_ROWS_PER_TASK = 64
@@ -37,16 +37,15 @@ class VLLMPlan:
     searches = False
     constraint = GRAMMAR
 
-    def __init__(self, model: str, replicas: int, pipeline_parallel_size: int, options: dict[str, Any]) -> None:
-        if "llm" in options:
-            raise ValueError("a ready vllm.LLM cannot be shipped to a Ray cluster: pass the model instead")
+    def __init__(self, model: str, replicas: int, pipeline_parallel_size: int, options: VLLMOptions) -> None:
         if pipeline_parallel_size < 1:
             raise ValueError(f"pipeline_parallel_size must be at least 1, got {pipeline_parallel_size}")
         self.model = model
         self.replicas = replicas
-        self.engine_kwargs = engine_kwargs(model, options)
+        self.engine_kwargs = engine_args(model, options)
+        del self.engine_kwargs["model"]  # the processor's `model_source`
         self.engine_kwargs["pipeline_parallel_size"] = pipeline_parallel_size
-        self.identity = vllm_identity(model, self.engine_kwargs.get("revision"), self.engine_kwargs["dtype"])
+        self.identity = vllm_identity(model, options.revision, self.engine_kwargs["dtype"], seed=self.engine_kwargs["seed"])
 
     def config(self) -> Any:
         """The `vLLMEngineProcessorConfig` of this plan."""
@@ -78,17 +77,6 @@ class VLLMPlan:
         if error:  # failed rows skip `postprocess`: they come back in the processor's own columns
             return CallError(f"vLLM generation failed: {error}")
         return row_outcome(row)
-
-
-def engine_kwargs(model: str, options: dict[str, Any]) -> dict[str, Any]:
-    """vLLM engine arguments: the in-process backend's defaults, overridden by `options` (None: unset)."""
-    defaults = {
-        name: parameter.default
-        for name, parameter in inspect.signature(VLLMBackend).parameters.items()
-        if name not in ("model", "llm")
-    }
-    merged = {**defaults, "structured_outputs_config": dict(STRUCTURED_OUTPUTS), **options}
-    return {name: value for name, value in merged.items() if value is not None}
 
 
 def preprocess(row: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ cached under another engine's settings.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Callable, Sequence
 
@@ -37,14 +38,14 @@ class ActorPlan:
     one_batch = False
 
     def __init__(
-        self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: dict[str, Any],
-        build: Callable[[str, dict[str, Any]], Backend],
+        self, engine: str, model: str, replicas: int, gpus_per_replica: float | None, options: Any,
+        build: Callable[[str, Any], Backend],
     ) -> None:
         self.engine = engine
         self.build = build
         self.model = model
         self.replicas = replicas
-        self.options = dict(options)
+        self.options = options
         self.takes_tools = False
         self.searches = False
         self.constraint: str | None = None
@@ -55,24 +56,24 @@ class ActorPlan:
             local = build(model, self.options)
             self.identity = local.identity()
             self.takes_tools, self.searches, self.constraint = local.takes_tools, local.searches, local.constraint
-            self.options["concurrency"] = share(local.concurrency, replicas)
+            self.options = dataclasses.replace(options, concurrency=share(local.concurrency, replicas))
             local.close()
             self.gpus = 0.0
             # Batches of a quarter of the actor's share of calls, four running at once: the share stays
             # busy, and answers travel back a few at a time (a killed actor takes few with it).
-            self.rows_per_task = share(self.options["concurrency"], OPENAI_TASKS_PER_ACTOR)
+            self.rows_per_task = share(self.options.concurrency, OPENAI_TASKS_PER_ACTOR)
             self.tasks_per_actor = OPENAI_TASKS_PER_ACTOR
         else:
             from ..local.hf_backend import default_dtype, hf_identity
 
             self.gpus = float(_driver_gpus() if gpus_per_replica is None else gpus_per_replica)
             # Fixed here, not left to each actor: the identity (and so the cache key) names the dtype.
-            self.options.setdefault("device", "cuda" if self.gpus > 0 else "cpu")
-            self.options.setdefault("dtype", default_dtype(self.options["device"]))
-            grammar = bool(self.options.get("grammar"))
-            self.identity = hf_identity(model, self.options.get("revision"), self.options["dtype"], grammar)
+            device = options.device or ("cuda" if self.gpus > 0 else "cpu")
+            self.options = dataclasses.replace(options, device=device, dtype=options.dtype or default_dtype(device))
+            grammar = bool(self.options.grammar)
+            self.identity = hf_identity(model, self.options.revision, self.options.dtype, grammar)
             self.constraint = GRAMMAR if grammar else None
-            self.rows_per_task = self.options.get("batch_size") or HF_ROWS_PER_TASK
+            self.rows_per_task = self.options.batch_size or HF_ROWS_PER_TASK
             self.tasks_per_actor = 1  # one batch at a time on a model: its memory is sized for one
 
     def order(self, requests: Sequence[Request]) -> list[int]:
@@ -106,7 +107,7 @@ class ActorPlan:
 class EngineWorker:
     """A Ray Data actor holding one in-process engine; each call runs one batch of requests through it."""
 
-    def __init__(self, build: Callable[[str, dict[str, Any]], Backend], model: str, options: dict[str, Any],
+    def __init__(self, build: Callable[[str, Any], Backend], model: str, options: Any,
                  identity: dict[str, Any]) -> None:
         self.backend = build(model, options)
         found = self.backend.identity()

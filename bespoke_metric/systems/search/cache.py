@@ -46,8 +46,8 @@ def search_key(identity: Mapping[str, Any], query: str) -> str:
 class SearchCache(Cache):
     """Search results by key, in the `searches` table of a cache file."""
 
-    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
-        super().__init__(path, **options)
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
         self._retry_locked(lambda: self._db.execute(_SEARCH_SCHEMA))
 
     def get_results(self, keys: Iterable[str]) -> dict[str, list[SearchResult]]:

@@ -32,9 +32,9 @@ class RulesBackend:
     takes_tools = False
     searches = False
 
-    def __init__(self, model: str, temperature: float | None = None) -> None:
+    def __init__(self, model: str, options: RulesOptions) -> None:
         self.model = model
-        self.temperature = temperature
+        self.temperature = options.temperature
 
     def identity(self) -> dict[str, Any]:
         # what determines an answer besides the request: part of the cache key and the results file
@@ -50,8 +50,8 @@ class RulesBackend:
         pass
 
 
-def build(model: str, options: dict[str, Any]) -> RulesBackend:
-    return RulesBackend(model, **options)
+def build(model: str, options: RulesOptions) -> RulesBackend:
+    return RulesBackend(model, options)
 
 
 ENGINE = Engine("rules", RulesOptions, backend=build)
