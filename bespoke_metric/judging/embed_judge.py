@@ -28,7 +28,7 @@ import re
 import threading
 import time
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -43,9 +43,6 @@ from bespoke_metric.results import ItemResult, stats
 
 from .embed_calibration import CALIBRATION_METHOD, Pair, QuantileMap, example_pairs, fit_maps, knn_vote, leave_one_query_out, to_score
 from .judge import Judge, JudgeItem
-
-if TYPE_CHECKING:
-    from .judges import EmbedOptions
 
 EMBED_PROTOCOL_VERSION = "embed-2"
 """Version of this judge's method; results of different versions are never ranked together."""
@@ -248,6 +245,6 @@ class EmbedJudge(Judge):
         result.recall = len(result.matched_claims) / len(claims)
 
 
-def build_embed_judge(spec: str, model: str, options: "EmbedOptions") -> EmbedJudge:
-    """The `embed:` engine's judge (its registration in `bespoke_metric.backends.registry`), of its options."""
+def build_embed_judge(spec: str, model: str, options: Any) -> EmbedJudge:
+    """The `embed:` judge (its registration in `bespoke_metric.judging.judges`), of its options (an `EmbedOptions`)."""
     return EmbedJudge(model or DEFAULT_ENCODER, spec=spec, **given(options))

@@ -64,7 +64,7 @@ class LLMJudge(Judge):
                 `progress` on, `repeat` 0.
             spec: its name in results (default `ENGINE:MODEL` of the backend).
             cache: where its answers are kept (a path is opened here, once the backend is built).
-            proxy: its engine approximates a judge (`Engine.proxy`, a rule): never ranked as a real judge.
+            proxy: its engine approximates a judge (`judges.JudgeKind.proxy`, a rule): never ranked as a real judge.
         """
         options = options or ProtocolOptions()
         max_tokens = options.max_tokens
