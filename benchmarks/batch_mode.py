@@ -1,6 +1,6 @@
 """Batch mode against direct calls: the same judging of the full-size synthetic release, both ways.
 
-The judge is the stand-in behind the local fake Files + Batch API server (`testing.batch_server`), which
+The judge is the stand-in behind the local fake Files + Batch API server (`fakes.batch_server`), which
 answers at once, so the walls compare what the client does, not a provider's queue: direct calls, against
 writing, uploading, polling and reading back batches. Measured, on the first `--queries` queries:
 
@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fakes (tests/fakes/)
 
+from fakes.batch_server import serve_batches  # noqa: E402
 from record import write_results  # noqa: E402
 
 from bespoke_dataset.rows import load_rows  # noqa: E402
@@ -32,7 +34,6 @@ from bespoke_metric.calls.plan import estimate  # noqa: E402
 from bespoke_metric.calls.pricing import PriceTable  # noqa: E402
 from bespoke_metric.judging.config import JudgeConfig  # noqa: E402
 from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score  # noqa: E402
-from bespoke_metric.testing.batch_server import serve_batches  # noqa: E402
 from bespoke_metric.testing.judge_responder import judge_answer  # noqa: E402
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fakes (tests/fakes/)
 from record import write_results  # noqa: E402
 
 MODEL = "openai:gpt-4o"  # counted offline in OpenAI's encoding
@@ -58,7 +59,7 @@ def _serve_model(latency: float, rounds: int, queue: Any, stop: Any) -> None:
 
 
 def _serve_search(latency: float, queue: Any, stop: Any) -> None:
-    from bespoke_metric.testing.search_servers import serve_search
+    from fakes.search_servers import serve_search
 
     with serve_search("searxng", latency=latency) as server:
         queue.put(server.base_url)

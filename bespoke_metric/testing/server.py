@@ -3,8 +3,8 @@
 It speaks just enough of the API for the official `openai` SDK: `POST /v1/chat/completions`,
 `POST /v1/responses`, `GET /v1/models` and `GET /v1/models/{id}` (OpenAI's `Model` object, with the
 `shutdown_date` set in `shutdown_dates`; a 404 `model_not_found` for a model it does not serve). What it answers comes from a `responder(body) -> str`
-callback (or a whole response body as a dict, sent as it is: a provider's own shape, see
-`provider_servers`; `paths` then names the routes it answers besides those two); how it answers can be made slow (`latency`) or faulty (a scripted queue of `Fault`s, or a
+callback (or a whole response body as a dict, sent as it is: a provider's own shape, see the
+tests' `fakes.provider_servers`; `paths` then names the routes it answers besides those two); how it answers can be made slow (`latency`) or faulty (a scripted queue of `Fault`s, or a
 `rule` consulted per call): 429 with `Retry-After`, 5xx, or hanging past the client's timeout. Every
 request is recorded with its arrival and completion times, and the peak number of calls in flight is
 tracked, so tests can assert behaviour (overlap, waits, retries) from the server's side.

@@ -1,5 +1,5 @@
 """Claude through Anthropic's Messages API (`anthropic:`), over real HTTP against the strict Messages API server
-on 127.0.0.1 (`bespoke_metric.testing.anthropic_server`, whose field sets are read off the anthropic SDK's
+on 127.0.0.1 (`fakes.anthropic_server`, whose field sets are read off the anthropic SDK's
 request types): as a judge and as a system searching the web by itself, through the command line too;
 `max_tokens` always sent, `temperature` never where the model refuses it, Claude's web search settings and
 record, 529 retries, refusals, retired models, and no key anywhere (issue 32)."""
@@ -14,6 +14,8 @@ import urllib.request
 
 import pytest
 from backend_outcomes import QUESTION, ask, complete
+from fakes.anthropic_server import error_body, serve_anthropic
+from fakes.provider_servers import CACHED_TOKENS, REASONING_TOKENS, search_pages
 from output_lines import own_lines
 
 from bespoke_dataset.errors import UserError
@@ -23,8 +25,6 @@ from bespoke_metric.backends.providers.anthropic import ANTHROPIC_VERSION, messa
 from bespoke_metric.backends.registry import ENGINES, make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.scheduler import run_requests_sync
-from bespoke_metric.testing.anthropic_server import error_body, serve_anthropic
-from bespoke_metric.testing.provider_servers import CACHED_TOKENS, REASONING_TOKENS, search_pages
 from bespoke_metric.testing.server import Fault
 
 KEY = "sk-ant-test-SECRET-7f3a09c1d2e4"

@@ -1,5 +1,5 @@
 """Claude with `--batch`: Anthropic's Message Batches over real HTTP against the strict Messages API server
-(`bespoke_metric.testing.anthropic_server`), with the ledger OpenAI's batch mode keeps. What the server
+(`fakes.anthropic_server`), with the ledger OpenAI's batch mode keeps. What the server
 received and ran is what is asserted: the batches created, the requests they ran (each billed once), the
 direct calls (none)."""
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from backend_outcomes import cancel_once
+from fakes.anthropic_server import serve_anthropic
 
 from bespoke_metric.backends.base import ModelUnavailableError, Request, Usage
 from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
@@ -22,7 +23,6 @@ from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, PriceTable, Tokens, usage_models
 from bespoke_metric.calls.scheduler import run_requests, run_requests_sync
-from bespoke_metric.testing.anthropic_server import serve_anthropic
 from bespoke_metric.testing.server import messages_of, serve
 
 KEY = "sk-ant-batch-SECRET-0123456789"

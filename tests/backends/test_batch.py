@@ -1,4 +1,4 @@
-"""Batch mode at the backend: real HTTP against the fake Files + Batch API server (`testing.batch_server`).
+"""Batch mode at the backend: real HTTP against the fake Files + Batch API server (`fakes.batch_server`).
 
 What the server received is what is asserted: the files uploaded, the batches created, the direct calls
 (none, unless a batch failed a request for good enough to send it direct).
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from backend_outcomes import cancel_once
+from fakes.batch_server import serve_batches
 
 from bespoke_metric.backends.base import Request, Usage
 from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
@@ -20,7 +21,6 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.scheduler import run_requests, run_requests_sync
 from bespoke_metric.calls.spending import SpendingLimit
-from bespoke_metric.testing.batch_server import serve_batches
 from bespoke_metric.testing.server import messages_of, serve
 
 KEY = "sk-batch-secret-0123456789"

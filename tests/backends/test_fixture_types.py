@@ -12,14 +12,14 @@ from typing import Any, Callable, Iterator
 
 import anthropic
 import pytest
+from fakes.anthropic_server import REFUSE_WORD, serve_anthropic
+from fakes.batch_server import serve_batches
+from fakes.provider_servers import openai_responder, root_url, serve_provider, serve_strict
 from google.genai import types as genai_types
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 from pydantic import ValidationError
 
-from bespoke_metric.testing.anthropic_server import REFUSE_WORD, serve_anthropic
-from bespoke_metric.testing.batch_server import serve_batches
-from bespoke_metric.testing.provider_servers import openai_responder, root_url, serve_provider, serve_strict
 from bespoke_metric.testing.server import Cutoff, serve, tool_call
 
 SDK_TYPES: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -15,14 +15,7 @@ import warnings
 
 import pytest
 from backend_outcomes import complete
-from output_lines import own_lines
-
-from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.base import CallError, ModelUnavailableError, Request
-from bespoke_metric.backends.providers.gemini import _gemini_completion
-from bespoke_metric.backends.registry import make_backend
-from bespoke_metric.backends.retirement import ModelNotice
-from bespoke_metric.testing.provider_servers import (
+from fakes.provider_servers import (
     gemini_redirect,
     gemini_responder,
     root_url,
@@ -30,6 +23,13 @@ from bespoke_metric.testing.provider_servers import (
     serve_provider,
     serve_strict,
 )
+from output_lines import own_lines
+
+from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.base import CallError, ModelUnavailableError, Request
+from bespoke_metric.backends.providers.gemini import _gemini_completion
+from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.backends.retirement import ModelNotice
 from bespoke_metric.testing.server import Fault
 
 KEY = "AIza-test-SECRET-gemini-0b7d"
@@ -199,7 +199,7 @@ def test_what_gemini_3_8_refuses_is_one_user_error_before_any_call(model, option
 
 
 def test_the_strict_server_refuses_what_the_gemini_api_refuses():
-    from bespoke_metric.testing.provider_servers import gemini_refusal
+    from fakes.provider_servers import gemini_refusal
 
     route = "/v1beta/models/gemini-3.8-flash:generateContent"
     contents = [{"role": "user", "parts": [{"text": "hi"}]}]

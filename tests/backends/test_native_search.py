@@ -10,16 +10,7 @@ import logging
 
 import pytest
 from backend_outcomes import QUESTION, ask, complete
-from output_lines import own_lines
-
-from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.base import CallError, Completion
-from bespoke_metric.backends.options import OptionError
-from bespoke_metric.backends.registry import ENGINES, make_backend
-from bespoke_metric.calls.cache import Cache
-from bespoke_metric.calls.scheduler import run_requests_sync
-from bespoke_metric.judging.factory import make_judge
-from bespoke_metric.testing.provider_servers import (
+from fakes.provider_servers import (
     CACHED_TOKENS,
     REASONING_TOKENS,
     gemini_redirect,
@@ -30,6 +21,15 @@ from bespoke_metric.testing.provider_servers import (
     serve_perplexity,
     serve_provider,
 )
+from output_lines import own_lines
+
+from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.base import CallError, Completion
+from bespoke_metric.backends.options import OptionError
+from bespoke_metric.backends.registry import ENGINES, make_backend
+from bespoke_metric.calls.cache import Cache
+from bespoke_metric.calls.scheduler import run_requests_sync
+from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.testing.server import Fault
 
 KEY = "sk-test-SECRET-3b9d7e1f24c68a05"

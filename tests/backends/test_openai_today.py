@@ -370,7 +370,7 @@ GPT6 = ("gpt-6.2-astra", "gpt-6.2-sol", "gpt-6.1-terra", "gpt-6-luna")
 
 @pytest.fixture(scope="module")
 def strict_openai():
-    from bespoke_metric.testing.provider_servers import serve_strict
+    from fakes.provider_servers import serve_strict
 
     with serve_strict() as server:
         yield server

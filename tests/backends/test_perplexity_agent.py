@@ -1,6 +1,6 @@
 """The paper's two Perplexity systems, end to end as a user runs them: `bespoke run` and `bespoke generate`
 with `perplexity:sonar` and `perplexity:sonar-reasoning` against a strict Agent API on 127.0.0.1 (answering in
-the documented shapes of `testing.provider_servers.perplexity_responder`, which cites its sources) and a
+the documented shapes of `fakes.provider_servers.perplexity_responder`, which cites its sources) and a
 stand-in judge. Each runs as the documented substitute, says so once and in the results
 (`system.substitution`), records its searches and the provider's own cost, and never sends a field the
 Agent API would reject."""
@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.provider_servers import FAIL_WORD, perplexity_responder, root_url, serve_perplexity
 
 import bespoke_dataset
 from bespoke_cli.cli import main
 from bespoke_metric.testing.judge_responder import judge_answer
-from bespoke_metric.testing.provider_servers import FAIL_WORD, perplexity_responder, root_url, serve_perplexity
 from bespoke_metric.testing.server import messages_of
 
 KEY = "pplx-secret-5e2c9a7b31"

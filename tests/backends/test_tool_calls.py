@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import pytest
+from fakes.provider_servers import openai_responder, serve_provider
 
 from bespoke_metric.backends.base import Completion, Request, ToolCall
 from bespoke_metric.backends.ray.rows import decode_request, encode_request, outcome_row, row_outcome
@@ -20,7 +21,6 @@ from bespoke_metric.backends.tool_calls import (
     tool_turn,
     with_tool_calls,
 )
-from bespoke_metric.testing.provider_servers import openai_responder, serve_provider
 from bespoke_metric.testing.tiny_model import CHAT_TEMPLATE, TOOLS_CHAT_TEMPLATE, build_tiny_model
 
 SEARCH = {"type": "function", "function": {"name": "search", "description": "search the web",

@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes.batch_server import serve_batches
 
 from bespoke_cli.cli import main
 from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
 from bespoke_metric.calls.cache import count_answers
 from bespoke_metric.calls.pricing import PriceTable, Tokens
 from bespoke_metric.results import Results
-from bespoke_metric.testing.batch_server import serve_batches
 from bespoke_metric.testing.judge_responder import judge_answer
 
 KEY = "sk-cost-secret-0123456789abcdef"

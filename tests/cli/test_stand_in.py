@@ -41,8 +41,9 @@ def test_the_command_prints_its_url_answers_every_role_and_stops_on_ctrl_c(tmp_p
 
 @pytest.mark.slow
 def test_a_rewrite_and_an_agent_search_through_the_stand_in(stand_in, tmp_path: Path) -> None:
+    from fakes.search_servers import serve_search
+
     from bespoke_metric.systems import GenerationSettings, generate
-    from bespoke_metric.testing.search_servers import serve_search
 
     with serve_search("searxng") as searxng:
         for policy in ("rewrite", "agent"):

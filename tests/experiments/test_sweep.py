@@ -398,7 +398,7 @@ def test_the_dry_run_asks_what_a_claude_judge_asks(model_server, env, tiny_model
     """The estimate's judge is made as the run's is: a Claude 2 given `--structured` asks the paper's lines
     (`judge.constraint` lines), an Opus 5.5's judgments go at effort high. So the judge calls a first sweep made
     are counted as cached for a cell that asks them again."""
-    from bespoke_metric.testing.anthropic_server import serve_anthropic
+    from fakes.anthropic_server import serve_anthropic
 
     out = tmp_path / "sweep"
     with serve_anthropic() as claude:

@@ -119,6 +119,8 @@ def page_env(stand_in, warm_bespoke: Path, bespoke_cache: Path, tmp_path: Path, 
         # a fresh local Ray instance, never another test's cluster that happens to run on this machine
         "RAY_ADDRESS": "local",
         "NO_COLOR": "1",
+        # the fakes of the providers' APIs some pages start (tests/fakes/), as from a checkout's root with PYTHONPATH=tests
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
     }
     for name, value in settings.items():
         monkeypatch.setenv(name, value)

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fakes.anthropic_server import AnthropicServer, serve_anthropic
+from fakes.provider_servers import root_url, serve_perplexity, serve_strict, strict_responder
 from test_docs import OFFLINE, PAGES, read_blocks
 
-from bespoke_metric.testing.anthropic_server import AnthropicServer, serve_anthropic
-from bespoke_metric.testing.provider_servers import root_url, serve_perplexity, serve_strict, strict_responder
 from bespoke_metric.testing.server import TestServer
 from bespoke_metric.testing.system_responder import answer_any
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from fakes.provider_servers import serve_strict, strict_responder
 
 import bespoke_dataset
 from bespoke_dataset.errors import UserError
@@ -16,7 +17,6 @@ from bespoke_metric.calls.cache import Cache
 from bespoke_metric.judging.factory import make_judge
 from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.testing.judge_responder import judge_answer
-from bespoke_metric.testing.provider_servers import serve_strict, strict_responder
 
 KEY = "sk-test-recall-effort"
 

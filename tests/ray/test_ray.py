@@ -154,7 +154,7 @@ def test_api_engines_on_actors_keep_tool_calls_search_and_token_details(ray_clus
     tools and searches as in-process (`perplexity:` goes through the same actors as `openai:`)."""
     import asyncio
 
-    from bespoke_metric.testing.provider_servers import openai_responder, root_url, serve_perplexity, serve_provider
+    from fakes.provider_servers import openai_responder, root_url, serve_perplexity, serve_provider
 
     tools = ({"type": "function", "function": {"name": "search", "parameters": {"type": "object",
                                                                                  "properties": {"query": {"type": "string"}}}}},)

@@ -9,13 +9,13 @@ import asyncio
 import socket
 
 import pytest
+from fakes.search_servers import made_up_results, serve_search
 
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.systems.search.base import SearchEngineError, SearchOptions
 from bespoke_metric.systems.search.collection import SearchCollectionError
 from bespoke_metric.systems.search.engines import make_search_engine, parse_search_spec
 from bespoke_metric.systems.search.providers import PROVIDERS, plain_text
-from bespoke_metric.testing.search_servers import made_up_results, serve_search
 from bespoke_metric.testing.server import Fault
 
 KEY = "search-secret-key-0123456789"

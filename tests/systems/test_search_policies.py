@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.search_servers import made_up_results, serve_search
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Completion, Request, ToolCall
@@ -22,7 +23,6 @@ from bespoke_metric.systems.prompts import AGENT_LAST_CALL, AGENT_TEXT_INSTRUCTI
 from bespoke_metric.systems.search import SearchOptions
 from bespoke_metric.systems.search.base import SearchEngineError
 from bespoke_metric.testing.doubles import ScriptedBackend
-from bespoke_metric.testing.search_servers import made_up_results, serve_search
 from bespoke_metric.testing.server import messages_of
 
 NEEDS = ["a starter for a cold kitchen", "bread at 2000 m", "a gluten-free loaf for a child", "rye on a budget"]

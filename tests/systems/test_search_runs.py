@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from fakes.search_servers import made_up_results, serve_search
 
 from bespoke_cli.cli import main
 from bespoke_metric.results import ItemResult
@@ -23,7 +24,6 @@ from bespoke_metric.systems.search import SearchOptions
 from bespoke_metric.systems.search.cache import cached_searches
 from bespoke_metric.testing.doubles import ScriptedBackend
 from bespoke_metric.testing.judge_responder import judge_answer
-from bespoke_metric.testing.search_servers import made_up_results, serve_search
 from bespoke_metric.testing.server import Fault, messages_of, tool_call
 
 MODEL_KEY = "sk-model-secret-4f9a1c2e"

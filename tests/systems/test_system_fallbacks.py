@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.search_servers import serve_search
 
 from bespoke_cli.systems.generate import print_report
 from bespoke_metric.backends.base import Request
@@ -20,7 +21,6 @@ from bespoke_metric.systems.prompts import PROFILER_SYSTEM_PROMPT
 from bespoke_metric.systems.runfiles import sidecar
 from bespoke_metric.systems.search import SearchOptions
 from bespoke_metric.testing.doubles import ScriptedBackend
-from bespoke_metric.testing.search_servers import serve_search
 
 LOOP = "Searched: quokka lantern reviews\n" * 30
 """A profile as SmolLM2 writes one: the same line to its token limit."""

@@ -123,9 +123,10 @@ def test_bespoke_score_on_the_command_line(vllm_llm, smollm2_folder, gguf_cache,
 
 
 def test_the_system_answers_with_a_profile_and_with_search(backend, tmp_path):
+    from fakes.search_servers import serve_search
+
     from bespoke_metric.systems import GenerationSettings, generate
     from bespoke_metric.systems.search import SearchOptions
-    from bespoke_metric.testing.search_servers import serve_search
 
     profiled = generate(backend, tmp_path / "profile.jsonl", GenerationSettings(
         context="profile", profile_chunk_tokens=384, max_profile_chunks=1, profile_max_tokens=24, max_new_tokens=24,

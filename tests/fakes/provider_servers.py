@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .server import (
+from bespoke_metric.testing.server import (
     Cutoff,
     Fault,
     RecordedRequest,

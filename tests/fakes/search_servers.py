@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .server import Fault, RecordedRequest, RequestHandler, TestServer
+from bespoke_metric.testing.server import Fault, RecordedRequest, RequestHandler, TestServer
 
 Document = dict[str, str]
 """`{"title", "url", "text", "date"}` (date optional)."""

@@ -58,7 +58,7 @@ it). `processed` counts the requests the batches ran.
     with serve_anthropic() as server:
         backend = make_backend("anthropic:claude-sonnet-5-5", base_url=server.root_url, api_key="test")
 
-`python -m bespoke_metric.testing.anthropic_server --url-file FILE` runs one until it is stopped, writing its
+`python -m fakes.anthropic_server --url-file FILE` runs one until it is stopped, writing its
 base URL to FILE once it listens.
 """
 
@@ -76,9 +76,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from .provider_servers import CACHED_TOKENS, REASONING_TOKENS, Page, search_pages
-from .server import RecordedRequest, RequestHandler, Responder, TestServer, messages_of, serve_until_stopped
-from .system_responder import answer_any
+from bespoke_metric.testing.server import RecordedRequest, RequestHandler, Responder, TestServer, messages_of, serve_until_stopped
+from bespoke_metric.testing.system_responder import answer_any
+from fakes.provider_servers import CACHED_TOKENS, REASONING_TOKENS, Page, search_pages
 
 MESSAGES_ROUTE = "/v1/messages"
 BATCHES_ROUTE = "/v1/messages/batches"
@@ -589,9 +589,9 @@ def serve_anthropic(responder: Responder = answer_any, **options: Any) -> Iterat
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bespoke_metric.testing.anthropic_server --url-file FILE`: serve (as a Claude system and a
+    """`python -m fakes.anthropic_server --url-file FILE`: serve (as a Claude system and a
     Claude judge both, `answer_any`) until stopped, the base URL written to FILE once it listens."""
-    return serve_until_stopped(AnthropicServer(), argv, prog="python -m bespoke_metric.testing.anthropic_server",
+    return serve_until_stopped(AnthropicServer(), argv, prog="python -m fakes.anthropic_server",
                                description="serve Anthropic's Messages and Message Batches APIs on 127.0.0.1, "
                                            "answering as the stand-in system and judge")
 

@@ -24,7 +24,7 @@ direct calls, and usage is counted as OpenAI's cookbook counts a chat prompt, in
         ... base_url=server.base_url ...
         assert server.direct_calls == [] and len(server.batches) == 1
 
-`python -m bespoke_metric.testing.batch_server --url-file FILE` runs one (answering as the stand-in
+`python -m fakes.batch_server --url-file FILE` runs one (answering as the stand-in
 judge) until it is stopped, writing its base URL to FILE once it listens.
 """
 
@@ -44,8 +44,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from bespoke_metric.calls.pricing import prompt_tokens
 from bespoke_metric.systems.tokens import TokenCounter, openai_token_counter
-
-from .server import (
+from bespoke_metric.testing.server import (
     RecordedRequest,
     RequestHandler,
     Responder,
@@ -412,9 +411,9 @@ def serve_batches(responder: Responder = default_responder, **options: Any) -> I
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .judge_responder import judge_answer
+    from bespoke_metric.testing.judge_responder import judge_answer
 
-    return serve_until_stopped(BatchServer(judge_answer), argv, prog="python -m bespoke_metric.testing.batch_server",
+    return serve_until_stopped(BatchServer(judge_answer), argv, prog="python -m fakes.batch_server",
                                description="serve the Files and Batch APIs (and direct calls) on 127.0.0.1, answering "
                                            "as the stand-in judge")
 
