@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from bespoke_metric.backends.config.shared_options import batch_values, executor_options
 from bespoke_metric.backends.config.values import SHARED_KEYS, ConfigError, refuse_unknown
@@ -174,10 +174,12 @@ class JudgeConfig:
         return cls(spec=as_judge_spec(values["judge"]), options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
 
     @classmethod
-    def from_cli(cls, args: Any, spec: str | None = None) -> "JudgeConfig":
+    def from_cli(cls, args: Any, spec: str | None = None, keep: Callable[[str], bool] | None = None) -> "JudgeConfig":
         """From the parsed arguments of a command that judges (the flags given among the judge's keys); `spec`
-        is one of several judges given (`meta-eval --judge A --judge B`), else `--judge`."""
-        values = {key: value for key, value in vars(args).items() if key in judge_keys() and value is not None}
+        is one of several judges given (`meta-eval --judge A --judge B`), else `--judge`; `keep`, where given,
+        says which of the given options are this judge's (each of several judges takes the flags that apply to it)."""
+        values = {key: value for key, value in vars(args).items()
+                  if key in judge_keys() and value is not None and (keep is None or key in ("judge", "no_guards") or keep(key))}
         if spec is not None:
             values["judge"] = spec
         return cls.from_values(values)

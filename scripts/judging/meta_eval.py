@@ -56,14 +56,18 @@ META_OPTIONS = frozenset({"guards", "feedback_grader", "feedback_accuracy_check"
 """Options of `meta_evaluate` itself, not of a judge: every judge gets them."""
 
 
-def options_by_judge(given: Callable[[str], Mapping[str, Any]], specs: list[str]) -> Callable[[str], dict[str, Any]]:
-    """Each judge's share of the command's options (`given(spec)`): those its engine takes, and those no judge
-    takes (so that the judge refuses them in the user's words, as with one judge)."""
+def options_by_judge(given: Callable[[str, Callable[[str], bool]], Mapping[str, Any]],
+                     specs: list[str]) -> Callable[[str], dict[str, Any]]:
+    """Each judge's share of the command's options (`given(spec, keep)`, `keep` saying which are its share): those
+    its engine takes, and those no judge takes (so that the judge refuses them in the user's words, as with one
+    judge)."""
     takes = {spec: judge_option_names(spec) for spec in specs}
 
     def options_for(spec: str) -> dict[str, Any]:
-        return {name: value for name, value in given(spec).items()
-                if name in META_OPTIONS or name in takes[spec] or not any(name in taken for taken in takes.values())}
+        def keep(name: str) -> bool:
+            return name in META_OPTIONS or name in takes[spec] or not any(name in taken for taken in takes.values())
+
+        return {name: value for name, value in given(spec, keep).items() if keep(name)}
 
     return options_for
 
@@ -86,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         options["feedback_grader"] = args.feedback_grader
     if args.no_feedback_accuracy:
         options["feedback_accuracy_check"] = False
-    judge_flags = options_by_judge(lambda spec: {**judge_options(args, spending, spec), **options}, specs)
+    judge_flags = options_by_judge(lambda spec, keep: {**judge_options(args, spending, spec, keep), **options}, specs)
     if args.dry_run:
         return dry_run(args, context, judge_flags)
     if not table:

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 from bespoke_cli.context import command_context
 from bespoke_cli.cost import add_cost_arguments, print_plan
@@ -50,10 +50,12 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     parser.add_argument("--no-guards", action="store_true", help="send every response to the judge, even empty, echoed, repetitive, wordless or wrong-language ones (guarded by default: lowest scores, no judge call)")
 
 
-def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None, spec: str | None = None) -> dict[str, object]:
-    """The options of judge `spec` (default `--judge`) from the flags (`judging.config.JudgeConfig`);
-    `spending` is the command's limit (`--max-cost`), shared by every model of the command."""
-    return JudgeConfig.from_cli(args, spec=spec).judge_options(spending)
+def judge_options(args: argparse.Namespace, spending: SpendingLimit | None = None, spec: str | None = None,
+                  keep: Callable[[str], bool] | None = None) -> dict[str, object]:
+    """The options of judge `spec` (default `--judge`) from the flags (`judging.config.JudgeConfig`, `keep`
+    the flags that are this judge's among several); `spending` is the command's limit (`--max-cost`), shared by
+    every model of the command."""
+    return JudgeConfig.from_cli(args, spec=spec, keep=keep).judge_options(spending)
 
 
 def answer_caches(args: argparse.Namespace) -> list[str]:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 from bespoke_metric.backends.base import Request
+from bespoke_metric.backends.options import OpenAIOptions
 from bespoke_metric.backends.ray.rows import encode_request
 from bespoke_metric.backends.ray.workers import EngineWorker
 from bespoke_metric.backends.registry import make_backend, parse_spec
@@ -38,9 +39,10 @@ def actor_loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 def test_an_openai_worker_deleted_at_actor_exit_closes_its_client(actor_loop, caplog):
     with serve(responder=lambda body: "fine") as server:
-        options = {"base_url": server.base_url, "api_key": "x"}
-        worker = EngineWorker(build=parse_spec("openai:judge").engine.backend, model="judge", options=options,
-                              identity=make_backend("openai:judge", **options).identity())
+        given = {"base_url": server.base_url, "api_key": "x"}
+        # as the driver hands it to each actor: the engine's options, an instance of its class
+        worker = EngineWorker(build=parse_spec("openai:judge").engine.backend, model="judge", options=OpenAIOptions(**given),
+                              identity=make_backend("openai:judge", **given).identity())
         request = Request(({"role": "user", "content": "hello"},), max_tokens=8)
         batch = pa.table({"position": [0, 1], "request": [encode_request(request)] * 2})
         answers = asyncio.run_coroutine_threadsafe(worker(batch), actor_loop).result(timeout=30)
