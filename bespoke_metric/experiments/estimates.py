@@ -148,7 +148,7 @@ def named_engine(config: EngineConfig | str | Spec, options: Mapping[str, Any] |
 def probe(spec: str | Spec, options: Mapping[str, Any]) -> ProbeBackend:
     """The stand-in of a system or profiler model of `options` by name (`make_backend`'s): a placeholder for each
     call the cache does not answer."""
-    config = backend_config(spec, {name: value for name, value in options.items() if name != "spending"})
+    config = backend_config(spec, options)
     return ProbeBackend(config.spec, named_engine(config), PLACEHOLDER)
 
 

@@ -20,7 +20,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.analysis.leaderboard import Entry
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.config.shared_options import check_cost_options, check_executor_options
-from bespoke_metric.backends.registry import Spec, as_spec, make_backend
+from bespoke_metric.backends.registry import Spec, as_spec, backend_config, build_backend
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import PriceTable
 from bespoke_metric.calls.spending import SpendingLimit
@@ -128,7 +128,8 @@ def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line
     _record(plan, outcomes, {}, [])
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
-        reports = _generate_all(todo, folder, data, outcomes, progress, say, lambda: _record(plan, outcomes, {}, []))
+        reports = _generate_all(todo, folder, data, outcomes, progress, say, lambda: _record(plan, outcomes, {}, []),
+                                plan.spending)
         _score_all([cp for cp in todo if cp.cell.name in reports], reports, plan, outcomes, say)
     entries = load_entries(folder, [cp.cell for cp in plan.cells])
     rows = build_table([cp.cell for cp in plan.cells], entries, {name: o.status for name, o in outcomes.items()})
@@ -145,10 +146,10 @@ class Models:
     after the last cell that needs it, as system model or as profiler; each retriever; each cache file,
     opened once (`open_cache`)."""
 
-    def __init__(self, plans: Sequence[CellPlan], *, progress: bool,
-                 make: Callable[[str | Spec, Mapping[str, Any]], Backend] = lambda spec, options: make_backend(spec, **options),
+    def __init__(self, plans: Sequence[CellPlan], *, progress: bool, spending: SpendingLimit | None = None,
+                 make: Callable[[str | Spec, Mapping[str, Any]], Backend] | None = None,
                  open_cache: Callable[[str], Cache] = Cache):
-        self._make = make
+        self._make = make or (lambda spec, options: build_backend(backend_config(spec, options), spending=spending))
         self._open_cache = open_cache
         self._progress = progress
         self._open: dict[str, Backend] = {}
@@ -206,11 +207,11 @@ class Models:
 
 
 def _generate_all(plans: Sequence[CellPlan], folder: SweepFolder, data: SystemData, outcomes: dict[str, CellOutcome],
-                  progress: bool, say: Say, checkpoint: Callable[[], Any]) -> dict[str, GenerationReport]:
+                  progress: bool, say: Say, checkpoint: Callable[[], Any], spending: SpendingLimit | None) -> dict[str, GenerationReport]:
     """Generate every cell's predictions (`checkpoint` after each); the report of each cell that produced
     predictions, holding them."""
     reports: dict[str, GenerationReport] = {}
-    models = Models(plans, progress=progress)
+    models = Models(plans, progress=progress, spending=spending)
     try:
         for index, cp in enumerate(plans):
             name = cp.cell.name
@@ -357,7 +358,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
             check_executor_options(values, specs)
             check_cost_options(values, specs)
             # each model takes the engine options its engine has (--model-base-url the openai: ones, --batch-size hf:)
-            system = SystemConfig.from_values({**values, MODEL: specs[0]}, spending=spending, every_engine_option=False)
+            system = SystemConfig.from_values({**values, MODEL: specs[0]}, every_engine_option=False)
         except UserError as error:
             where = f"cell {cell.name}: " if len(grid) > 1 else ""
             raise SweepConfigError(f"{where}{error}") from None
@@ -393,8 +394,8 @@ def cell_settings(system: SystemConfig) -> dict[str, Any]:
 
 
 def _settings_only(options: Mapping[str, Any]) -> dict[str, Any]:
-    """`options` without the keys (never hashed) and the command's spending limit (a running total, not a setting)."""
-    return {name: value for name, value in options.items() if "api_key" not in name and name != "spending"}
+    """`options` without the keys (never hashed)."""
+    return {name: value for name, value in options.items() if "api_key" not in name}
 
 
 def sweep(config: SweepConfig, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:

@@ -83,14 +83,14 @@ def engine_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in given.items() if value is not None}
 
 
-def model_options(spec: Spec, values: Mapping[str, Any], spending: Any = None, *, every: bool = False) -> dict[str, Any]:
+def model_options(spec: Spec, values: Mapping[str, Any], *, every: bool = False) -> dict[str, Any]:
     """The engine options for the model `spec` (a system model or a profiler): the engine options given that
     its engine takes (`every`: all given, so that `make_backend` refuses one its engine does not take, for the
     one system model of a command: `--batch-size` with a `vllm:` model is an error, not ignored), the
-    placement and Batch API options that apply to it, and the spending limit."""
+    placement and Batch API options that apply to it."""
     takes = option_names(spec.engine.options)
     engine = {name: value for name, value in engine_values(values).items() if every or name in takes}
-    return {**engine, **executor_options(values, spec), **cost_options(values, spec, spending)}
+    return {**engine, **executor_options(values, spec), **cost_options(values, spec)}
 
 
 def search_spec(values: Mapping[str, Any]) -> str | None:
@@ -118,16 +118,15 @@ class SystemConfig:
 
     def __post_init__(self) -> None:
         spec = as_spec(self.model)
-        options = {name: value for name, value in self.settings.model_options.items() if name != "spending"}
         object.__setattr__(self, "model", str(spec))
-        object.__setattr__(self, "engine", backend_config(spec, options))
+        object.__setattr__(self, "engine", backend_config(spec, self.settings.model_options))
 
     @classmethod
-    def from_values(cls, values: Mapping[str, Any], *, spending: Any = None, every_engine_option: bool = True,
+    def from_values(cls, values: Mapping[str, Any], *, every_engine_option: bool = True,
                     where: str = "") -> "SystemConfig":
-        """From settings by key (see the module); `spending`: the command's spending limit, shared by its
-        models; `every_engine_option`: see `model_options` (False for one of several models, as in a sweep,
-        each taking the engine options its engine has). `where` goes before a mistake's message."""
+        """From settings by key (see the module); `every_engine_option`: see `model_options` (False for one of
+        several models, as in a sweep, each taking the engine options its engine has). `where` goes before a
+        mistake's message. The command's spending limit is no setting: `generate` takes it."""
         refuse_unknown(values, system_keys(), where, "a system config's keys are those of "
                        "bespoke_metric.systems.config.system_keys()")
         if not values.get("model"):
@@ -140,8 +139,8 @@ class SystemConfig:
             model = as_spec(values["model"])  # parsed here, once: the engine's options are asked of it
             settings = GenerationSettings(**{
                 **fields, "search": search_spec(values), "search_options": SearchOptions(**search),
-                "model_options": model_options(model, values, spending, every=every_engine_option),
-                "profiler_options": model_options(as_spec(profiler), values, spending) if isinstance(profiler, (str, Spec)) else {}})
+                "model_options": model_options(model, values, every=every_engine_option),
+                "profiler_options": model_options(as_spec(profiler), values) if isinstance(profiler, (str, Spec)) else {}})
             return cls(model=model, settings=settings)
         except UserError as error:  # a search spec's, a choice's: named as it is, and by the file if there is one
             if where:

@@ -46,8 +46,7 @@ class GenerationPlan:
 def planning_backend(model: str | Spec | EngineConfig, options: Mapping[str, Any]) -> Backend:
     """The backend of `model` (its config, or a spec with `options` by name) as a dry run builds it
     (`calls.plan.keyless`)."""
-    given = {name: value for name, value in options.items() if name != "spending"}
-    return build_backend(keyless(model if isinstance(model, EngineConfig) else backend_config(model, given)))
+    return build_backend(keyless(model if isinstance(model, EngineConfig) else backend_config(model, options)))
 
 
 def plan_generation(

@@ -32,6 +32,7 @@ from bespoke_metric.backends.registry import ENGINES, EngineConfig, Spec, as_spe
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
 from bespoke_metric.calls.progress import ProgressBar
+from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.session import prepare_response
 from bespoke_metric.results.served import StrictError, asked_model, mismatch_warning
 
@@ -117,12 +118,13 @@ def generate(
     progress: bool = True,
     strict: bool = False,
     model_name: str | None = None,
+    spending: SpendingLimit | None = None,
 ) -> GenerationReport:
     """Generate predictions for every query into the JSONL file `output`, resuming what is there.
 
     Args:
         model: the system under test, a spec (`hf:MODEL`, `vllm:MODEL`, `openai:MODEL`), its `EngineConfig`
-            (`SystemConfig.engine`: then `settings.model_options` give at most the spending limit) or a backend.
+            (`SystemConfig.engine`: then `settings.model_options` are not read) or a backend.
         settings: context configuration, profiler, retriever, search, budgets and limits (`GenerationSettings`).
         source, revision: the data (`queries` and `histories` configs); or pass `queries` (rows with
             user, query_id, query, gold_information_need) and `histories` directly, or `data` loaded
@@ -131,6 +133,8 @@ def generate(
             were served by another model than asked for (`bespoke_metric.results.served`).
         model_name: the system's name in tables and results (`model_name` in the run file), in place of its
             model's spec; a resume may change it, as it changes no answer.
+        spending: the command's spending limit (`--max-cost`), shared by every model of the run: the system
+            model and the profiler made here are admitted against it (a backend given is the caller's).
 
     Raises `GenerationError` when `output` holds predictions made under other settings or from other
     data, and `ModelNotFoundError` (before anything is loaded or written) when the tokenizer or the
@@ -148,7 +152,7 @@ def generate(
     parts = _find_parts(model, settings, progress)
     rows, histories, data = _load_data(settings, source, revision, queries, histories, data)
     with contextlib.ExitStack() as stack:
-        _open_models(parts, model, settings, _cache_path(settings, output), stack)
+        _open_models(parts, model, settings, _cache_path(settings, output), stack, spending)
         system = {
             "model": _describe_backend(str(parts.spec), parts.system_backend),
             "context": settings.context,
@@ -240,16 +244,17 @@ def _cache_path(settings: GenerationSettings, output: Path) -> Path:
     return Path(settings.cache or sidecar(output, ".cache.sqlite"))
 
 
-def _open_models(parts: _Parts, model: str | Spec | EngineConfig | Backend, settings: GenerationSettings, cache: Path, stack: contextlib.ExitStack) -> None:
+def _open_models(parts: _Parts, model: str | Spec | EngineConfig | Backend, settings: GenerationSettings, cache: Path,
+                 stack: contextlib.ExitStack, spending: SpendingLimit | None) -> None:
     if parts.search_engine is not None:
         stack.callback(parts.search_engine.close)
-    parts.system_backend = _open_backend(parts.spec if isinstance(model, str) else model, settings.model_options, cache, stack)
+    parts.system_backend = _open_backend(parts.spec if isinstance(model, str) else model, settings.model_options, cache, stack, spending)
     if parts.search == NATIVE and not parts.system_backend.searches:
         raise GenerationError(f"--search native: {parts.spec} cannot search by itself (its {parts.system_backend.name} "
                               "engine has no web search); give it a search engine instead (--search searxng:URL, tavily, ...)")
     if parts.profiler_spec is not None:
         parts.profiler_backend = parts.system_backend if parts.profiler is None else _open_backend(
-            parts.profiler if not isinstance(parts.profiler, str) else parts.profiler_spec, settings.profiler_options, cache, stack)
+            parts.profiler if not isinstance(parts.profiler, str) else parts.profiler_spec, settings.profiler_options, cache, stack, spending)
 
 
 def _generate_pending(
@@ -316,17 +321,16 @@ def _retriever(settings: GenerationSettings, progress: bool) -> Retriever:
 
 
 def _open_backend(model: Spec | EngineConfig | Backend, options: Mapping[str, Any], cache: Path,
-                  stack: contextlib.ExitStack) -> Backend:
-    """A backend made here (from its `EngineConfig`, or a spec with its options by name) is closed when `stack`
-    unwinds; a given one is the caller's to close. A `batch=True` model keeps its batches beside the run's
-    cache; `options` may hold the run's spending limit (`spending`)."""
+                  stack: contextlib.ExitStack, spending: SpendingLimit | None) -> Backend:
+    """A backend made here (from its `EngineConfig`, or a spec with its options by name), admitted against
+    `spending`, is closed when `stack` unwinds; a given one is the caller's to close. A `batch=True` model
+    keeps its batches beside the run's cache."""
     if not isinstance(model, (Spec, EngineConfig)):
         return model
-    given = {name: value for name, value in options.items() if name != "spending"}
-    config = model if isinstance(model, EngineConfig) else backend_config(model, given)
+    config = model if isinstance(model, EngineConfig) else backend_config(model, options)
     if config.batch.batch and config.batch.batch_ledger is None:
         config = dataclasses.replace(config, batch=dataclasses.replace(config.batch, batch_ledger=str(ledger_path(cache))))
-    backend = build_backend(config, spending=options.get("spending"))
+    backend = build_backend(config, spending=spending)
     stack.callback(backend.close)
     return backend
 

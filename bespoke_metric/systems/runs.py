@@ -93,13 +93,13 @@ def run(
 
     `settings.limit` bounds both; `strict` refuses cut-off answers and calls served by another model while
     generating; `prices` price the `usage` block's models (the judge's, the system model's, a profiler's).
-    `spending` is the limit the models' options share (`--max-cost`): when generation reached it, nothing is
+    `spending` is the limit every model of the run shares (`--max-cost`: system model, profiler, judge): when generation reached it, nothing is
     judged (`results` is None). `on_generated` is called once generation ends, before any judge call
     (`bespoke run` prints the report there). The results equal `score`'s of the predictions file, with the
     `system` block of `results_system`."""
     settings = settings or GenerationSettings()
     report = generate(model, predictions, settings, source=source, revision=revision, progress=progress, strict=strict,
-                      model_name=model_name)
+                      model_name=model_name, spending=spending)
     if on_generated is not None:
         on_generated(report)
     if spending is not None and spending.stopped:

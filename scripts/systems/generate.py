@@ -10,7 +10,6 @@ from typing import TextIO
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags
 from bespoke_cli.options import add_option_arguments, add_source_arguments
 from bespoke_metric.backends.registry import as_spec
-from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.systems import GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
 from bespoke_metric.systems.runfiles import sidecar
@@ -72,10 +71,9 @@ def answer_caches(args: argparse.Namespace) -> list[str]:
     return [generation_cache(args, args.output)]
 
 
-def system_config(args: argparse.Namespace, spending: SpendingLimit | None = None) -> SystemConfig:
-    """The system the flags describe (shared with `bespoke run`), within the command's spending limit if it
-    has one."""
-    return SystemConfig.from_cli(args, spending=spending)
+def system_config(args: argparse.Namespace) -> SystemConfig:
+    """The system the flags describe (shared with `bespoke run`)."""
+    return SystemConfig.from_cli(args)
 
 
 def print_local_note(config: SystemConfig) -> None:
@@ -86,10 +84,9 @@ def print_local_note(config: SystemConfig) -> None:
         print(note, file=sys.stderr)
 
 
-def generate_from(args: argparse.Namespace, output: str, spending: SpendingLimit | None = None) -> GenerationReport:
-    """Run generation as the parsed arguments say, within the command's spending limit if it has one;
-    `--strict` refuses cut-off answers and calls served by another model."""
-    config = system_config(args, spending)
+def generate_from(args: argparse.Namespace, output: str) -> GenerationReport:
+    """Run generation as the parsed arguments say; `--strict` refuses cut-off answers and calls served by another model."""
+    config = system_config(args)
     # a bar on a terminal, a line now and then into a log (`calls.progress`)
     report = generate(config.engine, output, config.settings, source=args.source, revision=args.revision, progress=True,
                       strict=args.strict, model_name=args.model_name)

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     context = command_context(args, [args.model, args.profiler, judge.spec], caches=caches, kept=[args.cache])
     if args.dry_run:
         return dry_run(args, predictions, judge, context.prices)
-    config = system_config(args, context.spending)
+    config = system_config(args)
     # a bar on a terminal, a line now and then into a log (`calls.progress`); the report before judging starts
     outcome = run_system(config.engine, predictions, judge, config.settings, source=args.source, revision=args.revision,
                          progress=True, strict=args.strict, model_name=args.model_name, prices=context.prices,

@@ -245,3 +245,25 @@ def test_the_evaluate_metric_checks_its_judge_when_loaded(tmp_path):
     metric = Bespoke(judge="openai:gpt-5", concurrency=4, recall="batched", cache_dir=str(tmp_path))
     assert metric.judge_config is not None
     assert (metric.judge_config.engine.options.concurrency, metric.judge_config.protocol.recall) == (4, "batched")
+
+
+# --- the system's route: one untyped hop (the flags -> SystemConfig), the spending limit an argument of its own ---
+
+def test_the_spending_limit_reaches_the_system_model_as_an_argument_not_an_option(stand_in, tmp_path):
+    """`--max-cost` is no engine option: `SystemConfig` holds none, and `generate(..., spending=)` admits the system
+    model's calls against it (a limit below one call's price sends none)."""
+    from bespoke_metric.calls.spending import SpendingLimit
+    from bespoke_metric.systems import generate
+    from bespoke_metric.systems.config import SystemConfig
+
+    config = SystemConfig.from_values({"model": "openai:gpt-4o-mini", "model_base_url": stand_in.url,
+                                       "model_api_key": "sk-stand-in", "context": "none", "limit": 2})
+    assert "spending" not in config.settings.model_options
+    assert "spending" not in inspect.signature(SystemConfig.from_values).parameters
+    limit = SpendingLimit(1e-9)
+    report = generate(config.engine, tmp_path / "p.jsonl", config.settings, source="sample", progress=False,
+                      spending=limit)
+    assert (report.generated, limit.stopped, limit.not_sent) == (0, True, 2)
+    unlimited = generate(config.engine, tmp_path / "q.jsonl", config.settings, source="sample", progress=False,
+                         spending=SpendingLimit(100))
+    assert unlimited.generated == 2

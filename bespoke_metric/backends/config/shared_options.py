@@ -59,14 +59,10 @@ def batch_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: values[name] for name in sorted(option_names(BatchOptions)) if values.get(name) is not None}
 
 
-def cost_options(values: Mapping[str, Any], spec: Spec, spending: Any = None) -> dict[str, Any]:
-    """The cost options for the engine of `spec`: the batch options given (engines with a Batch API), and
-    the command's spending limit (API engines: a local model has no price per token)."""
-    engine = spec.engine
-    options: dict[str, Any] = batch_values(values) if engine.batch_api else {}
-    if spending is not None and engine.llm and not engine.own_tokenizer:
-        options["spending"] = spending
-    return options
+def cost_options(values: Mapping[str, Any], spec: Spec) -> dict[str, Any]:
+    """The cost options for the engine of `spec`: the batch options given (engines with a Batch API). The
+    command's spending limit is no option: it goes to `build_backend` as its own argument."""
+    return batch_values(values) if spec.engine.batch_api else {}
 
 
 def check_cost_options(values: Mapping[str, Any], specs: Sequence[Spec | None]) -> None:
