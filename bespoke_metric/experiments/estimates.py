@@ -27,7 +27,6 @@ from bespoke_metric.backends.registry import EngineConfig, Spec, backend_config,
 from bespoke_metric.backends.schema import GRAMMAR
 from bespoke_metric.calls.cache import Cache, key_for
 from bespoke_metric.calls.plan import Planned, ReadOnlyCache
-from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.llm_judge import LLMJudge
 from bespoke_metric.scoring.pipeline import score_many
 from bespoke_metric.systems import SystemData, generate, load_system_data
@@ -161,7 +160,7 @@ def dry_run(plan: SweepPlan) -> list[CellEstimate]:
     estimates = {cp.cell.name: CellEstimate(cp.cell.name, True) for cp in plan.cells if cp not in todo}
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
-        judge_cache = ReadOnlyCache.of_file(str(plan.judge_options.get("cache") or plan.folder.judge_cache))
+        judge_cache = ReadOnlyCache.of_file(str(plan.judge.cache or plan.folder.judge_cache))
         judge = _probe_judge(plan, judge_cache)
         models = Models(todo, progress=False, make=probe, open_cache=ReadOnlyCache.of_file)
         try:
@@ -193,11 +192,11 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
         judge_calls = judge_cached = 0
         if judge is not None and (report.generated or report.already_done):
             missed, cached, judged = set(judge_cache.missed), judge.usage.cached, len(judge.backend.requests)
-            guards = plan.judge_options.get("guards", True)
-            score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit, guards=guards)
+            score_many([predictions], judge, source=plan.source, revision=plan.revision, limit=cp.settings.limit,
+                       guards=plan.judge.guards)
             # every cell is judged in one run, where a call two cells share is made once: counted for the first
             judge_calls, judge_cached = len(judge_cache.missed - missed), judge.usage.cached - cached
-            planned.append(Planned(plan.judge, "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
+            planned.append(Planned(plan.judge.spec, "judge", judge.backend.requests[judged:], judge_cached, response_bound=True))
     except (UserError, OSError) as error:  # a user's mistake, or a file: a bug is raised with its traceback
         return CellEstimate(name, False, problem=str(error))
     return CellEstimate(name, False, queries=report.already_done + report.generated + len(report.failed),
@@ -209,12 +208,11 @@ def _estimate(cp: CellPlan, plan: SweepPlan, models: Models, judge: LLMJudge | N
 
 def _probe_judge(plan: SweepPlan, cache: Cache) -> LLMJudge | None:
     """The sweep's judge with a stand-in engine that fails every call the cache does not answer, its options
-    made as `make_judge` makes them (its `JudgeConfig`: its defaults, the effort of its judgments) and its engine
-    named as the real one names itself; None for a judge of its own (`embed:`), which makes no calls."""
-    parsed = plan.judge
+    the sweep's `JudgeConfig`'s (its defaults, the effort of its judgments) and its engine named as the real one
+    names itself; None for a judge of its own (`embed:`), which makes no calls."""
+    config = plan.judge
+    parsed = config.spec
     if not parsed.engine.llm:
         return None
-    options = {name: value for name, value in plan.judge_options.items() if name not in ("cache", "guards", "spending")}
-    config = JudgeConfig(spec=parsed, options=options)
     backend = ProbeBackend(parsed, named_engine(config.engine), None)
     return LLMJudge(backend, dataclasses.replace(config.protocol, progress=False), spec=str(parsed), cache=cache)

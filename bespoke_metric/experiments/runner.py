@@ -64,13 +64,12 @@ class CellPlan:
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """A whole sweep: the grid, the judge (spec and the options `score_many` takes), the data, the folder."""
+    """A whole sweep: the grid, the judge (its config, what `score_many` takes), the data, the folder."""
 
     axes: tuple[Axis, ...]
     cells: tuple[CellPlan, ...]
-    judge: Spec
-    judge_options: Mapping[str, Any] = field(repr=False)
-    """May hold a key: never written anywhere."""
+    judge: JudgeConfig = field(repr=False)
+    """Made and checked once (`plan_sweep`), handed down as it is; may hold a key: never written anywhere."""
     out: Path
     source: str
     revision: str | None = None
@@ -86,12 +85,12 @@ class SweepPlan:
     def with_cache_defaults(self) -> "SweepPlan":
         """Every cell's generation calls in one cache, the judge's in another (a judge that calls a model),
         in the folder unless given."""
-        options = {**self.judge_options}
-        if keeps_answers(self.judge):
-            options.setdefault("cache", str(self.folder.judge_cache))
+        judge = self.judge
+        if keeps_answers(judge.spec) and judge.cache is None:
+            judge = dataclasses.replace(judge, cache=str(self.folder.judge_cache))
         cells = tuple(dataclasses.replace(plan, settings=dataclasses.replace(plan.settings, cache=plan.settings.cache or str(self.folder.generation_cache)))
                       for plan in self.cells)
-        return dataclasses.replace(self, cells=cells, judge_options=options)
+        return dataclasses.replace(self, cells=cells, judge=judge)
 
 
 @dataclass
@@ -268,10 +267,10 @@ def _score_all(plans: Sequence[CellPlan], reports: Mapping[str, GenerationReport
     limits = {cp.settings.limit for cp in plans}
     # each predictions file holds only its cell's first `limit` queries; one limit is passed on as `run` does
     limit = limits.pop() if len(limits) == 1 else None
-    say(f"judging {len(plans)} cell(s) with {plan.judge}")
+    say(f"judging {len(plans)} cell(s) with {plan.judge.spec}")
     try:
         all_results = score_generated([reports[cp.cell.name] for cp in plans], plan.judge, source=plan.source,
-                                      revision=plan.revision, limit=limit, prices=plan.prices, **plan.judge_options)
+                                      revision=plan.revision, limit=limit, prices=plan.prices, spending=plan.spending)
     except UserError as error:  # bad predictions, data or judge options; a bug is raised with its traceback
         for cp in plans:
             outcomes[cp.cell.name].status, outcomes[cp.cell.name].reason = FAILED, f"scoring failed: {error}"
@@ -299,7 +298,7 @@ def _record(plan: SweepPlan, outcomes: Mapping[str, CellOutcome], entries: Mappi
         "status": "running" if not rows else DONE if statuses == {DONE} else FAILED,
         "grid": {"axes": [{"name": axis.name, "flag": axis.flag, "values": list(axis.values)} for axis in plan.axes],
                  "cells": len(plan.cells)},
-        "judge": dict(first.judge) if first is not None else {"spec": str(plan.judge)},
+        "judge": dict(first.judge) if first is not None else {"spec": str(plan.judge.spec)},
         "data": dict(first.results.data) if first is not None else {"source": plan.source, "revision": plan.revision},
         "cells": [_cell_record(plan, cp, outcomes[cp.cell.name], entries.get(cp.cell.name), by_name.get(cp.cell.name))
                   for cp in plan.cells],
@@ -370,7 +369,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     if unused:
         models = ", ".join(dict.fromkeys(cp.model for cp in plans))
         raise SweepConfigError(f"{', '.join(flag_for(key) for key in unused)} applies to none of the sweep's models ({models})")
-    return SweepPlan(tuple(axes), tuple(plans), judge.spec, judge.judge_options(spending), Path(config.out),
+    return SweepPlan(tuple(axes), tuple(plans), judge, Path(config.out),
                      config.source, config.revision, prices=prices, spending=spending)
 
 

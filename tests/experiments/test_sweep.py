@@ -337,7 +337,7 @@ def test_a_config_file_is_the_same_sweep_as_its_flags_and_flags_override_it(tmp_
     assert len(from_flags.cells) == 8
     assert [axis.name for axis in from_flags.axes] == ["model", "context", "top_k"]
     assert {cp.settings.top_k for cp in from_flags.cells} == {2, 3}
-    assert from_flags.judge_options["guards"] is False and from_config.judge_options["guards"] is False
+    assert from_flags.judge.guards is False and from_config.judge.guards is False
     overridden = plan("--config", str(config), "--top-k", "5", "--out", "sweeps/y")
     assert [axis.name for axis in overridden.axes] == ["model", "context"]
     assert {cp.settings.top_k for cp in overridden.cells} == {5}
