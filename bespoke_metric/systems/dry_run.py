@@ -64,9 +64,10 @@ def plan_generation(
     cache = ReadOnlyCache.of_file(cache_file)
     spec = model.spec if isinstance(model, EngineConfig) else as_spec(model)  # parsed once
     system = PlanningBackend(planning_backend(model if isinstance(model, EngineConfig) else spec, settings.model_options), fill=True)
-    profiler = None
-    if isinstance(settings.profiler, str) and settings.profiler != str(spec):
-        profiler = PlanningBackend(planning_backend(settings.profiler, settings.profiler_options), fill=True)
+    profiler, profiler_spec = None, None
+    if isinstance(settings.profiler, (str, Spec)) and str(settings.profiler) != str(spec):
+        profiler_spec = as_spec(settings.profiler)  # parsed once (a `Spec` where the flag entered)
+        profiler = PlanningBackend(planning_backend(profiler_spec, settings.profiler_options), fill=True)
     try:
         with tempfile.TemporaryDirectory(prefix="bespoke-dry-run-") as work:
             copy = Path(work) / output.name
@@ -89,6 +90,7 @@ def plan_generation(
                        report.usage.cached + (report.profiler_usage.cached if shared else 0), batch=system.batch,
                        response_bound=stand_in_profiles)]
     if profiler is not None:
-        planned.append(Planned(str(settings.profiler), "profiler", profiler.requests, report.profiler_usage.cached,
+        assert profiler_spec is not None
+        planned.append(Planned(profiler_spec, "profiler", profiler.requests, report.profiler_usage.cached,
                                batch=profiler.batch))
     return GenerationPlan(planned, predictions, report.usage.calls)  # every answer call got a stand-in

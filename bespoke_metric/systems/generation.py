@@ -197,7 +197,7 @@ class _Parts:
     spec: Spec | str
     """The system model's spec: parsed once (`_spec`); a backend of no registered engine by its names."""
     counter: TokenCounter
-    profiler: str | Backend | None
+    profiler: str | Spec | Backend | None
     """The profiler model as given when it is not the system model; None when it is, or when none is needed."""
     profiler_spec: Spec | str | None
     """None when the context configuration needs no profiler."""
@@ -216,7 +216,9 @@ def _find_parts(model: str | Spec | EngineConfig | Backend, settings: Generation
     model is loaded."""
     spec = _spec(model)
     uses_profiler = settings.context in PROFILE_CONTEXTS or settings.expand != "none"
-    profiler = settings.profiler if uses_profiler and settings.profiler not in (None, str(spec), model) else None
+    same = settings.profiler is None or settings.profiler is model or (
+        isinstance(settings.profiler, (str, Spec)) and str(settings.profiler) == str(spec))
+    profiler = settings.profiler if uses_profiler and not same else None
     profiler_spec = (spec if profiler is None else _spec(profiler)) if uses_profiler else None
     counter = token_counter(spec, tokenizer=settings.tokenizer)
     profile_counter = token_counter(profiler_spec) if profiler is not None else counter

@@ -11,6 +11,7 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.local.encoders import DEFAULT_ENCODER
 from bespoke_metric.backends.options import setting
+from bespoke_metric.backends.registry import Spec, as_spec
 from bespoke_metric.calls.cache import Cache
 
 from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings
@@ -64,9 +65,10 @@ class GenerationSettings(ContextSettings):
     """Tokens of search results in the prompt (`query`, `rewrite`), or in each search's results an agent
     is shown."""
 
-    profiler: str | Backend | None = setting(None, "--profiler", "model writing profiles and query expansions "
-                                             "(default: the system model)")
-    """The model writing profiles and query expansions (a spec or a backend); default: the system model."""
+    profiler: str | Spec | Backend | None = setting(None, "--profiler", "model writing profiles and query expansions "
+                                                    "(default: the system model)")
+    """The model writing profiles and query expansions (a spec, parsed or not, or a backend); default: the system
+    model."""
     retriever: str | Retriever = setting("dense", "--retriever", "history selection for selected-* contexts",
                                          choices=RETRIEVERS)
     """History selection for the `selected-*` contexts: `dense` | `bm25` | `hybrid`, or a `Retriever`."""
@@ -169,9 +171,7 @@ def small_local_note(model: str, settings: GenerationSettings) -> str | None:
     """A `note:` for a profile context written by a local model (`hf:`, `vllm:`: this machine's time, not a
     provider's) with a profile setting above `SMALL_LOCAL_PROFILE` (the defaults are: a small model on a CPU
     takes minutes a query): the flags to set. None where it does not apply."""
-    from bespoke_metric.backends.registry import as_spec
-
-    profiler = settings.profiler if isinstance(settings.profiler, str) else None if settings.profiler else model
+    profiler = settings.profiler if isinstance(settings.profiler, (str, Spec)) else None if settings.profiler else model
     if settings.context not in PROFILE_CONTEXTS or profiler is None or not as_spec(profiler).engine.local:
         return None
     above = {name: value for name, value in SMALL_LOCAL_PROFILE.items() if getattr(settings, name) > value}

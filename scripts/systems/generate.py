@@ -141,7 +141,8 @@ def cut_off(report: GenerationReport) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    args.model = as_spec(args.model)  # where the flag enters: parsed once, the `Spec` what every layer gets
+    args.model = as_spec(args.model)  # where the flags enter: parsed once, the `Spec` what every layer gets
+    args.profiler = as_spec(args.profiler) if args.profiler else None
     check_executor_flags(args, [args.model, args.profiler])
     report = generate_from(args, args.output)
     if report.served_warning:

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--output {args.output} is a folder; name the results file, e.g. {Path(args.output) / 'NAME.json'}")
     caches = answer_caches(args)
     judge = JudgeConfig.from_cli(args)  # the judge as the flags configure it, made and checked once
-    args.model = as_spec(args.model)  # where the flag enters: parsed once, the `Spec` what every layer gets
+    args.model = as_spec(args.model)  # where the flags enter: parsed once, the `Spec` what every layer gets
+    args.profiler = as_spec(args.profiler) if args.profiler else None
     # the system model's cache is always there: --max-cost needs the judge's
     context = command_context(args, [args.model, args.profiler, judge.spec], caches=caches, kept=[args.cache])
     if args.dry_run:

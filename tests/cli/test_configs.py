@@ -7,7 +7,7 @@ import dataclasses
 import inspect
 import typing
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from test_cli_mistakes import one_error_line
@@ -23,7 +23,7 @@ from bespoke_metric.backends.options import IN_REQUEST, KEYED, UNKEYED, key_of
 from bespoke_metric.backends.registry import ENGINES, backend_config
 from bespoke_metric.calls.cache import key_for
 from bespoke_metric.experiments.estimates import engine_identity
-from bespoke_metric.judging import protocol
+from bespoke_metric.judging import judges, protocol
 from bespoke_metric.judging.config import JudgeConfig, ProtocolOptions
 from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.judging.llm_judge import LLMJudge
@@ -175,15 +175,18 @@ def test_every_protocol_option_that_can_change_an_answer_is_in_the_cache_key(mon
 
 @pytest.fixture
 def parses(monkeypatch) -> Counter[str]:
-    """How many times each spec string is parsed (`registry.parse_spec`, behind every `as_spec`)."""
+    """How many times each spec string is parsed (`registry.parse_spec`, behind every `as_spec`, and a judge's
+    `judges.parse_judge`, behind every `as_judge_spec`, which calls the former by its own name)."""
     counted: Counter[str] = Counter()
-    parse = registry.parse_spec
 
-    def counting(spec: str) -> registry.Spec:
-        counted[str(spec)] += 1
-        return parse(spec)
+    def counting(parse: Callable[[str], registry.Spec]) -> Callable[[str], registry.Spec]:
+        def counted_parse(spec: str) -> registry.Spec:
+            counted[str(spec)] += 1
+            return parse(spec)
+        return counted_parse
 
-    monkeypatch.setattr(registry, "parse_spec", counting)
+    monkeypatch.setattr(registry, "parse_spec", counting(registry.parse_spec))
+    monkeypatch.setattr(judges, "parse_judge", counting(judges.parse_judge))
     return counted
 
 
@@ -207,6 +210,15 @@ def test_each_spec_is_parsed_once_per_command(stand_in, parses, tmp_path, monkey
     assert main(["sweep", "--models", "openai:gpt-4o-mini", "--contexts", "none", "oracle", "--source", "sample",
                  "--limit", "2", "--judge", "openai:gpt-5", "--recall", "batched", "--out", "sweep", "--dry-run"]) == 0
     assert dict(parses) == {"openai:gpt-4o-mini": 1, "openai:gpt-5": 1}  # two cells, one model
+    parses.clear()
+    # a profiler of its own: parsed once where its flag enters, as the system model is
+    profiler = ["--context", "profile", "--profiler", "openai:gpt-4.1-mini", "--limit", "2"]
+    assert main(["run", "--model", "openai:gpt-4o-mini", "--source", "sample", *profiler, "--judge", "openai:gpt-5",
+                 "--recall", "batched", "--output", "run-profiled.json", "--dry-run"]) == 0
+    assert dict(parses) == {"openai:gpt-4o-mini": 1, "openai:gpt-4.1-mini": 1, "openai:gpt-5": 1}
+    parses.clear()
+    assert main(["generate", "--model", "openai:gpt-4o-mini", "--source", "sample", *profiler, "--output", "pp.jsonl"]) == 0
+    assert dict(parses) == {"openai:gpt-4o-mini": 1, "openai:gpt-4.1-mini": 1}
     capsys.readouterr()
 
 
@@ -267,3 +279,30 @@ def test_the_spending_limit_reaches_the_system_model_as_an_argument_not_an_optio
     unlimited = generate(config.engine, tmp_path / "q.jsonl", config.settings, source="sample", progress=False,
                          spending=SpendingLimit(100))
     assert unlimited.generated == 2
+
+
+def test_a_sweep_holds_its_judge_as_one_judge_config_and_hands_it_down(stand_in, tmp_path, monkeypatch):
+    """The sweep's judge is made and checked once where its keys enter (`plan_sweep`) and is what the judging
+    receives: no dict of options is split again into a second `JudgeConfig` below."""
+    from bespoke_metric.experiments import SweepConfig, plan_sweep, run_sweep
+
+    monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-stand-in")
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"models: [openai:gpt-4o-mini]\ncontexts: [none]\nsource: sample\nlimit: 2\njudge: openai:gpt-5\n"
+                    f"recall: batched\nno-guards: true\nout: {tmp_path / 'sweep'}\n", encoding="utf-8")
+    plan = plan_sweep(SweepConfig.from_yaml(path))
+    assert isinstance(plan.judge, JudgeConfig) and not hasattr(plan, "judge_options")
+    assert (plan.judge.protocol.recall, plan.judge.guards, plan.judge.cache) == ("batched", False, None)
+    assert plan.with_cache_defaults().judge.cache == str(plan.folder.judge_cache)
+    made: list[JudgeConfig] = []
+    post_init = JudgeConfig.__post_init__
+
+    def counting(self: JudgeConfig) -> None:
+        made.append(self)
+        post_init(self)
+
+    monkeypatch.setattr(JudgeConfig, "__post_init__", counting)
+    outcome = run_sweep(plan)
+    assert outcome.failed == [] and len(outcome.rows) == 1
+    assert len(made) == 1  # the cache's default filled in (`with_cache_defaults`); no other made from options
