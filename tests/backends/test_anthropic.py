@@ -449,7 +449,7 @@ def test_generate_with_a_retired_claude_leaves_nothing_behind(synthetic_hub, tmp
     with serve_anthropic(retired=("claude-3-opus-20240229",)) as retiring:
         code = main(["generate", "--model", "anthropic:claude-3-opus-20240229", "--search", "native", "--base-url",
                      retiring.root_url, "--api-key", KEY, "--source", str(synthetic_hub), "--limit", "2", "--output", str(output)])
-    [line] = capsys.readouterr().err.strip().splitlines()
+    [line] = own_lines(capsys.readouterr().err)
     assert code == 1 and line.startswith("error: the model 'anthropic:claude-3-opus-20240229' is not served")
     assert not output.exists() and not (tmp_path / "p.run.json").exists()
 

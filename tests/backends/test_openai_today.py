@@ -296,7 +296,7 @@ def test_generate_with_a_retired_model_leaves_nothing_to_resume(openai_server, s
     args = ["generate", "--base-url", openai_server.base_url, "--api-key", KEY, "--source", str(synthetic_hub),
             "--limit", "2", "--output", str(output)]
     assert main([*args, "--model", "openai:gpt-4-32k"]) == 1
-    [line] = capsys.readouterr().err.strip().splitlines()
+    [line] = own_lines(capsys.readouterr().err)
     assert line.startswith("error: the model 'openai:gpt-4-32k' is not served")
     assert not output.exists() and not (tmp_path / "p.run.json").exists()
     # the same --output then takes the successor, not refused as a run of other settings

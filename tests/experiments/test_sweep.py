@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from output_lines import own_lines
 
 from bespoke_cli.cli import main
 from bespoke_metric.backends.registry import ENGINES
@@ -250,7 +251,7 @@ def test_a_failing_cell_leaves_the_others_done_and_the_sweep_exits_1(model_serve
     assert printed.err == "error: 2 of 4 cells would fail: hf-model__none (model folder /nowhere/model does not exist)\n"
     assert (len(model_server.calls), len(judge_server.calls)) == calls_before
     assert main(args) == 1
-    err = capsys.readouterr().err.strip().splitlines()
+    err = own_lines(capsys.readouterr().err)
     assert err == ["error: 2 of 4 cells failed: hf-model__none (model folder /nowhere/model does not exist) and 1 more "
                    "(reasons above and in sweep.json); rerun the same command to retry them"]
     sweep = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
@@ -431,7 +432,7 @@ def test_max_cost_stops_a_sweep_whose_judge_is_local_at_its_system_models_spendi
     capsys.readouterr()
     before = len(model_server.calls)
     assert main(args) == 1
-    lines = capsys.readouterr().err.strip().splitlines()
+    lines = own_lines(capsys.readouterr().err)
     assert lines[-1].startswith("error: stopped at the spending limit: $0.0000 spent of --max-cost 0.01, ")
     assert len(model_server.calls) == before  # not one call fitted under the limit
 

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from output_lines import own_lines
 
 import bespoke_dataset.atomic as atomic
 from bespoke_cli.cli import main
@@ -84,7 +85,7 @@ def test_export_refuses_a_folder_that_holds_no_export(synthetic_hub, tmp_path, c
     out.mkdir()
     (out / "README.md").write_text("my notes")
     assert main(["export", "--source", str(synthetic_hub), "--out", str(out), "--cache-dir", str(tmp_path / "c")]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
+    [line] = own_lines(capsys.readouterr().err)
     assert line.startswith(f"error: {out} is not empty")
     assert "--force" in line
     assert snapshot(out) == {"README.md": b"my notes"}

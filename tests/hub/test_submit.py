@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from output_lines import own_lines
 
 from bespoke_cli.cli import main
 from bespoke_dataset.registration import BENCHMARK_TASKS, REGISTRATION_FILE
@@ -238,7 +239,7 @@ def test_results_on_synthetic_data_are_refused_with_one_line(data, results_file,
     path.write_text(json.dumps(content))
     out = tmp_path / "out"
     assert submit(str(path), "--model", "org/m", "--dataset", "org/bespoke", "--out", str(out), "--allow-proxy") == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = own_lines(capsys.readouterr().err)
     assert err == [f"error: {path}: scored on synthetic data ({data['source']}), invented users and judgments: its figures "
                    "are not BESPOKE results and cannot be submitted as such"]
     assert not out.exists()

@@ -9,6 +9,7 @@ import json
 
 import pytest
 from fakes.provider_servers import serve_strict, strict_responder
+from output_lines import own_lines
 
 import bespoke_dataset
 from bespoke_dataset.errors import UserError
@@ -128,7 +129,7 @@ def test_run_names_the_judges_own_flag_for_a_judge_whose_engine_takes_no_effort(
     code = main(["run", "--model", "openai:gpt-5", "--model-base-url", strict.base_url, "--model-api-key", KEY,
                  "--judge", "hf:HuggingFaceTB/SmolLM2-135M-Instruct", "--judge-reasoning-effort", "high",
                  "--source", "sample", "--limit", "1", "--output", str(tmp_path / "results.json")])
-    [line] = capsys.readouterr().err.strip().splitlines()
+    [line] = own_lines(capsys.readouterr().err)
     assert code == 2 and line == ("error: --judge-reasoning-effort does not apply to the hf judge "
                                   "(hf:HuggingFaceTB/SmolLM2-135M-Instruct): its engine takes no reasoning effort")
     assert strict.calls == []

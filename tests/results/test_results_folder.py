@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from output_lines import own_lines
 
 from bespoke_cli.cli import main
 
@@ -114,7 +115,7 @@ def test_a_copy_of_a_results_file_is_ranked_once(results_folder, capsys):
 @pytest.mark.slow
 def test_a_folder_with_no_results_file_is_one_error(results_folder, capsys):
     assert main(["leaderboard", "results/sweep.json"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = own_lines(capsys.readouterr().err)
     assert err[-1] == "error: no results file among the 1 file(s) given"
 
 

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fakes.search_servers import made_up_results, serve_search
+from output_lines import own_lines
 
 from bespoke_cli.cli import main
 from bespoke_metric.results import ItemResult
@@ -285,7 +286,7 @@ def test_a_dry_run_plans_searches_only_from_the_cache_and_writes_nothing(model, 
                "--output", str(tmp_path / "out" / "run.json"), "--dry-run"]
         capsys.readouterr()
         assert main(run) == 2
-        assert capsys.readouterr().err.strip().splitlines() == [
+        assert own_lines(capsys.readouterr().err) == [
             f"error: --dry-run makes no call, and every search of {spec} is one: plan from the searches cached with "
             "--search-replay, or leave out --search"]
         before = {path: path.stat().st_mtime_ns for path in tmp_path.glob("searches.sqlite*")}
