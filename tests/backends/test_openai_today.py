@@ -497,7 +497,7 @@ def test_a_refused_parameter_is_one_error_line_before_any_call_and_nothing_writt
     code = main(["generate", *argv, "--base-url", strict_openai.base_url, "--api-key", KEY,
                  "--source", "sample", "--output", str(output)])
     assert code == 2
-    assert [text for text in capsys.readouterr().err.splitlines() if text.startswith("error:")] == [line]
+    assert [text for text in own_lines(capsys.readouterr().err) if text.startswith("error:")] == [line]
     assert strict_openai.calls == [] and not output.exists()
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import datasets
 import pytest
+from output_lines import own_lines
 
 from bespoke_cli.cli import main
 from bespoke_dataset import BespokeDataWarning, check, load, resolve_source
@@ -234,7 +235,7 @@ def test_every_problem_of_the_input_is_one_line_naming_file_and_line(tmp_path, c
     write_jsonl(data / "histories.jsonl", histories)
     out = tmp_path / "release"
     assert main(["build", "--from", str(data), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.splitlines()
+    err = own_lines(capsys.readouterr().err)
     assert err == [
         f"error: {data}/histories.jsonl line 2: 'source' must be 'chat' or 'search', got 'browser'",
         f"error: {data}/judgments.jsonl line 2: unknown user 'cleo' (not in queries.jsonl)",

@@ -278,7 +278,7 @@ def test_the_models_named_on_the_command_line_are_named_so_in_the_table_the_repo
     args = ["sweep", "--models", *MODELS, "--contexts", "none", *common_flags(model_server, judge_server, tiny_model_dir),
             "--out", str(out)]
     assert main([*args, "--model-name", "small"]) == 2
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         "error: --model-name gives 1 name(s) for 2 model(s): give one per --models value, in the same order"]
     assert main([*args, "--model-name", "small", "large"]) == 0
     table = (out / "table.md").read_text(encoding="utf-8")
@@ -310,7 +310,7 @@ def test_a_config_mistake_is_one_line_before_anything_runs(config, error, tmp_pa
     path = tmp_path / "sweep.yaml"
     path.write_text(config.replace("OUT", str(out)), encoding="utf-8")
     assert main(["sweep", "--config", str(path)]) == 2
-    assert capsys.readouterr().err.splitlines() == [error.replace("CONFIG", str(path))]
+    assert own_lines(capsys.readouterr().err) == [error.replace("CONFIG", str(path))]
     assert not out.exists()
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import matplotlib.image
 import numpy as np
 import pytest
+from output_lines import own_lines
 from PIL import Image
 
 from bespoke_cli.cli import main
@@ -105,5 +106,5 @@ def test_the_report_and_the_table_are_marked_proxy_and_synthetic_where_they_are(
 
 def test_a_folder_without_a_sweep_is_one_line(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         f"error: {tmp_path / 'sweep.json'}: no such file; is {tmp_path} the --out folder of a bespoke sweep?"]

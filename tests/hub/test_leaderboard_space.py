@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from output_lines import own_lines
 
 import bespoke_dataset
 from bespoke_cli.cli import main
@@ -142,7 +143,7 @@ def test_a_file_that_is_evidently_not_a_results_file_is_left_out_with_a_note(res
     (folder / "a.json").write_text((results_dir / "judge-a" / "best-example.json").read_text())
     (folder / "notes.json").write_text(json.dumps({"todo": "rank these"}))
     assert main(["space", "leaderboard", "--results", str(folder), "--out", str(tmp_path / "board"), "--package-from", "registry"]) == 0
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         f"note: skipped {folder / 'notes.json'}: not a results file (it has no summary and no items)"]
     assert [p.name for p in (tmp_path / "board" / "results").iterdir()] == ["a.json"]
 

