@@ -20,12 +20,14 @@ from typing import Any
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
-from bespoke_metric.judging.session import prepare_response
+from bespoke_metric.judging.guards import GuardHit
+from bespoke_metric.judging.session import PreparedResponse, prepare_response
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.results.served import count_served, mark_served
 from bespoke_metric.scoring.pipeline import load_benchmark, model_name, write_results
+from bespoke_metric.scoring.predictions import prediction_record
 
 ITEM_KEY = "bespoke_item"
 """Where a framework keeps a sample's item, as our results file writes one."""
@@ -58,18 +60,12 @@ class FrameworkSample:
         """The answer as `bespoke generate` records it: cleaned for the judge beside the raw text, who wrote it,
         whether it was cut off, and the guard that caught it (an echo of its context: the context is not kept),
         so `bespoke rescore` judges it as the framework did."""
-        record: dict[str, Any] = {"user": self.item.user, "query_id": self.item.query_id,
-                                  "response": prepare_response(self.response).response, "response_raw": self.response,
-                                  "context": context}
-        if self.stand_in:
-            record["stand_in"] = True
-        elif self.served_model:
-            record["served_model"] = self.served_model
-        if self.item.truncated:
-            record["truncated"], record["truncation_reason"] = True, self.item.truncation_reason
-        if self.item.guard is not None:  # a guard that fired where only the framework knew the context (echo)
-            record["guard"] = {"guard": self.item.guard["guard"], "reason": self.item.guard.get("reason", "")}
-        return record
+        guard = self.item.guard  # a guard that fired where only the framework knew the context (echo)
+        prepared = PreparedResponse(prepare_response(self.response).response,
+                                    GuardHit(guard["guard"], guard.get("reason", "")) if guard is not None else None)
+        return prediction_record(self.item.user, self.item.query_id, self.response, prepared, context,
+                                 served=None if self.stand_in else ({"served_model": self.served_model} if self.served_model else {}),
+                                 truncation_reason=(self.item.truncation_reason or "") if self.item.truncated else None)
 
 
 @dataclass(frozen=True)

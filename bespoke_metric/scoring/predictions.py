@@ -17,6 +17,7 @@ from bespoke_dataset.errors import BespokeDataWarning, UserError, did_you_mean
 from bespoke_dataset.keys import normalise_query_id, parse_query_key
 from bespoke_metric.judging.guards import GUARD_NAMES, GuardHit
 from bespoke_metric.judging.judge import Prediction
+from bespoke_metric.judging.session import PreparedResponse
 from bespoke_metric.results.file_kinds import is_results, results_note, whole_json
 
 
@@ -44,6 +45,30 @@ class PredictionRecords:
 
     origin: str
     records: Sequence[Mapping[str, Any]]
+
+
+def prediction_record(user: str, query_id: str, raw: str, prepared: PreparedResponse, context: str | None, *,
+                      given: Mapping[str, Any] | None = None, served: Mapping[str, Any] | None = None,
+                      truncation_reason: str | None = None, degenerate: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One line of a predictions file as `bespoke generate` writes it and `bespoke import` writes a framework's
+    answer: the answer as judged (`prepared`) beside the `raw` text, the `context` kind and what it `given`
+    (`context_tokens`, `session_ids`, `search`), who answered (`served`: `served_model` and what the provider
+    says of it; None where a stand-in wrote it), `truncated` where the output limit cut it off (and why), the
+    `degenerate` parts of its making, and the echo `guard` that caught it (the context is not kept: the
+    judge's guards learn of the echo from here)."""
+    record: dict[str, Any] = {"user": user, "query_id": query_id, "response": prepared.response, "response_raw": raw,
+                              "context": context, **(given or {})}
+    if served is None:
+        record["stand_in"] = True
+    else:
+        record.update(served)
+    if truncation_reason is not None:
+        record["truncated"], record["truncation_reason"] = True, truncation_reason
+    if degenerate:
+        record["degenerate"] = dict(degenerate)
+    if prepared.guard is not None:
+        record["guard"] = prepared.guard.to_dict()
+    return record
 
 
 PredictionsInput = Union[str, "os.PathLike[str]", PredictionRecords, Iterable[Mapping[str, Any]]]

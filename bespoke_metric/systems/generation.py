@@ -35,6 +35,7 @@ from bespoke_metric.calls.progress import ProgressBar
 from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.session import prepare_response
 from bespoke_metric.results.served import StrictError, asked_model, mismatch_warning
+from bespoke_metric.scoring.predictions import prediction_record
 
 from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
 from .profiler import LLMProfiler, expand_queries
@@ -491,34 +492,19 @@ def _prediction(context: UserContext, outcome: Answered, plan: SearchPlan, model
     # nothing of whether the system would echo its context: no echo is recorded, so a dry run counts its judge calls.
     stand_in = outcome.completion is not None and outcome.completion.stand_in
     prepared = prepare_response(outcome.raw, context.text, stand_in)
-    response, echoed = prepared.response, prepared.guard
-    if not response:
+    if not prepared.response:
         return "the answer is empty once its reasoning, citations and URLs are left out"
-    record: dict[str, Any] = {
-        "user": context.user,
-        "query_id": context.query_id,
-        "response": response,
-        "response_raw": outcome.raw,
-        "context": context.kind,
-        "context_tokens": context.tokens,
-        "session_ids": list(context.session_ids),
-    }
+    given: dict[str, Any] = {"context_tokens": context.tokens, "session_ids": list(context.session_ids)}
     if plan.engine != NONE:
-        record["search"] = outcome.search
+        given["search"] = outcome.search
     completion = outcome.completion
-    if stand_in:  # served by no model: a stand-in wrote it
-        record["stand_in"] = True
-    else:
-        record["served_model"] = (completion.served_model if completion is not None else "") or model
-    for name in ("system_fingerprint", "service_tier", "model_status"):  # where the provider gives them
-        if completion is not None and getattr(completion, name):
-            record[name] = getattr(completion, name)
-    if completion is not None and completion.truncated:
-        record["truncated"] = True
-        record["truncation_reason"] = completion.truncation_reason or TRUNCATION_REASON
+    served: dict[str, Any] | None = None  # served by no model: a stand-in wrote it
+    if not stand_in:
+        served = {"served_model": (completion.served_model if completion is not None else "") or model}
+        for name in ("system_fingerprint", "service_tier", "model_status"):  # where the provider gives them
+            if completion is not None and getattr(completion, name):
+                served[name] = getattr(completion, name)
+    truncation = (completion.truncation_reason or TRUNCATION_REASON) if completion is not None and completion.truncated else None
     marks = {**profile_mark, **({"rewrite": outcome.degenerate} if outcome.degenerate else {})}
-    if marks:
-        record["degenerate"] = marks
-    if echoed is not None:  # the context is not kept: the judge's guards learn of the echo from here
-        record["guard"] = echoed.to_dict()
-    return record
+    return prediction_record(context.user, context.query_id, outcome.raw, prepared, context.kind, given=given,
+                             served=served, truncation_reason=truncation, degenerate=marks)
