@@ -17,11 +17,14 @@ score and closed when the eval ends.
 from __future__ import annotations
 
 import asyncio
+import inspect
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError  # what `inspect eval` prints as one message, without a traceback
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.event import ModelEvent
 from inspect_ai.hooks import Hooks, TaskEnd, hooks
@@ -31,6 +34,7 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from bespoke_dataset import DEFAULT_SOURCE
+from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.providers.inspect_model import inspect_generate
@@ -65,6 +69,25 @@ _SESSIONS: dict[str, asyncio.Future[JudgeSession]] = {}
 """The judge of each running eval, by its eval id: opened at its first score, closed when it ends."""
 
 
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+class TaskArgumentError(PrerequisiteError, UserError):
+    """A task argument that cannot be used, said as `inspect eval` takes it: `-T NAME` for the task's own
+    arguments and the bare key for a judge option (in `-T judge_options=...`), where our commands name a flag.
+    `inspect eval` prints it as one message; from Python it is a `UserError` like our commands' own."""
+
+    def __init__(self, message: str) -> None:
+        message = f"{TASK_NAME}: {_FLAG.sub(_task_argument, message)}"
+        UserError.__init__(self, message)
+        self.message = message
+
+
+def _task_argument(flag: re.Match[str]) -> str:
+    name = flag.group(1).replace("-", "_")
+    return f"-T {name}" if name in inspect.signature(bespoke).parameters else name
+
+
 @task(name=_task_name())
 def bespoke(
     source: str = DEFAULT_SOURCE,
@@ -91,9 +114,12 @@ def bespoke(
     given = {"retriever": retriever, "top_k": top_k, "budget": budget, "profile_max_tokens": profile_max_tokens,
              "profile_chunk_tokens": profile_chunk_tokens, "max_profile_chunks": max_profile_chunks,
              "max_new_tokens": max_new_tokens, "embedding_model": embedding_model, "tokenizer": tokenizer}
-    prompter = Prompter.load(source, context, revision=revision, **{name: value for name, value in given.items() if value is not None})
     options = {**(judge_options or {}), **({"cache": cache} if cache is not None else {})}
-    JudgeConfig.from_values({**options, "judge": judge}).check()  # a wrong judge or option fails the task, not each sample
+    try:
+        prompter = Prompter.load(source, context, revision=revision, **{name: value for name, value in given.items() if value is not None})
+        JudgeConfig.from_values({**options, "judge": judge}).check()  # a wrong judge or option fails the task, not each sample
+    except UserError as error:
+        raise TaskArgumentError(str(error)) from None
     samples = [Sample(input=str(row["query"]), id=query_key(row["user"], row["query_id"]),
                       metadata={"user": str(row["user"]), "query_id": str(row["query_id"])}) for row in prompter.rows]
     return Task(
