@@ -22,6 +22,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -141,15 +142,14 @@ class Gathered:
 
 
 def gather_results(paths: Sequence[str | os.PathLike[str]]) -> Gathered:
-    """The results files among `paths` (a glob such as `results/*.json`, or a folder's `*.json` files), each
-    ranked once: a file given twice, or a copy of one given already, counts once. A file that is evidently
+    """The results files among `paths` (files, such as a glob's `results/*.json`, or folders: every `*.json`
+    under a folder, its runs' companion folders included), each ranked once: a file given twice, or a copy of one given already, counts once. A file that is evidently
     not a results file (`not_results`) is left out with a note; one that is meant to be a results file but
     is malformed, or scored nothing, is still an error naming it."""
     entries: list[Entry] = []
     notes: list[str] = []
     seen: dict[str, str] = {}  # real path, then content digest -> the path it was first given as
-    for raw_path in paths:
-        path = os.fspath(raw_path)
+    for path in _json_files(paths):
         real = os.path.realpath(path)
         if real in seen:
             continue
@@ -166,6 +166,15 @@ def gather_results(paths: Sequence[str | os.PathLike[str]]) -> Gathered:
         seen[digest] = path
         entries.append(parse_results(content, path))
     return Gathered(entries, notes)
+
+
+def _json_files(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """`paths` with each folder replaced by the `*.json` files under it, in order."""
+    files: list[str] = []
+    for path in map(os.fspath, paths):
+        folder = Path(path)
+        files.extend(sorted(os.fspath(file) for file in folder.rglob("*.json") if file.is_file()) if folder.is_dir() else [path])
+    return files
 
 
 PROXY_REFUSAL = "proxy-judge results are not leaderboard material"

@@ -266,7 +266,7 @@ def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = F
             return os.fspath(source), []
         raise SpaceError(f"--results {source}: neither a folder nor a Hub dataset repo id ORG/NAME")
     try:
-        gathered = gather_results(sorted(path for path in folder.rglob("*.json") if path.is_file()))
+        gathered = gather_results([folder])
         if not gathered.entries:
             raise SpaceError(f"--results {source}: no results file (*.json written by `bespoke score` or `bespoke run`) in it")
         refusal = None if allow_proxy else proxy_refusal(gathered.entries, stand_ins=True)

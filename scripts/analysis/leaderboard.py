@@ -1,4 +1,4 @@
-"""`bespoke leaderboard results/*.json`: rank systems scored by the same judge on the same data."""
+"""`bespoke leaderboard results/` (or `results/*.json`): rank systems scored by the same judge on the same data."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ _SUFFIXES: dict[str, str] = {".md": "markdown", ".csv": "csv", ".html": "html", 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", nargs="+", help="results files written by `bespoke score` / `bespoke run` (other "
-                        "JSON files among them, such as run files or a sweep's summary, are skipped with a note)")
+    parser.add_argument("results", nargs="+", help="results files written by `bespoke score` / `bespoke run`, or "
+                        "folders of them such as results/ (other JSON files among them, such as run files or a sweep's summary, are skipped with a note)")
     parser.add_argument("--format", choices=FORMATS, help="output format (default: from the --output suffix, .html, .csv "
                         "or .md; else markdown)")
     parser.add_argument("--output", help="write here instead of printing")

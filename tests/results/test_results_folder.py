@@ -101,6 +101,10 @@ def test_the_leaderboard_reads_a_results_folder_and_says_what_it_skipped(results
         f"note: skipped {Path('results/sweep.json')}: a sweep's summary, not a results file",
     ]
     assert "error" not in captured.err
+    assert main(["leaderboard", "results", "--resamples", "50"]) == 0  # the folder itself: the same table
+    by_folder = capsys.readouterr()
+    assert [line for line in by_folder.out.splitlines() if line.startswith(("| 1 ", "| 2 "))] == rows
+    assert set(notes) < set(line for line in by_folder.err.splitlines() if line.startswith("note: skipped"))
 
 
 @pytest.mark.slow
