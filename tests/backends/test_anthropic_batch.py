@@ -16,6 +16,7 @@ import pytest
 from backend_outcomes import cancel_once
 from fakes.anthropic_server import serve_anthropic
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import ModelUnavailableError, Request, Usage
 from bespoke_metric.backends.providers.batch_ledger import ledger_path, running_batches
 from bespoke_metric.backends.providers.batches import BatchUnsupported
@@ -138,6 +139,15 @@ def test_a_request_the_api_refuses_ends_as_its_error_and_a_retired_model_stops_t
         with pytest.raises(ModelUnavailableError, match="'anthropic:claude-3-opus-20240229' is not served: model: claude-3-opus"):
             run_requests_sync(batched(server, tmp_path, "claude-3-opus-20240229"), requests_for(2))
         assert running_batches(ledger_path(tmp_path / "c.sqlite")) == []  # the batch is collected, not left to rerun
+
+
+def test_an_effort_the_model_refuses_stops_a_batch_run_before_any_batch_is_made(server, tmp_path):
+    # Claude Sonnet 4.5 takes no effort (Anthropic answers one with a 400): refused as a direct run refuses it
+    asked = [Request(messages=({"role": "user", "content": "q"},), max_tokens=16, reasoning_effort="low")]
+    with pytest.raises(UserError, match=r"^anthropic:claude-sonnet-4-5 \(Claude Sonnet and Haiku 4.5\) takes no "):
+        run_requests_sync(batched(server, tmp_path, "claude-sonnet-4-5"), asked)
+    assert server.requests == []  # no batch made, no call
+    assert running_batches(ledger_path(tmp_path / "c.sqlite")) == []
 
 
 def test_an_endpoint_without_message_batches_is_said_in_one_line(tmp_path):

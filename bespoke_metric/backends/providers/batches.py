@@ -155,6 +155,8 @@ class BatchBackend:
         return backend_description(self.direct)
 
     async def complete(self, requests: Sequence[Request], on_done: OnDone) -> None:
+        for request in requests:  # as a direct run: one the provider would refuse stops it before any batch is made
+            self.direct.check_request(request)
         if self._ledger is None:  # opened on first use: a dry run writes nothing
             self._ledger = BatchLedger(self.ledger_path)
         session = self.direct.new_session()
