@@ -131,10 +131,6 @@ class Engine:
     one, as its provider's documented successor), else None; or `"module:function"` naming it."""
     local: bool = False
     """Runs its model here (or on this Ray cluster): it costs machine time, not a provider's price per token."""
-    judgment_effort: Callable[[str], str | None] | str | None = None
-    """`(model) -> effort` a judge of this engine sends its judgments at unless its `reasoning_effort` is given
-    (the official evaluator's `high`, where the model takes an effort), or `"module:function"` naming it; None:
-    the backend's own default (openai's gives its reasoning models `high` whatever their role)."""
     requires: tuple[Requirement, ...] = ()
     """Modules of optional extras it imports only on its first call (hf's xgrammar)."""
 
@@ -150,14 +146,6 @@ class Engine:
     def llm(self) -> bool:
         return self.backend is not None
 
-    def judged(self, model: str, engine_options: Any) -> Any:
-        """A judge's `engine_options` (an instance of `options`) with the effort of its judgments
-        (`judgment_effort`) unless one is given."""
-        if self.judgment_effort is None or engine_options.reasoning_effort is not None:
-            return engine_options
-        effort = _resolve(self.judgment_effort)(model)
-        return engine_options if effort is None else dataclasses.replace(engine_options, reasoning_effort=effort)
-
 
 ENGINES: dict[str, Engine] = {
     "openai": Engine("openai", OpenAIOptions, backend=_openai, batch_api=True),
@@ -165,8 +153,7 @@ ENGINES: dict[str, Engine] = {
                          substitute="bespoke_metric.backends.providers.perplexity:substitution"),
     "gemini": Engine("gemini", GeminiOptions, backend=_gemini),
     "anthropic": Engine("anthropic", AnthropicOptions, backend=_anthropic, batch_api=True,
-                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend",
-                        judgment_effort="bespoke_metric.backends.providers.anthropic_models:judgment_effort"),
+                        batch_backend="bespoke_metric.backends.providers.anthropic_batch:AnthropicBatchBackend"),
     "hf": Engine("hf", HFOptions, backend=_hf, guided_decoding=True, constraint_option="grammar", own_tokenizer=True,
                  local=True, preloads=("tokenizer",), requires=(GRAMMAR_REQUIREMENT,)),
     "vllm": Engine("vllm", VLLMOptions, backend=_vllm, guided_decoding=True, own_tokenizer=True, local=True,

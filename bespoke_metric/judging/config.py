@@ -39,7 +39,7 @@ from bespoke_metric.backends.registry import (
     refuse,
     take,
 )
-from bespoke_metric.judging.judges import as_judge_spec, own_judge, structured_default
+from bespoke_metric.judging.judges import as_judge_spec, judged, own_judge, structured_default
 from bespoke_metric.judging.protocol import RECALL_MODES
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class JudgeConfig:
                               f"{parsed.engine.name} judge ({parsed}): its engine takes no reasoning effort")
         own, structured = structured_default(parsed.engine, engine.options)
         protocol.setdefault("structured", structured)
-        own = parsed.engine.judged(parsed.model, own)  # the effort of its judgments, unless one is given
+        own = judged(parsed, own)  # the effort of its judgments, unless one is given
         object.__setattr__(self, "protocol", make_options(ProtocolOptions, protocol))
         object.__setattr__(self, "engine", dataclasses.replace(engine, options=own))
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from bespoke_dataset.errors import did_you_mean
 from bespoke_metric.backends.options import UNKEYED, OptionError, option
+from bespoke_metric.backends.providers.anthropic_models import judgment_effort as anthropic_judgment_effort
 from bespoke_metric.backends.registry import ENGINES, Engine, Spec, load_entry_point, load_plugin, parse_spec, plugin_names
 
 if TYPE_CHECKING:
@@ -51,6 +52,10 @@ class JudgeKind:
     proxy: bool = False
     """Judges by an approximation, not a real judge model (a rule, sentence embeddings): its results are
     recorded `proxy: true`, and leaderboards rank them only when told to (`--allow-proxy`)."""
+    judgment_effort: Callable[[str], str | None] | None = None
+    """The protocol over an engine: `(model) -> effort` its judgments go at unless a `reasoning_effort` is given
+    (the official evaluator's `high`, where the model takes an effort); None: the backend's own default (openai's
+    gives its reasoning models `high` whatever their role)."""
 
     @property
     def engine(self) -> Engine:
@@ -65,7 +70,8 @@ def _embed(spec: str, model: str, options: dict[str, Any]) -> Judge:
     return build_embed_judge(spec, model, options)
 
 
-JUDGES: dict[str, JudgeKind] = {"embed": JudgeKind("embed", EmbedOptions, build=_embed, proxy=True)}
+JUDGES: dict[str, JudgeKind] = {"embed": JudgeKind("embed", EmbedOptions, build=_embed, proxy=True),
+                                 "anthropic": JudgeKind("anthropic", judgment_effort=anthropic_judgment_effort)}
 """Every judge kind by spec prefix: the built-in ones, those registered from Python, and the plugins loaded so
 far. A prefix not here is the protocol over the LLM engine it names."""
 
@@ -98,6 +104,16 @@ def is_proxy(parsed: Spec) -> bool:
     """Whether the judge `parsed` names approximates one (`JudgeKind.proxy`)."""
     kind = judge_kind(parsed.name)
     return kind is not None and kind.proxy
+
+
+def judged(parsed: Spec, engine_options: Any) -> Any:
+    """A judge's `engine_options` (an instance of its engine's options) with the effort of its judgments
+    (`JudgeKind.judgment_effort`) unless one is given."""
+    kind = judge_kind(parsed.name)
+    if kind is None or kind.judgment_effort is None or engine_options.reasoning_effort is not None:
+        return engine_options
+    effort = kind.judgment_effort(parsed.model)
+    return engine_options if effort is None else dataclasses.replace(engine_options, reasoning_effort=effort)
 
 
 def parse_judge(spec: str) -> Spec:
