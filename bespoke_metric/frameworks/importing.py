@@ -23,10 +23,9 @@ from bespoke_dataset.errors import UserError
 from bespoke_metric.judging.guards import GuardHit
 from bespoke_metric.judging.session import PreparedResponse, prepare_response
 from bespoke_metric.results import ItemResult, Results
-from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.results.served import count_served, mark_served
-from bespoke_metric.scoring.pipeline import load_benchmark, model_name, write_results
+from bespoke_metric.scoring.pipeline import load_benchmark, model_name, results_summary, write_results
 from bespoke_metric.scoring.predictions import prediction_record
 
 ITEM_KEY = "bespoke_item"
@@ -194,10 +193,7 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
     items = [sample.item for sample in samples]
     system = {**first.system, "name": f"{first.system.get('model')} ({first.system.get('context')})",
               "imported_from": [os.fspath(path) for path in paths]}
-    summary = summarize(items)
-    summary["benchmark_queries"] = len(benchmark)
-    summary["truncated"] = sum(1 for item in items if item.truncated)
-    summary["judge_truncated"] = 0
+    summary = results_summary(items, benchmark_queries=len(benchmark), judge_truncated=0)
     # each sample's judge block is written as judging goes: the last of the last run has every count
     results = Results(summary=summary, **figure_stats(items), items=items, judge=dict(runs[-1].samples[-1].judge),
                       data=data, usage={"imported": system["framework"]}, system=system, model_name=model_name(system))

@@ -145,10 +145,7 @@ def build_results(
             keep_prediction(result, item.prediction)
     usage_block = {**usage.counts(), "wall_seconds": round(wall_seconds, 3),
                    **usage_models([*judge_uses(judge, own=usage), *uses], prices or PriceTable())}
-    summary = summarize(list(items))
-    summary["benchmark_queries"] = benchmark_queries
-    summary["truncated"] = sum(1 for item in items if item.truncated)
-    summary["judge_truncated"] = usage.truncated
+    summary = results_summary(items, benchmark_queries=benchmark_queries, judge_truncated=usage.truncated)
     results = Results(summary=summary, **figure_stats(items), items=list(items),
                       judge={**judge.describe(), **answered_by(usage)},
                       data=dict(data), usage=usage_block, system=dict(system) if system is not None else None,
@@ -158,6 +155,16 @@ def build_results(
     else:
         mark_served(results)
     return results
+
+
+def results_summary(items: Sequence[ItemResult], *, benchmark_queries: int | None, judge_truncated: int) -> dict[str, Any]:
+    """A results file's `summary` of `items`: the figures (`summarize`), how many of the benchmark's queries
+    there are, how many answers the output limit cut off, and how many of the judge's answers it cut off."""
+    summary = summarize(list(items))
+    summary["benchmark_queries"] = benchmark_queries
+    summary["truncated"] = sum(1 for item in items if item.truncated)
+    summary["judge_truncated"] = judge_truncated
+    return summary
 
 
 def keep_prediction(item: ItemResult, prediction: Prediction) -> None:
