@@ -164,14 +164,16 @@ class JudgeConfig:
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], *, where: str = "") -> "JudgeConfig":
-        """From settings by key (`judge_keys`); `where` goes before a mistake's message."""
-        refuse_unknown(values, judge_keys(), where, "a judge config's keys are those of "
-                       "bespoke_metric.judging.config.judge_keys()")
+        """From settings by key (`judge_keys`, and the options of the judge's own engine: `embed:`'s `k`,
+        openai's `api`); `where` goes before a mistake's message."""
         if not values.get("judge"):
             raise ConfigError(f"{where}judge is required")
+        spec = as_judge_spec(values["judge"])
+        refuse_unknown(values, judge_keys() | option_names(spec.engine.options), where, "a judge config's keys are "
+                       "those of bespoke_metric.judging.config.judge_keys()")
         options = {name: value for name, value in values.items()
                    if name not in ("judge", "cache", "no_guards") and value is not None}
-        return cls(spec=as_judge_spec(values["judge"]), options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
+        return cls(spec=spec, options=options, cache=values.get("cache"), guards=not values.get("no_guards"))
 
     @classmethod
     def from_cli(cls, args: Any, spec: str | None = None, keep: Callable[[str], bool] | None = None) -> "JudgeConfig":

