@@ -44,13 +44,12 @@ from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.session import JudgeSession
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.figure_stats import item_figures, matrix_figures, matrix_stderr
-from bespoke_metric.results.metrics import METRICS
+from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.systems.messages import Prompter
 
 PROFILER_ROLE = "profiler"
 """The model role that writes the profile contexts' profiles (`--model-role profiler=...`); without it, the
 model under test writes them, as `bespoke generate` without `--profiler`."""
-FIGURE_NAMES = tuple(metric.name for metric in METRICS)
 
 TASK_NAME = "bespoke_metric/bespoke"
 """The task's name for `inspect eval`."""
@@ -117,7 +116,7 @@ def bespoke(
     options = {**(judge_options or {}), **({"cache": cache} if cache is not None else {})}
     try:
         prompter = Prompter.load(source, context, revision=revision, **{name: value for name, value in given.items() if value is not None})
-        JudgeConfig.from_values({**options, "judge": judge}).check()  # a wrong judge or option fails the task, not each sample
+        judging = JudgeConfig.from_values({**options, "judge": judge})  # a wrong judge or option fails the task, not each sample
     except UserError as error:
         raise TaskArgumentError(str(error)) from None
     samples = [Sample(input=str(row["query"]), id=query_key(row["user"], row["query_id"]),
@@ -125,7 +124,7 @@ def bespoke(
     return Task(
         dataset=MemoryDataset(samples, name="bespoke"),
         solver=bespoke_system(prompter),
-        scorer=bespoke_judge(prompter, judge, options),
+        scorer=bespoke_judge(prompter, judging),
         config=GenerateConfig(max_tokens=prompter.settings.max_new_tokens),
         metadata={"bespoke": {"source": str(source), "context": context, "judge": judge}},
     )
@@ -173,7 +172,7 @@ def bespoke_figures() -> Metric:
     def compute(scores: list[SampleScore]) -> dict[str, float | None]:
         if not scores:  # asked before any sample is scored (the progress display)
             return {}
-        matrix = np.array([[_number(score.score.value, name) for name in FIGURE_NAMES] for score in scores], dtype=float)
+        matrix = np.array([[_number(score.score.value, name) for name in METRIC_NAMES] for score in scores], dtype=float)
         figures = matrix_figures(matrix)
         stderr = matrix_stderr(matrix)
         return {**figures, **{f"{name}_stderr": value for name, value in stderr.items()}}
@@ -188,14 +187,14 @@ def _number(value: Any, name: str) -> float:
 
 
 @scorer(metrics=[bespoke_figures()])
-def bespoke_judge(prompter: Prompter, judge: str, options: Mapping[str, Any]) -> Scorer:
+def bespoke_judge(prompter: Prompter, judging: JudgeConfig) -> Scorer:
     """The answer judged as `bespoke score` judges it: the four dimensions and recall on the figures' 0-100
     scale (NaN for a judgment that failed: unscored, never 0), the feedback as explanation, the item as a
     results file writes it (`bespoke_item`) and the judge's block (`bespoke_judge`) as metadata."""
     rows = {query_key(row["user"], row["query_id"]): row for row in prompter.rows}
 
     async def score(state: TaskState, target: Target) -> Score:
-        session = await _session(prompter, judge, options)
+        session = await _session(prompter, judging)
         given = state.metadata.get(CONTEXT_KEY, {})
         result = await session.judge_one(rows[str(state.sample_id)], state.output.completion,
                                          context_block=given.get("context_block", ""), stand_in=bool(given.get("stand_in")))
@@ -215,19 +214,19 @@ def _explanation(result: ItemResult) -> str:
     return "\n".join(lines)
 
 
-async def _session(prompter: Prompter, judge: str, options: Mapping[str, Any]) -> JudgeSession:
+async def _session(prompter: Prompter, judging: JudgeConfig) -> JudgeSession:
     """The running eval's judge, opened by its first score (where inspect's model roles are bound) on a worker
     thread (the embed proxy encodes the benchmark's examples to calibrate), calibrated on the whole benchmark."""
     key = _eval_id()
     if key not in _SESSIONS:
-        _SESSIONS[key] = asyncio.ensure_future(_open(judge, prompter, options))
+        _SESSIONS[key] = asyncio.ensure_future(_open(judging, prompter))
     return await asyncio.shield(_SESSIONS[key])
 
 
-async def _open(judge: str, prompter: Prompter, options: Mapping[str, Any]) -> JudgeSession:
-    if judge.startswith("inspect:"):  # inspect's model roles are bound in this task's context, not a worker's
-        return JudgeSession.open(judge, rows=prompter.rows, **options)
-    return await asyncio.to_thread(JudgeSession.open, judge, rows=prompter.rows, **options)
+async def _open(judging: JudgeConfig, prompter: Prompter) -> JudgeSession:
+    if judging.spec.engine.name == "inspect":  # inspect's model roles are bound in this task's context, not a worker's
+        return JudgeSession(judging, prompter.rows)
+    return await asyncio.to_thread(JudgeSession, judging, prompter.rows)
 
 
 def _eval_id() -> str:

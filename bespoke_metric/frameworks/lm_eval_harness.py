@@ -23,17 +23,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from statistics import fmean
 from typing import Any
+
+import numpy as np
 
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.scheduler import run_sync
-from bespoke_metric.judging.config import judge_keys
+from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.judging.session import JudgeSession, prepare_response
 from bespoke_metric.results import ItemResult
-from bespoke_metric.results.figure_stats import average_figure, item_figures
+from bespoke_metric.results.figure_stats import HEADLINE, item_figures, matrix_figures
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.systems.messages import CONTEXT_OPTIONS, Prompter
@@ -46,8 +47,8 @@ JUDGE_PREFIX = "judge_"
 """How a judge option is named in `--metadata` (`judge_cache`): the model's own arguments (`base_url`,
 `max_retries`, `timeout`) reach `custom_dataset` beside it."""
 
-_JUDGES: dict[tuple[str, str], dict[str, Any]] = {}
-"""(source, judge spec) -> the judge's options, as `dataset` read them: a document names its judge, never its
+_JUDGES: dict[tuple[str, str], JudgeConfig] = {}
+"""(source, judge spec) -> the judge's config, as `dataset` made it: a document names its judge, never its
 options (a key among them would land in lm-eval's samples file)."""
 
 
@@ -62,10 +63,11 @@ def dataset(source: str = DEFAULT_SOURCE, judge: str | None = None, context: str
         raise UserError(f"context {context!r}: the lm-eval tasks run {', '.join(CONTEXTS)}; the profile contexts "
                         "run in inspect (inspect eval bespoke_metric/bespoke -T context=...)")
     options = {name: value for name, value in metadata.items() if name in CONTEXT_OPTIONS}
-    judging = {name.removeprefix(JUDGE_PREFIX): value for name, value in metadata.items()
-               if name.startswith(JUDGE_PREFIX) and name.removeprefix(JUDGE_PREFIX) in judge_keys()}
+    judging = {name.removeprefix(JUDGE_PREFIX): value for name, value in metadata.items() if name.startswith(JUDGE_PREFIX)}
+    # made before any answer is generated: a wrong judge or option fails the task, not its filter
+    config = JudgeConfig.from_values({**judging, "judge": judge})
     prompter = Prompter.load(source=source, context=context, **options)
-    _JUDGES[(str(source), str(judge))] = judging
+    _JUDGES[(str(source), str(judge))] = config
     documents = []
     for row in prompter.rows:
         asked = prompter.messages_now(row)
@@ -87,7 +89,8 @@ def judge_answers(resps: Sequence[Sequence[str]], docs: Sequence[Mapping[str, An
         return []
     source, spec = docs[0]["source"], docs[0]["judge"]
     benchmark, _ = load_benchmark(source)
-    session = JudgeSession.open(spec, rows=list(benchmark.values()), **_JUDGES.get((source, spec), {}))
+    config = _JUDGES.get((source, spec)) or JudgeConfig.from_values({"judge": spec})
+    session = JudgeSession(config, list(benchmark.values()))
     try:
         items = []
         for answers, doc in zip(resps, docs, strict=True):
@@ -107,10 +110,8 @@ def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str,
 
 
 def average(figures: Sequence[Mapping[str, float]]) -> float:
-    """The headline average of the documents' figures: each figure the mean over the items judged on it
-    (`nanmean`), then the mean of the five."""
-    means = {}
-    for name in METRIC_NAMES:
-        values = [value[name] for value in figures if not math.isnan(value[name])]
-        means[name] = fmean(values) if values else math.nan
-    return average_figure(means)
+    """The headline average of the documents' figures, as a results file computes it (`matrix_figures`: each
+    figure the mean over the items judged on it, then the mean of the five)."""
+    matrix = np.array([[value[name] for name in METRIC_NAMES] for value in figures], dtype=float).reshape(-1, len(METRIC_NAMES))
+    headline = matrix_figures(matrix)[HEADLINE]
+    return math.nan if headline is None else headline

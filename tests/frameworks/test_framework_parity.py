@@ -129,6 +129,17 @@ def test_a_profile_context_is_refused_naming_inspect() -> None:
         dataset(source="sample", context="none")
 
 
+def test_the_judge_options_in_the_metadata_make_the_judge_s_config_before_any_answer() -> None:
+    from bespoke_dataset.errors import UserError
+    from bespoke_metric.frameworks import lm_eval_harness
+
+    # `base_url` unprefixed is the model's (lm-eval puts its arguments beside ours); `judge_batch_size` the judge's
+    lm_eval_harness.dataset(source="sample", judge=JUDGE, context="none", judge_batch_size=7, base_url="http://model")
+    assert lm_eval_harness._JUDGES[("sample", JUDGE)].engine.options.batch_size == 7
+    with pytest.raises(UserError, match="does not apply to the embed judge"):
+        lm_eval_harness.dataset(source="sample", judge=JUDGE, context="none", judge_base_url="http://127.0.0.1:9")
+
+
 def test_lm_eval_aggregates_as_a_results_file_a_failed_judgment_left_out() -> None:
     from lm_eval.api.metrics import nanmean
 
