@@ -55,7 +55,7 @@ from bespoke_metric.judging.guards import check_context_echo
 from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results.metrics import METRIC_NAMES, REGISTRY
 from bespoke_metric.scoring.pipeline import load_benchmark
-from bespoke_metric.systems.context import CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, Profiler, build_contexts
+from bespoke_metric.systems.context import CONTEXTS, HISTORY_CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings, Profiler, build_contexts
 from bespoke_metric.systems.prompts import answer_request
 from bespoke_metric.systems.retrieval import Retriever, make_retriever
 from bespoke_metric.systems.tokens import TokenCounter, token_counter
@@ -232,7 +232,7 @@ def prompt_dataset(
         raise ValueError(f"unknown context {context!r}; choose one of {', '.join(CONTEXTS)}")
     resolved = resolve_source(source, revision)
     rows = list(load_benchmark(resolved)[0].values())
-    sessions = load_rows("histories", resolved) if context not in ("none", "oracle") else []
+    sessions = load_rows("histories", resolved) if context in HISTORY_CONTEXTS else []
     counter = token_counter(model) if model else TokenCounter.approximate()
     if isinstance(retriever, str) and context in RETRIEVAL_CONTEXTS:
         retriever = make_retriever(retriever)

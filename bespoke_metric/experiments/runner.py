@@ -29,7 +29,7 @@ from bespoke_metric.judging.factory import keeps_answers
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
 from bespoke_metric.scoring.pipeline import write_results
-from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data, make_retriever
+from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data
 from bespoke_metric.systems.config import MODEL_ENGINE_KEYS, SystemConfig, engine_values, flag_for
 from bespoke_metric.systems.context import RETRIEVAL_CONTEXTS
 from bespoke_metric.systems.runfiles import canonical_sha256
@@ -185,8 +185,7 @@ class Models:
         if isinstance(settings.retriever, str) and settings.context in RETRIEVAL_CONTEXTS:
             key = json.dumps([settings.retriever, str(settings.embedding_model), str(settings.embedding_cache_dir)])
             if key not in self._retrievers:
-                self._retrievers[key] = make_retriever(settings.retriever, embedding_model=settings.embedding_model,
-                                                       cache_dir=settings.embedding_cache_dir, progress=self._progress)
+                self._retrievers[key] = settings.open_retriever(progress=self._progress)
             settings = dataclasses.replace(settings, retriever=self._retrievers[key])
         return settings
 

@@ -44,6 +44,8 @@ CONTEXTS: tuple[str, ...] = (
 )
 PROFILE_CONTEXTS = frozenset({"profile", "query-profile", "selected-profile"})
 RETRIEVAL_CONTEXTS = frozenset({"selected-history", "selected-profile"})
+HISTORY_CONTEXTS = frozenset(CONTEXTS) - {"none", "oracle"}
+"""The contexts made from the user's history sessions (`none` has no context, `oracle` the gold need)."""
 
 DEFAULT_BUDGET = 4096
 """Tokens of context given to the system."""
@@ -362,7 +364,7 @@ def _sessions_by_user(sessions: Sequence[Mapping[str, Any]]) -> dict[str, list[M
 
 def _check_history(rows: Sequence[Mapping[str, Any]], kind: str, by_user: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
     without = sorted({str(row["user"]) for row in rows} - set(by_user))
-    if kind not in ("none", "oracle") and without:
+    if kind in HISTORY_CONTEXTS and without:
         raise UserError(f"--context {kind} needs history, but these users have none: {', '.join(without)}")
 
 

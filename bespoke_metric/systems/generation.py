@@ -37,10 +37,10 @@ from bespoke_metric.judging.session import prepare_response
 from bespoke_metric.results.served import StrictError, asked_model, mismatch_warning
 from bespoke_metric.scoring.predictions import prediction_record
 
-from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
+from .context import CONTEXTS, HISTORY_CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, UserContext, build_contexts, row_key
 from .profiler import LLMProfiler, expand_queries
 from .prompts import GENERATION_PROMPT_VERSION
-from .retrieval import Retriever, make_retriever
+from .retrieval import Retriever
 from .runfiles import (
     GenerationError,
     ProfileStore,
@@ -223,7 +223,7 @@ def _find_parts(model: str | Spec | EngineConfig | Backend, settings: Generation
     profiler_spec = (spec if profiler is None else _spec(profiler)) if uses_profiler else None
     counter = token_counter(spec, tokenizer=settings.tokenizer)
     profile_counter = token_counter(profiler_spec) if profiler is not None else counter
-    retriever = _retriever(settings, progress) if settings.context in RETRIEVAL_CONTEXTS else None
+    retriever = settings.open_retriever(progress) if settings.context in RETRIEVAL_CONTEXTS else None
     search, engine = open_engine(settings, _search_default(spec))
     return _Parts(spec, counter, profiler, profiler_spec, profile_counter, retriever, search, engine)
 
@@ -317,12 +317,6 @@ def _spec(model: str | Spec | EngineConfig | Backend) -> Spec | str:
     return Spec(engine, str(model.model)) if engine is not None else f"{model.name}:{model.model}"
 
 
-def _retriever(settings: GenerationSettings, progress: bool) -> Retriever:
-    if not isinstance(settings.retriever, str):
-        return settings.retriever
-    return make_retriever(settings.retriever, embedding_model=settings.embedding_model, cache_dir=settings.embedding_cache_dir, progress=progress)
-
-
 def _open_backend(model: Spec | EngineConfig | Backend, options: Mapping[str, Any], cache: Path,
                   stack: contextlib.ExitStack, spending: SpendingLimit | None) -> Backend:
     """A backend made here (from its `EngineConfig`, or a spec with its options by name), admitted against
@@ -358,12 +352,8 @@ def load_system_data(source: str | os.PathLike[str] = DEFAULT_SOURCE, revision: 
     config, resolved and fingerprinted once."""
     resolved = resolve_source(source, revision)
     return SystemData(list(bespoke_dataset.load("queries", source=resolved)),
-                      list(bespoke_dataset.load("histories", source=resolved)) if any(map(_needs_history, contexts)) else [],
+                      list(bespoke_dataset.load("histories", source=resolved)) if any(context in HISTORY_CONTEXTS for context in contexts) else [],
                       resolved.record())
-
-
-def _needs_history(context: str) -> bool:
-    return context not in ("none", "oracle")
 
 
 def _load_data(
@@ -376,7 +366,7 @@ def _load_data(
     The `data` block records what the predictions are made from: the source's record (`source`,
     `revision`, content `fingerprint`) when anything is loaded from it, and the SHA-256 of the rows given
     directly (`queries_sha256`, `histories_sha256`). History given but not used is not recorded."""
-    needs_history = _needs_history(settings.context)
+    needs_history = settings.context in HISTORY_CONTEXTS
     if loaded is not None:
         return list(loaded.queries[: settings.limit]), list(loaded.histories) if needs_history else [], dict(loaded.record)
     data: dict[str, Any] = {}

@@ -24,15 +24,15 @@ from typing import Any
 
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.errors import UserError
+from bespoke_dataset.keys import query_key
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.base import Backend, Usage
 from bespoke_metric.backends.callable_backend import CallableBackend, Generate
 from bespoke_metric.calls.cache import Cache
 
-from .context import PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, PendingContext, UserContext, plan_contexts, row_key
+from .context import HISTORY_CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, PendingContext, UserContext, plan_contexts, row_key
 from .profiler import LLMProfiler
 from .prompts import answer_request
-from .retrieval import make_retriever
 from .runfiles import ProfileStore
 from .settings import GenerationSettings
 from .tokens import TokenCounter, hf_token_counter, openai_token_counter, token_counter
@@ -65,7 +65,7 @@ class QueryMessages:
 
     @property
     def key(self) -> str:
-        return f"{self.user}/{self.query_id}"
+        return query_key(self.user, self.query_id)
 
 
 class ProfileError(UserError):
@@ -108,12 +108,8 @@ class Prompter:
         counter = _counter(model, settings)
         resolved = resolve_source(source, revision)
         rows = load_rows("benchmark", resolved)
-        sessions = load_rows("histories", resolved) if context not in ("none", "oracle") else []
-        retriever = None
-        if context in RETRIEVAL_CONTEXTS:
-            retriever = settings.retriever if not isinstance(settings.retriever, str) else make_retriever(
-                settings.retriever, embedding_model=settings.embedding_model, cache_dir=settings.embedding_cache_dir,
-                progress=False)
+        sessions = load_rows("histories", resolved) if context in HISTORY_CONTEXTS else []
+        retriever = settings.open_retriever(progress=False) if context in RETRIEVAL_CONTEXTS else None
         planned = plan_contexts(rows, context, sessions, counter, settings=settings, retriever=retriever)
         return cls(rows, planned, settings, profiler=profiler, profile_store=profile_store,
                    cache=Cache(cache) if cache is not None else None)

@@ -15,7 +15,7 @@ from bespoke_metric.backends.registry import Spec, as_spec
 from bespoke_metric.calls.cache import Cache
 
 from .context import CONTEXTS, PROFILE_CONTEXTS, RETRIEVAL_CONTEXTS, ContextSettings
-from .retrieval import RETRIEVERS, Retriever
+from .retrieval import RETRIEVERS, Retriever, make_retriever
 from .search.base import NATIVE, NONE, SearchEngineError, SearchHook, SearchOptions
 from .search.engines import parse_search_spec
 from .search.policies import DEFAULT_QUERIES, DEFAULT_ROUNDS, DEFAULT_SEARCH_BUDGET, POLICIES
@@ -161,6 +161,13 @@ class GenerationSettings(ContextSettings):
         if self.search_replay:
             raise SearchEngineError(f"--search-replay replays a search engine's calls, and {given} "
                                     "(a model's own search replays from the generation cache)")
+
+    def open_retriever(self, progress: bool) -> Retriever:
+        """The `retriever` given, or the one it names made with `embedding_model` and `embedding_cache_dir`."""
+        if not isinstance(self.retriever, str):
+            return self.retriever
+        return make_retriever(self.retriever, embedding_model=self.embedding_model, cache_dir=self.embedding_cache_dir,
+                              progress=progress)
 
     def record(self) -> dict[str, Any]:
         """The settings that determine the predictions, as written to the `settings` of a run."""
