@@ -63,10 +63,8 @@ class JudgeSession:
     scheduler's backend and its cache, calibrated on the whole benchmark (`rows`)."""
 
     def __init__(self, config: JudgeConfig, rows: Sequence[Mapping[str, Any]]) -> None:
-        options = config.judge_options()
-        guards = options.pop("guards", True)
         self.config = config
-        self.judge = GuardedJudge(make_judge(config.spec, **options), enabled=guards)
+        self.judge = GuardedJudge(make_judge(config), enabled=config.guards)
         try:
             self.judge.calibrate(list(rows))
         except BaseException:
