@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import os
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import PurePath
@@ -43,6 +44,7 @@ from bespoke_metric.backends.options import (
     make_options,
     option_names,
 )
+from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.schema import GRAMMAR_REQUIREMENT
 
 ENTRY_POINT_GROUP = "bespoke.engines"
@@ -346,6 +348,13 @@ class EngineConfig:
     def given(self) -> dict[str, Any]:
         """Every option given, by name (the engine's own, where it runs, the Batch API's)."""
         return {**given(self.options), **given(self.executor), **given(self.batch)}
+
+    def ledger_beside(self, cache: str | os.PathLike[str]) -> "EngineConfig":
+        """This config with its Batch API's batches kept beside the `cache` file of its answers, where it sends
+        batches and names no ledger of its own."""
+        if not self.batch.batch or self.batch.batch_ledger is not None:
+            return self
+        return dataclasses.replace(self, batch=dataclasses.replace(self.batch, batch_ledger=str(ledger_path(cache))))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from bespoke_metric.backends.base import Backend
 from bespoke_metric.backends.options import OptionError, option_names
-from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.registry import (
     Preloaded,
     Spec,
@@ -112,10 +111,8 @@ def llm_backend(config: JudgeConfig, *, spending: Any = None, preloaded: Preload
     """The backend of an LLM judge, a Batch API's batches kept beside its cache; `planning`: wrapped in a
     `PlanningBackend` that sends nothing."""
     engine, cache = config.engine, config.cache
-    if engine.batch.batch and cache is not None and engine.batch.batch_ledger is None:
-        kept = cache if isinstance(cache, (str, os.PathLike)) else cache.path
-        # the batches kept beside the answers
-        engine = dataclasses.replace(engine, batch=dataclasses.replace(engine.batch, batch_ledger=str(ledger_path(kept))))
+    if cache is not None:
+        engine = engine.ledger_beside(cache if isinstance(cache, (str, os.PathLike)) else cache.path)
     if planning:
         from bespoke_metric.calls.plan import PlanningBackend, keyless
 

@@ -14,7 +14,6 @@ stopped.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import time
@@ -27,7 +26,6 @@ import bespoke_dataset
 from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_metric.backends.base import Backend, Usage, backend_description
-from bespoke_metric.backends.providers.batch_ledger import ledger_path
 from bespoke_metric.backends.registry import ENGINES, EngineConfig, Spec, as_spec, backend_config, build_backend, engine_of, substitution
 from bespoke_metric.calls.cache import Cache
 from bespoke_metric.calls.pricing import ModelUse, backend_use
@@ -324,9 +322,7 @@ def _open_backend(model: Spec | EngineConfig | Backend, options: Mapping[str, An
     keeps its batches beside the run's cache."""
     if not isinstance(model, (Spec, EngineConfig)):
         return model
-    config = model if isinstance(model, EngineConfig) else backend_config(model, options)
-    if config.batch.batch and config.batch.batch_ledger is None:
-        config = dataclasses.replace(config, batch=dataclasses.replace(config.batch, batch_ledger=str(ledger_path(cache))))
+    config = (model if isinstance(model, EngineConfig) else backend_config(model, options)).ledger_beside(cache)
     backend = build_backend(config, spending=spending)
     stack.callback(backend.close)
     return backend
