@@ -370,13 +370,13 @@ class Preloaded:
 
     def given(self, parsed: Spec) -> dict[str, Any]:
         """The objects given, by name; an `OptionError` for one the engine of `parsed` does not reuse."""
-        given = {item.name: getattr(self, item.name) for item in dataclasses.fields(self) if getattr(self, item.name) is not None}
-        refused = sorted(set(given) - set(parsed.engine.preloads))
+        objects = given(self)
+        refused = sorted(set(objects) - set(parsed.engine.preloads))
         if refused:
             takes = ", ".join(f"{name}=" for name in parsed.engine.preloads) or "none"
             raise OptionError(f"{', '.join(f'{name}=' for name in refused)} does not apply to the {parsed.engine.name} "
                               f"engine ({parsed}); the objects it reuses: {takes}")
-        return given
+        return objects
 
 
 def engine_config(parsed: Spec, options: dict[str, Any]) -> EngineConfig:

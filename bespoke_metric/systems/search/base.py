@@ -9,7 +9,6 @@ an identity, a description, a cache or a message.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any, Protocol
 
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import CallError
-from bespoke_metric.backends.options import option
+from bespoke_metric.backends.options import given, option
 
 from .providers import SearchResult
 
@@ -50,7 +49,7 @@ class SearchOptions:
 
     def given(self) -> dict[str, Any]:
         """The options that are set."""
-        return {item.name: getattr(self, item.name) for item in dataclasses.fields(self) if getattr(self, item.name) is not None}
+        return given(self)
 
 
 class SearchEngine(Protocol):
