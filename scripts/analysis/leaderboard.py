@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
         results = gathered.entries
         if not results:
-            raise LeaderboardError(f"no results file among the {len(args.results)} file(s) given")
+            given = "file(s) and folder(s)" if any(Path(path).is_dir() for path in args.results) else "file(s)"
+            raise LeaderboardError(f"no results file among the {len(args.results)} {given} given")
         groups = build_leaderboard(results, allow_proxy=args.allow_proxy, n_resamples=args.resamples, seed=args.seed)
     except (LeaderboardError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -121,6 +121,9 @@ def test_a_folder_with_no_results_file_is_one_error(results_folder, capsys):
     assert main(["leaderboard", "results/sweep.json"]) == 2
     err = own_lines(capsys.readouterr().err)
     assert err[-1] == "error: no results file among the 1 file(s) given"
+    Path("results/nothing").mkdir()
+    assert main(["leaderboard", "results/nothing"]) == 2
+    assert own_lines(capsys.readouterr().err)[-1] == "error: no results file among the 1 file(s) and folder(s) given"
 
 
 @pytest.mark.slow
