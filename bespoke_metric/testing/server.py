@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import itertools
 import json
 import signal
@@ -28,7 +27,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, TypeVar
 
 Responder = Callable[[dict[str, Any]], "str | Cutoff | dict[str, Any]"]
 
@@ -156,6 +155,9 @@ def _count_tokens(text: str) -> int:
     return len(text.split())
 
 
+_Served = TypeVar("_Served", bound="TestServer")
+
+
 class TestServer:
     """The running server's state; configure it by assigning its attributes between calls."""
 
@@ -232,6 +234,13 @@ class TestServer:
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
+
+    def __enter__(self: _Served) -> _Served:
+        """Serving for the `with` block: started now on a free port, unless it was started already."""
+        return self if self._httpd is not None else self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         self._stopping.set()  # wakes hanging handlers
@@ -412,7 +421,6 @@ def serve_until_stopped(server: TestServer, argv: list[str] | None, *, prog: str
     return 0
 
 
-@contextlib.contextmanager
 def serve(
     responder: Responder = default_responder,
     *,
@@ -421,10 +429,6 @@ def serve(
     rule: Callable[[RecordedRequest], Fault | None] | None = None,
     model_ids: tuple[str, ...] = ("test-model",),
     port: int = 0,
-) -> Iterator[TestServer]:
+) -> TestServer:
     """Run a `TestServer` on `port` of 127.0.0.1 (default: a free one) for the duration of the `with` block."""
-    server = TestServer(responder, latency=latency, faults=faults, rule=rule, model_ids=model_ids).start(port)
-    try:
-        yield server
-    finally:
-        server.stop()
+    return TestServer(responder, latency=latency, faults=faults, rule=rule, model_ids=model_ids).start(port)

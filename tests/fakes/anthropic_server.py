@@ -73,7 +73,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from bespoke_metric.testing.server import RecordedRequest, RequestHandler, Responder, TestServer, messages_of, serve_until_stopped
@@ -577,15 +577,10 @@ class _AnthropicHandler(RequestHandler):
 AnthropicServer.handler = _AnthropicHandler
 
 
-@contextlib.contextmanager
-def serve_anthropic(responder: Responder = answer_any, **options: Any) -> Iterator[AnthropicServer]:
+def serve_anthropic(responder: Responder = answer_any, **options: Any) -> AnthropicServer:
     """Run an `AnthropicServer` on a free port of 127.0.0.1 for the duration of the `with` block (options as
     `AnthropicServer` takes them); give the engine `base_url=server.root_url`."""
-    server = AnthropicServer(responder, **options).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return AnthropicServer(responder, **options)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,6 @@ judge) until it is stopped, writing its base URL to FILE once it listens.
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import itertools
 import json
@@ -39,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
 from bespoke_metric.calls.pricing import prompt_tokens
@@ -399,15 +398,10 @@ class _BatchHandler(RequestHandler):
 BatchServer.handler = _BatchHandler
 
 
-@contextlib.contextmanager
-def serve_batches(responder: Responder = default_responder, **options: Any) -> Iterator[BatchServer]:
+def serve_batches(responder: Responder = default_responder, **options: Any) -> BatchServer:
     """Run a `BatchServer` on a free port of 127.0.0.1 for the duration of the `with` block (options as
     `BatchServer` takes them)."""
-    server = BatchServer(responder, **options).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return BatchServer(responder, **options)
 
 
 def main(argv: list[str] | None = None) -> int:

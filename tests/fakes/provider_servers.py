@@ -27,11 +27,10 @@ field), reasoning tokens (`REASONING_TOKENS`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from bespoke_metric.testing.server import (
     Cutoff,
@@ -360,15 +359,10 @@ class AgentServer(TestServer):
         return agent_error(record.body)
 
 
-@contextlib.contextmanager
-def serve_perplexity(responder: Responder | None = None, **options: Any) -> Iterator[AgentServer]:
+def serve_perplexity(responder: Responder | None = None, **options: Any) -> AgentServer:
     """A strict Agent API (`AgentServer`) answering with `responder` (default `perplexity_responder()`) on
     127.0.0.1 for the `with` block; its base URL without `/v1` is `root_url(server)`."""
-    server = AgentServer(responder or perplexity_responder(), **options).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return AgentServer(responder or perplexity_responder(), **options)
 
 
 def perplexity_responder() -> Responder:
@@ -548,12 +542,11 @@ def gemini_redirect(page: Page) -> str:
 # -- servers -------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def serve_provider(responder: Responder, **options: Any) -> Iterator[TestServer]:
+def serve_provider(responder: Responder, **options: Any) -> TestServer:
     """`server.serve` with `responder`, answering Gemini's route too; `options` as for `serve`."""
-    with serve(responder, **options) as server:
-        server.paths = (*server.paths, GEMINI_ROUTE)
-        yield server
+    server = serve(responder, **options)
+    server.paths = (*server.paths, GEMINI_ROUTE)
+    return server
 
 
 class StrictServer(TestServer):
@@ -602,15 +595,10 @@ def strict_responder(*, answer: Responder | None = None) -> Responder:
     return lambda body: gemini(body) if "contents" in body else openai(body)
 
 
-@contextlib.contextmanager
-def serve_strict(responder: Responder | None = None, **options: Any) -> Iterator[StrictServer]:
+def serve_strict(responder: Responder | None = None, **options: Any) -> StrictServer:
     """A `StrictServer` answering with `responder` (default `strict_responder()`) on 127.0.0.1 for the `with`
     block: `server.base_url` for `openai:` (it ends in `/v1`), `root_url(server)` for `gemini:`."""
-    server = StrictServer(responder or strict_responder(), **options).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return StrictServer(responder or strict_responder(), **options)
 
 
 def root_url(server: TestServer) -> str:

@@ -20,11 +20,10 @@ Every request is recorded, and the peak of calls in flight is tracked.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -203,11 +202,6 @@ class _SearchHandler(RequestHandler):
 SearchServer.handler = _SearchHandler
 
 
-@contextlib.contextmanager
-def serve_search(provider: str, **options: Any) -> Iterator[SearchServer]:
+def serve_search(provider: str, **options: Any) -> SearchServer:
     """Run a `SearchServer` for `provider` on a free port of 127.0.0.1 for the `with` block."""
-    server = SearchServer(provider, **options).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return SearchServer(provider, **options)
