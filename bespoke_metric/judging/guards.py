@@ -109,7 +109,7 @@ _CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+|\n+|,?\s+\b(?=but\b|however\b)", re.I
 _I = r"(?:i|i'm|i’m|i am|as an ai\b[^,.]*,\s*i)"
 REFUSAL = re.compile(
     rf"\b(?:as an ai\b|{_I}\s*(?:'m|’m|am)?\s*(?:sorry,?\s+(?:but\s+)?(?:i\s+)?(?:can(?:not|'t|’t)|am not|'m not|’m not)"
-    r"|not (?:able|equipped|allowed|permitted|in a position) to|unable to|(?:can(?:not|'t|’t)|won't|will not)"
+    r"|not (?:able|equipped|allowed|permitted|in a position) to|unable to|(?:can(?:not|'t|’t)|won['’]t|will not)"
     r"\s+(?:help|assist|provide|answer|give|offer|comply|fulfil|fulfill|recommend|share)))",
     re.IGNORECASE)
 """A clause that declines: "I'm sorry, but I can't", "I'm not equipped to", "I cannot provide", "As an AI"."""
