@@ -19,8 +19,9 @@ project's tests' (`tests/fakes/`).
 
 | name | what it is |
 |---|---|
-| `serve(responder, *, latency, faults, rule, model_ids)` | context manager: a `TestServer` on 127.0.0.1 speaking `POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models` |
-| `TestServer` | the running server: `base_url`, `calls` / `requests` (each a `RecordedRequest`), `max_in_flight`, `reset()`; set `responder`, `latency`, `faults`, `rule` between calls |
+| `serve(responder, *, latency, faults, rule, model_ids, limits)` | context manager: a `TestServer` on 127.0.0.1 speaking `POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models` |
+| `TestServer` | the running server: `base_url`, `calls` / `requests` (each a `RecordedRequest`), `max_in_flight`, `reset()`, `meter`; set `responder`, `latency` (seconds, or a function drawing them), `faults`, `rule` between calls |
+| `Limits(rpm, tpm, input_tpm, output_tpm, window_s, quota_calls, quota_dollars, ...)` | a provider account's rate limits and quota, enforced by `serve(limits=...)` as the provider documents them (headers, 429s, a spent account); `server.meter.top_up()` pays a spent one again |
 | `Fault(status, retry_after, hang, body, headers)` | what to do instead of answering one call: an HTTP error (429 with `Retry-After`, 5xx) or a hang |
 | `Cutoff(text)` | a responder's answer sent as cut off by the output limit (`finish_reason: "length"`) |
 | `RecordedRequest` | one request the server received: method, path, headers, JSON body, arrival and end times, status |
@@ -42,13 +43,14 @@ from .authoring_responder import author_answer
 from .degenerate import FLOOR, acceptance_rewards, degenerate_completions
 from .doubles import RecordingBackend, RecordingJudge
 from .judge_responder import conveys, judge_answer, score_for
+from .provider_limits import Limits
 from .server import Cutoff, Fault, RecordedRequest, TestServer, messages_of, serve, tool_call
 from .smollm2 import smollm2_folder, smollm2_path
 from .system_responder import answer_any, system_answer
 from .tiny_model import build_tiny_model
 
 __all__ = [
-    "Cutoff", "FLOOR", "Fault", "RecordedRequest", "RecordingBackend", "RecordingJudge", "TestServer",
+    "Cutoff", "FLOOR", "Fault", "Limits", "RecordedRequest", "RecordingBackend", "RecordingJudge", "TestServer",
     "acceptance_rewards", "answer_any", "author_answer", "build_tiny_model", "conveys", "degenerate_completions",
     "judge_answer", "messages_of", "score_for", "serve", "smollm2_folder", "smollm2_path", "system_answer",
     "tool_call",

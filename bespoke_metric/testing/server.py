@@ -7,7 +7,9 @@ callback (or a whole response body as a dict, sent as it is: a provider's own sh
 tests' `fakes.provider_servers`; `paths` then names the routes it answers besides those two); how it answers can be made slow (`latency`) or faulty (a scripted queue of `Fault`s, or a
 `rule` consulted per call): 429 with `Retry-After`, 5xx, or hanging past the client's timeout. Every
 request is recorded with its arrival and completion times, and the peak number of calls in flight is
-tracked, so tests can assert behaviour (overlap, waits, retries) from the server's side.
+tracked, so tests can assert behaviour (overlap, waits, retries) from the server's side. With `limits`
+(`provider_limits.Limits`) it enforces a provider's rate limits and quota as the provider does: headers on
+every answer, 429s in its words, a spent account (`server.meter.top_up()` pays it again).
 
     with serve(responder=lambda body: "hello", latency=0.2) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="test")
@@ -28,6 +30,8 @@ import urllib.parse
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, TypeVar
+
+from .provider_limits import Limits, Meter, model_of, usage_of
 
 Responder = Callable[[dict[str, Any]], "str | Cutoff | dict[str, Any]"]
 
@@ -171,14 +175,18 @@ class TestServer:
         self,
         responder: Responder = default_responder,
         *,
-        latency: float = 0.0,
+        latency: float | Callable[[], float] = 0.0,
         faults: list[Fault | None] | None = None,
         rule: Callable[[RecordedRequest], Fault | None] | None = None,
         model_ids: tuple[str, ...] = ("test-model",),
         keep_requests: int | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.responder = responder
         self.latency = latency
+        """Seconds each answered call takes, or a function drawing them per call (a latency's distribution)."""
+        self.meter = Meter(limits) if limits is not None and limits.metered else None
+        """The account's limits and quota as they stand (`Meter`; assign one with an injected clock), or None."""
         self.faults: collections.deque[Fault | None] = collections.deque(faults or [])
         """Consumed one per completion call, in arrival order; `None` entries answer normally."""
         self.rule = rule
@@ -366,13 +374,22 @@ class RequestHandler(BaseHTTPRequestHandler):
             headers.update(fault.headers)
             self._send(record, fault.status, error, headers)
             return
-        state._wait(state.latency)
+        meter, metered = state.meter, {}
+        if meter is not None:  # admitted or refused as the call arrives, before the model works on it
+            verdict = meter.admit(self.path, body, model_of(self.path, body))
+            if verdict.status is not None and verdict.body is not None:
+                self._send(record, verdict.status, verdict.body, verdict.headers)
+                return
+            metered = verdict.headers
+        state._wait(state.latency() if callable(state.latency) else state.latency)
         try:
             answer = state._answer(self.path, body)
         except Exception as err:  # a responder bug shows up as a 500 the test can see
             self._send(record, 500, {"error": {"message": f"responder failed: {err}", "type": "server_error"}})
             return
-        self._send(record, 200, answer)
+        if meter is not None:
+            meter.answered(*usage_of(self.path, answer))
+        self._send(record, 200, answer, metered)
 
     def _send(
         self, record: RecordedRequest, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
@@ -424,11 +441,14 @@ def serve_until_stopped(server: TestServer, argv: list[str] | None, *, prog: str
 def serve(
     responder: Responder = default_responder,
     *,
-    latency: float = 0.0,
+    latency: float | Callable[[], float] = 0.0,
     faults: list[Fault | None] | None = None,
     rule: Callable[[RecordedRequest], Fault | None] | None = None,
     model_ids: tuple[str, ...] = ("test-model",),
     port: int = 0,
+    limits: Limits | None = None,
 ) -> TestServer:
-    """Run a `TestServer` on `port` of 127.0.0.1 (default: a free one) for the duration of the `with` block."""
-    return TestServer(responder, latency=latency, faults=faults, rule=rule, model_ids=model_ids).start(port)
+    """Run a `TestServer` on `port` of 127.0.0.1 (default: a free one) for the duration of the `with` block,
+    enforcing `limits` (OpenAI's, and Gemini's on its route) where given."""
+    return TestServer(responder, latency=latency, faults=faults, rule=rule, model_ids=model_ids,
+                      limits=limits).start(port)
