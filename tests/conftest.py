@@ -91,15 +91,16 @@ def judge_server(openai_server):
 
 
 class StandIn:
-    """`bespoke stand-in --url-file F` running as a user starts it: its URL, its process."""
+    """`bespoke stand-in --url-file F [OPTIONS]` running as a user starts it: its URL, its process."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, *options):
         import subprocess
         import sys
         import time
 
         self.url_file = folder / "stand-in.url"
-        self.process = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", "stand-in", "--url-file", str(self.url_file)],
+        self.process = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", "stand-in", "--url-file", str(self.url_file),
+                                         *options],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120  # the command imports the package first: seconds on a busy machine
         while not self.url_file.exists():

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Provider = Literal["openai", "anthropic", "gemini"]
 Metric = Literal["requests", "tokens", "input-tokens", "output-tokens"]
@@ -302,11 +302,12 @@ class Meter:
         """The call's refusal (a rate limit's charging the refused request), or None to admit it."""
         if self.spent():
             return Refusal(None)
+        for limit in limits.values():  # a call no wait lets through first
+            if charge.cost(limit.metric) > limit.per_minute:
+                return Refusal(limit, charge.cost(limit.metric))
         for limit in limits.values():  # requests first: the order the headers list them
             cost = charge.cost(limit.metric)
             used = round(limit.per_minute) - limit.remaining
-            if cost > limit.per_minute:
-                return Refusal(limit, cost, used)
             if limit.enforced.wait_for(cost) > 0:
                 if "requests" in limits:
                     limits["requests"].take_refused(1)
@@ -314,6 +315,14 @@ class Meter:
                 return Refusal(limit, cost, used, max(other.enforced.wait_for(charge.cost(other.metric))
                                                       for other in limits.values()))
         return None
+
+
+class Shapes(Protocol):
+    """A provider's words: the headers every answer carries, and a refusal's status, body and headers."""
+
+    def headers(self, limits: Mapping[Metric, Limit], now: datetime.datetime) -> dict[str, str]: ...
+
+    def refusal(self, meter: Meter, refusal: Refusal, model: str, headers: dict[str, str]) -> Answer: ...
 
 
 def go_duration(seconds: float) -> str:
@@ -388,5 +397,109 @@ def openai_error(message: str, kind: str, code: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-SHAPES: dict[Provider, Any] = {"openai": OpenAIShapes()}
-"""Each provider's headers and refusals (`headers(limits, now)`, `refusal(meter, refusal, model, headers)`)."""
+class AnthropicShapes:
+    """Anthropic's headers and errors (docs.claude.com/en/api/rate-limits, "Response headers": `anthropic-ratelimit-
+    {requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}`, the resets as RFC 3339 times "when the
+    rate limit will be fully replenished", the `tokens` ones those of the token limit with the fewest left;
+    `retry-after` in seconds on a 429), the error body the SDK's `ErrorResponse` (anthropic/types/shared/
+    error_response.py: `{type: "error", error: {type, message}, request_id}`), the 429 `rate_limit_error`'s
+    message as the API words it ("This request would exceed the rate limit for your organization (...) of 50
+    input tokens per minute. ..."); a spent account a 400 `invalid_request_error`: the credit balance ("Your
+    credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase
+    credits.", docs.claude.com/en/api/errors) or the spend limit the user set ("You have reached your specified
+    API usage limits. You will regain access on YYYY-MM-DD at 00:00 UTC.", the first of the next month)."""
+
+    NAMES: Mapping[str, str] = {"requests": "requests", "input-tokens": "input tokens", "output-tokens": "output tokens"}
+
+    @staticmethod
+    def headers(limits: Mapping[Metric, Limit], now: datetime.datetime) -> dict[str, str]:
+        def at(seconds: float) -> str:
+            return (now + datetime.timedelta(seconds=math.ceil(seconds))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        headers = {}
+        tokens = [limit for metric, limit in limits.items() if metric != "requests"]
+        shown: list[tuple[str, Limit]] = [(metric, limit) for metric, limit in limits.items()]
+        if tokens:
+            shown.append(("tokens", min(tokens, key=lambda limit: limit.remaining)))
+        for metric, limit in shown:
+            headers[f"anthropic-ratelimit-{metric}-limit"] = str(round(limit.per_minute))
+            headers[f"anthropic-ratelimit-{metric}-remaining"] = str(limit.remaining)
+            headers[f"anthropic-ratelimit-{metric}-reset"] = at(limit.reset_s)
+        return headers
+
+    def refusal(self, meter: Meter, refusal: Refusal, model: str, headers: dict[str, str]) -> Answer:
+        if refusal.limit is None:
+            if meter.limits.spend_limit:
+                today = meter.now().date()
+                regain = (today.replace(day=1) + datetime.timedelta(days=32)).replace(day=1)
+                message = (f"You have reached your specified API usage limits. You will regain access on "
+                           f"{regain.isoformat()} at 00:00 UTC.")
+            else:
+                message = CREDIT_MESSAGE
+            return Answer(400, anthropic_error("invalid_request_error", message), headers)
+        limit = refusal.limit
+        message = (f"This request would exceed the rate limit for your organization ({meter.organization}) of "
+                   f"{round(limit.per_minute)} {self.NAMES[limit.metric]} per minute. For details, refer to: "
+                   "https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. "
+                   "Please reduce the prompt length or the maximum tokens requested, or try again later. You may also "
+                   "contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit "
+                   "increase.")
+        wait = {} if refusal.retry_s is None else {"retry-after": str(max(1, math.ceil(refusal.retry_s)))}
+        return Answer(429, anthropic_error("rate_limit_error", message), {**headers, **wait})
+
+
+CREDIT_MESSAGE = ("Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade "
+                  "or purchase credits.")
+"""Anthropic's words for a spent credit balance (400 `invalid_request_error`)."""
+
+
+def anthropic_error(kind: str, message: str) -> dict[str, Any]:
+    """Anthropic's `ErrorResponse` (anthropic/types/shared/error_response.py)."""
+    return {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_test"}
+
+
+class GeminiShapes:
+    """Gemini's 429 `RESOURCE_EXHAUSTED`, a `google.rpc.Status` whose `details` say which quota (`QuotaFailure`),
+    where to read about it (`Help`) and, for a per-minute quota, how long to wait (`RetryInfo.retryDelay`, whole
+    seconds as Gemini writes it). Shapes as users quote them from the Gemini API: RooCodeInc/Roo-Code#3883
+    (2025-06, the three details, `quotaValue`, retryDelay "26s"), googleapis/python-genai#2044 (the per-day
+    `GenerateRequestsPerDayPerProjectPerModel-FreeTier` beside the per-minute ones), gke-labs/gemini-for-kubernetes-
+    development#1215 (2026-07, the message's "To monitor your current usage" sentence; a spent daily quota "only
+    resets midnight"); google-genai reads `code`, `status`, `message` off the body and keeps it whole as
+    `details` (google/genai/errors.py `APIError.__init__`). Gemini sends no rate-limit headers on an answer."""
+
+    QUOTAS: Mapping[str, tuple[str, str]] = {
+        "requests": ("generate_content_free_tier_requests", "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
+        "tokens": ("generate_content_free_tier_input_token_count", "GenerateContentInputTokensPerModelPerMinute-FreeTier"),
+        "quota": ("generate_content_free_tier_requests", "GenerateRequestsPerDayPerProjectPerModel-FreeTier"),
+    }
+    MESSAGE = ("You exceeded your current quota, please check your plan and billing details. For more information on "
+               "this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. To monitor your current usage, "
+               "head to: https://ai.dev/rate-limit. ")
+
+    @staticmethod
+    def headers(limits: Mapping[Metric, Limit], now: datetime.datetime) -> dict[str, str]:
+        return {}
+
+    def refusal(self, meter: Meter, refusal: Refusal, model: str, headers: dict[str, str]) -> Answer:
+        if refusal.limit is None:
+            which, value = "quota", meter.limits.quota_calls
+        else:
+            which, value = refusal.limit.metric, round(refusal.limit.per_minute)
+        metric, quota = self.QUOTAS[which]
+        details: list[dict[str, Any]] = [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                {"quotaMetric": f"generativelanguage.googleapis.com/{metric}", "quotaId": quota,
+                 "quotaDimensions": {"location": "global", "model": model}, "quotaValue": str(value)}]},
+            {"@type": "type.googleapis.com/google.rpc.Help", "links": [
+                {"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+        ]
+        if refusal.retry_s is not None:
+            details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                            "retryDelay": f"{max(1, math.ceil(refusal.retry_s))}s"})
+        return Answer(429, {"error": {"code": 429, "message": self.MESSAGE, "status": "RESOURCE_EXHAUSTED",
+                                      "details": details}}, headers)
+
+
+SHAPES: dict[Provider, Shapes] = {"openai": OpenAIShapes(), "anthropic": AnthropicShapes(), "gemini": GeminiShapes()}
+"""Each provider's words."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, TypeVar
 
-from .provider_limits import Limits, Meter, model_of, usage_of
+from .provider_limits import Limits, Meter, Provider, model_of, usage_of
 
 Responder = Callable[[dict[str, Any]], "str | Cutoff | dict[str, Any]"]
 
@@ -170,6 +170,9 @@ class TestServer:
     """The request handler class (`RequestHandler`, set below; a server offering more routes subclasses it)."""
     url_path = "/v1"
     """Where the API lives under the server's address (`base_url`)."""
+    provider: Provider = "openai"
+    """Whose limits it enforces (`provider_limits`; OpenAI's and Gemini's are alike, a Gemini route answers in
+    Gemini's words)."""
 
     def __init__(
         self,
@@ -185,6 +188,8 @@ class TestServer:
         self.responder = responder
         self.latency = latency
         """Seconds each answered call takes, or a function drawing them per call (a latency's distribution)."""
+        if limits is not None:
+            limits.per_minute(self.provider)  # a limit the provider does not have fails here, not in a call
         self.meter = Meter(limits) if limits is not None and limits.metered else None
         """The account's limits and quota as they stand (`Meter`; assign one with an injected clock), or None."""
         self.faults: collections.deque[Fault | None] = collections.deque(faults or [])

@@ -5,10 +5,21 @@
 from __future__ import annotations
 
 import concurrent.futures
+import datetime
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 import pytest
+from conftest import StandIn
+from fakes.anthropic_server import serve_anthropic
+from fakes.provider_servers import gemini_responder, root_url, serve_provider
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
 
 from bespoke_metric.testing.provider_limits import Limits, Meter, go_duration
 from bespoke_metric.testing.server import TestServer, serve
@@ -187,8 +198,6 @@ def test_no_limits_no_headers_and_limits_checked_where_given() -> None:
     assert server.meter is None
     with pytest.raises(ValueError, match="rpm must be above 0"):
         Limits(rpm=0)
-    with pytest.raises(ValueError, match="Anthropic limits input and output tokens apart"):
-        Limits(tpm=10).per_minute("anthropic")
 
 
 @pytest.mark.parametrize("seconds, written", [(0, "0s"), (0.02, "20ms"), (0.0334, "34ms"), (1, "1s"), (1.5, "1.5s"),
@@ -205,3 +214,162 @@ def test_a_latency_may_be_drawn_per_call() -> None:
     first, second = server.calls
     assert (second.finished or 0) - second.received >= 0.2 > 0
     assert first.status == second.status == 200
+
+
+# -- Anthropic ------------------------------------------------------------------------------------------------
+
+
+def anthropic_client(server: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=server.root_url, api_key="k", max_retries=0)
+
+
+def message(api: anthropic.Anthropic, max_tokens: int = 50) -> Any:
+    try:
+        return api.messages.with_raw_response.create(model="claude-sonnet-5-5", max_tokens=max_tokens, messages=USER)
+    except anthropic.APIStatusError as error:
+        return error
+
+
+def test_anthropic_limits_input_tokens_from_the_prompt_and_output_tokens_from_max_tokens() -> None:
+    clock, wall = Clock(), datetime.datetime(2026, 12, 6, 12, 0, 0, tzinfo=datetime.timezone.utc)
+    with serve_anthropic() as server:
+        server.meter = Meter(Limits(rpm=600, input_tpm=6000, output_tpm=3000), clock=clock, now=lambda: wall)
+        api = anthropic_client(server)
+        first = message(api, max_tokens=40)  # 3 input tokens, 40 output tokens charged at the start
+        headers = first.headers
+        assert headers["anthropic-ratelimit-requests-limit"] == "600"
+        assert headers["anthropic-ratelimit-requests-remaining"] == "599"
+        assert headers["anthropic-ratelimit-requests-reset"] == "2026-12-06T12:00:01Z"  # 0.1 s: as a whole second
+        assert headers["anthropic-ratelimit-input-tokens-remaining"] == str(6000 - 3)
+        assert headers["anthropic-ratelimit-output-tokens-remaining"] == str(3000 - 40)
+        assert headers["anthropic-ratelimit-output-tokens-reset"] == "2026-12-06T12:00:01Z"
+        # the token headers are those of the token limit with the fewest tokens left
+        assert (headers["anthropic-ratelimit-tokens-limit"], headers["anthropic-ratelimit-tokens-remaining"]) == (
+            "3000", str(3000 - 40))
+        refused = message(api, max_tokens=20)  # the 10 output tokens left of the second's 50 do not hold 20
+        assert isinstance(refused, anthropic.RateLimitError) and refused.status_code == 429
+        assert refused.body["error"]["type"] == "rate_limit_error"
+        assert "would exceed the rate limit for your organization (org-test) of 3000 output tokens per minute" in (
+            refused.body["error"]["message"])
+        assert refused.response.headers["retry-after"] == "1"
+        assert "anthropic-ratelimit-requests-remaining" in refused.response.headers
+        clock.advance(0.2)
+        assert message(api, max_tokens=20).status_code == 200
+    assert statuses(server) == [200, 429, 200]
+
+
+@pytest.mark.parametrize("spend_limit, words", [
+    (False, "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or "
+            "purchase credits."),
+    (True, "You have reached your specified API usage limits. You will regain access on 2027-01-01 at 00:00 UTC."),
+])
+def test_a_spent_anthropic_account_is_a_400_until_topped_up(spend_limit: bool, words: str) -> None:
+    wall = datetime.datetime(2026, 12, 6, 12, 0, 0, tzinfo=datetime.timezone.utc)
+    with serve_anthropic() as server:
+        server.meter = Meter(Limits(quota_calls=1, spend_limit=spend_limit), now=lambda: wall)
+        api = anthropic_client(server)
+        assert message(api).status_code == 200
+        spent = message(api)
+        assert isinstance(spent, anthropic.BadRequestError) and spent.status_code == 400
+        assert spent.body["error"] == {"type": "invalid_request_error", "message": words}
+        server.meter.top_up()
+        assert message(api).status_code == 200
+
+
+def test_limits_a_provider_does_not_have_are_refused_when_the_server_is_made() -> None:
+    with pytest.raises(ValueError, match="Anthropic limits input and output tokens apart"):
+        serve_anthropic(limits=Limits(tpm=100))
+    with pytest.raises(ValueError, match="openai limits tokens in all"):
+        serve(limits=Limits(input_tpm=100))
+
+
+# -- Gemini ---------------------------------------------------------------------------------------------------
+
+
+def gemini_client(server: TestServer) -> genai.Client:
+    return genai.Client(api_key="k", http_options=genai_types.HttpOptions(
+        base_url=root_url(server), retry_options=genai_types.HttpRetryOptions(attempts=1)))
+
+
+def generate(api: genai.Client) -> Any:
+    try:
+        return api.models.generate_content(model="gemini-3.8-flash", contents="three words here")
+    except genai_errors.APIError as error:
+        return error
+
+
+def violation(error: genai_errors.APIError) -> dict[str, Any]:
+    [failure] = [detail for detail in error.details["error"]["details"] if detail["@type"].endswith("QuotaFailure")]
+    [found] = failure["violations"]
+    return found
+
+
+def retry_delay(error: genai_errors.APIError) -> str | None:
+    return next((detail["retryDelay"] for detail in error.details["error"]["details"]
+                 if detail["@type"].endswith("RetryInfo")), None)
+
+
+def test_gemini_per_minute_quotas_are_resource_exhausted_with_the_quota_and_its_retry_delay() -> None:
+    clock = Clock()
+    with serve_provider(gemini_responder()) as server:
+        server.meter = Meter(Limits(rpm=120, tpm=240), clock=clock)  # 2 requests, 4 input tokens a second
+        api = gemini_client(server)
+        answered = generate(api)
+        assert answered.text and not any("ratelimit" in name for name in answered.sdk_http_response.headers or {})
+        by_tokens = generate(api)  # a request fits, its 3 prompt tokens do not: 1 is left of the second's 4
+        assert isinstance(by_tokens, genai_errors.ClientError)
+        assert (by_tokens.code, by_tokens.status) == (429, "RESOURCE_EXHAUSTED")
+        assert by_tokens.message.startswith("You exceeded your current quota")
+        assert violation(by_tokens) == {
+            "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_input_token_count",
+            "quotaId": "GenerateContentInputTokensPerModelPerMinute-FreeTier",
+            "quotaDimensions": {"location": "global", "model": "gemini-3.8-flash"}, "quotaValue": "240"}
+        assert retry_delay(by_tokens) == "1s"
+        clock.advance(1)
+        assert generate(api).text
+        clock.advance(1)
+        server.meter = Meter(Limits(rpm=60), clock=clock)
+        assert generate(api).text
+        refused = generate(api)
+        assert violation(refused)["quotaId"] == "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
+        assert violation(refused)["quotaValue"] == "60" and retry_delay(refused) == "1s"
+    assert statuses(server) == [200, 429, 200, 200, 429]
+
+
+def test_a_spent_daily_gemini_quota_says_the_per_day_quota_and_no_wait() -> None:
+    with serve_provider(gemini_responder(), limits=Limits(quota_calls=2)) as server:
+        api = gemini_client(server)
+        assert generate(api).text and generate(api).text
+        spent = generate(api)
+        assert isinstance(spent, genai_errors.ClientError) and spent.status == "RESOURCE_EXHAUSTED"
+        assert violation(spent)["quotaId"] == "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+        assert violation(spent)["quotaValue"] == "2" and retry_delay(spent) is None
+        assert server.meter is not None
+        server.meter.top_up()
+        assert generate(api).text
+
+
+# -- the stand-in ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_stand_in_enforces_the_limits_it_is_given_and_tops_up_on_sigusr1(tmp_path: Path) -> None:
+    server = StandIn(tmp_path, "--rpm", "60", "--window", "2", "--quota-calls", "3")
+    try:
+        api = openai.OpenAI(base_url=server.url, api_key="k", max_retries=0)
+        answers = [chat(api) for _ in range(3)]  # 2 at once, the third refused
+        assert [answer.status_code for answer in answers] == [200, 200, 429]
+        assert answers[0].headers["x-ratelimit-limit-requests"] == "60" and "x-ratelimit-limit-tokens" not in answers[0].headers
+        assert answers[2].code == "rate_limit_exceeded" and int(answers[2].response.headers["retry-after-ms"]) > 0
+        time.sleep(int(answers[2].response.headers["retry-after-ms"]) / 1000)
+        assert chat(api).status_code == 200
+        spent = chat(api)
+        assert spent.status_code == 429 and spent.code == "insufficient_quota"
+        server.process.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 60
+        while (answer := chat(api)).status_code != 200 and time.monotonic() < deadline:
+            time.sleep(1.1)  # a request's worth of the limit: sooner, each try would take what refilled
+        assert answer.status_code == 200
+    finally:
+        code, _, err = server.stop()
+    assert code == 0 and "the account is topped up" in err and "Traceback" not in err

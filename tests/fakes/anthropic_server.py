@@ -26,7 +26,9 @@ Claude before Opus 4.5 or to Sonnet and Haiku 4.5 ("This model does not support 
 an effort level the model does not take (`xhigh` before Opus 4.7 and Sonnet 5, `max` on Opus 4.5; Anthropic's
 effort page, 2026-12-04). A model in `retired` is a 404
 `not_found_error` ("model: NAME"). Errors are the SDK's `ErrorResponse`: `{type: "error", error: {type,
-message}, request_id}`.
+message}, request_id}`. With `limits` (`provider_limits.Limits(rpm=..., input_tpm=..., output_tpm=..., quota_calls=...)`)
+it enforces Anthropic's rate limits and credit as the API does: `anthropic-ratelimit-*` headers on every answer,
+429 `rate_limit_error` with `retry-after`, a spent credit balance (or spend limit) a 400; `OVERLOADED` scripts a 529.
 
 Answers come from `responder(body)` (default `system_responder.answer_any`: a system model, a profiler and a
 judge in one), wrapped as a `Message` whose `model` is the one asked (or `served[model]`):
@@ -76,7 +78,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from bespoke_metric.testing.server import RecordedRequest, RequestHandler, Responder, TestServer, messages_of, serve_until_stopped
+from bespoke_metric.testing.provider_limits import anthropic_error
+from bespoke_metric.testing.server import (
+    Fault,
+    RecordedRequest,
+    RequestHandler,
+    Responder,
+    TestServer,
+    messages_of,
+    serve_until_stopped,
+)
 from bespoke_metric.testing.system_responder import answer_any
 from fakes.provider_servers import CACHED_TOKENS, REASONING_TOKENS, Page, search_pages
 
@@ -201,9 +212,11 @@ def model_refusal(params: dict[str, Any]) -> str | None:
     return None
 
 
-def error_body(kind: str, message: str) -> dict[str, Any]:
-    """Anthropic's `ErrorResponse` (anthropic/types/shared/error_response.py)."""
-    return {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_test"}
+error_body = anthropic_error
+"""Anthropic's `ErrorResponse` body: `error_body(kind, message)`."""
+OVERLOADED = Fault(status=529, body=error_body("overloaded_error", "Overloaded"))
+"""Anthropic's 529: the API, not the account, is at its limit (docs.claude.com/en/api/errors); script it with
+`faults=[OVERLOADED]` or a `rule`."""
 
 
 def params_error(params: Any, retired: frozenset[str]) -> tuple[int, dict[str, Any]] | None:
@@ -302,6 +315,7 @@ class AnthropicServer(TestServer):
     """A `TestServer` answering Anthropic's Messages and Message Batches APIs. See the module docstring."""
 
     url_path = ""
+    provider = "anthropic"
 
     def __init__(self, responder: Responder = answer_any, *, retired: tuple[str, ...] = (), fates: list[str] | None = None,
                  partial: float = 0.5, hold_batches: bool = False, lose_creations: int = 0,
