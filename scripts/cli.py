@@ -4,6 +4,7 @@
 How every command ends is decided here: a user's mistake (`UserError`, of any kind) is one `error: ...`
 line and exit 2, an engine that failed (`EngineError`: a CUDA error, a dead engine, a retired model) and what
 `--strict` refuses (`StrictError`) one line and exit 1,
+a run that lost judgments or answers its `incomplete:` line last and exit 3 (`incomplete`, said by the command),
 Ctrl-C one line and exit 130 (`interrupt`); anything else is a bug, one line that says so and exit 1.
 `-v` shows the traceback of every one of them.
 """
@@ -185,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     # The first word that is not an option names the subcommand (the only top-level options take no value).
     command = next((word for word in argv if not word.startswith("-")), None)
     args = build_parser(command if command in COMMANDS else None).parse_args(argv)
+    args._argv = argv  # the command as given: what a run that lost judgments names as its rerun (`incomplete`)
     configure_output(args.verbose)
     caches = answer_caches(args._module, args)
     before, started = saved_answers(caches), time.time()

@@ -7,7 +7,8 @@
 - Each row shows the model that served the system (`system.served_models`); a system served by another
   model than the one asked for is labelled with it, so it is never ranked as the model it replaced. Answers
   cut off at the output limit are counted per row.
-- Proxy-judge results (`embed:`) are refused unless explicitly allowed.
+- Proxy-judge results (`embed:`) are refused unless explicitly allowed; so are incomplete results (a run that
+  lost judgments: `results.incomplete`), whose rows are then marked.
 - Every number carries a bootstrap 95% interval over queries; `compare` tests two systems per metric on
   the queries they share (paired bootstrap or permutation).
 - `push_to_hub` publishes a results file in the layout leaderboards read: `results/{system}/{date}.json`.
@@ -34,6 +35,7 @@ from bespoke_metric.results import Results, stats
 from bespoke_metric.results.caveats import STAND_IN_MARK, SYNTHETIC_MARK, is_synthetic, judge_marks, nothing_scored
 from bespoke_metric.results.figure_stats import figure_matrix, mean_of_figures
 from bespoke_metric.results.file_kinds import not_results, read_json
+from bespoke_metric.results.incomplete import ALLOW_INCOMPLETE, INCOMPLETE_MARK
 from bespoke_metric.results.labels import system_label
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.served import asked_model, mismatched
@@ -198,6 +200,30 @@ def refuse_proxy(results: Sequence[Entry], allow_proxy: bool, *, stand_ins: bool
         raise LeaderboardError(refusal)
 
 
+INCOMPLETE_REFUSAL = "incomplete results are not leaderboard material"
+"""How every refusal of incomplete results begins (`bespoke leaderboard`, `submit`, `space leaderboard`, the Space)."""
+
+
+def incomplete_refusal(results: Sequence[Entry]) -> str | None:
+    """The one rule of what a leaderboard, a submission and a Space take only when told to (`--allow-incomplete`):
+    results of a run that lost judgments or answers (`results.incomplete`); None when there are none, else the
+    refusal naming each file and what it lost (and, for one file, the command that fills its gaps)."""
+    refused = [(entry, entry.results.incomplete) for entry in results if entry.results.incomplete is not None]
+    if not refused:
+        return None
+    named = ", ".join(f"{entry.path} (lost {lost.lost})" for entry, lost in refused)
+    rerun = refused[0][1].rerun if len(refused) == 1 else None
+    fill = (f"the command that wrote it fills the gaps from its cache: {rerun.command}" if rerun and rerun.cache else
+            "rerun the command that wrote each (the file's incomplete.rerun) to fill the gaps")
+    return f"{INCOMPLETE_REFUSAL}: {named}; {fill}, or give {ALLOW_INCOMPLETE} to show them marked {INCOMPLETE_MARK}."
+
+
+def refuse_incomplete(results: Sequence[Entry], allow_incomplete: bool) -> None:
+    refusal = None if allow_incomplete else incomplete_refusal(results)
+    if refusal is not None:
+        raise LeaderboardError(refusal)
+
+
 def _value(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
@@ -213,11 +239,13 @@ class Row:
 
     @property
     def system(self) -> str:
-        """The system's name; marked with the model that served it when that is not the one asked for, and
-        with the answers written without their profile or rewrite (degenerate: its context label does not
-        hold for them)."""
+        """The system's name; marked `INCOMPLETE` with what its run lost (judgments, answers: shown only when
+        allowed), with the model that served it when that is not the one asked for, and with the answers
+        written without their profile or rewrite (degenerate: its context label does not hold for them)."""
         instead = self.served_instead
-        marks = [f"served by {', '.join(sorted(instead))}"] * bool(instead)
+        lost = self.entry.results.incomplete
+        marks = [f"{INCOMPLETE_MARK}: lost {lost.lost}"] if lost is not None else []
+        marks += [f"served by {', '.join(sorted(instead))}"] * bool(instead)
         degenerate = (self.entry.results.system or {}).get("degenerate") or {}
         marks += [f"{count} of {self.items} without their {part}" for part, count in sorted(degenerate.items())]
         return self.entry.system + "".join(f" [{mark}]" for mark in marks)
@@ -332,10 +360,13 @@ class Group:
 
 
 def build_leaderboard(
-    results: Sequence[Entry], *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0
+    results: Sequence[Entry], *, allow_proxy: bool = False, allow_incomplete: bool = False,
+    n_resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0
 ) -> list[Group]:
-    """Group comparable results and rank each group by average (systems without one go last)."""
+    """Group comparable results and rank each group by average (systems without one go last); proxy and
+    incomplete results only when allowed."""
     refuse_proxy(results, allow_proxy)
+    refuse_incomplete(results, allow_incomplete)
     groups: dict[str, Group] = {}
     for result in results:
         group = groups.setdefault(result.group_key, Group(result.judge, result.results.data, len(result.queries)))
@@ -459,13 +490,16 @@ def push_to_hub(
     *,
     token: str | None = None,
     allow_proxy: bool = False,
+    allow_incomplete: bool = False,
     private: bool = False,
 ) -> str:
     """Upload a results file to the Hub dataset repo `repo` (created if needed) at `hub_path`.
 
-    Proxy-judge results are refused unless `allow_proxy`. Returns the path inside the repo."""
+    Proxy-judge results are refused unless `allow_proxy`, incomplete ones unless `allow_incomplete`. Returns
+    the path inside the repo."""
     [results] = load_results([results_path])
     refuse_proxy([results], allow_proxy)
+    refuse_incomplete([results], allow_incomplete)
     api = HfApi(token=token)
     api.create_repo(repo, repo_type="dataset", exist_ok=True, private=private)
     path_in_repo = hub_path(results)

@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 
 SWEEP_FILE = "sweep.json"
 DONE, FAILED, PENDING = "done", "failed", "pending"
-"""A cell's status: scored with every query predicted; could not do all its work (`reason` says why); not run yet."""
+"""A cell's status: scored with every query predicted; could not do all its work (`reason` says why); not run yet;
+or `results.incomplete.INCOMPLETE`: scored, but some judgments failed (its results file is marked so): not finished, so the same
+sweep judges it again, from the judge's cache, paying only for the gaps."""
 
 
 class SweepFileError(UserError):

@@ -28,6 +28,7 @@ from bespoke_metric.judging.config import JudgeConfig
 from bespoke_metric.judging.factory import keeps_answers
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import nothing_scored
+from bespoke_metric.results.incomplete import INCOMPLETE, Rerun, lost_line
 from bespoke_metric.scoring.pipeline import write_results
 from bespoke_metric.systems import GenerationReport, GenerationSettings, Retriever, SystemData, generate, load_system_data
 from bespoke_metric.systems.config import MODEL_ENGINE_KEYS, SystemConfig, engine_values, flag_for
@@ -107,14 +108,20 @@ class SweepOutcome:
     rows: list[TableRow]
     sweep: dict[str, Any]
     """The content of `sweep.json`."""
+    entries: dict[str, Entry] = field(default_factory=dict)
+    """The results of every cell that has some, by cell name."""
 
     @property
     def failed(self) -> list[str]:
-        return [name for name, outcome in self.cells.items() if outcome.status != DONE]
+        """Cells that could not do their work (or did not run)."""
+        return [name for name, outcome in self.cells.items() if outcome.status not in (DONE, INCOMPLETE)]
 
 
-def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line: None) -> SweepOutcome:
-    """Run every cell of `plan` not finished before, write each cell's files, `sweep.json` and the tables."""
+def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line: None,
+              rerun: Rerun | None = None) -> SweepOutcome:
+    """Run every cell of `plan` not finished before, write each cell's files, `sweep.json` and the tables;
+    `rerun`, the command that fills the gaps of a cell that lost judgments, goes into its results file and
+    `sweep.json`."""
     plan = plan.with_cache_defaults()
     folder = plan.folder
     previous = previous_cells(folder.root)
@@ -124,18 +131,18 @@ def run_sweep(plan: SweepPlan, *, progress: bool = False, say: Say = lambda line
             outcomes[cp.cell.name] = CellOutcome(DONE, generation=dict(previous[cp.cell.name].get("generation") or {}))
     todo = [cp for cp in plan.cells if outcomes[cp.cell.name].status != DONE]
     say(f"{len(plan.cells)} cells, {len(plan.cells) - len(todo)} finished before; running {len(todo)}")
-    _record(plan, outcomes, {}, [])
+    _record(plan, outcomes, {}, [], rerun)
     if todo:
         data = load_system_data(plan.source, plan.revision, contexts=[cp.settings.context for cp in todo])
-        reports = _generate_all(todo, folder, data, outcomes, progress, say, lambda: _record(plan, outcomes, {}, []),
+        reports = _generate_all(todo, folder, data, outcomes, progress, say, lambda: _record(plan, outcomes, {}, [], rerun),
                                 plan.spending)
-        _score_all([cp for cp in todo if cp.cell.name in reports], reports, plan, outcomes, say)
+        _score_all([cp for cp in todo if cp.cell.name in reports], reports, plan, outcomes, say, rerun)
     entries = load_entries(folder, [cp.cell for cp in plan.cells])
     rows = build_table([cp.cell for cp in plan.cells], entries, {name: o.status for name, o in outcomes.items()})
-    sweep = _record(plan, outcomes, entries, rows)
+    sweep = _record(plan, outcomes, entries, rows, rerun)
     atomic_write_text(folder.table_md, to_markdown(rows, plan.axes, title=sweep_title(sweep)))
     atomic_write_text(folder.table_csv, to_csv(rows, plan.axes))
-    return SweepOutcome(outcomes, rows, sweep)
+    return SweepOutcome(outcomes, rows, sweep, entries)
 
 
 # ------------------------------------------------------------------------------------------ generation
@@ -259,8 +266,9 @@ def _generation_line(name: str, outcome: CellOutcome) -> str:
 # ------------------------------------------------------------------------------------------- scoring
 
 def _score_all(plans: Sequence[CellPlan], reports: Mapping[str, GenerationReport], plan: SweepPlan,
-               outcomes: dict[str, CellOutcome], say: Say) -> None:
-    """Judge every generated cell in one judge run and write each cell's results file."""
+               outcomes: dict[str, CellOutcome], say: Say, rerun: Rerun | None) -> None:
+    """Judge every generated cell in one judge run and write each cell's results file (marked `incomplete`,
+    with `rerun`, where it lost judgments)."""
     if not plans:
         return
     limits = {cp.settings.limit for cp in plans}
@@ -277,10 +285,12 @@ def _score_all(plans: Sequence[CellPlan], reports: Mapping[str, GenerationReport
         return
     for cp, results in zip(plans, all_results, strict=True):
         outcome = outcomes[cp.cell.name]
-        write_results(results, plan.folder.results(cp.cell.name))
+        write_results(results, plan.folder.results(cp.cell.name), rerun=rerun)
         unscored = nothing_scored(results)
         if unscored:
             outcome.status, outcome.reason = FAILED, unscored
+        elif outcome.status != FAILED and results.incomplete is not None:
+            outcome.status, outcome.reason = INCOMPLETE, lost_line(results.items)
         elif outcome.status != FAILED:
             outcome.status = DONE
 
@@ -288,13 +298,17 @@ def _score_all(plans: Sequence[CellPlan], reports: Mapping[str, GenerationReport
 # ------------------------------------------------------------------------------------------ sweep.json
 
 def _record(plan: SweepPlan, outcomes: Mapping[str, CellOutcome], entries: Mapping[str, Entry],
-            rows: Sequence[TableRow]) -> dict[str, Any]:
-    """Write `sweep.json` as things stand (before the table exists, without figures) and return it."""
+            rows: Sequence[TableRow], rerun: Rerun | None) -> dict[str, Any]:
+    """Write `sweep.json` as things stand (before the table exists, without figures) and return it: `incomplete`
+    names the cells that lost judgments and the command that fills their gaps."""
     by_name = {row.cell.name: row for row in rows}
     first = next(iter(entries.values()), None)
     statuses = {outcome.status for outcome in outcomes.values()}
+    lost = [name for name, outcome in outcomes.items() if outcome.status == INCOMPLETE]
     sweep = {
-        "status": "running" if not rows else DONE if statuses == {DONE} else FAILED,
+        "status": "running" if not rows else DONE if statuses == {DONE} else INCOMPLETE if statuses <= {DONE, INCOMPLETE} else FAILED,
+        **({INCOMPLETE: {"cells": lost, "rerun": rerun.command if rerun else None, "cache": rerun.cache if rerun else None}}
+           if lost else {}),
         "grid": {"axes": [{"name": axis.name, "flag": axis.flag, "values": list(axis.values)} for axis in plan.axes],
                  "cells": len(plan.cells)},
         "judge": dict(first.judge) if first is not None else {"spec": str(plan.judge.spec)},

@@ -22,6 +22,7 @@ from bespoke_dataset.source import COMMIT, REPO_ID
 from bespoke_dataset.vocabulary import SPLIT
 from bespoke_metric.analysis.leaderboard import LABELS, Entry
 from bespoke_metric.results.caveats import STAND_IN_MARK
+from bespoke_metric.results.incomplete import INCOMPLETE_MARK
 
 from .submission import SubmissionError
 
@@ -73,6 +74,9 @@ def notes(results: Entry, figure: str) -> str:
         text = f"PROXY judge: not comparable with LLM-judge results; {text}"
     if results.stand_in:
         text = f"{STAND_IN_MARK}: answered by a stand-in (a rule or a test server), not a model; {text}"
+    lost = results.results.incomplete
+    if lost is not None:
+        text = f"{INCOMPLETE_MARK}: the run lost {lost.lost}, left out of the figures; {text}"
     return text
 
 

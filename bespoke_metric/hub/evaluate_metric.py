@@ -23,6 +23,7 @@ from bespoke_metric.judging.factory import build_judge, keeps_answers, make_judg
 from bespoke_metric.judging.judge import Judge
 from bespoke_metric.results.caveats import caveats, nothing_scored, some_failed
 from bespoke_metric.results.figure_stats import HEADLINE
+from bespoke_metric.results.incomplete import JUDGMENTS_FAILED
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import load_benchmark, score
 from bespoke_metric.scoring.predictions import reference_records
@@ -61,18 +62,23 @@ Keyword arguments of `evaluate.load` (given to the metric):
     computing the same predictions again, as a bootstrap does, makes no judge call.
 Returns:
     need_alignment, content_depth, tone, explanation_style, recall, average (float or None, 0-100,
-    higher is better). With details=True also: summary (counts of scored items and failures), stderr,
+    higher is better), and judgments_failed (int): the judgments that failed after their retries, whose
+    items the figures leave out (0 when every judgment was made: a training loop that logs it sees a partial
+    set). With details=True also: summary (counts of scored items and failures), stderr,
     n_samples, higher_is_better, items (per prediction: scores, the judge's feedback, recall, the gold
     claims found, errors), judge, data, usage, and caveats (the `note:` lines of `bespoke score`: a proxy
-    judge, synthetic data, part of the benchmark). The default result holds numbers only, since
-    `evaluate.evaluator`'s bootstrap resamples every key it returns.
+    judge, synthetic data, part of the benchmark), and `incomplete` where judgments failed. The default
+    result holds numbers only, since `evaluate.evaluator`'s bootstrap resamples every key it returns.
 Raises NothingJudgedError (with the reason) when every judgment failed; warns JudgeFailureWarning (with the
 count) when some did; warns CaveatWarning once per metric when its figures are not benchmark numbers (a
 proxy judge, synthetic data), so a training log's bare numbers carry the mark.
 """
 
 FIGURES: tuple[str, ...] = (*METRIC_NAMES, HEADLINE)
-"""What `compute` returns by default: numbers only, so `evaluate.evaluator`'s bootstrap can resample them."""
+"""The figures `compute` returns."""
+RETURNED: tuple[str, ...] = (*FIGURES, JUDGMENTS_FAILED)
+"""What `compute` returns by default: the figures and the count of judgments they lost; numbers only, so
+`evaluate.evaluator`'s bootstrap can resample them."""
 
 
 class NothingJudgedError(RuntimeError):
@@ -166,6 +172,8 @@ class Bespoke(evaluate.Metric):
                           CaveatWarning, stacklevel=2)
         results = scored.to_json()
         figures = {name: results["summary"][name] for name in FIGURES}
+        # always there, 0 or more: a training loop averaging these figures sees when they are over a partial set
+        figures[JUDGMENTS_FAILED] = scored.incomplete.judgments_failed if scored.incomplete else 0
         return {**figures, **results, "caveats": notes} if self.details else figures
 
 

@@ -43,15 +43,19 @@ def results_folder(results: str | os.PathLike[str], *, token: str | None = None)
     return Path(HfApi(token=token).snapshot_download(repo_id=os.fspath(results), repo_type="dataset", allow_patterns=["*.json"]))
 
 
-def read_board(folder: Path, *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES) -> Board:
-    """Every `*.json` under `folder`, checked as a submission, ranked in its group."""
+def read_board(folder: Path, *, allow_proxy: bool = False, allow_incomplete: bool = False,
+               n_resamples: int = stats.DEFAULT_RESAMPLES) -> Board:
+    """Every `*.json` under `folder`, checked as a submission (an incomplete file is skipped, with the reason,
+    unless `allow_incomplete`: then its row is marked), ranked in its group."""
     accepted, skipped = [], []
     for path in sorted(p for p in folder.rglob("*.json") if p.is_file()):
         try:
-            accepted.append(read_submission(path, allow_proxy=allow_proxy, allow_synthetic=True, name=path.relative_to(folder).as_posix()))
+            accepted.append(read_submission(path, allow_proxy=allow_proxy, allow_incomplete=allow_incomplete,
+                                            allow_synthetic=True, name=path.relative_to(folder).as_posix()))
         except SubmissionError as error:
             skipped.append(str(error))
-    return Board(build_leaderboard(accepted, allow_proxy=allow_proxy, n_resamples=n_resamples), skipped)
+    return Board(build_leaderboard(accepted, allow_proxy=allow_proxy, allow_incomplete=allow_incomplete,
+                                   n_resamples=n_resamples), skipped)
 
 
 def _figure(value: float | None) -> str:
@@ -94,14 +98,15 @@ def board_html(board: Board, query: str = "") -> str:
     return "\n".join(parts)
 
 
-def verdict(path: str | os.PathLike[str] | None, board: Board, *, allow_proxy: bool = False,
+def verdict(path: str | os.PathLike[str] | None, board: Board, *, allow_proxy: bool = False, allow_incomplete: bool = False,
             n_resamples: int = stats.DEFAULT_RESAMPLES) -> str:
     """What the submit tab says of an uploaded file: why it is refused, or where it would rank."""
     if path is None:
         return ""
     name = Path(path).name
     try:
-        results = read_submission(path, allow_proxy=allow_proxy, allow_synthetic=True, name=name)
+        results = read_submission(path, allow_proxy=allow_proxy, allow_incomplete=allow_incomplete, allow_synthetic=True,
+                                  name=name)
     except SubmissionError as error:
         return f"**Refused.** {error}"
     row = system_row(results, n_resamples=n_resamples)
@@ -115,14 +120,16 @@ def verdict(path: str | os.PathLike[str] | None, board: Board, *, allow_proxy: b
     return f"{head} It would rank {rank} of {len(group.rows) + 1} in the table: {group.title}."
 
 
-def build_app(results: str | os.PathLike[str], *, allow_proxy: bool = False, n_resamples: int = stats.DEFAULT_RESAMPLES,
-              token: str | None = None) -> Any:
-    """The Gradio app of a leaderboard Space over `results` (a folder, or a Hub dataset repo id)."""
+def build_app(results: str | os.PathLike[str], *, allow_proxy: bool = False, allow_incomplete: bool = False,
+              n_resamples: int = stats.DEFAULT_RESAMPLES, token: str | None = None) -> Any:
+    """The Gradio app of a leaderboard Space over `results` (a folder, or a Hub dataset repo id); proxy and
+    incomplete results shown only when allowed."""
     import gradio as gr
 
     from bespoke_metric.analysis.report_html import bars_figure
 
-    board = read_board(results_folder(results, token=token), allow_proxy=allow_proxy, n_resamples=n_resamples)
+    board = read_board(results_folder(results, token=token), allow_proxy=allow_proxy, allow_incomplete=allow_incomplete,
+                       n_resamples=n_resamples)
     systems = sum(len(group.rows) for group in board.groups)
     with gr.Blocks(title="BESPOKE leaderboard") as app:
         gr.Markdown(
@@ -145,6 +152,7 @@ def build_app(results: str | os.PathLike[str], *, allow_proxy: bool = False, n_r
             gr.Markdown("Upload a results file of `bespoke score` or `bespoke run` to check it before submitting.")
             upload = gr.File(label="Results file (.json)", file_types=[".json"], elem_id="upload")
             message = gr.Markdown(elem_id="verdict")
-            upload.upload(lambda path: verdict(path, board, allow_proxy=allow_proxy, n_resamples=n_resamples), upload, message)
+            upload.upload(lambda path: verdict(path, board, allow_proxy=allow_proxy, allow_incomplete=allow_incomplete,
+                                               n_resamples=n_resamples), upload, message)
             upload.clear(lambda: "", None, message)
     return app

@@ -255,7 +255,8 @@ def evaluate_note() -> str | None:
     return None if importlib.util.find_spec("evaluate") else f"note: {EVALUATE_MISSING}, before evaluate.load of the folder"
 
 
-def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = False) -> tuple[dict[str, Path] | str, list[str]]:
+def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = False,
+                        allow_incomplete: bool = False) -> tuple[dict[str, Path] | str, list[str]]:
     """The results a leaderboard Space ranks, and a note for each file of the folder left out: `{path under
     results/: file}` for a local folder (its results files, each checked as the board will read it; run
     files, a sweep's summary and copies are left out, `leaderboard.gather_results`), or the id of a Hub
@@ -272,14 +273,15 @@ def leaderboard_results(source: str | os.PathLike[str], *, allow_proxy: bool = F
         refusal = None if allow_proxy else proxy_refusal(gathered.entries, stand_ins=True)
         if refusal is not None:  # it names each file
             raise SpaceError(refusal)
-        build_leaderboard(gathered.entries, allow_proxy=allow_proxy, n_resamples=10)
+        build_leaderboard(gathered.entries, allow_proxy=allow_proxy, allow_incomplete=allow_incomplete, n_resamples=10)
     except LeaderboardError as error:
         raise SpaceError(f"--results {source}: {error}") from None
     files = [Path(entry.path) for entry in gathered.entries]
     return {path.relative_to(folder).as_posix(): path for path in files}, gathered.notes
 
 
-def leaderboard_space_files(results: dict[str, Path] | str, *, package: SpacePackage, allow_proxy: bool = False) -> dict[str, str | bytes]:
+def leaderboard_space_files(results: dict[str, Path] | str, *, package: SpacePackage, allow_proxy: bool = False,
+                            allow_incomplete: bool = False) -> dict[str, str | bytes]:
     """`{file: content}` of the leaderboard Space: shipped results under `results/`, or a Hub repo's id;
     bespoke-eval from `package`."""
     local = isinstance(results, dict)
@@ -287,6 +289,7 @@ def leaderboard_space_files(results: dict[str, Path] | str, *, package: SpacePac
         **_common(package, "spaces", ""),
         "results": f'os.path.join(os.path.dirname(os.path.abspath(__file__)), "{RESULTS_DIR}")' if local else json.dumps(results),
         "allow_proxy": str(bool(allow_proxy)),
+        "allow_incomplete": str(bool(allow_incomplete)),
         "results_origin": (f"the {len(results)} results files in `{RESULTS_DIR}/`" if local else
                            f"the Hub dataset repo [`{results}`](https://huggingface.co/datasets/{results})"),
     }

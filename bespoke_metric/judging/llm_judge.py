@@ -22,7 +22,7 @@ from bespoke_metric.calls.progress import ProgressBar, ProgressHook
 from bespoke_metric.calls.scheduler import CallResult, run_requests
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.aggregation import recall_from_verdicts
-from bespoke_metric.results.records import recall_error_reason
+from bespoke_metric.results.incomplete import recall_error_reason
 
 from . import protocol
 from .config import ProtocolOptions

@@ -7,6 +7,7 @@
 | `aggregation` | the summary of a results file from the registry |
 | `figure_stats`, `stats` | per-item figures (`item_figures`, `average_figure`), standard errors and intervals of the figures; the statistics behind them |
 | `caveats` | the notes printed beside figures from a proxy judge or synthetic data |
+| `incomplete` | a run that lost judgments (or answers): the `incomplete` field of its results file, the rerun that fills the gaps |
 | `file_kinds` | which of bespoke's files a file is (predictions, results, ...), for one-line errors |
 | `labels` | how results name their system in tables and legends |
 """

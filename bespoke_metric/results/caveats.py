@@ -8,13 +8,13 @@ next to the paper's 0.847.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
 from bespoke_dataset.source import SAMPLE, SYNTHETIC_MARKER
 
-from .records import Results, error_cause
+from .incomplete import failure_causes, said_causes
+from .records import Results
 
 
 def is_synthetic(data: Mapping[str, Any]) -> bool:
@@ -79,50 +79,19 @@ def nothing_scored(results: Results) -> str | None:
     cause, whichever claim it struck)."""
     if any(results.summary.get("scored", {}).values()):
         return None
-    causes = _failure_causes(results)
+    causes = failure_causes(results.items)
     if not causes:
         return "no item was scored (no judgment was made)"
-    ranked = causes.most_common()
-    said = "; ".join(f"{count} with: {cause}" for cause, count in ranked[:SHOWN_CAUSES])
-    rest = ranked[SHOWN_CAUSES:]
-    if rest:
-        said += f"; {sum(count for _, count in rest)} with {len(rest)} other cause(s), in the results file"
-    return f"no item was scored: all {causes.total()} judgment(s) failed ({said})"
-
-
-SHOWN_CAUSES = 3
-"""The causes of failure `nothing_scored` names; the others are counted."""
+    return f"no item was scored: all {causes.total()} judgment(s) failed ({said_causes(causes)})"
 
 
 def some_failed(results: Results) -> str | None:
     """None when no judgment failed; else one line counting the items with a failed judgment, which their
     figures leave out, and the commonest cause."""
-    causes = _failure_causes(results)
+    causes = failure_causes(results.items)
     if not causes:
         return None
     cause, count = causes.most_common(1)[0]
     items = sum(1 for item in results.items if item.errors)
     return (f"{items} of {len(results.items)} item(s) have failed judgments, left out of the figures they failed "
             f"on: {causes.total()} judgment(s) failed ({count} with: {cause})")
-
-
-def _failure_causes(results: Results) -> Counter[str]:
-    """Each cause of the failed judgments with its count (a recall claim's failure under its cause). A
-    judgment is what a call asks: the four dimensions of one response are one judgment (one call, whose
-    failure each of them records), each recall claim one, so the count is the count of calls that failed."""
-    causes: Counter[str] = Counter()
-    for item in results.items:
-        dimensions = set()
-        for error in item.errors:
-            cause = _first_line(error_cause(str(error.get("reason", ""))))
-            if error.get("metric") == "recall":
-                causes[cause] += 1
-            elif cause not in dimensions:
-                dimensions.add(cause)
-                causes[cause] += 1
-    return causes
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    line = str(text).strip().splitlines()[0] if str(text).strip() else "no reason given"
-    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -8,7 +8,6 @@ reads one back (files of older versions included) without losing a field.
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -17,21 +16,7 @@ from bespoke_dataset.version import __version__
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.backends.base import Usage
 
-RECALL_PARTS = re.compile(r"^(?:claim \d+|all claims): ")
-"""How a recall error's reason begins: the part of the recall that failed (`recall_error_reason`)."""
-
-
-def recall_error_reason(claim: int | None, reason: str) -> str:
-    """The reason of a recall error: `claim 2: ...` for one claim's call (1-based), `all claims: ...` for the
-    call judging them all."""
-    return f"{'all claims' if claim is None else f'claim {claim}'}: {reason}"
-
-
-def error_cause(reason: str) -> str:
-    """An error's reason without the part of the recall it is of: the same cause, said once, whichever
-    claims it struck."""
-    return RECALL_PARTS.sub("", reason, count=1)
-
+from .incomplete import Incomplete
 
 _OPTIONAL_ITEM_FIELDS = ("claim_matches", "index", "human", "search", "truncated", "truncation_reason")
 
@@ -107,7 +92,7 @@ class ItemResult:
         )
 
 
-_KNOWN = ("summary", "served_mismatch", "stderr", "n_samples", "higher_is_better", "guarded", "items", "judge", "data", "usage",
+_KNOWN = ("summary", "incomplete", "served_mismatch", "stderr", "n_samples", "higher_is_better", "guarded", "items", "judge", "data", "usage",
           "created", "bespoke_eval_version", "system", "model_name", "meta_eval")
 
 
@@ -142,6 +127,9 @@ class Results:
     served_mismatch: bool | None = None
     """Whether a call of the judge or of the system was served by another model than the one asked for
     (`judge.served_models`, `system.served_models`; `bespoke_metric.results.served`); None in old files."""
+    incomplete: Incomplete | None = None
+    """What the run lost (failed judgments, unanswered queries) and the command that fills the gaps
+    (`bespoke_metric.results.incomplete`); None for a complete run, and for a file without the field."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Top-level fields this version does not know (a newer writer's), kept as they are."""
 
@@ -156,6 +144,8 @@ class Results:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"summary": self.summary}
+        if self.incomplete is not None:  # beside the figures, where no reader of them misses it
+            out["incomplete"] = self.incomplete.to_json()
         if self.served_mismatch is not None:
             out["served_mismatch"] = self.served_mismatch
         for name in ("stderr", "n_samples", "higher_is_better", "guarded"):
@@ -197,5 +187,6 @@ class Results:
             model_name=raw.get("model_name"),
             meta_eval=dict(raw["meta_eval"]) if raw.get("meta_eval") is not None else None,
             served_mismatch=raw.get("served_mismatch"),
+            incomplete=Incomplete.from_json(raw["incomplete"]) if raw.get("incomplete") else None,
             extra={key: value for key, value in raw.items() if key not in _KNOWN},
         )

@@ -5,6 +5,7 @@ predictions -> checked against the benchmark -> judge -> item results -> summary
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -27,6 +28,7 @@ from bespoke_metric.judging.judge import Judge, JudgeItem
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.aggregation import summarize
 from bespoke_metric.results.figure_stats import figure_stats
+from bespoke_metric.results.incomplete import Incomplete, Rerun, lost_judgments
 from bespoke_metric.results.served import answered_by, count_served, latest_status, mark_served
 
 from .predictions import Prediction, PredictionsInput, check_readable, read_predictions
@@ -154,7 +156,14 @@ def build_results(
         system_predictions(results, predictions)
     else:
         mark_served(results)
+    results.incomplete = run_lost(results)
     return results
+
+
+def run_lost(results: Results) -> Incomplete | None:
+    """The `incomplete` mark of `results`: its failed judgments, and the queries its system left unanswered
+    (`system.generation_failures`, as `bespoke run` records them)."""
+    return lost_judgments(results.items, (results.system or {}).get("generation_failures") or [])
 
 
 def results_summary(items: Sequence[ItemResult], *, benchmark_queries: int | None, judge_truncated: int) -> dict[str, Any]:
@@ -314,13 +323,14 @@ def plan_judging(judge: JudgeConfig, groups: Sequence[Sequence[JudgeItem]], *, r
                     response_bound=response_bound, served_output_tokens=planning.cache.served_output_tokens)]
 
 
-def failure_count(results: Results) -> int:
-    return sum(results.summary["failures"].values())
-
-
-def write_results(results: Results, path: str | os.PathLike[str]) -> None:
+def write_results(results: Results, path: str | os.PathLike[str], *, rerun: Rerun | None = None) -> None:
     """Write a results file atomically: a crash never leaves half of one. Where its predictions are
-    (`system.predictions`) is recorded relative to the file's folder (`rescore.recorded_predictions`)."""
+    (`system.predictions`) is recorded relative to the file's folder (`rescore.recorded_predictions`). A run
+    that lost judgments or answers is marked `incomplete` (whoever built its `Results`: `bespoke import` builds
+    its own), with `rerun`, the command that fills the gaps, where a command wrote it."""
+    lost = results.incomplete or run_lost(results)
+    if lost is not None:
+        results.incomplete = dataclasses.replace(lost, rerun=rerun or lost.rerun)
     content = results.to_json()
     system = content.get("system")
     if isinstance(system, dict) and system.get("predictions"):

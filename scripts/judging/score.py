@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, TextIO
 from bespoke_cli.context import command_context
 from bespoke_cli.cost import add_cost_arguments, print_plan
 from bespoke_cli.executor import add_executor_arguments
+from bespoke_cli.incomplete import finish, rerun_of
 from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.options import REASONING_EFFORTS, ClientOptions, HFOptions
@@ -18,14 +19,15 @@ from bespoke_metric.calls.spending import SpendingLimit
 from bespoke_metric.judging.config import JUDGE_EFFORT_FLAG, JUDGE_EFFORT_KEY, JUDGE_ENGINE_KEYS, JudgeConfig, ProtocolOptions
 from bespoke_metric.results import Results
 from bespoke_metric.results.caveats import caveats, nothing_scored
+from bespoke_metric.results.incomplete import Rerun
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.results.served import judge_truncated_line, served_warnings, truncated_line
-from bespoke_metric.scoring.pipeline import failure_count, judge_groups, plan_judging, score_many, write_results
+from bespoke_metric.scoring.pipeline import judge_groups, plan_judging, score_many, write_results
 from bespoke_metric.systems.runfiles import recorded_model_name
 
 HELP = "score predictions files (JSONL of user, query_id, response) with a judge"
-STRICT_HELP = ("exit 1 if any judgment failed; and, writing nothing, if an answer was cut off at the output limit or "
-               "a call was served by another model than the one asked for")
+STRICT_HELP = ("exit 1 if any judgment failed (without it: exit 3, the results marked incomplete); and, writing nothing, if "
+               "an answer was cut off at the output limit or a call was served by another model than the one asked for")
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser, *, required: bool = True, several: bool = False,
@@ -203,12 +205,13 @@ def run(args: argparse.Namespace) -> int:
         refusals = [refused(results, output, strict=True) for results, output in zip(all_results, outputs, strict=True)]
         if any(refusals):
             return 1
+    rerun = rerun_of(args, args.cache)
     statuses = []
     for given, results, output in zip(args.predictions, all_results, outputs, strict=True):
         if len(outputs) > 1:
             print(f"\n{given}")
-        statuses.append(publish(results, output, strict=args.strict))
-    return max(statuses)
+        statuses.append(publish(results, output, strict=args.strict, rerun=rerun))
+    return finish(all_results, rerun, max(statuses))
 
 
 def named(predictions: str) -> dict[str, str]:
@@ -218,14 +221,15 @@ def named(predictions: str) -> dict[str, str]:
     return {"model_name": name} if name else {}
 
 
-def publish(results: Results, output: str, *, strict: bool) -> int:
-    """Write the results file and print its summary and caveats (shared with `bespoke run`); 1 if no item
-    was scored at all (its `error:` line instead of a table of n/a), or if `strict` and any judgment failed. A call served by another model than asked
+def publish(results: Results, output: str, *, strict: bool, rerun: Rerun) -> int:
+    """Write the results file (marked `incomplete`, with `rerun`, where it lost judgments) and print its summary
+    and caveats (shared with `bespoke run` and `rescore`); 1 if no item was scored at all (its `error:` line
+    instead of a table of n/a), or if `strict` and any judgment failed. A call served by another model than asked
     for is one `warning:` line; under `strict` it, or an answer cut off, is an `error:` line and exit 1
-    with nothing written."""
+    with nothing written. What was lost is said last, by the command (`bespoke_cli.incomplete.finish`)."""
     if refused(results, output, strict=strict):
         return 1
-    write_results(results, output)
+    write_results(results, output, rerun=rerun)
     unscored = nothing_scored(results)
     if unscored:  # said instead of a table of n/a
         print(f"error: {unscored}; the failures are in {output}", file=sys.stderr)
@@ -234,8 +238,8 @@ def publish(results: Results, output: str, *, strict: bool) -> int:
     print(f"results written to {output}")
     for note in caveats(results):
         print(note)
-    failures = failure_count(results)
-    if failures and strict:
-        print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)
+    lost = results.incomplete
+    if strict and lost is not None and lost.judgments_failed:
+        print(f"error: {lost.judgments_failed} judgment(s) failed (--strict)", file=sys.stderr)
         return 1
     return 0

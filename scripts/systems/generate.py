@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import TextIO
 
 from bespoke_cli.executor import add_executor_arguments, check_executor_flags
-from bespoke_cli.options import add_option_arguments, add_source_arguments
+from bespoke_cli.incomplete import ended, rerun_of
+from bespoke_cli.options import add_option_arguments, add_source_arguments, positive_int
+from bespoke_metric.backends.options import ClientOptions, option_help
 from bespoke_metric.backends.registry import as_spec
+from bespoke_metric.results.incomplete import lost_line
 from bespoke_metric.systems import GenerationReport, GenerationSettings, generate
 from bespoke_metric.systems.config import MODEL_THINKING_OPTIONS, SEARCH_PREFIX, SystemConfig, native_search_options
 from bespoke_metric.systems.runfiles import sidecar
@@ -23,11 +26,11 @@ SEARCH_SETTINGS = ("search", "search_policy", "search_queries", "search_rounds",
 """The `GenerationSettings` of how the system searches: their flags go in the `search` group."""
 
 
-def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags: tuple[str, str], several: bool = False) -> None:
+def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_prefix: str, several: bool = False) -> None:
     """The system-model options shared by `generate`, `run` and `sweep` (`several`: each value flag takes one
     or more values, `--models` and `--contexts` spelled in the plural): the flags of `GenerationSettings`'
-    fields and of the engines' options. `endpoint_flags` names the flags of the system model's
-    OpenAI-compatible endpoint and key (`run` keeps `--base-url` for the judge)."""
+    fields and of the engines' options. `endpoint_prefix` goes before the flags of the system model's API
+    endpoint, key and account limits (`run` keeps `--base-url` and `--rpm` for the judge: `--model-base-url`)."""
     nargs = "+" if several else None
     parser.add_argument(*(("--models",) if several else ()), "--model", dest="model", nargs=nargs, required=not several,
                         help="the system under test: hf:MODEL, vllm:MODEL or openai:MODEL")
@@ -35,9 +38,12 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
                         "spec, a local file or folder by its own name)" + ("; one per --models value, in order" if several else ""))
     add_option_arguments(parser, GenerationSettings, exclude=SEARCH_SETTINGS, several=several,
                          aliases={"context": "--contexts"} if several else None)
-    url_flag, key_flag = endpoint_flags
-    parser.add_argument(url_flag, dest="model_base_url", nargs=nargs, help="the system model's OpenAI-compatible endpoint (openai: models)")
-    parser.add_argument(key_flag, dest="model_api_key", nargs=nargs, help="its API key (default: $OPENAI_API_KEY); never written anywhere")
+    flag = f"--{endpoint_prefix}"
+    parser.add_argument(f"{flag}base-url", dest="model_base_url", nargs=nargs, help="the system model's OpenAI-compatible endpoint (openai: models)")
+    parser.add_argument(f"{flag}api-key", dest="model_api_key", nargs=nargs, help="its API key (default: $OPENAI_API_KEY); never written anywhere")
+    for name in ("rpm", "tpm"):  # the system model's account limits, as the judge's are given (`ClientOptions`)
+        parser.add_argument(f"{flag}{name}", dest=f"model_{name}", type=positive_int, nargs=nargs,
+                            help="the system model's: " + option_help(ClientOptions, name))
     parser.add_argument("--batch-size", type=int, nargs=nargs, help="prompts per batch (hf: models; default: adapted to memory)")
     for options, names in MODEL_THINKING_OPTIONS:
         add_option_arguments(parser, options, only=names, several=several)
@@ -52,7 +58,7 @@ def add_generation_arguments(parser: argparse.ArgumentParser, *, endpoint_flags:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_generation_arguments(parser, endpoint_flags=("--base-url", "--api-key"))
+    add_generation_arguments(parser, endpoint_prefix="")
     parser.add_argument("--output", required=True, help="predictions JSONL; an existing file is resumed")
     parser.add_argument("--strict", action="store_true", help="exit 1, writing none of them, at predictions whose "
                         "answer was cut off at the output limit or whose calls were served by another model than asked for")
@@ -149,4 +155,8 @@ def run(args: argparse.Namespace) -> int:
         print(report.served_warning, file=sys.stderr)
     print_report(report)
     print(f"predictions in {args.output}")
-    return 1 if report.failed else 0
+    if report.failed:  # the queries without a prediction: the same command asks them again, the others from its cache
+        # none at all is a run that could not do its work (as a score that scored nothing), some an incomplete one
+        return ended(lost_line([], report.failed), rerun_of(args, generation_cache(args, args.output)),
+                     0 if report.predictions else 1)
+    return 0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 
 from bespoke_cli.context import command_context
 from bespoke_cli.cost import add_cost_arguments, print_plan
+from bespoke_cli.incomplete import finish, rerun_of
 from bespoke_cli.judging.score import STRICT_HELP, add_judge_arguments, publish
 from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.registry import as_spec
@@ -24,7 +24,7 @@ HELP = "generate with a system model and score with a judge: one results file re
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_generation_arguments(parser, endpoint_flags=("--model-base-url", "--model-api-key"))
+    add_generation_arguments(parser, endpoint_prefix="model-")
     add_judge_arguments(parser, system=True)
     parser.add_argument("--output", default="results.json", help="results file (default results.json); what else the "
                         "run keeps (predictions, run file, caches) goes into a folder named after it, results/NAME.json -> results/NAME/")
@@ -89,8 +89,6 @@ def run(args: argparse.Namespace) -> int:
     print_local_note(config)
     if context.stopped() or outcome.results is None:
         return 1
-    status = publish(outcome.results, args.output, strict=args.strict)
-    if outcome.report.failed:
-        print(f"error: {len(outcome.report.failed)} quer(ies) have no prediction; rerun to retry them", file=sys.stderr)
-        return 1
-    return status
+    # queries without a prediction (`system.generation_failures`) are lost as judgments are: said by `finish`
+    rerun = rerun_of(args, args.cache)
+    return finish([outcome.results], rerun, publish(outcome.results, args.output, strict=args.strict, rerun=rerun))

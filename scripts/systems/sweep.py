@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from bespoke_cli.cost import add_cost_arguments, stopped_by_limit
+from bespoke_cli.incomplete import finish, rerun_of
 from bespoke_cli.judging.score import add_judge_arguments
 from bespoke_dataset.errors import UserError
 from bespoke_metric.calls.plan import estimate as estimate_calls
@@ -38,10 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     own.add_argument("--out", help="the sweep's folder: each cell's files, sweep.json, table.md, table.csv (required)")
     own.add_argument("--dry-run", action="store_true",
                      help="print the cells, the model and judge calls each needs and what the caches hold; call nothing")
-    add_generation_arguments(parser, endpoint_flags=("--model-base-url", "--model-api-key"), several=True)
+    add_generation_arguments(parser, endpoint_prefix="model-", several=True)
     add_judge_arguments(parser, required=False, system=True)
     add_cost_arguments(parser, dry_run=False)  # one batch mode, price table and spending limit per sweep
-    parser.add_argument("--strict", action="store_true", help="exit non-zero if any judgment failed")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if any judgment failed (without it: exit 3, the "
+                        "cells that lost judgments marked incomplete and judged again by the same command)")
     # a flag left out leaves the config file's value, else the config's default
     parser.set_defaults(source=None, no_guards=None, strict=None)
 
@@ -78,8 +80,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {len(problems)} of {len(plan.cells)} cells would fail: {problems[0].name} ({problems[0].problem})",
                   file=sys.stderr)
         return 1 if problems else 0
-    outcome = run_sweep(plan, progress=True, say=print)  # a bar on a terminal, a line now and then into a log
-    if stopped_by_limit(plan.spending, config_caches(config)):  # the sweep's limit: a local judge holds none
+    caches = config_caches(config)
+    rerun = rerun_of(args, caches[1])  # the judge's cache: a cell that lost judgments is judged again from it
+    outcome = run_sweep(plan, progress=True, say=print, rerun=rerun)  # a bar on a terminal, a line now and then into a log
+    if stopped_by_limit(plan.spending, caches):  # the sweep's limit: a local judge holds none
         return 1
     print()
     print(plan.folder.table_md.read_text(encoding="utf-8"))
@@ -90,11 +94,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {len(outcome.failed)} of {len(plan.cells)} cells failed: {first} ({outcome.cells[first].reason}){more}; "
               "rerun the same command to retry them", file=sys.stderr)
         return 1
-    failures = sum(row.failures for row in outcome.rows)
+    # the cells that lost judgments are marked incomplete (`sweep.json` too), not finished: the rerun judges them again
+    cells = [entry.results for entry in outcome.entries.values()]
+    failures = sum(results.incomplete.judgments_failed for results in cells if results.incomplete is not None)
+    status = 0
     if failures and config.strict:
         print(f"error: {failures} judgment(s) failed (--strict)", file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    return finish(cells, rerun, status)
 
 
 def print_estimates(plan: SweepPlan) -> list[CellEstimate]:

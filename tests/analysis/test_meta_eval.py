@@ -135,7 +135,7 @@ def test_cli_meta_eval_with_an_ablation(release, openai_server, tmp_path, capsys
     code = cli.main(["meta-eval", "--judge", "openai:judge", "--source", release, "--base-url", openai_server.base_url,
                      "--api-key", "sk-test-secret", "--no-feedback", "--recall", "batched", "--limit", "6",
                      "--resamples", "100", "--output", str(out)])
-    assert code == 0
+    assert code == 3  # the mirror answers no claim check: those judgments are lost, the file marked incomplete
     printed = capsys.readouterr().out
     pooled = next(line for line in printed.splitlines() if line.startswith("pooled"))
     assert pooled.split()[1] == "24"

