@@ -21,7 +21,7 @@ import functools
 import math
 import ssl
 import time
-from typing import Mapping
+from typing import Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from bespoke_dataset.version import __version__
@@ -62,16 +62,27 @@ class CallFailed(Exception):
     """A call that brought no answer. `retryable`: another try may pass; `wait`: the seconds the server
     asked to wait (`Retry-After`), if it did; `unreachable`: no connection could be made at all (refused,
     unknown host), as opposed to one that broke or timed out; `unavailable`: the provider's words when it
-    said the model asked for is retired or unknown (`retirement.unavailable_reason`)."""
+    said the model asked for is retired or unknown (`retirement.unavailable_reason`); `rate_limited`: refused
+    for a rate limit (a 429), which a wait mends (`limits.Pacer`), never a dead endpoint; `quota`: the provider's
+    words when the account can make no more calls until someone acts, and `remedy` what they must do
+    (`limits.QuotaExhaustedError`)."""
 
     def __init__(self, reason: str, retryable: bool, wait: float | None = None, unreachable: bool = False,
-                 unavailable: str | None = None) -> None:
+                 unavailable: str | None = None, rate_limited: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
         self.wait = wait
         self.unreachable = unreachable
         self.unavailable = unavailable
+        self.rate_limited = rate_limited
+        self.quota: str | None = None
+        self.remedy = ""
+
+    def spent(self, words: str, remedy: str) -> "CallFailed":
+        """This failure, said to be a spent quota (`quota`, `remedy`): no retry mends it."""
+        self.quota, self.remedy, self.retryable, self.rate_limited = words, remedy, False, False
+        return self
 
 
 class Refused(CallFailed):
@@ -84,13 +95,12 @@ class Refused(CallFailed):
 
 def status_failure(status: int, headers: Mapping[str, str], reason: str, wait: float | None = None) -> CallFailed:
     """The failure of a call answered with an HTTP error `status`: retryable for 408, 409, 429 and 5xx,
-    after the wait the server asked for (`Retry-After`, `retry-after-ms`; else `wait`)."""
+    after the wait the server asked for (`retry-after-ms`, `Retry-After`; else `wait`); a 429 is a rate limit."""
     if status == 429 or status >= 500:
-        asked = parse_retry_after(headers.get("retry-after"))
-        if asked is None and headers.get("retry-after-ms"):
-            asked = (parse_retry_after(headers.get("retry-after-ms")) or 0.0) / 1000
+        asked = parse_retry_after(headers.get("retry-after-ms"))
+        asked = asked / 1000 if asked is not None else parse_retry_after(headers.get("retry-after"))
         wait = asked if asked is not None else wait
-    return CallFailed(reason, retryable=status in _RETRYABLE_STATUS or status >= 500, wait=wait)
+    return CallFailed(reason, retryable=status in _RETRYABLE_STATUS or status >= 500, wait=wait, rate_limited=status == 429)
 
 
 def short(text: str, limit: int = 300) -> str:
@@ -111,7 +121,10 @@ def tls_context() -> ssl.SSLContext:
 
 class Session:
     """Calls to one JSON API within one event loop, with `headers` (its key, if any, in whatever header the
-    API takes it) on every call; `close()` when done (the connection pool belongs to the loop)."""
+    API takes it) on every call; `close()` when done (the connection pool belongs to the loop). `observe`, when
+    set, is shown every answer's headers, refused or not (a `limits.Pacer` reads the rate limits in them)."""
+
+    observe: Callable[[Mapping[str, str]], None] | None = None
 
     def __init__(self, base_url: str, headers: Mapping[str, str], timeout: float) -> None:
         import aiohttp
@@ -155,6 +168,8 @@ class Session:
         try:
             async with self._http.request(method, self.base_url + path, **options) as response:  # type: ignore[arg-type]
                 content = await response.read()
+                if self.observe is not None:
+                    self.observe(response.headers)
                 if response.status >= 400:
                     raise self._status_failure(response.status, response.headers, content)
                 return content

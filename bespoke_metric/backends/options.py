@@ -118,6 +118,11 @@ def positive_fields(settings: type) -> tuple[str, ...]:
     return tuple(item.name for item in dataclasses.fields(settings) if item.metadata.get("positive"))
 
 
+def option_help(options: type, name: str) -> str:
+    """The help of option `name` of an options class, as its own flag shows it."""
+    return next(str(item.metadata.get("help") or "") for item in dataclasses.fields(options) if item.name == name)
+
+
 def option_names(options: type) -> frozenset[str]:
     """The option names of an options class."""
     return frozenset(item.name for item in dataclasses.fields(options))
@@ -142,11 +147,22 @@ class ClientOptions:
     concurrency: int | None = option("--concurrency", "calls in flight at most (default: 32 for OpenAI, 8 for Perplexity, "
                                      "16 for Gemini and Anthropic, 128 for other endpoints)", positive=True, key=UNKEYED)
     timeout: float | None = option("--timeout", "seconds per call (default 600)", key=UNKEYED)
+    rpm: int | None = option("--rpm", "the account's requests per minute for this model, where you know its tier: calls "
+                             "are paced under it from the first (default: the limit the provider's answers state)",
+                             positive=True, key=UNKEYED)
+    tpm: int | None = option("--tpm", "the account's tokens per minute for this model, a call counted as the provider "
+                             "counts it: its prompt and its output cap (default: the limit the provider's answers state)",
+                             positive=True, key=UNKEYED)
+    max_limit_wait: float | None = option("--rate-limit-wait", "seconds one call keeps waiting on the provider's rate "
+                                          "limits, from its first refusal, before it fails saying so (default 3600)",
+                                          key=UNKEYED)
     max_retries: int | None = option(key=UNKEYED)
     retry_budget: int | None = option(key=UNKEYED)
     backoff_base: float | None = option(key=UNKEYED)
     backoff_max: float | None = option(key=UNKEYED)
     max_retry_wait: float | None = option(key=UNKEYED)
+    limit_share: float | None = option(help="the share of the account's limits this engine's calls may use (default 1; "
+                                       "each of N workers on Ray gets 1/N)", key=UNKEYED)
     temperature: float | None = option()
     schema_format: bool | None = option()
 

@@ -1,13 +1,20 @@
-"""Calls to a hosted model API: a limit on calls in flight, retries with backoff, a run-wide retry budget.
+"""Calls to a hosted model API: paced under the account's limits, a limit on calls in flight, retries with
+backoff, a run-wide retry budget.
 
-Every API engine (`openai:`, `perplexity:`, `gemini:`) sends its calls through one `Caller`: failures that
-may pass (429, 5xx, timeouts, dropped connections) are retried with exponential backoff and jitter,
-honouring the server's `Retry-After`; a budget for the whole life of the backend stops a dead endpoint
-from being hammered (once it is spent, calls that fail are not retried and calls not yet sent fail at
-once); and an endpoint that never answered a single call (a judge that is down, a wrong `--base-url`)
-fails every call within seconds instead of backing off for minutes. An engine's part is one attempt:
-an awaitable that returns a `Completion` or raises `CallFailed`; `Client` is the part of an API engine's
-backend that runs a batch of requests through its caller.
+Every API engine (`openai:`, `anthropic:`, `perplexity:`, `gemini:`) and search API sends its calls through
+one `Caller`. A call waits first for the account's rate limits (`limits.Pacer`: the rates the user gave, else
+those the provider's headers state) and for a slot among the calls in flight (`limits.AdaptiveLimit`: halved on
+a refusal, regained as answers flow). A refusal for a rate limit (a 429) holds every call back for the wait the
+provider asks and is sent again: it spends no retry, since it says nothing of the endpoint's health, and fails a
+call only once the call has waited on limits longer than `RetryPolicy.max_limit_wait`. A spent quota
+(`CallFailed.quota`) is raised by the engine as `limits.QuotaExhaustedError`, which stops the run. Other
+failures that may pass (5xx, timeouts, dropped connections) are retried with exponential backoff and jitter,
+honouring the server's `Retry-After`; a budget for the whole life of the backend stops a dead endpoint from
+being hammered (once it is spent, calls that fail are not retried and calls not yet sent fail at once); and an
+endpoint that never answered a single call (a judge that is down, a wrong `--base-url`) fails every call within
+seconds instead of backing off for minutes. An engine's part is one attempt: an awaitable that returns a
+`Completion` or raises `CallFailed`; `Client` is the part of an API engine's backend that runs a batch of
+requests through its caller.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import dataclasses
 import logging
 import random
 import re
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
@@ -25,6 +33,7 @@ from bespoke_dataset.errors import UserError
 
 from .base import CallError, Completion, OnDone, Outcome, Request
 from .http import CallFailed
+from .limits import AdaptiveLimit, Cost, Pacer, Tier, duration
 
 Attempt = Callable[[], Awaitable[Completion]]
 """One try at a call: a completion, or `CallFailed`."""
@@ -46,7 +55,11 @@ class RetryPolicy:
     backoff_max: float = 60.0
     """... at most this, unless the server says how long with `Retry-After`: its wait is kept as given."""
     max_retry_wait: float = 600.0
-    """A `Retry-After` longer than this fails the call instead of waiting (one of exactly this long is waited)."""
+    """A `Retry-After` longer than this fails the call instead of waiting (one of exactly this long is waited);
+    a rate limit's wait is never cut so, only by `max_limit_wait`."""
+    max_limit_wait: float | None = None
+    """How long one call keeps waiting on rate limits, from its first refusal, before it fails saying so
+    (None: `limits.DEFAULT_MAX_WAIT_S`)."""
 
     @classmethod
     def of(cls, options: Any) -> "RetryPolicy":
@@ -80,70 +93,96 @@ def scrub_secret(text: str, secret: str) -> str:
 
 
 class Caller:
-    """Runs attempts under a concurrency limit with retries (see the module docstring). One per backend:
-    the retry budget, and what is known of the endpoint's reachability, span every run of the backend."""
+    """Runs attempts under the account's limits and a limit on calls in flight, with retries (see the module
+    docstring). One per backend: the retry budget, what is known of the endpoint's reachability and of the
+    account's limits span every run of the backend."""
 
-    def __init__(self, policy: RetryPolicy, concurrency: int, secret: str, log: logging.Logger) -> None:
+    def __init__(self, policy: RetryPolicy, concurrency: int, secret: str, log: logging.Logger,
+                 tier: Tier | None = None, share: float = 1.0) -> None:
         """
         Args:
             policy: how to retry.
             concurrency: calls in flight at most, per event loop (runs started together share the limit).
             secret: the API key, scrubbed from every reason and log line.
             log: the engine's logger: retries are logged under the engine's name.
+            tier: the account's limits as the user gave them (`--rpm`, `--tpm`); the provider's headers tell the rest.
+            share: the part of those limits this caller may use (one of several workers of an endpoint).
         """
         if concurrency < 1:
             raise UserError(f"--concurrency must be at least 1, got {concurrency}")
         self.policy = policy
         self.concurrency = concurrency
+        self.pacer = Pacer(tier, share=share, max_wait_s=policy.max_limit_wait)
         self._secret = secret
         self._log = log
         self._budget_left = policy.retry_budget
         self.retries_made = 0
         self._retry_warned = False
+        self._limit_said = False
         self._reached = False
         """Some call got an HTTP answer from the endpoint."""
         self._unreachable: str | None = None
         """Why no connection could be made, once a call gave up on it: every later call fails at once, unsent,
         with this reason."""
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._in_flight: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AdaptiveLimit] = weakref.WeakKeyDictionary()
 
     def scrub(self, text: str) -> str:
         return scrub_secret(text, self._secret)
 
-    async def call(self, build: Callable[[], Attempt]) -> Outcome:
-        """Under the concurrency limit, the attempt `build()` makes (a request's body built once, there: only
-        the calls in flight hold one), retried as the policy says until it gives a completion or fails for
-        good (a `CallError` whose reason holds no secret)."""
-        async with self._semaphore():
-            return await self._with_retries(build())
+    async def call(self, build: Callable[[], Attempt], cost: Cost | None = None) -> Outcome:
+        """Under the account's limits and the limit on calls in flight, the attempt `build()` makes (a request's
+        body built once, there: only the calls in flight hold one), retried as the policy says until it gives a
+        completion or fails for good (a `CallError` whose reason holds no secret). `cost`: what the call counts
+        against the limits (None: one request, no tokens)."""
+        in_flight = self._limit()
+        async with in_flight:
+            return await self._with_retries(build(), cost or Cost(0, None), in_flight)
 
     def forget_loops(self) -> None:
-        self._semaphores.clear()
+        self._in_flight.clear()
 
-    def _semaphore(self) -> asyncio.Semaphore:
+    def _limit(self) -> AdaptiveLimit:
         loop = asyncio.get_running_loop()
-        semaphore = self._semaphores.get(loop)
-        if semaphore is None:
-            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.concurrency)
-        return semaphore
+        limit = self._in_flight.get(loop)
+        if limit is None:
+            limit = self._in_flight[loop] = AdaptiveLimit(self.concurrency)
+        return limit
 
-    async def _with_retries(self, attempt_once: Attempt) -> Outcome:
+    async def _with_retries(self, attempt_once: Attempt, cost: Cost, in_flight: AdaptiveLimit) -> Outcome:
         policy = self.policy
         attempt = 0
+        limited_since: float | None = None
         while True:
             if self._unreachable is not None and not self._reached:
                 return CallError(self._unreachable, retryable=True)
             if self._budget_left <= 0 and attempt == 0 and self.retries_made > 0:
                 return CallError("retry budget of the run exhausted; call not sent", retryable=True)
+            await self.pacer.admit(cost)
             try:
                 completion = await attempt_once()
                 self._reached = True
+                self.pacer.answered(getattr(completion, "input_tokens", 0), cost)
+                in_flight.raise_()
                 return completion
             except CallFailed as failure:
                 reason = self.scrub(failure.reason)
                 self._reached = self._reached or not failure.unreachable
+                if failure.rate_limited:  # a wait mends it: no retry spent, every call held back
+                    now = time.monotonic()
+                    limited_since = now if limited_since is None else limited_since
+                    waited = now - limited_since
+                    if failure.wait is not None and waited + failure.wait > self.pacer.max_wait_s:
+                        return CallError(f"{reason} (rate limited: the provider asks to wait {failure.wait:g} s more, "
+                                         f"past the {self.pacer.max_wait_s:g} s a call waits on limits: "
+                                         "--rate-limit-wait)", retryable=True)
+                    if waited > self.pacer.max_wait_s:
+                        return CallError(f"{reason} (rate limited for {duration(waited)}, longer than the "
+                                         f"{self.pacer.max_wait_s:g} s a call waits on limits: --rate-limit-wait)",
+                                         retryable=True)
+                    wait = self.pacer.refused(failure.wait)
+                    in_flight.lower()
+                    self._log_limit(reason, wait)
+                    continue
                 if not failure.retryable:
                     return CallError(reason, retryable=False)
                 if failure.unreachable and not self._reached and attempt >= UNREACHABLE_RETRIES:
@@ -165,6 +204,16 @@ class Caller:
                 attempt += 1
                 self._log_retry(reason, attempt, wait, quiet=failure.unreachable and not self._reached)
                 await asyncio.sleep(wait)
+
+    def _log_limit(self, reason: str, wait: float) -> None:
+        # One line per backend at INFO: waiting on a limit is how a metered account runs, not a fault; the
+        # progress bar says how long calls are held. The rest go to DEBUG (`bespoke -v`).
+        if self._limit_said:
+            self._log.debug("%s; held back %.2f s", reason, wait)
+            return
+        self._limit_said = True
+        self._log.info("%s; calls are held back for the provider's rate limit and sent again (no call fails for "
+                       "it; further refusals are logged only with -v)", reason)
 
     def _log_retry(self, reason: str, attempt: int, wait: float, *, quiet: bool) -> None:
         # One warning per backend: a struggling judge is retried hundreds of times, and a line for each
@@ -196,13 +245,24 @@ class Client:
         """`text` without this backend's key (a reason, a log line)."""
         return self._caller.scrub(text)
 
+    @property
+    def pacer(self) -> Pacer:
+        """What this backend knows of its account's limits, and how long they held its calls (`limits.Pacer`)."""
+        return self._caller.pacer
+
+    def output_limit(self, request: Request) -> int | None:
+        """The output token cap a call of `request` asks for (None: none sent): what the provider charges the
+        call's tokens with, beside its prompt's."""
+        return request.max_tokens
+
     async def _run_all(self, requests: Sequence[Request], attempt_for: Callable[[Request], Attempt], on_done: OnDone) -> None:
         """Every request at once (the caller bounds how many are in flight), `on_done` called for each as
         it ends; `attempt_for(request)` builds the request once, when its turn comes, and gives the attempt
         resent on each retry."""
 
         async def one(index: int, request: Request) -> None:
-            on_done(index, await self._caller.call(lambda: attempt_for(request)))
+            cost = Cost.of_request(request, self.output_limit(request))
+            on_done(index, await self._caller.call(lambda: attempt_for(request), cost))
 
         tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
         try:

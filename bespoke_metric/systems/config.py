@@ -29,7 +29,8 @@ from .settings import GenerationSettings
 SEARCH_PREFIX = "search_"
 """Before the `SearchOptions` names among a system's keys (`search_base_url` is not the judge's `base_url`)."""
 
-MODEL_ENGINE_KEYS: dict[str, str] = {"model_base_url": "base_url", "model_api_key": "api_key", "batch_size": "batch_size"}
+MODEL_ENGINE_KEYS: dict[str, str] = {"model_base_url": "base_url", "model_api_key": "api_key", "model_rpm": "rpm",
+                                     "model_tpm": "tpm", "batch_size": "batch_size"}
 """The system model's engine options, by key -> by option name (besides the engines' own search options)."""
 
 MODEL_THINKING_OPTIONS: tuple[tuple[type, tuple[str, ...]], ...] = (

@@ -1,7 +1,8 @@
 """How long a failed call waits before its retry: a server's `Retry-After` is kept as given, beyond the backoff
 cap (`RetryPolicy.backoff_max`, 60 s), up to the limit (`RetryPolicy.max_retry_wait`, 600 s); one past the limit
-fails the call at once. Over real HTTP against the OpenAI-compatible test server, with the policy's numbers
-scaled down where waiting them out would take minutes."""
+fails the call at once. A rate limit's wait (a 429) is bounded instead by how long a call waits on limits
+(`RetryPolicy.max_limit_wait`, `--rate-limit-wait`, an hour). Over real HTTP against the OpenAI-compatible test
+server, with the policy's numbers scaled down where waiting them out would take minutes."""
 
 from __future__ import annotations
 
@@ -55,20 +56,32 @@ def test_a_retry_after_longer_than_the_cap_is_honoured_over_http(openai_server):
 
 
 def test_a_retry_after_past_the_limit_fails_the_call_at_once(openai_server):
-    openai_server.faults.append(Fault(status=429, retry_after="601"))  # the default limit: 600 s
+    openai_server.faults.append(Fault(status=503, retry_after="601"))  # the default limit: 600 s
     outcome = complete_one(openai_server, backoff_base=0.01)
     assert isinstance(outcome, CallError) and outcome.retryable
     assert "server asks to wait 601 s, longer than the 600 s a call waits at most" in outcome.reason
-    assert [call.status for call in openai_server.calls] == [429]  # not retried
+    assert [call.status for call in openai_server.calls] == [503]  # not retried
 
 
 def test_a_retry_after_at_the_limit_is_waited(openai_server):
     # the limit scaled down to 0.5 s: a Retry-After of exactly the limit is waited and retried, one past it is not
-    openai_server.faults.append(Fault(status=429, retry_after="0.5"))
+    openai_server.faults.append(Fault(status=503, retry_after="0.5"))
     first = complete_one(openai_server, backoff_base=0.01, max_retry_wait=0.5)
     assert first.text == "ok"
-    assert [call.status for call in openai_server.calls] == [429, 200]
-    openai_server.faults.append(Fault(status=429, retry_after="0.6"))
+    assert [call.status for call in openai_server.calls] == [503, 200]
+    openai_server.faults.append(Fault(status=503, retry_after="0.6"))
     second = complete_one(openai_server, backoff_base=0.01, max_retry_wait=0.5)
     assert isinstance(second, CallError) and "server asks to wait 0.6 s, longer than the 0.5 s" in second.reason
+    assert [call.status for call in openai_server.calls] == [503, 200, 503]
+
+
+def test_a_rate_limit_is_waited_past_the_retry_wait_and_bounded_by_the_limit_wait(openai_server):
+    # a 429's wait is not a dead endpoint's: max_retry_wait does not cut it, --rate-limit-wait does
+    openai_server.faults.append(Fault(status=429, retry_after="0.6"))
+    first = complete_one(openai_server, backoff_base=0.01, max_retry_wait=0.1, max_limit_wait=5)
+    assert first.text == "ok"
+    assert [call.status for call in openai_server.calls] == [429, 200]
+    openai_server.faults.append(Fault(status=429, retry_after="601"))
+    second = complete_one(openai_server, max_limit_wait=600)
+    assert isinstance(second, CallError) and "provider asks to wait 601 s more, past the 600 s a call waits on limits" in second.reason
     assert [call.status for call in openai_server.calls] == [429, 200, 429]

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -144,7 +145,30 @@ class AnthropicSession(Session):
         failure = status_failure(status, headers, f"HTTP {status} from {self.where}: "
                                                   f"{short(sdk_error(status, content, sdk_error_class(status)))}")
         failure.unavailable = unavailable_reason(status, content)
-        return failure
+        words = spent_credit(status, content)
+        return failure.spent(words, CREDIT_REMEDY) if words else failure
+
+
+SPENT_WORDS = re.compile(r"credit balance is too low|reached your specified API usage limits", re.IGNORECASE)
+"""What Anthropic's 400 `invalid_request_error` says of an account that can make no call until someone acts: its
+credit balance, or the spend limit its owner set (Anthropic's errors and rate-limits pages)."""
+CREDIT_REMEDY = ("buy credits or raise the spend limit in the Anthropic Console (Plans & Billing, Limits), then run the "
+                 "same command again")
+
+
+def spent_credit(status: int, content: bytes) -> str | None:
+    """The provider's words when an error says the account's credit or spend limit is spent (a 402 `billing_error`,
+    or a 400 saying `SPENT_WORDS`); None otherwise."""
+    try:
+        error = json.loads(content).get("error")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(error, dict):
+        return None
+    message = str(error.get("message") or "")
+    if status == 402 or error.get("type") == "billing_error" or (status == 400 and SPENT_WORDS.search(message)):
+        return f"{message or 'billing error'} ({error.get('type') or status})"
+    return None
 
 
 def sdk_error_class(status: int) -> type:

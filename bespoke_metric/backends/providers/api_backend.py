@@ -31,6 +31,7 @@ from bespoke_dataset.errors import UserError
 
 from ..base import MODEL_DEFAULT, CallError, Completion, ModelUnavailableError, OnDone, Request, Withheld
 from ..http import CallFailed, Session, scrub_url, short
+from ..limits import QuotaExhaustedError, Tier
 from ..options import ClientOptions
 from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
 from ..web_search import check_choice
@@ -97,7 +98,8 @@ class APIBackend(Client):
     def connect(self, model: str, log: logging.Logger, options: ClientOptions) -> Endpoint:
         """Set up the transport for `model` (called once, by the constructor) as the engine's `options` say: the
         endpoint and key, the time a call may take (600 s by default), the caller and its limit on calls in flight
-        (the provider's own by default on its API, `SERVER_CONCURRENCY` elsewhere), retried as the options say
+        (the provider's own by default on its API, `SERVER_CONCURRENCY` elsewhere), paced under the account's
+        limits (`rpm`, `tpm`, `limit_share`; the provider's headers tell the rest) and retried as the options say
         (`retries.RetryPolicy.of`), logged under `log`."""
         self.model = model
         endpoint = self.endpoint(options.base_url, options.api_key)
@@ -107,7 +109,7 @@ class APIBackend(Client):
         default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
         concurrency = options.concurrency
         self._caller = Caller(RetryPolicy.of(options), default_concurrency if concurrency is None else concurrency,
-                              self._api_key, log)
+                              self._api_key, log, Tier.of(options), options.limit_share or 1.0)
         self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
         return endpoint
 
@@ -195,7 +197,7 @@ class APIBackend(Client):
         # One session per run: its HTTP pool belongs to the running event loop, and `run_sync` makes a
         # new loop for every run (unless `keep_session` made one for this loop).
         kept = self._kept_sessions.get(asyncio.get_running_loop())
-        session = kept or self.new_session()
+        session = kept or self._open_session()
 
         def attempt_for(request: Request) -> Attempt:
             path, body = self.path_and_body(request)  # serialised once, resent as it is on every retry
@@ -216,7 +218,7 @@ class APIBackend(Client):
         loop that lives as long as its process (a Ray actor's), where a run is one small batch."""
         loop = asyncio.get_running_loop()
         if loop not in self._kept_sessions:
-            self._kept_sessions[loop] = self.new_session()
+            self._kept_sessions[loop] = self._open_session()
 
     async def release_session(self) -> None:
         """Close the session `keep_session` kept for the running event loop, before the loop ends."""
@@ -241,6 +243,12 @@ class APIBackend(Client):
 
     # -- one call ------------------------------------------------------------------------------------
 
+    def _open_session(self) -> Session:
+        """A new session whose every answer's rate-limit headers reach this backend's pacer."""
+        session = self.new_session()
+        session.observe = self._caller.pacer.observe
+        return session
+
     async def _call(self, session: Session, path: str, body: bytes) -> Completion:
         try:
             raw = await session.post(path, body)
@@ -248,6 +256,9 @@ class APIBackend(Client):
             if failure.unavailable:  # every call would fail so: the run stops here
                 raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.unavailable)),
                                             did_you_mean=self.close_model()) from None
+            if failure.quota:  # no wait helps: the run stops here, its answers kept
+                raise QuotaExhaustedError(f"{self.name}:{self.model}", self._caller.scrub(short(failure.quota)),
+                                          failure.remedy) from None
             raise
         try:
             return self.parse(path, json.loads(raw))

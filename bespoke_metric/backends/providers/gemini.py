@@ -44,6 +44,7 @@ from bespoke_metric.backends.schema import JSON_SCHEMA
 
 from ..base import Completion, ModelUnavailableError, OnDone, Request, Withheld, messages_with_schema
 from ..http import CallFailed, scrub_url, short, status_failure, tls_context
+from ..limits import REQUESTS, TOKENS, QuotaExhaustedError, Reading, Tier
 from ..options import THINKING_LEVELS, GeminiOptions
 from ..retirement import ModelNotice, is_retired, status_notice, unavailable_reason
 from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
@@ -138,7 +139,7 @@ class GeminiBackend(Client):
         default_concurrency = GEMINI_CONCURRENCY if provider else SERVER_CONCURRENCY
         concurrency = options.concurrency
         self._caller = Caller(RetryPolicy.of(options), default_concurrency if concurrency is None else concurrency,
-                              self._api_key, log)
+                              self._api_key, log, Tier.of(options), options.limit_share or 1.0)
 
     # -- Backend interface -------------------------------------------------------------------------
 
@@ -185,7 +186,7 @@ class GeminiBackend(Client):
         contents = [types.Content(role="model" if m["role"] == "assistant" else "user", parts=[types.Part(text=m["content"])])
                     for m in messages if m["role"] != "system"]
         config: dict[str, Any] = {} if self.temperature is None else {"temperature": self.temperature}
-        limit = self.reasoning_max_tokens if self.thinking else request.max_tokens
+        limit = self.output_limit(request)
         if limit is not None:
             config["max_output_tokens"] = limit
         if system:
@@ -199,6 +200,10 @@ class GeminiBackend(Client):
             config["response_mime_type"] = "application/json"
             config["response_json_schema"] = request.json_schema
         return contents, types.GenerateContentConfig(**config)
+
+    def output_limit(self, request: Request) -> int | None:
+        """The request's cap, but a thinking model's thinking counts against it: it gets `reasoning_max_tokens`."""
+        return self.reasoning_max_tokens if self.thinking else request.max_tokens
 
     def _client(self, session: Any) -> Any:
         types = self._genai.types
@@ -218,6 +223,10 @@ class GeminiBackend(Client):
                 raise ModelUnavailableError(f"{self.name}:{self.model}", self._caller.scrub(short(gone))) from None
             headers = getattr(getattr(err, "response", None), "headers", None) or {}
             reason = f"HTTP {err.code} from {where}: {err.status or 'error'}: {short(str(err.message or err.details))}"
+            spent, readings = quota_failure(err.details)
+            if spent:  # no wait helps: the run stops here, its answers kept
+                raise QuotaExhaustedError(f"{self.name}:{self.model}", self._caller.scrub(short(spent)), QUOTA_REMEDY) from None
+            self._caller.pacer.learn(readings)
             raise status_failure(int(err.code or 0), headers, reason, wait=_retry_delay(err.details)) from None
         except asyncio.TimeoutError:
             raise CallFailed(f"timed out after {self.timeout:g} s", retryable=True) from None
@@ -332,6 +341,42 @@ def _thinking_config(model: str, level: str | None, budget: int | None) -> dict[
     if budget is not None:
         config["thinking_budget"] = budget
     return config
+
+
+QUOTA_REMEDY = ("wait for the daily quota to reset (midnight Pacific time), or raise it or enable billing for the key's "
+                "Google Cloud project, then run the same command again")
+_PER_DAY = re.compile(r"PerDay", re.IGNORECASE)
+_PER_MINUTE = re.compile(r"PerMinute", re.IGNORECASE)
+_SPENT_WORDS = re.compile(r"prepayment credits are depleted", re.IGNORECASE)
+
+
+def quota_failure(details: Any) -> tuple[str | None, list[Reading]]:
+    """What a Gemini error says of the account's quotas: the provider's words when no wait helps (a daily quota,
+    a `QuotaFailure` violation whose `quotaId` is per day, or prepaid credit spent), and the per-minute limits its
+    violations name (`quotaValue`, requests or tokens by `quotaMetric`) for the pacer to keep to."""
+    error = details.get("error", details) if isinstance(details, dict) else {}
+    if not isinstance(error, dict):
+        return None, []
+    message = str(error.get("message") or "")
+    if _SPENT_WORDS.search(message):
+        return f"{message} ({error.get('status') or 'RESOURCE_EXHAUSTED'})", []
+    readings = []
+    for detail in error.get("details") or ():
+        if not isinstance(detail, dict) or not str(detail.get("@type", "")).endswith("QuotaFailure"):
+            continue
+        for violation in detail.get("violations") or ():
+            quota = str(violation.get("quotaId") or "") if isinstance(violation, dict) else ""
+            if _PER_DAY.search(quota):
+                return f"{message or 'daily quota exceeded'} (quota {quota})", []
+            value = violation.get("quotaValue") if _PER_MINUTE.search(quota) else None
+            try:
+                limit = float(value) if value is not None else 0.0
+            except (TypeError, ValueError):
+                limit = 0.0
+            if limit > 0:
+                kind = TOKENS if "token" in str(violation.get("quotaMetric") or "").lower() else REQUESTS
+                readings.append(Reading(kind, limit))
+    return None, readings
 
 
 def _retry_delay(details: Any) -> float | None:

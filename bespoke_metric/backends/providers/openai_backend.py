@@ -367,14 +367,14 @@ class OpenAIBackend(APIBackend):
             raise UserError(f"{self.name}:{self.model} ({self.family.name}) takes --reasoning-effort "
                             f"{', '.join(efforts)}, not {effort!r}")
 
-    def _output_limit(self, request: Request) -> int | None:
+    def output_limit(self, request: Request) -> int | None:
         """The output token cap to send: a reasoning model spends hidden tokens first, so the request's own
         budget would starve it; it gets `reasoning_max_tokens` (None: no cap)."""
         return self.reasoning_max_tokens if self.reasoning else request.max_tokens
 
     def _chat_args(self, request: Request) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.model, "messages": chat_messages(request.messages)}
-        limit = self._output_limit(request)
+        limit = self.output_limit(request)
         if limit is not None:
             args[token_parameter(self.model, "/chat/completions")] = limit
         temperature, effort = self._sampling_for(request)
@@ -403,7 +403,7 @@ class OpenAIBackend(APIBackend):
 
     def _responses_args(self, request: Request) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.model, "input": responses_input(request.messages), "store": False}
-        limit = self._output_limit(request)
+        limit = self.output_limit(request)
         if limit is not None:
             args[token_parameter(self.model, "/responses")] = limit
         temperature, effort = self._sampling_for(request)

@@ -27,7 +27,29 @@ class OpenAISession(Session):
     def _status_failure(self, status: int, headers: Mapping[str, str], content: bytes) -> CallFailed:
         failure = status_failure(status, headers, f"HTTP {status} from {self.where}: {short(sdk_error(status, content))}")
         failure.unavailable = unavailable_reason(status, content)
-        return failure
+        words = spent_quota(status, content)
+        return failure.spent(words, QUOTA_REMEDY) if words else failure
+
+
+SPENT_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
+"""The error codes of an OpenAI 429 that no wait mends: the account's credit or its monthly budget is spent (OpenAI's
+error-codes guide: "You exceeded your current quota, please check your plan and billing details")."""
+QUOTA_REMEDY = ("add credit or raise the budget in the provider's billing settings (for OpenAI: "
+                "platform.openai.com/settings/organization/billing), then run the same command again")
+
+
+def spent_quota(status: int, content: bytes) -> str | None:
+    """The provider's words when a 429 says the account's quota is spent (`SPENT_CODES`, as the error's `code` or
+    `type`), not that a rate limit was reached; None otherwise."""
+    if status != 429:
+        return None
+    try:
+        error = json.loads(content).get("error")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(error, dict) or not ({error.get("code"), error.get("type")} & SPENT_CODES):
+        return None
+    return f"{error.get('message') or 'quota exceeded'} ({error.get('code') or error.get('type')})"
 
 
 def model_shutdown_date(base_url: str, api_key: str, model: str, timeout: float) -> str | None:

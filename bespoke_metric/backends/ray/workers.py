@@ -56,7 +56,9 @@ class ActorPlan:
             local = build(model, self.options)
             self.identity = local.identity()
             self.takes_tools, self.searches, self.constraint = local.takes_tools, local.searches, local.constraint
-            self.options = dataclasses.replace(options, concurrency=share(local.concurrency, replicas))
+            # each actor its share of the calls in flight and of the account's limits: one limit for them all
+            self.options = dataclasses.replace(options, concurrency=share(local.concurrency, replicas),
+                                               limit_share=(options.limit_share or 1.0) / replicas)
             local.close()
             self.gpus = 0.0
             # Batches of a quarter of the actor's share of calls, four running at once: the share stays

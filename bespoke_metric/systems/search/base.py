@@ -42,6 +42,8 @@ class SearchOptions:
                                   "(tavily, brave, exa, serper)")
     concurrency: int | None = option("--search-concurrency", "searches in flight at most (default 16)")
     timeout: float | None = option("--search-timeout", "seconds per search call (default 30)")
+    rpm: int | None = option("--search-rpm", "the search API's requests per minute on your plan: searches are paced "
+                             "under it (default: none; a 429 holds searches back and sends them again)", positive=True)
     max_retries: int | None = option(help="retries per search call (default 4)")
     retry_budget: int | None = option(help="retries of the whole run, all searches together (default 200)")
     backoff_base: float | None = option(help="the n-th retry waits about backoff_base * 2**n seconds (default 1)")

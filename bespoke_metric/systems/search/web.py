@@ -1,7 +1,8 @@
 """A web search API as an engine: a batch of queries searched concurrently over one aiohttp session,
 kept for every batch of a run on its event loop (a run's rounds reuse their connections).
 
-The client is the model APIs' (`backends.retries.Caller` over `backends.http.Session`): a concurrency
+The client is the model APIs' (`backends.retries.Caller` over `backends.http.Session`): a pace under the
+plan's rate (`--search-rpm`), a 429 held back and sent again (never a failure), a concurrency
 limit, a timeout per call, backoff honouring `Retry-After`, a retry budget for the whole run, and an
 endpoint that never answered given up on in seconds. What no retry can mend stops the run with one
 `SearchEngineError` naming the engine: a key refused (401/403; for SearXNG, JSON output not enabled), a
@@ -21,6 +22,7 @@ from typing import Any
 
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.backends.http import CallFailed, Refused, Session, scrub_url
+from bespoke_metric.backends.limits import Pacer, Tier
 from bespoke_metric.backends.retries import Caller, RetryPolicy, check_timeout
 
 from .base import DEFAULT_K, SearchEngineError, SearchOptions, key_from_env
@@ -37,14 +39,14 @@ class WebEngine:
     """Searches through one provider's API. See the module docstring."""
 
     def __init__(self, provider: Provider, base_url: str, key: str | None, *, k: int, concurrency: int,
-                 timeout: float, policy: RetryPolicy) -> None:
+                 timeout: float, policy: RetryPolicy, tier: Tier | None = None) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self.spec = f"searxng:{scrub_url(base_url)}" if provider.base_url is None else provider.name
         self.k = k
         self.timeout = check_timeout(timeout, "--search-timeout")
         self._key = key
-        self._caller = Caller(policy, concurrency, key or "", log)
+        self._caller = Caller(policy, concurrency, key or "", log, tier)
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
 
     @classmethod
@@ -64,7 +66,7 @@ class WebEngine:
         given = {name: value for name, value in options.given().items() if name in ("max_retries", "retry_budget",
                                                                                        "backoff_base", "max_retry_wait")}
         return cls(provider, url, key, k=options.k or DEFAULT_K, concurrency=options.concurrency or DEFAULT_CONCURRENCY,
-                   timeout=DEFAULT_TIMEOUT if options.timeout is None else options.timeout, policy=RetryPolicy(**{**vars(DEFAULT_POLICY), **given}))
+                   timeout=DEFAULT_TIMEOUT if options.timeout is None else options.timeout, policy=RetryPolicy(**{**vars(DEFAULT_POLICY), **given}), tier=Tier.of(options))
 
     def identity(self) -> dict[str, Any]:
         return {"engine": self.provider.name, "url": scrub_url(self.base_url), "k": self.k}
@@ -76,6 +78,11 @@ class WebEngine:
     def retries_made(self) -> int:
         return self._caller.retries_made
 
+    @property
+    def pacer(self) -> Pacer:
+        """What this engine knows of its plan's rate limit, and how long it held its searches (`limits.Pacer`)."""
+        return self._caller.pacer
+
     async def search(self, queries: Sequence[str]) -> list[list[SearchResult] | CallError]:
         if self._key is None and self.provider.key_env is not None:
             raise SearchEngineError(f"search engine {self.spec} needs an API key: set {self.provider.key_env}")
@@ -83,6 +90,7 @@ class WebEngine:
         session = self._sessions.get(loop)
         if session is None:
             session = self._sessions[loop] = Session(self.base_url, self.provider.headers(self._key), self.timeout)
+            session.observe = self._caller.pacer.observe
 
         async def one(query: str) -> list[SearchResult] | CallError:
             attempt = lambda: self._call(session, query)  # noqa: E731 - one try, made again on each retry
