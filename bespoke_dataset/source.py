@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import BespokeDataError, UserError
+from .errors import BespokeDataError, UserError, did_you_mean
 from .reading.raw import TABLES, Layout, data_file, detect_layout, table_files, typed_files
 
 DEFAULT_SOURCE = "yonsei-dli/BESPOKE"
@@ -144,7 +144,7 @@ def resolve_source(source: str | Path = DEFAULT_SOURCE, revision: str | None = N
         path = _download_or_explain(text, revision, hub_cache_dir)
         hub_revision = path.name if COMMIT.match(path.name) else revision
     else:
-        raise BespokeDataError(text, "no such folder, and not a Hub repo id like 'yonsei-dli/BESPOKE'")
+        raise BespokeDataError(text, f"no such folder, and not a Hub repo id like 'yonsei-dli/BESPOKE'{did_you_mean(text, [SAMPLE])}")
     if revision is not None and hub_revision is None:
         raise UserError(f"revision={revision!r} applies to Hub repos only, not to the local source {text!r}")
     path = path.resolve()

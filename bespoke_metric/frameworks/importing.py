@@ -87,8 +87,11 @@ class ImportedRun:
     predictions: list[dict[str, Any]]
 
 
-def read_inspect_log(path: str) -> FrameworkRun:
-    """An inspect log of the `bespoke_metric/bespoke` task (inspect_ai's reader: `.eval` or `.json`)."""
+def read_inspect_log(path: str, epoch: int | None = None) -> FrameworkRun:
+    """An inspect log of the `bespoke_metric/bespoke` task (inspect_ai's reader: `.eval` or `.json`), each sample
+    judged by the latest BESPOKE score it holds (`inspect score` appends a judge's). A query answered in several
+    epochs is one answer of a results file: its epochs agree (a deterministic system and judge), or `epoch` picks
+    one (each epoch is a run of the system: import each to its own results file to compare them)."""
     from inspect_ai.log import read_eval_log
 
     try:
@@ -96,25 +99,45 @@ def read_inspect_log(path: str) -> FrameworkRun:
     except Exception as error:  # inspect's reader raises what its format library raises: say it in one line
         first = (str(error).splitlines() or [""])[0]  # pydantic's errors run over lines: the first says what
         raise ImportRunError(f"{path}: not an inspect log that can be read ({type(error).__name__}: {first})") from None
-    samples = []
-    for sample in log.samples or []:
-        score = next((score for score in (sample.scores or {}).values()
+    if not log.samples:
+        raise ImportRunError(f"{path}: the log holds no sample (an eval of none, as --limit 0 makes, or one stopped "
+                             f"before its first; status {log.status}): there is no answer to import")
+    epochs = max(sample.epoch for sample in log.samples)
+    if epoch is not None and not 1 <= epoch <= epochs:
+        raise ImportRunError(f"{path}: --epoch {epoch}: the log has epochs 1 to {epochs}")
+    by_query: dict[str, list[FrameworkSample]] = {}
+    for sample in log.samples:
+        score = next((score for score in reversed(list((sample.scores or {}).values()))
                       if isinstance(score.metadata, Mapping) and ITEM_KEY in score.metadata), None)
-        if score is None:
+        if score is None or (epoch is not None and sample.epoch != epoch):
             continue  # a sample that errored before it was scored: not an answer judged
         given = (sample.metadata or {}).get(CONTEXT_KEY) or {}
-        samples.append(_sample(path, f"sample {sample.id} (epoch {sample.epoch})", sample.output.completion,
-                               score.metadata, served_model=sample.output.model or None,
-                               stand_in=bool(given.get("stand_in"))))
-    if not samples:
-        raise ImportRunError(f"{path}: no sample of this inspect log has a BESPOKE score "
-                             f"(the log of `inspect eval bespoke_metric/bespoke`, status {log.status}, is what imports)")
+        by_query.setdefault(str(sample.id), []).append(
+            _sample(path, f"sample {sample.id} (epoch {sample.epoch})", sample.output.completion, score.metadata,
+                    served_model=sample.output.model or None, stand_in=bool(given.get("stand_in"))))
+    if not by_query:
+        raise ImportRunError(f"{path}: no sample of this inspect log has a BESPOKE score (each errored before it was "
+                             f"judged; status {log.status})")
+    samples = [_one_answer(path, query, answers) for query, answers in by_query.items()]
     args = dict(log.eval.task_args or {})
     # the judge's options may hold its key: the judge block says what the judge was, without them
     kept = {name: value for name, value in args.items() if name != "judge_options"}
     system = {"framework": "inspect", "model": log.eval.model, "context": args.get("context", "none"),
-              "task": log.eval.task, "eval_id": log.eval.eval_id, "task_args": _plain(kept)}
+              "task": log.eval.task, "task_version": log.eval.task_version, "eval_id": log.eval.eval_id,
+              "task_args": _plain(kept), **({"epochs": epochs} if epochs > 1 else {}),
+              **({"epoch": epoch} if epoch is not None else {})}
     return FrameworkRun(path, samples, _optional_str(args.get("source")), system)
+
+
+def _one_answer(path: str, query: str, answers: list[FrameworkSample]) -> FrameworkSample:
+    """A query's answer across its epochs: the first, where every epoch gave the same answer and judgment; else
+    an `ImportRunError` asking for one epoch (a results file counts each query once, as its intervals need)."""
+    first = answers[0]
+    for other in answers[1:]:
+        if (other.response, other.item.scores, other.item.recall) != (first.response, first.item.scores, first.item.recall):
+            raise ImportRunError(f"{path}: query {query} was answered or judged differently in its epochs: a results "
+                                 "file holds one answer per query; import one epoch (--epoch N), each to its own results file")
+    return first
 
 
 def read_lm_eval_samples(path: str) -> FrameworkRun:
@@ -144,31 +167,35 @@ def read_lm_eval_samples(path: str) -> FrameworkRun:
     return FrameworkRun(path, samples, _optional_str(doc.get("source")), system)
 
 
-def read_framework_run(path: str | os.PathLike[str]) -> FrameworkRun:
-    """Whichever framework wrote `path`: lm-eval's samples (`.jsonl`), else an inspect log."""
+def read_framework_run(path: str | os.PathLike[str], epoch: int | None = None) -> FrameworkRun:
+    """Whichever framework wrote `path`: lm-eval's samples (`.jsonl`), else an inspect log (`epoch`: which of its
+    epochs, `read_inspect_log`)."""
     given = os.fspath(path)
     if not os.path.exists(given):
         raise ImportRunError(f"{given}: no such file")
     if os.path.isdir(given):
         raise ImportRunError(f"{given}: a folder; give the inspect log (.eval, .json) or lm-eval's samples_*.jsonl in it")
     if given.endswith(".jsonl"):
+        if epoch is not None:
+            raise ImportRunError(f"{given}: --epoch is an inspect log's; lm-eval's samples have no epochs")
         return read_lm_eval_samples(given)
     if given.endswith(INSPECT_SUFFIXES):
         if given.endswith(".json") and Path(given).name.startswith("results_"):
             raise ImportRunError(f"{given}: lm-eval's results file holds no answers; give the samples_*.jsonl file "
                                  "written beside it (--log_samples)")
-        return read_inspect_log(given)
+        return read_inspect_log(given, epoch)
     raise ImportRunError(f"{given}: neither an inspect log (.eval, .json) nor lm-eval's samples (.jsonl)")
 
 
 def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None = None,
-                revision: str | None = None) -> ImportedRun:
+                revision: str | None = None, epoch: int | None = None) -> ImportedRun:
     """One results file from the runs in `paths` (one system's answers, judged by one judge: a run split over
     several logs is joined); `source` (at `revision`) is the benchmark data where the run's own is not found
-    from here. The benchmark is read for the `data` block and to check every item answers one of its queries."""
+    from here; `epoch`, the epoch of inspect logs run over several. The benchmark is read for the `data` block and
+    to check every item answers one of its queries."""
     if not paths:
         raise ImportRunError("no file to import")
-    runs = [read_framework_run(path) for path in paths]
+    runs = [read_framework_run(path, epoch) for path in paths]
     first = runs[0]
     for run in runs[1:]:
         _same(first, run, "judge", lambda r: _judge_identity(r.samples[-1].judge))

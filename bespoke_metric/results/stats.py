@@ -87,6 +87,20 @@ def within_one(x: Sequence[float], y: Sequence[float]) -> float | None:
     return float(np.mean(np.abs(a - b) <= 1)) if len(a) else None
 
 
+def krippendorff_alpha(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Krippendorff's alpha of two raters who both rated every unit, on an interval scale (squared differences):
+    1 - observed / expected disagreement, the expected one over every pair of the pooled values. None when
+    undefined: fewer than two units, or every value the same."""
+    a, b = _pairs(x, y)
+    if len(a) < 2:
+        return None
+    values = np.concatenate([a, b])
+    n = len(values)
+    observed = 2 * float(np.sum((a - b) ** 2)) / n  # each unit: its two ordered pairs, m_u - 1 = 1
+    expected = (2 * n * float(np.sum(values**2)) - 2 * float(np.sum(values)) ** 2) / (n * (n - 1))
+    return None if expected == 0 else 1 - observed / expected
+
+
 # Vectorised statistics over rows of resampled matrices (shape (B, n) -> (B,)).
 
 def rowwise_mean(a: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from bespoke_cli.judging.score import print_summary
-from bespoke_cli.options import add_source_arguments
+from bespoke_cli.options import add_source_arguments, positive_int
 from bespoke_cli.systems.run import companion_folder
 from bespoke_metric.frameworks.importing import import_runs, write_imported
 from bespoke_metric.results.caveats import caveats
@@ -24,10 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "OUTPUT-STEM/predictions.jsonl beside it)")
     add_source_arguments(parser, default=None, default_help="default: the data the run records, where it is found "
                          "from here")
+    parser.add_argument("--epoch", type=positive_int, help="of an inspect log run over several epochs (--epochs), the "
+                        "epoch to import (default: every epoch, where they all gave the same answers and judgments)")
 
 
 def run(args: argparse.Namespace) -> int:
-    imported = import_runs(args.paths, source=args.source, revision=args.revision)
+    imported = import_runs(args.paths, source=args.source, revision=args.revision, epoch=args.epoch)
     predictions = companion_folder(args.output) / "predictions.jsonl"
     write_imported(imported, Path(args.output), predictions)
     print_summary(imported.results)

@@ -142,8 +142,8 @@ def test_the_inspect_judge_outside_an_eval_says_how_to_run_it(tmp_path: Path, ca
 
 
 @pytest.mark.parametrize(("arguments", "said"), [
-    ({"context": "bogus"}, "bespoke_metric/bespoke: unknown -T context 'bogus'; choose one of none, history"),
-    ({"context": "history", "top_k": -3}, "bespoke_metric/bespoke: -T top_k must be a positive integer, got -3"),
+    ({"context": "bogus", "judge": EMBED}, "bespoke_metric/bespoke: unknown -T context 'bogus'; choose one of none, history"),
+    ({"context": "history", "top_k": -3, "judge": EMBED}, "bespoke_metric/bespoke: -T top_k must be a positive integer, got -3"),
     ({"judge": EMBED, "judge_options": {"base_url": "http://127.0.0.1:9"}},
      f"bespoke_metric/bespoke: base_url does not apply to the embed judge ({EMBED}); it takes batch_size, max_shots"),
 ])
@@ -159,10 +159,11 @@ def test_a_wrong_task_argument_names_it_as_inspect_takes_it(arguments: dict, sai
 def test_inspect_eval_prints_a_wrong_task_argument_as_one_message(tmp_path: Path) -> None:
     # this checkout as the suite imports it (PYTHONPATH kept): inspect's own hook prints the message, no traceback
     done = subprocess.run([sys.executable, "-m", "inspect_ai", "eval", "bespoke_metric/bespoke", "--model", "mockllm/model",
-                           "-T", "source=sample", "-T", "context=bogus", "--log-dir", str(tmp_path / "logs")], cwd=tmp_path,
+                           "-T", "source=sample", "-T", "context=bogus", "-T", f"judge={EMBED}", "--log-dir", str(tmp_path / "logs")],
+                          cwd=tmp_path,
                           env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "300"}, capture_output=True, text=True, timeout=600)
     printed = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in printed, printed[-3000:]
-    assert [line for line in printed.splitlines() if line.strip()][-1] == (  # after inspect's banner
-        "bespoke_metric/bespoke: unknown -T context 'bogus'; choose one of none, history, profile, query-profile, "
+    assert [line for line in printed.splitlines() if line.strip()][-1] == (
+        "Error: bespoke_metric/bespoke: unknown -T context 'bogus'; choose one of none, history, profile, query-profile, "
         "selected-history, selected-profile, oracle")

@@ -13,6 +13,20 @@ from typing import Any
 from bespoke_metric.backends.base import Completion
 from bespoke_metric.backends.callable_backend import CallableBackend, Generate
 from bespoke_metric.backends.options import InspectOptions, OptionError, given
+from bespoke_metric.backends.providers.openai_backend import STAND_IN_FIELD
+
+
+def answered_by_stand_in(model: str | None = None) -> bool:
+    """Whether the latest answer inspect recorded in this sample's transcript (of `model`, where given) came from
+    `bespoke stand-in`, which says so in every response body inspect keeps with the call. A server answers as a
+    stand-in for every call or none, so calls of one model made at once cannot be told apart wrongly."""
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.log import transcript
+
+    events = [event for event in transcript().events
+              if isinstance(event, ModelEvent) and (model is None or event.model == model)]
+    response = events[-1].call.response if events and events[-1].call is not None else None
+    return isinstance(response, dict) and response.get(STAND_IN_FIELD) is True
 
 
 def inspect_generate(model: Any) -> Generate:
@@ -31,7 +45,7 @@ def inspect_generate(model: Any) -> Generate:
         truncated = bool(output.choices) and output.stop_reason == "max_tokens"
         return Completion(output.completion, usage.input_tokens if usage else 0, usage.output_tokens if usage else 0,
                           truncated, served_model=output.model or "",
-                          truncation_reason="max_tokens" if truncated else "")
+                          truncation_reason="max_tokens" if truncated else "", stand_in=answered_by_stand_in(str(model)))
 
     return generate
 
