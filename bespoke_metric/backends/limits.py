@@ -221,13 +221,17 @@ class Pacer:
     """Keeps one backend's calls under its account's limits (see the module docstring). One per backend: what it
     learns of the limits spans every run of the backend; its buckets are per event loop."""
 
-    def __init__(self, tier: Tier | None = None, *, share: float = 1.0, max_wait_s: float | None = None) -> None:
+    def __init__(self, tier: Tier | None = None, *, share: float = 1.0, max_wait_s: float | None = None,
+                 spec: str = "") -> None:
         """
         Args:
             tier: the limits the user gave (`--rpm`, `--tpm`).
             share: the part of each limit this backend may use (1/N for one of N workers of an endpoint).
             max_wait_s: the longest one call keeps waiting on refusals before it fails (`DEFAULT_MAX_WAIT_S`).
+            spec: the engine and model it paces (`openai:gpt-5`), as a progress line names it.
         """
+        PACERS.add(self)
+        self.spec = spec
         self.share = share
         self.max_wait_s = DEFAULT_MAX_WAIT_S if max_wait_s is None else max_wait_s
         self._limits = {kind: _Limit(given=value) for kind, value in (tier or Tier()).per_minute().items()}
@@ -248,6 +252,8 @@ class Pacer:
         """The calls sent within the last `BURST_S`: what a bucket made now starts charged with."""
         self._costs = [0.0, 0]
         """The costs of the calls sent so far, in tokens, and their number: the mean call, for `seconds_for`."""
+        self.answers = [0, 0, 0]
+        """The calls answered, and the input and output tokens the provider counted in them: the mean call's."""
         self._buckets: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, tuple[float, AsyncLimiter]]] = (
             weakref.WeakKeyDictionary()
         )
@@ -293,9 +299,12 @@ class Pacer:
         for reading in readings:
             self._limits.setdefault(reading.kind, _Limit()).read(reading)
 
-    def answered(self, prompt_tokens: int, cost: Cost) -> None:
-        """A call was answered, the provider counting `prompt_tokens` in its prompt (0: not said): the pace comes
-        back a little, and the prompt estimate is calibrated against the provider's count."""
+    def answered(self, prompt_tokens: int, output_tokens: int, cost: Cost) -> None:
+        """A call was answered, the provider counting `prompt_tokens` and `output_tokens` in it (0: not said): the
+        pace comes back a little, and the prompt estimate is calibrated against the provider's count."""
+        self.answers[0] += 1
+        self.answers[1] += prompt_tokens
+        self.answers[2] += output_tokens
         self._refused_in_row = 0
         self._pace = min(1.0, self._pace + RECOVERY)
         if prompt_tokens > 0 and cost.prompt_tokens > 0:
@@ -370,6 +379,16 @@ class Pacer:
 
     def _holding(self, now: float) -> float:
         return now - self._held_since if self._held_since is not None else 0.0
+
+
+PACERS: weakref.WeakSet[Pacer] = weakref.WeakSet()
+"""Every pacer alive: a progress bar shows the one holding calls back (`holding`), whatever backend it paces."""
+
+
+def holding() -> Pacer | None:
+    """The pacer that holds calls back now, else the one that held them longest; None when no limit held a call."""
+    held = [pacer for pacer in list(PACERS) if pacer.status().line() is not None]
+    return max(held, key=lambda pacer: (pacer.status().held, pacer.status().held_s), default=None)
 
 
 class AdaptiveLimit:

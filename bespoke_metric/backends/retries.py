@@ -31,7 +31,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from bespoke_dataset.errors import UserError
 
-from .base import CallError, Completion, OnDone, Outcome, Request
+from .base import CallError, Completion, EngineError, OnDone, Outcome, Request
 from .http import CallFailed
 from .limits import AdaptiveLimit, Cost, Pacer, Tier, duration
 
@@ -98,7 +98,7 @@ class Caller:
     account's limits span every run of the backend."""
 
     def __init__(self, policy: RetryPolicy, concurrency: int, secret: str, log: logging.Logger,
-                 tier: Tier | None = None, share: float = 1.0) -> None:
+                 tier: Tier | None = None, share: float = 1.0, spec: str = "") -> None:
         """
         Args:
             policy: how to retry.
@@ -107,12 +107,13 @@ class Caller:
             log: the engine's logger: retries are logged under the engine's name.
             tier: the account's limits as the user gave them (`--rpm`, `--tpm`); the provider's headers tell the rest.
             share: the part of those limits this caller may use (one of several workers of an endpoint).
+            spec: the engine and model it calls (`openai:gpt-5`), as a progress line names it.
         """
         if concurrency < 1:
             raise UserError(f"--concurrency must be at least 1, got {concurrency}")
         self.policy = policy
         self.concurrency = concurrency
-        self.pacer = Pacer(tier, share=share, max_wait_s=policy.max_limit_wait)
+        self.pacer = Pacer(tier, share=share, max_wait_s=policy.max_limit_wait, spec=spec)
         self._secret = secret
         self._log = log
         self._budget_left = policy.retry_budget
@@ -125,6 +126,9 @@ class Caller:
         """Why no connection could be made, once a call gave up on it: every later call fails at once, unsent,
         with this reason."""
         self._in_flight: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AdaptiveLimit] = weakref.WeakKeyDictionary()
+        self.stopped: EngineError | None = None
+        """What stopped the run (a spent quota, a model no longer served): raised by every call not yet sent, while
+        the calls in flight land (the provider has charged them: their answers are kept)."""
 
     def scrub(self, text: str) -> str:
         return scrub_secret(text, self._secret)
@@ -158,12 +162,17 @@ class Caller:
             if self._budget_left <= 0 and attempt == 0 and self.retries_made > 0:
                 return CallError("retry budget of the run exhausted; call not sent", retryable=True)
             await self.pacer.admit(cost)
+            if self.stopped is not None:
+                raise self.stopped
             try:
                 completion = await attempt_once()
                 self._reached = True
-                self.pacer.answered(getattr(completion, "input_tokens", 0), cost)
+                self.pacer.answered(getattr(completion, "input_tokens", 0), getattr(completion, "output_tokens", 0), cost)
                 in_flight.raise_()
                 return completion
+            except EngineError as error:  # every call would fail so: none more is sent
+                self.stopped = self.stopped or error
+                raise
             except CallFailed as failure:
                 reason = self.scrub(failure.reason)
                 self._reached = self._reached or not failure.unreachable
@@ -266,8 +275,14 @@ class Client:
 
         tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
         try:
-            await asyncio.gather(*tasks)
+            # every call ends before the run does: one that stops the run (`Caller.stopped`) lets those in flight
+            # land, since the provider charges them, and then stops it
+            ended = await asyncio.gather(*tasks, return_exceptions=True)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._caller.stopped = None
+        raised = next((error for error in ended if isinstance(error, BaseException)), None)
+        if raised is not None:
+            raise raised

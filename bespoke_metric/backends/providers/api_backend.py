@@ -109,7 +109,7 @@ class APIBackend(Client):
         default_concurrency = self.provider_concurrency if endpoint.provider else SERVER_CONCURRENCY
         concurrency = options.concurrency
         self._caller = Caller(RetryPolicy.of(options), default_concurrency if concurrency is None else concurrency,
-                              self._api_key, log, Tier.of(options), options.limit_share or 1.0)
+                              self._api_key, log, Tier.of(options), options.limit_share or 1.0, f"{self.name}:{model}")
         self._kept_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
         return endpoint
 

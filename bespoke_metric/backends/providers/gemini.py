@@ -139,7 +139,7 @@ class GeminiBackend(Client):
         default_concurrency = GEMINI_CONCURRENCY if provider else SERVER_CONCURRENCY
         concurrency = options.concurrency
         self._caller = Caller(RetryPolicy.of(options), default_concurrency if concurrency is None else concurrency,
-                              self._api_key, log, Tier.of(options), options.limit_share or 1.0)
+                              self._api_key, log, Tier.of(options), options.limit_share or 1.0, f"{self.name}:{model}")
 
     # -- Backend interface -------------------------------------------------------------------------
 

@@ -42,11 +42,11 @@ class WebEngine:
                  timeout: float, policy: RetryPolicy, tier: Tier | None = None) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
-        self.spec = f"searxng:{scrub_url(base_url)}" if provider.base_url is None else provider.name
         self.k = k
         self.timeout = check_timeout(timeout, "--search-timeout")
         self._key = key
-        self._caller = Caller(policy, concurrency, key or "", log, tier)
+        self.spec = f"searxng:{scrub_url(base_url)}" if provider.base_url is None else provider.name
+        self._caller = Caller(policy, concurrency, key or "", log, tier, spec=self.spec)
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Session] = weakref.WeakKeyDictionary()
 
     @classmethod
