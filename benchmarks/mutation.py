@@ -1,0 +1,144 @@
+"""Mutation testing of the protocol, the figures and the frameworks wing with mutmut 3 (`pip install "mutmut>=3.8"`),
+each group in a scratch copy of the last commit (`scratch.py`; nothing in the checkout is mutated), its mutants run
+against the test files of its area. Not run in CI (minutes per group on 2 cores). Writes
+`benchmarks/results/mutation.json`: per group and in all, how many mutants were killed, survived or found no test,
+the kill rate, and every survivor with its diff and the reason it is harmless (`HARMLESS`, or `null`: a gap to fill).
+
+    python benchmarks/mutation.py                          # every group
+    python benchmarks/mutation.py --groups figures --keep  # one group; its scratch copy kept (mutmut show NAME there)
+
+Why mutmut: it is kept up (3.8.1, 2026-10), and it runs each mutant against only the tests that reach the mutated
+function, in a process forked from one that has imported everything already (`forkserver`: torch is not fork-safe
+from a process that ran tests), so a group of several hundred mutants takes minutes here; cosmic-ray starts a fresh
+test run per mutant, hours for the same modules on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from record import write_results  # first: it notes the load the run starts under
+from scratch import SHIM, export_tree
+
+
+@dataclass(frozen=True)
+class Group:
+    """Modules mutated together, and the test files of their area (the quick ones: `-m "not slow"` unless `slow`)."""
+
+    modules: tuple[str, ...]
+    tests: tuple[str, ...]
+    slow: bool = False
+
+
+GROUPS = {
+    "protocol": Group(("bespoke_metric/judging/parsing.py", "bespoke_metric/judging/protocol.py", "bespoke_metric/judging/guards.py"),
+                      ("tests/judging/test_parsing.py", "tests/judging/test_protocol.py", "tests/judging/test_guards.py",
+                       "tests/judging/test_guard_wordings.py")),
+    "figures": Group(("bespoke_metric/results/figure_stats.py", "bespoke_metric/results/stats.py"),
+                     ("tests/results/test_stats.py", "tests/results/test_figure_stats.py", "tests/results/test_bootstrap_spread.py")),
+    "frameworks": Group(("bespoke_metric/frameworks/importing.py", "bespoke_metric/frameworks/inspect_task.py",
+                         "bespoke_metric/frameworks/lm_eval_harness.py"),
+                        ("tests/frameworks/test_frameworks_held.py", "tests/frameworks/test_import_runs.py"), slow=True),
+}
+
+DETECTED = {"killed", "timeout", "caught by type check"}
+"""mutmut's outcomes that mean a test noticed the mutant (a mutant that makes the tests hang is noticed)."""
+
+HARMLESS: dict[str, str] = {}
+"""Surviving mutants (mutmut's names) that no test can or should kill, each with the reason."""
+
+
+def configure(tree: Path, group: Group) -> None:
+    """mutmut's settings for `group`, in the scratch copy's pyproject.toml (`[tool.mutmut]`)."""
+    selection = [*group.tests]
+    added = ["-n0", "-p", "no:cacheprovider", *([] if group.slow else ["-m", "not slow"])]
+    settings = {
+        "source_paths": ["bespoke_metric"],
+        "only_mutate": list(group.modules),
+        "also_copy": ["bespoke_dataset", "scripts", "tests", "setup.cfg", "loaders", "docs", "README.md"],
+        "pytest_add_cli_args": added,
+        "pytest_add_cli_args_test_selection": selection,
+        "process_isolation": "forkserver",
+        "use_git_change_detection": False,
+    }
+    lines = ["", "[tool.mutmut]", *(f"{name} = {json.dumps(value)}" for name, value in settings.items())]
+    with (tree / "pyproject.toml").open("a", encoding="utf-8") as config:
+        config.write("\n".join(lines) + "\n")
+    # bespoke_cli is setup.cfg's name for scripts/: linked beside the mutants, ahead of any editable install
+    (tree / "mutants" / SHIM).mkdir(parents=True)
+    (tree / "mutants" / SHIM / "bespoke_cli").symlink_to(tree / "mutants" / "scripts", target_is_directory=True)
+
+
+def outcomes(tree: Path, group: Group) -> dict[str, str]:
+    """Each mutant's outcome by name, from the `.meta` files mutmut writes beside each mutated module."""
+    from mutmut.stats import status_by_exit_code
+
+    found: dict[str, str] = {}
+    for module in group.modules:
+        meta = json.loads((tree / "mutants" / f"{module}.meta").read_text(encoding="utf-8"))
+        found.update({name: status_by_exit_code[code] for name, code in meta["exit_code_by_key"].items()})
+    return found
+
+
+def run_group(name: str, group: Group, tree: Path) -> dict:
+    configure(tree, group)
+    environment = {**os.environ, "PYTHONPATH": str(tree / "mutants" / SHIM), "HF_HUB_OFFLINE": "1"}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2"], cwd=tree, env=environment,
+                          capture_output=True, text=True)
+    wall = round(time.perf_counter() - start, 1)
+    if done.returncode != 0:
+        raise SystemExit(f"{name}: mutmut run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    found = outcomes(tree, group)
+    counts = Counter(found.values())
+    survivors = []
+    for mutant in sorted(mutant for mutant, outcome in found.items() if outcome not in DETECTED):
+        shown = subprocess.run([sys.executable, "-m", "mutmut", "show", mutant], cwd=tree, env=environment, capture_output=True,
+                               text=True).stdout
+        survivors.append({"mutant": mutant, "outcome": found[mutant], "diff": shown.strip(), "harmless": HARMLESS.get(mutant)})
+    detected = sum(counts[outcome] for outcome in DETECTED)
+    print(f"{name}: {detected} of {len(found)} mutants detected ({wall} s); {len(survivors)} left, "
+          f"{sum(s['harmless'] is None for s in survivors)} without a reason")
+    return {"modules": list(group.modules), "tests": list(group.tests), "mutants": len(found), "detected": detected,
+            "outcomes": dict(counts), "kill_rate": round(detected / len(found), 4) if found else None, "wall_s": wall,
+            "survivors": survivors}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--groups", nargs="+", choices=list(GROUPS), default=list(GROUPS))
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copies (their mutants/ folders)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bespoke-mutation-"))
+    figures: dict = {"tool": "mutmut", "groups": {}}
+    try:
+        for name in args.groups:
+            figures["groups"][name] = run_group(name, GROUPS[name], export_tree(work / name))
+    finally:
+        if args.keep:
+            print(f"scratch copies kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    groups = figures["groups"].values()
+    figures["mutants"] = sum(group["mutants"] for group in groups)
+    figures["detected"] = sum(group["detected"] for group in groups)
+    figures["kill_rate"] = round(figures["detected"] / figures["mutants"], 4) if figures["mutants"] else None
+    figures["unexplained_survivors"] = sum(s["harmless"] is None for group in groups for s in group["survivors"])
+    write_results(__file__, figures, goals={"kill_rate": (">=", 0.9)},
+                  notes={"kill_rate": "mutants a test failed on (or that made the tests hang) over all mutants made",
+                         "unexplained_survivors": "survivors without a reason in HARMLESS: gaps in the tests"})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
