@@ -16,7 +16,7 @@ What each says of its limits (DESIGN.md, "The providers' limits"):
 
 `Pacer` keeps one backend's calls under its limits: the rates the user gives (`--rpm`, `--tpm`: `Tier`), else
 the ones the provider's headers state, paced by `aiolimiter`'s leaky buckets (one per limit: requests, and tokens
-counted as the provider counts them, `Cost`) with a burst of at most one second's worth, so a limit enforced
+counted as the provider counts them, `Cost`) with a burst of at most half a second's worth, so a limit enforced
 over shorter periods holds too; a refusal that still comes holds every call of the backend back for the wait
 the provider asks (`Retry-After`, the limit's reset), slows the pace a little and comes back as answers flow.
 `AdaptiveLimit` does the same to the calls in flight: halved on a refusal, one more per round of answers.
@@ -54,9 +54,12 @@ KINDS = (REQUESTS, TOKENS, INPUT_TOKENS, OUTPUT_TOKENS)
 `tokens`); Anthropic's input and output tokens apart."""
 MINUTE_S = 60.0
 """What a limit is stated over (RPM, TPM), unless the provider's resets show a shorter window."""
-BURST_S = 1.0
-"""The most of a limit that goes at once: one second's worth (OpenAI: "60 RPM may be enforced as 1 request per
+SHORTEST_WINDOW_S = 1.0
+"""The shortest period a limit is taken to be enforced over (OpenAI: "60 RPM may be enforced as 1 request per
 second")."""
+BURST_S = 0.5
+"""The most of a limit that goes at once: half of `SHORTEST_WINDOW_S`' worth, so that calls sent at the limit's
+pace and bunched on their way (the network, a busy machine) still arrive within it."""
 DEFAULT_MAX_WAIT_S = 3600.0
 """How long one call keeps waiting on rate limits before it fails saying so (`--rate-limit-wait`)."""
 CHARS_PER_TOKEN = 4.0
@@ -214,7 +217,7 @@ class _Limit:
         self.stated = reading.limit
         spent = reading.limit - (reading.remaining if reading.remaining is not None else reading.limit)
         if reading.reset_s and spent >= reading.limit / 2:
-            self.windows.append(min(MINUTE_S, max(BURST_S, reading.limit * reading.reset_s / spent)))
+            self.windows.append(min(MINUTE_S, max(SHORTEST_WINDOW_S, reading.limit * reading.reset_s / spent)))
 
 
 class Pacer:

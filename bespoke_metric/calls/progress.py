@@ -21,7 +21,7 @@ import time
 from typing import Callable
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.limits import duration, holding
+from bespoke_metric.backends.limits import Pacer, duration, holding
 
 ProgressHook = Callable[[str, int], None]
 """`hook(kind, n)`: `kind` is `"done"`, `"cached"` or `"failed"`; called as requests or items finish."""
@@ -120,19 +120,19 @@ def time_left(total: int, counts: dict[str, int], elapsed: float) -> float | Non
     return elapsed * (total - finished) / timed if timed > 0 and finished < total else None
 
 
-def limit_line() -> str | None:
-    """What the rate limit holding calls back does, for a progress line: `openai:gpt-5 rate limit: holding 32 calls
-    for 8s (3m40s held in all, 5 refused)`; None when no limit held a call."""
-    pacer = holding()
+def limit_line(pacer: Pacer | None = None) -> str | None:
+    """What the rate limit holding calls back does (`pacer`'s, default the one `holding`), for a progress line:
+    `openai:gpt-5 rate limit: holding 32 calls for 8s (3m40s held in all, 5 refused)`; None when it held none."""
+    pacer = pacer or holding()
     said = pacer.status().line() if pacer is not None else None
     return f"{pacer.spec} {said}" if pacer is not None and said else None
 
 
-def batch_note(left: int, unit: str, left_s: float) -> str | None:
+def batch_note(left: int, unit: str, left_s: float, pacer: Pacer | None = None) -> str | None:
     """The `note:` of a run a rate limit makes long (more than `LONG_RUN_S` left): what its provider's Batch API
-    would cost for the `left` calls (`unit`s) and take instead; None for a short run, one no limit holds, or an
-    engine with no Batch API."""
-    pacer = holding()
+    would cost for the `left` calls (`unit`s) and take instead; None for a short run, one no limit holds (`pacer`,
+    default the one `holding`), or an engine with no Batch API."""
+    pacer = pacer or holding()
     if pacer is None or left_s <= LONG_RUN_S or left <= 0:
         return None
     from bespoke_metric.backends.registry import ENGINES

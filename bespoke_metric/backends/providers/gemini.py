@@ -44,7 +44,7 @@ from bespoke_metric.backends.schema import JSON_SCHEMA
 
 from ..base import Completion, ModelUnavailableError, OnDone, Request, Withheld, messages_with_schema
 from ..http import CallFailed, scrub_url, short, status_failure, tls_context
-from ..limits import REQUESTS, TOKENS, QuotaExhaustedError, Reading, Tier
+from ..limits import INPUT_TOKENS, REQUESTS, TOKENS, QuotaExhaustedError, Reading, Tier
 from ..options import THINKING_LEVELS, GeminiOptions
 from ..retirement import ModelNotice, is_retired, status_notice, unavailable_reason
 from ..retries import Attempt, Caller, Client, RetryPolicy, check_timeout
@@ -374,7 +374,8 @@ def quota_failure(details: Any) -> tuple[str | None, list[Reading]]:
             except (TypeError, ValueError):
                 limit = 0.0
             if limit > 0:
-                kind = TOKENS if "token" in str(violation.get("quotaMetric") or "").lower() else REQUESTS
+                metric = str(violation.get("quotaMetric") or "").lower()  # Gemini meters input tokens alone
+                kind = INPUT_TOKENS if "input_token" in metric else TOKENS if "token" in metric else REQUESTS
                 readings.append(Reading(kind, limit))
     return None, readings
 
