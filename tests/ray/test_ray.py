@@ -248,3 +248,16 @@ def test_generate_on_ray_writes_the_in_process_predictions(ray_cluster, tiny_mod
 
     assert len(answers(tmp_path / "ray.jsonl")) == 3
     assert answers(tmp_path / "ray.jsonl") == answers(tmp_path / "local.jsonl")
+
+
+def test_api_workers_on_ray_keep_to_one_account_limit_together(ray_cluster):
+    # two actors, each pacing at the account's whole rate, would send twice it: each keeps to its share
+    from bespoke_metric.testing.provider_limits import Limits
+
+    with serve(latency=0.02, limits=Limits(rpm=600)) as server:  # 10 requests a second, for the account
+        backend = make_backend("openai:test-model", base_url=server.base_url, api_key="sk-test-ray-limits-0123",
+                               rpm=600, concurrency=8, **RAY_OPTIONS)
+        requests = [Request(({"role": "user", "content": f"Question {i}"},), max_tokens=8) for i in range(40)]
+        results = run_requests_sync(backend, requests)
+        assert [result.error for result in results] == [None] * len(requests)
+        assert sum(call.status == 429 for call in server.calls) <= 4
