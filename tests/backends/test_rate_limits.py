@@ -296,3 +296,44 @@ def test_score_out_of_credit_stops_in_one_line_and_a_rerun_after_top_up_pays_onl
         again = [call for call in server.calls[before:] if call.status == 200]
         total = json.loads((tmp_path / "results.json").read_text())["usage"]
         assert total["cached"] >= 8 and len(again) == total["calls"]  # the paid answers came from the cache
+
+
+@pytest.mark.slow
+def test_generate_at_the_system_model_s_limit_answers_every_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # the system under test meets limits too: `generate --rpm` paces it, `run --model-rpm` and the judge's `--rpm` too
+    from bespoke_cli.cli import main
+    from bespoke_metric.testing.system_responder import answer_any
+
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    with serve(answer_any, latency=0.02, limits=Limits(rpm=300)) as server:  # 5 calls a second, for the account
+        endpoint = ["--base-url", server.base_url, "--api-key", KEY]
+        common = ["--source", "sample", "--limit", "6", "--model", "openai:gpt-4o-mini", "--context", "none"]
+        predictions = tmp_path / "generated.jsonl"
+        assert main(["generate", *common, *endpoint, "--rpm", "300", "--output", str(predictions)]) == 0
+        assert len(predictions.read_text().splitlines()) == 6
+        assert sum(call.status == 429 for call in server.calls) == 0  # paced from the first call
+        assert main(["run", *common, "--model-base-url", server.base_url, "--model-api-key", KEY, "--model-rpm", "150",
+                     "--judge", "openai:judge", *endpoint, "--rpm", "150", "--recall", "none",
+                     "--output", str(tmp_path / "run.json")]) == 0
+        run = json.loads((tmp_path / "run.json").read_text())
+        assert not any(run["summary"]["failures"].values())
+        assert sum(call.status == 429 for call in server.calls) <= 2
+
+
+@pytest.mark.slow
+def test_generate_out_of_credit_stops_in_one_line_keeping_what_was_answered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                             capsys: pytest.CaptureFixture):
+    from bespoke_cli.cli import main
+    from bespoke_metric.testing.system_responder import answer_any
+
+    monkeypatch.setenv("BESPOKE_CACHE", str(tmp_path / "cache"))
+    with serve(answer_any, limits=Limits(quota_calls=3)) as server:
+        command = ["generate", "--source", "sample", "--limit", "8", "--model", "openai:gpt-4o-mini", "--context", "none",
+                   "--base-url", server.base_url, "--api-key", KEY, "--output", str(tmp_path / "generated.jsonl")]
+        assert main(command) != 0
+        errors = [line for line in own_lines(capsys.readouterr().err) if line.startswith("error:")]
+        assert len(errors) == 1 and "quota is spent" in errors[0] and "3 answer(s) saved" in errors[0]
+        server.meter = Meter(Limits(quota_calls=100))  # topped up
+        before = len(server.calls)
+        assert main(command) == 0
+        assert len(server.calls) - before == 5  # the three paid answers are not paid again
