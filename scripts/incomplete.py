@@ -69,23 +69,16 @@ def rerun_of(args: argparse.Namespace, cache: str | None) -> Rerun:
     return Rerun(command_line(args), cache)
 
 
-def how_to_fill(rerun: Rerun) -> str:
-    """What the rerun does, and the command."""
-    if rerun.cache:
-        return f"the same command fills the gaps from its cache {rerun.cache}, paying only for them: {rerun.command}"
-    return ("no --cache was given, so the same command pays again for every judgment (give --cache FILE next time to "
-            f"keep them): {rerun.command}")
-
-
 def finish(all_results: Sequence[Results], rerun: Rerun, status: int = 0) -> int:
     """The command's exit status once its results files are written: where any lost judgments or answers, its
     last line on stderr says how many and how to fill the gaps, and the status is `EXIT_INCOMPLETE` unless
     `status` is a failure already (`--strict`'s); else `status`. A file that scored nothing at all has said so
     in its own `error:` line (`nothing_scored`): it is not counted here."""
-    lost = [results for results in all_results if results.incomplete is not None and nothing_scored(results) is None]
+    scored = [results for results in all_results if nothing_scored(results) is None]
+    lost = [results for results in scored if results.incomplete is not None]
     if not lost:
         return status
-    items = [item for results in all_results for item in results.items]
+    items = [item for results in scored for item in results.items]
     unanswered = [failure for results in lost for failure in (results.system or {}).get("generation_failures") or []]
     files = f" in {len(lost)} of {len(all_results)} results files" if len(all_results) > 1 else ""
     return ended(lost_line(items, unanswered) + files, rerun, status)
@@ -93,5 +86,5 @@ def finish(all_results: Sequence[Results], rerun: Rerun, status: int = 0) -> int
 
 def ended(lost: str, rerun: Rerun, status: int = 0) -> int:
     """Say what was `lost` and how to fill the gaps, as the command's last line; its exit status."""
-    print(f"{INCOMPLETE}: {lost}; {how_to_fill(rerun)}", file=sys.stderr)
+    print(f"{INCOMPLETE}: {lost}; {rerun.said}", file=sys.stderr)
     return status or EXIT_INCOMPLETE

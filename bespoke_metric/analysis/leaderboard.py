@@ -213,9 +213,8 @@ def incomplete_refusal(results: Sequence[Entry]) -> str | None:
         return None
     named = ", ".join(f"{entry.path} (lost {lost.lost})" for entry, lost in refused)
     rerun = refused[0][1].rerun if len(refused) == 1 else None
-    fill = (f"the command that wrote it fills the gaps from its cache: {rerun.command}" if rerun and rerun.cache else
-            "rerun the command that wrote each (the file's incomplete.rerun) to fill the gaps")
-    return f"{INCOMPLETE_REFUSAL}: {named}; {fill}, or give {ALLOW_INCOMPLETE} to show them marked {INCOMPLETE_MARK}."
+    fill = rerun.said if rerun else "rerun the command that wrote each (its file's incomplete.rerun) to fill the gaps"
+    return f"{INCOMPLETE_REFUSAL}: {named}; {fill}; or give {ALLOW_INCOMPLETE} to show them marked {INCOMPLETE_MARK}."
 
 
 def refuse_incomplete(results: Sequence[Entry], allow_incomplete: bool) -> None:

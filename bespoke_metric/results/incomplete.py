@@ -20,10 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
-
-if TYPE_CHECKING:
-    from .records import ItemResult
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 INCOMPLETE = "incomplete"
 """The results file's field, and the first word of the line a command that lost judgments ends with."""
@@ -52,7 +49,13 @@ def error_cause(reason: str) -> str:
     return RECALL_PARTS.sub("", reason, count=1)
 
 
-def failure_causes(items: Iterable["ItemResult"]) -> Counter[str]:
+class Judged(Protocol):
+    """What this module reads of a judged item (`records.ItemResult`, which imports this module)."""
+
+    errors: list[dict[str, str]]
+
+
+def failure_causes(items: Iterable[Judged]) -> Counter[str]:
     """Each cause of the failed judgments of `items` with its count (a recall claim's failure under its cause).
     A judgment is what a call asks: the four dimensions of one response are one judgment (one call, whose
     failure each of them records), each recall claim one, so the count is the count of calls that failed."""
@@ -93,6 +96,14 @@ class Rerun:
     command: str
     cache: str | None
 
+    @property
+    def said(self) -> str:
+        """What the rerun does, and the command: the words of a command's last line and of a refusal."""
+        if self.cache:
+            return f"the same command fills the gaps from its cache {self.cache}, paying only for them: {self.command}"
+        return ("no --cache was given, so the same command pays again for every judgment (give --cache FILE next time "
+                f"to keep them): {self.command}")
+
 
 @dataclass(frozen=True)
 class Incomplete:
@@ -132,7 +143,7 @@ class Incomplete:
         return " and ".join(parts + [f"{self.answers_missing} answer(s)"] * bool(self.answers_missing))
 
 
-def lost_judgments(items: Sequence["ItemResult"], unanswered: Sequence[Mapping[str, Any]] = ()) -> Incomplete | None:
+def lost_judgments(items: Sequence[Judged], unanswered: Sequence[Mapping[str, Any]] = ()) -> Incomplete | None:
     """The `incomplete` mark of `items` (and of the queries a system left `unanswered`, its
     `generation_failures`), or None when nothing was lost."""
     causes = failure_causes(items)
@@ -144,7 +155,7 @@ def lost_judgments(items: Sequence["ItemResult"], unanswered: Sequence[Mapping[s
                       causes=dict(causes.most_common(SHOWN_CAUSES)), answers_missing=len(unanswered))
 
 
-def lost_line(items: Sequence["ItemResult"], unanswered: Sequence[Mapping[str, Any]] = ()) -> str:
+def lost_line(items: Sequence[Judged], unanswered: Sequence[Mapping[str, Any]] = ()) -> str:
     """What was lost, in words: `17 judgment(s) failed on 12 of 60 items (15 with: ...), left out of the
     figures` and `3 quer(ies) have no answer (first: ...)`."""
     parts = []
