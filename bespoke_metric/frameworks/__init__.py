@@ -14,9 +14,14 @@ Importing this wing imports no framework: each module is imported by its framewo
 path) or by `bespoke import`; the inspect tasks exported here are imported when first asked for.
 """
 
+from pathlib import Path
 from typing import Any
 
 __all__ = ["bespoke", "bespoke_meta_eval"]
+
+INSPECT_FOLDER = Path(__file__).parent
+"""The folder of the inspect tasks' file (`inspect_task.py`): `inspect list tasks` takes a path relative to where
+it runs, never an absolute one, so `bespoke tasks-path inspect` prints it to run it from."""
 
 
 def __getattr__(name: str) -> Any:
