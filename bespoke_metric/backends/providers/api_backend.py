@@ -3,10 +3,11 @@
 A provider's backend is made of its own request bodies and answer readers, and of this: its endpoint and key
 (from the arguments, else the environment, else the provider's API, which needs a key), the HTTP core
 (`http.Session`, one aiohttp session per run's event loop, or one kept for a loop that lives as long as its
-process), the retries (`retries.Caller`: a limit on calls in flight, backoff honouring `Retry-After`, the
-run-wide retry budget), and one call: the body posted, the answer read by the backend's `parse`, a refusal
-(`base.Withheld`) failed without a retry, a body that is no answer retried, a model the provider no longer
-serves stopping the run (`ModelUnavailableError`, as `retirement` decides). Its identity has one shape:
+process, every answer's rate-limit headers shown to the pacer), the retries (`retries.Caller`: the account's
+limits, a limit on calls in flight, backoff honouring `Retry-After`, the run-wide retry budget), and one call:
+the body posted, the answer read by the backend's `parse`, a refusal (`base.Withheld`) failed without a retry, a
+body that is no answer retried, a model the provider no longer serves stopping the run (`ModelUnavailableError`,
+as `retirement` decides), and so a spent quota (`limits.QuotaExhaustedError`). Its identity has one shape:
 engine, model, endpoint (scrubbed), API and settings, of which the search settings sit under the backend's
 `search_key`, where they differ from the provider's default.
 
