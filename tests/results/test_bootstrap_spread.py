@@ -56,3 +56,6 @@ def test_a_results_file_s_standard_errors_are_the_sample_spread_of_each_figure()
                                     "average": statistics.stdev(average)}, rel=1e-12)
     matrix = np.array([[s / 5 * 100] * 4 + [r * 100] for s, r in zip(scores, recalls, strict=True)])
     assert matrix_stderr(matrix, n_resamples=3) == stderr
+    # another seed, other resamples: the seed given is the one used
+    reseeded = figure_stats(items, n_resamples=3, seed=4)["stderr"]
+    assert reseeded == matrix_stderr(matrix, n_resamples=3, seed=4) and reseeded != stderr
