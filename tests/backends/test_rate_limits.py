@@ -267,9 +267,8 @@ def bespoke(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_score_out_of_credit_stops_in_one_line_and_a_rerun_after_top_up_pays_only_the_rest(
         synthetic_hub: Path, tmp_path: Path):
-    from bespoke_metric.testing.judge_responder import judge_answer
-
     import bespoke_dataset
+    from bespoke_metric.testing.judge_responder import judge_answer
 
     predictions = tmp_path / "preds.jsonl"
     rows = bespoke_dataset.load("benchmark", source=synthetic_hub)
