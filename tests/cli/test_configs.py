@@ -36,24 +36,24 @@ URL, KEY = "http://127.0.0.1:9/v1", "sk-test"
 SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "openai": ("gpt-5", {
         "base_url": "http://127.0.0.1:8/v1", "api_key": "sk-other", "concurrency": 3, "timeout": 5.0, "max_retries": 1,
-        "retry_budget": 2, "backoff_base": 0.5, "backoff_max": 2.0, "max_retry_wait": 9.0,
+        "retry_budget": 2, "backoff_base": 0.5, "backoff_max": 2.0, "max_retry_wait": 9.0, "rpm": 600, "tpm": 90000, "max_limit_wait": 60.0, "limit_share": 0.5,
         "temperature": (0.5, "gpt-4o-mini"), "schema_format": False, "api": ("responses", "gpt-4o-mini"),
         "reasoning_effort": "low", "reasoning_max_tokens": 1000, "search_context_size": "high",
         "search_location": "country=GB", "search_domains": "a.org", "search_external_web_access": False,
         "shutdown_lookup": True}),
     "perplexity": ("perplexity/sonar", {
         "base_url": "http://127.0.0.1:8/v1", "api_key": "sk-other", "concurrency": 3, "timeout": 5.0, "max_retries": 1,
-        "retry_budget": 2, "backoff_base": 0.5, "backoff_max": 2.0, "max_retry_wait": 9.0, "temperature": 0.5,
+        "retry_budget": 2, "backoff_base": 0.5, "backoff_max": 2.0, "max_retry_wait": 9.0, "rpm": 600, "tpm": 90000, "max_limit_wait": 60.0, "limit_share": 0.5, "temperature": 0.5,
         "schema_format": False, "reasoning_effort": "low", "reasoning_max_tokens": 1000, "search_domain_filter": "a.org",
         "search_recency_filter": "month", "search_context_size": "high"}),
     "gemini": ("gemini-2.5-flash", {
         "base_url": "http://127.0.0.1:8/v1", "api_key": "sk-other", "concurrency": 3, "timeout": 5.0, "max_retries": 1,
-        "retry_budget": 2, "backoff_base": 0.5, "backoff_max": 2.0, "max_retry_wait": 9.0, "temperature": 0.5,
+        "retry_budget": 2, "backoff_base": 0.5, "backoff_max": 2.0, "max_retry_wait": 9.0, "rpm": 600, "tpm": 90000, "max_limit_wait": 60.0, "limit_share": 0.5, "temperature": 0.5,
         "schema_format": False, "reasoning_max_tokens": 1000, "thinking_level": ("low", "gemini-3.8-flash"),
         "thinking_budget": 1024}),
     "anthropic": ("claude-sonnet-5-5", {
         "base_url": "http://127.0.0.1:8/v1", "api_key": "sk-other", "concurrency": 3, "timeout": 5.0, "max_retries": 1,
-        "retry_budget": 2, "backoff_base": 0.5, "backoff_max": 2.0, "max_retry_wait": 9.0, "temperature": 0.5,
+        "retry_budget": 2, "backoff_base": 0.5, "backoff_max": 2.0, "max_retry_wait": 9.0, "rpm": 600, "tpm": 90000, "max_limit_wait": 60.0, "limit_share": 0.5, "temperature": 0.5,
         "schema_format": False, "reasoning_effort": "low", "search_domains": "a.org", "search_blocked_domains": "b.org",
         "search_location": "country=GB", "search_max_uses": 3, "search_tool": "web_search_20260209"}),
     "hf": ("TINY", {
