@@ -167,3 +167,26 @@ def test_inspect_eval_prints_a_wrong_task_argument_as_one_message(tmp_path: Path
     assert [line for line in printed.splitlines() if line.strip()][-1] == (
         "Error: bespoke_metric/bespoke: unknown -T context 'bogus'; choose one of none, history, profile, query-profile, "
         "selected-history, selected-profile, oracle")
+
+
+@pytest.mark.slow
+def test_bespoke_system_sends_the_model_the_messages_bespoke_generate_sends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+
+    from bespoke_metric.frameworks.inspect_task import bespoke_system
+    from bespoke_metric.systems.messages import Prompter
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(seed_tiktoken_cache(tmp_path / "tiktoken").parent))
+    prompter = Prompter.load(source="sample", context="history", budget=512)
+    rows = prompter.rows[:3]
+    samples = [Sample(input=str(row["query"]), id=f"{row['user']}/{row['query_id']}") for row in rows]
+    [log] = inspect_eval(Task(dataset=samples, solver=bespoke_system(source="sample", context="history", context_options={"budget": 512})),
+                         model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    for sample, row in zip(sorted(log.samples, key=lambda one: [s.id for s in samples].index(one.id)), rows, strict=True):
+        sent = [{"role": message.role, "content": message.text} for message in sample.messages[:-1]]
+        expected = prompter.messages_now(row)
+        assert sent == expected.messages
+        assert sample.metadata["bespoke_context"]["context_block"] == expected.context_block and expected.context_block
