@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,12 @@ def test_a_judge_that_cannot_be_opened_is_one_message_before_any_sample(judge: s
     ran = inspect_cli(tmp_path, "--model", "mockllm/model", "-T", "source=sample", "-T", f"judge={judge}",
                       env={**stubs(tmp_path / "stubs", *missing), "ANTHROPIC_API_KEY": "sk-placeholder"})
     assert_one_line(ran, *said)
+
+
+def test_the_page_installs_the_extra_its_examples_judge_with() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "in-other-frameworks.md").read_text(encoding="utf-8")
+    [extras] = re.findall(r'pip install "bespoke-eval\[([\w,-]+)\]"', page)
+    assert f"judge={EMBED}" in page and {"inspect", "lm-eval", "offline"} <= set(extras.split(","))
 
 
 # -- 4: the hints name what inspect and lm-eval take, install lines whole ---------------------------------------
