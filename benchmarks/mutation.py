@@ -5,7 +5,8 @@ against the test files of its area. Not run in CI (minutes per group on 2 cores)
 the kill rate, and every survivor with its diff and the reason it is harmless (`HARMLESS`, or `null`: a gap to fill).
 
     python benchmarks/mutation.py                          # every group
-    python benchmarks/mutation.py --groups figures --keep  # one group; its scratch copy kept (mutmut show NAME there)
+    python benchmarks/mutation.py --groups figures --keep  # one group (the others keep their last figures); its
+                                                           # scratch copy kept (mutmut show NAME there)
 
 Why mutmut: it is kept up (3.8.1, 2026-10), and it runs each mutant against only the tests that reach the mutated
 function, in a process forked from one that has imported everything already (`forkserver`: torch is not fork-safe
@@ -27,30 +28,43 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from record import write_results  # first: it notes the load the run starts under
-from scratch import SHIM, export_tree
+from record import RESULTS, write_results  # first: it notes the load the run starts under
+from scratch import ROOT, SHIM, export_tree
 
 
 @dataclass(frozen=True)
 class Group:
-    """Modules mutated together, and the test files of their area (the quick ones: `-m "not slow"` unless `slow`)."""
+    """Modules mutated together, and the test files of their area (the quick ones: `-m "not slow"` unless `slow`),
+    less `heavy` ones (whole commands and releases, seconds each, run for every mutant of a function they reach), and
+    code run in the process every mutant's is forked from (`warm`: caches filled once, not once per mutant)."""
 
     modules: tuple[str, ...]
     tests: tuple[str, ...]
     slow: bool = False
+    heavy: tuple[str, ...] = ()
+    warm: str = ""
 
 
 GROUPS = {
     "protocol": Group(("bespoke_metric/judging/parsing.py", "bespoke_metric/judging/protocol.py", "bespoke_metric/judging/guards.py"),
                       ("tests/judging/test_parsing.py", "tests/judging/test_protocol.py", "tests/judging/test_guards.py",
-                       "tests/judging/test_guard_wordings.py")),
+                       "tests/judging/test_guard_wordings.py"),
+                      heavy=("word_lists_read_without_wordfreq", "full_synthetic_release", "score_guards_before_the_judge",
+                             "guarded_when_scored_and_in_the_reward", "meta_eval_guards_on_and_off", "cli_no_guards",
+                             "evaluate_metric_guards"),
+                      # the word lists and the language detector, loaded on a guard's first use
+                      warm="from bespoke_metric.judging import guards\n"
+                           "guards.check_response('Gib dem Sauerteig zweimal am Tag frisches Mehl und Wasser.', 'Wie pflege ich Sauerteig?')\n"),
     "figures": Group(("bespoke_metric/results/figure_stats.py", "bespoke_metric/results/stats.py"),
                      ("tests/results/test_stats.py", "tests/results/test_figure_stats.py", "tests/results/test_bootstrap_spread.py",
                       "tests/results/test_stats_exact.py")),
+    # inspect_judge.py holds what inspect_task.py did of the judging (the scorer, the metric) since issue 47
     "frameworks": Group(("bespoke_metric/frameworks/importing.py", "bespoke_metric/frameworks/inspect_task.py",
-                         "bespoke_metric/frameworks/lm_eval_harness.py"),
-                        ("tests/frameworks/test_frameworks_held.py", "tests/frameworks/test_import_runs.py"), slow=True),
+                         "bespoke_metric/frameworks/inspect_judge.py", "bespoke_metric/frameworks/lm_eval_harness.py"),
+                        ("tests/frameworks",)),
 }
+"""The frameworks' quick tests alone: their real runs (inspect's and lm-eval's, tens of seconds each) would be run
+again for every mutant of a function they reach."""
 
 DETECTED = {"killed", "timeout", "caught by type check"}
 """mutmut's outcomes that mean a test noticed the mutant (a mutant that makes the tests hang is noticed)."""
@@ -61,7 +75,7 @@ HARMLESS: dict[str, str] = {}
 
 def configure(tree: Path, group: Group) -> None:
     """mutmut's settings for `group`, in the scratch copy's pyproject.toml (`[tool.mutmut]`)."""
-    selection = [*group.tests]
+    selection = [*group.tests, *(["-k", " and ".join(f"not {name}" for name in group.heavy)] if group.heavy else [])]
     added = ["-n0", "-p", "no:cacheprovider", *([] if group.slow else ["-m", "not slow"])]
     settings = {
         "source_paths": ["bespoke_metric"],
@@ -72,11 +86,20 @@ def configure(tree: Path, group: Group) -> None:
         "process_isolation": "forkserver",
         "use_git_change_detection": False,
     }
+    if group.warm:
+        # mutmut's own warm-up (collecting the tests) and then `warm`, in the process the mutants are forked from
+        mutants = tree / "mutants"
+        collect = json.dumps(["--collect-only", "-qqq", f"--rootdir={mutants}", *(str(mutants / test) if test.startswith("tests/")
+                                                                                   else test for test in selection), *added])
+        mutants.mkdir()
+        (mutants / "_warm_up.py").write_text(f"import pytest\npytest.main({collect})\n{group.warm}", encoding="utf-8")
+        (tree / "warm-up.txt").write_text("_warm_up\n", encoding="utf-8")
+        settings.update({"forkserver_warmup": "import", "preload_modules_file": "warm-up.txt"})
     lines = ["", "[tool.mutmut]", *(f"{name} = {json.dumps(value)}" for name, value in settings.items())]
     with (tree / "pyproject.toml").open("a", encoding="utf-8") as config:
         config.write("\n".join(lines) + "\n")
     # bespoke_cli is setup.cfg's name for scripts/: linked beside the mutants, ahead of any editable install
-    (tree / "mutants" / SHIM).mkdir(parents=True)
+    (tree / "mutants" / SHIM).mkdir(parents=True, exist_ok=True)
     (tree / "mutants" / SHIM / "bespoke_cli").symlink_to(tree / "mutants" / "scripts", target_is_directory=True)
 
 
@@ -121,10 +144,15 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies (their mutants/ folders)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bespoke-mutation-"))
-    figures: dict = {"tool": "mutmut", "groups": {}}
+    # the groups not run this time keep their last figures (each says the commit it ran on)
+    earlier = RESULTS / "mutation.json"
+    kept = json.loads(earlier.read_text(encoding="utf-8"))["figures"]["groups"] if earlier.is_file() else {}
+    figures: dict = {"tool": "mutmut", "groups": {name: group for name, group in kept.items() if name in GROUPS}}
     try:
         for name in args.groups:
-            figures["groups"][name] = run_group(name, GROUPS[name], export_tree(work / name))
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+                                    text=True).stdout.strip()
+            figures["groups"][name] = {"commit": commit, **run_group(name, GROUPS[name], export_tree(work / name))}
     finally:
         if args.keep:
             print(f"scratch copies kept in {work}")
