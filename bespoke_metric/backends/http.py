@@ -63,7 +63,7 @@ class CallFailed(Exception):
     asked to wait (`Retry-After`), if it did; `unreachable`: no connection could be made at all (refused,
     unknown host), as opposed to one that broke or timed out; `unavailable`: the provider's words when it
     said the model asked for is retired or unknown (`retirement.unavailable_reason`); `rate_limited`: refused
-    for a rate limit (a 429), which a wait mends (`limits.Pacer`), never a dead endpoint; `quota`: the provider's
+    for a rate limit (a 429), which a wait mends (`pacing.Pacer`), never a dead endpoint; `quota`: the provider's
     words when the account can make no more calls until someone acts, and `remedy` what they must do
     (`limits.QuotaExhaustedError`)."""
 
@@ -122,7 +122,7 @@ def tls_context() -> ssl.SSLContext:
 class Session:
     """Calls to one JSON API within one event loop, with `headers` (its key, if any, in whatever header the
     API takes it) on every call; `close()` when done (the connection pool belongs to the loop). `observe`, when
-    set, is shown every answer's headers, refused or not (a `limits.Pacer` reads the rate limits in them)."""
+    set, is shown every answer's headers, refused or not (a `pacing.Pacer` reads the rate limits in them)."""
 
     observe: Callable[[Mapping[str, str]], None] | None = None
 

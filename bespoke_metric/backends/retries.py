@@ -2,8 +2,8 @@
 backoff, a run-wide retry budget.
 
 Every API engine (`openai:`, `anthropic:`, `perplexity:`, `gemini:`) and search API sends its calls through
-one `Caller`. A call waits first for the account's rate limits (`limits.Pacer`: the rates the user gave, else
-those the provider's headers state) and for a slot among the calls in flight (`limits.AdaptiveLimit`: halved on
+one `Caller`. A call waits first for the account's rate limits (`pacing.Pacer`: the rates the user gave, else
+those the provider's headers state) and for a slot among the calls in flight (`pacing.AdaptiveLimit`: halved on
 a refusal, regained as answers flow). A refusal for a rate limit (a 429) holds every call back for the wait the
 provider asks and is sent again: it spends no retry, since it says nothing of the endpoint's health, and fails a
 call only once the call has waited on limits longer than `RetryPolicy.max_limit_wait`. A spent quota
@@ -33,7 +33,8 @@ from bespoke_dataset.errors import UserError
 
 from .base import CallError, Completion, EngineError, OnDone, Outcome, Request
 from .http import CallFailed
-from .limits import AdaptiveLimit, Cost, Pacer, Tier, duration
+from .limits import Cost, Tier
+from .pacing import AdaptiveLimit, Pacer, duration
 
 Attempt = Callable[[], Awaitable[Completion]]
 """One try at a call: a completion, or `CallFailed`."""
@@ -256,7 +257,7 @@ class Client:
 
     @property
     def pacer(self) -> Pacer:
-        """What this backend knows of its account's limits, and how long they held its calls (`limits.Pacer`)."""
+        """What this backend knows of its account's limits, and how long they held its calls (`pacing.Pacer`)."""
         return self._caller.pacer
 
     def output_limit(self, request: Request) -> int | None:

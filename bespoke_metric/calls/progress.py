@@ -21,7 +21,7 @@ import time
 from typing import Callable
 
 from bespoke_dataset.errors import UserError
-from bespoke_metric.backends.limits import Pacer, duration, holding
+from bespoke_metric.backends.pacing import Pacer, duration, holding
 
 ProgressHook = Callable[[str, int], None]
 """`hook(kind, n)`: `kind` is `"done"`, `"cached"` or `"failed"`; called as requests or items finish."""

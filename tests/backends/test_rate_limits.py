@@ -24,15 +24,14 @@ from bespoke_metric.backends.limits import (
     INPUT_TOKENS,
     REQUESTS,
     TOKENS,
-    AdaptiveLimit,
     Cost,
-    Pacer,
     QuotaExhaustedError,
     Reading,
     Tier,
     parse_duration,
     read_headers,
 )
+from bespoke_metric.backends.pacing import AdaptiveLimit, Pacer
 from bespoke_metric.backends.registry import make_backend
 from bespoke_metric.calls.progress import LONG_RUN_S, LogLines, batch_note, limit_line
 from bespoke_metric.testing.provider_limits import Limits, Meter

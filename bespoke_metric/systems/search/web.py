@@ -22,7 +22,8 @@ from typing import Any
 
 from bespoke_metric.backends.base import CallError
 from bespoke_metric.backends.http import CallFailed, Refused, Session, scrub_url
-from bespoke_metric.backends.limits import Pacer, Tier
+from bespoke_metric.backends.limits import Tier
+from bespoke_metric.backends.pacing import Pacer
 from bespoke_metric.backends.retries import Caller, RetryPolicy, check_timeout
 
 from .base import DEFAULT_K, SearchEngineError, SearchOptions, key_from_env
