@@ -207,14 +207,14 @@ INCOMPLETE_REFUSAL = "incomplete results are not leaderboard material"
 def incomplete_refusal(results: Sequence[Entry]) -> str | None:
     """The one rule of what a leaderboard, a submission and a Space take only when told to (`--allow-incomplete`):
     results of a run that lost judgments or answers (`results.incomplete`); None when there are none, else the
-    refusal naming each file and what it lost (and, for one file, the command that fills its gaps)."""
+    refusal naming each file and what it lost. Not the command that fills the gaps: a Space shows its refusals
+    to everyone, and the command names the run's files and endpoint."""
     refused = [(entry, entry.results.incomplete) for entry in results if entry.results.incomplete is not None]
     if not refused:
         return None
     named = ", ".join(f"{entry.path} (lost {lost.lost})" for entry, lost in refused)
-    rerun = refused[0][1].rerun if len(refused) == 1 else None
-    fill = rerun.said if rerun else "rerun the command that wrote each (its file's incomplete.rerun) to fill the gaps"
-    return f"{INCOMPLETE_REFUSAL}: {named}; {fill}; or give {ALLOW_INCOMPLETE} to show them marked {INCOMPLETE_MARK}."
+    return (f"{INCOMPLETE_REFUSAL}: {named}; the command that wrote each, run again, fills the gaps (its file's "
+            f"incomplete.rerun); or give {ALLOW_INCOMPLETE} to show them marked {INCOMPLETE_MARK}.")
 
 
 def refuse_incomplete(results: Sequence[Entry], allow_incomplete: bool) -> None:

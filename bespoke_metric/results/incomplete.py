@@ -98,7 +98,7 @@ class Rerun:
 
     @property
     def said(self) -> str:
-        """What the rerun does, and the command: the words of a command's last line and of a refusal."""
+        """What the rerun does, and the command, as the last line of the command that lost judgments says it."""
         if self.cache:
             return f"the same command fills the gaps from its cache {self.cache}, paying only for them: {self.command}"
         return ("no --cache was given, so the same command pays again for every judgment (give --cache FILE next time "

@@ -126,8 +126,9 @@ def test_requests_the_batch_failed_end_answered_or_recorded(server, predictions,
 def test_a_request_failed_for_good_is_recorded_on_its_item(server, predictions, synthetic_hub, tmp_path, capsys):
     server.line_fault = lambda body: 400 if "Need Alignment" in json.dumps(body) else None  # every personalization call
     code, out, err = bespoke(score_args(server, predictions, synthetic_hub, tmp_path, "bad", "--batch", "--batch-poll", "0.01"), capsys)
-    assert code == 0, err
+    assert code == 3, err  # the run lost judgments: incomplete, its file marked
     results = json.loads((tmp_path / "bad.json").read_text())
+    assert results["incomplete"]["judgments_failed"] == 4
     for item in results["items"]:
         reasons = {error["metric"]: error["reason"] for error in item["errors"]}
         assert set(reasons) == {"need_alignment", "content_depth", "tone", "explanation_style"}
