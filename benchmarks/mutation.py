@@ -48,7 +48,7 @@ class Group:
 GROUPS = {
     "protocol": Group(("bespoke_metric/judging/parsing.py", "bespoke_metric/judging/protocol.py", "bespoke_metric/judging/guards.py"),
                       ("tests/judging/test_parsing.py", "tests/judging/test_protocol.py", "tests/judging/test_guards.py",
-                       "tests/judging/test_guard_wordings.py"),
+                       "tests/judging/test_guard_wordings.py", "tests/judging/test_protocol_held.py"),
                       heavy=("word_lists_read_without_wordfreq", "full_synthetic_release", "score_guards_before_the_judge",
                              "guarded_when_scored_and_in_the_reward", "meta_eval_guards_on_and_off", "cli_no_guards",
                              "evaluate_metric_guards"),
