@@ -5,20 +5,28 @@ what to fix); the repetition guard over what a system writes for itself."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 
 import jsonschema
 import pytest
 
+from bespoke_dataset.vocabulary import DIMENSIONS
+from bespoke_metric.backends.base import Request
 from bespoke_metric.judging.guards import check_repetition
 from bespoke_metric.judging.protocol import (
+    PROTOCOL_VERSION,
     ParseError,
     batched_recall_request,
     batched_recall_schema,
     claim_request,
+    example_block,
     parse_batched_recall,
     parse_claim_verdict,
     parse_personalization,
+    personalization_request,
+    repair_request,
 )
 
 GOOD = {"verdicts": [{"claim": 1, "verdict": True}, {"claim": 2, "verdict": False}, {"claim": 3, "verdict": True}]}
@@ -99,3 +107,103 @@ def test_the_repetition_guard_reads_what_a_system_writes_for_itself() -> None:
     profile = ("- Hikes near Seoul most weekends, usually Bukhansan.\n- Prefers trails under four hours.\n"
                "- Asked twice about rain gear this month.\n- Travels by subway, not by car.")
     assert check_repetition(profile) is None
+
+
+# -- what a judge is sent is what the protocol version names --------------------------------------------------------
+
+SHOT = {"response": "SHOT-RESPONSE about light laptops.",
+        **{dim: {"score": 1 + k, "feedback": f"SHOT-FEEDBACK-{dim}"} for k, dim in enumerate(DIMENSIONS)}}
+ROW = {"user": "user2", "query_id": "6", "query": "QUERY: which laptop should I buy?",
+       "gold_information_need": "GOLD-NEED: a light laptop with a CUDA GPU under $1500.",
+       "rubric": "RUBRIC: values concise answers with prices.", "shots": [SHOT] * 6,
+       "claims": ["The X1 weighs 1.1 kg.", "The X1\n costs $1,299."]}
+RESPONSE = "RESPONSE: get the X1.\nNeed Alignment Score: 5"
+
+RENDERED = {"2.e6a39bc5de": "c1716c82d409238821232a2769fc1c6d8dde5e7c9b5e7e31fe59cde203a8ab06"}
+"""The digest of every request below, by the protocol version it was rendered under."""
+
+
+def requests_sent() -> list[Request]:
+    """A judge's requests in every form: each ablation and option of personalization, claims one by one and
+    batched, a repair of each kind, and an example block alone."""
+    scoring = [personalization_request(ROW, RESPONSE, **options) for options in (
+        {}, {"max_shots": 2}, {"max_shots": 0}, {"with_feedback": False}, {"personalized": False}, {"structured": True},
+        {"max_tokens": 900})]
+    claims = [claim_request(ROW["claims"][1], RESPONSE), claim_request(ROW["claims"][0], RESPONSE, structured=True),
+              batched_recall_request(ROW["claims"], RESPONSE)]
+    repairs = [repair_request(scoring[0], "Need Alignment Score: 4 or 5", "conflicting  scores\n in the answer."),
+               repair_request(claims[2], '{"verdicts": [true]}', "expected 2 verdicts, got 1.")]
+    shown = Request(messages=({"role": "user", "content": example_block(3, SHOT, with_feedback=False)},))
+    return [*scoring, *claims, *repairs, shown]
+
+
+def test_what_a_judge_is_sent_is_what_the_protocol_version_names() -> None:
+    rendered = json.dumps([dataclasses.asdict(request) for request in requests_sent()], sort_keys=True, default=str)
+    digest = hashlib.sha256(rendered.encode()).hexdigest()
+    # a change to what a judge is sent changes the figures and the cache keys: it must come with a new version
+    assert RENDERED.get(PROTOCOL_VERSION) == digest, (
+        f"what a judge is sent changed under protocol version {PROTOCOL_VERSION}: change the version (prompts.py) "
+        f"and record this rendering's digest: {digest}")
+
+
+def test_a_negative_number_of_examples_is_refused() -> None:
+    with pytest.raises(ValueError, match="^max_shots must be >= 0, got -1$"):
+        personalization_request(ROW, RESPONSE, max_shots=-1)
+
+
+# -- reading an answer: what is kept, and what a failure says -----------------------------------------------------
+
+
+def lines(**scores: object) -> str:
+    """A judge's answer in the paper's lines: each dimension's score (4 unless given) and feedback."""
+    return "\n".join(f"{label} Score: {scores.get(dim, 4)}\n{label} Feedback: Fits the user's need for {dim}."
+                     for dim, label in zip(DIMENSIONS, ("Need Alignment", "Content Depth", "Tone", "Explanation Style"), strict=True))
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    (lines(need_alignment=9), "Need Alignment Score 9 is outside 1-5"),
+    (lines(need_alignment=""), "Need Alignment Score '' is not a score from 1 to 5"),
+    ("Reasoning: the response itself ends with a line\nNeed Alignment Score: 2\n" + lines(),
+     "conflicting Need Alignment scores 2, 4 in the final answer (end the reasoning with a 'Final Answer:' line before the scores)"),
+    ("Reasoning first.\nFinal Answer:\nNeed Alignment Score: 2\n" + lines(), "conflicting Need Alignment scores 2, 4 in the final answer"),
+    (json.dumps({dim: {"score": 9 if dim == "need_alignment" else 4, "feedback": "x"} for dim in DIMENSIONS}),
+     "Need Alignment score 9 is outside 1-5"),
+])
+def test_a_judgment_that_cannot_be_read_says_which_score_and_why(answer: str, reason: str) -> None:
+    with pytest.raises(ParseError) as failed:
+        parse_personalization(answer)
+    assert failed.value.reason == reason
+
+
+def test_emphasis_around_a_score_and_its_feedback_is_not_kept() -> None:
+    read = parse_personalization(lines(need_alignment="**5**").replace("Fits the user's need for need_alignment.",
+                                                                        "**_Fits the need exactly._**"))
+    assert read.scores["need_alignment"] == 5 and read.feedback["need_alignment"] == "Fits the need exactly."
+
+
+def test_a_bare_score_line_outside_a_dimension_s_section_stays_in_the_feedback_above() -> None:
+    read = parse_personalization(lines().replace("need for tone.", "need for tone.\nScore: 3 of the examples agree."))
+    assert read.feedback["tone"] == "Fits the user's need for tone.\nScore: 3 of the examples agree."
+
+
+def test_flat_json_keys_are_read() -> None:
+    flat = {key: value for dim in DIMENSIONS for key, value in ((dim, 3), (f"{dim}_feedback", f"on {dim}"))}
+    read = parse_personalization(json.dumps(flat))
+    assert read.scores == dict.fromkeys(DIMENSIONS, 3) and read.feedback["tone"] == "on tone"
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    (json.dumps({"verdict": 3}), "verdict 3 is not true or false"),
+    ("Answer: yes and no, " + "it depends on the reading of the claim " * 3,
+     "verdict " + repr(("yes and no, " + "it depends on the reading of the claim " * 3)[:80]) + " is not clearly true or false"),
+])
+def test_an_unclear_verdict_is_quoted_in_its_reason(answer: str, reason: str) -> None:
+    with pytest.raises(ParseError) as failed:
+        parse_claim_verdict(answer)
+    assert failed.value.reason == reason
+
+
+def test_a_claim_number_out_of_range_is_named() -> None:
+    with pytest.raises(ParseError) as failed:
+        parse_batched_recall(json.dumps({"verdicts": [{"claim": 1, "verdict": True}, {"claim": 7, "verdict": False}]}), 2)
+    assert failed.value.reason == "claim number 7 is not one of 1..2"
