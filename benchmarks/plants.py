@@ -43,7 +43,8 @@ class Plant:
 
 CATALOGUE = ("tests/backends/test_catalogue_rows.py", "tests/backends/test_anthropic.py")
 GUARDS = ("tests/judging/test_guard_wordings.py", "tests/judging/test_guards.py")
-STATS = ("tests/results/test_bootstrap_spread.py", "tests/results/test_stats.py", "tests/results/test_figure_stats.py")
+STATS = ("tests/results/test_bootstrap_spread.py", "tests/results/test_stats_exact.py", "tests/results/test_stats.py",
+         "tests/results/test_figure_stats.py")
 FRAMEWORKS = ("tests/frameworks/test_frameworks_held.py", "tests/frameworks/test_import_runs.py",
               "tests/frameworks/test_framework_parity.py", "tests/frameworks/test_inspect_task.py")
 
