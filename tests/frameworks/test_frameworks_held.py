@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from bespoke_cli.cli import main
+from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.frameworks.importing import ITEM_KEY, JUDGE_KEY
 from bespoke_metric.judging.guards import GUARDS_VERSION
 from bespoke_metric.results.metrics import METRIC_NAMES
@@ -335,3 +336,66 @@ def test_the_filter_judges_with_the_judge_the_metadata_made(tmp_path: Path) -> N
     assert {**judged[0][JUDGE_KEY], "served_models": {}} == {**block, "served_models": {}}
     assert judged[0][JUDGE_KEY]["served_models"] == {"judge-model": calls} and calls == 2  # one judgment each, no recall
     assert (tmp_path / "judge.sqlite").is_file()
+
+
+# -- bespoke import of lm-eval's samples, written here in lm-eval's format (fast: no run) ---------------------------
+
+BLOCK = {"spec": JUDGE, "engine": "openai", "model": "judge-model", "protocol_version": "2.x", "max_shots": 5,
+         "guards": GUARDS_VERSION, "proxy": False, "served_models": {"judge-model": 40}}
+
+
+def logged(folder: Path, name: str, answers: list[tuple[str, list[int | None], float | None]], **block: Any) -> Path:
+    """lm-eval's samples file `samples_bespoke_none_NAME.jsonl` of the sample's first queries, as `--log_samples`
+    writes it: per query its document, the answer (`resps`) and the filter's item and judge block; with lm-eval's
+    results file beside it naming the model."""
+    from bespoke_metric.results import ItemResult
+
+    benchmark, _ = load_benchmark("sample")
+    lines = []
+    for index, ((answer, scores, recall), key) in enumerate(zip(answers, benchmark, strict=False)):
+        row = benchmark[key]
+        item = ItemResult(str(row["user"]), str(row["query_id"]), scores=dict(zip(DIMENSIONS, scores, strict=True)), recall=recall)
+        item.errors = [{"metric": dim, "reason": "unparsable"} for dim, score in zip(DIMENSIONS, scores, strict=True) if score is None]
+        doc = {"user": item.user, "query_id": item.query_id, "key": key, "context": "none", "source": "sample", "judge": JUDGE}
+        lines.append(json.dumps({"doc_id": index, "doc": doc, "target": key, "arguments": {}, "resps": [[answer]],
+                                 "filtered_resps": [json.dumps({ITEM_KEY: item.to_json(), JUDGE_KEY: {**BLOCK, **block}})],
+                                 "filter": "bespoke", "metrics": list(METRIC_NAMES)}))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results_2026-12-06T00-00-00.json").write_text(json.dumps({"model_name": "gpt-4o-mini"}), encoding="utf-8")
+    path = folder / f"samples_bespoke_none_{name}.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+ANSWERS = [("Feed it twice a day.", [5, 4, 3, 2], 0.5), ("Keep it warm.", [None, 3, 3, 3], 0.25), ("Use rye.", [2, 2, 4, 4], None)]
+
+
+def test_an_lm_eval_run_imports_as_the_results_file_of_its_items(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bespoke_metric.results import ItemResult
+    from bespoke_metric.results.aggregation import summarize
+
+    samples = logged(here / "out", "2026", ANSWERS)
+    results = imported(capsys, samples)
+    items = [ItemResult.from_json(item) for item in results["items"]]
+    assert [item.scores for item in items] == [dict(zip(DIMENSIONS, scores, strict=True)) for _, scores, _ in ANSWERS]
+    assert {name: results["summary"][name] for name in (*METRIC_NAMES, "average")} == pytest.approx(
+        {name: value for name, value in summarize(items).items() if name in (*METRIC_NAMES, "average")}, nan_ok=True)
+    assert results["summary"]["benchmark_queries"] == 15 and len(results["items"]) == 3
+    assert results["judge"] == BLOCK and results["model_name"] == "gpt-4o-mini"
+    assert (results["system"]["framework"], results["system"]["model"], results["system"]["context"], results["system"]["task"]) == (
+        "lm-eval", "gpt-4o-mini", "none", "bespoke_none")
+    assert results["data"]["source"] == "sample" and results["system"]["imported_from"] == [str(samples)]
+    predictions = [json.loads(line) for line in Path("imported/predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [p["response_raw"] for p in predictions] == [answer for answer, _, _ in ANSWERS]
+    assert results["system"]["predictions"] == "imported/predictions.jsonl"
+
+
+@pytest.mark.parametrize(("field", "value", "what"), [
+    ("spec", "openai:another-judge", "judge"), ("protocol_version", "1", "judge"), ("guards", None, "judge")])
+def test_lm_eval_runs_of_two_judges_are_never_joined(here: Path, capsys: pytest.CaptureFixture[str], field: str, value: Any,
+                                                    what: str) -> None:
+    first = logged(here / "a", "a", ANSWERS[:2])
+    second = logged(here / "b", "b", ANSWERS[2:], **{field: value})
+    assert main(["import", str(first), str(second), "--output", "joined.json"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {second}: another {what} than {first}'s")
+    assert main(["import", str(first), str(logged(here / "c", "c", ANSWERS[2:])), "--output", "joined.json"]) == 0
