@@ -1,8 +1,8 @@
 """A provider account's rate limits and quota, enforced by the test servers as the providers document them, so
 users and tests can rehearse them offline (`serve(..., limits=Limits(rpm=1800))`, `bespoke stand-in --rpm 1800`).
 
-One model for every provider (`Meter`), the answers in each provider's own words (`OPENAI`, `ANTHROPIC`,
-`GEMINI`, chosen by the route a call came to: `provider_of`):
+One model for every provider (`Meter`), the answers in each provider's own words (`SHAPES`: `OpenAIShapes`,
+`AnthropicShapes`, `GeminiShapes`, chosen by the route a call came to: `provider_of`):
 
 - **Limits per minute** on requests and tokens, each a token bucket refilled continuously at limit/60 per
   second whose capacity is `window_s` seconds' worth (default one second: "a limit may be enforced over
@@ -29,11 +29,12 @@ One model for every provider (`Meter`), the answers in each provider's own words
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -75,7 +76,7 @@ class Limits:
     window_s: float = 1.0
     """The buckets hold this many seconds of each limit: the burst a client may send at once."""
     quota_calls: int | None = None
-    """Calls answered before the account is spent (Gemini: its per-day request quota)."""
+    """Calls taken before the account is spent (Gemini: its per-day request quota)."""
     quota_dollars: float | None = None
     """Dollars the answers may cost before the account is spent, at `prices`."""
     prices: tuple[float, float] = (1.25, 10.0)
@@ -268,10 +269,14 @@ class Meter:
         return ((quota.quota_calls is not None and self.calls_spent >= quota.quota_calls)
                 or (quota.quota_dollars is not None and self.dollars_spent >= quota.quota_dollars))
 
-    def top_up(self) -> None:
-        """The account paid again: the quota is whole (the per-minute limits are as they were)."""
+    def top_up(self, *, calls: int | None = None, dollars: float | None = None) -> None:
+        """The account paid again: its quota whole, or `calls` (`dollars`) from now where given (the per-minute
+        limits are as they were)."""
         with self._lock:
             self.calls_spent, self.dollars_spent = 0, 0.0
+            if calls is not None or dollars is not None:
+                self.limits = dataclasses.replace(self.limits, quota_calls=calls if calls is not None else self.limits.quota_calls,
+                                                  quota_dollars=dollars if dollars is not None else self.limits.quota_dollars)
 
     def admit(self, path: str, body: Mapping[str, Any], model: str) -> Answer:
         """Admit a call (charging every limit) or refuse it, as its provider answers."""
@@ -315,6 +320,17 @@ class Meter:
                 return Refusal(limit, cost, used, max(other.enforced.wait_for(charge.cost(other.metric))
                                                       for other in limits.values()))
         return None
+
+
+def state_headers(name: str, shown: Iterable[tuple[str, Limit]], reset: Callable[[float], str]) -> dict[str, str]:
+    """Each limit's `limit`, `remaining` and `reset` (written by `reset` from the seconds until it is whole), in
+    headers named by `name`'s `{metric}` and `{field}`."""
+    headers = {}
+    for metric, limit in shown:
+        headers[name.format(metric=metric, field="limit")] = str(round(limit.per_minute))
+        headers[name.format(metric=metric, field="remaining")] = str(limit.remaining)
+        headers[name.format(metric=metric, field="reset")] = reset(limit.reset_s)
+    return headers
 
 
 class Shapes(Protocol):
@@ -362,12 +378,7 @@ class OpenAIShapes:
 
     @staticmethod
     def headers(limits: Mapping[Metric, Limit], now: datetime.datetime) -> dict[str, str]:
-        headers = {}
-        for metric, limit in limits.items():
-            headers[f"x-ratelimit-limit-{metric}"] = str(round(limit.per_minute))
-            headers[f"x-ratelimit-remaining-{metric}"] = str(limit.remaining)
-            headers[f"x-ratelimit-reset-{metric}"] = go_duration(limit.reset_s)
-        return headers
+        return state_headers("x-ratelimit-{field}-{metric}", limits.items(), go_duration)
 
     def refusal(self, meter: Meter, refusal: Refusal, model: str, headers: dict[str, str]) -> Answer:
         if refusal.limit is None:
@@ -416,16 +427,11 @@ class AnthropicShapes:
         def at(seconds: float) -> str:
             return (now + datetime.timedelta(seconds=math.ceil(seconds))).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-        headers = {}
         tokens = [limit for metric, limit in limits.items() if metric != "requests"]
         shown: list[tuple[str, Limit]] = [(metric, limit) for metric, limit in limits.items()]
         if tokens:
             shown.append(("tokens", min(tokens, key=lambda limit: limit.remaining)))
-        for metric, limit in shown:
-            headers[f"anthropic-ratelimit-{metric}-limit"] = str(round(limit.per_minute))
-            headers[f"anthropic-ratelimit-{metric}-remaining"] = str(limit.remaining)
-            headers[f"anthropic-ratelimit-{metric}-reset"] = at(limit.reset_s)
-        return headers
+        return state_headers("anthropic-ratelimit-{metric}-{field}", shown, at)
 
     def refusal(self, meter: Meter, refusal: Refusal, model: str, headers: dict[str, str]) -> Answer:
         if refusal.limit is None:

@@ -24,6 +24,7 @@ import collections
 import itertools
 import json
 import signal
+import sys
 import threading
 import time
 import urllib.parse
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, TypeVar
 
-from .provider_limits import Limits, Meter, Provider, model_of, usage_of
+from .provider_limits import Limits, Meter, Provider, count_tokens, model_of, usage_of
 
 Responder = Callable[[dict[str, Any]], "str | Cutoff | dict[str, Any]"]
 
@@ -153,10 +154,6 @@ def _text_of(content: Any) -> str:
 def default_responder(body: dict[str, Any]) -> str:
     """What a server answers when given no responder: `ok` to every call."""
     return "ok"
-
-
-def _count_tokens(text: str) -> int:
-    return len(text.split())
 
 
 _Served = TypeVar("_Served", bound="TestServer")
@@ -299,7 +296,7 @@ class TestServer:
         cut = isinstance(answer, Cutoff)
         text = answer.text if cut else answer
         prompt = " ".join(m["content"] for m in messages_of(body))
-        input_tokens, output_tokens = _count_tokens(prompt), _count_tokens(text)
+        input_tokens, output_tokens = count_tokens(prompt), count_tokens(text)
         number = next(self._ids)
         model = body.get("model", self.model_ids[0])
         if path.endswith("/responses"):
@@ -313,6 +310,10 @@ class TestServer:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # a burst of concurrent connections must not overflow the listen backlog
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):  # a client gone: no traceback
+            super().handle_error(request, client_address)
 
 
 class RequestHandler(BaseHTTPRequestHandler):

@@ -179,8 +179,10 @@ def test_a_spent_account_refuses_every_call_until_topped_up() -> None:
         assert server.meter is not None
         server.meter.top_up()
         assert chat(api).status_code == 200
-    assert statuses(server) == [200, 200, 200, 429, 429, 200]
-    assert server.meter.refused == ["quota", "quota"]
+        server.meter.top_up(calls=2)  # paid for two calls more
+        assert [chat(api).status_code for _ in range(3)] == [200, 200, 429]
+    assert statuses(server) == [200, 200, 200, 429, 429, 200, 200, 200, 429]
+    assert server.meter.refused == ["quota", "quota", "quota"]
 
 
 def test_a_dollar_quota_is_spent_by_what_the_answers_cost() -> None:
