@@ -44,13 +44,13 @@ connection.sendmsg([len(request).to_bytes(8, "big") + request],
                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
 reader = connection.makefile("r")
 child = int(reader.readline())
-for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
     signal.signal(number, lambda received, frame: os.kill(child, received))
 code = reader.readline()
 sys.exit(int(code) if code else 1)
 '''
 """The command on PATH: stdlib only (`-S`), so it starts in milliseconds. It forwards the signals a
-shell sends (`kill`, Ctrl-C) to the child; a child that dies without a code is exit 1."""
+shell sends (`kill`, `kill -USR1`, Ctrl-C) to the child; a child that dies without a code is exit 1."""
 
 
 def write_shim(folder: Path, socket_path: Path) -> Path:
