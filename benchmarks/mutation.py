@@ -72,7 +72,32 @@ UNCHECKED = "not checked"
 DETECTED = {"killed", "timeout", "caught by type check"}
 """mutmut's outcomes that mean a test noticed the mutant (a mutant that makes the tests hang is noticed)."""
 
-HARMLESS: dict[str, str] = {}
+_TOLERANCE = ("`>=` made `>` against `abs(observed) - 1e-12`: the two differ only for a replicate exactly 1e-12 nearer "
+              "than the estimate, which the tolerance is there to count either way")
+_DTYPE = ("`dtype=float` dropped: numpy infers a number type from the ints and floats these functions are given, and "
+          "every value computed from it is the same")
+_STATS = "bespoke_metric.results.stats."
+HARMLESS: dict[str, str] = {
+    **dict.fromkeys([f"{_STATS}x_paired_bootstrap__mutmut_29", f"{_STATS}x_paired_permutation__mutmut_40",
+                     f"{_STATS}x_paired_permutation__mutmut_63", f"{_STATS}x_paired_statistic_test__mutmut_70"], _TOLERANCE),
+    **dict.fromkeys([f"{_STATS}x__pairs__mutmut_{n}" for n in (3, 5, 8, 10)]
+                    + [f"{_STATS}x_{name}__mutmut_{n}" for name in ("bootstrap_replicates", "estimate", "paired_statistic_test")
+                       for n in (4, 6)], _DTYPE),
+    **dict.fromkeys([f"{_STATS}x_rowwise_nanmean__mutmut_{n}" for n in (7, 8, 9, 10)],
+                    "numpy's `errstate` for a division whose denominator is a count above 0 or NaN: neither raises a "
+                    "warning (a NaN operand is not an invalid operation), so the state is never read"),
+    **dict.fromkeys([f"{_STATS}x_rowwise_pearson__mutmut_{n}" for n in (27, 29)],
+                    "`divide` left out of `errstate`: a zero spread has a zero covariance, so the only division by zero "
+                    "is 0/0, an `invalid` one"),
+    f"{_STATS}x_rowwise_pearson__mutmut_45": "`denom > 0` made `>= 0`: where it is 0 the quotient is 0/0, NaN already",
+    f"{_STATS}x_resample_indices__mutmut_5": ("`integers(0, n)` made `integers(n)`: numpy reads one bound as the high one "
+                                               "of [0, n), and draws the same numbers"),
+    **dict.fromkeys([f"{_STATS}x_paired_statistic_test__mutmut_33", f"{_STATS}x_paired_statistic_test__mutmut_62"],
+                    "`float(\"nan\")` made `float(\"NAN\")`: the same NaN"),
+    **dict.fromkeys([f"bespoke_metric.results.figure_stats.x_matrix_stderr__mutmut_{n}" for n in (26, 34)],
+                    "the average's guard (every figure judged somewhere, some item given) only spares a bootstrap whose "
+                    "replicates would all be NaN, and `bootstrap_se` gives None for those too"),
+}
 """Surviving mutants (mutmut's names) that no test can or should kill, each with the reason."""
 
 
