@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bespoke_metric.judging.guards import MIN_ANSWER_TOKENS, check_response, tokens
+from bespoke_metric.judging.guards import GUARDS_VERSION, MIN_ANSWER_TOKENS, check_context_echo, check_response, tokens
 
 QUERY = "How should I change the hydration of my sourdough when the rye starter rises slowly?"
 APOSTROPHES = {"straight": "'", "typographic": "\u2019"}
@@ -85,3 +85,33 @@ def test_what_the_guard_lets_through_passes_with_either_apostrophe(apostrophe: s
     )
     for answer in answers:
         assert guard_of(answer.replace("'", apostrophe)) is None, answer
+
+
+@pytest.mark.parametrize(("response", "guard", "reason"), [
+    ("Feed more.", "empty", "the response has 2 distinct word token(s); at least 3 are needed"),
+    ("   [1] https://example.com/a ", "empty", "the response has nothing but whitespace, URLs or citation markers; at least 3 are needed"),
+    ("How should I change the hydration of my sourdough starter?", "echo",
+     "100% of the response's words are the query's (echo threshold 80%)"),
+    ("Feed the starter with rye flour every morning please.\n" * 12, "repetition",
+     "92% of its words repeat what it said before, as lines said again or trigrams said again within a line (threshold 70%)"),
+    ("ab" * 400, "repetition", "a line of it compresses to 2% of its size (threshold 12%)"),
+    ("12 34 56 78 90 12 34 56 78 90 11 22 33", "no_words", "the response has no word at all, only numbers or symbols"),
+    ("qzxv kplm wrtb nnqz vvbx qpmz trkq xwvb", "no_words", "only 0% of its letters are in known words of en (threshold 50%)"),
+    ("Dein Sauerteig braucht häufigere Fütterungen bei wärmerer Temperatur. Beginne mit etwa siebzig Prozent Hydratation "
+     "und achte auf das Volumen.", "language", "the response is in de (p=1.00) but the query is in en (p=1.00)"),
+    ("I'm sorry, but I can't help with that.", "refusal",
+     "the response declines to answer, with 0 word token(s) besides its refusal and referrals (at least 15 are needed)"),
+])
+def test_each_guard_says_why_with_its_numbers(response: str, guard: str, reason: str) -> None:
+    # the reason is what a results file's item and the guard counts show a reader
+    hit = check_response(response, QUERY)
+    assert hit is not None and (hit.guard, hit.reason) == (guard, reason)
+    assert hit.to_dict() == {"guard": guard, "reason": reason, "version": GUARDS_VERSION}
+
+
+def test_an_echo_of_the_context_says_why() -> None:
+    context = "Profile: hikes near Seoul most weekends, usually Bukhansan, and prefers trails under four hours by subway. More."
+    hit = check_context_echo("Hikes near Seoul most weekends usually Bukhansan and prefers trails under four hours by subway.", context)
+    assert hit is not None and hit.reason == ("100% of the response's words are copied from the context it was given, in runs "
+                                              "of 8 or more words (echo threshold 50%)")
+    assert check_context_echo("", context) is None
