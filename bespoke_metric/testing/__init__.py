@@ -40,11 +40,12 @@ project's tests' (`tests/fakes/`).
 """
 
 from .authoring_responder import author_answer
+from .bodies import messages_of
 from .degenerate import FLOOR, acceptance_rewards, degenerate_completions
 from .doubles import RecordingBackend, RecordingJudge
 from .judge_responder import conveys, judge_answer, score_for
 from .provider_limits import Limits
-from .server import Cutoff, Fault, RecordedRequest, TestServer, messages_of, serve, tool_call
+from .server import Cutoff, Fault, RecordedRequest, TestServer, serve, tool_call
 from .smollm2 import smollm2_folder, smollm2_path
 from .system_responder import answer_any, system_answer
 from .tiny_model import build_tiny_model

@@ -15,8 +15,8 @@ from typing import Any
 from bespoke_dataset.vocabulary import DIMENSION_LABELS, DIMENSIONS
 from bespoke_metric.judging.prompts import REFERENCE_SECTION, RUBRIC_SECTION
 
+from .bodies import messages_of
 from .judge_responder import judge_answer, response_text, sections
-from .server import messages_of
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from bespoke_metric.judging.prompts import FEEDBACK_SECTION
 
-from .server import messages_of
+from .bodies import messages_of
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an and are as at be by for from has have in is it of on or that the this to with your you".split())

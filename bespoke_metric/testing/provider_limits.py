@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from .bodies import messages_of
+
 Provider = Literal["openai", "anthropic", "gemini"]
 Metric = Literal["requests", "tokens", "input-tokens", "output-tokens"]
 
@@ -128,8 +130,6 @@ class Charge:
 
 def charge_of(provider: Provider, body: Mapping[str, Any], *, uncapped_output: int = 0) -> Charge:
     """The `Charge` of a request body to a provider (see the module docstring)."""
-    from .server import messages_of
-
     if provider == "gemini":
         contents = [body.get("systemInstruction") or body.get("system_instruction") or {}, *(body.get("contents") or ())]
         prompt = " ".join(str(part.get("text", "")) for content in contents for part in content.get("parts") or ())

@@ -15,7 +15,7 @@ from typing import Any
 
 from bespoke_metric.systems.prompts import PROFILER_SYSTEM_PROMPT
 
-from .server import messages_of
+from .bodies import messages_of
 
 DEFAULT_WORDS = 24
 _WORD = re.compile(r"[A-Za-z][a-z]{2,}")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, TypeVar
 
+from .bodies import messages_of
 from .provider_limits import Limits, Meter, Provider, count_tokens, model_of, usage_of
 
 Responder = Callable[[dict[str, Any]], "str | Cutoff | dict[str, Any]"]
@@ -126,29 +127,6 @@ def tool_call(body: dict[str, Any], name: str, arguments: dict[str, Any]) -> dic
     call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
     return chat_body("chatcmpl-tool", body.get("model"), {"role": "assistant", "content": None, "tool_calls": [call]},
                      "tool_calls", chat_usage(0, 0))
-
-
-def messages_of(body: dict[str, Any]) -> list[dict[str, str]]:
-    """The chat messages of a chat-completions, Responses API or Anthropic Messages API request body, as
-    role/content dicts (the Messages API's top-level `system` first)."""
-    if "messages" in body:
-        system = [{"role": "system", "content": _text_of(body["system"])}] if body.get("system") else []
-        return system + [{"role": m["role"], "content": _text_of(m.get("content"))} for m in body["messages"]]
-    messages = []
-    if body.get("instructions"):
-        messages.append({"role": "system", "content": body["instructions"]})
-    given = body.get("input", [])
-    if isinstance(given, str):
-        return messages + [{"role": "user", "content": given}]
-    for item in given:
-        messages.append({"role": item.get("role", "user"), "content": _text_of(item.get("content"))})
-    return messages
-
-
-def _text_of(content: Any) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
 def default_responder(body: dict[str, Any]) -> str:

@@ -30,7 +30,8 @@ from bespoke_metric.systems.prompts import (
 )
 
 from .authoring_responder import author_answer
-from .server import messages_of, tool_call
+from .bodies import messages_of
+from .server import tool_call
 
 QUESTION_MARK = "Question: "
 """Where the question starts in the system's user message (`ANSWER_TEMPLATE`)."""
