@@ -91,7 +91,9 @@ FAILED = re.compile(r"\b\d+ failed\b")
 def run_tests(tree: Path, tests: tuple[str, ...], stop_first: bool) -> dict:
     """The tests of `tests` in `tree`: exit code, wall time, what failed."""
     start = time.perf_counter()
-    done = subprocess.run(pytest_command(*(["-x"] if stop_first else []), *tests), cwd=tree, env=environment(tree),
+    # a plant's run stops at its first failure: in this process, the files in order (a worker of xdist would first
+    # finish the real inspect and lm-eval runs it had begun)
+    done = subprocess.run(pytest_command(*(["-x", "-n0"] if stop_first else []), *tests), cwd=tree, env=environment(tree),
                           capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
     return {"exit_code": done.returncode, "wall_s": round(time.perf_counter() - start, 1),
