@@ -17,8 +17,10 @@ test run per mutant, hours for the same modules on 2 cores.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -142,6 +144,21 @@ def outcomes(tree: Path, group: Group) -> dict[str, str]:
     return found
 
 
+def mutant_diff(tree: Path, group: Group, mutant: str) -> str:
+    """The lines `mutant` changes in its function, read from the module mutmut wrote (each mutant is a copy of the
+    function beside the original, `..._mutmut_orig`): what `mutmut show` prints, without a process per mutant."""
+    module = next(module for module in group.modules if mutant.startswith(module.removesuffix(".py").replace("/", ".") + "."))
+    source = (tree / "mutants" / module).read_text(encoding="utf-8")
+    name = mutant.rsplit(".", 1)[1]
+
+    def body(function: str) -> list[str]:
+        found = re.search(rf"^([ \t]*)def {re.escape(function)}\(.*?(?=^\1(?:def |class |[^\s#)])|\Z)", source, re.S | re.M)
+        return found.group(0).splitlines()[1:] if found else []
+
+    changed = difflib.unified_diff(body(name.rsplit("__mutmut_", 1)[0] + "__mutmut_orig"), body(name), lineterm="", n=0)
+    return "\n".join(line for line in changed if line.startswith(("+", "-")) and not line.startswith(("+++", "---")))
+
+
 def run_mutmut(tree: Path, environment: dict[str, str], budget_s: float | None) -> bool:
     """`mutmut run` in `tree`; False when the budget ran out first (mutmut and its workers stopped, the mutants it
     had not reached left unchecked)."""
@@ -167,11 +184,8 @@ def run_group(name: str, group: Group, tree: Path, budget_s: float | None) -> di
     found = {mutant: outcome for mutant, outcome in outcomes(tree, group).items() if outcome != UNCHECKED}
     unchecked = len(outcomes(tree, group)) - len(found)
     counts = Counter(found.values())
-    survivors = []
-    for mutant in sorted(mutant for mutant, outcome in found.items() if outcome not in DETECTED):
-        shown = subprocess.run([sys.executable, "-m", "mutmut", "show", mutant], cwd=tree, env=environment, capture_output=True,
-                               text=True).stdout
-        survivors.append({"mutant": mutant, "outcome": found[mutant], "diff": shown.strip(), "harmless": HARMLESS.get(mutant)})
+    survivors = [{"mutant": mutant, "outcome": found[mutant], "diff": mutant_diff(tree, group, mutant), "harmless": HARMLESS.get(mutant)}
+                 for mutant in sorted(mutant for mutant, outcome in found.items() if outcome not in DETECTED)]
     detected = sum(counts[outcome] for outcome in DETECTED)
     print(f"{name}: {detected} of {len(found)} mutants checked detected ({wall} s, {unchecked} left unchecked); "
           f"{len(survivors)} survived, {sum(s['harmless'] is None for s in survivors)} without a reason")
