@@ -98,7 +98,9 @@ def run_tests(tree: Path, tests: tuple[str, ...], stop_first: bool) -> dict:
     lines = done.stdout.strip().splitlines()
     return {"exit_code": done.returncode, "wall_s": round(time.perf_counter() - start, 1),
             "summary": lines[-1] if lines else done.stderr[-300:],
-            "failed": [line.split(" - ")[0].removeprefix("FAILED ") for line in lines if line.startswith(("FAILED ", "ERROR "))]}
+            "failed": [line.split(" - ")[0].removeprefix("FAILED ") for line in lines if line.startswith(("FAILED ", "ERROR "))],
+            # a run that could not run its tests (pytest's own error): what it said
+            **({"output": (done.stdout + done.stderr)[-2000:]} if done.returncode not in (0, 1) else {})}
 
 
 def main() -> int:
@@ -117,7 +119,7 @@ def main() -> int:
             control = run_tests(tree, files, stop_first=False)
             print(f"control: {control['summary']} ({control['wall_s']} s)")
             if control["exit_code"] != 0:
-                raise SystemExit(f"the tests fail without any plant: {control['failed']}")
+                raise SystemExit(f"the tests fail without any plant: {control['failed']}\n{control.get('output', '')}")
             figures["control"] = control
         for plant in plants:
             tree = export_tree(work / plant.name)
