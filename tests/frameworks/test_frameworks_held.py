@@ -244,6 +244,36 @@ def test_a_guarded_and_an_unguarded_run_are_two_judges(inspect_runs: InspectRuns
 
 # -- lm-eval's filter -------------------------------------------------------------------------------------------
 
+
+def test_the_filter_judges_with_the_judge_the_metadata_made(tmp_path: Path) -> None:
+    """In process, every kind of option (the protocol's, the client's, the cache, the guards): the filter's judge
+    block is that of a judge made from the same options directly, and documents out of the benchmark's order are
+    judged against their own rows."""
+    from bespoke_metric.frameworks import lm_eval_harness
+    from bespoke_metric.judging.config import JudgeConfig
+    from bespoke_metric.judging.session import JudgeSession
+
+    with serve(responder=judge_answer) as server:
+        options = {"base_url": server.base_url, "api_key": "sk-judge", "cache": str(tmp_path / "judge.sqlite"),
+                   "no_guards": True, "max_shots": 1, "recall": "none", "max_tokens": 700, "with_feedback": False}
+        documents = lm_eval_harness.dataset(source="sample", judge=JUDGE, context="none",
+                                            **{f"{lm_eval_harness.JUDGE_PREFIX}{name}": value for name, value in options.items()})["test"]
+        docs = [documents[index] for index in (4, 1)]
+        judged = [json.loads(text) for text in lm_eval_harness.judge_answers([["ok"], [ANSWER.format(index=1)]], docs)]
+        calls = len(server.calls)
+        benchmark, _ = load_benchmark("sample")
+        expected = JudgeSession(JudgeConfig.from_values({**options, "judge": JUDGE}), list(benchmark.values()))
+        try:
+            block = expected.describe()
+        finally:
+            expected.close()
+    assert [f"{one[ITEM_KEY]['user']}/{one[ITEM_KEY]['query_id']}" for one in judged] == [doc["key"] for doc in docs]
+    assert judged[0][ITEM_KEY].get("guard") is None  # "ok" judged: the guards are off
+    assert {**judged[0][JUDGE_KEY], "served_models": {}} == {**block, "served_models": {}}
+    assert judged[0][JUDGE_KEY]["served_models"] == {"judge-model": calls} and calls == 2  # one judgment each, no recall
+    assert (tmp_path / "judge.sqlite").is_file()
+
+
 PICKED = [9, 0, 4]
 """The documents lm-eval is asked for (`--samples`): not the benchmark's first ones, so a document's position in
 the filter's input is not its row's in the benchmark."""
@@ -307,35 +337,6 @@ def test_every_judge_option_of_the_metadata_reaches_the_judge(lm_eval_run: LmEva
     with sqlite3.connect(lm_eval_run.cache) as cache:
         tables = [name for (name,) in cache.execute("select name from sqlite_master where type = 'table'")]
         assert sum(cache.execute(f"select count(*) from {table}").fetchone()[0] for table in tables) >= len(lm_eval_run.prompts)
-
-
-def test_the_filter_judges_with_the_judge_the_metadata_made(tmp_path: Path) -> None:
-    """In process, every kind of option (the protocol's, the client's, the cache, the guards): the filter's judge
-    block is that of a judge made from the same options directly, and documents out of the benchmark's order are
-    judged against their own rows."""
-    from bespoke_metric.frameworks import lm_eval_harness
-    from bespoke_metric.judging.config import JudgeConfig
-    from bespoke_metric.judging.session import JudgeSession
-
-    with serve(responder=judge_answer) as server:
-        options = {"base_url": server.base_url, "api_key": "sk-judge", "cache": str(tmp_path / "judge.sqlite"),
-                   "no_guards": True, "max_shots": 1, "recall": "none", "max_tokens": 700, "with_feedback": False}
-        documents = lm_eval_harness.dataset(source="sample", judge=JUDGE, context="none",
-                                            **{f"{lm_eval_harness.JUDGE_PREFIX}{name}": value for name, value in options.items()})["test"]
-        docs = [documents[index] for index in (4, 1)]
-        judged = [json.loads(text) for text in lm_eval_harness.judge_answers([["ok"], [ANSWER.format(index=1)]], docs)]
-        calls = len(server.calls)
-        benchmark, _ = load_benchmark("sample")
-        expected = JudgeSession(JudgeConfig.from_values({**options, "judge": JUDGE}), list(benchmark.values()))
-        try:
-            block = expected.describe()
-        finally:
-            expected.close()
-    assert [f"{one[ITEM_KEY]['user']}/{one[ITEM_KEY]['query_id']}" for one in judged] == [doc["key"] for doc in docs]
-    assert judged[0][ITEM_KEY].get("guard") is None  # "ok" judged: the guards are off
-    assert {**judged[0][JUDGE_KEY], "served_models": {}} == {**block, "served_models": {}}
-    assert judged[0][JUDGE_KEY]["served_models"] == {"judge-model": calls} and calls == 2  # one judgment each, no recall
-    assert (tmp_path / "judge.sqlite").is_file()
 
 
 # -- bespoke import of lm-eval's samples, written here in lm-eval's format (fast: no run) ---------------------------
