@@ -10,6 +10,7 @@ Not run in CI (minutes per plant on 2 cores). Writes `benchmarks/results/plants.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -18,8 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from record import write_results  # first: it notes the load the run starts under
-from scratch import check_imports, environment, export_tree, pytest_command
+from record import RESULTS, write_results  # first: it notes the load the run starts under
+from scratch import ROOT, check_imports, environment, export_tree, pytest_command
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,13 @@ def main() -> int:
     args = parser.parse_args()
     plants = [plant for plant in PLANTS if not args.only or plant.name in args.only]
     work = Path(tempfile.mkdtemp(prefix="bespoke-plants-"))
-    figures: dict = {"plants": {}}
+    # the plants not run this time, and the control where it is not run again, keep their last outcome (each with its
+    # commit)
+    earlier = RESULTS / "plants.json"
+    kept = json.loads(earlier.read_text(encoding="utf-8"))["figures"] if earlier.is_file() else {}
+    figures: dict = {"plants": {name: plant for name, plant in kept.get("plants", {}).items() if name in {p.name for p in PLANTS}},
+                     **({"control": kept["control"]} if args.no_control and "control" in kept else {})}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
     try:
         if not args.no_control:
             tree = export_tree(work / "control")
@@ -120,14 +127,15 @@ def main() -> int:
             print(f"control: {control['summary']} ({control['wall_s']} s)")
             if control["exit_code"] != 0:
                 raise SystemExit(f"the tests fail without any plant: {control['failed']}\n{control.get('output', '')}")
-            figures["control"] = control
+            figures["control"] = {"commit": commit, **control}
         for plant in plants:
             tree = export_tree(work / plant.name)
             plant.apply(tree)
             check_imports(tree)
             outcome = run_tests(tree, plant.tests, stop_first=True)
             caught = bool(FAILED.search(outcome["summary"]))  # a test failed (not only an error of the run)
-            figures["plants"][plant.name] = {"what": plant.what, "caught": caught, "tests": list(plant.tests), **outcome}
+            figures["plants"][plant.name] = {"what": plant.what, "commit": commit, "caught": caught, "tests": list(plant.tests),
+                                             **outcome}
             print(f"{plant.name}: {'caught' if caught else 'MISSED'} ({outcome['summary']}, {outcome['wall_s']} s)")
             shutil.rmtree(tree)
     finally:
