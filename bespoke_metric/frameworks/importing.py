@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from bespoke_metric.judging.guards import GuardHit
 from bespoke_metric.judging.session import PreparedResponse, prepare_response
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.figure_stats import figure_stats
+from bespoke_metric.results.incomplete import Rerun
 from bespoke_metric.results.served import count_served, mark_served
 from bespoke_metric.scoring.pipeline import load_benchmark, model_name, results_summary, write_results
 from bespoke_metric.scoring.predictions import prediction_record
@@ -231,10 +233,20 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
 
 def write_imported(run: ImportedRun, output: str | os.PathLike[str], predictions: str | os.PathLike[str]) -> None:
     """Write the predictions, then the results file recording where they are (`system.predictions`), each
-    atomically: a failure leaves no results file pointing at predictions that are not there."""
+    atomically: a failure leaves no results file pointing at predictions that are not there. A run that lost
+    judgments is marked so, with the command that judges its answers again (`rejudging`)."""
     atomic_write_text(predictions, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in run.predictions))
     run.results.system = {**(run.results.system or {}), "predictions": os.fspath(predictions)}
-    write_results(run.results, output)
+    write_results(run.results, output, rerun=rejudging(run.results, output))
+
+
+def rejudging(results: Results, output: str | os.PathLike[str]) -> Rerun:
+    """What fills the gaps of an imported run written to `output`: `bespoke rescore` of its answers with its judge,
+    beside it, from the run's judge cache."""
+    out = Path(output).with_name(f"{Path(output).stem}-rejudged")
+    command = shlex.join(["bespoke", "rescore", os.fspath(output), "--judge", str(results.judge.get("spec")), "--out",
+                          os.fspath(out)])
+    return Rerun(command, None, framework=str((results.system or {}).get("framework") or "another framework"))
 
 
 def _sample(path: str, where: str, response: Any, carried: Mapping[str, Any], **answered: Any) -> FrameworkSample:

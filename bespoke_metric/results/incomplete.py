@@ -95,10 +95,17 @@ class Rerun:
 
     command: str
     cache: str | None
+    framework: str | None = None
+    """The framework whose run was imported (`bespoke import`), which judged it: `command` judges its answers again
+    here, and what fills the gaps for nothing is the run's own judge cache."""
 
     @property
     def said(self) -> str:
         """What the rerun does, and the command, as the last line of the command that lost judgments says it."""
+        if self.framework:
+            return (f"it was judged in {self.framework}: judge its answers again with the run's judge cache (its "
+                    f"judge_cache), paying only for the gaps: {self.command} --cache FILE; or rerun it there and import "
+                    "it again")
         if self.cache:
             return f"the same command fills the gaps from its cache {self.cache}, paying only for them: {self.command}"
         return ("no --cache was given, so the same command pays again for every judgment (give --cache FILE next time "

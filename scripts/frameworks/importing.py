@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bespoke_cli.incomplete import finish
 from bespoke_cli.judging.score import print_summary
 from bespoke_cli.options import add_source_arguments, positive_int
 from bespoke_cli.systems.run import companion_folder
@@ -37,4 +38,5 @@ def run(args: argparse.Namespace) -> int:
         print(note)
     print(f"wrote {args.output} ({imported.results.system['framework']} run, {len(imported.predictions)} "
           f"predictions in {predictions})")
-    return 0
+    incomplete = imported.results.incomplete
+    return finish([imported.results], incomplete.rerun) if incomplete is not None and incomplete.rerun else 0

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from output_lines import own_lines
 
 from bespoke_cli.cli import main
 from bespoke_dataset.vocabulary import DIMENSIONS
@@ -123,8 +124,13 @@ def inspect_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InspectRu
 
 
 def imported(capsys: pytest.CaptureFixture[str], *logs: Path, output: str = "imported.json") -> dict[str, Any]:
-    assert main(["import", *map(str, logs), "--output", output]) == 0, capsys.readouterr().err
-    return json.loads(Path(output).read_text(encoding="utf-8"))
+    """The results file `bespoke import` writes of `logs`: its exit 0, or 3 where a judgment was lost (incomplete)."""
+    from bespoke_cli.incomplete import EXIT_INCOMPLETE
+
+    code = main(["import", *map(str, logs), "--output", output])
+    results = json.loads(Path(output).read_text(encoding="utf-8"))
+    assert code == (EXIT_INCOMPLETE if "incomplete" in results else 0), capsys.readouterr().err
+    return results
 
 
 @pytest.fixture
@@ -399,4 +405,19 @@ def test_lm_eval_runs_of_two_judges_are_never_joined(here: Path, capsys: pytest.
     second = logged(here / "b", "b", ANSWERS[2:], **{field: value})
     assert main(["import", str(first), str(second), "--output", "joined.json"]) == 2
     assert capsys.readouterr().err.startswith(f"error: {second}: another {what} than {first}'s")
-    assert main(["import", str(first), str(logged(here / "c", "c", ANSWERS[2:])), "--output", "joined.json"]) == 0
+    assert "incomplete" in imported(capsys, first, logged(here / "c", "c", ANSWERS[2:]), output="joined.json")
+
+
+def test_an_imported_run_that_lost_judgments_never_looks_complete(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a judgment the framework's judge could not make: the import is marked, exits 3, and says how to fill the gap
+    from bespoke_cli.incomplete import EXIT_INCOMPLETE
+
+    samples = logged(here / "out", "lost", ANSWERS)
+    assert main(["import", str(samples), "--output", "imported.json"]) == EXIT_INCOMPLETE
+    last = own_lines(capsys.readouterr().err)[-1]
+    assert last.startswith("incomplete: 1 judgment(s) failed on 1 of 3 items")
+    assert "judged in lm-eval" in last and "bespoke rescore imported.json --judge " + JUDGE in last
+    lost = json.loads(Path("imported.json").read_text(encoding="utf-8"))["incomplete"]
+    assert (lost["judgments_failed"], lost["items_affected"], lost["rerun"].split()[:3]) == (1, 1, ["bespoke", "rescore", "imported.json"])
+    assert main(["import", str(logged(here / "whole", "whole", ANSWERS[::2])), "--output", "whole.json"]) == 0
+    assert "incomplete" not in json.loads(Path("whole.json").read_text(encoding="utf-8"))
