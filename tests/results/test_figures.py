@@ -17,7 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
-HELPERS = {"record.py", "quote.py", "inspect_calls.py"}  # inspect_calls.py: the inspect task rate_limits.py runs
+# inspect_calls.py: the inspect task rate_limits.py runs; scratch.py: the scratch copies plants.py and mutation.py change
+HELPERS = {"record.py", "quote.py", "inspect_calls.py", "scratch.py"}
 """Modules of `benchmarks/` that are not benchmarks."""
 
 
