@@ -92,6 +92,9 @@ HARMLESS: dict[str, str] = {
                     "`divide` left out of `errstate`: a zero spread has a zero covariance, so the only division by zero "
                     "is 0/0, an `invalid` one"),
     f"{_STATS}x_rowwise_pearson__mutmut_45": "`denom > 0` made `>= 0`: where it is 0 the quotient is 0/0, NaN already",
+    f"{_STATS}x_rowwise_nanmean__mutmut_31": "`counts > 0` made `>= 0`: a row with no value divides 0 by 0, NaN already",
+    **dict.fromkeys([f"{_STATS}x_paired_bootstrap__mutmut_58", f"{_STATS}x_paired_statistic_test__mutmut_99"],
+                    "`min(p, 1.0)` made `min(p, 2.0)`: p is (extreme + 1) / (replicates + 1), never above 1"),
     f"{_STATS}x_resample_indices__mutmut_5": ("`integers(0, n)` made `integers(n)`: numpy reads one bound as the high one "
                                                "of [0, n), and draws the same numbers"),
     **dict.fromkeys([f"{_STATS}x_paired_statistic_test__mutmut_33", f"{_STATS}x_paired_statistic_test__mutmut_62"],

@@ -134,6 +134,17 @@ def test_a_comparison_of_one_side_with_itself_has_p_value_one() -> None:
     assert stats.paired_statistic_test(stats.rowwise_mean, [A], [A], n_resamples=B).p_value == 1.0
 
 
+def test_a_comparison_undefined_on_the_items_or_on_every_resample_has_no_interval_and_p_value_one() -> None:
+    # undefined on the items as they are, defined on the resamples that miss the largest value
+    largest_undefined = lambda a: np.where(a.max(axis=1) == 5.0, np.nan, a.mean(axis=1))  # noqa: E731
+    test = stats.paired_statistic_test(largest_undefined, [A], [C], n_resamples=B)
+    assert (test.ci, test.p_value) == (None, 1.0) and math.isnan(test.difference)
+    # defined on the items, undefined on every resample
+    items_only = lambda a: a.mean(axis=1) if len(a) == 1 else np.full(len(a), np.nan)  # noqa: E731
+    test = stats.paired_statistic_test(items_only, [A], [C], n_resamples=B)
+    assert (test.ci, test.p_value) == (None, 1.0) and math.isnan(test.difference)
+
+
 def test_an_undefined_comparison_has_no_interval_and_p_value_one() -> None:
     constant = [3.0] * 12
     test = stats.paired_statistic_test(stats.rowwise_pearson, [A, constant], [A, C], n_resamples=B)
@@ -177,7 +188,10 @@ def test_every_default_resamples_with_seed_zero() -> None:
     assert stats.paired_permutation(A, C) == stats.paired_permutation(A, C, seed=0, n_resamples=stats.PAIRED_RESAMPLES)
     assert stats.paired_statistic_test(stats.rowwise_mean, [A], [C]) == stats.paired_statistic_test(
         stats.rowwise_mean, [A], [C], seed=0, n_resamples=stats.PAIRED_RESAMPLES)
-    assert stats.bootstrap_ci(stats.rowwise_mean, A) == stats.bootstrap_ci(stats.rowwise_mean, A, seed=0, n_resamples=stats.DEFAULT_RESAMPLES)
+    spread = np.random.default_rng(9).normal(size=40).tolist()  # continuous: each seed's interval its own
+    assert stats.bootstrap_ci(stats.rowwise_mean, spread) == stats.bootstrap_ci(stats.rowwise_mean, spread, seed=0,
+                                                                                 n_resamples=stats.DEFAULT_RESAMPLES)
+    assert stats.bootstrap_ci(stats.rowwise_mean, spread) != stats.bootstrap_ci(stats.rowwise_mean, spread, seed=1)
     assert stats.estimate(stats.rowwise_pearson, A, C) == stats.estimate(stats.rowwise_pearson, A, C, seed=0)
     assert stats.agreement(A, C) == stats.agreement(A, C, seed=0, n_resamples=stats.DEFAULT_RESAMPLES)
     assert np.array_equal(stats.resample_indices(4), stats.resample_indices(4, stats.DEFAULT_RESAMPLES, 0))
