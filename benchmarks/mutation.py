@@ -51,7 +51,8 @@ class Group:
 GROUPS = {
     "protocol": Group(("bespoke_metric/judging/parsing.py", "bespoke_metric/judging/protocol.py", "bespoke_metric/judging/guards.py"),
                       ("tests/judging/test_parsing.py", "tests/judging/test_protocol.py", "tests/judging/test_guards.py",
-                       "tests/judging/test_guard_wordings.py", "tests/judging/test_protocol_held.py"),
+                       "tests/judging/test_guard_wordings.py", "tests/judging/test_guard_thresholds.py",
+                       "tests/judging/test_protocol_held.py"),
                       heavy=("word_lists_read_without_wordfreq", "full_synthetic_release", "score_guards_before_the_judge",
                              "guarded_when_scored_and_in_the_reward", "meta_eval_guards_on_and_off", "cli_no_guards",
                              "evaluate_metric_guards"),
@@ -79,6 +80,9 @@ _TOLERANCE = ("`>=` made `>` against `abs(observed) - 1e-12`: the two differ onl
 _DTYPE = ("`dtype=float` dropped: numpy infers a number type from the ints and floats these functions are given, and "
           "every value computed from it is the same")
 _STATS = "bespoke_metric.results.stats."
+_GUARDS = "bespoke_metric.judging.guards."
+_PARSING = "bespoke_metric.judging.parsing."
+_PROTOCOL = "bespoke_metric.judging.protocol."
 HARMLESS: dict[str, str] = {
     **dict.fromkeys([f"{_STATS}x_paired_bootstrap__mutmut_29", f"{_STATS}x_paired_permutation__mutmut_40",
                      f"{_STATS}x_paired_permutation__mutmut_63", f"{_STATS}x_paired_statistic_test__mutmut_70"], _TOLERANCE),
@@ -102,6 +106,47 @@ HARMLESS: dict[str, str] = {
     **dict.fromkeys([f"bespoke_metric.results.figure_stats.x_matrix_stderr__mutmut_{n}" for n in (26, 34)],
                     "the average's guard (every figure judged somewhere, some item given) only spares a bootstrap whose "
                     "replicates would all be NaN, and `bootstrap_se` gives None for those too"),
+    # the protocol
+    **dict.fromkeys([f"{_GUARDS}x__copied_share__mutmut_{n}" for n in (6, 7, 13, 14)],
+                    "windows run past the end of the context or of the response: they are shorter than ECHO_SPAN (down to "
+                    "empty), and every window they are compared with is ECHO_SPAN long, so none of them matches"),
+    f"{_GUARDS}x__copied_share__mutmut_23": ("`if words` made always true: no caller gives it no words (`check_context_echo` "
+                                             "returns first, and `check_response`'s empty guard fires first), so the "
+                                             "division by zero is never reached"),
+    f"{_GUARDS}x__echo__mutmut_1": ("the default context (`check_response`'s guards give none) made \"XXXX\": one word, "
+                                    "which holds no run of ECHO_SPAN words, so nothing is copied from it"),
+    f"{_GUARDS}x__echo__mutmut_18": ("`if context` made always true: an empty context holds no run of ECHO_SPAN words, "
+                                     "so the copied share is 0.0 as before"),
+    f"{_GUARDS}x__known_share__mutmut_17": ("the share given when no letter is in a run of two, 1.0, made 2.0: both "
+                                            "callers compare it with a threshold of at most 0.9, the same verdict"),
+    **dict.fromkeys([f"{_GUARDS}x__language__mutmut_{n}" for n in (34, 36, 37)],
+                    "the default of the query's language in the response's ranking: py3langid ranks every language it "
+                    "knows, the query's among them (`classify` gives one of them), so the default is never read"),
+    f"{_GUARDS}x__repetition__mutmut_5": ("the smallest compression ratio starts at 2.0 for 1.0: where no line is long "
+                                          "enough to compress it stays there, above the 0.12 threshold either way"),
+    **dict.fromkeys([f"{_GUARDS}x__repetition__mutmut_{n}" for n in (29, 33)],
+                    "`zip(strict=False)` written `strict=None` or left to its default: the same zip"),
+    f"{_GUARDS}x__repetition__mutmut_43": "`\"utf-8\"` written `\"UTF-8\"`: the same codec",
+    f"{_GUARDS}x_check_context_echo__mutmut_7": "`_echo` reads the response's words, not its text argument",
+    f"{_GUARDS}x_check_context_echo__mutmut_15": ("the query given to the context's echo check made \"XXXX\" for \"\": "
+                                                  "it differs only for a response whose words are 80% `xxxx`"),
+    **dict.fromkeys([f"{_GUARDS}x_check_repetition__mutmut_{n}" for n in (4, 5, 10)],
+                    "`_repetition` reads the text alone, not its words or query arguments (its signature is every guard's)"),
+    f"{_PARSING}x__json_expected__mutmut_2": ("`lstrip` made `rstrip`: its one caller gives it the answer region, which "
+                                              "`answer_region` returns stripped"),
+    f"{_PARSING}x__norm_key__mutmut_12": ("`strip(\"_\")` made `strip(\"XX_XX\")`, which strips X too: the key is "
+                                          "lower-cased first, so it holds no X"),
+    **dict.fromkeys([f"{_PARSING}x_find_json__mutmut_{n}" for n in (26, 27)],
+                    "`<=` made `<` in the test of one candidate inside another: two candidates never share a start (one "
+                    "per fence, which starts at its backticks, one per brace that starts a line) nor an end (a nested "
+                    "value closes before the one around it, a fence after its closing backticks)"),
+    **dict.fromkeys([f"{_PARSING}x_find_json__mutmut_{n}" for n in (32, 34)],
+                    "`max` without its key compares the (start, value) pairs by their starts first, and no two "
+                    "candidates share a start, so the values are never compared"),
+    f"{_PROTOCOL}x_personalization_request__mutmut_11": ("the examples picked where `personalized=False` too: the "
+                                                         "request leaves them out then (the system turn reads "
+                                                         "`personalized` first, the personal context stays empty), "
+                                                         "the same request"),
 }
 """Surviving mutants (mutmut's names) that no test can or should kill, each with the reason."""
 
@@ -148,15 +193,17 @@ def outcomes(tree: Path, group: Group) -> dict[str, str]:
 
 
 def mutant_diff(tree: Path, group: Group, mutant: str) -> str:
-    """The lines `mutant` changes in its function, read from the module mutmut wrote (each mutant is a copy of the
-    function beside the original, `..._mutmut_orig`): what `mutmut show` prints, without a process per mutant."""
+    """The lines `mutant` changes in its function, its signature included (a default mutated), read from the module
+    mutmut wrote (each mutant is a copy of the function beside the original, `..._mutmut_orig`): what `mutmut show`
+    prints, without a process per mutant."""
     module = next(module for module in group.modules if mutant.startswith(module.removesuffix(".py").replace("/", ".") + "."))
     source = (tree / "mutants" / module).read_text(encoding="utf-8")
     name = mutant.rsplit(".", 1)[1]
 
     def body(function: str) -> list[str]:
         found = re.search(rf"^([ \t]*)def {re.escape(function)}\(.*?(?=^\1(?:def |class |[^\s#)])|\Z)", source, re.S | re.M)
-        return found.group(0).splitlines()[1:] if found else []
+        # the copies' names differ, so the signature is compared under one name
+        return found.group(0).replace(f"def {function}(", "def (", 1).splitlines() if found else []
 
     changed = difflib.unified_diff(body(name.rsplit("__mutmut_", 1)[0] + "__mutmut_orig"), body(name), lineterm="", n=0)
     return "\n".join(line for line in changed if line.startswith(("+", "-")) and not line.startswith(("+++", "---")))
