@@ -38,7 +38,7 @@ from bespoke_metric.results.file_kinds import not_results, read_json
 from bespoke_metric.results.incomplete import ALLOW_INCOMPLETE, INCOMPLETE_MARK
 from bespoke_metric.results.labels import system_label
 from bespoke_metric.results.metrics import METRIC_NAMES
-from bespoke_metric.results.served import asked_model, mismatched
+from bespoke_metric.results.served import asked_model, judge_identity, mismatched
 
 COLUMNS: tuple[str, ...] = METRIC_NAMES + ("average",)
 """The five benchmark numbers and their mean, the columns of every leaderboard."""
@@ -81,12 +81,11 @@ class Entry:
 
     @property
     def judge_key(self) -> str:
-        """Canonical JSON of what must be equal for two results to be compared: the judge (and the other
-        models that served it in place of the one asked for) and the data."""
+        """Canonical JSON of what must be equal for two results to be compared: the judge (`judge_identity`; and
+        the other models that served it in place of the one asked for, and whether a stand-in answered it) and the data."""
         data = self.results.data
         data_id = {"fingerprint": data["fingerprint"]} if data.get("fingerprint") else {"source": data.get("source"), "revision": data.get("revision")}
-        judge = {key: value for key, value in self.judge.items() if key not in ("served_models", "stand_in")}
-        return json.dumps({"judge": judge, "served_instead": judge_served_instead(self.judge),
+        return json.dumps({"judge": judge_identity(self.judge), "served_instead": judge_served_instead(self.judge),
                            "stand_in": bool(self.judge.get("stand_in")), "data": data_id},
                           sort_keys=True, default=str)
 

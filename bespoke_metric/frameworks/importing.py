@@ -7,6 +7,11 @@ Both frameworks keep, per sample, the item exactly as our results file writes on
 `describe()` block (`ITEM_KEY`, `JUDGE_KEY`: inspect in the score's metadata, lm-eval in the filtered
 response, as JSON text); the answers become the predictions written beside the results, as `bespoke run`
 keeps them, so `bespoke rescore` judges them again.
+
+A sample's judge block counts who answered its judge session's calls as they stood when it was scored, and names
+that session (`SESSION_KEY`): the results file's judge block counts each session once, by the block of it that
+counts the most answers (its last, whatever order concurrent samples were logged in), added up over the sessions
+of every file joined.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +27,20 @@ from typing import Any
 
 from bespoke_dataset.atomic import atomic_write_text
 from bespoke_dataset.errors import UserError
+from bespoke_metric.backends.base import Usage
 from bespoke_metric.judging.guards import GuardHit
 from bespoke_metric.judging.session import PreparedResponse, prepare_response
 from bespoke_metric.results import ItemResult, Results
 from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.results.incomplete import Rerun
-from bespoke_metric.results.served import count_served, mark_served
+from bespoke_metric.results.served import (
+    SESSION_KEY,
+    answered_by,
+    count_served,
+    judge_identity,
+    latest_status,
+    mark_served,
+)
 from bespoke_metric.scoring.pipeline import load_benchmark, model_name, results_summary, write_results
 from bespoke_metric.scoring.predictions import prediction_record
 
@@ -78,6 +92,9 @@ class FrameworkRun:
     samples: list[FrameworkSample]
     source: str | None
     system: dict[str, Any]
+    judges: dict[str, dict[str, Any]]
+    """Per judge session that judged its samples (by `_session_of`), its judge block after its last call seen
+    (`_latest_blocks`)."""
 
 
 @dataclass(frozen=True)
@@ -108,15 +125,18 @@ def read_inspect_log(path: str, epoch: int | None = None) -> FrameworkRun:
     if epoch is not None and not 1 <= epoch <= epochs:
         raise ImportRunError(f"{path}: --epoch {epoch}: the log has epochs 1 to {epochs}")
     by_query: dict[str, list[FrameworkSample]] = {}
+    blocks: list[dict[str, Any]] = []
     for sample in log.samples:
         score = next((score for score in reversed(list((sample.scores or {}).values()))
                       if isinstance(score.metadata, Mapping) and ITEM_KEY in score.metadata), None)
-        if score is None or (epoch is not None and sample.epoch != epoch):
+        if score is None:
             continue  # a sample that errored before it was scored: not an answer judged
         given = (sample.metadata or {}).get(CONTEXT_KEY) or {}
-        by_query.setdefault(str(sample.id), []).append(
-            _sample(path, f"sample {sample.id} (epoch {sample.epoch})", sample.output.completion, score.metadata,
-                    served_model=sample.output.model or None, stand_in=bool(given.get("stand_in"))))
+        answer = _sample(path, f"sample {sample.id} (epoch {sample.epoch})", sample.output.completion, score.metadata,
+                         served_model=sample.output.model or None, stand_in=bool(given.get("stand_in")))
+        blocks.append(answer.judge)  # every epoch's: the epochs share the judge's session and its counts
+        if epoch is None or sample.epoch == epoch:
+            by_query.setdefault(str(sample.id), []).append(answer)
     if not by_query:
         raise ImportRunError(f"{path}: no sample of this inspect log has a BESPOKE score (each errored before it was "
                              f"judged; status {log.status})")
@@ -128,7 +148,7 @@ def read_inspect_log(path: str, epoch: int | None = None) -> FrameworkRun:
               "task": log.eval.task, "task_version": log.eval.task_version, "eval_id": log.eval.eval_id,
               "task_args": _plain(kept), **({"epochs": epochs} if epochs > 1 else {}),
               **({"epoch": epoch} if epoch is not None else {})}
-    return FrameworkRun(path, samples, _optional_str(args.get("source")), system)
+    return FrameworkRun(path, samples, _optional_str(args.get("source")), system, _sessions(path, blocks))
 
 
 def _one_answer(path: str, query: str, answers: list[FrameworkSample]) -> FrameworkSample:
@@ -166,7 +186,8 @@ def read_lm_eval_samples(path: str) -> FrameworkRun:
     task = Path(path).name.removeprefix(LM_EVAL_SAMPLES).rsplit("_", 1)[0]
     system = {"framework": "lm-eval", "model": _lm_eval_model(Path(path).parent), "context": doc.get("context"),
               "task": task}
-    return FrameworkRun(path, samples, _optional_str(doc.get("source")), system)
+    return FrameworkRun(path, samples, _optional_str(doc.get("source")), system,
+                        _sessions(path, (sample.judge for sample in samples)))
 
 
 def read_framework_run(path: str | os.PathLike[str], epoch: int | None = None) -> FrameworkRun:
@@ -199,8 +220,8 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
         raise ImportRunError("no file to import")
     runs = [read_framework_run(path, epoch) for path in paths]
     first = runs[0]
+    _same_judge(runs)
     for run in runs[1:]:
-        _same(first, run, "judge", lambda r: _judge_identity(r.samples[-1].judge))
         _same(first, run, "system", lambda r: (r.system.get("framework"), r.system.get("model"), r.system.get("context")))
         _same(first, run, "data", lambda r: r.source)
     given_source = source or first.source
@@ -223,8 +244,9 @@ def import_runs(paths: Sequence[str | os.PathLike[str]], *, source: str | None =
     system = {**first.system, "name": f"{first.system.get('model')} ({first.system.get('context')})",
               "imported_from": [os.fspath(path) for path in paths]}
     summary = results_summary(items, benchmark_queries=len(benchmark), judge_truncated=0)
-    # each sample's judge block is written as judging goes: the last of the last run has every count
-    results = Results(summary=summary, **figure_stats(items), items=items, judge=dict(runs[-1].samples[-1].judge),
+    # a session that wrote blocks into several files (a run split, a log retried) is counted once
+    sessions = _latest_blocks(session for run in runs for session in run.judges.items())
+    results = Results(summary=summary, **figure_stats(items), items=items, judge=_judge_block(list(sessions.values())),
                       data=data, usage={"imported": system["framework"]}, system=system, model_name=model_name(system))
     mark_served(results, count_served(sample.served_model or "" for sample in samples if not sample.stand_in), None,
                 sum(sample.stand_in for sample in samples))
@@ -258,8 +280,63 @@ def _sample(path: str, where: str, response: Any, carried: Mapping[str, Any], **
     return FrameworkSample(str(response or ""), item, judge, **answered)
 
 
-def _judge_identity(block: Mapping[str, Any]) -> tuple[Any, ...]:
-    return block.get("spec"), block.get("protocol_version"), block.get("guards")
+def _session_of(path: str, block: Mapping[str, Any]) -> str:
+    """The judge session that wrote `block`: the one it names, else (a block written before sessions were named)
+    the file's, one session per file."""
+    named = block.get(SESSION_KEY)
+    return str(named) if named else f"{path} (no {SESSION_KEY} named)"
+
+
+def _answers(block: Mapping[str, Any]) -> int:
+    """How many answers a judge block counts (by a model or a stand-in): it only grows within a session."""
+    return sum((block.get("served_models") or {}).values()) + int(block.get("stand_in") or 0)
+
+
+def _latest_blocks(blocks: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per session, of its `(session, block)` pairs, the block counting the most answers: its latest, since samples
+    judged at once write their blocks in no set order."""
+    latest: dict[str, dict[str, Any]] = {}
+    for session, block in blocks:
+        if session not in latest or _answers(block) > _answers(latest[session]):
+            latest[session] = dict(block)
+    return latest
+
+
+def _sessions(path: str, blocks: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The latest judge block of each session among the blocks of the file `path`'s samples."""
+    return _latest_blocks((_session_of(path, block), block) for block in blocks)
+
+
+def _judge_block(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The judge block of a results file judged in `sessions` (of one judge: `_same_judge`): the judge, and who
+    answered the calls of every session (their counts added up, the latest model status said)."""
+    served: Counter[str] = Counter()
+    for block in sessions:
+        served.update(block.get("served_models") or {})
+    usage = Usage(served_models=dict(served), model_status=latest_status(block.get("model_status") for block in sessions) or {},
+                  stand_in=sum(int(block.get("stand_in") or 0) for block in sessions))
+    return {**judge_identity(sessions[-1]), **answered_by(usage)}
+
+
+def _same_judge(runs: Sequence[FrameworkRun]) -> None:
+    """Refuse runs judged by more than one judge (`judge_identity`, as the leaderboard compares results), naming
+    the fields that differ."""
+    first = runs[0]
+    expected = judge_identity(next(iter(first.judges.values())))
+    for run in runs:
+        for block in run.judges.values():
+            other = judge_identity(block)
+            if other != expected:
+                fields = ", ".join(f"{name}: {_shown(other, name)} vs {_shown(expected, name)}"
+                                   for name in sorted(expected.keys() | other.keys())
+                                   if name not in expected or name not in other or expected[name] != other[name])
+                than = f"{first.path}'s" if run is not first else "its other samples'"
+                raise ImportRunError(f"{run.path}: another judge than {than} ({fields}): "
+                                     "import each run to its own results file")
+
+
+def _shown(block: Mapping[str, Any], name: str) -> str:
+    return repr(block[name]) if name in block else "absent"
 
 
 def _same(first: FrameworkRun, other: FrameworkRun, what: str, key: Any) -> None:

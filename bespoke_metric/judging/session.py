@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from bespoke_dataset import DEFAULT_SOURCE, resolve_source
 from bespoke_dataset.rows import load_rows
 from bespoke_metric.backends.registry import Spec
 from bespoke_metric.results import ItemResult
-from bespoke_metric.results.served import answered_by
+from bespoke_metric.results.served import SESSION_KEY, answered_by
 
 from .cleaning import clean_response
 from .config import JudgeConfig
@@ -64,6 +65,8 @@ class JudgeSession:
 
     def __init__(self, config: JudgeConfig, rows: Sequence[Mapping[str, Any]]) -> None:
         self.config = config
+        # each block this session writes names it: the counts of one session's blocks are never added up twice
+        self.session_id = uuid.uuid4().hex
         self.judge = GuardedJudge(make_judge(config), enabled=config.guards)
         try:
             self.judge.calibrate(list(rows))
@@ -102,8 +105,9 @@ class JudgeSession:
             return await self.judge.judge(list(items), _quiet)
 
     def describe(self) -> dict[str, Any]:
-        """The `judge` block of a results file: the judge, its guards, and who answered its calls so far."""
-        return {**self.judge.describe(), **answered_by(self.judge.usage)}
+        """The `judge` block of a results file: the judge, its guards, who answered its calls so far, and this
+        session (`SESSION_KEY`)."""
+        return {**self.judge.describe(), **answered_by(self.judge.usage), SESSION_KEY: self.session_id}
 
     def close(self) -> None:
         """Release the judge: its backend (a local model's memory) and its cache."""

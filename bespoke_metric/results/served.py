@@ -62,6 +62,21 @@ def count_served(names: Iterable[str]) -> dict[str, int]:
     return dict(Counter(name for name in names if name))
 
 
+SESSION_KEY = "session"
+"""Where the judge block of a `JudgeSession` (inspect's scorer, lm-eval's filter) names that session: a random id
+minted when it opens, so that the blocks one session wrote (each as its counts stood then) are told from another's
+when the counts of several are added up (`bespoke import` of a run split over files, an inspect log retried)."""
+ANSWERED_KEYS = ("served_models", "model_status", "stand_in")
+"""The keys of a judge block that count who answered its calls so far (`answered_by`): they grow as it judges."""
+
+
+def judge_identity(block: Mapping[str, Any]) -> dict[str, Any]:
+    """Which judge a judge block describes: the block without who answered its calls (`ANSWERED_KEYS`) and without
+    the session that made them (`SESSION_KEY`). The one definition of the same judge: the leaderboard compares
+    results under it, `bespoke import` joins files under it."""
+    return {key: value for key, value in block.items() if key not in (*ANSWERED_KEYS, SESSION_KEY)}
+
+
 def answered_by(usage: Usage) -> dict[str, Any]:
     """What a judge block records of who answered its calls: `served_models`, how the provider said the model
     stands (`model_status`) where it said, and how many answers a stand-in made (`stand_in`) where it made

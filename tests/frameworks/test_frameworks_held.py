@@ -15,7 +15,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.frameworks.importing import ITEM_KEY, JUDGE_KEY
 from bespoke_metric.judging.guards import GUARDS_VERSION
 from bespoke_metric.results.metrics import METRIC_NAMES
+from bespoke_metric.results.served import SESSION_KEY, judge_identity
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
@@ -89,7 +90,9 @@ def test_no_figure_judged_gives_no_figure_and_no_average() -> None:
 
 class InspectRuns:
     """Two inspect runs of the task on the sample's first `LIMIT` queries, one sample at a time, judged by `JUDGE`
-    over one test server: with the guards (`guarded`) and without (`unguarded`); the judge's calls of each."""
+    over one test server: with the guards (`guarded`) and without (`unguarded`); and a third with the guards on the
+    next `LIMIT` queries, all samples at once (`rest`: the rest of `guarded`'s run, in a judge session of its own);
+    the judge's calls of each."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -120,6 +123,14 @@ def inspect_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InspectRu
                                  log_dir=str(runs.folder / name), display="none")
             assert log.status == "success", log.error
             runs.logs[name], runs.calls[name] = Path(log.location), len(server.calls) - before
+        before = len(server.calls)
+        [log] = inspect_eval(bespoke(source="sample", judge=JUDGE, judge_options={"base_url": server.base_url, "api_key": "sk-judge"}),
+                             model=get_model("mockllm/model", custom_outputs=[ModelOutput.from_content(
+                                 "mockllm/model", ANSWER.format(index=index)) for index in range(LIMIT, 2 * LIMIT)]),
+                             sample_id=list(load_benchmark("sample")[0])[LIMIT:2 * LIMIT], max_samples=LIMIT,
+                             log_dir=str(runs.folder / "rest"), display="none")
+        assert log.status == "success", log.error
+        runs.logs["rest"], runs.calls["rest"] = Path(log.location), len(server.calls) - before
     yield runs
 
 
@@ -190,6 +201,45 @@ def test_import_carries_the_system_the_data_and_the_answers(inspect_runs: Inspec
     keys = [f"{item['user']}/{item['query_id']}" for item in results["items"]]
     assert [f"{p['user']}/{p['query_id']}" for p in predictions] == keys
     assert all(p["response"].startswith("Keep the rye starter") for p in predictions)
+
+
+def served(sample: Any) -> int:
+    """The judge's answers an inspect sample's judge block counts."""
+    return sum(sample.scores["bespoke_judge"].metadata[JUDGE_KEY]["served_models"].values())
+
+
+def samples_kept(keep: Callable[[Any], bool]) -> Callable[[Any], None]:
+    def change(log: Any) -> None:
+        log.samples = [sample for sample in log.samples if keep(sample)]
+    return change
+
+
+@pytest.mark.slow
+def test_a_run_split_over_logs_counts_its_judge_session_once(inspect_runs: InspectRuns, here: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # one eval's log split in two (as a run resumed from part of its log would be): the files share one judge session
+    from inspect_ai.log import read_eval_log
+
+    log = inspect_runs.logs["guarded"]
+    samples = read_eval_log(str(log)).samples or []
+    assert len({sample.scores["bespoke_judge"].metadata[JUDGE_KEY][SESSION_KEY] for sample in samples}) == 1
+    latest = max(samples, key=served)  # its block counts every call of the session: given first, not last
+    first = rewritten(log, here / "latest.json", samples_kept(lambda sample: sample.id == latest.id))
+    second = rewritten(log, here / "others.json", samples_kept(lambda sample: sample.id != latest.id))
+    results = imported(capsys, first, second)
+    assert len(results["items"]) == LIMIT
+    assert results["judge"]["served_models"] == {"judge-model": inspect_runs.calls["guarded"]}
+
+
+@pytest.mark.slow
+def test_runs_of_one_judge_in_two_sessions_count_the_calls_of_both(inspect_runs: InspectRuns, here: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # two evals of the same judge on disjoint queries, the second's samples judged at once (their blocks logged in
+    # no set order): each session counted whole, once
+    results = imported(capsys, inspect_runs.logs["guarded"], inspect_runs.logs["rest"])
+    assert len(results["items"]) == 2 * LIMIT
+    assert results["judge"]["served_models"] == {"judge-model": inspect_runs.calls["guarded"] + inspect_runs.calls["rest"]}
+    assert SESSION_KEY not in results["judge"] and results["judge"]["guards"] == GUARDS_VERSION
 
 
 def rewritten(log: Path, to: Path, change: Callable[[Any], None]) -> Path:
@@ -275,7 +325,7 @@ def test_the_filter_judges_with_the_judge_the_metadata_made(tmp_path: Path) -> N
             expected.close()
     assert [f"{one[ITEM_KEY]['user']}/{one[ITEM_KEY]['query_id']}" for one in judged] == [doc["key"] for doc in docs]
     assert judged[0][ITEM_KEY].get("guard") is None  # "ok" judged: the guards are off
-    assert {**judged[0][JUDGE_KEY], "served_models": {}} == {**block, "served_models": {}}
+    assert judge_identity(judged[0][JUDGE_KEY]) == judge_identity(block)  # the same judge, in another session
     assert judged[0][JUDGE_KEY]["served_models"] == {"judge-model": calls} and calls == 2  # one judgment each, no recall
     assert (tmp_path / "judge.sqlite").is_file()
 
@@ -351,10 +401,11 @@ BLOCK = {"spec": JUDGE, "engine": "openai", "model": "judge-model", "protocol_ve
          "guards": GUARDS_VERSION, "proxy": False, "served_models": {"judge-model": 40}}
 
 
-def logged(folder: Path, name: str, answers: list[tuple[str, list[int | None], float | None]], **block: Any) -> Path:
+def logged(folder: Path, name: str, answers: list[tuple[str, list[int | None], float | None]],
+           each: Sequence[Mapping[str, Any]] = (), **block: Any) -> Path:
     """lm-eval's samples file `samples_bespoke_none_NAME.jsonl` of the sample's first queries, as `--log_samples`
-    writes it: per query its document, the answer (`resps`) and the filter's item and judge block; with lm-eval's
-    results file beside it naming the model."""
+    writes it: per query its document, the answer (`resps`) and the filter's item and judge block (`BLOCK` with
+    `block`, and the answer's own of `each` where given); with lm-eval's results file beside it naming the model."""
     from bespoke_metric.results import ItemResult
 
     benchmark, _ = load_benchmark("sample")
@@ -365,7 +416,8 @@ def logged(folder: Path, name: str, answers: list[tuple[str, list[int | None], f
         item.errors = [{"metric": dim, "reason": "unparsable"} for dim, score in zip(DIMENSIONS, scores, strict=True) if score is None]
         doc = {"user": item.user, "query_id": item.query_id, "key": key, "context": "none", "source": "sample", "judge": JUDGE}
         lines.append(json.dumps({"doc_id": index, "doc": doc, "target": key, "arguments": {}, "resps": [[answer]],
-                                 "filtered_resps": [json.dumps({ITEM_KEY: item.to_json(), JUDGE_KEY: {**BLOCK, **block}})],
+                                 "filtered_resps": [json.dumps({ITEM_KEY: item.to_json(), JUDGE_KEY: {
+                                     **BLOCK, **block, **(each[index] if each else {})}})],
                                  "filter": "bespoke", "metrics": list(METRIC_NAMES)}))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results_2026-12-06T00-00-00.json").write_text(json.dumps({"model_name": "gpt-4o-mini"}), encoding="utf-8")
@@ -397,15 +449,56 @@ def test_an_lm_eval_run_imports_as_the_results_file_of_its_items(here: Path, cap
     assert results["system"]["predictions"] == "imported/predictions.jsonl"
 
 
-@pytest.mark.parametrize(("field", "value", "what"), [
-    ("spec", "openai:another-judge", "judge"), ("protocol_version", "1", "judge"), ("guards", None, "judge")])
-def test_lm_eval_runs_of_two_judges_are_never_joined(here: Path, capsys: pytest.CaptureFixture[str], field: str, value: Any,
-                                                    what: str) -> None:
+@pytest.mark.parametrize(("field", "value"), [
+    ("spec", "openai:another-judge"), ("protocol_version", "1"), ("guards", None), ("max_shots", 2),
+    ("recall_mode", "batched"), ("with_feedback", False), ("personalized", False), ("structured", True),
+    ("constraint", "json_schema"), ("recall_effort", "low"), ("max_tokens", 700), ("proxy", True), ("repeat", 1),
+    ("base_url", "http://127.0.0.1:8001/v1"), ("settings", {"temperature": 0.0, "reasoning_effort": "high"})])
+def test_lm_eval_runs_of_two_judges_are_never_joined(here: Path, capsys: pytest.CaptureFixture[str], field: str,
+                                                    value: Any) -> None:
+    # every field of the judge's block but who answered its calls tells judges apart, as the leaderboard's groups do
     first = logged(here / "a", "a", ANSWERS[:2])
     second = logged(here / "b", "b", ANSWERS[2:], **{field: value})
     assert main(["import", str(first), str(second), "--output", "joined.json"]) == 2
-    assert capsys.readouterr().err.startswith(f"error: {second}: another {what} than {first}'s")
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: {second}: another judge than {first}'s ({field}: {value!r} vs ")
+    assert f"vs {BLOCK[field]!r})" in error if field in BLOCK else "vs absent)" in error
     assert "incomplete" in imported(capsys, first, logged(here / "c", "c", ANSWERS[2:]), output="joined.json")
+
+
+def test_a_file_judged_by_two_judges_is_refused(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # an inspect log retried, or lm-eval's samples, whose sessions were not of one judge: one results file is one judge's
+    samples = logged(here / "a", "a", ANSWERS, each=[{SESSION_KEY: "one"}, {SESSION_KEY: "one"}, {SESSION_KEY: "two", "max_shots": 2}])
+    assert main(["import", str(samples), "--output", "imported.json"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {samples}: another judge than its other samples' (max_shots: 2 vs 5)")
+
+
+def test_lm_eval_runs_of_one_judge_are_joined_whoever_answered_its_calls(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the counts of who answered, the provider's word on the model and the session differ between runs of one judge
+    first = logged(here / "a", "a", ANSWERS[:2], **{SESSION_KEY: "one"})
+    second = logged(here / "b", "b", ANSWERS[2:], served_models={"judge-model": 30, "judge-model-mini": 2}, stand_in=3,
+                    model_status={"stage": "DEPRECATED"}, **{SESSION_KEY: "two"})
+    judge = imported(capsys, first, second, output="joined.json")["judge"]
+    assert judge == {**BLOCK, "served_models": {"judge-model": 70, "judge-model-mini": 2}, "stand_in": 3,
+                     "model_status": {"stage": "DEPRECATED"}}
+
+
+@pytest.mark.parametrize(("sessions", "counted"), [
+    (("one", "one"), 30),  # one session's run split over two files: its latest block alone
+    (("one", "two"), 20 + 30),  # two sessions: each one's latest block
+    ((None, None), 20 + 30),  # blocks written before sessions were named: a session per file
+], ids=["one-session-split", "two-sessions", "unnamed"])
+def test_an_import_counts_each_judge_session_once_by_its_latest_block(
+        here: Path, capsys: pytest.CaptureFixture[str], sessions: tuple[str | None, str | None], counted: int) -> None:
+    # each sample's block counts the session's answers as they stood when it was judged; samples judged at once are
+    # logged in no set order, so a file's last sample may not hold its session's latest counts
+    def blocks(session: str | None, *answers: int) -> list[dict[str, Any]]:
+        return [{"served_models": {"judge-model": count}, **({SESSION_KEY: session} if session else {})} for count in answers]
+
+    first = logged(here / "a", "a", ANSWERS[:1], each=blocks(sessions[0], 20))
+    second = logged(here / "b", "b", ANSWERS[1:], each=blocks(sessions[1], 30, 25))
+    judge = imported(capsys, first, second, output="joined.json")["judge"]
+    assert judge == {**BLOCK, "served_models": {"judge-model": counted}}
 
 
 def test_an_imported_run_that_lost_judgments_never_looks_complete(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
