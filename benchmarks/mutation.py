@@ -38,13 +38,15 @@ from scratch import ROOT, SHIM, export_tree
 @dataclass(frozen=True)
 class Group:
     """Modules mutated together, and the test files of their area (the quick ones: `-m "not slow"` unless `slow`),
-    less `heavy` ones (whole commands and releases, seconds each, run for every mutant of a function they reach), and
+    less `heavy` ones (whole commands and releases, seconds each, run for every mutant of a function they reach) and
+    `unfit` ones (they read the modules' source as text, which mutmut rewrites: they fail whatever the mutant), and
     code run in the process every mutant's is forked from (`warm`: caches filled once, not once per mutant)."""
 
     modules: tuple[str, ...]
     tests: tuple[str, ...]
     slow: bool = False
     heavy: tuple[str, ...] = ()
+    unfit: tuple[str, ...] = ()
     warm: str = ""
 
 
@@ -65,7 +67,9 @@ GROUPS = {
     # inspect_judge.py holds what inspect_task.py did of the judging (the scorer, the metric) since issue 47
     "frameworks": Group(("bespoke_metric/frameworks/importing.py", "bespoke_metric/frameworks/inspect_task.py",
                          "bespoke_metric/frameworks/inspect_judge.py", "bespoke_metric/frameworks/lm_eval_harness.py"),
-                        ("tests/frameworks",)),
+                        ("tests/frameworks",),
+                        # it reads the imports of every module of the wing, mutmut's own among them once mutated
+                        unfit=("external_dependencies_every_import_of_the_frameworks_is_declared",)),
 }
 """The frameworks' quick tests alone: their real runs (inspect's and lm-eval's, tens of seconds each) would be run
 again for every mutant of a function they reach."""
@@ -106,6 +110,8 @@ HARMLESS: dict[str, str] = {
     **dict.fromkeys([f"bespoke_metric.results.figure_stats.x_matrix_stderr__mutmut_{n}" for n in (26, 34)],
                     "the average's guard (every figure judged somewhere, some item given) only spares a bootstrap whose "
                     "replicates would all be NaN, and `bootstrap_se` gives None for those too"),
+    f"{_STATS}x__constant__mutmut_4": ("`a == a[0]` made `a == a[1]`: every value equals the first exactly when every "
+                                        "value equals the second, and both callers ask it only of two values or more"),
     # the protocol
     **dict.fromkeys([f"{_GUARDS}x__copied_share__mutmut_{n}" for n in (6, 7, 13, 14)],
                     "windows run past the end of the context or of the response: they are shorter than ECHO_SPAN (down to "
@@ -153,7 +159,8 @@ HARMLESS: dict[str, str] = {
 
 def configure(tree: Path, group: Group) -> None:
     """mutmut's settings for `group`, in the scratch copy's pyproject.toml (`[tool.mutmut]`)."""
-    selection = [*group.tests, *(["-k", " and ".join(f"not {name}" for name in group.heavy)] if group.heavy else [])]
+    left_out = (*group.heavy, *group.unfit)
+    selection = [*group.tests, *(["-k", " and ".join(f"not {name}" for name in left_out)] if left_out else [])]
     added = ["-n0", "-p", "no:cacheprovider", *([] if group.slow else ["-m", "not slow"])]
     settings = {
         "source_paths": ["bespoke_metric"],

@@ -98,6 +98,16 @@ def test_the_random_permutation_test_by_its_definition() -> None:
     assert (test.n, test.difference, test.method) == (len(A), pytest.approx(mean(d)), "permutation")
 
 
+def test_a_permutation_test_s_interval_is_the_paired_bootstrap_s_at_its_seed() -> None:
+    # continuous differences, so that each seed's interval is its own
+    draw = np.random.default_rng(11)
+    x, y = draw.normal(size=30).tolist(), draw.normal(size=30).tolist()
+    for seed in (0, 5):
+        test = stats.paired_permutation(x, y, n_resamples=B, seed=seed)
+        assert test.ci == stats.paired_bootstrap(x, y, n_resamples=B, seed=seed).ci
+    assert stats.paired_permutation(x, y, n_resamples=B, seed=5).ci != stats.paired_permutation(x, y, n_resamples=B).ci
+
+
 def test_a_statistic_of_several_items_compared_by_its_definition() -> None:
     def correlation(x: list[float], y: list[float]) -> float:
         mx, my = mean(x), mean(y)
