@@ -116,9 +116,9 @@ HARMLESS: dict[str, str] = {
     **dict.fromkeys([f"{_GUARDS}x__copied_share__mutmut_{n}" for n in (6, 7, 13, 14)],
                     "windows run past the end of the context or of the response: they are shorter than ECHO_SPAN (down to "
                     "empty), and every window they are compared with is ECHO_SPAN long, so none of them matches"),
-    f"{_GUARDS}x__copied_share__mutmut_23": ("`if words` made always true: no caller gives it no words (`check_context_echo` "
-                                             "returns first, and `check_response`'s empty guard fires first), so the "
-                                             "division by zero is never reached"),
+    **dict.fromkeys([f"{_GUARDS}x__copied_share__mutmut_{n}" for n in (23, 26)],
+                    "the share of no words (0.0), made a division by zero or 1.0: no caller gives it no words "
+                    "(`check_context_echo` returns first, and `check_response`'s empty guard fires first)"),
     f"{_GUARDS}x__echo__mutmut_1": ("the default context (`check_response`'s guards give none) made \"XXXX\": one word, "
                                     "which holds no run of ECHO_SPAN words, so nothing is copied from it"),
     f"{_GUARDS}x__echo__mutmut_18": ("`if context` made always true: an empty context holds no run of ECHO_SPAN words, "
