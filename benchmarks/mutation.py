@@ -87,6 +87,9 @@ _STATS = "bespoke_metric.results.stats."
 _GUARDS = "bespoke_metric.judging.guards."
 _PARSING = "bespoke_metric.judging.parsing."
 _PROTOCOL = "bespoke_metric.judging.protocol."
+_INSPECT_JUDGE = "bespoke_metric.frameworks.inspect_judge."
+_IMPORTING = "bespoke_metric.frameworks.importing."
+_LM_EVAL = "bespoke_metric.frameworks.lm_eval_harness."
 HARMLESS: dict[str, str] = {
     **dict.fromkeys([f"{_STATS}x_paired_bootstrap__mutmut_29", f"{_STATS}x_paired_permutation__mutmut_40",
                      f"{_STATS}x_paired_permutation__mutmut_63", f"{_STATS}x_paired_statistic_test__mutmut_70"], _TOLERANCE),
@@ -153,6 +156,27 @@ HARMLESS: dict[str, str] = {
                                                          "request leaves them out then (the system turn reads "
                                                          "`personalized` first, the personal context stays empty), "
                                                          "the same request"),
+    # the frameworks wing
+    **dict.fromkeys([f"{_INSPECT_JUDGE}x__number__mutmut_{n}" for n in (4, 12)], "`float(\"nan\")` made `float(\"NAN\")`: the same NaN"),
+    **dict.fromkeys([f"{_IMPORTING}x__lines__mutmut_6", f"{_IMPORTING}x__lm_eval_model__mutmut_13"],
+                    "`\"utf-8\"` written `\"UTF-8\"`: the same codec"),
+    f"{_IMPORTING}x__lines__mutmut_9": ("the error's class named only where an OSError has no strerror: those `open` and "
+                                        "reading raise always carry one (their errno's text)"),
+    **dict.fromkeys([f"{_IMPORTING}x__plain__mutmut_{n}" for n in (3, 5)],
+                    "`default=str` dropped: the task arguments it is given come from an inspect log, JSON already"),
+    f"{_IMPORTING}x_read_inspect_log__mutmut_6": ("the text shown for a reader's error whose message is empty: inspect's "
+                                                  "reader raises none (its zip, JSON and pydantic errors all say what)"),
+    f"{_IMPORTING}x__latest_blocks__mutmut_5": ("`>` made `>=` between two blocks of one session counting the same answers: "
+                                                "a session's counts only grow and each block is its state after a call, so "
+                                                "two blocks with the same count are the same block"),
+    f"{_IMPORTING}x__answers__mutmut_12": ("1 counted for a block with no stand-in answers: a session's answers are all a "
+                                           "stand-in's or all a model's (one backend), so every block of a model's "
+                                           "session gains the same 1 and their order stays"),
+    **dict.fromkeys([f"{_LM_EVAL}x_judge_answers__mutmut_{n}" for n in (56, 58, 59)],
+                    "the filter's JSON written with `ensure_ascii` true: lm-eval's `process_results` and `bespoke import` "
+                    "read it back with `json.loads`, the same values escaped or not"),
+    **dict.fromkeys([f"{_LM_EVAL}x_average__mutmut_{n}" for n in (7, 9)], _DTYPE),
+    f"{_LM_EVAL}x_average__mutmut_11": "`reshape(-1, ...)` made `reshape(-2, ...)`: numpy infers any negative size alike",
 }
 """Surviving mutants (mutmut's names) that no test can or should kill, each with the reason."""
 

@@ -107,6 +107,27 @@ def test_answers_in_any_script_are_read_and_written_as_given_whatever_the_locale
     assert results["system"]["model"] == "modèle-ü"
 
 
+def test_runs_of_two_frameworks_are_never_joined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The same model, context and data answered in inspect and in lm-eval: two systems (each framework sends its
+    own messages), never one run."""
+    from test_import_logs import TASK_ARGS, Answer, inspect_log
+
+    from bespoke_cli.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lm").mkdir()
+    samples = samples_file(tmp_path / "lm", lm_eval_line(0))
+    (tmp_path / "lm" / "results_2026-12-06T00-00-00.json").write_text(json.dumps({"model_name": "openai/gpt-4o-mini"}),
+                                                                     encoding="utf-8")
+    log = inspect_log(tmp_path / "run.eval", [Answer(1, "Feed it.")], task_args={**TASK_ARGS, "context": "none"})
+    assert main(["import", str(log), str(samples), "--output", "out.json"]) == 2
+    assert capsys.readouterr().err == (f"error: {samples}: another system than {log}'s (('lm-eval', 'openai/gpt-4o-mini', "
+                                       "'none') vs ('inspect', 'openai/gpt-4o-mini', 'none')): import each run to its own "
+                                       "results file\n")
+    assert not (tmp_path / "out.json").exists()
+
+
 # -- lm-eval's filter and aggregation, in this process -------------------------------------------------------------
 
 
@@ -169,3 +190,19 @@ def test_the_average_of_documents_judged_on_nothing_is_nan() -> None:
     assert math.isnan(lm_eval_harness.average([one]))  # the average wants every figure judged somewhere
     whole = dict(zip(METRIC_NAMES, (20.0, 40.0, 60.0, 80.0, 100.0), strict=True))
     assert lm_eval_harness.average([whole, one]) == pytest.approx((20 + 40 + 70 + 80 + 100) / 5)
+
+
+@pytest.mark.parametrize(("metadata", "said"), [
+    ({"task_context": "selected-history", "context": "none", "judge": JUDGE},
+     "\"context\": 'none': the task chooses the context (bespoke_selected_history runs selected-history); drop it from "
+     "--metadata and run the task of the context you want: bespoke_none, bespoke_history, bespoke_selected_history, "
+     "bespoke_oracle"),
+    ({"judge": None}, "the bespoke tasks need a judge: --metadata '{\"judge\": \"ENGINE:MODEL\", \"source\": ...}'"),
+    ({"judge": JUDGE, "context": "selected-profile"},
+     "context 'selected-profile': the lm-eval tasks run none, history, selected-history, oracle; the profile contexts "
+     "run in inspect (inspect eval bespoke_metric/bespoke -T context=...)"),
+], ids=["context-twice", "no-judge", "profile-context"])
+def test_a_metadata_mistake_says_what_to_do_in_one_line(metadata: dict[str, Any], said: str) -> None:
+    with pytest.raises(lm_eval_harness.MetadataError) as raised:
+        lm_eval_harness.dataset(source="sample", **metadata)
+    assert str(raised.value) == said

@@ -52,6 +52,8 @@ class Answer:
     judge: dict[str, Any] = field(default_factory=dict)
     item: dict[str, Any] = field(default_factory=dict)
     """Fields of the item besides the scores and recall (a guard, a cut)."""
+    scored: bool = True
+    """False: the sample errored before it was scored (no score at all)."""
 
 
 KEYS = list(load_benchmark("sample")[0])
@@ -81,7 +83,7 @@ def inspect_log(path: Path, answers: Sequence[Answer], *, task_args: dict[str, A
         output.model = answer.model or ""
         samples.append(EvalSample(id=KEYS[answer.query], epoch=answer.epoch, input="query", target="need", output=output,
                                   scores=scores if scores is not None else {"bespoke_metric/bespoke_judge": Score(
-                                      value=1.0, metadata=carried)},
+                                      value=1.0, metadata=carried)} if answer.scored else {},
                                   metadata={CONTEXT_KEY: {"stand_in": True}} if answer.stand_in else {}))
     spec = EvalSpec(created="2026-12-06T00:00:00+00:00", task="bespoke_metric/bespoke", task_version="1-A",
                     dataset=EvalDataset(name="bespoke"), model="openai/gpt-4o-mini", config=EvalConfig(),
@@ -317,3 +319,64 @@ def test_a_samples_file_that_is_not_text_is_named(here: Path) -> None:
     path.write_bytes(bytes(random.Random(0).randrange(128, 256) for _ in range(64)))
     with pytest.raises(ImportRunError, match=r"samples_bespoke_none_2026.jsonl: not a text file, so not lm-eval's samples$"):
         read_framework_run(path)
+
+
+# -- what each sample and judge block adds ---------------------------------------------------------------------------
+
+
+def test_a_sample_left_unscored_among_scored_ones_is_passed_over(here: Path) -> None:
+    log = inspect_log(here / "run.eval", [Answer(0, "Feed it."), Answer(1, "Errored.", scored=False), Answer(2, "Use rye.")])
+    assert [sample.response for sample in read_inspect_log(str(log)).samples] == ["Feed it.", "Use rye."]
+
+
+def test_an_empty_answer_is_imported_empty(here: Path) -> None:
+    [sample] = read_inspect_log(str(inspect_log(here / "run.eval", [Answer(0, "")]))).samples
+    assert sample.response == ""
+    [prediction] = import_runs([here / "run.eval"]).predictions
+    assert (prediction["response_raw"], prediction["response"]) == ("", "")
+
+
+def test_the_epoch_picked_on_the_command_line_is_the_one_imported(here: Path) -> None:
+    log = two_epochs(here, [Answer(0, "Feed it.", epoch=2), Answer(1, "Keep it cool.", epoch=2)])
+    assert main(["import", str(log), "--output", "out.json", "--epoch", "2"]) == 0
+    results = json.loads(Path("out.json").read_text(encoding="utf-8"))
+    predictions = [json.loads(line) for line in Path(results["system"]["predictions"]).read_text(encoding="utf-8").splitlines()]
+    assert [prediction["response_raw"] for prediction in predictions] == ["Feed it.", "Keep it cool."]
+    assert results["system"]["epoch"] == 2
+
+
+def test_a_prediction_says_who_answered_and_the_guard_as_recorded(here: Path) -> None:
+    answers = [Answer(0, "Feed it.", item={"guard": {"guard": "echo"}}), Answer(1, "Keep it warm.", model=None)]
+    predictions = import_runs([inspect_log(here / "run.eval", answers)]).predictions
+    assert [(prediction["user"], prediction["query_id"]) for prediction in predictions] == [tuple(key.split("/")) for key in KEYS[:2]]
+    assert predictions[0]["guard"] == {"guard": "echo", "reason": "", "version": GUARDS_VERSION}  # no reason recorded
+    assert predictions[0]["served_model"] == "openai/gpt-4o-mini" and "served_model" not in predictions[1]
+
+
+def test_a_stand_in_judge_session_counts_by_its_latest_block(here: Path) -> None:
+    # a stand-in judge's blocks count its answers as `stand_in`: the latest block is the one counting the most
+    blocks = [{"served_models": {}, "stand_in": count, "session": "judge-session"} for count in (2, 6, 4)]
+    log = inspect_log(here / "run.eval", [Answer(index, "Feed it.", judge=block) for index, block in enumerate(blocks)])
+    assert read_inspect_log(str(log)).judges == {"judge-session": {**BLOCK, **blocks[1]}}
+
+
+def test_logs_whose_blocks_name_no_session_are_one_session_each(here: Path) -> None:
+    # blocks written before sessions were named: each log its own session, their calls added up
+    first = inspect_log(here / "a.eval", [Answer(0, "Feed it.")])
+    second = inspect_log(here / "b.eval", [Answer(1, "Keep it warm.")])
+    assert import_runs([first, second]).results.judge["served_models"] == {"judge-model": 80}
+
+
+def test_runs_of_another_judge_are_named_with_the_fields_that_differ(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = inspect_log(here / "a.eval", [Answer(0, "Feed it.")])
+    other = inspect_log(here / "b.eval", [Answer(1, "Keep it warm.", judge={"guards": None, "max_shots": 3})])
+    assert refused(capsys, first, other) == (f"{other}: another judge than {first}'s (guards: None vs {GUARDS_VERSION!r}, "
+                                             "max_shots: 3 vs 5): import each run to its own results file")
+
+
+def test_a_file_that_is_no_log_inspect_can_read_is_named_with_its_first_line(here: Path) -> None:
+    broken = here / "broken.eval"
+    broken.write_bytes(b"not a zip archive")
+    with pytest.raises(ImportRunError) as raised:
+        read_inspect_log(str(broken))
+    assert str(raised.value) == f"{broken}: not an inspect log that can be read (ValueError: EOCD not found)"
