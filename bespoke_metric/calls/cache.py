@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from bespoke_dataset.errors import UserError
 from bespoke_metric.backends.base import Completion, Request
 
 _SCHEMA = """
@@ -53,6 +54,10 @@ def key_for(identity: Mapping[str, Any], request: Request, extra: Mapping[str, A
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+class CacheError(UserError):
+    """An answer cache whose file cannot be created or opened (`--cache PATH`)."""
+
+
 class Cache:
     """Completions by key in a SQLite file (WAL mode, so readers never block the writer and several
     processes may write at once). One connection per instance, guarded by a lock, so it can be used from
@@ -60,13 +65,17 @@ class Cache:
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 60.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        # Autocommit (isolation_level=None): every put is its own short transaction, so a killed run
-        # loses at most the call in flight.
-        self._db = sqlite3.connect(
-            str(self.path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit (isolation_level=None): every put is its own short transaction, so a killed run
+            # loses at most the call in flight.
+            self._db = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.OperationalError) as error:  # a wrong --cache is the user's to fix, not a bug
+            why = f"{error.strerror}: {error.filename}" if isinstance(error, OSError) and error.filename else str(error)
+            raise CacheError(f"--cache {self.path}: the answer cache cannot be created there ({why})") from None
         self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
         self._db.execute("PRAGMA synchronous=NORMAL")

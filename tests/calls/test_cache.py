@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from bespoke_dataset import SAMPLE_DIR
 from bespoke_metric.backends.base import Completion, Request
 from bespoke_metric.calls.cache import Cache, key_for
 
@@ -133,3 +134,24 @@ def test_a_cache_written_before_extras_gains_the_column(tmp_path):
         assert cache.get("k") == Completion("old answer", 3, 2)
         cache.put("new", Completion("y", 1, 1, reasoning_tokens=1))
         assert cache.get("new").reasoning_tokens == 1
+
+
+def test_a_cache_that_cannot_be_created_is_the_user_s_error_naming_it(tmp_path, capsys):
+    from bespoke_cli.cli import main
+    from bespoke_dataset.errors import UserError
+
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    (tmp_path / "a-folder.sqlite").mkdir()
+    for path, why in ((tmp_path / "a-file" / "answers.sqlite", f"File exists: {tmp_path / 'a-file'}"),
+                      (tmp_path / "a-folder.sqlite", "unable to open database file")):
+        with pytest.raises(UserError) as raised:
+            Cache(path)
+        assert str(raised.value) == f"--cache {path}: the answer cache cannot be created there ({why})"
+    # from the command line: one line, before any call, nothing written
+    args = ["score", "--source", "sample", "--predictions", str(SAMPLE_DIR / "predictions.jsonl"), "--judge", "openai:judge-model",
+            "--api-key", "sk-test", "--base-url", "http://127.0.0.1:9/v1", "--cache", str(tmp_path / "a-folder.sqlite"),
+            "--output", str(tmp_path / "results.json")]
+    assert main(args) == 2
+    assert capsys.readouterr().err == (f"error: --cache {tmp_path / 'a-folder.sqlite'}: the answer cache cannot be created "
+                                       "there (unable to open database file)\n")
+    assert not (tmp_path / "results.json").exists()

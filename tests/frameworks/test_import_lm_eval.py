@@ -92,6 +92,8 @@ def test_answers_in_any_script_are_read_and_written_as_given_whatever_the_locale
     samples_file(tmp_path, lm_eval_line(0), lm_eval_line(1))
     (tmp_path / "results_2026-12-06T00-00-00.json").write_text(json.dumps({"model_name": "modèle-ü"}, ensure_ascii=False),
                                                               encoding="utf-8")
+    here = read_lm_eval_samples(str(tmp_path / "samples_bespoke_none_2026-12-06T00-00-00.jsonl"))
+    assert here.system["model"] == "modèle-ü" and [sample.response for sample in here.samples] == [ANSWER, ANSWER]
     script = ("import sys; from bespoke_cli.cli import main; "
               "sys.exit(main(['import', sys.argv[1], '--output', 'out.json']))")
     environment = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
@@ -159,9 +161,8 @@ def test_each_answer_is_guarded_as_bespoke_score_guards_it(server: TestServer) -
     answers = [[ANSWER], [], [context]]
     judged = filtered(answers, documents(server, 0, 1, 2, context_block=context))
     assert judged[0][ITEM_KEY].get("guard") is None
-    assert judged[1][ITEM_KEY]["guard"]  # no answer at all: judged as an empty one, which the guards stop
-    assert judged[2][ITEM_KEY]["guard"]  # its own context block copied back: the echo guard
-    assert judged[1][ITEM_KEY]["guard"] != judged[2][ITEM_KEY]["guard"]
+    assert judged[1][ITEM_KEY]["guard"]["guard"] == "empty"  # no answer at all: judged as an empty one
+    assert judged[2][ITEM_KEY]["guard"]["guard"] == "echo"  # its own context block copied back
     assert len(server.calls) == 5  # the guarded ones cost no call: one judgment and four claims for the first
 
 

@@ -165,6 +165,19 @@ def test_a_scorer_told_no_source_opens_one_judge_on_the_data_its_samples_name(se
     assert all(score.metadata[ITEM_KEY]["query_id"] == BENCHMARK[key]["query_id"] for score, key in zip(scores, KEYS, strict=False))
 
 
+def test_the_judge_opened_on_a_sample_reads_the_revision_it_names(server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[tuple[str, str | None]] = []
+
+    def counted(source: str, revision: str | None) -> Any:
+        read.append((source, revision))
+        return BENCHMARK, DATA  # the bundled sample stands in for the Hub data at that revision
+
+    monkeypatch.setattr(inspect_judge, "load_benchmark", counted)
+    scored(bespoke_judge(judge=JUDGE, judge_options=options(server)), state(KEYS[0], metadata={"source": "org/bespoke",
+                                                                                                  "revision": "v1"}))
+    assert read == [("org/bespoke", "v1")]  # the judge calibrated on the data the answer is judged against
+
+
 def test_a_scorer_s_own_source_is_read_before_the_one_its_samples_name() -> None:
     assert sample_source({"source": "elsewhere", "revision": "v2"}, "sample", None) == ("sample", None)
     assert sample_source({"source": "elsewhere", "revision": "v2"}, "sample", "v1") == ("sample", "v1")
@@ -191,6 +204,16 @@ def test_a_judge_that_cannot_be_opened_is_one_message_naming_it(source: str | No
     scorer = bespoke_judge(judge="embed:no-such-model")  # the data unknown yet: opened by the first score
     with pytest.raises(ArgumentError, match=f"^{said}"):
         scored(scorer, state(KEYS[0]))
+
+
+def test_a_cache_that_cannot_be_created_is_one_message_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    cache = tmp_path / "a-file" / "judge.sqlite"
+    with pytest.raises(ArgumentError) as raised:
+        bespoke_judge(judge=JUDGE, source="sample", judge_cache=str(cache),
+                      judge_options={"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-judge"})
+    assert str(raised.value) == (f"bespoke_metric/bespoke_judge: the judge {JUDGE} cannot be opened: cache={cache}: the "
+                                 f"answer cache cannot be created there (File exists: {tmp_path / 'a-file'})")
 
 
 @pytest.mark.parametrize("source", ["sample", None], ids=["told-its-source", "on-its-first-sample"])
