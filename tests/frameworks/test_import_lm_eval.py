@@ -18,7 +18,14 @@ import pytest
 
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.frameworks import lm_eval_harness
-from bespoke_metric.frameworks.importing import ITEM_KEY, JUDGE_KEY, ImportRunError, read_lm_eval_samples
+from bespoke_metric.frameworks.importing import (
+    ITEM_KEY,
+    JUDGE_KEY,
+    ImportRunError,
+    import_runs,
+    read_lm_eval_samples,
+    write_imported,
+)
 from bespoke_metric.judging.guards import GUARDS_VERSION
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.metrics import METRIC_NAMES
@@ -94,6 +101,8 @@ def test_answers_in_any_script_are_read_and_written_as_given_whatever_the_locale
                                                               encoding="utf-8")
     here = read_lm_eval_samples(str(tmp_path / "samples_bespoke_none_2026-12-06T00-00-00.jsonl"))
     assert here.system["model"] == "modèle-ü" and [sample.response for sample in here.samples] == [ANSWER, ANSWER]
+    write_imported(import_runs([here.path]), tmp_path / "here.json", tmp_path / "here.jsonl")
+    assert all(ANSWER in line for line in (tmp_path / "here.jsonl").read_text(encoding="utf-8").splitlines())  # not escaped
     script = ("import sys; from bespoke_cli.cli import main; "
               "sys.exit(main(['import', sys.argv[1], '--output', 'out.json']))")
     environment = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
