@@ -167,6 +167,7 @@ HARMLESS: dict[str, str] = {
                     "mutant) and fails on each (checked by hand)"),
     f"{_IMPORTING}x__lines__mutmut_9": ("the error's class named only where an OSError has no strerror: those `open` and "
                                         "reading raise always carry one (their errno's text)"),
+    f"{_IMPORTING}x_write_imported__mutmut_9": "`ensure_ascii=False` written `ensure_ascii=None`: both false, the same JSON",
     **dict.fromkeys([f"{_IMPORTING}x__plain__mutmut_{n}" for n in (3, 5)],
                     "`default=str` dropped: the task arguments it is given come from an inspect log, JSON already"),
     f"{_IMPORTING}x_read_inspect_log__mutmut_6": ("the text shown for a reader's error whose message is empty: inspect's "

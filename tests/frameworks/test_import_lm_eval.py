@@ -170,7 +170,9 @@ def test_each_answer_is_guarded_as_bespoke_score_guards_it(server: TestServer) -
     answers = [[ANSWER], [], [context]]
     judged = filtered(answers, documents(server, 0, 1, 2, context_block=context))
     assert judged[0][ITEM_KEY].get("guard") is None
-    assert judged[1][ITEM_KEY]["guard"]["guard"] == "empty"  # no answer at all: judged as an empty one
+    # no answer at all: judged as an empty one
+    assert judged[1][ITEM_KEY]["guard"]["guard"] == "empty"
+    assert judged[1][ITEM_KEY]["guard"]["reason"].startswith("the response has nothing but whitespace")
     assert judged[2][ITEM_KEY]["guard"]["guard"] == "echo"  # its own context block copied back
     assert len(server.calls) == 5  # the guarded ones cost no call: one judgment and four claims for the first
 
@@ -211,8 +213,34 @@ def test_the_average_of_documents_judged_on_nothing_is_nan() -> None:
     ({"judge": JUDGE, "context": "selected-profile"},
      "context 'selected-profile': the lm-eval tasks run none, history, selected-history, oracle; the profile contexts "
      "run in inspect (inspect eval bespoke_metric/bespoke -T context=...)"),
-], ids=["context-twice", "no-judge", "profile-context"])
+    ({"judge": JUDGE, "judge_recall": "bogus"}, "\"judge_recall\" must be one of per-claim, batched, none, got 'bogus'"),
+], ids=["context-twice", "no-judge", "profile-context", "judge-option-value"])
 def test_a_metadata_mistake_says_what_to_do_in_one_line(metadata: dict[str, Any], said: str) -> None:
     with pytest.raises(lm_eval_harness.MetadataError) as raised:
         lm_eval_harness.dataset(source="sample", **metadata)
     assert str(raised.value) == said
+
+
+def test_the_spending_limit_is_a_command_s_not_a_judge_option() -> None:
+    with pytest.raises(lm_eval_harness.MetadataError) as raised:
+        lm_eval_harness.dataset(source="sample", judge=JUDGE, judge_api_key="sk-judge", judge_spending=5)
+    said = str(raised.value)
+    assert said.startswith('"judge_spending": not an option of the judge openai:judge-model; the judge\'s keys are ')
+    assert "judge_spending" not in said.split("keys are ")[1] and "judge_max_shots" in said
+
+
+def test_each_document_holds_the_messages_bespoke_generate_sends(server: TestServer) -> None:
+    from bespoke_metric.systems.messages import Prompter
+
+    made = lm_eval_harness.dataset(source="sample", judge=JUDGE, context="history", judge_base_url=server.base_url,
+                                   judge_api_key="sk-judge")["test"]
+    prompter = Prompter.load(source="sample", context="history")
+    assert len(made) == len(prompter.rows) == len(KEYS)
+    for document, row in zip(made, prompter.rows, strict=True):
+        asked = prompter.messages_now(row)
+        [system, user] = asked.messages
+        assert document == {"user": asked.user, "query_id": asked.query_id, "key": asked.key, "context": "history",
+                            "system": system["content"], "prompt": user["content"], "context_block": asked.context_block,
+                            "context_tokens": asked.context_tokens, "session_ids": list(asked.session_ids),
+                            "source": "sample", "judge": JUDGE}
+        assert asked.context_block and asked.context_block in user["content"] + system["content"]

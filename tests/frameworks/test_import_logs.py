@@ -29,6 +29,7 @@ from bespoke_metric.frameworks.importing import (
 )
 from bespoke_metric.judging.guards import GUARDS_VERSION
 from bespoke_metric.results import ItemResult
+from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.scoring.pipeline import load_benchmark
 
 JUDGE = "openai:judge-model"
@@ -54,13 +55,19 @@ class Answer:
     """Fields of the item besides the scores and recall (a guard, a cut)."""
     scored: bool = True
     """False: the sample errored before it was scored (no score at all)."""
+    key: str | None = None
+    """The query it answers, where not the benchmark's `query`th (one the data may not hold)."""
+
+    @property
+    def id(self) -> str:
+        return self.key or KEYS[self.query]
 
 
 KEYS = list(load_benchmark("sample")[0])
 
 
 def item_of(answer: Answer) -> ItemResult:
-    user, query_id = KEYS[answer.query].split("/")
+    user, query_id = answer.id.split("/")
     item = ItemResult(user, query_id, scores=dict(zip(DIMENSIONS, answer.scores, strict=True)), recall=answer.recall,
                       **answer.item)
     item.errors = [{"metric": dim, "reason": "unparsable"} for dim, score in zip(DIMENSIONS, answer.scores, strict=True)
@@ -81,7 +88,7 @@ def inspect_log(path: Path, answers: Sequence[Answer], *, task_args: dict[str, A
         carried = {ITEM_KEY: item_of(answer).to_json(), JUDGE_KEY: {**BLOCK, **answer.judge}}
         output = ModelOutput.from_content(answer.model or "", answer.response)
         output.model = answer.model or ""
-        samples.append(EvalSample(id=KEYS[answer.query], epoch=answer.epoch, input="query", target="need", output=output,
+        samples.append(EvalSample(id=answer.id, epoch=answer.epoch, input="query", target="need", output=output,
                                   scores=scores if scores is not None else {"bespoke_metric/bespoke_judge": Score(
                                       value=1.0, metadata=carried)} if answer.scored else {},
                                   metadata={CONTEXT_KEY: {"stand_in": True}} if answer.stand_in else {}))
@@ -380,3 +387,29 @@ def test_a_file_that_is_no_log_inspect_can_read_is_named_with_its_first_line(her
     with pytest.raises(ImportRunError) as raised:
         read_inspect_log(str(broken))
     assert str(raised.value) == f"{broken}: not an inspect log that can be read (ValueError: EOCD not found)"
+
+
+def test_an_import_records_who_answered_and_the_spread_of_its_figures(here: Path) -> None:
+    answers = [Answer(0, "Feed it.", scores=(5, 4, 3, 2)), Answer(1, "Keep it warm.", model="", recall=0.25),
+               Answer(2, "Use rye.", stand_in=True, scores=(1, 2, 3, 4), recall=1.0)]
+    results = import_runs([inspect_log(here / "run.eval", answers)]).results
+    # an answer whose model inspect did not name is counted nowhere; a stand-in's apart
+    assert results.system["served_models"] == {"openai/gpt-4o-mini": 1} and results.system["stand_in"] == 1
+    assert results.summary["judge_truncated"] == 0 and results.summary["benchmark_queries"] == len(KEYS)
+    spread = figure_stats(results.items)
+    assert (results.stderr, results.n_samples) == (spread["stderr"], spread["n_samples"])
+    assert all(value > 0 for value in results.stderr.values())
+
+
+def test_the_revision_given_is_the_one_the_data_is_read_at(here: Path) -> None:
+    log = inspect_log(here / "run.eval", [Answer(0, "Feed it.")])
+    with pytest.raises(ImportRunError, match=r"revision='v1' applies to Hub repos only"):
+        import_runs([log], revision="v1")
+
+
+def test_answers_to_queries_the_data_does_not_hold_are_counted_and_named(here: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    log = inspect_log(here / "run.eval", [Answer(0, "Feed it."), Answer(0, "Odd.", key="user9/98"),
+                                          Answer(0, "Odder.", key="user9/99")])
+    assert refused(capsys, log) == (f"{log}: 2 answer(s) to queries not in sample (first user9/98): give the --source the "
+                                    "run was made on")

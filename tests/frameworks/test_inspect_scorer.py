@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import math
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,12 @@ def test_a_judge_that_cannot_be_opened_is_one_message_naming_it(source: str | No
     scorer = bespoke_judge(judge="embed:no-such-model")  # the data unknown yet: opened by the first score
     with pytest.raises(ArgumentError, match=f"^{said}"):
         scored(scorer, state(KEYS[0]))
+    raised: list[Any] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "unraisablehook", raised.append)
+        del scorer
+        gc.collect()
+    assert raised == []  # released without raising the opening's error again
 
 
 def test_a_cache_that_cannot_be_created_is_one_message_naming_it(tmp_path: Path) -> None:
@@ -237,11 +244,23 @@ def test_the_judge_is_closed_when_its_scorer_is_released(server: TestServer, mon
 
 def test_a_scorer_released_before_it_judged_closes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     closed: list[JudgeSession] = []
+    raised: list[Any] = []  # what the release raised, where a finalizer's errors go
     monkeypatch.setattr(JudgeSession, "close", closed.append)
+    monkeypatch.setattr(sys, "unraisablehook", raised.append)
     scorer = bespoke_judge(judge=JUDGE, judge_options={"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-judge"})
     del scorer
     gc.collect()
-    assert closed == []
+    assert closed == [] and raised == []
+
+
+def test_a_scorer_told_its_source_and_revision_calibrates_its_judge_on_them(server: TestServer,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(inspect_judge, "load_benchmark", lambda source, revision: read.append((source, revision)) or (BENCHMARK, DATA))
+    scorer = bespoke_judge(judge=JUDGE, source="org/bespoke", revision="v1", judge_options=options(server))
+    assert read == [("org/bespoke", "v1")]  # opened where it is made
+    scored(scorer, state(KEYS[0], metadata={"source": "elsewhere"}))
+    assert read == [("org/bespoke", "v1")]  # and the answers judged against the same data
 
 
 # -- the tasks as made -------------------------------------------------------------------------------------------
