@@ -391,7 +391,7 @@ def test_a_file_that_is_no_log_inspect_can_read_is_named_with_its_first_line(her
 
 def test_an_import_records_who_answered_and_the_spread_of_its_figures(here: Path) -> None:
     answers = [Answer(0, "Feed it.", scores=(5, 4, 3, 2)), Answer(1, "Keep it warm.", model="", recall=0.25),
-               Answer(2, "Use rye.", stand_in=True, scores=(1, 2, 3, 4), recall=1.0)]
+               Answer(2, "Use rye.", stand_in=True, model="openai/standin", scores=(1, 2, 3, 4), recall=1.0)]
     results = import_runs([inspect_log(here / "run.eval", answers)]).results
     # an answer whose model inspect did not name is counted nowhere; a stand-in's apart
     assert results.system["served_models"] == {"openai/gpt-4o-mini": 1} and results.system["stand_in"] == 1
