@@ -99,24 +99,33 @@ class StandIn:
         import time
 
         self.url_file = folder / "stand-in.url"
-        self.process = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", "stand-in", "--url-file", str(self.url_file),
-                                         *options],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Its output goes to files, not pipes: a session-long server's log would fill a pipe nobody reads and stall
+        # it. Its own session keeps signals meant for a test's process group (a worker's, Ray's) away from it.
+        self.out_file, self.err_file = folder / "stand-in.out", folder / "stand-in.err"
+        with open(self.out_file, "w") as out, open(self.err_file, "w") as err:
+            self.process = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", "stand-in", "--url-file",
+                                             str(self.url_file), *options],
+                                            stdout=out, stderr=err, text=True, start_new_session=True)
         deadline = time.monotonic() + 120  # the command imports the package first: seconds on a busy machine
         while not self.url_file.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.process.kill()
-                raise RuntimeError(f"bespoke stand-in did not start: {self.process.communicate()}")
+                self.process.wait()
+                raise RuntimeError(f"bespoke stand-in did not start: {self.output()}")
             time.sleep(0.1)
         self.url = self.url_file.read_text(encoding="utf-8").strip()
+
+    def output(self):
+        """(stdout, stderr) so far."""
+        return self.out_file.read_text(encoding="utf-8"), self.err_file.read_text(encoding="utf-8")
 
     def stop(self):
         """Ctrl-C, as a user stops it: (exit code, stdout, stderr)."""
         import signal
 
         self.process.send_signal(signal.SIGINT)
-        out, err = self.process.communicate(timeout=60)
-        return self.process.returncode, out, err
+        self.process.wait(timeout=60)
+        return (self.process.returncode, *self.output())
 
 
 @_pytest.fixture(scope="session")
