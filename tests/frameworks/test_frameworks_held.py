@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from judge_block import JUDGE, judge_block
 from output_lines import own_lines
 
 from bespoke_cli.cli import main
@@ -33,7 +34,6 @@ from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import serve
 
-JUDGE = "openai:judge-model"
 ANSWER = ("Keep the rye starter near 26 degrees, feed it twice a day with whole rye flour, and lower the dough to seventy "
           "percent hydration until the starter doubles again within six hours. Answer {index}.")
 TRUNCATED = 2
@@ -397,8 +397,7 @@ def test_every_judge_option_of_the_metadata_reaches_the_judge(lm_eval_run: LmEva
 
 # -- bespoke import of lm-eval's samples, written here in lm-eval's format (fast: no run) ---------------------------
 
-BLOCK = {"spec": JUDGE, "engine": "openai", "model": "judge-model", "protocol_version": "2.x", "max_shots": 5,
-         "guards": GUARDS_VERSION, "proxy": False, "served_models": {"judge-model": 40}}
+BLOCK = judge_block(40)
 
 
 def logged(folder: Path, name: str, answers: list[tuple[str, list[int | None], float | None]],

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from judge_block import JUDGE, judge_block
 
 from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.frameworks import lm_eval_harness
@@ -26,16 +27,13 @@ from bespoke_metric.frameworks.importing import (
     read_lm_eval_samples,
     write_imported,
 )
-from bespoke_metric.judging.guards import GUARDS_VERSION
 from bespoke_metric.results import ItemResult
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import judge_answer
 from bespoke_metric.testing.server import TestServer, serve
 
-JUDGE = "openai:judge-model"
-BLOCK = {"spec": JUDGE, "engine": "openai", "model": "judge-model", "protocol_version": "2.x", "max_shots": 5,
-         "guards": GUARDS_VERSION, "proxy": False, "served_models": {"judge-model": 2}, "session": "s1"}
+BLOCK = judge_block(2, session="s1")
 KEYS = list(load_benchmark("sample")[0])
 ANSWER = ("Keep the rye starter near 26 °C, feed it twice a day with whole rye flour — and lower the dough to seventy "
           "percent hydration until the starter doubles again within six hours.")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from judge_block import JUDGE, judge_block
 
 from bespoke_cli.cli import main
 from bespoke_dataset.vocabulary import DIMENSIONS
@@ -32,9 +33,7 @@ from bespoke_metric.results import ItemResult
 from bespoke_metric.results.figure_stats import figure_stats
 from bespoke_metric.scoring.pipeline import load_benchmark
 
-JUDGE = "openai:judge-model"
-BLOCK = {"spec": JUDGE, "engine": "openai", "model": "judge-model", "protocol_version": "2.x", "max_shots": 5,
-         "guards": GUARDS_VERSION, "proxy": False, "served_models": {"judge-model": 40}}
+BLOCK = judge_block(40)
 TASK_ARGS = {"source": "sample", "context": "history", "judge": JUDGE, "judge_options": {"api_key": "sk-secret"}}
 
 
