@@ -105,7 +105,7 @@ class StandIn:
         with open(self.out_file, "w") as out, open(self.err_file, "w") as err:
             self.process = subprocess.Popen([sys.executable, "-m", "bespoke_cli.cli", "stand-in", "--url-file",
                                              str(self.url_file), *options],
-                                            stdout=out, stderr=err, text=True, start_new_session=True)
+                                            stdout=out, stderr=err, start_new_session=True)
         deadline = time.monotonic() + 120  # the command imports the package first: seconds on a busy machine
         while not self.url_file.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:

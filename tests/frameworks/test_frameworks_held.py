@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from judge_block import JUDGE, judge_block
+from framework_logs import JUDGE, filter_text, judge_block, judged_item, lm_eval_sample
 from output_lines import own_lines
 
 from bespoke_cli.cli import main
@@ -405,19 +405,10 @@ def logged(folder: Path, name: str, answers: list[tuple[str, list[int | None], f
     """lm-eval's samples file `samples_bespoke_none_NAME.jsonl` of the sample's first queries, as `--log_samples`
     writes it: per query its document, the answer (`resps`) and the filter's item and judge block (`BLOCK` with
     `block`, and the answer's own of `each` where given); with lm-eval's results file beside it naming the model."""
-    from bespoke_metric.results import ItemResult
-
     benchmark, _ = load_benchmark("sample")
-    lines = []
-    for index, ((answer, scores, recall), key) in enumerate(zip(answers, benchmark, strict=False)):
-        row = benchmark[key]
-        item = ItemResult(str(row["user"]), str(row["query_id"]), scores=dict(zip(DIMENSIONS, scores, strict=True)), recall=recall)
-        item.errors = [{"metric": dim, "reason": "unparsable"} for dim, score in zip(DIMENSIONS, scores, strict=True) if score is None]
-        doc = {"user": item.user, "query_id": item.query_id, "key": key, "context": "none", "source": "sample", "judge": JUDGE}
-        lines.append(json.dumps({"doc_id": index, "doc": doc, "target": key, "arguments": {}, "resps": [[answer]],
-                                 "filtered_resps": [json.dumps({ITEM_KEY: item.to_json(), JUDGE_KEY: {
-                                     **BLOCK, **block, **(each[index] if each else {})}})],
-                                 "filter": "bespoke", "metrics": list(METRIC_NAMES)}))
+    lines = [lm_eval_sample(index, key, answer, filter_text(judged_item(key, scores, recall),
+                                                            {**BLOCK, **block, **(each[index] if each else {})}))
+             for index, ((answer, scores, recall), key) in enumerate(zip(answers, benchmark, strict=False))]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results_2026-12-06T00-00-00.json").write_text(json.dumps({"model_name": "gpt-4o-mini"}), encoding="utf-8")
     path = folder / f"samples_bespoke_none_{name}.jsonl"

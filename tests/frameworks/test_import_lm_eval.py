@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judge_block import JUDGE, judge_block
+from framework_logs import JUDGE, filter_text, judge_block, judged_item, lm_eval_sample
 
-from bespoke_dataset.vocabulary import DIMENSIONS
 from bespoke_metric.frameworks import lm_eval_harness
 from bespoke_metric.frameworks.importing import (
     ITEM_KEY,
@@ -27,7 +26,6 @@ from bespoke_metric.frameworks.importing import (
     read_lm_eval_samples,
     write_imported,
 )
-from bespoke_metric.results import ItemResult
 from bespoke_metric.results.metrics import METRIC_NAMES
 from bespoke_metric.scoring.pipeline import load_benchmark
 from bespoke_metric.testing.judge_responder import judge_answer
@@ -42,12 +40,9 @@ ANSWER = ("Keep the rye starter near 26 °C, feed it twice a day with whole rye 
 def lm_eval_line(index: int, answer: str = ANSWER, *, filtered: Any = None) -> str:
     """One line of lm-eval's samples file of `bespoke_none` (`--log_samples`): the document, the model's answer, and
     our filter's JSON text (`filtered`: another filtered response in its place)."""
-    user, query_id = KEYS[index].split("/")
-    item = ItemResult(user, query_id, scores=dict.fromkeys(DIMENSIONS, 4), recall=0.5)
-    text = json.dumps({ITEM_KEY: item.to_json(), JUDGE_KEY: BLOCK}, ensure_ascii=False) if filtered is None else filtered
-    doc = {"key": KEYS[index], "source": "sample", "context": "none", "judge": JUDGE, "context_block": ""}
-    return json.dumps({"doc_id": index, "doc": doc, "target": "", "arguments": [], "resps": [[answer]],
-                       "filtered_resps": [text], "filter": "bespoke_judge"}, ensure_ascii=False)
+    key = KEYS[index]
+    return lm_eval_sample(index, key, answer, filter_text(judged_item(key, (4, 4, 4, 4), 0.5), BLOCK)
+                          if filtered is None else filtered)
 
 
 def samples_file(folder: Path, *lines: str) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judge_block import JUDGE, judge_block
+from framework_logs import JUDGE, judge_block, judged_item
 
 from bespoke_cli.cli import main
 from bespoke_dataset.vocabulary import DIMENSIONS
@@ -66,12 +66,7 @@ KEYS = list(load_benchmark("sample")[0])
 
 
 def item_of(answer: Answer) -> ItemResult:
-    user, query_id = answer.id.split("/")
-    item = ItemResult(user, query_id, scores=dict(zip(DIMENSIONS, answer.scores, strict=True)), recall=answer.recall,
-                      **answer.item)
-    item.errors = [{"metric": dim, "reason": "unparsable"} for dim, score in zip(DIMENSIONS, answer.scores, strict=True)
-                   if score is None]
-    return item
+    return judged_item(answer.id, answer.scores, answer.recall, **answer.item)
 
 
 def inspect_log(path: Path, answers: Sequence[Answer], *, task_args: dict[str, Any] | None = None,
