@@ -17,7 +17,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from bespoke_dataset.errors import require_extra
 
-require_extra("matplotlib", "plots", "the HTML report's charts")
+require_extra("matplotlib", "plots", "the HTML report, for its charts,")
 import matplotlib  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
